@@ -20,3 +20,24 @@ type Config struct {
 	ECNMask           uint8  // 1 = l4s_ect (ECT(1), CE), 3 = any_ect
 	MTU               int    // bytes; the 2-MTU guard and the WRR credit use it
 }
+
+// Kinds of queue discipline NewQueue builds.
+const (
+	KindDualPI2 = "dualpi2"
+	KindFIFO    = "fifo"
+)
+
+// FIFOConfig sizes the tail-drop FIFO, the "no L4S queue management"
+// baseline. A zero limit means no limit of that kind; at least one must be set.
+type FIFOConfig struct {
+	Limit     uint32 // packets
+	ByteLimit uint64 // bytes of packet data
+}
+
+// Spec names a queue discipline and its configuration: what flags give for
+// one direction and what NewQueue builds.
+type Spec struct {
+	Kind    string // KindDualPI2 or KindFIFO
+	DualPI2 Config
+	FIFO    FIFOConfig
+}

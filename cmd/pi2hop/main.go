@@ -1,0 +1,18 @@
+// Command pi2hop is a software L4S bottleneck: a forwarding hop with
+// DualPI2 (RFC 9332) queue management, a lab around it, and capture
+// analysis. See `pi2hop help`.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := Run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(exitCode(err, os.Stderr))
+}
