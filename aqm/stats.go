@@ -37,5 +37,5 @@ type Stats struct {
 	BacklogBytes int
 
 	DropsBy [NumReasons]uint64 // drops by reason
-	C, L    ClassCounters       // per queue; LLLL counts as L
+	C, L    ClassCounters      // per queue; LLLL counts as L
 }
