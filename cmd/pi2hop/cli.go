@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -85,9 +86,24 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			printCommandUsage(stdout, c, fs)
 			return nil
 		}
-		return usagef("%s: %v", name, err)
+		return usagef("%s: %v", name, flagError(err))
 	}
 	return run(ctx, env, fs.Args())
+}
+
+// flagError rewrites pflag's "invalid argument "x" for "--flag" flag: why"
+// into the shorter form used across pi2hop: --flag "x": why. Parsers
+// that quote the value themselves (shaper's units) are not quoted twice.
+func flagError(err error) error {
+	var bad *pflag.InvalidValueError
+	if !errors.As(err, &bad) {
+		return err
+	}
+	cause := errors.Unwrap(bad)
+	if strings.HasPrefix(cause.Error(), strconv.Quote(bad.GetValue())+":") {
+		return fmt.Errorf("--%s %w", bad.GetFlag().Name, cause)
+	}
+	return fmt.Errorf("--%s %q: %w", bad.GetFlag().Name, bad.GetValue(), cause)
 }
 
 func newFlagSet(c *command) *pflag.FlagSet {
