@@ -1,5 +1,11 @@
 package aqm
 
+import (
+	"fmt"
+	"math"
+	"time"
+)
+
 // Config holds every sch_dualpi2 parameter, in the kernel's units inside
 // (ns for times) and tc's names in comments. DefaultConfig gives the
 // kernel's defaults; New and Validate reject what the kernel would.
@@ -40,4 +46,111 @@ type Spec struct {
 	Kind    string // KindDualPI2 or KindFIFO
 	DualPI2 Config
 	FIFO    FIFOConfig
+}
+
+// Kernel defaults (dualpi2_reset_default), except the MTU: pi2hop's guard
+// and WRR credit use the IP MTU (1500) where the kernel adds the link
+// header (1514 on Ethernet).
+const (
+	DefaultLimit  = 10000 // packets: 125 ms at 1 Gbit/s of 1500-byte packets
+	DefaultMTU    = 1500
+	DefaultTarget = 15_000_000 // ns
+	// DefaultTupdate with the default gains gives a 10 dB stability margin
+	// for RTTs up to 100 ms (kernel comment).
+	DefaultTupdate    = 16_000_000 // ns
+	DefaultAlpha      = 41         // 0.16 Hz·256 (tc shows 0.156250)
+	DefaultBeta       = 819        // 3.2 Hz·256 (tc shows 3.195312)
+	DefaultStepThresh = 1_000_000  // ns
+)
+
+// DefaultConfig returns sch_dualpi2's defaults: limit 10000 packets,
+// memlimit limit·2·MTU, target 15 ms, tupdate 16 ms, alpha 0.16, beta 3.2,
+// step_thresh 1 ms, min_qlen_step 0, coupling_factor 2, drop_on_overload,
+// drop_dequeue, classic_protection 10 %, l4s_ect; MTU 1500.
+func DefaultConfig() Config {
+	return Config{
+		Limit:             DefaultLimit,
+		MemLimit:          DefaultMemLimit(DefaultLimit, DefaultMTU),
+		Target:            DefaultTarget,
+		Tupdate:           DefaultTupdate,
+		Alpha:             DefaultAlpha,
+		Beta:              DefaultBeta,
+		Coupling:          2,
+		StepThresh:        DefaultStepThresh,
+		MinQlenStep:       0,
+		DropOverload:      true,
+		DropEnqueue:       false,
+		ClassicProtection: 10,
+		ECNMask:           1,
+		MTU:               DefaultMTU,
+	}
+}
+
+// DefaultMemLimit is the memory limit the kernel derives whenever limit is
+// set: limit·2·MTU (the doubling stands for per-packet overhead), saturated
+// at 2^32−1 like the kernel's u32.
+func DefaultMemLimit(limit uint32, mtu int) uint64 {
+	return min(uint64(limit)*2*uint64(max(mtu, 0)), math.MaxUint32)
+}
+
+// Largest values the kernel can hold: times travel in µs in u32 netlink
+// attributes; tupdate and step_thresh are kept in ns in a u32 (the kernel
+// saturates larger values; Validate rejects them instead, so the
+// configuration in force is always the one asked for).
+const (
+	maxTarget   = math.MaxUint32 * 1000 // ns (u32 µs)
+	maxU32Nanos = math.MaxUint32        // ns ≈ 4.29 s
+	minMTU      = 68                    // RFC 791 minimum
+	maxMTU      = 65535
+)
+
+// configRange is one row of Validate's table: a field, its tc name and
+// the range the kernel's netlink policy accepts.
+type configRange struct {
+	name          string
+	val, min, max int64
+	nanos         bool // print as durations
+}
+
+func (c Config) ranges() []configRange {
+	step := configRange{"step_thresh", c.StepThresh, 0, maxU32Nanos, true}
+	if c.StepInPackets {
+		step = configRange{"step_thresh", c.StepThresh, 0, math.MaxUint32, false}
+	}
+	return []configRange{
+		{"limit", int64(c.Limit), 1, math.MaxUint32, false},
+		{"memlimit", int64(min(c.MemLimit, math.MaxInt64)), 1, math.MaxUint32, false},
+		{"target", c.Target, 0, maxTarget, true},
+		{"tupdate", c.Tupdate, 1000, maxU32Nanos, true},
+		{"alpha", int64(c.Alpha), 1, maxAlphaBeta, false},
+		{"beta", int64(c.Beta), 1, maxAlphaBeta, false},
+		{"coupling", int64(c.Coupling), 1, math.MaxUint8, false},
+		step,
+		{"classic_protection", int64(c.ClassicProtection), 0, maxWeight, false},
+		{"ecn_mask", int64(c.ECNMask), 1, 3, false},
+		{"mtu", int64(c.MTU), minMTU, maxMTU, false},
+	}
+}
+
+// Validate checks every parameter against the kernel's netlink policy
+// (ranges as in dualpi2_policy) and returns the first violation, e.g.
+// `config "coupling": 0 not in 1..255`. The "both step forms" check of the
+// kernel cannot arise here (StepInPackets picks one form); flag parsing
+// rejects both forms given at once.
+func (c Config) Validate() error {
+	for _, r := range c.ranges() {
+		if r.val >= r.min && r.val <= r.max {
+			continue
+		}
+		if r.nanos {
+			return fmt.Errorf("config %q: %v not in %v..%v", r.name,
+				time.Duration(r.val), time.Duration(r.min), time.Duration(r.max))
+		}
+		unit := ""
+		if r.name == "step_thresh" {
+			unit = " packets"
+		}
+		return fmt.Errorf("config %q: %d not in %d..%d%s", r.name, r.val, r.min, r.max, unit)
+	}
+	return nil
 }

@@ -63,6 +63,12 @@ type Meta struct {
 	// not match the ECN mask; the zero value is Classic, as a filter miss
 	// is in Linux 6.18. Enqueue overwrites it with the final class.
 	Class Class
+
+	// What DualPI2 decided at enqueue, kept with the packet like the
+	// kernel's skb control block; they fill padding, so Meta stays 24
+	// bytes, and Dequeue clears them before handing the Meta back.
+	applyStep bool   // step AQM applies (L4S and min_qlen_step reached)
+	earlyMark Reason // CE mark decided at enqueue (drop_enqueue), or none
 }
 
 // Action is what the AQM did with a packet.

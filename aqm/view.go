@@ -1,0 +1,203 @@
+package aqm
+
+import "encoding/binary"
+
+// View is a raw IP packet as a TUN device delivers it: an IPv4 (RFC 791)
+// or IPv6 (RFC 8200) header at offset 0. Its accessors are for the hot
+// path: no allocation, every access bounds-checked, no panic on any input.
+// Anything that is not a well-formed header reads as Not-ECT (DESIGN.md:
+// such packets are Classic, forwarded as is).
+//
+//	IPv4:  0      4      8          14  16                      31
+//	       |Ver=4 | IHL  |  DSCP    |ECN|     Total Length        |
+//	       ... TTL(8) Protocol(9) Header Checksum(10..11)
+//	       Source(12..15) Destination(16..19) [options]
+//
+//	IPv6:  |Ver=6 | Traffic Class (DSCP,ECN) | Flow Label (20)   |
+//	       Payload Length(4..5) Next Header(6) Hop Limit(7)
+//	       Source(8..23) Destination(24..39)
+type View []byte
+
+const (
+	ipv4MinHeader = 20
+	ipv6Header    = 40
+)
+
+// Valid reports whether v starts with a well-formed IPv4 header (version
+// 4, IHL >= 5, IHL*4 <= total length <= len(v)) or IPv6 header (version 6,
+// 40 + payload length <= len(v)). Trailing bytes beyond the IP total
+// length (link padding) are allowed.
+func (v View) Valid() bool { return v.Version() != 0 }
+
+// Version returns 4 or 6 for a valid header and 0 otherwise.
+func (v View) Version() int {
+	if len(v) == 0 {
+		return 0
+	}
+	switch v[0] >> 4 {
+	case 4:
+		if len(v) < ipv4MinHeader {
+			return 0
+		}
+		ihl := int(v[0]&0x0f) * 4
+		total := int(binary.BigEndian.Uint16(v[2:4]))
+		if ihl >= ipv4MinHeader && total >= ihl && total <= len(v) {
+			return 4
+		}
+	case 6:
+		if len(v) < ipv6Header {
+			return 0
+		}
+		if ipv6Header+int(binary.BigEndian.Uint16(v[4:6])) <= len(v) {
+			return 6
+		}
+	}
+	return 0
+}
+
+// ECN returns the header's ECN codepoint, NotECT when v is not valid.
+func (v View) ECN() ECN { return v.ecn(v.Version()) }
+
+func (v View) ecn(version int) ECN {
+	switch version {
+	case 4:
+		return ECN(v[1] & 3)
+	case 6:
+		return ECN(v[1]>>4) & 3
+	}
+	return NotECT
+}
+
+// SetCE sets the ECN field to CE (RFC 3168 §5) and reports whether the
+// packet now carries CE. ECT(0), ECT(1) and CE succeed (CE stays CE, as
+// the kernel's INET_ECN_set_ce, which the kernel counts as a mark);
+// Not-ECT and invalid headers are left untouched and give false: Not-ECT
+// is never marked (RFC 9331 §5.1). For IPv4 the header checksum is updated
+// incrementally (RFC 1624 eqn. 3); IPv6 has no header checksum.
+func (v View) SetCE() bool {
+	switch v.Version() {
+	case 4:
+		old := binary.BigEndian.Uint16(v[0:2])
+		if old&3 == uint16(NotECT) {
+			return false
+		}
+		if old&3 != uint16(CE) {
+			v[1] |= byte(CE)
+			sum := binary.BigEndian.Uint16(v[10:12])
+			binary.BigEndian.PutUint16(v[10:12], checksumReplace(sum, old, old|uint16(CE)))
+		}
+		return true
+	case 6:
+		if (v[1]>>4)&3 == byte(NotECT) {
+			return false
+		}
+		v[1] |= byte(CE) << 4
+		return true
+	}
+	return false
+}
+
+// checksumReplace returns the Internet checksum hc updated for one 16-bit
+// word changing from old to new: HC' = ~(~HC + ~m + m') (RFC 1624 eqn. 3),
+// which, unlike eqn. 2, never yields 0x0000 where a full recompute would
+// give 0xFFFF.
+func checksumReplace(hc, old, new uint16) uint16 {
+	sum := uint32(^hc) + uint32(^old) + uint32(new)
+	sum = sum&0xffff + sum>>16
+	sum = sum&0xffff + sum>>16
+	return ^uint16(sum)
+}
+
+// Len returns the IP total length from the header (IPv6: 40 + payload
+// length; a jumbogram's zero payload length gives 40), 0 if not valid.
+func (v View) Len() int {
+	switch v.Version() {
+	case 4:
+		return int(binary.BigEndian.Uint16(v[2:4]))
+	case 6:
+		return ipv6Header + int(binary.BigEndian.Uint16(v[4:6]))
+	}
+	return 0
+}
+
+// FlowHash returns a hash of the 5-tuple: addresses, protocol and, for
+// TCP, UDP, UDP-Lite, SCTP and DCCP, the ports when the transport header's
+// first four bytes are inside the packet (and, for IPv4, the packet is not
+// a non-first fragment). IPv6 extension headers are not walked: the first
+// Next Header is the protocol, and ports are taken only when it names one
+// of those transports directly. The hash is directional; 0 for invalid input.
+func (v View) FlowHash() uint32 { return v.flowHash(v.Version()) }
+
+func (v View) flowHash(version int) uint32 {
+	var h uint32 = 0x2f1a5e37
+	switch version {
+	case 4:
+		ihl := int(v[0]&0x0f) * 4
+		total := int(binary.BigEndian.Uint16(v[2:4]))
+		proto := v[9]
+		h = hashWord(h, binary.BigEndian.Uint32(v[12:16]))
+		h = hashWord(h, binary.BigEndian.Uint32(v[16:20]))
+		h = hashWord(h, uint32(proto))
+		fragOffset := binary.BigEndian.Uint16(v[6:8]) & 0x1fff
+		if hasPorts(proto) && fragOffset == 0 && ihl+4 <= total {
+			h = hashWord(h, binary.BigEndian.Uint32(v[ihl:ihl+4]))
+		}
+	case 6:
+		for i := 8; i < ipv6Header; i += 4 {
+			h = hashWord(h, binary.BigEndian.Uint32(v[i:i+4]))
+		}
+		proto := v[6]
+		h = hashWord(h, uint32(proto))
+		end := ipv6Header + int(binary.BigEndian.Uint16(v[4:6]))
+		if hasPorts(proto) && ipv6Header+4 <= end {
+			h = hashWord(h, binary.BigEndian.Uint32(v[ipv6Header:ipv6Header+4]))
+		}
+	default:
+		return 0
+	}
+	return finalizeHash(h)
+}
+
+// hasPorts reports whether an IP protocol number's header starts with a
+// 16-bit source and destination port.
+func hasPorts(proto byte) bool {
+	switch proto {
+	case 6, 17, 33, 132, 136: // TCP, UDP, DCCP, SCTP, UDP-Lite
+		return true
+	}
+	return false
+}
+
+// hashWord mixes one 32-bit word into h (the MurmurHash3 block step).
+func hashWord(h, k uint32) uint32 {
+	k *= 0xcc9e2d51
+	k = k<<15 | k>>17
+	k *= 0x1b873593
+	h ^= k
+	h = h<<13 | h>>19
+	return h*5 + 0xe6546b64
+}
+
+// finalizeHash spreads every input bit over the result (MurmurHash3 fmix32).
+func finalizeHash(h uint32) uint32 {
+	h ^= h >> 16
+	h *= 0x85ebca6b
+	h ^= h >> 13
+	h *= 0xc2b2ae35
+	h ^= h >> 16
+	return h
+}
+
+// MetaOf reads what a queue needs from a raw IP packet: Len = len(pkt)
+// (what the link serialises), the ECN codepoint, the flow hash, and the
+// caller's slot. Arrival and Class are left zero (Enqueue stamps the one
+// and decides the other).
+func MetaOf(pkt []byte, slot int32) Meta {
+	v := View(pkt)
+	version := v.Version()
+	n := len(pkt)
+	if n > 1<<31-1 {
+		n = 1<<31 - 1
+	}
+	return Meta{Len: int32(n), Slot: slot, ECN: v.ecn(version), Flow: v.flowHash(version)}
+}
