@@ -1,0 +1,192 @@
+package tun
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"sync"
+)
+
+// Kinds of change a Journal records.
+const (
+	KindNetns  = "netns"  // a named namespace (Name)
+	KindLink   = "link"   // a network device (Name) in NS
+	KindAddr   = "addr"   // address Prefix on device Name in NS
+	KindRoute  = "route"  // route to Prefix via device Name in Table, in NS
+	KindRule   = "rule"   // policy rule: iif Name lookup Table, at Priority, Family 4 or 6, in NS
+	KindSysctl = "sysctl" // sysctl Name (path under /proc/sys) in NS, previous value Old
+)
+
+// Entry is one change made to the system, with what it takes to undo it.
+// NS is the namespace the change was made in; "" is the host's.
+type Entry struct {
+	Kind     string `json:"kind"`
+	NS       string `json:"ns,omitempty"`
+	Name     string `json:"name,omitempty"`
+	Prefix   string `json:"prefix,omitempty"`
+	Table    int    `json:"table,omitempty"`
+	Priority int    `json:"priority,omitempty"`
+	Family   int    `json:"family,omitempty"`
+	Old      string `json:"old,omitempty"`
+}
+
+func (e Entry) String() string {
+	where := ""
+	if e.NS != "" {
+		where = " in netns " + e.NS
+	}
+	switch e.Kind {
+	case KindNetns:
+		return "netns " + e.Name
+	case KindAddr:
+		return fmt.Sprintf("address %s on %s%s", e.Prefix, e.Name, where)
+	case KindRoute:
+		return fmt.Sprintf("route %s dev %s table %d%s", e.Prefix, e.Name, e.Table, where)
+	case KindRule:
+		return fmt.Sprintf("rule -%d pref %d iif %s lookup %d%s", e.Family, e.Priority, e.Name, e.Table, where)
+	case KindSysctl:
+		return fmt.Sprintf("sysctl %s (was %q)%s", e.Name, e.Old, where)
+	}
+	return fmt.Sprintf("%s %s%s", e.Kind, e.Name, where)
+}
+
+// Journal records every change made through it, in order, so Undo can
+// reverse them. Each change is recorded (and saved, when a save function
+// is set) before it is made, so a crash in between leaves a record; undoing
+// a change that never happened or is already gone is not an error.
+// A Journal is safe for concurrent use.
+type Journal struct {
+	mu      sync.Mutex
+	entries []Entry
+	save    func([]Entry) error
+}
+
+// NewJournal returns an empty journal. If save is not nil it is called
+// with all entries after each change, e.g. to keep a state file current.
+func NewJournal(save func([]Entry) error) *Journal {
+	return &Journal{save: save}
+}
+
+// Entries returns a copy of the recorded changes, oldest first.
+func (j *Journal) Entries() []Entry {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return append([]Entry(nil), j.entries...)
+}
+
+// record appends e and saves. It returns a function that forgets e again,
+// for when the change then fails.
+func (j *Journal) record(e Entry) (forget func(), err error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.entries = append(j.entries, e)
+	i := len(j.entries) - 1
+	if err := j.saveLocked(); err != nil {
+		j.entries = j.entries[:i]
+		return nil, err
+	}
+	return func() {
+		j.mu.Lock()
+		defer j.mu.Unlock()
+		if i < len(j.entries) && j.entries[i] == e {
+			j.entries = append(j.entries[:i], j.entries[i+1:]...)
+			j.saveLocked()
+		}
+	}, nil
+}
+
+func (j *Journal) saveLocked() error {
+	if j.save == nil {
+		return nil
+	}
+	if err := j.save(append([]Entry(nil), j.entries...)); err != nil {
+		return fmt.Errorf("tun: save journal: %w", err)
+	}
+	return nil
+}
+
+// has reports whether an entry of kind k for name in ns was recorded.
+func (j *Journal) has(kind, ns, name string) bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	for _, e := range j.entries {
+		if e.Kind == kind && e.NS == ns && e.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// Undo reverses every recorded change, newest first, continuing past
+// failures, and empties the journal. It returns the failures joined.
+func (j *Journal) Undo() error {
+	j.mu.Lock()
+	es := j.entries
+	j.entries = nil
+	j.saveLocked()
+	j.mu.Unlock()
+	return UndoEntries(es)
+}
+
+// UndoEntries reverses es, newest first, continuing past failures.
+func UndoEntries(es []Entry) error {
+	var errs []error
+	for i := len(es) - 1; i >= 0; i-- {
+		if err := undo(es[i]); err != nil {
+			errs = append(errs, fmt.Errorf("undo %s: %w", es[i], err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// SaveFile returns a save function for NewJournal that writes the entries
+// as JSON to path (atomically, mode 0600), creating its directory.
+func SaveFile(path string) func([]Entry) error {
+	return func(es []Entry) error {
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			return err
+		}
+		b, err := json.MarshalIndent(es, "", "  ")
+		if err != nil {
+			return err
+		}
+		tmp := path + ".tmp"
+		if err := os.WriteFile(tmp, append(b, '\n'), 0o600); err != nil {
+			return err
+		}
+		return os.Rename(tmp, path)
+	}
+}
+
+// LoadFile reads entries written by SaveFile.
+func LoadFile(path string) ([]Entry, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var es []Entry
+	if err := json.Unmarshal(b, &es); err != nil {
+		return nil, fmt.Errorf("tun: state file %s: %w", path, err)
+	}
+	return es, nil
+}
+
+// Route is a route to Dst through device Dev in routing table Table
+// (0 = main).
+type Route struct {
+	Dst   netip.Prefix
+	Dev   string
+	Table int
+}
+
+// Rule is a policy-routing rule "iif IIF lookup Table" at Priority, for
+// IPv4 (Family 4) or IPv6 (Family 6).
+type Rule struct {
+	Family   int
+	IIF      string
+	Table    int
+	Priority int
+}

@@ -1,0 +1,278 @@
+package tun
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
+)
+
+// NewNamespace creates the named namespace (see the function of the same
+// name) and records it.
+func (j *Journal) NewNamespace(name string) error {
+	forget, err := j.record(Entry{Kind: KindNetns, Name: name})
+	if err != nil {
+		return err
+	}
+	if err := NewNamespace(name); err != nil {
+		forget()
+		return err
+	}
+	return nil
+}
+
+// OpenTUN opens TUN device name in namespace ns (see OpenIn) and records
+// it. Closing the device removes it; the record covers a crash in between.
+func (j *Journal) OpenTUN(ns, name string, mtu int) (Device, error) {
+	forget, err := j.record(Entry{Kind: KindLink, NS: ns, Name: name})
+	if err != nil {
+		return nil, err
+	}
+	d, err := OpenIn(ns, name, mtu)
+	if err != nil {
+		forget()
+	}
+	return d, err
+}
+
+// AddVeth creates a veth pair: name in ns and peer in peerNS, both up.
+func (j *Journal) AddVeth(ns, name, peerNS, peer string) error {
+	forget, err := j.record(Entry{Kind: KindLink, NS: ns, Name: name})
+	if err != nil {
+		return err
+	}
+	err = withHandle(ns, func(h *netlink.Handle) error {
+		peerH, err := nsHandle(peerNS)
+		if err != nil {
+			return err
+		}
+		defer peerH.Close()
+		v := &netlink.Veth{
+			LinkAttrs:     netlink.LinkAttrs{Name: name, TxQLen: 1000},
+			PeerName:      peer,
+			PeerNamespace: netlink.NsFd(int(peerH)),
+		}
+		if err := h.LinkAdd(v); err != nil {
+			return fmt.Errorf("tun: add veth %s/%s: %w", name, peer, err)
+		}
+		l, err := h.LinkByName(name)
+		if err == nil {
+			err = h.LinkSetUp(l)
+		}
+		if err != nil {
+			return err
+		}
+		return withHandle(peerNS, func(ph *netlink.Handle) error {
+			pl, err := ph.LinkByName(peer)
+			if err == nil {
+				err = ph.LinkSetUp(pl)
+			}
+			return err
+		})
+	})
+	if err != nil {
+		forget()
+	}
+	return err
+}
+
+// AddAddr adds address p (address and prefix length) to device dev in
+// ns. IPv6 addresses skip duplicate address detection, so they are usable
+// at once.
+func (j *Journal) AddAddr(ns, dev string, p netip.Prefix) error {
+	if !p.IsValid() {
+		return fmt.Errorf("tun: address %v: want ADDR/LEN", p)
+	}
+	e := Entry{Kind: KindAddr, NS: ns, Name: dev, Prefix: p.String()}
+	forget, err := j.record(e)
+	if err != nil {
+		return err
+	}
+	err = withHandle(ns, func(h *netlink.Handle) error {
+		l, err := h.LinkByName(dev)
+		if err != nil {
+			return err
+		}
+		a := &netlink.Addr{IPNet: ipNet(p)}
+		if p.Addr().Is6() {
+			a.Flags = unix.IFA_F_NODAD
+		}
+		return h.AddrAdd(l, a)
+	})
+	if err != nil {
+		forget()
+		return fmt.Errorf("tun: add %s: %w", e, err)
+	}
+	return nil
+}
+
+// AddRoute adds r in namespace ns.
+func (j *Journal) AddRoute(ns string, r Route) error {
+	e := Entry{Kind: KindRoute, NS: ns, Name: r.Dev, Prefix: r.Dst.Masked().String(), Table: r.Table}
+	forget, err := j.record(e)
+	if err != nil {
+		return err
+	}
+	err = withHandle(ns, func(h *netlink.Handle) error {
+		rt, err := nlRoute(h, e)
+		if err != nil {
+			return err
+		}
+		return h.RouteAdd(rt)
+	})
+	if err != nil {
+		forget()
+		return fmt.Errorf("tun: add %s: %w", e, err)
+	}
+	return nil
+}
+
+// AddRule adds policy rule r in namespace ns.
+func (j *Journal) AddRule(ns string, r Rule) error {
+	e := Entry{Kind: KindRule, NS: ns, Name: r.IIF, Table: r.Table, Priority: r.Priority, Family: r.Family}
+	if r.Family != 4 && r.Family != 6 {
+		return fmt.Errorf("tun: rule family %d: want 4 or 6", r.Family)
+	}
+	forget, err := j.record(e)
+	if err != nil {
+		return err
+	}
+	err = withHandle(ns, func(h *netlink.Handle) error { return h.RuleAdd(nlRule(e)) })
+	if err != nil {
+		forget()
+		return fmt.Errorf("tun: add %s: %w", e, err)
+	}
+	return nil
+}
+
+// SetSysctl sets key (a path under /proc/sys, e.g. "net/ipv4/ip_forward")
+// in namespace ns, recording the value it had the first time this journal
+// changed it. Setting the value it already has records nothing.
+func (j *Journal) SetSysctl(ns, key, value string) error {
+	old, err := ReadSysctl(ns, key)
+	if err != nil {
+		return err
+	}
+	if old == value {
+		return nil
+	}
+	if !j.has(KindSysctl, ns, key) {
+		if _, err := j.record(Entry{Kind: KindSysctl, NS: ns, Name: key, Old: old}); err != nil {
+			return err
+		}
+	}
+	return WriteSysctl(ns, key, value)
+}
+
+// undo reverses one entry; a change that is already gone is not an error.
+func undo(e Entry) error {
+	if e.NS != "" && e.Kind != KindNetns && !NamespaceExists(e.NS) {
+		return nil // went with its namespace
+	}
+	switch e.Kind {
+	case KindNetns:
+		return DeleteNamespace(e.Name)
+	case KindSysctl:
+		return WriteSysctl(e.NS, e.Name, e.Old)
+	}
+	return withHandle(e.NS, func(h *netlink.Handle) error {
+		var err error
+		switch e.Kind {
+		case KindLink:
+			var l netlink.Link
+			if l, err = h.LinkByName(e.Name); err == nil {
+				err = h.LinkDel(l)
+			}
+		case KindAddr:
+			var l netlink.Link
+			var p netip.Prefix
+			if p, err = netip.ParsePrefix(e.Prefix); err != nil {
+				return err
+			}
+			if l, err = h.LinkByName(e.Name); err == nil {
+				err = h.AddrDel(l, &netlink.Addr{IPNet: ipNet(p)})
+			}
+		case KindRoute:
+			var rt *netlink.Route
+			if rt, err = nlRoute(h, e); err == nil {
+				err = h.RouteDel(rt)
+			}
+		case KindRule:
+			err = h.RuleDel(nlRule(e))
+		default:
+			return fmt.Errorf("unknown kind %q", e.Kind)
+		}
+		if gone(err) {
+			return nil
+		}
+		return err
+	})
+}
+
+// gone reports errors that mean "the thing to delete is not there".
+func gone(err error) bool {
+	var lnf netlink.LinkNotFoundError
+	return err == nil || errors.As(err, &lnf) || errors.Is(err, unix.ENOENT) ||
+		errors.Is(err, unix.ESRCH) || errors.Is(err, unix.ENODEV) ||
+		errors.Is(err, unix.EADDRNOTAVAIL) || errors.Is(err, os.ErrNotExist)
+}
+
+func nlRoute(h *netlink.Handle, e Entry) (*netlink.Route, error) {
+	p, err := netip.ParsePrefix(e.Prefix)
+	if err != nil {
+		return nil, err
+	}
+	l, err := h.LinkByName(e.Name)
+	if err != nil {
+		return nil, err
+	}
+	return &netlink.Route{LinkIndex: l.Attrs().Index, Dst: ipNet(p), Table: e.Table, Scope: netlink.SCOPE_LINK}, nil
+}
+
+func nlRule(e Entry) *netlink.Rule {
+	r := netlink.NewRule()
+	r.Family = unix.AF_INET
+	if e.Family == 6 {
+		r.Family = unix.AF_INET6
+	}
+	r.IifName = e.Name
+	r.Table = e.Table
+	r.Priority = e.Priority
+	return r
+}
+
+func ipNet(p netip.Prefix) *net.IPNet {
+	return &net.IPNet{IP: p.Addr().AsSlice(), Mask: net.CIDRMask(p.Bits(), p.Addr().BitLen())}
+}
+
+// nsHandle opens a handle on namespace ns ("" = the host's).
+func nsHandle(ns string) (netns.NsHandle, error) {
+	if ns == "" {
+		return netns.GetFromPath("/proc/self/ns/net")
+	}
+	h, err := netns.GetFromName(ns)
+	if err != nil {
+		return h, fmt.Errorf("tun: namespace %q: %w", ns, err)
+	}
+	return h, nil
+}
+
+// withHandle runs f with a netlink handle whose sockets live in ns.
+func withHandle(ns string, f func(h *netlink.Handle) error) error {
+	nsh, err := nsHandle(ns)
+	if err != nil {
+		return err
+	}
+	defer nsh.Close()
+	h, err := netlink.NewHandleAt(nsh)
+	if err != nil {
+		return fmt.Errorf("tun: netlink in namespace %q: %w", ns, err)
+	}
+	defer h.Close()
+	return f(h)
+}

@@ -1,0 +1,156 @@
+package tun
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+)
+
+// NetnsDir is where named namespaces are bind-mounted, as by `ip netns add`,
+// so `ip netns exec NAME ...` works on ours.
+const NetnsDir = "/run/netns"
+
+// NewNamespace creates the named network namespace with its loopback up.
+// The calling thread's namespace is not changed.
+func NewNamespace(name string) error {
+	if err := checkNSName(name); err != nil {
+		return err
+	}
+	if NamespaceExists(name) {
+		return fmt.Errorf("tun: namespace %q already exists (%s)", name, filepath.Join(NetnsDir, name))
+	}
+	return onFreshThread(func() error {
+		// NewNamed unshares this (locked, soon discarded) thread into the
+		// new namespace, which is exactly where lo must be brought up.
+		h, err := netns.NewNamed(name)
+		if err != nil {
+			return fmt.Errorf("tun: create namespace %q: %w", name, err)
+		}
+		h.Close()
+		lo, err := netlink.LinkByName("lo")
+		if err == nil {
+			err = netlink.LinkSetUp(lo)
+		}
+		if err != nil {
+			DeleteNamespace(name)
+			return fmt.Errorf("tun: namespace %q: bring up lo: %w", name, err)
+		}
+		return nil
+	})
+}
+
+// DeleteNamespace removes the named namespace's bind mount; the namespace
+// and its devices go away when the last process or descriptor leaves it.
+// A namespace that does not exist is not an error.
+func DeleteNamespace(name string) error {
+	if err := checkNSName(name); err != nil {
+		return err
+	}
+	if !NamespaceExists(name) {
+		return nil
+	}
+	if err := netns.DeleteNamed(name); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("tun: delete namespace %q: %w", name, err)
+	}
+	return nil
+}
+
+// NamespaceExists reports whether /run/netns/name exists.
+func NamespaceExists(name string) bool {
+	_, err := os.Stat(filepath.Join(NetnsDir, name))
+	return err == nil
+}
+
+func checkNSName(name string) error {
+	if name == "" || name == "." || name == ".." || filepath.Base(name) != name {
+		return fmt.Errorf("tun: namespace name %q: want a plain file name", name)
+	}
+	return nil
+}
+
+// Do runs f inside the named namespace, on a locked OS thread, and waits
+// for it. Sockets and devices f creates stay in that namespace. Goroutines
+// f starts do not inherit it, but processes f starts (os/exec) do.
+// ns == "" runs f in the namespace this process started in.
+//
+// f runs on a goroutine of its own: the thread is returned to the runtime
+// only after its namespace was restored, and is discarded otherwise.
+func Do(ns string, f func() error) error {
+	if ns == "" {
+		return onFreshThread(func() error {
+			if err := enterHostNS(); err != nil {
+				return err
+			}
+			return f()
+		})
+	}
+	target, err := netns.GetFromName(ns)
+	if err != nil {
+		return fmt.Errorf("tun: namespace %q: %w", ns, err)
+	}
+	defer target.Close()
+	return onFreshThread(func() error {
+		if err := netns.Set(target); err != nil {
+			return fmt.Errorf("tun: enter namespace %q: %w", ns, err)
+		}
+		return f()
+	})
+}
+
+// enterHostNS moves the calling (locked) thread into the namespace of the
+// process's main thread, the one it was started in.
+func enterHostNS() error {
+	h, err := netns.GetFromPath("/proc/self/ns/net")
+	if err != nil {
+		return fmt.Errorf("tun: open host namespace: %w", err)
+	}
+	defer h.Close()
+	return netns.Set(h)
+}
+
+// onFreshThread runs f on a new goroutine locked to its OS thread and waits.
+// If the thread's namespace cannot be put back, the goroutine exits still
+// locked and the runtime discards the thread.
+func onFreshThread(f func() error) error {
+	done := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		orig, err := netns.Get()
+		if err != nil {
+			done <- fmt.Errorf("tun: current namespace: %w", err)
+			return // still locked: thread discarded
+		}
+		defer orig.Close()
+		var ferr error
+		func() {
+			defer func() {
+				if r := recover(); r != nil {
+					ferr = fmt.Errorf("tun: panic in namespace function: %v", r)
+				}
+			}()
+			ferr = f()
+		}()
+		if netns.Set(orig) == nil {
+			runtime.UnlockOSThread()
+		}
+		done <- ferr
+	}()
+	return <-done
+}
+
+// OpenIn opens TUN device name inside namespace ns ("" = the host's)
+// with the given MTU, and brings it up. The device keeps belonging to ns.
+func OpenIn(ns, name string, mtu int) (Device, error) {
+	var d Device
+	err := Do(ns, func() error {
+		var err error
+		d, err = Open(name, mtu)
+		return err
+	})
+	return d, err
+}

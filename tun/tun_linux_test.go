@@ -1,0 +1,202 @@
+package tun
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/vishvananda/netlink"
+)
+
+var nameSeq int
+
+// testName returns a unique short name for a namespace or device.
+func testName(t *testing.T) string {
+	nameSeq++
+	return fmt.Sprintf("p2t%d%d", os.Getpid()%10000, nameSeq)
+}
+
+func needRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 || testing.Short() {
+		t.Skip("needs root and network namespaces")
+	}
+}
+
+func TestJournalBuildsAndUndoes(t *testing.T) {
+	needRoot(t)
+	state := filepath.Join(t.TempDir(), "state.json")
+	j := NewJournal(SaveFile(state))
+	t.Cleanup(func() { j.Undo() })
+	ns := testName(t)
+	if err := j.NewNamespace(ns); err != nil {
+		t.Fatal(err)
+	}
+	dev, err := j.OpenTUN(ns, ns+"t", 1400)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dev.Close()
+	if err := j.AddAddr(ns, dev.Name(), netip.MustParsePrefix("10.254.7.1/24")); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.AddAddr(ns, dev.Name(), netip.MustParsePrefix("fd00:254:7::1/64")); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.AddRoute(ns, Route{Dst: netip.MustParsePrefix("10.254.8.0/24"), Dev: dev.Name(), Table: 100}); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.AddRule(ns, Rule{Family: 4, IIF: "lo", Table: 100, Priority: 1234}); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.AddRule(ns, Rule{Family: 6, IIF: "lo", Table: 100, Priority: 1234}); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.SetSysctl(ns, "net/ipv4/ip_forward", "1"); err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := ReadSysctl(ns, "net/ipv4/ip_forward"); v != "1" {
+		t.Errorf("ip_forward in %s = %q, want 1", ns, v)
+	}
+	hostFwd, _ := ReadSysctl("", "net/ipv4/ip_forward")
+	if err := j.SetSysctl(ns, "net/ipv4/ip_forward", "1"); err != nil {
+		t.Fatal(err)
+	}
+
+	saved, err := LoadFile(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(saved) != 8 {
+		t.Errorf("state file holds %d entries, want 8: %v", len(saved), saved)
+	}
+
+	err = Do(ns, func() error {
+		l, err := netlink.LinkByName(dev.Name())
+		if err != nil {
+			return err
+		}
+		if l.Attrs().MTU != 1400 || l.Attrs().TxQLen != DefaultTxQueueLen {
+			t.Errorf("mtu %d txqlen %d, want 1400 %d", l.Attrs().MTU, l.Attrs().TxQLen, DefaultTxQueueLen)
+		}
+		rules, err := netlink.RuleList(netlink.FAMILY_ALL)
+		if err != nil {
+			return err
+		}
+		n := 0
+		for _, r := range rules {
+			if r.Priority == 1234 {
+				n++
+			}
+		}
+		if n != 2 {
+			t.Errorf("%d rules at priority 1234, want 2", n)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := ReadSysctl("", "net/ipv4/ip_forward"); v != hostFwd {
+		t.Errorf("host ip_forward changed to %q", v)
+	}
+	if _, err := netlink.LinkByName(dev.Name()); err == nil {
+		t.Errorf("device %s visible in the host namespace", dev.Name())
+	}
+
+	dev.Close()
+	if err := j.Undo(); err != nil {
+		t.Fatalf("undo: %v", err)
+	}
+	if NamespaceExists(ns) {
+		t.Errorf("namespace %s left behind", ns)
+	}
+	if saved, _ := LoadFile(state); len(saved) != 0 {
+		t.Errorf("state file still holds %v", saved)
+	}
+}
+
+func TestUndoSysctlAndRulesInHostStyleNamespace(t *testing.T) {
+	needRoot(t)
+	ns := testName(t)
+	outer := NewJournal(nil)
+	t.Cleanup(func() { outer.Undo() })
+	if err := outer.NewNamespace(ns); err != nil {
+		t.Fatal(err)
+	}
+	// A second journal changes things inside; a third process would read
+	// its entries from the state file: undo them from the list alone.
+	j := NewJournal(nil)
+	if err := j.SetSysctl(ns, "net/ipv4/conf/all/rp_filter", "2"); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.AddRule(ns, Rule{Family: 4, IIF: "lo", Table: 77, Priority: 777}); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := ReadSysctl(ns, "net/ipv4/conf/all/rp_filter")
+	if before != "2" {
+		t.Fatalf("rp_filter = %q, want 2", before)
+	}
+	if err := UndoEntries(j.Entries()); err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := ReadSysctl(ns, "net/ipv4/conf/all/rp_filter"); v == "2" {
+		t.Errorf("rp_filter not restored")
+	}
+	// Undoing twice finds everything gone, which is not an error.
+	if err := UndoEntries(j.Entries()); err != nil {
+		t.Errorf("second undo: %v", err)
+	}
+}
+
+func TestTUNReadWriteAndClose(t *testing.T) {
+	needRoot(t)
+	ns := testName(t)
+	j := NewJournal(nil)
+	t.Cleanup(func() { j.Undo() })
+	if err := j.NewNamespace(ns); err != nil {
+		t.Fatal(err)
+	}
+	d, err := j.OpenTUN(ns, ns+"t", 1500)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, ok := d.(Pollable)
+	if !ok {
+		t.Fatalf("%T is not Pollable", d)
+	}
+	bufs := [][]byte{make([]byte, 2048)}
+	sizes := make([]int, 1)
+	// The kernel may have queued a router solicitation or MLD report as
+	// the link came up; after those, an idle device reads nothing.
+	for i := 0; ; i++ {
+		n, err := p.TryRead(bufs, sizes)
+		if err != nil || i > 10 {
+			t.Fatalf("TryRead on an idle device: n=%d after %d reads, err %v", n, i, err)
+		}
+		if n == 0 {
+			break
+		}
+	}
+	if _, err := d.(DropCounter).RingDrops(); err != nil {
+		t.Errorf("RingDrops: %v", err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := d.Read(bufs, sizes)
+		done <- err
+	}()
+	d.Close()
+	if err := <-done; !errors.Is(err, os.ErrClosed) {
+		t.Errorf("Read after Close = %v, want os.ErrClosed", err)
+	}
+	if err := d.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+	if _, err := p.TryRead(bufs, sizes); err != os.ErrClosed {
+		t.Errorf("TryRead after Close = %v, want os.ErrClosed", err)
+	}
+}
