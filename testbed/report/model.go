@@ -1,0 +1,158 @@
+// Package report holds what a lab run measured and writes it out:
+// report.json (every figure, the full configuration, versions), report.md
+// (the tables) and PNG plots, plus the summary printed on the terminal.
+//
+// The model is plain data: the testbed fills it in, this package only
+// renders it, so a report read back from JSON renders the same tables.
+package report
+
+import (
+	"time"
+
+	"github.com/pi2hop/pi2hop/testbed/metrics"
+)
+
+// Report is one `pi2hop lab` invocation: a scenario and its runs.
+type Report struct {
+	Scenario string    `json:"scenario"` // "l4s-demo", "coexist", "bdp"
+	Title    string    `json:"title"`
+	Started  time.Time `json:"started"`
+	ElapsedS float64   `json:"elapsed_s"`
+	Quick    bool      `json:"quick"`
+	// Config is the scenario exactly as run, every knob (defaults and
+	// flag overrides alike), so the report alone can repeat the run.
+	Config   any      `json:"config"`
+	Versions Versions `json:"versions"`
+	Runs     []Run    `json:"runs"`
+	// BDP is the seed-001 table (bdp scenario only).
+	BDP []BDPRow `json:"bdp,omitempty"`
+	// Comparison sets the measured figures beside published ones
+	// (l4s-demo: Apple's WWDC23 session).
+	Comparison *Table   `json:"comparison,omitempty"`
+	Checks     []Check  `json:"checks,omitempty"`
+	Plots      []string `json:"plots"` // file names inside the report folder
+	Notes      []string `json:"notes,omitempty"`
+}
+
+// Versions says what produced a report.
+type Versions struct {
+	Pi2hop string `json:"pi2hop"` // module version or VCS revision
+	Go     string `json:"go"`
+	Kernel string `json:"kernel"`
+	OS     string `json:"os"`
+}
+
+// Run is one configuration of the bottleneck with its traffic, measured
+// after the warm-up.
+type Run struct {
+	Name  string `json:"name"`  // short, file-name safe: "dualpi2-l4s"
+	Title string `json:"title"` // "DualPI2, call on L4S"
+	AQM   string `json:"aqm"`   // "dualpi2" or "fifo"
+	// Buffer describes the bottleneck's queue limit in words
+	// ("FIFO 100 packets", "DualPI2 limit 10000 packets").
+	Buffer    string  `json:"buffer"`
+	RateBps   float64 `json:"rate_bps"` // bottleneck rate, server→client
+	BaseRTTMs float64 `json:"base_rtt_ms"`
+	DurationS float64 `json:"duration_s"` // traffic time, warm-up included
+	WarmupS   float64 `json:"warmup_s"`   // excluded from every figure
+
+	Call   *Call   `json:"call,omitempty"` // the video call, when there is one
+	Flows  []Flow  `json:"flows"`
+	Queues []Queue `json:"queues"` // the server→client direction's queues
+	// Utilisation is bytes dequeued / (rate · measured time) on the
+	// server→client link.
+	Utilisation float64   `json:"utilisation"`
+	Fairness    *Fairness `json:"fairness,omitempty"`
+	Series      Series    `json:"series"`
+	// RTTMs holds raw RTT samples (ms, after warm-up) per flow label for
+	// the CDF plots; too bulky for report.json, whose Dists summarise them.
+	RTTMs map[string][]float64 `json:"-"`
+	Error string               `json:"error,omitempty"` // set when the run failed
+}
+
+// Call is the video call's experience (l4s-endpoints §6).
+type Call struct {
+	Label string `json:"label"`
+	ECN   string `json:"ecn"` // "l4s" (ECT(1)) or "classic" (Not-ECT)
+	// RTTMs: per-ACK round-trip times of the call's packets.
+	RTTMs metrics.Dist `json:"rtt_ms"`
+	// Loss: (sent − received)/sent over the measured time; LossMax1s the
+	// worst one-second window.
+	Loss      float64        `json:"loss"`
+	LossMax1s float64        `json:"loss_max_1s"`
+	Stalls    metrics.Stalls `json:"stalls"`
+	// FPS: displayed frames per one-second window.
+	FPS          []int        `json:"fps"`
+	FPSMean      float64      `json:"fps_mean"`
+	FPSAtLeast25 float64      `json:"fps_share_at_least_25"`
+	FPSZero      float64      `json:"fps_share_zero"`
+	FrameDelayMs metrics.Dist `json:"frame_delay_ms"`
+	GoodputBps   float64      `json:"goodput_bps"`
+}
+
+// Flow is one traffic flow's figures.
+type Flow struct {
+	Label      string        `json:"label"` // "bulk-1", "prague", "call"
+	Kind       string        `json:"kind"`  // "video", "prague", "tcp-cubic", ...
+	ECN        string        `json:"ecn"`   // "l4s", "classic"
+	GoodputBps float64       `json:"goodput_bps"`
+	RTTMs      *metrics.Dist `json:"rtt_ms,omitempty"`
+	Loss       *float64      `json:"loss,omitempty"`
+}
+
+// Queue is one queue's delay (sojourn = dequeue − enqueue time, delay
+// line excluded) and counters at the bottleneck.
+type Queue struct {
+	Name      string       `json:"name"` // "L", "C" (FIFO: "C")
+	SojournMs metrics.Dist `json:"sojourn_ms"`
+	Packets   uint64       `json:"packets"` // forwarded
+	Marked    uint64       `json:"marked"`
+	Dropped   uint64       `json:"dropped"`
+}
+
+// Fairness compares an L4S flow with a classic one (coexist).
+type Fairness struct {
+	L4SLabel     string  `json:"l4s_label"`
+	ClassicLabel string  `json:"classic_label"`
+	Ratio        float64 `json:"rate_ratio"` // L4S rate / classic rate
+	Jain         float64 `json:"jain"`
+}
+
+// Series are the time series behind the plots. Times are seconds since
+// the run's traffic started.
+type Series struct {
+	// Per second (window k covers [k, k+1) s).
+	FPS        []int                `json:"fps,omitempty"`
+	Throughput map[string][]float64 `json:"throughput_bps,omitempty"` // per flow label
+	// Queue delay per queue: mean sojourn of the packets dequeued in each
+	// bin of QueueBinS seconds (0 where none was).
+	QueueBinS    float64              `json:"queue_bin_s,omitempty"`
+	QueueDelayMs map[string][]float64 `json:"queue_delay_ms,omitempty"`
+}
+
+// BDPRow is one line of the seed-001 table.
+type BDPRow struct {
+	DistanceKm   int     `json:"distance_km"`
+	RTTMs        float64 `json:"rtt_ms"`
+	WindowBytes  uint64  `json:"window_bytes"`
+	LinkBps      float64 `json:"link_bps"`
+	PredictedBps float64 `json:"predicted_bps"` // min(window/RTT, link)
+	MeasuredBps  float64 `json:"measured_bps"`
+	RelErr       float64 `json:"rel_err"` // |measured − predicted| / predicted
+	Run          string  `json:"run"`     // the Run it came from
+}
+
+// Check is one acceptance criterion evaluated on the figures.
+type Check struct {
+	Name   string `json:"name"`
+	Pass   bool   `json:"pass"`
+	Detail string `json:"detail"`
+}
+
+// Table is a rendered table: the same rows go to report.md and the terminal.
+type Table struct {
+	Title  string     `json:"title"`
+	Header []string   `json:"header"`
+	Rows   [][]string `json:"rows"`
+	Notes  []string   `json:"notes,omitempty"`
+}

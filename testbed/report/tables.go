@@ -1,0 +1,215 @@
+package report
+
+import (
+	"fmt"
+	"math"
+	"strings"
+)
+
+// Tables returns the report's tables in the order report.md shows them.
+// Which tables appear follows from the data: a call table when a run has
+// a video call, a fairness table when one compares flows, and so on.
+func (r *Report) Tables() []Table {
+	var ts []Table
+	if t, ok := r.callTable(); ok {
+		ts = append(ts, t)
+	}
+	if r.Comparison != nil {
+		ts = append(ts, *r.Comparison)
+	}
+	if t, ok := r.fairnessTable(); ok {
+		ts = append(ts, t)
+	}
+	if len(r.BDP) > 0 {
+		ts = append(ts, r.bdpTable())
+	}
+	ts = append(ts, r.flowTable(), r.queueTable())
+	if len(r.Checks) > 0 {
+		ts = append(ts, r.checkTable())
+	}
+	return ts
+}
+
+// Summary returns the tables worth printing on the terminal at the end of
+// a lab: the scenario's headline table and the checks.
+func (r *Report) Summary() []Table {
+	var ts []Table
+	switch {
+	case len(r.BDP) > 0:
+		ts = append(ts, r.bdpTable())
+	default:
+		if t, ok := r.callTable(); ok {
+			ts = append(ts, t)
+		}
+		if t, ok := r.fairnessTable(); ok {
+			ts = append(ts, t, r.queueTable())
+		}
+	}
+	if len(ts) == 0 {
+		ts = append(ts, r.flowTable())
+	}
+	if len(r.Checks) > 0 {
+		ts = append(ts, r.checkTable())
+	}
+	return ts
+}
+
+func ms(x float64) string { return fmt.Sprintf("%.1f", x) }
+
+func pct(x float64) string { return fmt.Sprintf("%.1f %%", 100*x) }
+
+func mbit(bps float64) string { return fmt.Sprintf("%.2f", bps/1e6) }
+
+func ratio(x float64) string {
+	if math.IsInf(x, 0) || math.IsNaN(x) {
+		return "∞"
+	}
+	return fmt.Sprintf("%.2f", x)
+}
+
+// queue returns the named queue of a run, or nil.
+func (run *Run) queue(name string) *Queue {
+	for i := range run.Queues {
+		if run.Queues[i].Name == name {
+			return &run.Queues[i]
+		}
+	}
+	return nil
+}
+
+// BulkGoodput sums the goodput of the run's kernel TCP flows.
+func (run *Run) BulkGoodput() float64 {
+	var sum float64
+	for _, f := range run.Flows {
+		if strings.HasPrefix(f.Kind, "tcp") {
+			sum += f.GoodputBps
+		}
+	}
+	return sum
+}
+
+func (r *Report) callTable() (Table, bool) {
+	var runs []*Run
+	for i := range r.Runs {
+		if r.Runs[i].Call != nil {
+			runs = append(runs, &r.Runs[i])
+		}
+	}
+	if len(runs) == 0 {
+		return Table{}, false
+	}
+	t := Table{Title: "Video call", Header: []string{"metric"}}
+	for _, run := range runs {
+		t.Header = append(t.Header, run.Title)
+	}
+	row := func(name string, f func(run *Run) string) {
+		cells := []string{name}
+		for _, run := range runs {
+			cells = append(cells, f(run))
+		}
+		t.Rows = append(t.Rows, cells)
+	}
+	row("RTT p50 (ms)", func(run *Run) string { return ms(run.Call.RTTMs.P50) })
+	row("RTT p95 (ms)", func(run *Run) string { return ms(run.Call.RTTMs.P95) })
+	row("RTT p99 (ms)", func(run *Run) string { return ms(run.Call.RTTMs.P99) })
+	row("RTT max (ms)", func(run *Run) string { return ms(run.Call.RTTMs.Max) })
+	row("loss", func(run *Run) string { return pct(run.Call.Loss) })
+	row("loss, worst second", func(run *Run) string { return pct(run.Call.LossMax1s) })
+	row("stall rate", func(run *Run) string { return pct(run.Call.Stalls.Rate) })
+	row("stalls per minute", func(run *Run) string { return fmt.Sprintf("%.1f", run.Call.Stalls.PerMinute) })
+	row("seconds at ≥ 25 fps", func(run *Run) string { return pct(run.Call.FPSAtLeast25) })
+	row("seconds at 0 fps", func(run *Run) string { return pct(run.Call.FPSZero) })
+	row("mean fps", func(run *Run) string { return fmt.Sprintf("%.1f", run.Call.FPSMean) })
+	row("frame delay p99 (ms)", func(run *Run) string { return ms(run.Call.FrameDelayMs.P99) })
+	row("call goodput (Mbit/s)", func(run *Run) string { return mbit(run.Call.GoodputBps) })
+	for _, q := range []string{"L", "C"} {
+		row(q+"-queue delay p99 (ms)", func(run *Run) string {
+			if qq := run.queue(q); qq != nil && qq.SojournMs.N > 0 {
+				return ms(qq.SojournMs.P99)
+			}
+			return "–"
+		})
+	}
+	row("bulk goodput (Mbit/s)", func(run *Run) string { return mbit(run.BulkGoodput()) })
+	row("utilisation", func(run *Run) string { return pct(run.Utilisation) })
+	return t, true
+}
+
+func (r *Report) fairnessTable() (Table, bool) {
+	t := Table{Title: "Coexistence", Header: []string{"run", "L4S flow", "classic flow", "L4S (Mbit/s)", "classic (Mbit/s)", "rate ratio", "Jain", "L p99 (ms)", "C p99 (ms)"}}
+	for i := range r.Runs {
+		run := &r.Runs[i]
+		f := run.Fairness
+		if f == nil {
+			continue
+		}
+		rate := func(label string) float64 {
+			for _, fl := range run.Flows {
+				if fl.Label == label {
+					return fl.GoodputBps
+				}
+			}
+			return 0
+		}
+		p99 := func(q string) string {
+			if qq := run.queue(q); qq != nil {
+				return ms(qq.SojournMs.P99)
+			}
+			return "–"
+		}
+		t.Rows = append(t.Rows, []string{run.Title, f.L4SLabel, f.ClassicLabel,
+			mbit(rate(f.L4SLabel)), mbit(rate(f.ClassicLabel)), ratio(f.Ratio), fmt.Sprintf("%.3f", f.Jain), p99("L"), p99("C")})
+	}
+	return t, len(t.Rows) > 0
+}
+
+func (r *Report) bdpTable() Table {
+	t := Table{Title: "Window-limited TCP (seed 001: throughput ≤ window / RTT)",
+		Header: []string{"distance", "RTT (ms)", "window (B)", "link (Mbit/s)", "predicted (Mbit/s)", "measured (Mbit/s)", "error"}}
+	for _, b := range r.BDP {
+		t.Rows = append(t.Rows, []string{fmt.Sprintf("%d km", b.DistanceKm), ms(b.RTTMs), fmt.Sprintf("%d", b.WindowBytes),
+			mbit(b.LinkBps), mbit(b.PredictedBps), mbit(b.MeasuredBps), pct(b.RelErr)})
+	}
+	return t
+}
+
+func (r *Report) flowTable() Table {
+	t := Table{Title: "Flows", Header: []string{"run", "flow", "kind", "ECN", "goodput (Mbit/s)", "RTT p50 (ms)", "RTT p99 (ms)", "loss"}}
+	for _, run := range r.Runs {
+		for _, f := range run.Flows {
+			p50, p99, loss := "–", "–", "–"
+			if f.RTTMs != nil && f.RTTMs.N > 0 {
+				p50, p99 = ms(f.RTTMs.P50), ms(f.RTTMs.P99)
+			}
+			if f.Loss != nil {
+				loss = pct(*f.Loss)
+			}
+			t.Rows = append(t.Rows, []string{run.Title, f.Label, f.Kind, f.ECN, mbit(f.GoodputBps), p50, p99, loss})
+		}
+	}
+	return t
+}
+
+func (r *Report) queueTable() Table {
+	t := Table{Title: "Bottleneck queues (server→client; sojourn = dequeue − enqueue)",
+		Header: []string{"run", "queue", "p50 (ms)", "p99 (ms)", "max (ms)", "packets", "CE marked", "dropped"}}
+	for _, run := range r.Runs {
+		for _, q := range run.Queues {
+			t.Rows = append(t.Rows, []string{run.Title, q.Name, ms(q.SojournMs.P50), ms(q.SojournMs.P99), ms(q.SojournMs.Max),
+				fmt.Sprint(q.Packets), fmt.Sprint(q.Marked), fmt.Sprint(q.Dropped)})
+		}
+	}
+	return t
+}
+
+func (r *Report) checkTable() Table {
+	t := Table{Title: "Checks", Header: []string{"check", "result", "detail"}}
+	for _, c := range r.Checks {
+		res := "FAIL"
+		if c.Pass {
+			res = "pass"
+		}
+		t.Rows = append(t.Rows, []string{c.Name, res, c.Detail})
+	}
+	return t
+}
