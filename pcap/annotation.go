@@ -1,0 +1,216 @@
+// Package pcap writes annotated pcapng captures of the hop's taps and
+// analyses captures (ours, or plain pcap/pcapng from tcpdump) for what the
+// bottleneck did to each packet: ECN codepoints in and out, CE marks, drops,
+// sojourn times and the DualPI2 coupling between the two queues.
+//
+// The writer side (Capture) is fed from the data path: Offer never blocks
+// and never allocates; a goroutine of its own does the file I/O.
+package pcap
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/pi2hop/pi2hop/aqm"
+)
+
+// Annotation is the AQM's decision on one packet, written as a packet
+// comment at the -out and -drop taps.
+type Annotation struct {
+	Class   aqm.Class   // the queue the packet was sorted into
+	Sojourn int64       // dequeue time - arrival time, ns (0 for drops at enqueue)
+	Prob    uint32      // the queue's p' at the decision, raw (aqm.MaxProb = 1.0)
+	Verdict aqm.Verdict // what was done and by which rule
+	ECNIn   aqm.ECN     // the codepoint as the packet arrived at the hop
+	// HasDecision is false for a packet that has only been classified
+	// (an -in tap): then only the queue and the arriving codepoint are
+	// written.
+	HasDecision bool
+}
+
+// The comment format, one line of space-separated key=value fields after a
+// fixed prefix. Unknown keys are ignored by ParseComment so fields can be
+// added later. With a decision:
+//
+//	pi2hop: queue=L ecn-in=ECT(1) sojourn=1.234567ms prob=0.051300 verdict=marked reason=step
+//
+// without one (HasDecision false):
+//
+//	pi2hop: queue=C ecn-in=Not-ECT
+//
+// queue is C or L (aqm.Class.String; the LLLL class is written as L).
+// ecn-in is aqm.ECN.String: Not-ECT, ECT(1), ECT(0) or CE.
+// sojourn is in milliseconds with six decimals, so it is exact to the ns.
+// prob is p' as a fraction of 1 with six decimals.
+// verdict is aqm.Action.String: sent, marked or dropped.
+// reason is aqm.Reason.String, or "none" when the verdict has no reason.
+const commentPrefix = "pi2hop:"
+
+// AppendComment appends a's comment text to b and returns the result.
+func AppendComment(b []byte, a *Annotation) []byte {
+	b = append(b, commentPrefix...)
+	b = append(b, " queue="...)
+	b = append(b, a.Class.String()...)
+	b = append(b, " ecn-in="...)
+	b = append(b, a.ECNIn.String()...)
+	if !a.HasDecision {
+		return b
+	}
+	b = append(b, " sojourn="...)
+	b = appendMillis(b, a.Sojourn)
+	b = append(b, " prob="...)
+	b = strconv.AppendFloat(b, float64(a.Prob)/math.MaxUint32, 'f', 6, 64)
+	b = append(b, " verdict="...)
+	b = append(b, a.Verdict.Action.String()...)
+	b = append(b, " reason="...)
+	if a.Verdict.Reason == aqm.ReasonNone {
+		b = append(b, "none"...)
+	} else {
+		b = append(b, a.Verdict.Reason.String()...)
+	}
+	return b
+}
+
+// appendMillis writes ns as milliseconds with exactly six decimals, using
+// integer arithmetic so the round trip is exact.
+func appendMillis(b []byte, ns int64) []byte {
+	if ns < 0 {
+		b = append(b, '-')
+		ns = -ns
+	}
+	b = strconv.AppendInt(b, ns/1e6, 10)
+	b = append(b, '.')
+	frac := ns % 1e6
+	for d := int64(1e5); d > 0; d /= 10 {
+		b = append(b, byte('0'+frac/d%10))
+	}
+	return append(b, "ms"...)
+}
+
+// errNotOurs says a comment is not a pi2hop annotation (someone else's).
+var errNotOurs = errors.New("not a pi2hop annotation")
+
+// ParseComment reads a comment written by AppendComment. It returns
+// errNotOurs (wrapped) for comments without the pi2hop prefix, and an error
+// naming the field for malformed ones.
+func ParseComment(s string) (Annotation, error) {
+	var a Annotation
+	rest, ok := strings.CutPrefix(s, commentPrefix)
+	if !ok {
+		return a, fmt.Errorf("comment %q: %w", s, errNotOurs)
+	}
+	var haveQueue, haveVerdict bool
+	for field := range strings.FieldsSeq(rest) {
+		key, val, ok := strings.Cut(field, "=")
+		if !ok {
+			return a, fmt.Errorf("comment %q: field %q is not key=value", s, field)
+		}
+		var err error
+		switch key {
+		case "queue":
+			haveQueue = true
+			switch val {
+			case "C":
+				a.Class = aqm.Classic
+			case "L":
+				a.Class = aqm.L4S
+			default:
+				err = errors.New("want C or L")
+			}
+		case "ecn-in":
+			a.ECNIn, err = parseECN(val)
+		case "sojourn":
+			a.Sojourn, err = parseMillis(val)
+			a.HasDecision = true
+		case "prob":
+			var f float64
+			f, err = strconv.ParseFloat(val, 64)
+			if err == nil && (f < 0 || f > 1) {
+				err = errors.New("want 0..1")
+			}
+			a.Prob = uint32(math.Round(f * math.MaxUint32))
+		case "verdict":
+			haveVerdict = true
+			a.HasDecision = true
+			switch val {
+			case aqm.Pass.String():
+				a.Verdict.Action = aqm.Pass
+			case aqm.Mark.String():
+				a.Verdict.Action = aqm.Mark
+			case aqm.Drop.String():
+				a.Verdict.Action = aqm.Drop
+			default:
+				err = errors.New("want sent, marked or dropped")
+			}
+		case "reason":
+			a.Verdict.Reason, err = parseReason(val)
+		}
+		if err != nil {
+			return a, fmt.Errorf("comment %q: %s=%q: %v", s, key, val, err)
+		}
+	}
+	if !haveQueue {
+		return a, fmt.Errorf("comment %q: no queue= field", s)
+	}
+	if a.HasDecision && !haveVerdict {
+		return a, fmt.Errorf("comment %q: sojourn without verdict=", s)
+	}
+	a.Verdict.Class = a.Class
+	return a, nil
+}
+
+func parseECN(s string) (aqm.ECN, error) {
+	for e := aqm.NotECT; e <= aqm.CE; e++ {
+		if e.String() == s {
+			return e, nil
+		}
+	}
+	return 0, errors.New("want Not-ECT, ECT(1), ECT(0) or CE")
+}
+
+func parseReason(s string) (aqm.Reason, error) {
+	if s == "none" {
+		return aqm.ReasonNone, nil
+	}
+	for r := aqm.ReasonNone + 1; int(r) < aqm.NumReasons; r++ {
+		if r.String() == s {
+			return r, nil
+		}
+	}
+	return 0, errors.New("unknown reason")
+}
+
+// parseMillis reads "1.234567ms" back into ns without float rounding.
+func parseMillis(s string) (int64, error) {
+	num, ok := strings.CutSuffix(s, "ms")
+	if !ok {
+		return 0, errors.New("want milliseconds like 1.234567ms")
+	}
+	neg := strings.HasPrefix(num, "-")
+	num = strings.TrimPrefix(num, "-")
+	whole, frac, _ := strings.Cut(num, ".")
+	if len(frac) > 6 {
+		return 0, errors.New("more than 6 decimals")
+	}
+	w, err := strconv.ParseInt(whole, 10, 64)
+	if err != nil {
+		return 0, errors.New("want milliseconds like 1.234567ms")
+	}
+	var f int64
+	if frac != "" {
+		if f, err = strconv.ParseInt(frac, 10, 64); err != nil || f < 0 {
+			return 0, errors.New("want milliseconds like 1.234567ms")
+		}
+		for range 6 - len(frac) {
+			f *= 10
+		}
+	}
+	ns := w*1e6 + f
+	if neg {
+		ns = -ns
+	}
+	return ns, nil
+}

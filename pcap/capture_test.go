@@ -1,0 +1,325 @@
+package pcap
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pi2hop/pi2hop/aqm"
+)
+
+// readAll returns copies of every packet in path and the file's capture
+// statistics.
+func readAll(t *testing.T, path string) ([]Packet, *Reader) {
+	t.Helper()
+	r, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var out []Packet
+	for {
+		p, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			return out, r
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := *p
+		c.Data = append([]byte(nil), p.Data...)
+		out = append(out, c)
+	}
+}
+
+func TestCaptureRoundTrip(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.pcapng")
+	c, err := NewCapture(path, Options{Snaplen: 64, Comment: "test run"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	taps := c.AddTaps("up")
+	big := testPacket{src: cli4, dst: srv4, proto: 6, sport: 1, dport: 2, ecn: aqm.ECT1, id: 7, payload: 1400}.build()
+	ann := &Annotation{Class: aqm.L4S, Sojourn: 1234567, Prob: 1 << 30, ECNIn: aqm.ECT1,
+		Verdict: aqm.Verdict{Action: aqm.Mark, Reason: aqm.ReasonStep, Class: aqm.L4S}, HasDecision: true}
+	t0 := int64(1_700_000_000_123_456_789)
+	if !c.Offer(taps.In, t0, big, &Annotation{Class: aqm.L4S, ECNIn: aqm.ECT1}) {
+		t.Fatal("Offer refused with an empty buffer")
+	}
+	if !c.Offer(taps.Out, t0+5, setCE(big), ann) {
+		t.Fatal("Offer refused with an empty buffer")
+	}
+	if !c.Offer(taps.Drop, t0+9, big[:30], nil) {
+		t.Fatal("Offer refused with an empty buffer")
+	}
+	if c.Offer(99, t0, big, nil) {
+		t.Error("Offer accepted an unknown interface")
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+	if c.Offer(taps.In, t0, big, nil) {
+		t.Error("Offer accepted after Close")
+	}
+
+	pkts, r := readAll(t, path)
+	if len(pkts) != 3 {
+		t.Fatalf("read %d packets, want 3", len(pkts))
+	}
+	want := []struct {
+		iface  string
+		at     int64
+		capLen int
+		length int
+		hasAnn bool
+	}{
+		{"up-in", t0, 64, len(big), true},
+		{"up-out", t0 + 5, 64, len(big), true},
+		{"up-drop", t0 + 9, 30, 30, false},
+	}
+	for i, w := range want {
+		p := pkts[i]
+		if p.Interface != w.iface || p.Time != w.at || len(p.Data) != w.capLen || p.Length != w.length || p.HasAnn != w.hasAnn {
+			t.Errorf("packet %d: got %s t=%d cap=%d len=%d ann=%v, want %+v", i, p.Interface, p.Time, len(p.Data), p.Length, p.HasAnn, w)
+		}
+	}
+	if pkts[1].Ann != *ann {
+		t.Errorf("annotation read back as %+v, want %+v", pkts[1].Ann, *ann)
+	}
+	if !bytes.Equal(pkts[1].Data, setCE(big)[:64]) {
+		t.Error("packet bytes differ from what was offered")
+	}
+	st := r.InterfaceStats()
+	for _, name := range []string{"up-in", "up-out", "up-drop"} {
+		s, ok := st[name]
+		if !ok || s.PacketsReceived != 1 || s.PacketsDropped != 0 {
+			t.Errorf("%s statistics: %+v (present %v), want 1 received, 0 dropped", name, s, ok)
+		}
+	}
+}
+
+func TestCaptureDropsWhenBehind(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "d.pcapng")
+	c, err := NewCapture(path, Options{BufferRecords: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := c.AddInterface("up-in")
+	pkt := testPacket{src: cli4, dst: srv4, proto: 17, sport: 1, dport: 2, payload: 100}.build()
+	// Stall the writer by holding the interface lock it takes when it
+	// meets a file with no headers yet; Offer must go on without it.
+	c.ifMu.Lock()
+	accepted := 0
+	start := time.Now()
+	const offers = 1000
+	for i := range offers {
+		if c.Offer(in, int64(i), pkt, nil) {
+			accepted++
+		}
+	}
+	elapsed := time.Since(start)
+	c.ifMu.Unlock()
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// The writer may take the first record out of the ring before it
+	// blocks, so 16 or 17 fit.
+	if accepted < 16 || accepted > 17 {
+		t.Errorf("accepted %d offers with a stalled writer and 16 records, want 16 or 17", accepted)
+	}
+	if elapsed > time.Second {
+		t.Errorf("%d offers took %v: Offer blocked", offers, elapsed)
+	}
+	s := c.Stats()[0]
+	if s.Written != uint64(accepted) || s.Dropped != uint64(offers-accepted) {
+		t.Errorf("stats %+v, want written %d dropped %d", s, accepted, offers-accepted)
+	}
+	pkts, r := readAll(t, path)
+	if len(pkts) != accepted {
+		t.Errorf("file holds %d packets, want %d", len(pkts), accepted)
+	}
+	is := r.InterfaceStats()["up-in"]
+	if is.PacketsDropped != uint64(offers-accepted) || is.PacketsReceived != offers {
+		t.Errorf("isb: received %d dropped %d, want %d and %d", is.PacketsReceived, is.PacketsDropped, offers, offers-accepted)
+	}
+}
+
+func TestOfferDoesNotAllocate(t *testing.T) {
+	c, err := NewCapture(filepath.Join(t.TempDir(), "a.pcapng"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	in := c.AddInterface("up-out")
+	pkt := testPacket{src: cli6, dst: srv6, proto: 6, payload: 1000}.build()
+	ann := &Annotation{HasDecision: true, Sojourn: 5}
+	allocs := testing.AllocsPerRun(1000, func() { c.Offer(in, 1, pkt, ann) })
+	if allocs != 0 {
+		t.Errorf("Offer allocates %v times per call", allocs)
+	}
+}
+
+func TestCaptureConcurrentProducers(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "m.pcapng")
+	c, err := NewCapture(path, Options{BufferRecords: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	up, down := c.AddTaps("up"), c.AddTaps("down")
+	pkt := testPacket{src: cli4, dst: srv4, proto: 17, payload: 60}.build()
+	var wg sync.WaitGroup
+	for _, tap := range []int{up.In, down.In} {
+		wg.Go(func() {
+			for i := range 20000 {
+				c.Offer(tap, int64(i), pkt, nil)
+			}
+		})
+	}
+	wg.Wait()
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	pkts, _ := readAll(t, path)
+	var written, dropped uint64
+	for _, s := range c.Stats() {
+		written += s.Written
+		dropped += s.Dropped
+	}
+	if written+dropped != 40000 || written != uint64(len(pkts)) {
+		t.Errorf("written %d + dropped %d != 40000 offers, or file has %d packets", written, dropped, len(pkts))
+	}
+}
+
+func TestCaptureRotation(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "r.pcapng")
+	const maxSize = 8192
+	c, err := NewCapture(path, Options{MaxSize: maxSize, BufferRecords: 4096})
+	if err != nil {
+		t.Fatal(err)
+	}
+	taps := c.AddTaps("up")
+	pkt := testPacket{src: cli4, dst: srv4, proto: 6, payload: 1000}.build()
+	ann := &Annotation{HasDecision: true, Sojourn: 1e6, Verdict: aqm.Verdict{Action: aqm.Pass}}
+	const n = 300
+	for i := range n {
+		for !c.Offer(taps.Out, int64(i)*1000, pkt, ann) {
+			time.Sleep(time.Millisecond) // this test wants every packet
+		}
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	files := c.Files()
+	if len(files) < 3 {
+		t.Fatalf("%d files after %d packets of ~200 bytes with max size %d", len(files), n, maxSize)
+	}
+	total := 0
+	for i, f := range files {
+		if want := rotatedName(path, i); f != want {
+			t.Errorf("file %d named %s, want %s", i, f, want)
+		}
+		fi, err := os.Stat(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Size() > maxSize {
+			t.Errorf("%s is %d bytes, over the %d limit", f, fi.Size(), maxSize)
+		}
+		pkts, r := readAll(t, f)
+		total += len(pkts)
+		if s := r.InterfaceStats()["up-out"]; s.PacketsReceived == 0 {
+			t.Errorf("%s has no interface statistics for up-out", f)
+		}
+		for _, p := range pkts {
+			if !p.HasAnn {
+				t.Fatalf("%s: packet without its annotation", f)
+			}
+		}
+	}
+	if total != n {
+		t.Errorf("files hold %d packets in all, want %d", total, n)
+	}
+}
+
+func TestNewCaptureRejectsBadOptions(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name string
+		opt  Options
+		path string
+		want string
+	}{
+		{"snaplen", Options{Snaplen: -1}, "a", "snaplen"},
+		{"records", Options{BufferRecords: -5}, "a", "buffer"},
+		{"maxsize", Options{MaxSize: 100}, "a", "max size"},
+		{"dir", Options{}, "no/such/dir/x", "no such file"},
+	} {
+		_, err := NewCapture(filepath.Join(dir, tc.path), tc.opt)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want one mentioning %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+// TestTsharkReadsAnnotations checks that Wireshark's reader accepts the
+// file without complaint and shows each annotation as the packet comment.
+func TestTsharkReadsAnnotations(t *testing.T) {
+	tshark, err := exec.LookPath("tshark")
+	if err != nil {
+		t.Skip("tshark not installed")
+	}
+	path := filepath.Join(t.TempDir(), "t.pcapng")
+	c, err := NewCapture(path, Options{Comment: "tshark test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	taps := c.AddTaps("down")
+	anns := []*Annotation{
+		nil,
+		{Class: aqm.Classic, Sojourn: 15_000_000, Prob: 220_000_000, ECNIn: aqm.ECT0, HasDecision: true,
+			Verdict: aqm.Verdict{Action: aqm.Mark, Reason: aqm.ReasonClassic}},
+		{Class: aqm.L4S, Sojourn: 2_500_001, ECNIn: aqm.ECT1, HasDecision: true,
+			Verdict: aqm.Verdict{Action: aqm.Drop, Reason: aqm.ReasonOverload}},
+	}
+	v6 := testPacket{src: srv6, dst: cli6, proto: 17, sport: 443, dport: 5000, ecn: aqm.ECT0, payload: 500}.build()
+	for i, a := range anns {
+		tap := []int{taps.In, taps.Out, taps.Drop}[i]
+		c.Offer(tap, time.Now().UnixNano(), v6, a)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	field := "frame.comment" // pkt_comment before Wireshark 3.6
+	if out, _ := exec.Command(tshark, "-G", "fields").Output(); !bytes.Contains(out, []byte("\tframe.comment\t")) {
+		field = "pkt_comment"
+	}
+	cmd := exec.Command(tshark, "-r", path, "-T", "fields", "-e", "frame.interface_name", "-e", field)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("tshark: %v\n%s", err, stderr.String())
+	}
+	for line := range strings.Lines(stderr.String()) {
+		// tshark always warns when run as root; that is about us, not the file.
+		if strings.HasPrefix(line, "Running as user \"root\"") {
+			continue
+		}
+		t.Errorf("tshark printed: %s", line)
+	}
+	want := "down-in\t\n" +
+		"down-out\tpi2hop: queue=C ecn-in=ECT(0) sojourn=15.000000ms prob=0.051223 verdict=marked reason=classic\n" +
+		"down-drop\tpi2hop: queue=L ecn-in=ECT(1) sojourn=2.500001ms prob=0.000000 verdict=dropped reason=overload\n"
+	if got := stdout.String(); got != want {
+		t.Errorf("tshark fields:\n%s\nwant:\n%s", got, want)
+	}
+}

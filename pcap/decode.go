@@ -1,0 +1,218 @@
+package pcap
+
+import (
+	"encoding/binary"
+	"hash/maphash"
+	"net/netip"
+
+	"github.com/gopacket/gopacket/layers"
+	"github.com/pi2hop/pi2hop/aqm"
+)
+
+// Offline decoding of link and IP headers by hand: captures are read at
+// millions of packets per run, and only a few header fields matter.
+
+// stripLink returns the IP packet inside a frame of link type lt, and
+// how many bytes of link header were removed. ok is false for frames that
+// do not carry IPv4 or IPv6, and for link types we do not read.
+func stripLink(lt layers.LinkType, b []byte) (ip []byte, hdr int, ok bool) {
+	switch lt {
+	case layers.LinkTypeRaw, layers.LinkTypeIPv4, layers.LinkTypeIPv6:
+		hdr = 0
+	case layers.LinkTypeEthernet:
+		hdr = 12
+		for {
+			if len(b) < hdr+2 {
+				return nil, 0, false
+			}
+			switch binary.BigEndian.Uint16(b[hdr:]) {
+			case 0x8100, 0x88a8, 0x9100: // 802.1Q / 802.1ad tags
+				hdr += 4
+				continue
+			case 0x0800, 0x86dd:
+				hdr += 2
+			default:
+				return nil, 0, false
+			}
+			break
+		}
+	case layers.LinkTypeLinuxSLL: // 16-byte cooked header, protocol last
+		if len(b) < 16 || !isIPEtherType(binary.BigEndian.Uint16(b[14:])) {
+			return nil, 0, false
+		}
+		hdr = 16
+	case layers.LinkTypeLinuxSLL2: // 20-byte cooked header, protocol first
+		if len(b) < 20 || !isIPEtherType(binary.BigEndian.Uint16(b[0:])) {
+			return nil, 0, false
+		}
+		hdr = 20
+	case layers.LinkTypeNull, layers.LinkTypeLoop: // 4-byte address family
+		hdr = 4
+	default:
+		return nil, 0, false
+	}
+	if len(b) <= hdr {
+		return nil, 0, false
+	}
+	ip = b[hdr:]
+	if v := ip[0] >> 4; v != 4 && v != 6 {
+		return nil, 0, false
+	}
+	return ip, hdr, true
+}
+
+func isIPEtherType(t uint16) bool { return t == 0x0800 || t == 0x86dd }
+
+// FlowKey is a 5-tuple. Ports are 0 for protocols without them and for
+// non-first fragments.
+type FlowKey struct {
+	Proto   uint8
+	Src     netip.Addr
+	Dst     netip.Addr
+	SrcPort uint16
+	DstPort uint16
+}
+
+// ipHeader is what analysis needs of one IP packet.
+type ipHeader struct {
+	version  uint8
+	ecn      aqm.ECN
+	flow     FlowKey
+	totalLen int    // from the header
+	ident    uint32 // IPv4 identification, IPv6 flow label
+	// csumChecked is true for IPv4 headers captured in full; csumOK then
+	// says whether the header checksum is right.
+	csumChecked, csumOK bool
+	l4                  int // offset of the transport header (or payload)
+	captured            int // bytes captured of the IP packet
+}
+
+// decodeIP reads an IPv4 or IPv6 header. ok is false when b is too short
+// for the fixed header or the version is neither.
+func decodeIP(b []byte) (h ipHeader, ok bool) {
+	if len(b) < 1 {
+		return h, false
+	}
+	h.captured = len(b)
+	switch b[0] >> 4 {
+	case 4:
+		if len(b) < 20 {
+			return h, false
+		}
+		ihl := int(b[0]&0xf) * 4
+		if ihl < 20 {
+			return h, false
+		}
+		h.version = 4
+		h.ecn = aqm.ECN(b[1] & 3)
+		h.totalLen = int(binary.BigEndian.Uint16(b[2:]))
+		h.ident = uint32(binary.BigEndian.Uint16(b[4:]))
+		h.flow.Proto = b[9]
+		h.flow.Src = netip.AddrFrom4([4]byte(b[12:16]))
+		h.flow.Dst = netip.AddrFrom4([4]byte(b[16:20]))
+		if len(b) >= ihl {
+			h.csumChecked = true
+			h.csumOK = ipv4HeaderSum(b[:ihl]) == 0xffff
+		}
+		h.l4 = ihl
+		firstFragment := binary.BigEndian.Uint16(b[6:])&0x1fff == 0
+		if firstFragment {
+			h.ports(b)
+		}
+	case 6:
+		if len(b) < 40 {
+			return h, false
+		}
+		h.version = 6
+		w := binary.BigEndian.Uint32(b[0:])
+		h.ecn = aqm.ECN(w >> 20 & 3)
+		h.ident = w & 0xfffff
+		h.totalLen = 40 + int(binary.BigEndian.Uint16(b[4:]))
+		h.flow.Src = netip.AddrFrom16([16]byte(b[8:24]))
+		h.flow.Dst = netip.AddrFrom16([16]byte(b[24:40]))
+		next, off := b[6], 40
+		// Walk the extension headers we know, as far as captured.
+	walk:
+		for range 8 {
+			switch next {
+			case 0, 43, 60: // hop-by-hop, routing, destination options
+				if len(b) < off+2 {
+					break walk
+				}
+				next, off = b[off], off+8+int(b[off+1])*8
+			case 44: // fragment: ports only in the first one
+				if len(b) < off+8 {
+					break walk
+				}
+				if binary.BigEndian.Uint16(b[off+2:])&0xfff8 != 0 {
+					next, off = b[off], -1
+					break walk
+				}
+				next, off = b[off], off+8
+			default:
+				break walk
+			}
+		}
+		h.flow.Proto = next
+		if off > 0 && off <= len(b) {
+			h.l4 = off
+			h.ports(b)
+		} else {
+			h.l4 = len(b)
+		}
+	default:
+		return h, false
+	}
+	return h, true
+}
+
+// ports reads the transport ports when the protocol has them.
+func (h *ipHeader) ports(b []byte) {
+	switch h.flow.Proto {
+	case 6, 17, 132, 136, 33: // TCP, UDP, SCTP, UDP-Lite, DCCP
+		if len(b) >= h.l4+4 {
+			h.flow.SrcPort = binary.BigEndian.Uint16(b[h.l4:])
+			h.flow.DstPort = binary.BigEndian.Uint16(b[h.l4+2:])
+		}
+	}
+}
+
+// ipv4HeaderSum is the ones' complement sum of the header, 0xffff when
+// the checksum is right (RFC 791 §3.1, RFC 1071).
+func ipv4HeaderSum(h []byte) uint16 {
+	var sum uint32
+	for i := 0; i+1 < len(h); i += 2 {
+		sum += uint32(h[i])<<8 | uint32(h[i+1])
+	}
+	for sum > 0xffff {
+		sum = sum&0xffff + sum>>16
+	}
+	return uint16(sum)
+}
+
+// matchWindow is how many bytes after the IP header identify a packet
+// across capture points; 40 covers a TCP header with its timestamps.
+const matchWindow = 40
+
+// matchKey identifies one packet at an ingress and an egress capture
+// point: everything the hop or a router on the way does not change
+// (not ECN, TTL or the IPv4 checksum).
+func (h *ipHeader) matchKey(seed maphash.Seed, b []byte) uint64 {
+	var buf [48 + matchWindow]byte
+	buf[0] = h.version
+	buf[1] = h.flow.Proto
+	s, d := h.flow.Src.As16(), h.flow.Dst.As16()
+	copy(buf[2:], s[:])
+	copy(buf[18:], d[:])
+	binary.BigEndian.PutUint16(buf[34:], h.flow.SrcPort)
+	binary.BigEndian.PutUint16(buf[36:], h.flow.DstPort)
+	binary.BigEndian.PutUint32(buf[38:], h.ident)
+	binary.BigEndian.PutUint32(buf[42:], uint32(h.totalLen))
+	// Stop at the IP length: Ethernet pads short frames, TUN does not.
+	end := min(len(b), h.totalLen)
+	n := 48
+	if h.l4 < end {
+		n += copy(buf[48:], b[h.l4:end])
+	}
+	return maphash.Bytes(seed, buf[:n])
+}

@@ -1,0 +1,215 @@
+package pcap
+
+import (
+	"bufio"
+	"compress/gzip"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/gopacket/gopacket"
+	"github.com/gopacket/gopacket/layers"
+	"github.com/gopacket/gopacket/pcapgo"
+)
+
+// Packet is one IP packet read from a capture file.
+type Packet struct {
+	// Interface is the capture interface's name (a pi2hop tap such as
+	// "up-out"); for pcap files and unnamed interfaces, the file's base
+	// name, with "#<id>" for interfaces after the first.
+	Interface string
+	Time      int64  // ns since the Unix epoch
+	Data      []byte // captured bytes from the IP header on; valid until the next call to Next
+	Length    int    // the IP packet's length on the wire (captured or not)
+	// Ann is the packet's pi2hop annotation when HasAnn.
+	Ann    Annotation
+	HasAnn bool
+}
+
+// Reader reads IP packets from a pcap or pcapng file (optionally gzipped),
+// as pi2hop or tcpdump writes them: link types RAW, IPv4, IPv6, Ethernet,
+// Linux cooked (SLL, SLL2), BSD loopback.
+type Reader struct {
+	name   string // for errors and default interface names
+	format string
+	f      io.Closer
+	pc     *pcapgo.Reader
+	ng     *pcapgo.NgReader
+	// Skipped counts frames that are not IP (ARP, other link types,
+	// truncated headers) and BadComments annotations that did not parse.
+	Skipped     int
+	BadComments int
+	stats       map[string]pcapgo.NgInterfaceStatistics
+	ifNames     []string // pcapng: names by interface id in the current section
+	pkt         Packet
+}
+
+// Open opens a capture file. Close it when done.
+func Open(path string) (*Reader, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	r, err := NewReader(f, filepath.Base(path))
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	r.f = f
+	return r, nil
+}
+
+const (
+	magicPcapng = 0x0a0d0d0a // section header block type, any byte order
+)
+
+// NewReader reads a capture from rd; name stands for the file in
+// interface names.
+func NewReader(rd io.Reader, name string) (*Reader, error) {
+	br := bufio.NewReaderSize(rd, 1<<20)
+	head, err := br.Peek(4)
+	if err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, errors.New("empty or truncated file: want a pcap or pcapng capture")
+		}
+		return nil, err
+	}
+	if head[0] == 0x1f && head[1] == 0x8b {
+		gz, err := gzip.NewReader(br)
+		if err != nil {
+			return nil, err
+		}
+		br = bufio.NewReaderSize(gz, 1<<20)
+		if head, err = br.Peek(4); err != nil {
+			return nil, fmt.Errorf("gzip content: %w", err)
+		}
+	}
+	r := &Reader{name: name, stats: map[string]pcapgo.NgInterfaceStatistics{}}
+	if binary.LittleEndian.Uint32(head) == magicPcapng {
+		r.format = "pcapng"
+		r.ng, err = pcapgo.NewNgReader(br, pcapgo.NgReaderOptions{
+			WantMixedLinkType:  true,
+			SkipUnknownVersion: true,
+			StatisticsCallback: r.onStats,
+		})
+	} else {
+		r.format = "pcap"
+		r.pc, err = pcapgo.NewReader(br)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("not a pcap or pcapng capture: %w", err)
+	}
+	return r, nil
+}
+
+// Format is "pcap" or "pcapng".
+func (r *Reader) Format() string { return r.format }
+
+// onStats keeps the last statistics block of each interface, by name.
+func (r *Reader) onStats(id int, s pcapgo.NgInterfaceStatistics) {
+	r.stats[r.ifaceName(id)] = s
+}
+
+// InterfaceStats returns the capture statistics found so far (pcapng
+// interface statistics blocks; complete after Next returned io.EOF), by
+// interface name: packets received and dropped by the capture.
+func (r *Reader) InterfaceStats() map[string]pcapgo.NgInterfaceStatistics { return r.stats }
+
+func (r *Reader) ifaceName(id int) string {
+	in, err := r.ng.Interface(id)
+	if err == nil && in.Name != "" {
+		return in.Name
+	}
+	if id == 0 {
+		return r.name
+	}
+	return fmt.Sprintf("%s#%d", r.name, id)
+}
+
+// Next returns the next IP packet, skipping (and counting) frames that
+// are not IP. It returns io.EOF at the end of the file. The Packet and its
+// Data are reused by the next call.
+func (r *Reader) Next() (*Packet, error) {
+	for {
+		var (
+			data []byte
+			ci   gopacket.CaptureInfo
+			opts pcapgo.NgPacketOptions
+			lt   layers.LinkType
+			err  error
+		)
+		if r.ng != nil {
+			data, ci, opts, err = r.ng.ZeroCopyReadPacketDataWithOptions()
+			if err == nil {
+				lt = ci.AncillaryData[0].(layers.LinkType)
+			}
+		} else {
+			data, ci, err = r.pc.ZeroCopyReadPacketData()
+			lt = r.pc.LinkType()
+		}
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil, io.EOF
+			}
+			if errors.Is(err, io.ErrUnexpectedEOF) {
+				return nil, fmt.Errorf("%s: truncated (the capture was not closed cleanly?): %w", r.name, err)
+			}
+			return nil, fmt.Errorf("%s: %w", r.name, err)
+		}
+		ip, hdr, ok := stripLink(lt, data)
+		if !ok {
+			r.Skipped++
+			continue
+		}
+		p := &r.pkt
+		p.Data = ip
+		p.Length = ci.Length - hdr
+		p.Time = ci.Timestamp.UnixNano()
+		if r.ng != nil {
+			p.Interface = r.cachedName(ci.InterfaceIndex)
+		} else {
+			p.Interface = r.name
+		}
+		p.HasAnn = false
+		for _, c := range opts.Comments {
+			if !strings.HasPrefix(c, commentPrefix) {
+				continue
+			}
+			a, err := ParseComment(c)
+			if err != nil {
+				r.BadComments++
+				continue
+			}
+			p.Ann, p.HasAnn = a, true
+			break
+		}
+		return p, nil
+	}
+}
+
+// cachedName looks interface names up once per id. A new section may
+// reuse ids for other interfaces, so a changed count drops the cache.
+func (r *Reader) cachedName(id int) string {
+	if n := r.ng.NInterfaces(); n != len(r.ifNames) {
+		r.ifNames = r.ifNames[:0]
+		for i := range n {
+			r.ifNames = append(r.ifNames, r.ifaceName(i))
+		}
+	}
+	if id < len(r.ifNames) {
+		return r.ifNames[id]
+	}
+	return r.ifaceName(id)
+}
+
+// Close closes the file opened by Open.
+func (r *Reader) Close() error {
+	if r.f != nil {
+		return r.f.Close()
+	}
+	return nil
+}
