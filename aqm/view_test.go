@@ -1,0 +1,227 @@
+package aqm
+
+import (
+	"encoding/binary"
+	"testing"
+)
+
+// ipv4Checksum computes the header checksum from scratch (RFC 1071),
+// treating the checksum field as zero.
+func ipv4Checksum(h []byte) uint16 {
+	var sum uint32
+	for i := 0; i+1 < len(h); i += 2 {
+		if i == 10 {
+			continue
+		}
+		sum += uint32(binary.BigEndian.Uint16(h[i:]))
+	}
+	for sum > 0xffff {
+		sum = sum&0xffff + sum>>16
+	}
+	return ^uint16(sum)
+}
+
+// ipv4Packet builds an IPv4/UDP packet with a correct header checksum.
+func ipv4Packet(tos byte, payload int) []byte {
+	p := make([]byte, 20+8+payload)
+	p[0] = 0x45
+	p[1] = tos
+	binary.BigEndian.PutUint16(p[2:], uint16(len(p)))
+	p[8] = 64
+	p[9] = 17
+	copy(p[12:], []byte{10, 0, 0, 1, 10, 0, 0, 2})
+	binary.BigEndian.PutUint16(p[20:], 4000)
+	binary.BigEndian.PutUint16(p[22:], 5000)
+	binary.BigEndian.PutUint16(p[10:], ipv4Checksum(p[:20]))
+	return p
+}
+
+// ipv6Packet builds an IPv6/UDP packet with the given traffic class.
+func ipv6Packet(tclass byte, payload int) []byte {
+	p := make([]byte, 40+8+payload)
+	p[0] = 0x60 | tclass>>4
+	p[1] = tclass << 4
+	binary.BigEndian.PutUint16(p[4:], uint16(8+payload))
+	p[6] = 17
+	p[7] = 64
+	p[23], p[39] = 1, 2
+	binary.BigEndian.PutUint16(p[40:], 4000)
+	binary.BigEndian.PutUint16(p[42:], 5000)
+	return p
+}
+
+// Every TOS / traffic class value: ECN read, SetCE result, DSCP kept,
+// IPv4 checksum still correct.
+func TestViewAllTOS(t *testing.T) {
+	for tos := range 256 {
+		want := ECN(tos & 3)
+		for _, p := range [][]byte{ipv4Packet(byte(tos), 10), ipv6Packet(byte(tos), 10)} {
+			v := View(p)
+			orig := append([]byte(nil), p...)
+			if v.ECN() != want {
+				t.Fatalf("v%d tos %#x: ECN %v, want %v", v.Version(), tos, v.ECN(), want)
+			}
+			ok := v.SetCE()
+			if ok != (want != NotECT) {
+				t.Fatalf("v%d tos %#x: SetCE = %v", v.Version(), tos, ok)
+			}
+			wantECN := want
+			if ok {
+				wantECN = CE
+			}
+			if v.ECN() != wantECN {
+				t.Fatalf("v%d tos %#x: after SetCE ECN %v, want %v", v.Version(), tos, v.ECN(), wantECN)
+			}
+			// Only the ECN bits (and the IPv4 checksum) may change.
+			for i := range p {
+				if p[i] == orig[i] || (v.Version() == 4 && (i == 1 || i == 10 || i == 11)) ||
+					(v.Version() == 6 && i == 1) {
+					continue
+				}
+				t.Fatalf("v%d tos %#x: byte %d changed", v.Version(), tos, i)
+			}
+			if v.Version() == 4 {
+				if p[1]&^3 != byte(tos)&^3 {
+					t.Fatalf("tos %#x: DSCP changed to %#x", tos, p[1])
+				}
+				if got, want := binary.BigEndian.Uint16(p[10:]), ipv4Checksum(p[:20]); got != want {
+					t.Fatalf("tos %#x: checksum %#04x, full recompute %#04x", tos, got, want)
+				}
+			} else if p[0] != orig[0] || p[1]&0xcf != orig[1]&0xcf {
+				t.Fatalf("tclass %#x: traffic class DSCP or flow label changed", tos)
+			}
+		}
+	}
+}
+
+func TestViewInvalid(t *testing.T) {
+	good4 := ipv4Packet(1, 0)
+	good6 := ipv6Packet(1, 0)
+	mutate := func(p []byte, f func([]byte)) []byte {
+		c := append([]byte(nil), p...)
+		f(c)
+		return c
+	}
+	tests := []struct {
+		name string
+		pkt  []byte
+	}{
+		{"empty", nil},
+		{"one byte", []byte{0x45}},
+		{"IPv4 truncated header", good4[:19]},
+		{"IPv4 IHL 4", mutate(good4, func(p []byte) { p[0] = 0x44 })},
+		{"IPv4 IHL beyond packet", mutate(good4, func(p []byte) { p[0] = 0x4f })},
+		{"IPv4 total length < IHL", mutate(good4, func(p []byte) { binary.BigEndian.PutUint16(p[2:], 19) })},
+		{"IPv4 total length > buffer", mutate(good4, func(p []byte) { binary.BigEndian.PutUint16(p[2:], uint16(len(p)+1)) })},
+		{"IPv6 truncated header", good6[:39]},
+		{"IPv6 payload beyond buffer", mutate(good6, func(p []byte) { binary.BigEndian.PutUint16(p[4:], 100) })},
+		{"version 5", mutate(good4, func(p []byte) { p[0] = 0x55 })},
+		{"ARP-ish", []byte{0, 1, 8, 0, 6, 4, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}},
+	}
+	for _, tt := range tests {
+		v := View(tt.pkt)
+		orig := string(tt.pkt)
+		if v.Valid() || v.Version() != 0 || v.ECN() != NotECT || v.Len() != 0 || v.FlowHash() != 0 || v.SetCE() {
+			t.Errorf("%s: valid=%v version=%d ecn=%v len=%d", tt.name, v.Valid(), v.Version(), v.ECN(), v.Len())
+		}
+		if string(tt.pkt) != orig {
+			t.Errorf("%s: modified", tt.name)
+		}
+		if m := MetaOf(tt.pkt, 3); m.ECN != NotECT || m.Len != int32(len(tt.pkt)) || m.Slot != 3 {
+			t.Errorf("%s: MetaOf = %+v", tt.name, m)
+		}
+	}
+}
+
+func TestViewLenAndPadding(t *testing.T) {
+	p := append(ipv4Packet(2, 10), 0, 0, 0, 0) // link padding after the IP packet
+	if v := View(p); !v.Valid() || v.Len() != 38 || v.ECN() != ECT0 {
+		t.Errorf("padded IPv4: valid %v len %d ecn %v", v.Valid(), v.Len(), v.ECN())
+	}
+	if v := View(ipv6Packet(1, 12)); v.Len() != 60 || v.Version() != 6 {
+		t.Errorf("IPv6: len %d version %d", v.Len(), v.Version())
+	}
+	if m := MetaOf(p, 9); m.Len != int32(len(p)) || m.ECN != ECT0 || m.Flow == 0 || m.Slot != 9 {
+		t.Errorf("MetaOf = %+v", m)
+	}
+}
+
+func TestFlowHash(t *testing.T) {
+	base := View(ipv4Packet(1, 0)).FlowHash()
+	if base == 0 {
+		t.Fatal("hash 0 for a valid packet")
+	}
+	// Same 5-tuple, different ECN and payload: same flow.
+	if View(ipv4Packet(2, 100)).FlowHash() != base {
+		t.Error("ECN or payload changed the flow hash")
+	}
+	tests := []struct {
+		name string
+		f    func([]byte)
+		same bool
+	}{
+		{"source port", func(p []byte) { p[21]++ }, false},
+		{"destination port", func(p []byte) { p[23]++ }, false},
+		{"source address", func(p []byte) { p[15]++ }, false},
+		{"protocol", func(p []byte) { p[9] = 47 }, false},
+		// A non-first fragment has no ports: ports are ignored.
+		{"fragment ignores ports", func(p []byte) { p[7] = 1; p[21]++ }, true},
+	}
+	for _, tt := range tests {
+		p := ipv4Packet(1, 0)
+		ref := ipv4Packet(1, 0)
+		if tt.name == "fragment ignores ports" {
+			ref[7] = 1
+		}
+		tt.f(p)
+		if got := View(p).FlowHash() == View(ref).FlowHash(); got != tt.same {
+			t.Errorf("%s: same hash = %v, want %v", tt.name, got, tt.same)
+		}
+	}
+	p6 := ipv6Packet(1, 0)
+	h6 := View(p6).FlowHash()
+	p6[41]++
+	if View(p6).FlowHash() == h6 || h6 == 0 {
+		t.Error("IPv6 source port not in the hash")
+	}
+}
+
+// FuzzView: arbitrary bytes never panic, Not-ECT and invalid headers are
+// never changed, and after SetCE an IPv4 header whose checksum was right
+// still has a right checksum (incremental update = full recompute).
+func FuzzView(f *testing.F) {
+	f.Add(ipv4Packet(1, 4))
+	f.Add(ipv4Packet(2, 0))
+	f.Add(ipv4Packet(0, 0))
+	f.Add(ipv6Packet(1, 4))
+	f.Add([]byte{0x4f, 3, 0, 60})
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		v := View(b)
+		orig := string(b)
+		valid, version, ecn := v.Valid(), v.Version(), v.ECN()
+		_ = v.Len()
+		_ = v.FlowHash()
+		_ = MetaOf(b, 0)
+		csumOK := version == 4 && binary.BigEndian.Uint16(b[10:]) == ipv4Checksum(b[:int(b[0]&0xf)*4])
+		marked := v.SetCE()
+		if marked != (valid && ecn != NotECT) {
+			t.Fatalf("SetCE = %v for valid=%v ecn=%v", marked, valid, ecn)
+		}
+		if !marked {
+			if string(b) != orig {
+				t.Fatal("unmarked packet modified")
+			}
+			return
+		}
+		if v.ECN() != CE {
+			t.Fatalf("after SetCE: ECN %v", v.ECN())
+		}
+		if csumOK {
+			h := b[:int(b[0]&0xf)*4]
+			if got, want := binary.BigEndian.Uint16(h[10:]), ipv4Checksum(h); got != want {
+				t.Fatalf("checksum %#04x after SetCE, full recompute %#04x", got, want)
+			}
+		}
+	})
+}
