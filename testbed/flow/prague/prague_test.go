@@ -1,0 +1,309 @@
+package prague
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/pi2hop/pi2hop/aqm"
+)
+
+// pathSim runs a sender paced by cc over a path of fixed round-trip time
+// and unlimited capacity that CE-marks (or drops) each packet with the
+// given probability, in virtual time. It returns the mean sending rate
+// (bytes/s) over the second half of the run.
+type pathSim struct {
+	rtt      int64   // µs
+	markProb float64 // CE probability per packet
+	lossProb float64
+	rng      *rand.Rand
+}
+
+type ackEvent struct {
+	at int64
+	fb Feedback
+}
+
+func (s pathSim) run(t *testing.T, cc *CC, seconds int) float64 {
+	t.Helper()
+	var (
+		now, next int64
+		fb        Feedback
+		acks      []ackEvent
+		bytes     float64
+		end       = int64(seconds) * 1e6
+		half      = end / 2
+	)
+	for now < end {
+		info := cc.Info(now)
+		canSend := cc.Inflight() < info.PacketWindow
+		if canSend && now >= next {
+			for i := 0; i < info.PacketBurst && cc.Inflight() < info.PacketWindow; i++ {
+				cc.Sent(1)
+				if now >= half {
+					bytes += float64(info.PacketSize)
+				}
+				switch r := s.rng.Float64(); {
+				case r < s.lossProb:
+					fb.Lost++ // the next arrival shows the gap
+					continue
+				case r < s.lossProb+s.markProb:
+					fb.CE++
+				}
+				fb.Received++
+				acks = append(acks, ackEvent{now + s.rtt, fb})
+				next = max(next, now-BurstTime) + int64(float64(info.PacketSize)/info.PacingRate*1e6)
+			}
+			continue
+		}
+		// Advance to the next ACK or send time.
+		wake := end
+		if canSend {
+			wake = next
+		}
+		if len(acks) > 0 && acks[0].at < wake {
+			wake = acks[0].at
+		}
+		now = max(now, wake)
+		for len(acks) > 0 && acks[0].at <= now {
+			cc.RTT(s.rtt)
+			cc.ACK(now, acks[0].fb)
+			acks = acks[1:]
+		}
+	}
+	return bytes / float64(end-half) * 1e6
+}
+
+// The scalable law: with random marking p, Prague settles where one
+// reduction of rate·p/2 per vRTT balances the growth of one MTU per vRTT:
+// rate ≈ 2·MTU/(p·vRTT) (l4s-endpoints.md §7: 44.8 Mbit/s at 2 %).
+func TestRandomMarkingScalableRate(t *testing.T) {
+	tests := []struct {
+		name string
+		rtt  int64 // µs
+		p    float64
+	}{
+		{"2% at 5ms (window mode, vRTT 25ms)", 5000, 0.02},
+		{"10% at 5ms", 5000, 0.10},
+		{"2% at 40ms (vRTT = RTT)", 40000, 0.02},
+		{"2% at 1ms (rate mode)", 1000, 0.02},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cc, err := New(Config{}, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sim := pathSim{rtt: tc.rtt, markProb: tc.p, rng: rand.New(rand.NewPCG(1, 0x5eed))}
+			got := sim.run(t, cc, 60)
+			vrtt := math.Max(float64(tc.rtt), RefRTT) / 1e6
+			want := 2 * DefaultMTU / (tc.p * vrtt)
+			r := got / want
+			t.Logf("rate %.2f Mbit/s, law %.2f Mbit/s (ratio %.2f)", got*8/1e6, want*8/1e6, r)
+			if r < 0.85 || r > 1.15 {
+				t.Errorf("rate %.2f Mbit/s, want %.2f Mbit/s ±15%%", got*8/1e6, want*8/1e6)
+			}
+			if a := cc.Info(0).Alpha; math.Abs(a-tc.p) > tc.p/2 {
+				t.Errorf("alpha %.3f, want about p = %.3f", a, tc.p)
+			}
+		})
+	}
+}
+
+// steady returns a controller in congestion avoidance after some unmarked
+// ACKs at a 20 ms RTT, and the feedback so far.
+func steady(t *testing.T, cfg Config) (*CC, Feedback, int64) {
+	t.Helper()
+	cc, err := New(cfg, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fb Feedback
+	now := int64(0)
+	for i := 0; i < 2000; i++ {
+		now += 1000
+		cc.Sent(1)
+		fb.Received++
+		cc.RTT(20000)
+		cc.ACK(now, fb)
+	}
+	if s := cc.Info(now).State; s != StateCA {
+		t.Fatalf("state %v after unmarked ACKs, want ca", s)
+	}
+	return cc, fb, now
+}
+
+func TestLossHalvesOncePerVRTTAndUndo(t *testing.T) {
+	cc, fb, now := steady(t, Config{})
+	before := cc.Info(now).Rate
+
+	now += 1000
+	cc.Sent(2)
+	fb.Received++
+	fb.Lost++
+	cc.RTT(20000)
+	cc.ACK(now, fb)
+	after := cc.Info(now)
+	if r := after.Rate / before; math.Abs(r-0.5) > 0.01 {
+		t.Fatalf("rate after loss = %.3f of before, want 0.5", r)
+	}
+	if after.State != StateLoss {
+		t.Fatalf("state %v after loss, want loss", after.State)
+	}
+	// A second loss in the same vRTT does not halve again, and nothing grows.
+	now += 1000
+	cc.Sent(2)
+	fb.Received++
+	fb.Lost++
+	cc.ACK(now, fb)
+	if r := cc.Info(now).Rate / after.Rate; r != 1 {
+		t.Errorf("second loss within a vRTT changed the rate by %.3f", r)
+	}
+	// Both "lost" packets arrive late: the receiver's lost counter goes
+	// back to its value before the cut, and the cut is undone.
+	now += 1000
+	fb.Received += 2
+	fb.Lost -= 2
+	cc.ACK(now, fb)
+	if got := cc.Info(now); math.Abs(got.Rate/before-1) > 0.01 || got.State != StateCA {
+		t.Errorf("after reordering: rate %.3f of before, state %v; want 1.0, ca", got.Rate/before, got.State)
+	}
+}
+
+func TestLossInRateMode(t *testing.T) {
+	cc, err := New(Config{}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fb Feedback
+	now := int64(0)
+	for i := 0; i < 5000; i++ { // 100 µs RTT: rate mode
+		now += 100
+		cc.Sent(1)
+		fb.Received++
+		cc.RTT(100)
+		cc.ACK(now, fb)
+	}
+	before := cc.Info(now).Rate
+	cc.Sent(1)
+	fb.Lost++
+	cc.ACK(now+100, fb)
+	if r := cc.Info(now).Rate / before; math.Abs(r-0.5) > 0.01 {
+		t.Errorf("rate-mode loss: rate %.3f of before, want 0.5", r)
+	}
+}
+
+func TestErrorL4SSwitchesToNotECT(t *testing.T) {
+	cc, fb, now := steady(t, Config{})
+	if e := cc.Info(now).ECN; e != aqm.ECT1 {
+		t.Fatalf("ECN %v before error_L4S, want ECT(1)", e)
+	}
+	fb.Received++
+	fb.ErrorL4S = true
+	cc.Sent(1)
+	cc.ACK(now+1000, fb)
+	if e := cc.Info(now).ECN; e != aqm.NotECT {
+		t.Fatalf("ECN %v after error_L4S, want Not-ECT", e)
+	}
+	// For good: later ACKs without the flag do not bring ECT(1) back.
+	fb.Received++
+	fb.ErrorL4S = false
+	cc.Sent(1)
+	cc.ACK(now+2000, fb)
+	cc.Timeout(now + 3000)
+	if e := cc.Info(now).ECN; e != aqm.NotECT {
+		t.Errorf("ECN %v after a clean ACK and a timeout, want Not-ECT", e)
+	}
+}
+
+func TestCEMarkedACKsGiveNoIncrease(t *testing.T) {
+	cc, fb, now := steady(t, Config{})
+	w := cc.Info(now).Window
+	for i := 0; i < 500; i++ {
+		now += 1000
+		cc.Sent(1)
+		fb.Received++
+		fb.CE++
+		cc.RTT(20000)
+		cc.ACK(now, fb)
+		if got := cc.Info(now).Window; got > w {
+			t.Fatalf("ACK %d (CE-marked): window grew from %.0f to %.0f", i, w, got)
+		}
+		w = cc.Info(now).Window
+	}
+	if a := cc.Info(now).Alpha; a < 0.5 {
+		t.Errorf("alpha %.2f after 500 marked ACKs, want > 0.5", a)
+	}
+}
+
+func TestClassicIgnoresCE(t *testing.T) {
+	cc, fb, now := steady(t, Config{Classic: true})
+	if e := cc.Info(now).ECN; e != aqm.NotECT {
+		t.Fatalf("classic ECN %v, want Not-ECT", e)
+	}
+	w := cc.Info(now).Window
+	for i := 0; i < 100; i++ {
+		now += 1000
+		cc.Sent(1)
+		fb.Received++
+		fb.CE++
+		cc.ACK(now, fb)
+	}
+	if got := cc.Info(now); got.Window <= w || got.Alpha != 0 {
+		t.Errorf("classic with CE: window %.0f -> %.0f, alpha %.2f; want growth, alpha 0", w, got.Window, got.Alpha)
+	}
+}
+
+func TestStaleACKIgnored(t *testing.T) {
+	cc, fb, now := steady(t, Config{})
+	before := cc.Info(now)
+	old := fb
+	old.Received -= 5
+	old.Lost += 3 // would be a loss if it were believed
+	cc.ACK(now+1000, old)
+	if got := cc.Info(now); got != before {
+		t.Errorf("stale ACK changed the state: %+v -> %+v", before, got)
+	}
+}
+
+func TestTimeoutResets(t *testing.T) {
+	cc, _, now := steady(t, Config{})
+	cc.Timeout(now)
+	got := cc.Info(now)
+	if got.Rate != MinRate || got.Window != DefaultMTU || got.State != StateInit || got.Alpha != 0 {
+		t.Errorf("after timeout: %+v; want rate %v, window %v, init, alpha 0", got, MinRate, DefaultMTU)
+	}
+}
+
+func TestPacingAlternatesAroundRate(t *testing.T) {
+	cc, _, now := steady(t, Config{})
+	info := cc.Info(now)
+	// The last alpha update was at most a vRTT ago; probe both halves.
+	first := cc.Info(cc.alphaAt)
+	second := cc.Info(cc.alphaAt + info.VRTT/2)
+	if r := first.PacingRate / first.Rate; math.Abs(r-1.03) > 1e-9 {
+		t.Errorf("first half pacing %.4f of rate, want 1.03", r)
+	}
+	if r := second.PacingRate / second.Rate; math.Abs(r-1/1.03) > 1e-9 {
+		t.Errorf("second half pacing %.4f of rate, want 1/1.03", r)
+	}
+}
+
+func TestFrameModeVRTTFloor(t *testing.T) {
+	cc, err := New(Config{FPS: 30}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc.RTT(5000)
+	if v := cc.Info(0).VRTT; v != 33333 {
+		t.Errorf("frame mode vRTT %d µs at 5 ms RTT and 30 fps, want 33333", v)
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	for _, cfg := range []Config{{MTU: 100}, {MTU: 70000}, {MinRate: 2e6, MaxRate: 1e6}, {FPS: -1}} {
+		if _, err := New(cfg, 0); err == nil {
+			t.Errorf("New(%+v) accepted", cfg)
+		}
+	}
+}
