@@ -1,0 +1,172 @@
+package hop
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"time"
+
+	"github.com/pi2hop/pi2hop/aqm"
+	"github.com/pi2hop/pi2hop/shaper"
+)
+
+// Direction is one direction's link and queue discipline.
+type Direction struct {
+	Link  shaper.Config
+	Queue aqm.Spec
+}
+
+// Config is a whole hop.
+type Config struct {
+	Name     string // instance name, for logs and stats
+	Up, Down Direction
+	Seed     uint64 // random loss and AQM rolls: same seed, same decisions
+	MTU      int    // largest packet, bytes (default 1500); sizes the buffers
+
+	// Tuning; zero means the default.
+	Batch         int           // packets read per wake (default 64)
+	Slots         int           // packet buffers per direction (default: from queue limit, rate and delay)
+	StatsInterval time.Duration // how often the owners publish stats (default 100ms)
+	Logger        *slog.Logger  // nil: no logs
+}
+
+// Defaults for Config's tuning fields.
+const (
+	DefaultMTU           = 1500
+	DefaultBatch         = 64
+	DefaultStatsInterval = 100 * time.Millisecond
+	maxSlots             = 1 << 16
+	// assumedPeakRate sizes the delay line for rates that are not constant.
+	assumedPeakRate = 1_000_000_000
+)
+
+// withDefaults fills in the zero tuning fields.
+func (c Config) withDefaults() Config {
+	if c.MTU == 0 {
+		c.MTU = DefaultMTU
+	}
+	if c.Batch == 0 {
+		c.Batch = DefaultBatch
+	}
+	if c.StatsInterval == 0 {
+		c.StatsInterval = DefaultStatsInterval
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}
+
+// Validate checks c (after defaults) without building anything heavy.
+func (c Config) Validate() error {
+	c = c.withDefaults()
+	if c.MTU < 576 || c.MTU > 65535 {
+		return fmt.Errorf("hop: MTU %d: want 576..65535", c.MTU)
+	}
+	if c.Batch < 1 || c.Batch > 1024 {
+		return fmt.Errorf("hop: batch %d: want 1..1024", c.Batch)
+	}
+	if c.Slots < 0 || c.Slots > maxSlots*4 {
+		return fmt.Errorf("hop: %d slots: want 0 (automatic) up to %d", c.Slots, maxSlots*4)
+	}
+	if c.StatsInterval < time.Millisecond {
+		return fmt.Errorf("hop: stats interval %v: want >= 1ms", c.StatsInterval)
+	}
+	for _, d := range []struct {
+		name string
+		dir  Direction
+	}{{"up", c.Up}, {"down", c.Down}} {
+		if err := d.dir.validate(); err != nil {
+			return fmt.Errorf("hop: %s: %w", d.name, err)
+		}
+	}
+	return nil
+}
+
+func (d Direction) validate() error {
+	if d.Link.Rate == nil {
+		return errors.New("no rate")
+	}
+	if d.Link.Delay < 0 {
+		return fmt.Errorf("delay %v: must be >= 0", time.Duration(d.Link.Delay))
+	}
+	switch d.Queue.Kind {
+	case aqm.KindDualPI2:
+		return d.Queue.DualPI2.Validate()
+	case aqm.KindFIFO:
+		return d.Queue.FIFO.Validate()
+	}
+	return fmt.Errorf("queue kind %q: want %q or %q", d.Queue.Kind, aqm.KindDualPI2, aqm.KindFIFO)
+}
+
+// slots returns how many packet buffers a direction needs: everything the
+// queue may hold, what the delay line holds at full rate (full-size
+// packets), and two batches in hand.
+func (c Config) slots(d Direction) int {
+	if c.Slots > 0 {
+		return c.Slots
+	}
+	var queued uint64
+	switch d.Queue.Kind {
+	case aqm.KindDualPI2:
+		queued = uint64(d.Queue.DualPI2.Limit)
+	case aqm.KindFIFO:
+		queued = uint64(d.Queue.FIFO.Limit)
+		if queued == 0 {
+			queued = d.Queue.FIFO.ByteLimit / 64
+		}
+	}
+	rate := uint64(assumedPeakRate)
+	if r, ok := d.Link.Rate.(shaper.Const); ok {
+		rate = r.BitsPerSecond
+	}
+	inFlight := float64(rate) / 8 * float64(d.Link.Delay) / 1e9 / float64(c.MTU)
+	n := float64(queued) + math.Ceil(inFlight) + float64(2*c.Batch) + 16
+	return int(min(n, maxSlots))
+}
+
+// slotSize is the buffer per packet: the MTU rounded up to 64 bytes.
+func (c Config) slotSize() int { return (c.MTU + 63) &^ 63 }
+
+// Edit is a live change to a running hop. Nil fields leave a setting as
+// it is; SetLoss distinguishes "no loss" (Loss nil) from "unchanged".
+type Edit struct {
+	Up, Down DirEdit
+}
+
+// DirEdit changes one direction.
+type DirEdit struct {
+	Rate    shaper.Rate // new rate (schedules start over)
+	Delay   *int64      // new one-way delay, ns; packets already in the delay line keep theirs
+	Loss    shaper.Loss
+	SetLoss bool
+	Queue   *aqm.Spec // new queue configuration; the kind cannot change live
+}
+
+func (e DirEdit) empty() bool {
+	return e.Rate == nil && e.Delay == nil && !e.SetLoss && e.Queue == nil
+}
+
+// apply returns d with e applied, checked; kind changes are refused.
+func (e DirEdit) apply(d Direction) (Direction, error) {
+	if e.Rate != nil {
+		d.Link.Rate = e.Rate
+	}
+	if e.Delay != nil {
+		d.Link.Delay = *e.Delay
+	}
+	if e.SetLoss {
+		d.Link.Loss = e.Loss
+	}
+	if e.Queue != nil {
+		if e.Queue.Kind != d.Queue.Kind {
+			return d, fmt.Errorf("queue kind %s -> %s: the kind cannot change while running (restart instead)", d.Queue.Kind, e.Queue.Kind)
+		}
+		if d.Queue.Kind == aqm.KindFIFO && e.Queue.FIFO != d.Queue.FIFO {
+			return d, errors.New("fifo limits cannot change while running (restart instead)")
+		}
+		d.Queue = *e.Queue
+	}
+	return d, d.validate()
+}

@@ -1,0 +1,79 @@
+package hop
+
+import "math/bits"
+
+// histBuckets is the size of Histogram: 16 exact buckets for 0..15 ns,
+// then 16 buckets per power of two (6 % resolution) up to 2^36 ns (~69 s).
+const (
+	histSub     = 16
+	histBuckets = histSub * 33
+)
+
+// Histogram counts durations (ns) in fixed logarithmic buckets, so the
+// owner records a sojourn with no allocation and readers compute
+// quantiles, or subtract two snapshots to get an interval's quantiles.
+type Histogram struct {
+	Counts [histBuckets]uint64
+	Total  uint64
+}
+
+func histIndex(v int64) int {
+	if v < histSub {
+		if v < 0 {
+			return 0
+		}
+		return int(v)
+	}
+	exp := bits.Len64(uint64(v)) - 5 // keep the top 5 bits: 1xxxx
+	i := (exp+1)*histSub + int(uint64(v)>>uint(exp))&(histSub-1)
+	if i >= histBuckets {
+		return histBuckets - 1
+	}
+	return i
+}
+
+// histUpper returns the largest value in bucket i.
+func histUpper(i int) int64 {
+	if i < histSub {
+		return int64(i)
+	}
+	exp := i/histSub - 1
+	sub := int64(i%histSub) | histSub
+	return (sub+1)<<uint(exp) - 1
+}
+
+// Add records one duration.
+func (h *Histogram) Add(ns int64) {
+	h.Counts[histIndex(ns)]++
+	h.Total++
+}
+
+// Quantile returns the upper edge of the bucket holding quantile q
+// (0..1), within 6 % of the true value; 0 when empty.
+func (h *Histogram) Quantile(q float64) int64 {
+	if h.Total == 0 {
+		return 0
+	}
+	rank := uint64(q*float64(h.Total) + 0.5)
+	if rank < 1 {
+		rank = 1
+	}
+	var seen uint64
+	for i, c := range h.Counts {
+		seen += c
+		if seen >= rank {
+			return histUpper(i)
+		}
+	}
+	return histUpper(histBuckets - 1)
+}
+
+// Sub returns h minus an earlier snapshot of the same histogram.
+func (h *Histogram) Sub(earlier *Histogram) Histogram {
+	var d Histogram
+	for i := range h.Counts {
+		d.Counts[i] = h.Counts[i] - earlier.Counts[i]
+	}
+	d.Total = h.Total - earlier.Total
+	return d
+}

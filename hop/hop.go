@@ -1,0 +1,208 @@
+package hop
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/pi2hop/pi2hop/aqm"
+	"github.com/pi2hop/pi2hop/shaper"
+	"github.com/pi2hop/pi2hop/tun"
+)
+
+// Hop forwards between two devices through one shaped link per direction.
+// It owns the devices from New on and closes them in Close.
+type Hop struct {
+	cfg      Config
+	up, down tun.Device
+	dirs     [2]*owner
+
+	mu      sync.Mutex // guards cfg's directions (Set), running, tap
+	tap     Tap
+	running bool
+	stop    chan struct{} // closed by Close
+	done    chan struct{} // closed when Run has returned
+	once    sync.Once
+	started atomic.Bool
+}
+
+// New builds a hop that reads client-to-server packets from up and writes
+// them to down, and the reverse. Both devices must be tun.Pollable (TUN
+// devices on Linux and tuntest.ChannelDevice are).
+func New(cfg Config, up, down tun.Device) (*Hop, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	h := &Hop{cfg: cfg, up: up, down: down, stop: make(chan struct{}), done: make(chan struct{})}
+	for i, d := range []struct {
+		in, out tun.Device
+		dir     Direction
+	}{{up, down, cfg.Up}, {down, up, cfg.Down}} {
+		o, err := newOwner(h, Dir(i), d.dir, d.in, d.out)
+		if err != nil {
+			h.closeOwners()
+			return nil, fmt.Errorf("hop: %s: %w", Dir(i), err)
+		}
+		h.dirs[i] = o
+	}
+	return h, nil
+}
+
+// newLink builds a direction's queue and link with its own random streams.
+func newLink(cfg Config, d Dir, dir Direction) (*shaper.Link, error) {
+	q, err := aqm.NewQueue(dir.Queue, rand.New(rand.NewPCG(cfg.Seed, 0x5eed0+uint64(d))))
+	if err != nil {
+		return nil, err
+	}
+	lc := dir.Link
+	lc.Origin = clock() // a rate schedule's time 0 is the hop's start
+	return shaper.NewLink(lc, q, rand.New(rand.NewPCG(cfg.Seed, 0x1055+uint64(d))))
+}
+
+// Config returns the hop's configuration, with live edits applied.
+func (h *Hop) Config() Config {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.cfg
+}
+
+// SetTap installs the capture tap; call it before Run.
+func (h *Hop) SetTap(t Tap) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.tap = t
+}
+
+// Run forwards until ctx is done, Close is called or a device fails, then
+// stops both owners and returns. The devices stay open until Close.
+// Run may be called once.
+func (h *Hop) Run(ctx context.Context) error {
+	if !h.started.CompareAndSwap(false, true) {
+		return errors.New("hop: Run called twice")
+	}
+	defer close(h.done)
+	h.mu.Lock()
+	select {
+	case <-h.stop:
+		h.mu.Unlock()
+		return errors.New("hop: closed")
+	default:
+	}
+	h.running = true
+	tap := h.tap
+	h.mu.Unlock()
+
+	errs := make(chan error, 2)
+	for _, o := range h.dirs {
+		o.tap = tap
+		go func() { errs <- o.run() }()
+	}
+	h.cfg.Logger.Info("hop running", "name", h.cfg.Name, "up", describe(h.cfg.Up), "down", describe(h.cfg.Down))
+	var first error
+	waiting := 2
+	select {
+	case <-ctx.Done():
+	case <-h.stop:
+	case first = <-errs:
+		waiting--
+	}
+	for _, o := range h.dirs {
+		o.signalStop()
+	}
+	for ; waiting > 0; waiting-- {
+		if err := <-errs; first == nil {
+			first = err
+		}
+	}
+	h.mu.Lock()
+	h.running = false
+	h.mu.Unlock()
+	h.cfg.Logger.Info("hop stopped", "name", h.cfg.Name)
+	return first
+}
+
+// Set applies a live change to the running hop, all or nothing: both
+// directions are checked before either changes.
+func (h *Hop) Set(e Edit) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.running {
+		return errors.New("hop: not running")
+	}
+	newUp, err := e.Up.apply(h.cfg.Up)
+	if err != nil {
+		return fmt.Errorf("hop: up: %w", err)
+	}
+	newDown, err := e.Down.apply(h.cfg.Down)
+	if err != nil {
+		return fmt.Errorf("hop: down: %w", err)
+	}
+	for i, de := range []DirEdit{e.Up, e.Down} {
+		if de.empty() {
+			continue
+		}
+		if err := h.dirs[i].edit(de); err != nil {
+			// Validated above; an owner refusing now is a bug or a
+			// stopped hop, and the other direction may have changed.
+			return fmt.Errorf("hop: %s: %w", Dir(i), err)
+		}
+	}
+	h.cfg.Up, h.cfg.Down = newUp, newDown
+	h.cfg.Logger.Info("hop changed", "name", h.cfg.Name, "up", describe(newUp), "down", describe(newDown))
+	return nil
+}
+
+// Stats returns a fresh snapshot when the hop is running (each owner
+// takes one between batches) and the last one otherwise.
+func (h *Hop) Stats() Snapshot {
+	h.mu.Lock()
+	running := h.running
+	h.mu.Unlock()
+	s := Snapshot{Name: h.cfg.Name, Running: running}
+	for i, o := range h.dirs {
+		*s.Dir(Dir(i)) = o.snapshot(running)
+	}
+	return s
+}
+
+// Close stops Run if it is running, waits for it, and closes both
+// devices. It is idempotent.
+func (h *Hop) Close() error {
+	var err error
+	h.once.Do(func() {
+		h.mu.Lock()
+		close(h.stop)
+		h.mu.Unlock()
+		if h.started.Load() {
+			<-h.done
+		}
+		h.closeOwners()
+		err = errors.Join(h.up.Close(), h.down.Close())
+	})
+	return err
+}
+
+func (h *Hop) closeOwners() {
+	for _, o := range h.dirs {
+		if o != nil {
+			o.close()
+		}
+	}
+}
+
+// describe is a direction in words, for logs.
+func describe(d Direction) string {
+	s := fmt.Sprint(d.Link.Rate)
+	if d.Link.Delay > 0 {
+		s += fmt.Sprintf(" delay %v", time.Duration(d.Link.Delay))
+	}
+	if d.Link.Loss != nil {
+		s += fmt.Sprintf(" loss %v", d.Link.Loss)
+	}
+	return s + " " + d.Queue.Kind
+}

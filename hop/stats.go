@@ -1,0 +1,70 @@
+package hop
+
+import (
+	"time"
+
+	"github.com/pi2hop/pi2hop/aqm"
+	"github.com/pi2hop/pi2hop/shaper"
+)
+
+// Snapshot is a consistent view of both directions, each taken by its
+// owner between two batches.
+type Snapshot struct {
+	Name     string
+	Running  bool
+	Up, Down DirStats
+}
+
+// Dir returns the stats of direction d.
+func (s *Snapshot) Dir(d Dir) *DirStats {
+	if d == Up {
+		return &s.Up
+	}
+	return &s.Down
+}
+
+// DirStats is one direction. The packet counters balance:
+// In = Out + Dropped() + Pending.
+type DirStats struct {
+	Dir     Dir
+	Taken   time.Time // wall clock when the owner took it
+	Elapsed int64     // ns since the direction started
+	Seq     uint64    // increases with every snapshot
+
+	Kind  string    // queue discipline
+	Rate  string    // link rate as configured (tc units, or the trace)
+	Bps   uint64    // link rate in bit/s when constant, else 0
+	Delay int64     // one-way delay, ns
+	Queue aqm.Stats // tc -s qdisc figures
+	Link  shaper.LinkStats
+
+	In, InBytes   uint64 // packets read from the input device
+	Out, OutBytes uint64 // packets written to the output device
+	Marked        uint64 // written with CE set by the AQM
+	Malformed     uint64 // not a well-formed IPv4/IPv6 header (forwarded as Classic Not-ECT)
+	QueueDrops    [aqm.NumReasons]uint64
+	NoBuffer      uint64 // dropped on arrival: every packet buffer in use
+	WriteErrors   uint64 // dropped: the output device refused the packet
+	Pending       int    // in the queue, on the wire or in the delay line
+
+	SojournC, SojournL Histogram // dequeue - arrival of forwarded packets, ns
+
+	RingDrops uint64 // input TUN's tx_dropped since start: the kernel ring overflowed
+}
+
+// Dropped returns all drops: by the queue and link, and by the hop.
+func (s *DirStats) Dropped() uint64 {
+	n := s.NoBuffer + s.WriteErrors
+	for _, d := range s.QueueDrops {
+		n += d
+	}
+	return n
+}
+
+// Utilisation returns the fraction of time the link was transmitting.
+func (s *DirStats) Utilisation() float64 {
+	if s.Elapsed <= 0 {
+		return 0
+	}
+	return float64(s.Link.Busy) / float64(s.Elapsed)
+}

@@ -1,0 +1,17 @@
+//go:build !linux
+
+package hop
+
+import "github.com/pi2hop/pi2hop/tun"
+
+// The real-time driver needs Linux (ppoll, eventfd, timer slack).
+
+func lockForRealTime() error               { return tun.ErrUnsupported }
+func (o *owner) wait(deadline int64) error { return tun.ErrUnsupported }
+
+type waker struct{}
+
+func (w *waker) open() error { return tun.ErrUnsupported }
+func (w *waker) signal()     {}
+func (w *waker) drain()      {}
+func (w *waker) close()      {}

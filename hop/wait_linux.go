@@ -1,0 +1,67 @@
+package hop
+
+import (
+	"fmt"
+	"runtime"
+
+	"golang.org/x/sys/unix"
+)
+
+// lockForRealTime pins the owner to its OS thread for good (the thread is
+// discarded when the owner returns) and sets the thread's timer slack to
+// 1 ns, so ppoll wakes within µs of the deadline instead of 50 µs late.
+func lockForRealTime() error {
+	runtime.LockOSThread()
+	if err := unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("hop: timer slack: %w", err)
+	}
+	return nil
+}
+
+// wait sleeps until the input device is readable, the waker fires or the
+// clock reaches deadline.
+func (o *owner) wait(deadline int64) error {
+	fds := [2]unix.PollFd{
+		{Fd: int32(o.in.PollFd()), Events: unix.POLLIN},
+		{Fd: int32(o.waker.fd), Events: unix.POLLIN},
+	}
+	d := deadline - clock()
+	if d <= 0 {
+		return nil
+	}
+	ts := unix.NsecToTimespec(d)
+	_, err := unix.Ppoll(fds[:], &ts, nil)
+	if err == unix.EINTR {
+		return nil
+	}
+	return err
+}
+
+// waker is an eventfd that interrupts the owner's wait: stop, edits and
+// stats requests.
+type waker struct{ fd int }
+
+func (w *waker) open() error {
+	fd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
+	if err != nil {
+		return fmt.Errorf("eventfd: %w", err)
+	}
+	w.fd = fd
+	return nil
+}
+
+var wakeOne = []byte{1, 0, 0, 0, 0, 0, 0, 0}
+
+func (w *waker) signal() { unix.Write(w.fd, wakeOne) }
+
+func (w *waker) drain() {
+	var b [8]byte
+	unix.Read(w.fd, b[:])
+}
+
+func (w *waker) close() {
+	if w.fd > 0 {
+		unix.Close(w.fd)
+		w.fd = -1
+	}
+}
