@@ -1,0 +1,165 @@
+//go:build linux
+
+package ecnudp
+
+import (
+	"encoding/binary"
+	"fmt"
+	"net"
+	"net/netip"
+	"runtime"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/pi2hop/pi2hop/aqm"
+)
+
+// family returns AF_INET or AF_INET6 for c's socket.
+func family(fd int) (int, error) {
+	return unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_DOMAIN)
+}
+
+// control runs f on c's file descriptor.
+func control(c *net.UDPConn, f func(fd int) error) error {
+	rc, err := c.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var ferr error
+	if err := rc.Control(func(fd uintptr) { ferr = f(int(fd)) }); err != nil {
+		return err
+	}
+	return ferr
+}
+
+// EnableReceive asks the kernel to attach each datagram's ECN field.
+func EnableReceive(c *net.UDPConn) error {
+	return control(c, func(fd int) error {
+		fam, err := family(fd)
+		if err != nil {
+			return err
+		}
+		if fam == unix.AF_INET6 {
+			if err := unix.SetsockoptInt(fd, unix.IPPROTO_IPV6, unix.IPV6_RECVTCLASS, 1); err != nil {
+				return fmt.Errorf("setsockopt IPV6_RECVTCLASS: %w", err)
+			}
+			// IPv4-mapped datagrams on a dual-stack socket; fails on a
+			// v6-only socket, where it is not needed.
+			_ = unix.SetsockoptInt(fd, unix.IPPROTO_IP, unix.IP_RECVTOS, 1)
+			return nil
+		}
+		if err := unix.SetsockoptInt(fd, unix.IPPROTO_IP, unix.IP_RECVTOS, 1); err != nil {
+			return fmt.Errorf("setsockopt IP_RECVTOS: %w", err)
+		}
+		return nil
+	})
+}
+
+// SetECN sets the codepoint of every datagram c sends from now on. The
+// DSCP bits of the TOS byte are cleared.
+func SetECN(c *net.UDPConn, e aqm.ECN) error {
+	v := int(e & 3)
+	return control(c, func(fd int) error {
+		fam, err := family(fd)
+		if err != nil {
+			return err
+		}
+		if fam == unix.AF_INET6 {
+			if err := unix.SetsockoptInt(fd, unix.IPPROTO_IPV6, unix.IPV6_TCLASS, v); err != nil {
+				return fmt.Errorf("setsockopt IPV6_TCLASS %d: %w", v, err)
+			}
+			_ = unix.SetsockoptInt(fd, unix.IPPROTO_IP, unix.IP_TOS, v) // IPv4-mapped peers
+			return nil
+		}
+		if err := unix.SetsockoptInt(fd, unix.IPPROTO_IP, unix.IP_TOS, v); err != nil {
+			return fmt.Errorf("setsockopt IP_TOS %d: %w", v, err)
+		}
+		return nil
+	})
+}
+
+// ParseECN returns the ECN field from the control messages of one
+// datagram; ok is false when there is none (EnableReceive not called).
+func ParseECN(oob []byte) (e aqm.ECN, ok bool) {
+	// Walk the cmsgs by hand: unix.ParseSocketControlMessage allocates.
+	for len(oob) >= unix.SizeofCmsghdr {
+		h := (*unix.Cmsghdr)(unsafe.Pointer(&oob[0]))
+		n := int(h.Len)
+		if n < unix.SizeofCmsghdr || n > len(oob) {
+			return 0, false
+		}
+		data := oob[unix.CmsgLen(0):n]
+		switch {
+		case h.Level == unix.IPPROTO_IP && h.Type == unix.IP_TOS && len(data) >= 1:
+			return aqm.ECN(data[0] & 3), true
+		case h.Level == unix.IPPROTO_IPV6 && h.Type == unix.IPV6_TCLASS && len(data) >= 4:
+			return aqm.ECN(binary.NativeEndian.Uint32(data) & 3), true
+		}
+		next := unix.CmsgSpace(n - unix.CmsgLen(0))
+		if next > len(oob) {
+			break
+		}
+		oob = oob[next:]
+	}
+	return 0, false
+}
+
+// AppendCmsg appends a control message that sends one datagram to a peer
+// at to with codepoint e, overriding the socket's setting (for
+// WriteMsgUDPAddrPort). The TOS value is a 4-byte int for both families.
+func AppendCmsg(b []byte, to netip.AddrPort, e aqm.ECN) []byte {
+	level, typ := unix.IPPROTO_IP, unix.IP_TOS
+	if to.Addr().Is6() && !to.Addr().Is4In6() {
+		level, typ = unix.IPPROTO_IPV6, unix.IPV6_TCLASS
+	}
+	start := len(b)
+	b = append(b, make([]byte, unix.CmsgSpace(4))...)
+	h := (*unix.Cmsghdr)(unsafe.Pointer(&b[start]))
+	h.Level = int32(level)
+	h.Type = int32(typ)
+	h.SetLen(unix.CmsgLen(4))
+	binary.NativeEndian.PutUint32(b[start+unix.CmsgLen(0):], uint32(e&3))
+	return b
+}
+
+// Waiter waits for a socket to become readable with the precision of a
+// high-resolution timer, not the millisecond of Go's netpoller. Use it
+// from one goroutine; call Precise once from the goroutine that waits.
+type Waiter struct {
+	c   *net.UDPConn
+	fds [1]unix.PollFd
+}
+
+// NewWaiter returns a Waiter for c.
+func NewWaiter(c *net.UDPConn) *Waiter { return &Waiter{c: c} }
+
+// Precise locks the calling goroutine to its thread and sets that thread's
+// timer slack to 1 ns (the default 50 µs would blur pacing). The thread
+// is discarded when the goroutine exits, so call it from a goroutine of
+// its own.
+func Precise() {
+	runtime.LockOSThread()
+	_ = unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0)
+}
+
+// Wait blocks until the socket is readable or d has passed (d <= 0 only
+// polls). It reports whether the socket is readable.
+func (w *Waiter) Wait(d time.Duration) (bool, error) {
+	var readable bool
+	err := control(w.c, func(fd int) error {
+		ts := unix.NsecToTimespec(max(int64(d), 0))
+		w.fds[0] = unix.PollFd{Fd: int32(fd), Events: unix.POLLIN}
+		n, err := unix.Ppoll(w.fds[:], &ts, nil)
+		if err == unix.EINTR {
+			return nil // the runtime's preemption signal: the caller waits again
+		}
+		if err != nil {
+			return fmt.Errorf("ppoll: %w", err)
+		}
+		readable = n > 0 && w.fds[0].Revents&(unix.POLLIN|unix.POLLERR) != 0
+		return nil
+	})
+	return readable, err
+}

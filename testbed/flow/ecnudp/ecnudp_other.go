@@ -1,0 +1,30 @@
+//go:build !linux
+
+package ecnudp
+
+import (
+	"errors"
+	"net"
+	"net/netip"
+	"time"
+
+	"github.com/pi2hop/pi2hop/aqm"
+)
+
+var errUnsupported = errors.New("ecnudp: ECN on UDP sockets is only supported on Linux")
+
+func EnableReceive(*net.UDPConn) error                        { return errUnsupported }
+func SetECN(*net.UDPConn, aqm.ECN) error                      { return errUnsupported }
+func ParseECN([]byte) (aqm.ECN, bool)                         { return 0, false }
+func AppendCmsg(b []byte, _ netip.AddrPort, _ aqm.ECN) []byte { return b }
+
+type Waiter struct{ c *net.UDPConn }
+
+func NewWaiter(c *net.UDPConn) *Waiter { return &Waiter{c: c} }
+func Precise()                         {}
+
+// Wait falls back to the netpoller's millisecond precision.
+func (w *Waiter) Wait(d time.Duration) (bool, error) {
+	time.Sleep(d)
+	return false, nil
+}
