@@ -63,9 +63,11 @@ func (v *sizeValue) String() string {
 func (v *sizeValue) Type() string { return "size" }
 
 // durationValue is a Go duration (10ms, 1.5s, 250us) no smaller than min.
+// An optional one prints as "" while unset, so help shows no default.
 type durationValue struct {
-	d   time.Duration
-	min time.Duration
+	d        time.Duration
+	min      time.Duration
+	optional bool
 }
 
 func (v *durationValue) Set(s string) error {
@@ -83,7 +85,12 @@ func (v *durationValue) Set(s string) error {
 	return nil
 }
 
-func (v *durationValue) String() string { return v.d.String() }
+func (v *durationValue) String() string {
+	if v.optional && v.d == 0 {
+		return ""
+	}
+	return v.d.String()
+}
 func (v *durationValue) Type() string   { return "duration" }
 
 // countValue is a packet count, optionally written with tc's p suffix
@@ -187,7 +194,7 @@ func (v *stepValue) Set(s string) error {
 	d, err := time.ParseDuration(s)
 	if err != nil || d < 0 || d > math.MaxUint32 {
 		// The kernel keeps step_thresh in a u32 of ns: at most ~4.29 s.
-		return errors.New("want a duration like 1ms (at most 4.29s) or a packet count like 3p")
+		return errors.New("want a duration like 1ms or a packet count like 3p (a duration at most 4.29s)")
 	}
 	*v = stepValue{ns: int64(d)}
 	return nil

@@ -82,8 +82,8 @@ func addLinkFlags(fs *pflag.FlagSet, bidir bool) *linkFlags {
 		dropAt:            choiceValue{val: "dequeue", choices: []string{"enqueue", "dequeue"}, aliases: map[string]string{"drop_enqueue": "enqueue", "drop_dequeue": "dequeue"}},
 		classicProtection: intRangeValue{n: int(def.ClassicProtection), max: 100, unit: "%"},
 		ecnMask:           choiceValue{val: "l4s", choices: []string{"l4s", "any"}, aliases: map[string]string{"l4s_ect": "l4s", "any_ect": "any"}},
-		maxRTT:            durationValue{min: time.Microsecond},
-		typicalRTT:        durationValue{min: time.Microsecond},
+		maxRTT:            durationValue{min: time.Microsecond, optional: true},
+		typicalRTT:        durationValue{min: time.Microsecond, optional: true},
 		mtu:               intRangeValue{n: defaultMTU, min: 68, max: 65535},
 	}
 	if def.DropEnqueue {
@@ -257,11 +257,9 @@ func (f *linkFlags) dualPI2Config() (aqm.Config, error) {
 	c := aqm.DefaultConfig()
 	c.MTU = f.mtu.n
 	c.Limit = f.limit.n
+	c.MemLimit = aqm.DefaultMemLimit(c.Limit, c.MTU) // as the kernel: follows limit
 	if f.given("memlimit") {
 		c.MemLimit = f.memlimit.bytes
-	} else {
-		// As the kernel: memlimit follows limit at 2 MTU per packet, saturating at its u32.
-		c.MemLimit = min(uint64(c.Limit)*2*uint64(c.MTU), math.MaxUint32)
 	}
 	c.Target, c.Tupdate = int64(f.target.d), int64(f.tupdate.d)
 	c.Alpha, c.Beta = f.alpha.netlink, f.beta.netlink
@@ -298,9 +296,26 @@ func (f *linkFlags) dualPI2Config() (aqm.Config, error) {
 		c.ECNMask = 3
 	}
 	if err := c.Validate(); err != nil {
-		return c, fmt.Errorf("dualpi2 flags: %w", err)
+		return c, f.validateError(err)
 	}
 	return c, nil
+}
+
+// validateError names the flag in aqm's `config "tupdate": 10s not in
+// 1µs..4.294967295s`, so the message points at what to change.
+func (f *linkFlags) validateError(err error) error {
+	rest, ok := strings.CutPrefix(err.Error(), `config "`)
+	name, why, found := strings.Cut(rest, `":`)
+	flag := strings.ReplaceAll(name, "_", "-")
+	switch {
+	case !ok || !found || f.fs.Lookup(flag) == nil:
+		return fmt.Errorf("dualpi2 flags: %w", err)
+	case f.given(flag):
+		return fmt.Errorf("--%s:%s", flag, why)
+	case f.given("max-rtt") || f.given("typical-rtt"):
+		return fmt.Errorf("%s: %s derived from them:%s", f.tuneFlags(), flag, why)
+	}
+	return fmt.Errorf("--%s (default):%s", flag, why)
 }
 
 // dualPI2Only are the flags that configure DualPI2 and mean nothing to a FIFO.
