@@ -124,9 +124,11 @@ type Series struct {
 	// Per second (window k covers [k, k+1) s).
 	FPS        []int                `json:"fps,omitempty"`
 	Throughput map[string][]float64 `json:"throughput_bps,omitempty"` // per flow label
-	// Queue delay per queue: mean sojourn of the packets dequeued in each
-	// bin of QueueBinS seconds (0 where none was).
+	// Queue delay per queue: the median sojourn of the packets forwarded
+	// between two stats snapshots (about QueueBinS apart, 0 where none
+	// was), at times QueueT.
 	QueueBinS    float64              `json:"queue_bin_s,omitempty"`
+	QueueT       []float64            `json:"queue_t_s,omitempty"`
 	QueueDelayMs map[string][]float64 `json:"queue_delay_ms,omitempty"`
 }
 

@@ -151,12 +151,16 @@ func queueDelayPlot(run *Run) (*plot.Plot, bool) {
 		return nil, false
 	}
 	p := newPlot("Queue delay per queue: "+run.Title, "time (s)",
-		fmt.Sprintf("mean sojourn per %.0f ms (ms)", s.QueueBinS*1000))
+		fmt.Sprintf("median sojourn per %.0f ms (ms)", s.QueueBinS*1000))
 	n := 0
 	for _, q := range sortedKeys(s.QueueDelayMs) {
 		var pts plotter.XYs
 		for k, d := range s.QueueDelayMs[q] {
-			pts = append(pts, plotter.XY{X: float64(k) * s.QueueBinS, Y: d})
+			x := float64(k) * s.QueueBinS
+			if k < len(s.QueueT) {
+				x = s.QueueT[k]
+			}
+			pts = append(pts, plotter.XY{X: x, Y: d})
 		}
 		if len(pts) > 0 && addLine(p, n, q+"-queue", pts) == nil {
 			n++

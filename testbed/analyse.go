@@ -1,0 +1,256 @@
+package testbed
+
+import (
+	"time"
+
+	"github.com/pi2hop/pi2hop/aqm"
+	"github.com/pi2hop/pi2hop/testbed/flow"
+	"github.com/pi2hop/pi2hop/testbed/metrics"
+	"github.com/pi2hop/pi2hop/testbed/report"
+)
+
+// flowResult is what one flow's endpoints returned; which fields are set
+// depends on the kind.
+type flowResult struct {
+	spec       FlowSpec
+	videoSend  *flow.VideoSenderSummary
+	videoRecv  *flow.VideoReceiverSummary
+	pragueSend *flow.SenderSummary
+	pragueRecv *flow.ReceiverSummary
+	bulk       *flow.BulkSummary
+}
+
+// runResult is everything a run measured, before analysis.
+type runResult struct {
+	spec    RunSpec
+	flows   []flowResult
+	samples []queueSample // server→client hop stats, every stats interval
+}
+
+// analyse turns a run's raw results into its report entry. Every figure
+// covers [Warmup, Duration) of the run (flow-relative time).
+func analyse(res *runResult) report.Run {
+	sp := res.spec
+	run := report.Run{
+		Name: sp.Name, Title: sp.Title, AQM: sp.Queue.Kind, Buffer: sp.Buffer,
+		RateBps: float64(sp.RateBps), BaseRTTMs: ms(sp.RTT),
+		DurationS: sp.Duration.Seconds(), WarmupS: sp.Warmup.Seconds(),
+		RTTMs:  map[string][]float64{},
+		Series: report.Series{Throughput: map[string][]float64{}},
+	}
+	from, to := sp.Warmup, sp.Duration
+	for _, fr := range res.flows {
+		f := report.Flow{Label: fr.spec.Label, Kind: string(fr.spec.Kind), ECN: fr.spec.ECN}
+		switch {
+		case fr.videoRecv != nil:
+			call := analyseCall(fr, from, to)
+			run.Call = &call
+			run.Series.FPS = call.FPS
+			f.GoodputBps, f.RTTMs, f.Loss = call.GoodputBps, &call.RTTMs, &call.Loss
+			run.Series.Throughput[f.Label] = perSecond(fr.videoRecv.Intervals)
+			if fr.videoSend != nil {
+				run.RTTMs[f.Label] = rttAfter(fr.videoSend.RTT, fr.videoSend.RTTAt, from)
+			}
+		case fr.pragueRecv != nil:
+			rc := fr.pragueRecv
+			f.GoodputBps = meanGoodput(rc.Intervals, from)
+			lost, got := lossAfter(rc.Lost, rc.Packets, rc.Intervals, from)
+			loss := metrics.LossRate(lost+got, got)
+			f.Loss = &loss
+			run.Series.Throughput[f.Label] = perSecond(rc.Intervals)
+			if fr.pragueSend != nil {
+				rtts := rttAfter(fr.pragueSend.RTT, fr.pragueSend.RTTAt, from)
+				d := metrics.Summarise(rtts)
+				f.RTTMs = &d
+				run.RTTMs[f.Label] = rtts
+			}
+		case fr.bulk != nil:
+			ps := fr.bulk.PerSecond
+			f.GoodputBps = meanFrom(ps, int(from/time.Second))
+			run.Series.Throughput[f.Label] = ps
+		}
+		run.Flows = append(run.Flows, f)
+	}
+	if len(res.samples) > 0 {
+		analyseQueues(&run, res, from, to)
+	}
+	run.Fairness = fairness(run.Flows)
+	return run
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func analyseCall(fr flowResult, from, to time.Duration) report.Call {
+	rc := fr.videoRecv
+	call := report.Call{Label: fr.spec.Label, ECN: fr.spec.ECN}
+	if fr.videoSend != nil {
+		call.RTTMs = metrics.Summarise(rttAfter(fr.videoSend.RTT, fr.videoSend.RTTAt, from))
+	}
+	lost, got := lossAfter(rc.Lost, rc.Packets, rc.Intervals, from)
+	call.Loss = metrics.LossRate(lost+got, got)
+	for _, iv := range rc.Intervals {
+		if ivStart(iv) >= from {
+			call.LossMax1s = max(call.LossMax1s, iv.LossFrac)
+		}
+	}
+	// The receiver's clock starts at its first packet, a few ms after the
+	// run's; its own duration bounds the window when it is the shorter.
+	if rc.Duration > from && rc.Duration < to {
+		to = rc.Duration
+	}
+	const fps = 30
+	call.Stalls = metrics.FindStalls(rc.Display, from, to, time.Second/fps)
+	call.FPS = metrics.FramesPerSecond(rc.Display, from, to)
+	call.FPSAtLeast25, call.FPSZero = metrics.FPSShares(call.FPS, 25)
+	var frames int
+	for _, n := range call.FPS {
+		frames += n
+	}
+	if len(call.FPS) > 0 {
+		call.FPSMean = float64(frames) / float64(len(call.FPS))
+	}
+	var delays []time.Duration
+	for i, t := range rc.Display {
+		if t >= from && t < to && i < len(rc.FrameDelay) {
+			delays = append(delays, rc.FrameDelay[i])
+		}
+	}
+	call.FrameDelayMs = metrics.Summarise(metrics.Millis(delays))
+	call.GoodputBps = meanGoodput(rc.Intervals, from)
+	return call
+}
+
+// rttAfter returns the RTT samples (ms) taken at or after from.
+func rttAfter(rtt, at []time.Duration, from time.Duration) []float64 {
+	var out []time.Duration
+	for i, r := range rtt {
+		if i < len(at) && at[i] >= from {
+			out = append(out, r)
+		}
+	}
+	return metrics.Millis(out)
+}
+
+func ivStart(iv flow.Interval) time.Duration {
+	return time.Duration((iv.T - iv.Dur) * float64(time.Second))
+}
+
+// lossAfter returns the packets lost and received after from: the
+// receiver's totals less what its intervals say happened before from.
+// An interval reports received packets and the lost fraction
+// lost/(received+lost), from which its lost count follows.
+func lossAfter(totalLost, totalGot int64, ivs []flow.Interval, from time.Duration) (lost, got uint64) {
+	var wl, wg float64
+	for _, iv := range ivs {
+		if ivStart(iv) >= from {
+			break
+		}
+		wg += float64(iv.Packets)
+		if iv.LossFrac < 1 {
+			wl += iv.LossFrac / (1 - iv.LossFrac) * float64(iv.Packets)
+		}
+	}
+	l := float64(totalLost) - wl
+	g := float64(totalGot) - wg
+	return uint64(max(0, l+0.5)), uint64(max(0, g))
+}
+
+// meanGoodput is the time-weighted mean goodput of the intervals that
+// start at or after from.
+func meanGoodput(ivs []flow.Interval, from time.Duration) float64 {
+	var bits, secs float64
+	for _, iv := range ivs {
+		if ivStart(iv) >= from-time.Millisecond {
+			bits += iv.GoodputBps * iv.Dur
+			secs += iv.Dur
+		}
+	}
+	if secs == 0 {
+		return 0
+	}
+	return bits / secs
+}
+
+// perSecond lists the intervals' goodput, for the throughput plots.
+func perSecond(ivs []flow.Interval) []float64 {
+	out := make([]float64, len(ivs))
+	for i, iv := range ivs {
+		out[i] = iv.GoodputBps
+	}
+	return out
+}
+
+func meanFrom(xs []float64, k int) float64 {
+	if k >= len(xs) {
+		return 0
+	}
+	var s float64
+	for _, x := range xs[k:] {
+		s += x
+	}
+	return s / float64(len(xs)-k)
+}
+
+// queueBin is the queue-delay plot's resolution: the hop publishes its
+// stats every 100 ms.
+const queueBin = 100 * time.Millisecond
+
+func analyseQueues(run *report.Run, res *runResult, from, to time.Duration) {
+	s := res.samples
+	a, b := sampleAt(s, from), sampleAt(s, to)
+	if b.elapsed > a.elapsed && run.RateBps > 0 {
+		run.Utilisation = metrics.Utilisation(b.outBytes-a.outBytes, run.RateBps, time.Duration(b.elapsed-a.elapsed))
+	}
+	queues := []string{"L", "C"}
+	if res.spec.Queue.Kind == aqm.KindFIFO {
+		queues = []string{"C"} // a FIFO sorts nothing: all is Classic
+	}
+	run.Series.QueueBinS = queueBin.Seconds()
+	run.Series.QueueDelayMs = map[string][]float64{}
+	for i := 1; i < len(s); i++ {
+		run.Series.QueueT = append(run.Series.QueueT, s[i].at.Seconds())
+	}
+	for _, q := range queues {
+		hb, ha := &b.c, &a.c
+		cb, ca := b.cq, a.cq
+		if q == "L" {
+			hb, ha, cb, ca = &b.l, &a.l, b.lq, a.lq
+		}
+		h := hb.Sub(ha)
+		c := sub(cb, ca)
+		run.Queues = append(run.Queues, report.Queue{Name: q, SojournMs: histDist(&h),
+			Packets: c.Sent, Marked: c.Marked, Dropped: c.Dropped})
+		// The time series: median sojourn of the packets forwarded in each bin.
+		var series []float64
+		for i := 1; i < len(s); i++ {
+			cur, prev := &s[i].c, &s[i-1].c
+			if q == "L" {
+				cur, prev = &s[i].l, &s[i-1].l
+			}
+			d := cur.Sub(prev)
+			series = append(series, float64(d.Quantile(0.5))/1e6)
+		}
+		run.Series.QueueDelayMs[q] = series
+	}
+}
+
+// fairness compares the first L4S bulk flow with the first classic one,
+// when a run has both (coexist).
+func fairness(flows []report.Flow) *report.Fairness {
+	var l, c *report.Flow
+	for i := range flows {
+		f := &flows[i]
+		switch {
+		case l == nil && f.Kind == string(KindPrague) && f.ECN == flow.ECNL4S:
+			l = f
+		case c == nil && f.Kind == string(KindCubic):
+			c = f
+		}
+	}
+	if l == nil || c == nil {
+		return nil
+	}
+	return &report.Fairness{L4SLabel: l.Label, ClassicLabel: c.Label,
+		Ratio: metrics.RateRatio(l.GoodputBps, c.GoodputBps),
+		Jain:  metrics.Jain([]float64{l.GoodputBps, c.GoodputBps})}
+}

@@ -1,0 +1,57 @@
+package testbed
+
+import (
+	"time"
+
+	"github.com/pi2hop/pi2hop/aqm"
+	"github.com/pi2hop/pi2hop/hop"
+	"github.com/pi2hop/pi2hop/testbed/metrics"
+)
+
+// queueSample is what the lab keeps of one hop stats snapshot of the
+// server→client direction: cumulative counters and sojourn histograms, so
+// that any two samples give the figures of the time between them.
+type queueSample struct {
+	at       time.Duration // since the run's traffic started
+	elapsed  int64         // the direction's clock, ns
+	outBytes uint64        // bytes written out (dequeued and delivered)
+	l, c     hop.Histogram // sojourn of forwarded packets per queue, ns
+	lq, cq   aqm.ClassCounters
+}
+
+func sampleOf(d *hop.DirStats, at time.Duration) queueSample {
+	return queueSample{at: at, elapsed: d.Elapsed, outBytes: d.OutBytes,
+		l: d.SojournL, c: d.SojournC, lq: d.Queue.L, cq: d.Queue.C}
+}
+
+// sampleAt returns the first sample taken at or after t, or the last one.
+func sampleAt(s []queueSample, t time.Duration) queueSample {
+	for _, x := range s {
+		if x.at >= t {
+			return x
+		}
+	}
+	return s[len(s)-1]
+}
+
+// histDist summarises a sojourn histogram in ms. Quantiles are bucket
+// upper edges (within 6 %); the mean integrates the quantile function
+// over 200 steps, to the same precision.
+func histDist(h *hop.Histogram) metrics.Dist {
+	if h.Total == 0 {
+		return metrics.Dist{}
+	}
+	ms := func(q float64) float64 { return float64(h.Quantile(q)) / 1e6 }
+	const steps = 200
+	var sum float64
+	for i := range steps {
+		sum += ms((float64(i) + 0.5) / steps)
+	}
+	return metrics.Dist{N: int(h.Total), Min: ms(0), Mean: sum / steps,
+		P50: ms(0.50), P95: ms(0.95), P99: ms(0.99), Max: ms(1)}
+}
+
+func sub(a, b aqm.ClassCounters) aqm.ClassCounters {
+	return aqm.ClassCounters{Enqueued: a.Enqueued - b.Enqueued, Sent: a.Sent - b.Sent, Bytes: a.Bytes - b.Bytes,
+		Marked: a.Marked - b.Marked, Dropped: a.Dropped - b.Dropped}
+}

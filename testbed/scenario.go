@@ -1,0 +1,235 @@
+package testbed
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/pi2hop/pi2hop/aqm"
+	"github.com/pi2hop/pi2hop/testbed/flow"
+)
+
+// DefaultScenario is what `pi2hop lab` runs without a name: Apple's WWDC23
+// demonstration.
+const DefaultScenario = "l4s-demo"
+
+// FlowKind is the kind of traffic a flow carries.
+type FlowKind string
+
+const (
+	// KindVideo is the video call (flow.VideoSend on the server,
+	// flow.VideoRecv on the client): 30 fps over Prague congestion control.
+	KindVideo FlowKind = "video"
+	// KindPrague is a bulk UDP Prague flow, server to client.
+	KindPrague FlowKind = "prague"
+	// KindCubic is a kernel TCP download with cubic, ECN off (Not-ECT, so
+	// Classic queue): flow.BulkServe on the server, flow.BulkFetch on the client.
+	KindCubic FlowKind = "tcp-cubic"
+)
+
+// FlowSpec is one flow of a run. Data always goes server → client, the
+// direction Apple's demo loads (downloads beside a call).
+type FlowSpec struct {
+	Label string   `json:"label"`
+	Kind  FlowKind `json:"kind"`
+	ECN   string   `json:"ecn"` // flow.ECNL4S or flow.ECNClassic
+	// Window (KindCubic) pins the receiver's TCP window in bytes with
+	// TCP_WINDOW_CLAMP and SO_RCVBUF; 0 leaves the kernel's autotuning.
+	Window uint64 `json:"window,omitempty"`
+}
+
+// RunSpec is one run: a fresh topology, one bottleneck configuration and
+// its flows, all started together.
+type RunSpec struct {
+	Name    string        `json:"name"` // file-name safe
+	Title   string        `json:"title"`
+	Queue   aqm.Spec      `json:"queue"` // both directions
+	Buffer  string        `json:"buffer"`
+	RateBps uint64        `json:"rate_bps"`
+	RTT     time.Duration `json:"rtt"`
+	// Duration of the traffic, Warmup of it left out of the figures.
+	Duration time.Duration `json:"duration"`
+	Warmup   time.Duration `json:"warmup"`
+	Flows    []FlowSpec    `json:"flows"`
+	Seed     uint64        `json:"seed"`
+
+	DistanceKm int `json:"distance_km,omitempty"` // bdp: the seed-001 distance of this RTT
+}
+
+// scenario is a lab definition: its defaults, its runs and what it checks.
+type scenario struct {
+	name, title string
+	doc         string // shown by `pi2hop lab --list` and in report.md
+	defaults    Config
+	quick       Config // --quick: the durations CI can afford
+	runs        func(c Config) []RunSpec
+}
+
+var scenarios = map[string]*scenario{}
+
+func define(s *scenario) { scenarios[s.name] = s }
+
+// ScenarioNames lists the scenarios, default first.
+func ScenarioNames() []string {
+	names := make([]string, 0, len(scenarios))
+	for n := range scenarios {
+		if n != DefaultScenario {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	return append([]string{DefaultScenario}, names...)
+}
+
+// Describe returns a scenario's title and documentation.
+func Describe(name string) (title, doc string, ok bool) {
+	s, ok := scenarios[name]
+	if !ok {
+		return "", "", false
+	}
+	return s.title, s.doc, true
+}
+
+// Runs returns the runs a resolved Config makes.
+func (c Config) Runs() []RunSpec { return scenarios[c.Scenario].runs(c) }
+
+// dualPI2 is the kernel's default DualPI2 (15 ms target, 1 ms step).
+func dualPI2() aqm.Spec { return aqm.Spec{Kind: aqm.KindDualPI2, DualPI2: aqm.DefaultConfig()} }
+
+func dualPI2Buffer() string {
+	return fmt.Sprintf("DualPI2, kernel defaults (limit %d packets)", aqm.DefaultConfig().Limit)
+}
+
+func init() {
+	define(&scenario{
+		name:  "l4s-demo",
+		title: "A video call beside four downloads, with and without L4S (WWDC23)",
+		doc: `Apple's WWDC23 demonstration (session 10004): a 10 Mbit/s bottleneck with a
+20 ms minimum RTT (10 ms each way), four classic bulk downloads (kernel TCP
+cubic, Not-ECT) competing with a video call, all server to client. Three runs
+with the same load: DualPI2 with the call on L4S (ECT(1), Prague response);
+DualPI2 with the same call classic (Not-ECT, loss-only response); and a
+tail-drop FIFO of --fifo-limit packets (default 100 packets ≈ 150 KB of
+1500-byte packets, 120 ms at 10 Mbit/s: a deep home-router buffer) with the
+call classic. Per run: the call's RTT p50/p95/p99/max, loss, stall rate,
+seconds at ≥ 25 fps and at 0 fps, queue delay per queue, bulk goodput.`,
+		defaults: Config{RateBps: 10_000_000, RTT: 20 * time.Millisecond, Duration: 45 * time.Second,
+			Warmup: 5 * time.Second, Seed: 1, Bulk: 4, FIFOLimit: 100},
+		quick: Config{RateBps: 10_000_000, RTT: 20 * time.Millisecond, Duration: 15 * time.Second,
+			Warmup: 5 * time.Second, Seed: 1, Bulk: 4, FIFOLimit: 100},
+		runs: l4sDemoRuns,
+	})
+	define(&scenario{
+		name:  "coexist",
+		title: "One Prague flow and one cubic flow sharing a DualPI2 bottleneck",
+		doc: `Apple's recommended check that a bottleneck really is L4S: one UDP Prague flow
+(ECT(1), L queue) and one kernel TCP cubic flow (Not-ECT, C queue) share a
+10 Mbit/s, 20 ms DualPI2 bottleneck. Reports the rate ratio L4S/classic
+(coupling k = 2 aims at about 1), Jain's index and the queue delay per queue.`,
+		defaults: Config{RateBps: 10_000_000, RTT: 20 * time.Millisecond, Duration: 45 * time.Second,
+			Warmup: 5 * time.Second, Seed: 1},
+		quick: Config{RateBps: 10_000_000, RTT: 20 * time.Millisecond, Duration: 15 * time.Second,
+			Warmup: 5 * time.Second, Seed: 1},
+		runs: coexistRuns,
+	})
+	define(&scenario{
+		name:  "bdp",
+		title: "Window-limited TCP: throughput ≤ window / RTT (seed 001)",
+		doc: `The BDP note's table: a 1 Gbit/s path at 1000, 4000 and 8000 km (RTT 15, 50 and
+120 ms), one kernel TCP cubic download with a 17 520-byte receive window
+(Windows 2003's default) and one with 6 553 500 bytes. The window is pinned
+on the receiver with TCP_WINDOW_CLAMP and SO_RCVBUF. Predicted throughput is
+min(window/RTT, link). The hop forwards in user space, so 1 Gbit/s is more
+than a small machine forwards: --quick uses 100 Mbit/s (the 17 520-byte
+rows, ≤ 9.3 Mbit/s, are unaffected).`,
+		defaults: Config{RateBps: 1_000_000_000, Duration: 10 * time.Second, Warmup: 2 * time.Second, Seed: 1,
+			RTTs:    []time.Duration{15 * time.Millisecond, 50 * time.Millisecond, 120 * time.Millisecond},
+			Windows: []uint64{17_520, 6_553_500}},
+		quick: Config{RateBps: 100_000_000, Duration: 5 * time.Second, Warmup: time.Second, Seed: 1,
+			RTTs:    []time.Duration{15 * time.Millisecond, 50 * time.Millisecond, 120 * time.Millisecond},
+			Windows: []uint64{17_520, 6_553_500}},
+		runs: bdpRuns,
+	})
+	define(&scenario{
+		name:  "prague",
+		title: "One Prague flow alone on a DualPI2 bottleneck",
+		doc: `A single UDP Prague flow (ECT(1)) through a 10 Mbit/s, 20 ms DualPI2
+bottleneck: the scalable sender should keep the link busy (utilisation ≥ 90 %)
+while the L queue stays short (sojourn p99 ≤ 2 ms).`,
+		defaults: Config{RateBps: 10_000_000, RTT: 20 * time.Millisecond, Duration: 30 * time.Second,
+			Warmup: 5 * time.Second, Seed: 1},
+		quick: Config{RateBps: 10_000_000, RTT: 20 * time.Millisecond, Duration: 12 * time.Second,
+			Warmup: 4 * time.Second, Seed: 1},
+		runs: pragueRuns,
+	})
+}
+
+func baseRun(c Config) RunSpec {
+	return RunSpec{Queue: dualPI2(), Buffer: dualPI2Buffer(), RateBps: c.RateBps, RTT: c.RTT,
+		Duration: c.Duration, Warmup: c.Warmup, Seed: c.Seed}
+}
+
+func l4sDemoRuns(c Config) []RunSpec {
+	withCall := func(ecn string) []FlowSpec {
+		fs := []FlowSpec{{Label: "call", Kind: KindVideo, ECN: ecn}}
+		for i := 1; i <= c.Bulk; i++ {
+			fs = append(fs, FlowSpec{Label: fmt.Sprintf("bulk-%d", i), Kind: KindCubic, ECN: flow.ECNClassic})
+		}
+		return fs
+	}
+	l4s := baseRun(c)
+	l4s.Name, l4s.Title, l4s.Flows = "dualpi2-l4s", "DualPI2, call on L4S", withCall(flow.ECNL4S)
+	classic := baseRun(c)
+	classic.Name, classic.Title, classic.Flows = "dualpi2-classic", "DualPI2, call classic", withCall(flow.ECNClassic)
+	fifo := baseRun(c)
+	fifo.Name, fifo.Title, fifo.Flows = "fifo-classic", "FIFO, call classic", withCall(flow.ECNClassic)
+	fifo.Queue = aqm.Spec{Kind: aqm.KindFIFO, FIFO: aqm.FIFOConfig{Limit: c.FIFOLimit}}
+	fifo.Buffer = fmt.Sprintf("FIFO tail drop, %d packets (%d KB of 1500-byte packets)", c.FIFOLimit, c.FIFOLimit*1500/1000)
+	return []RunSpec{l4s, classic, fifo}
+}
+
+func coexistRuns(c Config) []RunSpec {
+	r := baseRun(c)
+	r.Name, r.Title = "coexist", "DualPI2, Prague + cubic"
+	r.Flows = []FlowSpec{
+		{Label: "prague", Kind: KindPrague, ECN: flow.ECNL4S},
+		{Label: "cubic", Kind: KindCubic, ECN: flow.ECNClassic},
+	}
+	return []RunSpec{r}
+}
+
+func pragueRuns(c Config) []RunSpec {
+	r := baseRun(c)
+	r.Name, r.Title = "prague", "DualPI2, Prague alone"
+	r.Flows = []FlowSpec{{Label: "prague", Kind: KindPrague, ECN: flow.ECNL4S}}
+	return []RunSpec{r}
+}
+
+// distanceOf gives seed 001's distance for its RTTs (15, 50, 120 ms), 0
+// for others.
+func distanceOf(rtt time.Duration) int {
+	switch rtt {
+	case 15 * time.Millisecond:
+		return 1000
+	case 50 * time.Millisecond:
+		return 4000
+	case 120 * time.Millisecond:
+		return 8000
+	}
+	return 0
+}
+
+func bdpRuns(c Config) []RunSpec {
+	var runs []RunSpec
+	for _, rtt := range c.RTTs {
+		for _, w := range c.Windows {
+			r := baseRun(c)
+			r.RTT, r.DistanceKm = rtt, distanceOf(rtt)
+			r.Name = fmt.Sprintf("rtt%dms-win%d", rtt.Milliseconds(), w)
+			r.Title = fmt.Sprintf("RTT %v, window %d B", rtt, w)
+			r.Flows = []FlowSpec{{Label: "tcp", Kind: KindCubic, ECN: flow.ECNClassic, Window: w}}
+			runs = append(runs, r)
+		}
+	}
+	return runs
+}
