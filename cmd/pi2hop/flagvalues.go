@@ -91,7 +91,7 @@ func (v *durationValue) String() string {
 	}
 	return v.d.String()
 }
-func (v *durationValue) Type() string   { return "duration" }
+func (v *durationValue) Type() string { return "duration" }
 
 // countValue is a packet count, optionally written with tc's p suffix
 // ("100" or "100p"), in min..max.

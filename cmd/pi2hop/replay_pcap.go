@@ -24,7 +24,7 @@ type pcapTrace struct {
 	read     func() ([]byte, gopacket.CaptureInfo, error)
 	linkType func(ci gopacket.CaptureInfo) layers.LinkType
 	name     string
-	n        int // packets read, for errors
+	n        int       // packets read, for errors
 	start    time.Time // timestamp of the first IP packet: virtual time 0
 	started  bool
 	last     int64
