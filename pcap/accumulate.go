@@ -1,0 +1,376 @@
+package pcap
+
+import (
+	"cmp"
+	"fmt"
+	"net/netip"
+	"slices"
+
+	"github.com/pi2hop/pi2hop/aqm"
+)
+
+// dirAcc accumulates one direction while files are read.
+type dirAcc struct {
+	name    string
+	classes [2]*classAcc // C, L
+	flows   map[FlowKey]*flowAcc
+	flowSeq []*flowAcc // in order of first sight
+	bins    []binAcc
+	base    int64 // absolute bin number (time/bin) of bins[0]
+	pend    pendingSet
+	trans   [4][4]uint64 // [in][out] codepoints
+	csumErr [3]uint64    // by point
+
+	matched, unmatchedOut  uint64
+	sawIn, sawOut, sawDrop bool
+}
+
+type classAcc struct {
+	res     ClassResult
+	sojourn []binSample
+	transit []int64
+}
+
+// binSample is a sojourn time and the absolute bin it fell in.
+type binSample struct{ bin, v int64 }
+
+type binAcc struct{ cls [2]binClassAcc }
+
+type binClassAcc struct {
+	sent, marked, dropped uint64
+	probSum               float64
+	probN                 uint64
+}
+
+type flowAcc struct{ res FlowResult }
+
+func newDirAcc(name string) *dirAcc {
+	d := &dirAcc{name: name, flows: map[FlowKey]*flowAcc{}}
+	for i := range d.classes {
+		d.classes[i] = &classAcc{res: ClassResult{
+			Class:   className(i),
+			DropsBy: map[string]uint64{},
+			MarksBy: map[string]uint64{},
+		}}
+	}
+	d.pend.head = map[uint64]chain{}
+	d.pend.free = -1
+	return d
+}
+
+func (d *dirAcc) flow(k FlowKey) *flowAcc {
+	if f := d.flows[k]; f != nil {
+		return f
+	}
+	f := &flowAcc{res: FlowResult{Key: k}}
+	d.flows[k] = f
+	d.flowSeq = append(d.flowSeq, f)
+	return f
+}
+
+// binFor makes sure absolute bin abs exists and returns its index into
+// d.bins for now; indices shift when earlier bins are added, so callers
+// store abs and use binAt.
+func (d *dirAcc) binFor(abs int64) (int64, error) {
+	if len(d.bins) == 0 {
+		d.base = abs
+		d.bins = append(d.bins, binAcc{})
+		return abs, nil
+	}
+	lo, hi := min(d.base, abs), max(d.base+int64(len(d.bins))-1, abs)
+	if hi-lo >= maxBins {
+		return 0, fmt.Errorf("direction %s spans more than %d time bins: use a larger bin", d.name, maxBins)
+	}
+	if abs < d.base {
+		grown := make([]binAcc, d.base-abs, int64(len(d.bins))+d.base-abs)
+		d.bins = append(grown, d.bins...)
+		d.base = abs
+	}
+	for int64(len(d.bins)) <= abs-d.base {
+		d.bins = append(d.bins, binAcc{})
+	}
+	return abs, nil
+}
+
+func (d *dirAcc) binAt(abs int64) *binAcc { return &d.bins[abs-d.base] }
+
+func (d *dirAcc) drop(cls int, reason string, f *flowAcc, bin int64) {
+	c := d.classes[cls]
+	c.res.Dropped++
+	c.res.DropsBy[reason]++
+	f.res.Dropped++
+	d.binAt(bin).cls[cls].dropped++
+}
+
+// pending is an ingress packet waiting to be seen at out or drop.
+type pending struct {
+	at    int64
+	flow  *flowAcc
+	bin   int64
+	next  int32 // next entry with the same key, or in the free list
+	class int8
+	ecn   aqm.ECN
+}
+
+type chain struct{ first, last int32 }
+
+// pendingSet is a multimap from match key to ingress packets, oldest
+// first (a retransmission may repeat a key), kept in one slab.
+type pendingSet struct {
+	head map[uint64]chain
+	slab []pending
+	free int32
+	n    int
+}
+
+func (s *pendingSet) push(key uint64, p pending) {
+	p.next = -1
+	var idx int32
+	if s.free >= 0 {
+		idx = s.free
+		s.free = s.slab[idx].next
+		s.slab[idx] = p
+	} else {
+		idx = int32(len(s.slab))
+		s.slab = append(s.slab, p)
+	}
+	s.n++
+	if c, ok := s.head[key]; ok {
+		s.slab[c.last].next = idx
+		c.last = idx
+		s.head[key] = c
+		return
+	}
+	s.head[key] = chain{idx, idx}
+}
+
+func (s *pendingSet) pop(key uint64) (pending, bool) {
+	c, ok := s.head[key]
+	if !ok {
+		return pending{}, false
+	}
+	p := s.slab[c.first]
+	if p.next < 0 {
+		delete(s.head, key)
+	} else {
+		s.head[key] = chain{p.next, c.last}
+	}
+	s.slab[c.first] = pending{next: s.free}
+	s.free = c.first
+	s.n--
+	return p, true
+}
+
+// each calls f for every entry still pending.
+func (s *pendingSet) each(f func(*pending)) {
+	for _, c := range s.head {
+		for i := c.first; i >= 0; i = s.slab[i].next {
+			f(&s.slab[i])
+		}
+	}
+}
+
+// Result completes the analysis. Call it once, after the last AddFile.
+func (a *Analyzer) Result() *Result {
+	res := &Result{
+		BinMs:     float64(a.bin) / 1e6,
+		CouplingK: a.opt.CouplingK,
+		Files:     a.files,
+	}
+	first := true
+	for _, name := range a.dirList {
+		d := a.dirs[name]
+		if len(d.bins) > 0 && (first || d.base*a.bin < res.Start) {
+			res.Start, first = d.base*a.bin, false
+		}
+	}
+	for _, name := range a.ifList {
+		res.Interfaces = append(res.Interfaces, *a.ifaces[name])
+	}
+	for _, name := range a.dirList {
+		res.Directions = append(res.Directions, a.dirs[name].result(a, res.Start))
+	}
+	return res
+}
+
+func (d *dirAcc) result(a *Analyzer, start int64) *DirectionResult {
+	r := &DirectionResult{
+		Name:           d.name,
+		Matched:        d.matched,
+		UnmatchedOut:   d.unmatchedOut,
+		UnmatchedIn:    uint64(d.pend.n),
+		ChecksumErrors: map[string]uint64{},
+	}
+	// Without a drop tap, an ingress packet never seen at egress was
+	// dropped (or lost) on the way.
+	if d.sawIn && d.sawOut && !d.sawDrop {
+		d.pend.each(func(p *pending) { d.drop(int(p.class), "unseen", p.flow, p.bin) })
+	}
+	for pt, n := range d.csumErr {
+		if n > 0 {
+			r.ChecksumErrors[pointNames[pt]] = n
+		}
+	}
+	for in := aqm.NotECT; in <= aqm.CE; in++ {
+		for out := aqm.NotECT; out <= aqm.CE; out++ {
+			n := d.trans[in][out]
+			if n == 0 {
+				continue
+			}
+			ok := ValidTransition(in, out)
+			r.Transitions = append(r.Transitions, Transition{From: in.String(), To: out.String(), Packets: n, Valid: ok})
+			if !ok {
+				r.InvalidTransitions += n
+			}
+		}
+	}
+	for _, c := range d.classes {
+		cr := c.res
+		if cr.Sent > 0 {
+			cr.MarkFraction = float64(cr.Marked) / float64(cr.Sent)
+		}
+		if cr.Sent+cr.Dropped > 0 {
+			cr.DropFraction = float64(cr.Dropped) / float64(cr.Sent+cr.Dropped)
+		}
+		vals := make([]int64, len(c.sojourn))
+		for i, s := range c.sojourn {
+			vals[i] = s.v
+		}
+		cr.Sojourn = percentiles(vals)
+		cr.Transit = percentiles(c.transit)
+		r.Classes = append(r.Classes, &cr)
+	}
+	for _, f := range d.flowSeq {
+		fr := f.res
+		fr.Flow = flowString(fr.Key)
+		r.Flows = append(r.Flows, &fr)
+	}
+	slices.SortStableFunc(r.Flows, func(x, y *FlowResult) int {
+		bx := x.In.Total().Bytes + x.Out.Total().Bytes
+		by := y.In.Total().Bytes + y.Out.Total().Bytes
+		return cmp.Compare(by, bx)
+	})
+	r.Bins = d.binResults(a.bin, start)
+	r.Coupling = coupling(r.Classes[1], r.Classes[0], a.opt.CouplingK)
+	return r
+}
+
+// binResults turns the accumulated bins into the series, with sojourn
+// percentiles per bin from the annotation samples.
+func (d *dirAcc) binResults(bin, start int64) []BinResult {
+	out := make([]BinResult, len(d.bins))
+	for i := range d.bins {
+		out[i].Start = float64((d.base+int64(i))*bin-start) / 1e9
+		for cls := range 2 {
+			b := d.bins[i].cls[cls]
+			bc := &out[i].Classes[cls]
+			bc.Sent, bc.Marked, bc.Dropped = b.sent, b.marked, b.dropped
+			if b.sent > 0 {
+				bc.MarkFraction = float64(b.marked) / float64(b.sent)
+			}
+			if b.sent+b.dropped > 0 {
+				bc.DropFraction = float64(b.dropped) / float64(b.sent+b.dropped)
+			}
+			if b.probN > 0 {
+				bc.Prob = b.probSum / float64(b.probN)
+			}
+		}
+	}
+	for cls, c := range d.classes {
+		s := slices.Clone(c.sojourn)
+		slices.SortFunc(s, func(x, y binSample) int {
+			return cmp.Or(cmp.Compare(x.bin, y.bin), cmp.Compare(x.v, y.v))
+		})
+		for i := 0; i < len(s); {
+			j := i
+			vals := make([]int64, 0, 64)
+			for ; j < len(s) && s[j].bin == s[i].bin; j++ {
+				vals = append(vals, s[j].v)
+			}
+			bc := &out[s[i].bin-d.base].Classes[cls]
+			bc.SojournP50 = ms(rank(vals, 0.50))
+			bc.SojournP99 = ms(rank(vals, 0.99))
+			i = j
+		}
+	}
+	return out
+}
+
+// coupling checks pC against (pL/k)² (RFC 9332 §2.4).
+func coupling(l, c *ClassResult, k float64) Coupling {
+	cp := Coupling{K: k}
+	lTotal, cTotal := l.Sent+l.Dropped, c.Sent+c.Dropped
+	if lTotal == 0 || cTotal == 0 {
+		return cp
+	}
+	cp.Defined = true
+	cp.PL = float64(l.Marked) / float64(lTotal)
+	// Tail drops and link loss are not the AQM's signal.
+	aqmDrops := c.Dropped - c.DropsBy[aqm.ReasonLimit.String()] - c.DropsBy[aqm.ReasonLoss.String()]
+	cp.PC = float64(c.Marked+aqmDrops) / float64(cTotal)
+	cp.Expected = sq(cp.PL / k)
+	cp.Ratio = ratio(cp.PC, cp.Expected)
+	// With annotations: among L packets the step AQM did not mark, the
+	// fraction marked by the coupled probability estimates k·p'
+	// (RFC 9332 §4.2.1) without the step marks' bias.
+	if l.Annotated > 0 {
+		step, coupled := l.MarksBy[aqm.ReasonStep.String()], l.MarksBy[aqm.ReasonCoupled.String()]
+		if rest := lTotal - step; rest > 0 {
+			cp.PLCoupled = float64(coupled) / float64(rest)
+			cp.ExpectedCoupled = sq(cp.PLCoupled / k)
+			cp.Ratio = ratio(cp.PC, cp.ExpectedCoupled)
+		}
+	}
+	return cp
+}
+
+func sq(x float64) float64 { return x * x }
+
+func ratio(x, y float64) float64 {
+	if y == 0 {
+		return 0
+	}
+	return x / y
+}
+
+// percentiles sorts vals (ns) and summarises them in ms.
+func percentiles(vals []int64) Percentiles {
+	if len(vals) == 0 {
+		return Percentiles{}
+	}
+	slices.Sort(vals)
+	var sum float64
+	for _, v := range vals {
+		sum += float64(v)
+	}
+	return Percentiles{
+		Count: len(vals),
+		Mean:  sum / float64(len(vals)) / 1e6,
+		P50:   ms(rank(vals, 0.50)),
+		P90:   ms(rank(vals, 0.90)),
+		P99:   ms(rank(vals, 0.99)),
+		Max:   ms(vals[len(vals)-1]),
+	}
+}
+
+// rank is the nearest-rank percentile of sorted vals.
+func rank(sorted []int64, q float64) int64 {
+	i := int(q*float64(len(sorted))+0.999999999) - 1
+	return sorted[max(0, min(i, len(sorted)-1))]
+}
+
+func ms(ns int64) float64 { return float64(ns) / 1e6 }
+
+var protoNames = map[uint8]string{1: "icmp", 6: "tcp", 17: "udp", 58: "icmpv6", 132: "sctp", 33: "dccp", 136: "udplite"}
+
+func flowString(k FlowKey) string {
+	proto, ok := protoNames[k.Proto]
+	if !ok {
+		proto = fmt.Sprintf("proto-%d", k.Proto)
+	}
+	if k.SrcPort == 0 && k.DstPort == 0 {
+		return fmt.Sprintf("%s %s > %s", proto, k.Src, k.Dst)
+	}
+	return fmt.Sprintf("%s %s > %s", proto,
+		netip.AddrPortFrom(k.Src, k.SrcPort), netip.AddrPortFrom(k.Dst, k.DstPort))
+}

@@ -1,0 +1,338 @@
+package pcap
+
+import (
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"io"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/pi2hop/pi2hop/aqm"
+)
+
+// Input is one capture file to analyse.
+type Input struct {
+	Path string
+	// Role is "" to take each interface's role from its name (a pi2hop
+	// tap "<dir>-in", "<dir>-out", "<dir>-drop"; any other name is one
+	// capture point, counted as "in"), or "in" / "out" to treat every
+	// packet of the file as seen before / after the bottleneck (two
+	// tcpdump captures, one on each side).
+	Role string
+	// Direction names the direction for Role "in" / "out"; default "path".
+	Direction string
+}
+
+// AnalyzeOptions tune the analysis; the zero value is usable.
+type AnalyzeOptions struct {
+	Bin       time.Duration // time bin for the series; 0 = 1s
+	CouplingK float64       // DualPI2's coupling factor k; 0 = 2
+}
+
+// maxBins bounds the series so a tiny --bin cannot exhaust memory.
+const maxBins = 1 << 20
+
+// Analyze reads every input and returns the analysis. Files with Role
+// "in" are read first and "out" last, so packets can be matched.
+func Analyze(inputs []Input, opt AnalyzeOptions) (*Result, error) {
+	a, err := NewAnalyzer(opt)
+	if err != nil {
+		return nil, err
+	}
+	order := slices.Clone(inputs)
+	rank := map[string]int{"in": 0, "": 1, "out": 2}
+	slices.SortStableFunc(order, func(x, y Input) int { return rank[x.Role] - rank[y.Role] })
+	for _, in := range order {
+		if err := a.AddFile(in); err != nil {
+			return nil, err
+		}
+	}
+	return a.Result(), nil
+}
+
+// Analyzer accumulates packets from any number of files.
+type Analyzer struct {
+	opt     AnalyzeOptions
+	bin     int64
+	seed    maphash.Seed
+	files   []FileResult
+	ifaces  map[string]*InterfaceResult
+	ifList  []string
+	dirs    map[string]*dirAcc
+	dirList []string
+}
+
+// NewAnalyzer checks opt and returns an empty Analyzer.
+func NewAnalyzer(opt AnalyzeOptions) (*Analyzer, error) {
+	if opt.Bin == 0 {
+		opt.Bin = time.Second
+	}
+	if opt.Bin < time.Microsecond {
+		return nil, fmt.Errorf("bin %v: must be at least 1µs", opt.Bin)
+	}
+	if opt.CouplingK == 0 {
+		opt.CouplingK = 2
+	}
+	if opt.CouplingK < 0 || opt.CouplingK > 255 {
+		return nil, fmt.Errorf("coupling factor %v: must be in 0..255 (sch_dualpi2's range)", opt.CouplingK)
+	}
+	return &Analyzer{
+		opt:    opt,
+		bin:    int64(opt.Bin),
+		seed:   maphash.MakeSeed(),
+		ifaces: map[string]*InterfaceResult{},
+		dirs:   map[string]*dirAcc{},
+	}, nil
+}
+
+// point is where a packet was captured relative to the bottleneck.
+type point uint8
+
+const (
+	pointIn point = iota
+	pointOut
+	pointDrop
+)
+
+var pointNames = [...]string{"in", "out", "drop"}
+
+// splitTap reads "<dir>-<point>" from a pi2hop tap name.
+func splitTap(name string) (dir string, p point) {
+	for i, s := range pointNames {
+		if d, ok := strings.CutSuffix(name, "-"+s); ok && d != "" {
+			return d, point(i)
+		}
+	}
+	return name, pointIn
+}
+
+// AddFile reads one capture file into the analysis.
+func (a *Analyzer) AddFile(in Input) error {
+	var forced point
+	switch in.Role {
+	case "":
+	case "in":
+		forced = pointIn
+	case "out":
+		forced = pointOut
+	default:
+		return fmt.Errorf("%s: role %q: want in, out or empty", in.Path, in.Role)
+	}
+	if in.Direction == "" {
+		in.Direction = "path"
+	}
+	r, err := Open(in.Path)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	fr := FileResult{Path: in.Path, Format: r.Format(), Role: in.Role}
+	// Roles by interface name, looked up once per name.
+	type route struct {
+		dir *dirAcc
+		pt  point
+		ifr *InterfaceResult
+	}
+	routes := map[string]route{}
+	var last string
+	var rt route
+	for {
+		p, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		if p.Interface != last || rt.dir == nil {
+			var ok bool
+			if rt, ok = routes[p.Interface]; !ok {
+				dir, pt := splitTap(p.Interface)
+				if in.Role != "" {
+					dir, pt = in.Direction, forced
+				}
+				rt = route{dir: a.dir(dir), pt: pt, ifr: a.iface(p.Interface, dir, pt)}
+				routes[p.Interface] = rt
+			}
+			last = p.Interface
+		}
+		h, ok := decodeIP(p.Data)
+		if !ok {
+			r.Skipped++
+			continue
+		}
+		fr.Packets++
+		rt.ifr.Packets++
+		if err := a.add(rt.dir, rt.pt, p, &h); err != nil {
+			return fmt.Errorf("%s: %w", in.Path, err)
+		}
+	}
+	fr.Skipped, fr.BadComments = r.Skipped, r.BadComments
+	for name, s := range r.InterfaceStats() {
+		if ifr := a.ifaces[name]; ifr != nil {
+			ifr.CaptureReceived = int64(s.PacketsReceived)
+			ifr.CaptureDropped = int64(s.PacketsDropped)
+		}
+	}
+	a.files = append(a.files, fr)
+	return nil
+}
+
+func (a *Analyzer) iface(name, dir string, pt point) *InterfaceResult {
+	if ifr := a.ifaces[name]; ifr != nil {
+		return ifr
+	}
+	ifr := &InterfaceResult{Name: name, Direction: dir, Point: pointNames[pt], CaptureReceived: -1, CaptureDropped: -1}
+	a.ifaces[name] = ifr
+	a.ifList = append(a.ifList, name)
+	return ifr
+}
+
+func (a *Analyzer) dir(name string) *dirAcc {
+	if d := a.dirs[name]; d != nil {
+		return d
+	}
+	d := newDirAcc(name)
+	a.dirs[name] = d
+	a.dirList = append(a.dirList, name)
+	return d
+}
+
+// classOf is the DualPI2 classifier on the arriving codepoint
+// (RFC 9332 §2.3: ECT(1) and CE go to the L queue).
+func classOf(e aqm.ECN) int {
+	if e == aqm.ECT1 || e == aqm.CE {
+		return 1
+	}
+	return 0
+}
+
+func classIndex(c aqm.Class) int {
+	if c == aqm.Classic {
+		return 0
+	}
+	return 1
+}
+
+// add counts one packet at point pt of direction d.
+func (a *Analyzer) add(d *dirAcc, pt point, p *Packet, h *ipHeader) error {
+	length := h.totalLen
+	if length == 0 || length > p.Length {
+		length = p.Length // TSO super-packets carry 0; truncated lengths lie
+	}
+	if h.csumChecked && !h.csumOK {
+		d.csumErr[pt]++
+	}
+	bin, err := d.binFor(p.Time/a.bin - boolI64(p.Time < 0))
+	if err != nil {
+		return err
+	}
+	f := d.flow(h.flow)
+	key := h.matchKey(a.seed, p.Data)
+	switch pt {
+	case pointIn:
+		d.sawIn = true
+		cls := classOf(h.ecn)
+		if p.HasAnn {
+			cls = classIndex(p.Ann.Class)
+		}
+		c := d.classes[cls]
+		c.res.In++
+		c.res.InBytes += uint64(length)
+		f.res.In.add(h.ecn, length)
+		f.res.Class = className(cls)
+		d.pend.push(key, pending{at: p.Time, flow: f, class: int8(cls), ecn: h.ecn, bin: bin})
+	case pointOut:
+		d.sawOut = true
+		m, matched := d.pend.pop(key)
+		if matched {
+			d.matched++
+		} else {
+			d.unmatchedOut++
+		}
+		ecnIn, knownIn := h.ecn, false
+		switch {
+		case p.HasAnn:
+			ecnIn, knownIn = p.Ann.ECNIn, true
+		case matched:
+			ecnIn, knownIn = m.ecn, true
+		}
+		cls := classOf(ecnIn)
+		if p.HasAnn {
+			cls = classIndex(p.Ann.Class)
+		}
+		c := d.classes[cls]
+		c.res.Sent++
+		c.res.SentBytes += uint64(length)
+		f.res.Out.add(h.ecn, length)
+		f.res.Class = className(cls)
+		b := &d.binAt(bin).cls[cls]
+		b.sent++
+		var marked bool
+		reason := "unknown"
+		if p.HasAnn && p.Ann.HasDecision {
+			marked = p.Ann.Verdict.Action == aqm.Mark
+			reason = reasonName(p.Ann.Verdict.Reason)
+			c.res.Annotated++
+			c.sojourn = append(c.sojourn, binSample{bin: bin, v: p.Ann.Sojourn})
+			b.probSum += float64(p.Ann.Prob) / math.MaxUint32
+			b.probN++
+		} else if knownIn {
+			marked = h.ecn == aqm.CE && ecnIn != aqm.CE
+		}
+		if marked {
+			c.res.Marked++
+			c.res.MarksBy[reason]++
+			f.res.Marked++
+			b.marked++
+		}
+		if knownIn {
+			d.trans[ecnIn][h.ecn]++
+		}
+		if matched {
+			c.transit = append(c.transit, p.Time-m.at)
+		}
+	case pointDrop:
+		d.sawDrop = true
+		m, matched := d.pend.pop(key)
+		if matched {
+			d.matched++
+		}
+		cls := classOf(h.ecn)
+		switch {
+		case p.HasAnn:
+			cls = classIndex(p.Ann.Class)
+		case matched:
+			cls = int(m.class)
+		}
+		reason := "unknown"
+		if p.HasAnn && p.Ann.HasDecision {
+			reason = reasonName(p.Ann.Verdict.Reason)
+			d.classes[cls].res.Annotated++
+			b := &d.binAt(bin).cls[cls]
+			b.probSum += float64(p.Ann.Prob) / math.MaxUint32
+			b.probN++
+		}
+		d.drop(cls, reason, f, bin)
+	}
+	return nil
+}
+
+func boolI64(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func className(cls int) string { return [2]string{"C", "L"}[cls] }
+
+func reasonName(r aqm.Reason) string {
+	if r == aqm.ReasonNone {
+		return "none"
+	}
+	return r.String()
+}

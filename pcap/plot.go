@@ -1,0 +1,126 @@
+package pcap
+
+import (
+	"fmt"
+	"image/color"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+)
+
+// Series colours: the L queue in blue, the Classic queue in orange;
+// solid for the main figure, dashed for the secondary one.
+var (
+	colourL = color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff}
+	colourC = color.RGBA{R: 0xff, G: 0x7f, B: 0x0e, A: 0xff}
+)
+
+// WritePlots draws two PNGs per direction into dir (created if needed):
+// <direction>-marking.png (mark and drop fraction per bin, per queue) and
+// <direction>-sojourn.png (sojourn p50 and p99 per bin, per queue). It
+// returns the files written.
+func (r *Result) WritePlots(dir string) ([]string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("plot directory: %w", err)
+	}
+	var files []string
+	for _, d := range r.Directions {
+		base := filepath.Join(dir, fileSafe(d.Name))
+		marking := []series{
+			{"L marked", colourL, false, func(b *BinResult) (float64, bool) { return b.Classes[1].MarkFraction, b.Classes[1].Sent > 0 }},
+			{"C marked", colourC, false, func(b *BinResult) (float64, bool) { return b.Classes[0].MarkFraction, b.Classes[0].Sent > 0 }},
+			{"L dropped", colourL, true, func(b *BinResult) (float64, bool) {
+				return b.Classes[1].DropFraction, b.Classes[1].Sent+b.Classes[1].Dropped > 0
+			}},
+			{"C dropped", colourC, true, func(b *BinResult) (float64, bool) {
+				return b.Classes[0].DropFraction, b.Classes[0].Sent+b.Classes[0].Dropped > 0
+			}},
+		}
+		sojourn := []series{
+			{"L p50", colourL, false, func(b *BinResult) (float64, bool) { return b.Classes[1].SojournP50, b.Classes[1].SojournP99 > 0 }},
+			{"L p99", colourL, true, func(b *BinResult) (float64, bool) { return b.Classes[1].SojournP99, b.Classes[1].SojournP99 > 0 }},
+			{"C p50", colourC, false, func(b *BinResult) (float64, bool) { return b.Classes[0].SojournP50, b.Classes[0].SojournP99 > 0 }},
+			{"C p99", colourC, true, func(b *BinResult) (float64, bool) { return b.Classes[0].SojournP99, b.Classes[0].SojournP99 > 0 }},
+		}
+		for _, pl := range []struct {
+			file, title, y string
+			s              []series
+		}{
+			{base + "-marking.png", d.Name + ": congestion signals per " + binLabel(r.BinMs), "fraction of packets", marking},
+			{base + "-sojourn.png", d.Name + ": queue sojourn per " + binLabel(r.BinMs), "sojourn (ms)", sojourn},
+		} {
+			if err := drawSeries(pl.file, pl.title, pl.y, d.Bins, r.BinMs, pl.s); err != nil {
+				return files, err
+			}
+			files = append(files, pl.file)
+		}
+	}
+	return files, nil
+}
+
+// series is one line: the value of a bin, and whether the bin has one.
+type series struct {
+	name   string
+	colour color.Color
+	dashed bool
+	value  func(*BinResult) (float64, bool)
+}
+
+func drawSeries(file, title, ylabel string, bins []BinResult, binMs float64, ss []series) error {
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text = "time (s)"
+	p.Y.Label.Text = ylabel
+	p.Y.Min = 0
+	p.Add(plotter.NewGrid())
+	p.Legend.Top = true
+	for _, s := range ss {
+		var xy plotter.XYs
+		for i := range bins {
+			if v, ok := s.value(&bins[i]); ok {
+				// Plot at the middle of the bin.
+				xy = append(xy, plotter.XY{X: bins[i].Start + binMs/2000, Y: v})
+			}
+		}
+		if len(xy) == 0 {
+			continue
+		}
+		line, err := plotter.NewLine(xy)
+		if err != nil {
+			return fmt.Errorf("plot %s: %w", file, err)
+		}
+		line.Color = s.colour
+		line.Width = vg.Points(1.5)
+		if s.dashed {
+			line.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+		}
+		p.Add(line)
+		p.Legend.Add(s.name, line)
+	}
+	if err := p.Save(20*vg.Centimeter, 10*vg.Centimeter, file); err != nil {
+		return fmt.Errorf("plot %s: %w", file, err)
+	}
+	return nil
+}
+
+func binLabel(binMs float64) string {
+	if binMs >= 1000 {
+		return fmt.Sprintf("%gs", binMs/1000)
+	}
+	return fmt.Sprintf("%gms", binMs)
+}
+
+// fileSafe keeps letters, digits, '-', '_' and '.'.
+func fileSafe(s string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
+			return r
+		}
+		return '_'
+	}, s)
+}
