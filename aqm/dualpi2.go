@@ -363,7 +363,12 @@ func (q *DualPI2) Advance(now int64) {
 		if q.idleFixedPoint() {
 			// Nothing queued, p' = 0 and no delay history: every update
 			// leaves the state as it is, so jump over them at once.
-			q.next += ((now-q.next)/q.cfg.Tupdate + 1) * q.cfg.Tupdate
+			steps := (now-q.next)/q.cfg.Tupdate + 1
+			if steps > (math.MaxInt64-q.next)/q.cfg.Tupdate {
+				q.next = math.MaxInt64 // beyond any time a caller can pass
+			} else {
+				q.next += steps * q.cfg.Tupdate
+			}
 			return
 		}
 		q.prob = q.calculateProbability(q.next)

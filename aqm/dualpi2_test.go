@@ -120,8 +120,14 @@ func TestMarkingTable(t *testing.T) {
 		{ECT0, Classic, true, half, Mark, ReasonClassic},
 		{ECT1, L4S, true, half, Mark, ReasonCoupled},
 	}
-	for _, tt := range tests {
-		q := newTestDualPI2(t, func(c *Config) { c.DropOverload = !tt.overflow })
+	// k = 1: p' = 1 is k·p' = 1, not overload (strict >).
+	tests = append(tests, row{ECT0, Classic, false, MaxProb, Mark, ReasonClassic})
+	for i, tt := range tests {
+		k := uint8(2)
+		if i == len(tests)-1 {
+			k = 1
+		}
+		q := newTestDualPI2(t, func(c *Config) { c.DropOverload = !tt.overflow; c.Coupling = k })
 		m := pkt(tt.ecn, 1500)
 		m.Class = tt.class
 		fill(t, q, m, 4, 0, tt.prob)

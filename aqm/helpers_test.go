@@ -102,7 +102,7 @@ func checkInvariants(t testing.TB, q *DualPI2) {
 	if s.C.Sent+s.L.Sent != s.SentPackets || s.C.Bytes+s.L.Bytes != s.SentBytes {
 		t.Fatalf("sent: total %d/%d, by queue %d/%d", s.SentPackets, s.SentBytes, s.C.Sent+s.L.Sent, s.C.Bytes+s.L.Bytes)
 	}
-	if !q.cfg.DropOverload && q.prob > MaxProb/uint32(q.cfg.Coupling) && q.lastQdelay != 0 {
+	if !q.cfg.DropOverload && q.prob > MaxProb/uint32(q.cfg.Coupling) {
 		t.Fatalf("overflow mode: p' %d above MaxProb/k = %d", q.prob, MaxProb/uint32(q.cfg.Coupling))
 	}
 	if q.credit < -maxWeight*int64(q.cfg.MTU)-maxWeight*65535 || q.credit > maxWeight*int64(q.cfg.MTU)+maxWeight*65535 {

@@ -144,6 +144,10 @@ func TestAdvanceSchedule(t *testing.T) {
 	if q.NextUpdate() <= math.MaxInt64/2 {
 		t.Fatalf("next update %d not after now", q.NextUpdate())
 	}
+	q.Advance(math.MaxInt64) // no overflow into the past
+	if q.NextUpdate() != math.MaxInt64 {
+		t.Fatalf("next update %d after Advance(MaxInt64)", q.NextUpdate())
+	}
 }
 
 // Behaviour 7: idle decay from MaxProb/2 reaches 0 after 209 updates.

@@ -1,0 +1,110 @@
+package aqm
+
+import (
+	"testing"
+)
+
+// benchPackets is a mix of ECN codepoints and sizes, as a bottleneck sees.
+var benchPackets = func() []Meta {
+	ms := make([]Meta, 64)
+	for i := range ms {
+		ms[i] = Meta{ECN: ECN(i % 4), Len: int32(64 + (i*977)%1437), Slot: int32(i)}
+	}
+	return ms
+}()
+
+// runQueue keeps about 32 packets queued (over 2 MTU, so PI rolls happen)
+// and moves one packet in and one out per iteration, 1 µs apart, running
+// the PI update when due: the per-packet cost of a forwarding hop.
+func runQueue(b *testing.B, q Queue) {
+	now := int64(0)
+	for i := range 32 {
+		q.Enqueue(benchPackets[i], now)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		now += 1000
+		if now >= q.NextUpdate() {
+			q.Advance(now)
+		}
+		q.Enqueue(benchPackets[i&63], now)
+		for {
+			_, v, ok := q.Dequeue(now)
+			if !ok || v.Action != Drop {
+				break
+			}
+		}
+	}
+}
+
+func BenchmarkDualPI2EnqueueDequeue(b *testing.B) {
+	q := newTestDualPI2(b, nil)
+	q.prob = MaxProb / 8 // some marking and dropping to do
+	runQueue(b, q)
+}
+
+func BenchmarkFIFOEnqueueDequeue(b *testing.B) {
+	f, err := NewFIFO(FIFOConfig{Limit: 1000})
+	if err != nil {
+		b.Fatal(err)
+	}
+	runQueue(b, f)
+}
+
+func BenchmarkMetaOf(b *testing.B) {
+	p := ipv4Packet(1, 1400)
+	b.ReportAllocs()
+	for i := range b.N {
+		_ = MetaOf(p, int32(i))
+	}
+}
+
+func BenchmarkSetCE(b *testing.B) {
+	p := ipv4Packet(2, 1400)
+	b.ReportAllocs()
+	for range b.N {
+		p[1] = 2 // back to ECT(0); the checksum drifts, SetCE does not care
+		View(p).SetCE()
+	}
+}
+
+// The hot path allocates nothing: Enqueue, Dequeue, Advance and the view.
+func TestNoAllocs(t *testing.T) {
+	q := newTestDualPI2(t, nil)
+	f, _ := NewFIFO(FIFOConfig{Limit: 100})
+	p4, p6 := ipv4Packet(1, 100), ipv6Packet(2, 100)
+	now := int64(0)
+	tests := []struct {
+		name string
+		f    func()
+	}{
+		{"DualPI2 Enqueue+Dequeue", func() {
+			now += 1000
+			q.Enqueue(benchPackets[now/1000&63], now)
+			q.Enqueue(benchPackets[(now/1000+7)&63], now)
+			q.Dequeue(now)
+			q.Dequeue(now)
+		}},
+		{"DualPI2 Advance", func() { now += 16 * ms; q.Advance(now) }},
+		{"DualPI2 Stats", func() { _ = q.Stats(now) }},
+		{"FIFO Enqueue+Dequeue", func() { f.Enqueue(benchPackets[3], now); f.Dequeue(now) }},
+		{"View", func() {
+			for _, p := range [][]byte{p4, p6} {
+				v := View(p)
+				_ = v.Valid()
+				_ = v.Version()
+				_ = v.ECN()
+				_ = v.Len()
+				_ = v.FlowHash()
+				_ = v.SetCE()
+				_ = MetaOf(p, 1)
+			}
+		}},
+	}
+	for _, tt := range tests {
+		if n := testing.AllocsPerRun(1000, tt.f); n != 0 {
+			t.Errorf("%s: %v allocations per run", tt.name, n)
+		}
+	}
+}
