@@ -69,7 +69,7 @@ type DualPI2 struct {
 	cfg Config
 	rng *rand.Rand
 
-	// PI2 (RFC 9332 §2.4, §2.5)
+	// PI2 (RFC 9332 §2)
 	alpha      uint32 // integral gain, probability per 64 ns of delay error
 	beta       uint32 // proportional gain, probability per 64 ns of delay change
 	prob       uint32 // base probability p', MaxProb ≙ 1
@@ -122,9 +122,10 @@ func (q *DualPI2) mark(m *Meta, why Reason) (Action, Reason) {
 }
 
 // classicMarking applies p_C = p'² to a C-queue packet as two independent
-// rolls against p' (RFC 9332 §2.1: squaring by two draws, no
-// multiplication). Not-ECT, and every packet while overloaded (RFC 9332
-// §4.2.3: ECN is then disabled), is dropped instead of marked.
+// rolls against p' (the coupling of RFC 9332 §2.1, squared by drawing
+// twice rather than multiplying). Not-ECT, and every packet while
+// overloaded (ECN is then disabled, RFC 9332 §4.2.3), is dropped instead
+// of marked.
 func (q *DualPI2) classicMarking(m *Meta, prob uint32, overload bool) (Action, Reason) {
 	if !(q.roll(prob) && q.roll(prob)) {
 		return Pass, ReasonNone
@@ -258,8 +259,8 @@ func (q *DualPI2) Enqueue(m Meta, now int64) Verdict {
 // WRR (the kernel's "classic_protection"): with both queues backlogged the
 // queue served is the L-queue while credit <= 0; serving L adds wc·len,
 // serving C subtracts wl·len, so C gets about wc% of the bytes (RFC 9332
-// §4.2.2 allows any scheduler that prevents starvation). With one queue
-// empty the credit is frozen; with both empty it returns to MTU·(wc − wl).
+// suggests WRR for this). With one queue empty the credit is frozen; with
+// both empty it returns to MTU·(wc − wl).
 func (q *DualPI2) Dequeue(now int64) (Meta, Verdict, bool) {
 	var m Meta
 	var creditChange int64
@@ -318,7 +319,7 @@ func (q *DualPI2) Dequeue(now int64) (Meta, Verdict, bool) {
 }
 
 // stepFires is the kernel's do_step_aqm test: the L4S native AQM, a step
-// (RFC 9332 §2.5 allows one in place of the ramp) on the packet's own
+// where the RFC pseudocode has a ramp, on the packet's own
 // sojourn, or on the packets left in the L-queue after it, strictly above
 // step_thresh. Not gated by the 2-MTU rule.
 func (q *DualPI2) stepFires(m *Meta, now int64) bool {
@@ -391,8 +392,8 @@ func headDelay(r *ring, now int64) int64 {
 	return max(now-r.front().Arrival, 0)
 }
 
-// calculateProbability is one PI2 update at time now (RFC 9332 §2.4, App.
-// A.2 line by line in integers, as the kernel does):
+// calculateProbability is one PI2 update at time now (RFC 9332 Appendix
+// A.2, in the kernel's integer form):
 //
 //	q      = max(C head sojourn, L head sojourn)
 //	delta  = (q − target)·alpha + (q − q_last)·beta     (per 64 ns)
