@@ -13,7 +13,7 @@ type testPacket struct {
 	proto            uint8 // 6 TCP, 17 UDP
 	sport, dport     uint16
 	ecn              aqm.ECN
-	id               uint16 // IPv4 identification; IPv6: flow label
+	id               uint32 // IPv4 identification (low 16 bits); IPv6: flow label
 	payload          int    // bytes after the transport header
 	seq              uint32 // TCP sequence number / UDP first payload word
 	badCsum          bool   // corrupt the IPv4 header checksum
@@ -44,7 +44,7 @@ func (p testPacket) build() []byte {
 		b[0] = 0x40 | byte(hl/4)
 		b[1] = byte(p.ecn)
 		binary.BigEndian.PutUint16(b[2:], uint16(len(b)))
-		binary.BigEndian.PutUint16(b[4:], p.id)
+		binary.BigEndian.PutUint16(b[4:], uint16(p.id))
 		b[6] = 0x40 // DF
 		b[8] = 64
 		b[9] = p.proto
@@ -61,7 +61,7 @@ func (p testPacket) build() []byte {
 		l4 = hl
 	} else {
 		b = make([]byte, 40+thl+p.payload)
-		binary.BigEndian.PutUint32(b[0:], 6<<28|uint32(p.ecn)<<20|uint32(p.id))
+		binary.BigEndian.PutUint32(b[0:], 6<<28|uint32(p.ecn)<<20|p.id&0xfffff)
 		binary.BigEndian.PutUint16(b[4:], uint16(thl+p.payload))
 		b[6] = p.proto
 		b[7] = 64

@@ -1,0 +1,299 @@
+package pcap
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pi2hop/pi2hop/aqm"
+)
+
+// scenario is a synthetic hop run: packet i belongs to one of three flows
+// and gets a fixed fate, so the expected counts follow from i alone.
+type scenario struct{ n int }
+
+const scenarioStart = int64(1_750_000_000) * 1e9
+
+// flows: an L4S TCP flow (IPv4, ECT(1)), a classic ECN UDP flow (IPv6,
+// ECT(0)) and a classic TCP flow without ECN (IPv4).
+func (scenario) packet(i int) testPacket {
+	switch i % 3 {
+	case 0:
+		return testPacket{src: cli4, dst: srv4, proto: 6, sport: 40000, dport: 443, ecn: aqm.ECT1, id: uint32(i), payload: 1200, seq: uint32(i)}
+	case 1:
+		return testPacket{src: cli6, dst: srv6, proto: 17, sport: 5004, dport: 5004, ecn: aqm.ECT0, id: 99, payload: 800, seq: uint32(i)}
+	}
+	return testPacket{src: cli4, dst: srv4, proto: 6, sport: 40001, dport: 80, ecn: aqm.NotECT, id: uint32(i), payload: 1400, seq: uint32(i)}
+}
+
+// fate is what the hop did with packet i.
+func (scenario) fate(i int) (a Annotation, tap string) {
+	a = Annotation{HasDecision: true, Sojourn: int64(i%7) * 1e6, Prob: uint32(i%5) << 28}
+	a.Verdict.Action = aqm.Pass
+	switch i % 3 {
+	case 0:
+		a.Class, a.ECNIn = aqm.L4S, aqm.ECT1
+		switch i % 10 {
+		case 0:
+			a.Verdict = aqm.Verdict{Action: aqm.Mark, Reason: aqm.ReasonStep}
+		case 3:
+			a.Verdict = aqm.Verdict{Action: aqm.Mark, Reason: aqm.ReasonCoupled}
+		}
+	case 1:
+		a.Class, a.ECNIn = aqm.Classic, aqm.ECT0
+		if i%10 == 1 {
+			a.Verdict = aqm.Verdict{Action: aqm.Mark, Reason: aqm.ReasonClassic}
+		}
+	case 2:
+		a.Class, a.ECNIn = aqm.Classic, aqm.NotECT
+		switch {
+		case i%20 == 8:
+			a.Verdict = aqm.Verdict{Action: aqm.Drop, Reason: aqm.ReasonLimit}
+			a.Sojourn = 0
+		case i%10 == 2:
+			a.Verdict = aqm.Verdict{Action: aqm.Drop, Reason: aqm.ReasonClassic}
+		}
+	}
+	a.Verdict.Class = a.Class
+	if a.Verdict.Action == aqm.Drop {
+		return a, "up-drop"
+	}
+	return a, "up-out"
+}
+
+// write records packets 0..n-1 on the up taps and one packet on down-in.
+func (s scenario) write(tb testing.TB, path string) {
+	c, err := NewCapture(path, Options{BufferRecords: 4096})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	up := c.AddTaps("up")
+	down := c.AddTaps("down")
+	offer := func(iface int, at int64, pkt []byte, ann *Annotation) {
+		for !c.Offer(iface, at, pkt, ann) {
+			time.Sleep(100 * time.Microsecond) // the test wants every record
+		}
+	}
+	for i := range s.n {
+		tp := s.packet(i)
+		pkt := tp.build()
+		at := scenarioStart + int64(i)*100_000 // 10 kpkt/s
+		offer(up.In, at, pkt, &Annotation{Class: map[bool]aqm.Class{true: aqm.L4S}[tp.ecn == aqm.ECT1], ECNIn: tp.ecn})
+		ann, tap := s.fate(i)
+		if tap == "up-drop" {
+			offer(up.Drop, at+ann.Sojourn, pkt, &ann)
+			continue
+		}
+		if ann.Verdict.Action == aqm.Mark {
+			pkt = setCE(pkt)
+		}
+		offer(up.Out, at+ann.Sojourn+500_000, pkt, &ann)
+	}
+	offer(down.In, scenarioStart, testPacket{src: srv4, dst: cli4, proto: 6, sport: 443, dport: 40000, payload: 0}.build(), nil)
+	if err := c.Close(); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+func TestAnalyzeOwnCapture(t *testing.T) {
+	s := scenario{n: 3000}
+	path := filepath.Join(t.TempDir(), "hop.pcapng")
+	s.write(t, path)
+
+	// Expected counts, computed from the scenario's rules.
+	var want [2]ClassResult
+	for i := range want {
+		want[i].DropsBy, want[i].MarksBy = map[string]uint64{}, map[string]uint64{}
+	}
+	var ceAdded, ect1Kept, ect0Kept, notKept uint64
+	for i := range s.n {
+		ann, tap := s.fate(i)
+		length := uint64(len(s.packet(i).build()))
+		w := &want[classIndex(ann.Class)]
+		w.In++
+		w.InBytes += length
+		w.Annotated++
+		if tap == "up-drop" {
+			w.Dropped++
+			w.DropsBy[ann.Verdict.Reason.String()]++
+			continue
+		}
+		w.Sent++
+		w.SentBytes += length
+		if ann.Verdict.Action == aqm.Mark {
+			w.Marked++
+			w.MarksBy[ann.Verdict.Reason.String()]++
+			ceAdded++
+			continue
+		}
+		switch ann.ECNIn {
+		case aqm.ECT1:
+			ect1Kept++
+		case aqm.ECT0:
+			ect0Kept++
+		default:
+			notKept++
+		}
+	}
+
+	res, err := Analyze([]Input{{Path: path}}, AnalyzeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	up := res.Direction("up")
+	if up == nil || res.Direction("down") == nil {
+		t.Fatalf("directions %v, want up and down", res.Directions)
+	}
+	for cls, c := range up.Classes {
+		w := want[cls]
+		if c.In != w.In || c.InBytes != w.InBytes || c.Sent != w.Sent || c.SentBytes != w.SentBytes ||
+			c.Marked != w.Marked || c.Dropped != w.Dropped || c.Annotated != w.Annotated {
+			t.Errorf("class %s: got in %d/%dB sent %d/%dB marked %d dropped %d annotated %d,\n"+
+				"want in %d/%dB sent %d/%dB marked %d dropped %d annotated %d", c.Class,
+				c.In, c.InBytes, c.Sent, c.SentBytes, c.Marked, c.Dropped, c.Annotated,
+				w.In, w.InBytes, w.Sent, w.SentBytes, w.Marked, w.Dropped, w.Annotated)
+		}
+		if !mapsEqual(c.DropsBy, w.DropsBy) || !mapsEqual(c.MarksBy, w.MarksBy) {
+			t.Errorf("class %s: drops %v marks %v, want %v %v", c.Class, c.DropsBy, c.MarksBy, w.DropsBy, w.MarksBy)
+		}
+		if c.Sojourn.Count != int(w.Sent) || c.Sojourn.Max != 6 || c.Sojourn.P50 != 3 {
+			t.Errorf("class %s sojourn %+v, want %d samples, p50 3ms, max 6ms", c.Class, c.Sojourn, w.Sent)
+		}
+		// Out is 0.5 ms after dequeue in this scenario.
+		if c.Transit.Count != int(w.Sent) || c.Transit.Max != 6.5 {
+			t.Errorf("class %s transit %+v, want %d samples, max 6.5ms", c.Class, c.Transit, w.Sent)
+		}
+	}
+	wantTrans := map[string]uint64{"ECT(1)→ECT(1)": ect1Kept, "ECT(0)→ECT(0)": ect0Kept, "Not-ECT→Not-ECT": notKept}
+	var gotCE uint64
+	for _, tr := range up.Transitions {
+		if !tr.Valid {
+			t.Errorf("invalid transition %+v in a clean capture", tr)
+		}
+		if tr.To == "CE" {
+			gotCE += tr.Packets
+			continue
+		}
+		if wantTrans[tr.From+"→"+tr.To] != tr.Packets {
+			t.Errorf("transition %s→%s: %d, want %d", tr.From, tr.To, tr.Packets, wantTrans[tr.From+"→"+tr.To])
+		}
+	}
+	if gotCE != ceAdded || up.InvalidTransitions != 0 {
+		t.Errorf("→CE transitions %d, want %d; invalid %d", gotCE, ceAdded, up.InvalidTransitions)
+	}
+	if up.Matched != uint64(s.n) || up.UnmatchedIn != 0 || up.UnmatchedOut != 0 || len(up.ChecksumErrors) != 0 {
+		t.Errorf("matched %d unmatched in %d out %d checksum errors %v; want %d 0 0 none",
+			up.Matched, up.UnmatchedIn, up.UnmatchedOut, up.ChecksumErrors, s.n)
+	}
+	if len(up.Flows) != 3 {
+		t.Fatalf("%d flows, want 3", len(up.Flows))
+	}
+	for _, f := range up.Flows {
+		in, out := f.In.Total(), f.Out.Total()
+		if in.Packets != out.Packets+f.Dropped || in.Packets != uint64(s.n/3) {
+			t.Errorf("flow %s: in %d, out %d + dropped %d, want %d in", f.Flow, in.Packets, out.Packets, f.Dropped, s.n/3)
+		}
+		if f.Out.CE.Packets != f.Marked {
+			t.Errorf("flow %s: %d CE out, %d marked", f.Flow, f.Out.CE.Packets, f.Marked)
+		}
+	}
+	// 3000 packets at 10 kpkt/s, plus sojourn: 1 s bins from the epoch.
+	if n := len(up.Bins); n != 1 {
+		t.Errorf("%d bins for 0.3 s of traffic, want 1", n)
+	}
+	var binSent, binMarked uint64
+	for _, b := range up.Bins {
+		for _, c := range b.Classes {
+			binSent += c.Sent
+			binMarked += c.Marked
+		}
+	}
+	if binSent != want[0].Sent+want[1].Sent || binMarked != want[0].Marked+want[1].Marked {
+		t.Errorf("bins count %d sent, %d marked; want %d, %d", binSent, binMarked, want[0].Sent+want[1].Sent, want[0].Marked+want[1].Marked)
+	}
+	cp := up.Coupling
+	wantPL := float64(want[1].Marked) / float64(want[1].Sent+want[1].Dropped)
+	if !cp.Defined || cp.PL != wantPL || cp.K != 2 {
+		t.Errorf("coupling %+v, want p_L %v, k 2", cp, wantPL)
+	}
+	// Tail drops are not the AQM's signal.
+	wantPC := float64(want[0].Marked+want[0].DropsBy["classic"]) / float64(want[0].Sent+want[0].Dropped)
+	if cp.PC != wantPC {
+		t.Errorf("p_C %v, want %v", cp.PC, wantPC)
+	}
+
+	// The result marshals, and the table names what matters.
+	if _, err := json.Marshal(res); err != nil {
+		t.Fatal(err)
+	}
+	var tbl bytes.Buffer
+	if err := res.WriteTable(&tbl); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"== direction up ==", "coupling (k=2)", "ECT(1)→CE", "udp [fd00::1]:5004 > [fd00:1::1]:5004"} {
+		if !strings.Contains(tbl.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, tbl.String())
+		}
+	}
+}
+
+func mapsEqual(a, b map[string]uint64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+func TestWritePlots(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "hop.pcapng")
+	scenario{n: 300}.write(t, path)
+	res, err := Analyze([]Input{{Path: path}}, AnalyzeOptions{Bin: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(res.Direction("up").Bins); n < 3 {
+		t.Fatalf("%d bins of 10ms over 30ms, want at least 3", n)
+	}
+	dir := filepath.Join(t.TempDir(), "plots")
+	files, err := res.WritePlots(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) != 4 {
+		t.Errorf("plots %v, want 4 (two per direction)", files)
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.HasPrefix(b, []byte("\x89PNG")) {
+			t.Errorf("%s is not a PNG", f)
+		}
+	}
+}
+
+func TestAnalyzeOptionsRejected(t *testing.T) {
+	for _, opt := range []AnalyzeOptions{{Bin: time.Nanosecond}, {CouplingK: -1}, {CouplingK: 300}} {
+		if _, err := NewAnalyzer(opt); err == nil {
+			t.Errorf("NewAnalyzer(%+v) accepted", opt)
+		}
+	}
+	if _, err := Analyze([]Input{{Path: filepath.Join(t.TempDir(), "missing.pcap")}}, AnalyzeOptions{}); err == nil || !strings.Contains(err.Error(), "missing.pcap") {
+		t.Errorf("missing file: %v", err)
+	}
+	junk := filepath.Join(t.TempDir(), "junk.pcap")
+	os.WriteFile(junk, []byte("this is not a capture file at all"), 0o644)
+	if _, err := Analyze([]Input{{Path: junk}}, AnalyzeOptions{}); err == nil || !strings.Contains(err.Error(), "not a pcap or pcapng") {
+		t.Errorf("junk file: %v", err)
+	}
+}
