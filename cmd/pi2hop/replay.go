@@ -19,7 +19,9 @@ import (
 )
 
 // pi2hop replay: run a packet trace through the link model and the queue
-// discipline in virtual time and print what happened to every packet.
+// discipline in virtual time and print what happened to every packet, and
+// the PI state at each update while packets are in the system (queued, on
+// the wire or in the delay line).
 //
 // Model (issue 2): virtual time starts at 0; the link sends one packet at
 // a time; a packet leaves the queue when the link becomes free and leaves
@@ -183,6 +185,7 @@ type replayer struct {
 	pcapIn   *pcapTrace // its start is virtual time 0 in the output timestamps
 
 	packets      int
+	lastPoll     int64 // virtual time of the latest Poll
 	firstArrival int64
 	lastDep      int64
 	piUpdates    int
@@ -246,13 +249,34 @@ func (r *replayer) run(ctx context.Context, src packetSource) error {
 		if next == math.MaxInt64 {
 			return fmt.Errorf("replay: link reports %d packets pending but nothing to do", r.link.Pending())
 		}
-		r.advance(next)
+		r.pollTo(next)
 	}
 	return r.err
 }
 
-// advance does everything due at or before now and prints it in time order.
+// advance does everything due at or before now. While packets are in the
+// system it goes event by event, printing; once the system is empty it
+// brings the PI up to now directly, without printing those updates: the
+// queue jumps over idle updates at once, so long gaps in a trace (or
+// absolute timestamps) cost nothing.
 func (r *replayer) advance(now int64) {
+	for r.link.Pending() > 0 {
+		next := r.link.Next()
+		if next > now {
+			break
+		}
+		r.pollTo(next)
+	}
+	if r.link.Pending() == 0 {
+		r.pollTo(r.lastPoll) // hand out events an Enqueue left for Poll
+		r.q.Advance(now)
+	}
+	r.pollTo(now)
+}
+
+// pollTo polls the link at now and prints what happened in time order.
+func (r *replayer) pollTo(now int64) {
+	r.lastPoll = now
 	r.events = r.link.Poll(now, r.events[:0])
 	pi := 0
 	for k := range r.events {

@@ -286,6 +286,43 @@ func TestReplayPI(t *testing.T) {
 	}
 }
 
+// TestReplayIdleGaps: PI updates are printed only while packets are in
+// the system, so absolute (epoch) timestamps and long idle gaps replay at
+// once; the PI still decays across a gap (updates run, unprinted).
+func TestReplayIdleGaps(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("time_ns,bytes,ecn\n")
+	const epoch = 1_764_489_600_000_000_000 // 2025-11-30 in ns
+	for _, start := range []int64{epoch, epoch + 3600e9} {
+		for range 20 {
+			fmt.Fprintf(&b, "%d,1500,2\n", start)
+		}
+	}
+	got := replay(t, b.String(), "--rate", "1mbit")
+	if len(got.pis) == 0 {
+		t.Fatal("no PI lines while 20 packets queue for 240 ms")
+	}
+	for _, pi := range got.pis {
+		busy := pi.T > epoch && pi.T < epoch+240e6 || pi.T > epoch+3600e9 && pi.T < epoch+3600e9+240e6
+		if !busy {
+			t.Errorf("PI line at %d, outside the two busy periods", pi.T-epoch)
+		}
+	}
+	// The second burst starts from a decayed PI: its first update equals the first burst's.
+	var first, second outLine
+	for _, pi := range got.pis {
+		if pi.T < epoch+3600e9 && first.Type == "" {
+			first = pi
+		}
+		if pi.T > epoch+3600e9 && second.Type == "" {
+			second = pi
+		}
+	}
+	if first.ProbRaw != second.ProbRaw || first.T-epoch != second.T-epoch-3600e9 {
+		t.Errorf("first updates of the bursts: %+v and %+v, want the same offset and p", first, second)
+	}
+}
+
 // TestReplayDeterministic: same trace, flags and seed, same bytes; another
 // seed changes the AQM's and the loss model's rolls.
 func TestReplayDeterministic(t *testing.T) {
