@@ -163,3 +163,35 @@ func (w *Waiter) Wait(d time.Duration) (bool, error) {
 	})
 	return readable, err
 }
+
+// TryRead reads one waiting datagram without blocking; ok is false when
+// none is waiting. (It bypasses the netpoller, whose read deadlines would
+// refuse to read at all once passed.)
+func (w *Waiter) TryRead(buf []byte) (n int, from netip.AddrPort, ok bool, err error) {
+	err = control(w.c, func(fd int) error {
+		for {
+			var sa unix.Sockaddr
+			var rerr error
+			n, sa, rerr = unix.Recvfrom(fd, buf, unix.MSG_DONTWAIT)
+			switch {
+			case rerr == unix.EINTR:
+				continue
+			case rerr == unix.EAGAIN:
+				return nil
+			case rerr == unix.ECONNREFUSED || rerr == unix.EHOSTUNREACH || rerr == unix.ENETUNREACH:
+				continue // an ICMP error for an earlier datagram: skip it
+			case rerr != nil:
+				return fmt.Errorf("recvfrom: %w", rerr)
+			}
+			ok = true
+			switch a := sa.(type) {
+			case *unix.SockaddrInet4:
+				from = netip.AddrPortFrom(netip.AddrFrom4(a.Addr), uint16(a.Port))
+			case *unix.SockaddrInet6:
+				from = netip.AddrPortFrom(netip.AddrFrom16(a.Addr), uint16(a.Port))
+			}
+			return nil
+		}
+	})
+	return n, from, ok, err
+}

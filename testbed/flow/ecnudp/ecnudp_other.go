@@ -28,3 +28,7 @@ func (w *Waiter) Wait(d time.Duration) (bool, error) {
 	time.Sleep(d)
 	return false, nil
 }
+
+func (w *Waiter) TryRead(buf []byte) (int, netip.AddrPort, bool, error) {
+	return 0, netip.AddrPort{}, false, errUnsupported
+}

@@ -1,0 +1,116 @@
+package flow
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/netip"
+	"time"
+
+	"github.com/pi2hop/pi2hop/aqm"
+	"github.com/pi2hop/pi2hop/testbed/flow/ecnudp"
+	"github.com/pi2hop/pi2hop/testbed/flow/wire"
+)
+
+// PragueRecv receives a Prague flow on conn and ACKs every packet with the
+// cumulative received / CE / lost counters, until ctx is done or
+// cfg.Duration has passed. ACKs are ECT(1) in L4S mode (as udp_prague's)
+// and Not-ECT in classic mode. A packet arriving neither ECT(1) nor CE
+// latches error_L4S, which makes an L4S sender fall back to Not-ECT.
+// A packet from a new source address starts a new flow.
+func PragueRecv(ctx context.Context, conn *net.UDPConn, cfg PragueConfig, report func(Interval)) (ReceiverSummary, error) {
+	cfg, classic, err := cfg.withDefaults()
+	if err != nil {
+		return ReceiverSummary{}, err
+	}
+	ackECN := aqm.ECT1
+	if classic {
+		ackECN = aqm.NotECT
+	}
+	if err := ecnudp.SetECN(conn, ackECN); err != nil {
+		return ReceiverSummary{}, err
+	}
+	r := &pragueReceiver{conn: conn, clock: wire.NewClock(), label: cfg.Label, report: report,
+		interval: cfg.Interval.Microseconds(), out: make([]byte, 0, wire.ACKSize)}
+	r.nextReport = r.interval
+	err = recvLoop(ctx, conn, r.clock, cfg.Duration, r.packet, r.tick)
+	return r.summary(), err
+}
+
+type pragueReceiver struct {
+	conn     *net.UDPConn
+	clock    wire.Clock
+	label    string
+	report   func(Interval)
+	interval int64
+
+	st          ackState
+	first, last int64 // µs: first and last data packet
+	out         []byte
+
+	nextReport, ivStart  int64
+	ivBytes, ivPkts      int64
+	ivCE, ivLost, ivRecv int32
+	intervals            []Interval
+}
+
+func (r *pragueReceiver) packet(now int64, p []byte, from netip.AddrPort, e aqm.ECN) error {
+	d, err := wire.DecodeData(p)
+	if err != nil {
+		return nil // not ours
+	}
+	if r.st.started && from != r.st.peer {
+		r.st = ackState{} // a new sender: a new flow
+		r.ivRecv, r.ivCE, r.ivLost = 0, 0, 0
+	}
+	if !r.st.started {
+		r.first = now
+		r.st.peer = from
+	}
+	r.last = now
+	ack := r.st.data(now, d, e, len(p))
+	r.out = wire.AppendACK(r.out[:0], ack)
+	if _, err := r.conn.WriteToUDPAddrPort(r.out, from); err != nil && !isTransient(err) {
+		return fmt.Errorf("prague-recv: ACK to %v: %w", from, err)
+	}
+	r.ivBytes += int64(len(p))
+	r.ivPkts++
+	return nil
+}
+
+func (r *pragueReceiver) tick(now int64, final bool) error {
+	if now < r.nextReport && (!final || now == r.ivStart) {
+		return nil
+	}
+	d := time.Duration(now-r.ivStart) * time.Microsecond
+	dr, dc, dl := r.st.received-r.ivRecv, r.st.ce-r.ivCE, r.st.lost-r.ivLost
+	iv := Interval{
+		Flow: "prague-recv", Label: r.label, T: float64(now) / 1e6, Dur: d.Seconds(),
+		GoodputBps: bps(r.ivBytes, d), Packets: r.ivPkts,
+		CEFrac: frac(int64(dc), int64(dr)), LossFrac: frac(int64(max(dl, 0)), int64(dr+max(dl, 0))),
+		ErrorL4S: r.st.errorL4S,
+	}
+	r.intervals = append(r.intervals, iv)
+	if r.report != nil {
+		r.report(iv)
+	}
+	r.ivStart, r.ivBytes, r.ivPkts = now, 0, 0
+	r.ivRecv, r.ivCE, r.ivLost = r.st.received, r.st.ce, r.st.lost
+	r.nextReport = max(r.nextReport+r.interval, now+1)
+	return nil
+}
+
+func (r *pragueReceiver) summary() ReceiverSummary {
+	d := time.Duration(r.last-r.first) * time.Microsecond
+	s := ReceiverSummary{
+		Label: r.label, Duration: d,
+		Packets: int64(r.st.received), Bytes: r.st.bytes,
+		NotECT: r.st.byECN[aqm.NotECT], ECT1: r.st.byECN[aqm.ECT1], ECT0: r.st.byECN[aqm.ECT0], CE: r.st.byECN[aqm.CE],
+		Lost: int64(r.st.lost), ErrorL4S: r.st.errorL4S,
+		GoodputBps: bps(r.st.bytes, d),
+		Intervals:  r.intervals,
+	}
+	s.CEFraction = frac(s.CE, s.ECT1+s.CE)
+	s.LossFraction = frac(s.Lost, s.Packets+s.Lost)
+	return s
+}

@@ -1,0 +1,103 @@
+package flow
+
+import (
+	"context"
+	"net"
+	"net/netip"
+	"sync"
+	"testing"
+	"time"
+)
+
+func udpPair(t *testing.T, addr string) (a, b *net.UDPConn) {
+	t.Helper()
+	open := func() *net.UDPConn {
+		c, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.MustParseAddrPort(addr)))
+		if err != nil {
+			t.Skipf("no %s: %v", addr, err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	return open(), open()
+}
+
+func addrOf(c *net.UDPConn) netip.AddrPort { return c.LocalAddr().(*net.UDPAddr).AddrPort() }
+
+// A Prague pair over loopback for ~2 s delivers data and reports sane
+// intervals on both sides.
+func TestPragueLoopback(t *testing.T) {
+	for _, tc := range []struct {
+		name, addr, ecn string
+	}{
+		{"l4s v4", "127.0.0.1:0", ECNL4S},
+		{"classic v6", "[::1]:0", ECNClassic},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tx, rx := udpPair(t, tc.addr)
+			cfg := PragueConfig{ECN: tc.ecn, MaxRate: 20_000_000, Duration: 2 * time.Second, Interval: 250 * time.Millisecond, Label: "t"}
+			rcfg := cfg
+			rcfg.Duration = 0
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			var (
+				wg   sync.WaitGroup
+				rs   ReceiverSummary
+				rerr error
+			)
+			rctx, stopRecv := context.WithCancel(ctx)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				rs, rerr = PragueRecv(rctx, rx, rcfg, nil)
+			}()
+			var reports []Interval
+			ss, err := PragueSend(ctx, tx, addrOf(rx), cfg, func(iv Interval) { reports = append(reports, iv) })
+			time.Sleep(50 * time.Millisecond)
+			stopRecv()
+			wg.Wait()
+			if err != nil || rerr != nil {
+				t.Fatalf("send: %v, recv: %v", err, rerr)
+			}
+			t.Logf("sender: %.2f Mbit/s goodput, %d pkts, %d RTT samples, lost %d, CE %d, ECN %s; receiver %.2f Mbit/s, %d pkts",
+				ss.GoodputBps/1e6, ss.PacketsSent, len(ss.RTT), ss.Lost, ss.CE, ss.ECN, rs.GoodputBps/1e6, rs.Packets)
+			if ss.PacketsSent < 100 || rs.Packets < 100 || ss.AckedBytes == 0 {
+				t.Errorf("too little traffic: sent %d, received %d, acked %d B", ss.PacketsSent, rs.Packets, ss.AckedBytes)
+			}
+			if ss.GoodputBps > 21e6 {
+				t.Errorf("goodput %.1f Mbit/s above the 20 Mbit/s cap", ss.GoodputBps/1e6)
+			}
+			if len(ss.RTT) == 0 || len(ss.RTT) != len(ss.RTTAt) {
+				t.Fatalf("RTT samples %d, times %d", len(ss.RTT), len(ss.RTTAt))
+			}
+			for i, r := range ss.RTT {
+				if r <= 0 || r > 200*time.Millisecond {
+					t.Fatalf("RTT sample %d = %v on loopback", i, r)
+				}
+			}
+			if n := len(reports); n < 7 || n > 10 {
+				t.Errorf("%d reports in 2 s at 250 ms", n)
+			}
+			for _, iv := range reports {
+				if iv.Flow != "prague-send" || iv.Label != "t" || iv.Dur <= 0 || iv.Dur > 0.5 || iv.T <= 0 || iv.T > 2.1 {
+					t.Errorf("bad interval %+v", iv)
+				}
+			}
+			wantECN := "ECT(1)"
+			if tc.ecn == ECNClassic {
+				wantECN = "Not-ECT"
+				if rs.ECT1 != 0 || rs.NotECT != rs.Packets {
+					t.Errorf("classic flow arrived with ECT(1) %d, Not-ECT %d of %d", rs.ECT1, rs.NotECT, rs.Packets)
+				}
+			} else if rs.ECT1+rs.CE != rs.Packets || rs.ErrorL4S {
+				t.Errorf("L4S flow arrived with ECT(1) %d, CE %d of %d, error_L4S %v", rs.ECT1, rs.CE, rs.Packets, rs.ErrorL4S)
+			}
+			if ss.ECN != wantECN {
+				t.Errorf("sender ECN %s, want %s", ss.ECN, wantECN)
+			}
+			if ss.LossFraction > 0.01 || rs.LossFraction > 0.01 {
+				t.Errorf("loss on loopback: sender %.3f, receiver %.3f", ss.LossFraction, rs.LossFraction)
+			}
+		})
+	}
+}

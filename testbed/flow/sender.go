@@ -1,0 +1,226 @@
+package flow
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"time"
+
+	"github.com/pi2hop/pi2hop/aqm"
+	"github.com/pi2hop/pi2hop/testbed/flow/ecnudp"
+	"github.com/pi2hop/pi2hop/testbed/flow/prague"
+	"github.com/pi2hop/pi2hop/testbed/flow/wire"
+)
+
+// maxQuietTimeouts consecutive timeouts without any ACK end a sender: the
+// peer is gone. (udp_prague exits on the 4th timeout overall; counting
+// only consecutive ones keeps a long lossy lab run alive.)
+const maxQuietTimeouts = 4
+
+// maxLateness is how much of a late wake-up the pacer makes up for by
+// sending early: enough to absorb timer jitter, too little for a burst.
+const maxLateness = 1000 // µs
+
+// sender is what the bulk and video Prague senders share: the controller,
+// the socket, timestamps, ACK processing, RTT samples, timeouts and
+// interval reports. One goroutine owns it.
+type sender struct {
+	conn   *net.UDPConn
+	peer   netip.AddrPort
+	cc     *prague.CC
+	clock  wire.Clock
+	echo   wire.Echo
+	waiter *ecnudp.Waiter
+	ecn    aqm.ECN // codepoint currently set on the socket
+
+	flow, label string
+	interval    int64 // µs
+	report      func(Interval)
+	onPLI       func(now int64, m wire.PLI)
+
+	seq   int32
+	sizes [1 << 16]uint16 // payload bytes by sequence number (mod 2^16)
+	rbuf  []byte
+
+	lastACK         int64 // µs
+	timeouts, quiet int
+	closed          bool
+
+	packetsSent, bytesSent, ackedBytes int64
+	fb                                 prague.Feedback // latest counters from the receiver
+	fellBack                           bool
+	rtt, rttAt                         []time.Duration
+
+	nextReport                     int64
+	ivStart                        int64
+	ivPackets, ivSent, ivAckedBase int64
+	ivRTT                          int // index of the interval's first RTT sample
+	ivFB                           prague.Feedback
+	intervals                      []Interval
+	extra                          func(iv *Interval) // video fields
+}
+
+func newSender(conn *net.UDPConn, peer netip.AddrPort, cc *prague.CC, flow, label string, interval time.Duration, report func(Interval)) (*sender, error) {
+	if !peer.IsValid() {
+		return nil, fmt.Errorf("%s: no peer address", flow)
+	}
+	s := &sender{
+		conn: conn, peer: peer, cc: cc, clock: wire.NewClock(), waiter: ecnudp.NewWaiter(conn),
+		flow: flow, label: label, interval: interval.Microseconds(), report: report,
+		rbuf: make([]byte, 2048),
+	}
+	s.ecn = cc.Info(0).ECN
+	if err := ecnudp.SetECN(conn, s.ecn); err != nil {
+		return nil, err
+	}
+	s.nextReport = s.interval
+	return s, nil
+}
+
+// now returns the sender's clock in µs.
+func (s *sender) now() int64 { return s.clock.Micros() }
+
+// dataHeader returns the DATA header for the next packet.
+func (s *sender) dataHeader(now int64) wire.Data {
+	return wire.Data{TS: wire.Stamp(now), EchoedTS: s.echo.Echoed(now), Seq: s.seq + 1}
+}
+
+// write sends p (whose header carries sequence number s.seq+1) and counts it.
+func (s *sender) write(p []byte) error {
+	if _, err := s.conn.WriteToUDPAddrPort(p, s.peer); err != nil {
+		if isTransient(err) {
+			return nil // counted as sent: the receiver sees a gap, as for a loss
+		}
+		return fmt.Errorf("%s: send to %v: %w", s.flow, s.peer, err)
+	}
+	s.seq++
+	s.cc.Sent(1)
+	s.sizes[uint16(s.seq)] = uint16(len(p))
+	s.packetsSent++
+	s.bytesSent += int64(len(p))
+	s.ivPackets++
+	s.ivSent += int64(len(p))
+	return nil
+}
+
+// isTransient reports errors a UDP send may hit and recover from: a full
+// socket buffer, or ICMP errors from an earlier datagram.
+func isTransient(err error) bool {
+	var errno interface{ Temporary() bool }
+	return errors.As(err, &errno) && errno.Temporary()
+}
+
+// drain reads every datagram waiting on the socket.
+func (s *sender) drain(now int64) error {
+	for {
+		n, from, ok, err := s.waiter.TryRead(s.rbuf)
+		if err != nil {
+			return fmt.Errorf("%s: read: %w", s.flow, err)
+		}
+		if !ok {
+			return nil
+		}
+		if from.Addr().Unmap() != s.peer.Addr().Unmap() || from.Port() != s.peer.Port() || n == 0 {
+			continue
+		}
+		switch p := s.rbuf[:n]; p[0] {
+		case wire.TypeACK:
+			if a, err := wire.DecodeACK(p); err == nil {
+				s.onACK(now, a)
+			}
+		case wire.TypePLI:
+			if m, err := wire.DecodePLI(p); err == nil && s.onPLI != nil {
+				s.onPLI(now, m)
+			}
+		}
+	}
+}
+
+func (s *sender) onACK(now int64, a wire.ACK) {
+	s.echo.Received(now, a.TS)
+	if a.EchoedTS != 0 {
+		if rtt := int64(wire.Since(now, a.EchoedTS)); rtt >= 0 && rtt < 60e6 {
+			s.cc.RTT(rtt)
+			s.rtt = append(s.rtt, time.Duration(rtt)*time.Microsecond)
+			s.rttAt = append(s.rttAt, time.Duration(now)*time.Microsecond)
+		}
+	}
+	fb := prague.Feedback{Received: a.Received, CE: a.CE, Lost: a.Lost, ErrorL4S: a.ErrorL4S}
+	if fb.Received > s.fb.Received {
+		s.ackedBytes += int64(fb.Received-s.fb.Received) * int64(s.sizes[uint16(a.AckSeq)])
+	}
+	if fb.Received >= s.fb.Received {
+		s.fb = fb
+	}
+	s.cc.ACK(now, fb)
+	s.lastACK = now
+	s.quiet = 0
+}
+
+// tick does the housekeeping due at now: ECN fallback, timeouts, reports.
+func (s *sender) tick(now int64) error {
+	if e := s.cc.Info(now).ECN; e != s.ecn {
+		if err := ecnudp.SetECN(s.conn, e); err != nil {
+			return err
+		}
+		s.ecn = e
+		s.fellBack = true
+	}
+	if info := s.cc.Info(now); s.cc.Inflight() >= info.PacketWindow && now-s.lastACK >= prague.TimeoutAfter {
+		s.cc.Timeout(now)
+		s.timeouts++
+		s.quiet++
+		s.lastACK = now
+		if s.quiet >= maxQuietTimeouts {
+			return fmt.Errorf("%s: no ACK from %v for %d s: is the receiver running?", s.flow, s.peer, s.quiet)
+		}
+	}
+	if now >= s.nextReport {
+		s.emit(now)
+		s.nextReport += s.interval
+		if s.nextReport <= now {
+			s.nextReport = now + s.interval
+		}
+	}
+	return nil
+}
+
+// emit reports the interval ending at now.
+func (s *sender) emit(now int64) {
+	d := time.Duration(now-s.ivStart) * time.Microsecond
+	info := s.cc.Info(now)
+	dr, dc, dl := s.fb.Received-s.ivFB.Received, s.fb.CE-s.ivFB.CE, s.fb.Lost-s.ivFB.Lost
+	iv := Interval{
+		Flow: s.flow, Label: s.label, T: float64(now) / 1e6, Dur: d.Seconds(),
+		SentBps: bps(s.ivSent, d), GoodputBps: bps(s.ackedBytes-s.ivAckedBase, d), PacingBps: info.PacingRate * 8,
+		Packets: s.ivPackets, SRTTMs: float64(info.SRTT) / 1e3,
+		CEFrac: frac(int64(dc), int64(dr)), LossFrac: frac(int64(max(dl, 0)), int64(dr+max(dl, 0))),
+		WindowPkts: info.PacketWindow, Alpha: info.Alpha, ECN: info.ECN.String(), ErrorL4S: s.fellBack,
+	}
+	rttFields(&iv, append([]time.Duration(nil), s.rtt[s.ivRTT:]...))
+	if s.extra != nil {
+		s.extra(&iv)
+	}
+	s.intervals = append(s.intervals, iv)
+	if s.report != nil {
+		s.report(iv)
+	}
+	s.ivStart, s.ivPackets, s.ivSent, s.ivRTT, s.ivFB = now, 0, 0, len(s.rtt), s.fb
+	s.ivAckedBase = s.ackedBytes
+}
+
+// summary returns the run's totals at now.
+func (s *sender) summary(now int64) SenderSummary {
+	d := time.Duration(now) * time.Microsecond
+	return SenderSummary{
+		Label: s.label, ECN: s.ecn.String(), FellBack: s.fellBack, Duration: d,
+		PacketsSent: s.packetsSent, BytesSent: s.bytesSent, AckedBytes: s.ackedBytes,
+		Received: int64(s.fb.Received), CE: int64(s.fb.CE), Lost: int64(s.fb.Lost), Timeouts: s.timeouts,
+		RTT: s.rtt, RTTAt: s.rttAt,
+		GoodputBps:   bps(s.ackedBytes, d),
+		CEFraction:   frac(int64(s.fb.CE), int64(s.fb.Received)),
+		LossFraction: frac(int64(s.fb.Lost), int64(s.fb.Received+s.fb.Lost)),
+		Intervals:    s.intervals,
+	}
+}
