@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -320,6 +322,30 @@ func TestReplayIdleGaps(t *testing.T) {
 	}
 	if first.ProbRaw != second.ProbRaw || first.T-epoch != second.T-epoch-3600e9 {
 		t.Errorf("first updates of the bursts: %+v and %+v, want the same offset and p", first, second)
+	}
+}
+
+// TestReplayRateTrace: a mahimahi trace with one 1500-byte opportunity per
+// ms (12 Mbit/s) drives the link: full-size packets leave 1 ms apart.
+// The trace is read from a file this time.
+func TestReplayRateTrace(t *testing.T) {
+	dir := t.TempDir()
+	mm := filepath.Join(dir, "12mbit.mahi")
+	tr := filepath.Join(dir, "trace.csv")
+	os.WriteFile(mm, []byte("1\n"), 0o644)
+	os.WriteFile(tr, []byte("time_ns,bytes,ecn\n0,1500,0\n0,1500,0\n0,1500,0\n"), 0o644)
+	out, err := runCLI(t, "", "replay", "--trace", tr, "--rate-trace", mm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := parseReplay(t, out)
+	for i := 1; i < 3; i++ {
+		if d := *got.byRow[i].Dep - *got.byRow[i-1].Dep; d != 1_000_000 {
+			t.Errorf("packets %d and %d leave %d ns apart, want 1 ms", i-1, i, d)
+		}
+	}
+	if got.summary.Config["rate_trace"] != mm || got.summary.Config["trace"] != tr {
+		t.Errorf("config %v: want the trace and rate trace file names", got.summary.Config)
 	}
 }
 
