@@ -107,36 +107,55 @@ func runReplay(ctx context.Context, env *cmdEnv, a *replayArgs, args []string) e
 	r := &replayer{link: link, q: q, w: out, events: make([]shaper.Event, 0, 256)}
 	link.OnUpdate(r.onUpdate)
 
+	var closePcap func() error
 	if a.pcapOut != "" {
-		f, err := os.Create(a.pcapOut)
-		if err != nil {
+		if closePcap, err = r.openPcapOut(a.pcapOut, pcapIn); err != nil {
 			return err
 		}
-		defer f.Close()
-		bw := bufio.NewWriterSize(f, 256<<10)
-		pw := pcapgo.NewWriterNanos(bw)
-		if err := pw.WriteFileHeader(262144, layers.LinkTypeRaw); err != nil {
-			return fmt.Errorf("--pcap-out %s: %w", a.pcapOut, err)
+	}
+	err = r.run(ctx, src)
+	if err == nil {
+		if pcapIn != nil {
+			r.in = inputCounts{skipped: pcapIn.skipped, clamped: pcapIn.clamped}
 		}
-		r.pcapOut, r.pcapName, r.pcapIn = pw, a.pcapOut, pcapIn
-		defer func() {
-			if err := bw.Flush(); err != nil && r.err == nil {
-				r.err = fmt.Errorf("--pcap-out %s: %w", a.pcapOut, err)
-			}
-		}()
+		r.writeSummary(a, linkCfg, spec)
+		err = r.err
+		if ferr := out.Flush(); err == nil && ferr != nil {
+			err = fmt.Errorf("writing output: %w", ferr)
+		}
 	}
+	if closePcap != nil {
+		if cerr := closePcap(); err == nil {
+			err = cerr
+		}
+	}
+	return err
+}
 
-	if err := r.run(ctx, src); err != nil {
-		return err
+// openPcapOut starts --pcap-out: raw IP packets (what a TUN hop writes),
+// ns timestamps. The returned function flushes and closes the file.
+func (r *replayer) openPcapOut(path string, in *pcapTrace) (func() error, error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("--pcap-out: %w", err)
 	}
-	if pcapIn != nil {
-		r.in = inputCounts{skipped: pcapIn.skipped, clamped: pcapIn.clamped}
+	bw := bufio.NewWriterSize(f, 256<<10)
+	pw := pcapgo.NewWriterNanos(bw)
+	if err := pw.WriteFileHeader(262144, layers.LinkTypeRaw); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("--pcap-out %s: %w", path, err)
 	}
-	r.writeSummary(a, linkCfg, spec)
-	if err := out.Flush(); err != nil {
-		return fmt.Errorf("writing output: %w", err)
-	}
-	return r.err
+	r.pcapOut, r.pcapName, r.pcapIn = pw, path, in
+	return func() error {
+		err := bw.Flush()
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return fmt.Errorf("--pcap-out %s: %w", path, err)
+		}
+		return nil
+	}, nil
 }
 
 // openInput opens a named input, "-" meaning stdin.
