@@ -28,7 +28,11 @@ type Config struct {
 	Batch         int           // packets read per wake (default 64)
 	Slots         int           // packet buffers per direction (default: from queue limit, rate and delay)
 	StatsInterval time.Duration // how often the owners publish stats (default 100ms)
-	Logger        *slog.Logger  // nil: no logs
+	// Spin is how long before a lone deadline (nothing else due within
+	// 200 µs) the owner stops sleeping and spins, to cut wake-up lateness
+	// (default 50µs; negative: never spin).
+	Spin   time.Duration
+	Logger *slog.Logger // nil: no logs
 }
 
 // Defaults for Config's tuning fields.
@@ -36,6 +40,7 @@ const (
 	DefaultMTU           = 1500
 	DefaultBatch         = 64
 	DefaultStatsInterval = 100 * time.Millisecond
+	DefaultSpin          = 50 * time.Microsecond
 	maxSlots             = 1 << 16
 	// assumedPeakRate sizes the delay line for rates that are not constant.
 	assumedPeakRate = 1_000_000_000
@@ -51,6 +56,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.StatsInterval == 0 {
 		c.StatsInterval = DefaultStatsInterval
+	}
+	if c.Spin == 0 {
+		c.Spin = DefaultSpin
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -69,6 +77,9 @@ func (c Config) Validate() error {
 	}
 	if c.Slots < 0 || c.Slots > maxSlots*4 {
 		return fmt.Errorf("hop: %d slots: want 0 (automatic) up to %d", c.Slots, maxSlots*4)
+	}
+	if c.Spin > time.Millisecond {
+		return fmt.Errorf("hop: spin %v: want at most 1ms (negative: off)", c.Spin)
 	}
 	if c.StatsInterval < time.Millisecond {
 		return fmt.Errorf("hop: stats interval %v: want >= 1ms", c.StatsInterval)

@@ -34,6 +34,9 @@ type owner struct {
 	tap   Tap
 	start int64
 	every int64 // stats interval, ns
+	spin  int64 // ns spent spinning before a lone deadline (0 = never)
+
+	nextStats int64
 
 	bufs    [][]byte
 	sizes   []int
@@ -78,6 +81,7 @@ func newOwner(h *Hop, d Dir, dir Direction, in, out tun.Device) (*owner, error) 
 		h: h, dir: d, cfg: dir, in: p, out: out, link: link,
 		slab:      newSlab(c.slots(dir), c.slotSize()),
 		every:     int64(c.StatsInterval),
+		spin:      int64(c.Spin),
 		bufs:      make([][]byte, c.Batch),
 		sizes:     make([]int, c.Batch),
 		slots:     make([]int32, c.Batch),
@@ -109,7 +113,7 @@ func (o *owner) run() (err error) {
 		return err
 	}
 	defer func() { o.publish(clock()) }()
-	nextStats := clock() + o.every
+	o.nextStats = clock() + o.every
 	for !o.stopping.Load() {
 		o.waker.drain()
 		o.takeEdits()
@@ -124,14 +128,14 @@ func (o *owner) run() (err error) {
 		}
 		now = clock()
 		o.release(now)
-		if o.statsReq.Load() || now >= nextStats {
+		if o.statsReq.Load() || now >= o.nextStats {
 			o.publish(now)
-			nextStats = now + o.every
+			o.nextStats = now + o.every
 		}
 		if full {
 			continue // more may be waiting: read again before sleeping
 		}
-		if err := o.wait(min(o.link.Next(), nextStats)); err != nil {
+		if err := o.wait(min(o.link.Next(), o.nextStats)); err != nil {
 			return fmt.Errorf("hop: %s: wait: %w", o.dir, err)
 		}
 	}
@@ -206,6 +210,7 @@ func (o *owner) accept(slot int32, size int, now int64) {
 func (o *owner) release(now int64) {
 	o.events = o.link.Poll(now, o.events[:0])
 	for i := range o.events {
+		o.st.Lateness.Add(now - o.events[i].At)
 		o.finish(&o.events[i])
 	}
 }

@@ -48,6 +48,9 @@ type DirStats struct {
 	Pending       int    // in the queue, on the wire or in the delay line
 
 	SojournC, SojournL Histogram // dequeue - arrival of forwarded packets, ns
+	// Lateness is how late the owner handled each link event (release or
+	// drop) after its scheduled time, ns: the pacing error of the driver.
+	Lateness Histogram
 
 	RingDrops uint64 // input TUN's tx_dropped since start: the kernel ring overflowed
 }

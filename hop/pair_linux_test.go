@@ -1,0 +1,382 @@
+package hop
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/pi2hop/pi2hop/aqm"
+	"github.com/pi2hop/pi2hop/tun"
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+)
+
+var pairSeq atomic.Int32
+
+func needRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 || testing.Short() {
+		t.Skip("needs root and network namespaces")
+	}
+}
+
+func newTestPair(t *testing.T, cfg Config) *Pair {
+	t.Helper()
+	prefix := fmt.Sprintf("p2t%d%d", os.Getpid()%10000, pairSeq.Add(1))
+	p, err := NewPair(context.Background(), prefix, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := p.Close(); err != nil {
+			t.Errorf("close pair: %v", err)
+		}
+		if tun.NamespaceExists(p.ClientNS) || tun.NamespaceExists(p.ServerNS) {
+			t.Errorf("namespaces left behind")
+		}
+	})
+	return p
+}
+
+// rxBytes returns the IP bytes received on dev in ns.
+func rxBytes(t *testing.T, ns, dev string) uint64 {
+	var n uint64
+	err := tun.Do(ns, func() error {
+		l, err := netlink.LinkByName(dev)
+		if err != nil {
+			return err
+		}
+		n = l.Attrs().Statistics.RxBytes
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// tcpRate runs a bulk TCP transfer client -> server and returns the IP
+// rate the server's TUN received over window, after warmup.
+func tcpRate(t *testing.T, p *Pair, warmup, window time.Duration) float64 {
+	t.Helper()
+	var ln net.Listener
+	if err := p.InServer(func() (err error) {
+		ln, err = net.Listen("tcp", netip.AddrPortFrom(p.ServerAddr, 5001).String())
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		io.Copy(io.Discard, c)
+	}()
+	var conn net.Conn
+	if err := p.InClient(func() (err error) {
+		conn, err = net.Dial("tcp", netip.AddrPortFrom(p.ServerAddr, 5001).String())
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	go func() {
+		buf := make([]byte, 64<<10)
+		for {
+			select {
+			case <-stop:
+				conn.Close()
+				return
+			default:
+			}
+			if _, err := conn.Write(buf); err != nil {
+				return
+			}
+		}
+	}()
+	defer close(stop)
+	time.Sleep(warmup)
+	b0, t0 := rxBytes(t, p.ServerNS, p.ServerDev), time.Now()
+	time.Sleep(window)
+	b1, t1 := rxBytes(t, p.ServerNS, p.ServerDev), time.Now()
+	return float64(b1-b0) * 8 / t1.Sub(t0).Seconds()
+}
+
+func TestPairTCPRate(t *testing.T) {
+	needRoot(t)
+	for _, bps := range []uint64{10_000_000, 100_000_000} {
+		t.Run(fmt.Sprintf("%dMbit", bps/1_000_000), func(t *testing.T) {
+			p := newTestPair(t, testConfig(bps, 0))
+			got := tcpRate(t, p, time.Second, 5*time.Second)
+			ratio := got / float64(bps)
+			t.Logf("TCP at %d bit/s: received %.0f bit/s IP (%.2f %%)", bps, got, 100*ratio)
+			if ratio < 0.95 || ratio > 1.005 {
+				t.Errorf("IP rate at the receiver %.2f %% of the link rate, want 95..100.5 %%", 100*ratio)
+			}
+			s := p.Hop.Stats()
+			checkBalance(t, s.Up)
+			checkBalance(t, s.Down)
+			t.Logf("up: in %d out %d drops %v nobuf %d ring %d util %.3f sojourn C p50 %v p99 %v prob %.4f",
+				s.Up.In, s.Up.Out, s.Up.QueueDrops, s.Up.NoBuffer, s.Up.RingDrops, s.Up.Utilisation(),
+				time.Duration(s.Up.SojournC.Quantile(0.5)), time.Duration(s.Up.SojournC.Quantile(0.99)), aqm.ProbFloat(s.Up.Queue.Prob))
+		})
+	}
+}
+
+// medianPing sends n ICMP echo requests 10 ms apart from the client to
+// the server (answered by the server's kernel) and returns the median RTT.
+func medianPing(t *testing.T, p *Pair, n int) time.Duration {
+	var c net.PacketConn
+	if err := p.InClient(func() (err error) {
+		c, err = net.ListenPacket("ip4:icmp", p.ClientAddr.String())
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	dst := &net.IPAddr{IP: p.ServerAddr.AsSlice()}
+	var rtts []time.Duration
+	req, buf := make([]byte, 64), make([]byte, 1500)
+	for i := 0; i < n; i++ {
+		// Echo request (RFC 792): type 8, code 0, checksum, id, sequence.
+		clear(req)
+		req[0] = 8
+		binary.BigEndian.PutUint16(req[4:], 0x2a2a)
+		binary.BigEndian.PutUint16(req[6:], uint16(i))
+		binary.BigEndian.PutUint16(req[2:], inetChecksum(req))
+		start := time.Now()
+		if _, err := c.WriteTo(req, dst); err != nil {
+			t.Fatal(err)
+		}
+		c.SetReadDeadline(time.Now().Add(time.Second))
+		for {
+			m, _, err := c.ReadFrom(buf)
+			if err != nil {
+				t.Fatalf("ping %d: %v", i, err)
+			}
+			if m >= 8 && buf[0] == 0 && binary.BigEndian.Uint16(buf[6:]) == uint16(i) {
+				break
+			}
+		}
+		rtts = append(rtts, time.Since(start))
+		time.Sleep(10 * time.Millisecond)
+	}
+	sort.Slice(rtts, func(i, j int) bool { return rtts[i] < rtts[j] })
+	return rtts[len(rtts)/2]
+}
+
+func inetChecksum(b []byte) uint16 {
+	var sum uint32
+	for i := 0; i+1 < len(b); i += 2 {
+		sum += uint32(binary.BigEndian.Uint16(b[i:]))
+	}
+	for sum > 0xffff {
+		sum = sum&0xffff + sum>>16
+	}
+	return ^uint16(sum)
+}
+
+func TestPairIdleRTT(t *testing.T) {
+	needRoot(t)
+	for _, tt := range []struct {
+		delay time.Duration
+		bps   uint64
+	}{{10 * time.Millisecond, 100_000_000}, {0, 100_000_000}} {
+		t.Run(fmt.Sprintf("delay%v", tt.delay), func(t *testing.T) {
+			p := newTestPair(t, testConfig(tt.bps, tt.delay))
+			medianPing(t, p, 3) // warm up
+			rtt := medianPing(t, p, 40)
+			added := rtt - 2*tt.delay
+			s := p.Hop.Stats()
+			t.Logf("release lateness p50 %v p99 %v", time.Duration(s.Up.Lateness.Quantile(0.5)), time.Duration(s.Up.Lateness.Quantile(0.99)))
+			t.Logf("idle RTT with %v each way at %d bit/s: median %v (added %v)", tt.delay, tt.bps, rtt, added)
+			if added < 0 || added > 300*time.Microsecond {
+				t.Errorf("RTT %v, want %v + at most 0.3 ms", rtt, 2*tt.delay)
+			}
+		})
+	}
+}
+
+// snmpField returns a counter from /proc/thread-self/net/{snmp,netstat}
+// of the calling thread's namespace, e.g. ("netstat", "IpExt", "InCsumErrors").
+func snmpField(file, group, field string) (uint64, error) {
+	f, err := os.Open("/proc/thread-self/net/" + file)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	var names []string
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) == 0 || fields[0] != group+":" {
+			continue
+		}
+		if names == nil {
+			names = fields
+			continue
+		}
+		for i, n := range names {
+			if n == field && i < len(fields) {
+				return strconv.ParseUint(fields[i], 10, 64)
+			}
+		}
+	}
+	return 0, fmt.Errorf("%s %s %s not found", file, group, field)
+}
+
+// ecnFlood offers UDP with the given ECN codepoint at bps for d from the
+// client and counts, at the server, datagrams by the ECN they arrived with.
+// mid, if not nil, is called half way through.
+func ecnFlood(t *testing.T, p *Pair, v6 bool, ecn aqm.ECN, bps uint64, d time.Duration, mid func()) (got [4]int) {
+	t.Helper()
+	server, network := p.ServerAddr, "udp4"
+	if v6 {
+		server, network = p.ServerAddr6, "udp6"
+	}
+	addr := netip.AddrPortFrom(server, 9000)
+	var rc *net.UDPConn
+	if err := p.InServer(func() (err error) {
+		rc, err = net.ListenUDP(network, net.UDPAddrFromAddrPort(addr))
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	raw, _ := rc.SyscallConn()
+	raw.Control(func(fd uintptr) {
+		unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUF, 4<<20)
+		if v6 {
+			unix.SetsockoptInt(int(fd), unix.IPPROTO_IPV6, unix.IPV6_RECVTCLASS, 1)
+		} else {
+			unix.SetsockoptInt(int(fd), unix.IPPROTO_IP, unix.IP_RECVTOS, 1)
+		}
+	})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		buf, oob := make([]byte, 2048), make([]byte, 128)
+		for {
+			_, oobn, _, _, err := rc.ReadMsgUDP(buf, oob)
+			if err != nil {
+				return
+			}
+			msgs, _ := unix.ParseSocketControlMessage(oob[:oobn])
+			for _, m := range msgs {
+				if (m.Header.Level == unix.IPPROTO_IP && m.Header.Type == unix.IP_TOS && len(m.Data) >= 1) ||
+					(m.Header.Level == unix.IPPROTO_IPV6 && m.Header.Type == unix.IPV6_TCLASS && len(m.Data) >= 4) {
+					got[m.Data[0]&3]++
+				}
+			}
+		}
+	}()
+	var sc *net.UDPConn
+	if err := p.InClient(func() (err error) {
+		sc, err = net.DialUDP(network, nil, net.UDPAddrFromAddrPort(addr))
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	raw, _ = sc.SyscallConn()
+	raw.Control(func(fd uintptr) {
+		if v6 {
+			unix.SetsockoptInt(int(fd), unix.IPPROTO_IPV6, unix.IPV6_TCLASS, int(ecn))
+		} else {
+			unix.SetsockoptInt(int(fd), unix.IPPROTO_IP, unix.IP_TOS, int(ecn))
+		}
+	})
+	payload := make([]byte, 1200)
+	pktBits := float64(8 * (len(payload) + 28))
+	if v6 {
+		pktBits += 8 * 20
+	}
+	gap := time.Duration(pktBits / float64(bps) * 1e9)
+	start := time.Now()
+	for i := 0; time.Since(start) < d; i++ {
+		if mid != nil && time.Since(start) > d/2 {
+			mid()
+			mid = nil
+		}
+		sc.Write(payload)
+		if ahead := time.Duration(i+1)*gap - time.Since(start); ahead > time.Millisecond {
+			time.Sleep(ahead)
+		}
+	}
+	sc.Close()
+	time.Sleep(300 * time.Millisecond) // drain the queue
+	rc.Close()
+	<-done
+	return got
+}
+
+func TestPairMarking(t *testing.T) {
+	needRoot(t)
+	const bps = 10_000_000
+	for _, v6 := range []bool{false, true} {
+		name := "IPv4"
+		if v6 {
+			name = "IPv6"
+		}
+		t.Run(name, func(t *testing.T) {
+			p := newTestPair(t, testConfig(bps, 0))
+			var csum0 uint64
+			p.InServer(func() (err error) { csum0, err = snmpField("netstat", "IpExt", "InCsumErrors"); return })
+
+			var half DirStats
+			got := ecnFlood(t, p, v6, aqm.ECT1, 2*bps, 3*time.Second, func() { half = p.Hop.Stats().Up })
+			s := p.Hop.Stats().Up
+			// The second half: p' has settled.
+			steady := s.SojournL.Sub(&half.SojournL)
+			p99 := time.Duration(steady.Quantile(0.99))
+			t.Logf("ECT(1) at 2x: received ECT(1) %d CE %d; hop marked %d, dropped %v; L sojourn p50 %v p99 %v (second half), p99 %v (all)",
+				got[aqm.ECT1], got[aqm.CE], s.Marked, s.QueueDrops, time.Duration(steady.Quantile(0.5)), p99, time.Duration(s.SojournL.Quantile(0.99)))
+			if got[aqm.CE] == 0 || uint64(got[aqm.CE]) > s.Marked {
+				t.Errorf("%d CE at the receiver, %d marked by the hop; want some, no more than marked", got[aqm.CE], s.Marked)
+			}
+			// An unresponsive ECT(1) flow at twice the rate is not slowed by
+			// marks: p' rises into overload (k·p' > 1), where L packets are
+			// dropped with p'² and the PI holds the larger queue delay at its
+			// target (sch_dualpi2). The step threshold cannot bound this
+			// queue; the PI must keep it near target instead of letting it
+			// grow to the limit (10000 packets, seconds).
+			target := time.Duration(aqm.DefaultConfig().Target)
+			if p50 := time.Duration(steady.Quantile(0.5)); p50 > 2*target {
+				t.Errorf("L-queue sojourn p50 %v in the second half, want <= %v (2 × target)", p50, 2*target)
+			}
+			if s.QueueDrops[aqm.ReasonOverload] == 0 {
+				t.Errorf("no overload drops with ECT(1) at twice the rate")
+			}
+
+			marked0 := s.Marked
+			got = ecnFlood(t, p, v6, aqm.NotECT, 2*bps, 2*time.Second, nil)
+			s = p.Hop.Stats().Up
+			t.Logf("Not-ECT at 2x: received %v; drops %v", got, s.QueueDrops)
+			if got[aqm.CE] != 0 || s.Marked != marked0 {
+				t.Errorf("Not-ECT packets marked: %d CE received, hop marks %d -> %d", got[aqm.CE], marked0, s.Marked)
+			}
+			if s.Dropped() == 0 {
+				t.Errorf("no drops with Not-ECT offered at twice the rate")
+			}
+			var csum1 uint64
+			p.InServer(func() (err error) { csum1, err = snmpField("netstat", "IpExt", "InCsumErrors"); return })
+			if csum1 != csum0 {
+				t.Errorf("receiver counted %d IPv4 checksum errors", csum1-csum0)
+			}
+			checkBalance(t, s)
+		})
+	}
+}
