@@ -1,0 +1,115 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/pi2hop/pi2hop/pcap"
+	"github.com/spf13/pflag"
+)
+
+// pi2hop analyze: read captures (pi2hop's annotated pcapng, or any pcap /
+// pcapng from tcpdump) and report, per direction, class and flow, what the
+// bottleneck did: ECN codepoints in and out, CE marks, drops, sojourn,
+// invalid ECN transitions, IPv4 checksum errors and the DualPI2 coupling.
+
+func init() {
+	register(&command{
+		name:  "analyze",
+		short: "report marks, drops, sojourn and ECN per flow and queue from pcap/pcapng captures",
+		usage: "analyze [--json] [--plot DIR] [--bin 1s] [--coupling 2] [--ingress FILE --egress FILE] [FILE...]",
+		flags: analyzeFlags,
+	})
+}
+
+type analyzeArgs struct {
+	json            bool
+	plotDir         string
+	bin             time.Duration
+	coupling        float64
+	ingress, egress []string
+}
+
+func analyzeFlags(fs *pflag.FlagSet) func(context.Context, *cmdEnv, []string) error {
+	a := &analyzeArgs{}
+	// BoolFunc rather than BoolVar: help shows "--json", not "--json[=true|false]".
+	fs.BoolFunc("json", "print the full result as JSON instead of tables", func(v string) (err error) {
+		a.json, err = strconv.ParseBool(v)
+		return err
+	})
+	fs.StringVar(&a.plotDir, "plot", "", "write PNG plots of mark fraction and sojourn over time into `DIR`")
+	fs.DurationVar(&a.bin, "bin", time.Second, "time bin for the series (mark fraction, sojourn percentiles)")
+	fs.Float64Var(&a.coupling, "coupling", 2, "DualPI2 coupling factor k for the check p_C = (p_L/k)²")
+	fs.StringArrayVar(&a.ingress, "ingress", nil, "capture `FILE` taken before the bottleneck (tcpdump); packets are matched with --egress (repeatable)")
+	fs.StringArrayVar(&a.egress, "egress", nil, "capture `FILE` taken after the bottleneck, matched with --ingress (repeatable)")
+	return func(ctx context.Context, env *cmdEnv, args []string) error {
+		return runAnalyze(env, a, args)
+	}
+}
+
+func runAnalyze(env *cmdEnv, a *analyzeArgs, args []string) error {
+	switch {
+	case len(args)+len(a.ingress)+len(a.egress) == 0:
+		return usagef("analyze: name at least one capture FILE (pcap or pcapng)")
+	case (len(a.ingress) == 0) != (len(a.egress) == 0):
+		return usagef("analyze: --ingress and --egress go together: give the captures from both sides of the bottleneck")
+	case a.bin < time.Microsecond:
+		return usagef("analyze: --bin %v: must be at least 1µs", a.bin)
+	case a.coupling <= 0 || a.coupling > 255:
+		return usagef("analyze: --coupling %g: must be in (0, 255], as sch_dualpi2's k", a.coupling)
+	}
+	var inputs []pcap.Input
+	add := func(path, role string) error {
+		fi, err := os.Stat(path)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return fmt.Errorf("analyze: %s: no such file", path)
+		case err != nil:
+			return fmt.Errorf("analyze: %w", err)
+		case fi.IsDir():
+			return fmt.Errorf("analyze: %s is a directory, not a capture file", path)
+		}
+		inputs = append(inputs, pcap.Input{Path: path, Role: role})
+		return nil
+	}
+	for _, group := range []struct {
+		files []string
+		role  string
+	}{{a.ingress, "in"}, {args, ""}, {a.egress, "out"}} {
+		for _, f := range group.files {
+			if err := add(f, group.role); err != nil {
+				return err
+			}
+		}
+	}
+	res, err := pcap.Analyze(inputs, pcap.AnalyzeOptions{Bin: a.bin, CouplingK: a.coupling})
+	if err != nil {
+		return fmt.Errorf("analyze: %w", err)
+	}
+	if a.json {
+		enc := json.NewEncoder(env.stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(res); err != nil {
+			return err
+		}
+	} else if err := res.WriteTable(env.stdout); err != nil {
+		return err
+	}
+	if a.plotDir != "" {
+		files, err := res.WritePlots(a.plotDir)
+		if err != nil {
+			return fmt.Errorf("analyze: %w", err)
+		}
+		for _, f := range files {
+			// stderr, so that --json output stays one JSON document.
+			fmt.Fprintf(env.stderr, "wrote %s\n", f)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,142 @@
+package main
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/pi2hop/pi2hop/aqm"
+	"github.com/pi2hop/pi2hop/pcap"
+)
+
+// ipv4Packet builds a minimal IPv4/UDP packet with a valid header checksum.
+func ipv4Packet(ecn aqm.ECN, id uint16) []byte {
+	b := make([]byte, 20+8+100)
+	b[0], b[1] = 0x45, byte(ecn)
+	binary.BigEndian.PutUint16(b[2:], uint16(len(b)))
+	binary.BigEndian.PutUint16(b[4:], id)
+	b[8], b[9] = 64, 17
+	copy(b[12:], []byte{10, 0, 0, 1, 10, 0, 1, 1})
+	binary.BigEndian.PutUint16(b[20:], 5000)
+	binary.BigEndian.PutUint16(b[22:], 6000)
+	setChecksum(b)
+	return b
+}
+
+func setChecksum(b []byte) {
+	b[10], b[11] = 0, 0
+	var sum uint32
+	for i := 0; i < 20; i += 2 {
+		sum += uint32(b[i])<<8 | uint32(b[i+1])
+	}
+	for sum > 0xffff {
+		sum = sum&0xffff + sum>>16
+	}
+	binary.BigEndian.PutUint16(b[10:], ^uint16(sum))
+}
+
+// writeHopCapture records 10 L4S packets through "up": 3 marked by the
+// step AQM, 1 dropped for overload, the rest sent.
+func writeHopCapture(t *testing.T, path string) {
+	t.Helper()
+	c, err := pcap.NewCapture(path, pcap.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	taps := c.AddTaps("up")
+	const t0 = int64(1_700_000_000e9)
+	for i := range 10 {
+		pkt := ipv4Packet(aqm.ECT1, uint16(i))
+		at := t0 + int64(i)*1e6
+		c.Offer(taps.In, at, pkt, nil)
+		ann := &pcap.Annotation{Class: aqm.L4S, ECNIn: aqm.ECT1, Sojourn: 2e6, HasDecision: true}
+		tap := taps.Out
+		switch {
+		case i < 3:
+			ann.Verdict = aqm.Verdict{Action: aqm.Mark, Reason: aqm.ReasonStep, Class: aqm.L4S}
+			pkt[1] |= 3
+			setChecksum(pkt)
+		case i == 9:
+			ann.Verdict = aqm.Verdict{Action: aqm.Drop, Reason: aqm.ReasonOverload, Class: aqm.L4S}
+			tap = taps.Drop
+		}
+		c.Offer(tap, at+ann.Sojourn, pkt, ann)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestAnalyzeCommand(t *testing.T) {
+	dir := t.TempDir()
+	capture := filepath.Join(dir, "hop.pcapng")
+	writeHopCapture(t, capture)
+
+	out, err := runCLI(t, "", "analyze", "--json", "--bin", "5ms", capture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res pcap.Result
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("--json output does not parse: %v\n%s", err, out)
+	}
+	if len(res.Directions) != 1 || res.BinMs != 5 {
+		t.Fatalf("directions %d, bin %gms; want 1 and 5ms", len(res.Directions), res.BinMs)
+	}
+	l := res.Directions[0].Classes[1]
+	if l.Class != "L" || l.In != 10 || l.Sent != 9 || l.Marked != 3 || l.Dropped != 1 ||
+		l.MarksBy["step"] != 3 || l.DropsBy["overload"] != 1 || l.Sojourn.P50 != 2 {
+		t.Errorf("L class %+v", l)
+	}
+
+	table, err := runCLI(t, "", "analyze", capture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"== direction up ==", "marks step=3; drops overload=1", "ECT(1)→CE 3"} {
+		if !strings.Contains(table, want) {
+			t.Errorf("table lacks %q:\n%s", want, table)
+		}
+	}
+
+	plots := filepath.Join(dir, "plots")
+	if _, err := runCLI(t, "", "analyze", "--plot", plots, capture); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"up-marking.png", "up-sojourn.png"} {
+		if fi, err := os.Stat(filepath.Join(plots, f)); err != nil || fi.Size() == 0 {
+			t.Errorf("plot %s: %v", f, err)
+		}
+	}
+}
+
+func TestAnalyzeCommandErrors(t *testing.T) {
+	dir := t.TempDir()
+	junk := filepath.Join(dir, "notes.txt")
+	os.WriteFile(junk, []byte("not a capture, just some text"), 0o644)
+	good := filepath.Join(dir, "ok.pcapng")
+	writeHopCapture(t, good)
+	for _, tc := range []struct {
+		args  []string
+		want  string
+		usage bool
+	}{
+		{[]string{"analyze"}, "name at least one capture FILE", true},
+		{[]string{"analyze", filepath.Join(dir, "missing.pcap")}, "missing.pcap: no such file", false},
+		{[]string{"analyze", dir}, "is a directory", false},
+		{[]string{"analyze", junk}, "not a pcap or pcapng capture", false},
+		{[]string{"analyze", "--bin", "0s", good}, "--bin 0s: must be at least 1µs", true},
+		{[]string{"analyze", "--coupling", "0", good}, "--coupling 0", true},
+		{[]string{"analyze", "--ingress", good}, "--ingress and --egress go together", true},
+	} {
+		_, err := runCLI(t, "", tc.args...)
+		var ue *usageError
+		if err == nil || !strings.Contains(err.Error(), tc.want) || errors.As(err, &ue) != tc.usage {
+			t.Errorf("%q: error %v (usage error %v), want one containing %q (usage %v)", tc.args, err, errors.As(err, &ue), tc.want, tc.usage)
+		}
+	}
+}
