@@ -66,7 +66,7 @@ func TestCommandHelp(t *testing.T) {
 			if strings.TrimSpace(f.Usage) == "" {
 				t.Errorf("%s --%s has no usage text", name, f.Name)
 			}
-			if !strings.Contains(help, "--"+f.Name+" ") {
+			if !mentionsFlag(help, f.Name) {
 				t.Errorf("help %s does not mention --%s", name, f.Name)
 			}
 		})
@@ -75,6 +75,17 @@ func TestCommandHelp(t *testing.T) {
 			t.Errorf("%s --help differs from help %s (err %v)", name, name, err)
 		}
 	}
+}
+
+// mentionsFlag reports whether help lists --name as a whole word
+// ("--json[=true|false]" for pflag's booleans).
+func mentionsFlag(help, name string) bool {
+	for _, end := range []string{" ", "[", "=", "\n"} {
+		if strings.Contains(help, "--"+name+end) {
+			return true
+		}
+	}
+	return false
 }
 
 func firstLine(s string) string {

@@ -135,6 +135,9 @@ func addLinkFlags(fs *pflag.FlagSet, bidir bool) *linkFlags {
 // seed returns --seed.
 func (f *linkFlags) seed() uint64 { return f.seedValue }
 
+// mtuBytes returns --mtu.
+func (f *linkFlags) mtuBytes() int { return f.mtu.n }
+
 // given reports whether the flag named was set on the command line.
 func (f *linkFlags) given(name string) bool {
 	return f.fs.Lookup(name) != nil && f.fs.Changed(name)

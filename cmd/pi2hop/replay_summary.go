@@ -101,7 +101,7 @@ func (r *replayer) writeConfig(a *replayArgs, link shaper.Config, spec aqm.Spec)
 	}
 	j.str("loss", loss)
 	j.uint("seed", f.seed())
-	j.int("mtu", int64(f.mtu.n))
+	j.int("mtu", int64(f.mtuBytes()))
 	j.str("aqm", spec.Kind)
 	switch spec.Kind {
 	case aqm.KindFIFO:
