@@ -81,7 +81,7 @@ func runReplay(ctx context.Context, env *cmdEnv, a *replayArgs, args []string) e
 	inName := a.trace + a.pcap
 	in, name, closeIn, err := openInput(inName, env.stdin)
 	if err != nil {
-		return err
+		return fmt.Errorf("--%s: %w", choose(a.trace != "", "trace", "pcap"), err)
 	}
 	defer closeIn()
 	if a.trace != "" {

@@ -225,7 +225,7 @@ func TestReplayPcapErrors(t *testing.T) {
 		want string
 	}{
 		{[]string{"--pcap", notPcap}, "x.csv: not a pcap or pcapng file"},
-		{[]string{"--pcap", filepath.Join(dir, "missing.pcap")}, "no such file"},
+		{[]string{"--pcap", filepath.Join(dir, "missing.pcap")}, "--pcap: open "},
 		{[]string{"--pcap", tr}, "trunc.pcap: packet 1: "},
 	}
 	for _, tt := range tests {
