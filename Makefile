@@ -28,5 +28,11 @@ lint:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./aqm ./shaper
 
+# The lab's default scenario, l4s-demo, through the hop in network
+# namespaces (needs root: sudo make lab). LAB_ARGS passes more, e.g.
+# LAB_ARGS="coexist --quick".
+lab: build
+	./$(BIN) lab $(LAB_ARGS)
+
 clean:
 	rm -rf bin
