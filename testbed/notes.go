@@ -1,0 +1,37 @@
+package testbed
+
+import "fmt"
+
+// notes explains, in the report, what the figures rest on.
+func notes(c Config) []string {
+	n := []string{
+		fmt.Sprintf("Every figure leaves out the first %v of each run (warm-up, l4s-endpoints.md §6).", c.Warmup),
+		"Traffic flows server → client through the hop; the bottleneck rate and half the base RTT apply in each direction, " +
+			"the same queue discipline in both.",
+		"Queue delay is the sojourn dequeue − enqueue at the hop (delay line excluded), from its histograms (6 % buckets).",
+	}
+	switch c.Scenario {
+	case "l4s-demo":
+		n = append(n,
+			fmt.Sprintf("Competing load: %d kernel TCP cubic downloads, ECN off (Not-ECT: Classic queue).", c.Bulk),
+			"The call: 30 fps video over Prague congestion control, the same sender in every run; only its ECN codepoint differs "+
+				"(L4S = ECT(1) with the Prague response; classic = Not-ECT, loss-only).",
+			"Call RTT: per-ACK samples now − echoed timestamp at the sender (receiver hold time excluded). "+
+				"Stalls: W3C webrtc-stats freeze rule (gap ≥ max(3·avg, avg + 150 ms)).",
+			fmt.Sprintf("The FIFO run's buffer: %d packets tail drop (≈ %d KB of 1500-byte packets, %.0f ms at the bottleneck rate), "+
+				"a deep buffer without queue management such as a home router's.", c.FIFOLimit, c.FIFOLimit*1500/1000,
+				float64(c.FIFOLimit)*1500*8/float64(c.RateBps)*1000))
+	case "coexist":
+		n = append(n, "Rate ratio = L4S flow goodput / classic flow goodput; Jain's index over the two flows' mean goodputs.")
+	case "bdp":
+		n = append(n,
+			"Predicted = min(window / RTT, link rate), seed 001's formula (17 520 B / 15 ms ≈ 9.34 Mbit/s); measured = TCP payload goodput.",
+			"The receiver's window is pinned with TCP_WINDOW_CLAMP (and SO_RCVBUFFORCE of twice the window) before connect, "+
+				"the sender's buffer with SO_SNDBUFFORCE; the kernel rounds the window down to whole segments.",
+			fmt.Sprintf("Link rate %s. The hop forwards in user space: rows whose window/RTT nears the link rate measure the hop's "+
+				"forwarding ceiling on this machine as much as TCP; only window-limited rows are checked.", fmtRate(float64(c.RateBps))))
+	case "prague":
+		n = append(n, "Utilisation = bytes forwarded on the bottleneck / (rate · measured time).")
+	}
+	return n
+}
