@@ -1,0 +1,208 @@
+package flow
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/netip"
+	"slices"
+	"time"
+
+	"github.com/pi2hop/pi2hop/aqm"
+	"github.com/pi2hop/pi2hop/testbed/flow/ecnudp"
+	"github.com/pi2hop/pi2hop/testbed/flow/wire"
+)
+
+// pliAfter is how long the receiver goes without a decodable frame before
+// it asks for a keyframe, and how often it asks again.
+const pliAfter = 100_000 // µs
+
+// VideoRecv runs the receiving side of a video call: it ACKs every packet
+// like PragueRecv, rebuilds frames, decides which are displayed (complete,
+// decodable, by capture + 400 ms) and when (capture + Playout at the
+// earliest), sends a PLI after 100 ms without a decodable frame, and
+// measures displayed fps per second, freezes (W3C rule), frame delay and
+// loss. The session runs from the first to the last packet received.
+func VideoRecv(ctx context.Context, conn *net.UDPConn, cfg VideoConfig, report func(Interval)) (VideoReceiverSummary, error) {
+	cfg, classic, err := cfg.withDefaults()
+	if err != nil {
+		return VideoReceiverSummary{}, err
+	}
+	ackECN := aqm.ECT1
+	if classic {
+		ackECN = aqm.NotECT
+	}
+	if err := ecnudp.SetECN(conn, ackECN); err != nil {
+		return VideoReceiverSummary{}, err
+	}
+	period := int64(time.Second/time.Microsecond) / int64(cfg.FPS)
+	r := &videoReceiver{conn: conn, clock: wire.NewClock(), wallStart: time.Now().UnixMicro(),
+		label: cfg.Label, report: report, interval: cfg.Interval.Microseconds(),
+		freeze: freezeDetector{nominal: period}}
+	r.frames = newFrameTracker(period, cfg.Playout.Microseconds(), r.decided)
+	r.nextReport = r.interval
+	err = recvLoop(ctx, conn, r.clock, cfg.Duration, r.packet, r.tick)
+	return r.summary(), err
+}
+
+type videoReceiver struct {
+	conn      *net.UDPConn
+	clock     wire.Clock
+	wallStart int64 // Unix µs at the clock's zero
+	label     string
+	report    func(Interval)
+	interval  int64
+
+	st          ackState
+	frames      *frameTracker
+	freeze      freezeDetector
+	first, last int64 // Unix µs of the first and last packet
+	lastPLI     int64
+	out         []byte
+
+	displayed, late, undecodable, keyframes, plis int
+	displays, delays                              []int64 // Unix µs, µs
+
+	nextReport, ivStart                         int64
+	ivBytes, ivPkts                             int64
+	ivCE, ivLost, ivRecv                        int32
+	ivDisplayed, ivLate, ivUndec, ivKeys, ivPLI int
+	ivStalls                                    int
+	ivStallTime                                 int64
+	ivDelays                                    []time.Duration
+	intervals                                   []Interval
+}
+
+func (r *videoReceiver) packet(now int64, p []byte, from netip.AddrPort, e aqm.ECN) error {
+	d, err := wire.DecodeData(p)
+	if err != nil {
+		return nil
+	}
+	wall := r.wallStart + now
+	if !r.st.started {
+		r.st.peer = from
+		r.first = wall
+		r.freeze.start = wall
+	} else if from != r.st.peer {
+		return nil // one call at a time
+	}
+	r.last = wall
+	ack := r.st.data(now, d, e, len(p))
+	r.out = wire.AppendACK(r.out[:0], ack)
+	if _, err := r.conn.WriteToUDPAddrPort(r.out, from); err != nil && !isTransient(err) {
+		return fmt.Errorf("video-recv: ACK to %v: %w", from, err)
+	}
+	r.ivBytes += int64(len(p))
+	r.ivPkts++
+	if v, ok := wire.DecodeVideo(p); ok && d.RT {
+		r.frames.packet(wall, d, v)
+		r.frames.decide(wall)
+	}
+	return nil
+}
+
+// decided receives each frame's fate from the tracker.
+func (r *videoReceiver) decided(nr int32, fate frameFate, key bool, at, captured int64) {
+	switch fate {
+	case fateDisplayed:
+		r.displayed++
+		r.ivDisplayed++
+		if key {
+			r.keyframes++
+			r.ivKeys++
+		}
+		r.displays = append(r.displays, at)
+		r.delays = append(r.delays, at-captured)
+		r.ivDelays = append(r.ivDelays, time.Duration(at-captured)*time.Microsecond)
+		if s, ok := r.freeze.display(at); ok {
+			r.ivStalls++
+			r.ivStallTime += s.Duration.Microseconds()
+		}
+	case fateLate:
+		r.late++
+		r.ivLate++
+	default:
+		r.undecodable++
+		r.ivUndec++
+	}
+}
+
+func (r *videoReceiver) tick(now int64, final bool) error {
+	wall := r.wallStart + now
+	if r.st.started {
+		r.frames.decide(wall)
+		if err := r.maybePLI(wall); err != nil {
+			return err
+		}
+	}
+	if now < r.nextReport && (!final || now == r.ivStart) {
+		return nil
+	}
+	d := time.Duration(now-r.ivStart) * time.Microsecond
+	dr, dc, dl := r.st.received-r.ivRecv, r.st.ce-r.ivCE, r.st.lost-r.ivLost
+	iv := Interval{
+		Flow: "video-recv", Label: r.label, T: float64(now) / 1e6, Dur: d.Seconds(),
+		GoodputBps: bps(r.ivBytes, d), Packets: r.ivPkts,
+		CEFrac: frac(int64(dc), int64(dr)), LossFrac: frac(int64(max(dl, 0)), int64(dr+max(dl, 0))),
+		ErrorL4S: r.st.errorL4S,
+		FPS:      float64(r.ivDisplayed) / max(d.Seconds(), 1e-9), Frames: r.ivDisplayed, Keyframes: r.ivKeys,
+		Late: r.ivLate, Undecodable: r.ivUndec, Stalls: r.ivStalls, StallMs: float64(r.ivStallTime) / 1e3,
+		PLIs: r.ivPLI,
+	}
+	if len(r.ivDelays) > 0 {
+		slices.Sort(r.ivDelays)
+		iv.FrameDelayP50, iv.FrameDelayP99 = ms(quantile(r.ivDelays, 0.5)), ms(quantile(r.ivDelays, 0.99))
+	}
+	r.intervals = append(r.intervals, iv)
+	if r.report != nil {
+		r.report(iv)
+	}
+	r.ivStart, r.ivBytes, r.ivPkts = now, 0, 0
+	r.ivRecv, r.ivCE, r.ivLost = r.st.received, r.st.ce, r.st.lost
+	r.ivDisplayed, r.ivLate, r.ivUndec, r.ivKeys, r.ivPLI, r.ivStalls, r.ivStallTime = 0, 0, 0, 0, 0, 0, 0
+	r.ivDelays = r.ivDelays[:0]
+	r.nextReport = max(r.nextReport+r.interval, now+1)
+	return nil
+}
+
+// maybePLI asks for a keyframe after pliAfter without a decodable frame,
+// while packets still come (a finished call needs none).
+func (r *videoReceiver) maybePLI(wall int64) error {
+	since := max(r.frames.lastDecodable, r.lastPLI, r.first)
+	if wall-since < pliAfter || wall-r.last > 500_000 {
+		return nil
+	}
+	r.lastPLI = wall
+	r.plis++
+	r.ivPLI++
+	r.out = wire.AppendPLI(r.out[:0], wire.PLI{FrameNr: r.frames.maxFrame})
+	if _, err := r.conn.WriteToUDPAddrPort(r.out, r.st.peer); err != nil && !isTransient(err) {
+		return fmt.Errorf("video-recv: PLI to %v: %w", r.st.peer, err)
+	}
+	return nil
+}
+
+func (r *videoReceiver) summary() VideoReceiverSummary {
+	s := VideoReceiverSummary{
+		Label: r.label, Packets: int64(r.st.received), Bytes: r.st.bytes, CE: int64(r.st.ce), Lost: int64(r.st.lost),
+		Frames: r.displayed + r.late + r.undecodable, Displayed: r.displayed, Late: r.late, Undecodable: r.undecodable,
+		Keyframes: r.keyframes, PLIs: r.plis, Intervals: r.intervals,
+	}
+	s.LossFraction = frac(s.Lost, s.Packets+s.Lost)
+	if !r.st.started {
+		return s
+	}
+	s.Duration = time.Duration(r.last-r.first) * time.Microsecond
+	r.freeze.finish(r.last)
+	s.Stalls, s.StallTime, s.Gaps100ms = r.freeze.stalls, r.freeze.total, r.freeze.gaps100ms
+	if s.Duration > 0 {
+		s.StallRate = float64(s.StallTime) / float64(s.Duration)
+		s.StallsPerMinute = float64(len(s.Stalls)) / s.Duration.Minutes()
+	}
+	s.FPS = fpsWindows(r.displays, r.first, r.last)
+	for i, at := range r.displays {
+		s.Display = append(s.Display, time.Duration(at-r.first)*time.Microsecond)
+		s.FrameDelay = append(s.FrameDelay, time.Duration(r.delays[i])*time.Microsecond)
+	}
+	return s
+}

@@ -1,0 +1,223 @@
+package flow
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pi2hop/pi2hop/testbed/flow/wire"
+)
+
+// A video call over loopback: about 30 fps displayed, no loss, no stalls,
+// frame delay about the playout delay, per-ACK RTT samples at the sender.
+func TestVideoLoopback(t *testing.T) {
+	tx, rx := udpPair(t, "127.0.0.1:0")
+	cfg := VideoConfig{Duration: 2500 * time.Millisecond, Interval: 500 * time.Millisecond, Seed: 1, Label: "call"}
+	rcfg := cfg
+	rcfg.Duration = 0
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	rctx, stopRecv := context.WithCancel(ctx)
+	var (
+		wg   sync.WaitGroup
+		rs   VideoReceiverSummary
+		rerr error
+	)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		rs, rerr = VideoRecv(rctx, rx, rcfg, nil)
+	}()
+	ss, err := VideoSend(ctx, tx, addrOf(rx), cfg, nil)
+	time.Sleep(150 * time.Millisecond)
+	stopRecv()
+	wg.Wait()
+	if err != nil || rerr != nil {
+		t.Fatalf("send: %v, recv: %v", err, rerr)
+	}
+	t.Logf("sender: %d frames (%d key), %d pkts, %d RTT samples, flushes %d, PLIs %d, targets %v",
+		ss.Frames, ss.Keyframes, ss.PacketsSent, len(ss.RTT), ss.Flushes, ss.PLIs, ss.TargetBps)
+	t.Logf("receiver: %d displayed, %d late, %d undecodable, fps %v, stalls %d, loss %.3f",
+		rs.Displayed, rs.Late, rs.Undecodable, rs.FPS, len(rs.Stalls), rs.LossFraction)
+	if ss.Frames < 70 || ss.Frames > 80 {
+		t.Errorf("%d frames in 2.5 s at 30 fps", ss.Frames)
+	}
+	if ss.Keyframes < 2 {
+		t.Errorf("%d keyframes: want the first and one after 2 s", ss.Keyframes)
+	}
+	if rs.Displayed < ss.Frames-3 || rs.Late+rs.Undecodable > 0 {
+		t.Errorf("displayed %d of %d frames, late %d, undecodable %d", rs.Displayed, ss.Frames, rs.Late, rs.Undecodable)
+	}
+	if len(rs.FPS) < 2 {
+		t.Fatalf("fps windows %v", rs.FPS)
+	}
+	for i, f := range rs.FPS {
+		if f < 27 || f > 31 {
+			t.Errorf("second %d: %d fps", i, f)
+		}
+	}
+	if len(rs.Stalls) != 0 || rs.LossFraction != 0 {
+		t.Errorf("stalls %v, loss %.3f on loopback", rs.Stalls, rs.LossFraction)
+	}
+	if len(rs.FrameDelay) != rs.Displayed {
+		t.Fatalf("%d frame delays for %d frames", len(rs.FrameDelay), rs.Displayed)
+	}
+	for _, d := range rs.FrameDelay {
+		if d < 80*time.Millisecond || d > 200*time.Millisecond {
+			t.Errorf("frame delay %v, want about the 80 ms playout delay", d)
+			break
+		}
+	}
+	if len(ss.RTT) < ss.Frames || ss.LossFraction != 0 {
+		t.Errorf("%d RTT samples, loss %.3f", len(ss.RTT), ss.LossFraction)
+	}
+}
+
+// frameInput is one packet fed to the tracker in the table tests.
+type frameInput struct {
+	frame  int32
+	idx    uint16
+	count  uint16
+	key    bool
+	at     int64 // µs after the frame's capture
+	seq    int32
+	decide int64 // when to call decide, µs since frame 1's capture (0: right after)
+}
+
+func TestFrameTracker(t *testing.T) {
+	const period, playout = 33333, 80000
+	type fate struct {
+		nr   int32
+		fate frameFate
+	}
+	tests := []struct {
+		name    string
+		packets []frameInput
+		until   int64 // final decide time, µs since frame 1's capture
+		want    []fate
+	}{
+		{"all complete", []frameInput{
+			{frame: 1, idx: 0, count: 2, key: true, at: 1000, seq: 1}, {frame: 1, idx: 1, count: 2, key: true, at: 2000, seq: 2},
+			{frame: 2, idx: 0, count: 1, at: 1000, seq: 3},
+			{frame: 3, idx: 0, count: 1, at: 1000, seq: 4},
+		}, 200000, []fate{{1, fateDisplayed}, {2, fateDisplayed}, {3, fateDisplayed}}},
+		{"lost packet breaks the chain until a keyframe", []frameInput{
+			{frame: 1, idx: 0, count: 1, key: true, at: 1000, seq: 1},
+			{frame: 2, idx: 0, count: 2, at: 1000, seq: 2}, // idx 1 (seq 3) lost
+			{frame: 3, idx: 0, count: 1, at: 1000, seq: 4},
+			{frame: 4, idx: 0, count: 1, at: 1000, seq: 5},
+			{frame: 5, idx: 0, count: 1, at: 1000, seq: 6},
+			{frame: 6, idx: 0, count: 1, at: 1000, seq: 7},
+			{frame: 7, idx: 0, count: 1, key: true, at: 1000, seq: 8},
+		}, 300000, []fate{{1, fateDisplayed}, {2, fateUndecodable}, {3, fateUndecodable}, {4, fateUndecodable},
+			{5, fateUndecodable}, {6, fateUndecodable}, {7, fateDisplayed}}},
+		{"a complete keyframe settles an incomplete frame before it", []frameInput{
+			{frame: 1, idx: 0, count: 1, key: true, at: 1000, seq: 1},
+			{frame: 2, idx: 0, count: 3, at: 1000, seq: 2},
+			{frame: 3, idx: 0, count: 1, key: true, at: 1000, seq: 5},
+		}, 0, []fate{{1, fateDisplayed}, {2, fateUndecodable}, {3, fateDisplayed}}},
+		{"a frame never seen is lost once later packets pass it", []frameInput{
+			{frame: 1, idx: 0, count: 1, key: true, at: 1000, seq: 1},
+			{frame: 3, idx: 0, count: 1, at: 1000, seq: 3},
+			{frame: 4, idx: 0, count: 1, at: 1000, seq: 4},
+			{frame: 5, idx: 0, count: 1, at: 1000, seq: 5},
+			{frame: 6, idx: 0, count: 1, at: 1000, seq: 6},
+		}, 0, []fate{{1, fateDisplayed}, {2, fateUndecodable}, {3, fateUndecodable}, {4, fateUndecodable},
+			{5, fateUndecodable}, {6, fateUndecodable}}},
+		{"late frame: not complete 400 ms after capture", []frameInput{
+			{frame: 1, idx: 0, count: 1, key: true, at: 1000, seq: 1},
+			{frame: 2, idx: 0, count: 2, at: 1000, seq: 2},
+		}, 450000, []fate{{1, fateDisplayed}, {2, fateLate}}},
+		{"complete but late", []frameInput{
+			{frame: 1, idx: 0, count: 1, key: true, at: 420000, seq: 1},
+		}, 500000, []fate{{1, fateLate}}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			const base = 1_700_000_000_000_000
+			var got []fate
+			var lastDisplay int64
+			tr := newFrameTracker(period, playout, func(nr int32, f frameFate, key bool, at, captured int64) {
+				got = append(got, fate{nr, f})
+				if f == fateDisplayed {
+					if at < captured+playout || at < lastDisplay {
+						t.Errorf("frame %d displayed at %d, captured %d, previous display %d", nr, at, captured, lastDisplay)
+					}
+					lastDisplay = at
+				}
+			})
+			for _, p := range tc.packets {
+				ts := base + int64(p.frame-1)*period
+				tr.packet(ts+p.at, wire.Data{RT: true, Seq: p.seq, FrameNr: p.frame},
+					wire.Video{FrameTS: ts, Key: p.key, Count: p.count, Idx: p.idx})
+				tr.decide(ts + p.at)
+			}
+			if tc.until > 0 {
+				tr.decide(base + tc.until)
+			}
+			if len(got) != len(tc.want) {
+				t.Fatalf("fates %v, want %v", got, tc.want)
+			}
+			for i := range got {
+				if got[i] != tc.want[i] {
+					t.Errorf("fates %v, want %v", got, tc.want)
+					break
+				}
+			}
+		})
+	}
+}
+
+func TestFreezeRule(t *testing.T) {
+	// At 30 fps avg = 33.3 ms, so the threshold is max(100, 183.3) ms.
+	tests := []struct {
+		name   string
+		gap    int64 // µs, after 40 regular frames
+		stalls int
+		gaps   int
+	}{
+		{"regular", 33333, 0, 0},
+		{"150 ms: a >100 ms gap, no freeze", 150000, 0, 1},
+		{"180 ms: below 183 ms", 180000, 0, 1},
+		{"190 ms: freeze", 190000, 1, 1},
+		{"1 s: freeze", 1000000, 1, 1},
+	}
+	for _, tc := range tests {
+		f := freezeDetector{start: 1, nominal: 33333}
+		at := int64(1)
+		for i := 0; i < 40; i++ {
+			f.display(at)
+			at += 33333
+		}
+		at += tc.gap - 33333
+		f.display(at)
+		if len(f.stalls) != tc.stalls || f.gaps100ms != tc.gaps {
+			t.Errorf("%s: %d stalls, %d gaps > 100 ms; want %d, %d", tc.name, len(f.stalls), f.gaps100ms, tc.stalls, tc.gaps)
+		}
+		if tc.stalls == 1 && f.total != time.Duration(tc.gap)*time.Microsecond {
+			t.Errorf("%s: stall time %v, want %v", tc.name, f.total, time.Duration(tc.gap)*time.Microsecond)
+		}
+	}
+	// Frozen until the end of the session, and never shown at all.
+	f := freezeDetector{start: 1, nominal: 33333}
+	f.display(1)
+	f.display(33334)
+	f.finish(1_000_000)
+	if len(f.stalls) != 1 {
+		t.Errorf("trailing freeze: %d stalls, want 1", len(f.stalls))
+	}
+	f = freezeDetector{start: 1, nominal: 33333}
+	f.finish(2_000_001)
+	if len(f.stalls) != 1 || f.total != 2*time.Second {
+		t.Errorf("no frame at all: stalls %v, want one of 2 s", f.stalls)
+	}
+}
+
+func TestFPSWindows(t *testing.T) {
+	displays := []int64{0, 100, 999_999, 1_000_000, 2_500_000}
+	got := fpsWindows(displays, 0, 2_600_000)
+	if len(got) != 2 || got[0] != 3 || got[1] != 1 {
+		t.Errorf("fpsWindows = %v, want [3 1] (partial third second left out)", got)
+	}
+}
