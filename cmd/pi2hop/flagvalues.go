@@ -32,8 +32,13 @@ func (v *rateValue) Set(s string) error {
 	return nil
 }
 
-func (v *rateValue) String() string { return shaper.FormatRate(v.bps) }
-func (v *rateValue) Type() string   { return "rate" }
+func (v *rateValue) String() string {
+	if v.bps == 0 {
+		return "" // unset (a per-direction rate falling back to --rate)
+	}
+	return shaper.FormatRate(v.bps)
+}
+func (v *rateValue) Type() string { return "rate" }
 
 // sizeValue is a byte count in tc(8) units (64k, 32m, 1500b); tc's k is 1024.
 // Zero means "not given"; Set rejects 0 and anything above max.

@@ -85,6 +85,8 @@ func addLinkFlags(fs *pflag.FlagSet, bidir bool) *linkFlags {
 		maxRTT:            durationValue{min: time.Microsecond, optional: true},
 		typicalRTT:        durationValue{min: time.Microsecond, optional: true},
 		mtu:               intRangeValue{n: defaultMTU, min: 68, max: 65535},
+		upDelay:           durationValue{optional: true},
+		downDelay:         durationValue{optional: true},
 	}
 	if def.DropEnqueue {
 		f.dropAt.val = "enqueue"
