@@ -323,3 +323,61 @@ func TestTsharkReadsAnnotations(t *testing.T) {
 		t.Errorf("tshark fields:\n%s\nwant:\n%s", got, want)
 	}
 }
+
+// TestCloseWhileOffering is the signal path: Close from another goroutine
+// while the data path keeps offering leaves a complete file holding
+// exactly the packets counted as written.
+func TestCloseWhileOffering(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s.pcapng")
+	c, err := NewCapture(path, Options{BufferRecords: 256})
+	if err != nil {
+		t.Fatal(err)
+	}
+	up, down := c.AddTaps("up"), c.AddTaps("down")
+	pkt := testPacket{src: cli4, dst: srv4, proto: 6, payload: 1000}.build()
+	ann := &Annotation{HasDecision: true, Sojourn: 1}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var refusedAfterClose [2]int
+	for i, tap := range []int{up.Out, down.Out} {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					if c.Offer(tap, 1, pkt, ann) {
+						refusedAfterClose[i] = -1
+					}
+					return
+				default:
+					c.Offer(tap, 1, pkt, ann)
+				}
+			}
+		})
+	}
+	time.Sleep(20 * time.Millisecond)
+	var closers sync.WaitGroup
+	for range 2 { // a signal handler and a deferred Close, racing
+		closers.Go(func() {
+			if err := c.Close(); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	closers.Wait()
+	close(stop)
+	wg.Wait()
+	if refusedAfterClose != [2]int{} {
+		t.Error("Offer accepted a packet after Close returned")
+	}
+	pkts, r := readAll(t, path) // fails on a truncated file
+	var written uint64
+	for _, s := range c.Stats() {
+		written += s.Written
+	}
+	if written == 0 || uint64(len(pkts)) != written {
+		t.Errorf("file holds %d packets, stats say %d written", len(pkts), written)
+	}
+	if s := r.InterfaceStats(); s["up-out"].PacketsReceived == 0 || s["down-out"].PacketsReceived == 0 {
+		t.Errorf("interface statistics missing: %+v", s)
+	}
+}
