@@ -18,6 +18,8 @@ const (
 	KindRoute  = "route"  // route to Prefix via device Name in Table, in NS
 	KindRule   = "rule"   // policy rule: iif Name lookup Table, at Priority, Family 4 or 6, in NS
 	KindSysctl = "sysctl" // sysctl Name (path under /proc/sys) in NS, previous value Old
+	// KindNftTable is an nftables table Name (family inet) in NS.
+	KindNftTable = "nft-table"
 )
 
 // Entry is one change made to the system, with what it takes to undo it.
@@ -47,6 +49,8 @@ func (e Entry) String() string {
 		return fmt.Sprintf("route %s dev %s table %d%s", e.Prefix, e.Name, e.Table, where)
 	case KindRule:
 		return fmt.Sprintf("rule -%d pref %d iif %s lookup %d%s", e.Family, e.Priority, e.Name, e.Table, where)
+	case KindNftTable:
+		return fmt.Sprintf("nftables table inet %s%s", e.Name, where)
 	case KindSysctl:
 		return fmt.Sprintf("sysctl %s (was %q)%s", e.Name, e.Old, where)
 	}

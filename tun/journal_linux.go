@@ -177,8 +177,14 @@ func undo(e Entry) error {
 	switch e.Kind {
 	case KindNetns:
 		return DeleteNamespace(e.Name)
+	case KindNftTable:
+		return undoNftTable(e)
 	case KindSysctl:
-		return WriteSysctl(e.NS, e.Name, e.Old)
+		// A device's sysctls go away with the device.
+		if err := WriteSysctl(e.NS, e.Name, e.Old); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		return nil
 	}
 	return withHandle(e.NS, func(h *netlink.Handle) error {
 		var err error
