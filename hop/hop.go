@@ -102,7 +102,7 @@ func (h *Hop) Run(ctx context.Context) error {
 		o.tap = tap
 		go func() { errs <- o.run() }()
 	}
-	h.cfg.Logger.Info("hop running", "name", h.cfg.Name, "up", describe(h.cfg.Up), "down", describe(h.cfg.Down))
+	h.cfg.Logger.Debug("hop running", "name", h.cfg.Name, "up", describe(h.cfg.Up), "down", describe(h.cfg.Down))
 	var first error
 	waiting := 2
 	select {
@@ -122,7 +122,7 @@ func (h *Hop) Run(ctx context.Context) error {
 	h.mu.Lock()
 	h.running = false
 	h.mu.Unlock()
-	h.cfg.Logger.Info("hop stopped", "name", h.cfg.Name)
+	h.cfg.Logger.Debug("hop stopped", "name", h.cfg.Name)
 	return first
 }
 
@@ -153,7 +153,7 @@ func (h *Hop) Set(e Edit) error {
 		}
 	}
 	h.cfg.Up, h.cfg.Down = newUp, newDown
-	h.cfg.Logger.Info("hop changed", "name", h.cfg.Name, "up", describe(newUp), "down", describe(newDown))
+	h.cfg.Logger.Debug("hop changed", "name", h.cfg.Name, "up", describe(newUp), "down", describe(newDown))
 	return nil
 }
 
