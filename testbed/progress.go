@@ -72,6 +72,9 @@ func (p *Progress) Phase(name string, d time.Duration) {
 		return
 	}
 	p.mu.Lock()
+	if p.start.IsZero() {
+		p.start = p.now() // Phase without Start: the clock starts here
+	}
 	if p.phase != "" {
 		p.done += p.phaseLen
 	}

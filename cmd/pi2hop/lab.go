@@ -1,0 +1,175 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+	"golang.org/x/sys/unix"
+
+	"github.com/pi2hop/pi2hop/shaper"
+	"github.com/pi2hop/pi2hop/testbed"
+)
+
+func init() {
+	register(&command{
+		name:  "lab",
+		short: "run a lab scenario through the hop in network namespaces and write a report",
+		usage: "lab [SCENARIO] [--quick] [--out DIR] [--duration D] [--rate R] [flags]",
+		flags: labFlags,
+	})
+}
+
+// labArgs are lab's flags; zero values leave the scenario's defaults.
+type labArgs struct {
+	quick, list bool
+	out         string
+	rate        rateValue
+	rtt         durationValue
+	duration    durationValue
+	warmup      durationValue
+	bulk        int
+	fifoLimit   countValue
+	seed        uint64
+	rtts        []time.Duration
+	windows     []string
+}
+
+func labFlags(fs *pflag.FlagSet) func(ctx context.Context, env *cmdEnv, args []string) error {
+	a := &labArgs{rtt: durationValue{min: 0}, duration: durationValue{min: time.Second}, fifoLimit: countValue{min: 1, max: 1 << 20}}
+	fs.BoolVar(&a.quick, "quick", false, "short durations (as CI runs them): 15 s runs; bdp 5 s runs at 100mbit")
+	fs.StringVarP(&a.out, "out", "o", "", "report `folder` (default pi2hop-lab-<scenario>-<time> in the current folder)")
+	fs.BoolVar(&a.list, "list", false, "list the scenarios with their defaults and exit")
+	fs.Var(&a.rate, "rate", "bottleneck `rate`, both directions, tc units (default: the scenario's, e.g. 10mbit)")
+	fs.Var(&a.rtt, "rtt", "base round-trip `time`: half of it is added each way (default 20ms; bdp: see --rtts)")
+	fs.Var(&a.duration, "duration", "traffic `time` of each run, warm-up included (default 45s; --quick 15s)")
+	fs.Var(&a.warmup, "warmup", "first part of each run left out of every figure (default 5s)")
+	fs.IntVar(&a.bulk, "bulk", 0, "l4s-demo: classic bulk downloads beside the call (default 4)")
+	fs.Var(&a.fifoLimit, "fifo-limit", "l4s-demo: the FIFO run's tail-drop buffer in `packets` (default 100)")
+	fs.Uint64Var(&a.seed, "seed", 0, "seed of the AQM's and the video frames' randomness (default 1)")
+	fs.DurationSliceVar(&a.rtts, "rtts", nil, "bdp: comma-separated RTTs, one run per RTT and window (default 15ms,50ms,120ms)")
+	fs.StringSliceVar(&a.windows, "windows", nil, "bdp: comma-separated receiver windows in tc size units (default 17520,6553500)")
+	return func(ctx context.Context, env *cmdEnv, args []string) error {
+		if a.list {
+			return listScenarios(env.stdout)
+		}
+		cfg, err := a.config(fs, args)
+		if err != nil {
+			return err
+		}
+		return runLab(ctx, env, cfg, a.out)
+	}
+}
+
+// config turns the command line into a resolved testbed.Config.
+func (a *labArgs) config(fs *pflag.FlagSet, args []string) (testbed.Config, error) {
+	if len(args) > 1 {
+		return testbed.Config{}, usagef("lab: one scenario at a time, got %q", strings.Join(args, " "))
+	}
+	cfg := testbed.Config{Scenario: testbed.DefaultScenario, Quick: a.quick}
+	if len(args) == 1 {
+		cfg.Scenario = args[0]
+	}
+	if fs.Changed("rate") {
+		cfg.RateBps = a.rate.bps
+	}
+	if fs.Changed("rtt") {
+		cfg.RTT = a.rtt.d
+	}
+	if fs.Changed("duration") {
+		cfg.Duration = a.duration.d
+	}
+	if fs.Changed("warmup") {
+		cfg.Warmup = a.warmup.d
+	}
+	if fs.Changed("fifo-limit") {
+		cfg.FIFOLimit = a.fifoLimit.n
+	}
+	cfg.Bulk, cfg.Seed, cfg.RTTs = a.bulk, a.seed, a.rtts
+	for _, w := range a.windows {
+		n, err := shaper.ParseSize(w)
+		if err != nil {
+			return cfg, usagef("lab: --windows %q: %v", w, err)
+		}
+		cfg.Windows = append(cfg.Windows, n)
+	}
+	if fs.Changed("bulk") && a.bulk <= 0 {
+		return cfg, usagef("lab: --bulk %d: want 1..32 flows", a.bulk)
+	}
+	resolved, err := cfg.Resolve()
+	if err != nil {
+		return cfg, usagef("lab: %v", err)
+	}
+	return resolved, nil
+}
+
+func listScenarios(w io.Writer) error {
+	for _, name := range testbed.ScenarioNames() {
+		title, doc, _ := testbed.Describe(name)
+		def, _ := testbed.Config{Scenario: name}.Resolve()
+		quick, _ := testbed.Config{Scenario: name, Quick: true}.Resolve()
+		suffix := ""
+		if name == testbed.DefaultScenario {
+			suffix = " (default)"
+		}
+		fmt.Fprintf(w, "%s%s: %s\n\n%s\n\n  defaults: %v\n  --quick:  %v\n\n", name, suffix, title, indent(doc, "  "), def, quick)
+	}
+	return nil
+}
+
+func indent(s, pre string) string {
+	return pre + strings.ReplaceAll(s, "\n", "\n"+pre)
+}
+
+// runLab runs cfg with a progress bar on stderr, writes the report into
+// out and prints the summary.
+func runLab(ctx context.Context, env *cmdEnv, cfg testbed.Config, out string) error {
+	if os.Geteuid() != 0 {
+		return errors.New("lab: needs root to create network namespaces and TUN devices: run it with sudo (e.g. sudo make lab)")
+	}
+	if out == "" {
+		out = fmt.Sprintf("pi2hop-lab-%s-%s", cfg.Scenario, time.Now().Format("20060102-150405"))
+	}
+	planned := cfg.PlannedDuration()
+	fmt.Fprintf(env.stderr, "pi2hop lab %s: %v; about %v\n", cfg.Scenario, cfg, planned.Round(time.Second))
+	progress := testbed.NewProgress(env.stderr, isTerminal(env.stderr), planned)
+	progress.Start()
+	rep, err := testbed.Run(ctx, cfg, testbed.Options{Progress: progress})
+	progress.Stop()
+	if err != nil {
+		if ctx.Err() != nil {
+			fmt.Fprintln(env.stderr, "pi2hop lab: interrupted; its namespaces, devices and flows are gone")
+		}
+		return fmt.Errorf("lab %s: %w", cfg.Scenario, err)
+	}
+	if err := rep.Write(out); err != nil {
+		return fmt.Errorf("lab %s: writing the report: %w", cfg.Scenario, err)
+	}
+	fmt.Fprintln(env.stdout)
+	for _, t := range rep.Summary() {
+		if err := t.Text(env.stdout); err != nil {
+			return err
+		}
+	}
+	abs, _ := filepath.Abs(out)
+	fmt.Fprintf(env.stdout, "Report: %s (report.md, report.json, %d plots); took %v\n",
+		filepath.Join(abs, "report.md"), len(rep.Plots), time.Duration(rep.ElapsedS*float64(time.Second)).Round(time.Second))
+	return nil
+}
+
+// isTerminal reports whether w is a terminal, where the progress bar is
+// redrawn in place.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
+}

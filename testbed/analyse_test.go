@@ -1,0 +1,165 @@
+package testbed
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"github.com/pi2hop/pi2hop/aqm"
+	"github.com/pi2hop/pi2hop/testbed/flow"
+	"github.com/pi2hop/pi2hop/testbed/report"
+)
+
+const ms1 = time.Millisecond
+
+// videoResult fakes a 10 s call: 30 fps with one 500 ms freeze at 7 s,
+// RTTs of 100 ms in the warm-up and 21..22 ms after, 100 packets per
+// second with 20 % lost after the warm-up.
+func videoResult() flowResult {
+	var send flow.VideoSenderSummary
+	for t := time.Duration(0); t < 10*time.Second; t += 10 * ms1 {
+		rtt := 21*ms1 + time.Duration(t%(2*ms1))
+		if t < 5*time.Second {
+			rtt = 100 * ms1
+		}
+		send.RTT, send.RTTAt = append(send.RTT, rtt), append(send.RTTAt, t)
+	}
+	var recv flow.VideoReceiverSummary
+	for t := time.Duration(0); t < 10*time.Second; t += 33 * ms1 {
+		if t > 7*time.Second && t < 7500*ms1 {
+			continue
+		}
+		recv.Display = append(recv.Display, t)
+		recv.FrameDelay = append(recv.FrameDelay, 80*ms1)
+	}
+	for k := 1; k <= 10; k++ {
+		iv := flow.Interval{T: float64(k), Dur: 1, Packets: 100, GoodputBps: 1e6}
+		if k > 5 {
+			iv.Packets, iv.LossFrac = 80, 0.2
+		}
+		recv.Packets += iv.Packets
+		recv.Lost += int64(math.Round(iv.LossFrac / (1 - iv.LossFrac) * float64(iv.Packets)))
+		recv.Intervals = append(recv.Intervals, iv)
+	}
+	recv.Duration = 10 * time.Second
+	return flowResult{spec: FlowSpec{Label: "call", Kind: KindVideo, ECN: flow.ECNL4S}, videoSend: &send, videoRecv: &recv}
+}
+
+// queueSamples fakes hop stats every 100 ms for 10 s: L packets of 1 ms
+// sojourn and C packets of 10 ms (30 ms in the warm-up), 1 MB/s out.
+func queueSamples() []queueSample {
+	var s []queueSample
+	var cur queueSample
+	for k := 0; k <= 100; k++ {
+		at := time.Duration(k) * 100 * ms1
+		if k > 0 {
+			cSojourn := int64(10 * ms1)
+			if at <= 5*time.Second {
+				cSojourn = int64(30 * ms1)
+			}
+			for range 10 {
+				cur.l.Add(int64(ms1))
+				cur.c.Add(cSojourn)
+			}
+			cur.lq.Sent += 10
+			cur.cq.Sent += 10
+			cur.cq.Dropped++
+			cur.outBytes += 100_000
+		}
+		cur.at, cur.elapsed = at, int64(at)
+		s = append(s, cur)
+	}
+	return s
+}
+
+func TestAnalyseCall(t *testing.T) {
+	res := &runResult{
+		spec: RunSpec{Name: "x", Title: "X", Queue: dualPI2(), RateBps: 10_000_000, RTT: 20 * ms1,
+			Duration: 10 * time.Second, Warmup: 5 * time.Second},
+		flows: []flowResult{videoResult(), {spec: FlowSpec{Label: "bulk-1", Kind: KindCubic, ECN: flow.ECNClassic},
+			bulk: &flow.BulkSummary{PerSecond: []float64{1e6, 1e6, 1e6, 1e6, 1e6, 8e6, 8e6, 8e6, 8e6, 8e6}}}},
+		samples: queueSamples(),
+	}
+	run := analyse(res)
+	c := run.Call
+	if c == nil {
+		t.Fatal("no call figures")
+	}
+	if c.RTTMs.Max > 22 || c.RTTMs.Min < 21 || c.RTTMs.N != 500 {
+		t.Errorf("call RTT %+v: the warm-up's 100 ms samples must be left out", c.RTTMs)
+	}
+	if math.Abs(c.Loss-0.2) > 1e-9 || c.LossMax1s != 0.2 {
+		t.Errorf("loss %v, worst second %v; want 0.2 and 0.2", c.Loss, c.LossMax1s)
+	}
+	if c.Stalls.Count != 1 || math.Abs(c.Stalls.TotalMs-528) > 1 {
+		t.Errorf("stalls %+v, want one of 528 ms", c.Stalls)
+	}
+	if len(c.FPS) != 5 || c.FPSAtLeast25 != 0.8 || c.FPSZero != 0 {
+		t.Errorf("fps %v, ≥25 share %v, zero share %v", c.FPS, c.FPSAtLeast25, c.FPSZero)
+	}
+	if c.FrameDelayMs.P99 != 80 || c.GoodputBps != 1e6 {
+		t.Errorf("frame delay %+v, goodput %v", c.FrameDelayMs, c.GoodputBps)
+	}
+	if got := run.BulkGoodput(); got != 8e6 {
+		t.Errorf("bulk goodput %v, want 8e6 (after the warm-up only)", got)
+	}
+	if len(run.Queues) != 2 || run.Queues[0].Name != "L" || run.Queues[1].Name != "C" {
+		t.Fatalf("queues %+v, want L and C", run.Queues)
+	}
+	l, cq := run.Queues[0], run.Queues[1]
+	// Histogram buckets are 6 % wide: 1 ms reads as up to 1.06 ms.
+	if l.SojournMs.P99 < 1 || l.SojournMs.P99 > 1.07 || cq.SojournMs.P99 < 10 || cq.SojournMs.P99 > 10.7 {
+		t.Errorf("sojourn p99 L %v C %v, want about 1 and 10 ms (warm-up left out)", l.SojournMs.P99, cq.SojournMs.P99)
+	}
+	if math.Abs(cq.SojournMs.Mean-cq.SojournMs.P50) > 0.01 {
+		t.Errorf("C mean %v, want its constant sojourn %v", cq.SojournMs.Mean, cq.SojournMs.P50)
+	}
+	if cq.Packets != 500 || cq.Dropped != 50 || l.Packets != 500 {
+		t.Errorf("counters L %+v C %+v, want 500 packets each, 50 C drops", l, cq)
+	}
+	if math.Abs(run.Utilisation-0.8) > 1e-9 {
+		t.Errorf("utilisation %v, want 1 MB/s of 10 Mbit/s = 0.8", run.Utilisation)
+	}
+	if n := len(run.Series.QueueDelayMs["C"]); n != 100 || len(run.Series.QueueT) != 100 {
+		t.Errorf("queue series of %d points at %d times, want 100", n, len(run.Series.QueueT))
+	}
+	if run.Fairness != nil {
+		t.Error("fairness without a Prague flow")
+	}
+}
+
+func TestAnalyseFIFOHasOneQueue(t *testing.T) {
+	res := &runResult{spec: RunSpec{Queue: aqm.Spec{Kind: aqm.KindFIFO}, RateBps: 1e7, Duration: 10 * time.Second, Warmup: 5 * time.Second},
+		samples: queueSamples()}
+	run := analyse(res)
+	if len(run.Queues) != 1 || run.Queues[0].Name != "C" {
+		t.Errorf("FIFO queues %+v, want only C", run.Queues)
+	}
+}
+
+func TestFairness(t *testing.T) {
+	flows := []report.Flow{
+		{Label: "prague", Kind: string(KindPrague), ECN: flow.ECNL4S, GoodputBps: 6e6},
+		{Label: "cubic", Kind: string(KindCubic), ECN: flow.ECNClassic, GoodputBps: 3e6},
+	}
+	f := fairness(flows)
+	if f == nil || f.Ratio != 2 || math.Abs(f.Jain-0.9) > 1e-9 || f.L4SLabel != "prague" {
+		t.Errorf("fairness %+v, want ratio 2, Jain 0.9", f)
+	}
+}
+
+func TestLossAfter(t *testing.T) {
+	ivs := []flow.Interval{
+		{T: 1, Dur: 1, Packets: 90, LossFrac: 0.1}, // 10 lost in the warm-up
+		{T: 2, Dur: 1, Packets: 0, LossFrac: 1},    // all lost, count unknown: kept
+		{T: 3, Dur: 1, Packets: 50, LossFrac: 0.5},
+	}
+	lost, got := lossAfter(80, 140, ivs, 2*time.Second)
+	if lost != 70 || got != 50 {
+		t.Errorf("lossAfter = %d lost, %d received; want 70, 50", lost, got)
+	}
+	lost, got = lossAfter(5, 10, ivs, 10*time.Second) // more in the intervals than the totals
+	if lost != 0 || got != 0 {
+		t.Errorf("lossAfter clamps to 0, got %d %d", lost, got)
+	}
+}

@@ -1,0 +1,84 @@
+package testbed
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/pi2hop/pi2hop/testbed/metrics"
+	"github.com/pi2hop/pi2hop/testbed/report"
+)
+
+func callRun(name string, p99, loss float64) report.Run {
+	return report.Run{Name: name, Title: name, BaseRTTMs: 20,
+		Call: &report.Call{RTTMs: metrics.Dist{N: 100, Min: 20, P99: p99, Max: p99 + 5}, Loss: loss}}
+}
+
+func passes(cs []report.Check) (pass, fail []string) {
+	for _, c := range cs {
+		if c.Pass {
+			pass = append(pass, c.Name)
+		} else {
+			fail = append(fail, c.Name)
+		}
+	}
+	return pass, fail
+}
+
+func TestChecks(t *testing.T) {
+	withQueues := func(r report.Run, l, c float64) report.Run {
+		r.Queues = []report.Queue{{Name: "L", SojournMs: metrics.Dist{N: 1, P99: l}}, {Name: "C", SojournMs: metrics.Dist{N: 1, P99: c}}}
+		return r
+	}
+	tests := []struct {
+		name  string
+		r     report.Report
+		fails []string // names of failing checks, by prefix
+	}{
+		{"l4s-demo good", report.Report{Scenario: "l4s-demo", Runs: []report.Run{callRun("dualpi2-l4s", 23, 0.001), callRun("dualpi2-classic", 40, 0.05)}}, nil},
+		{"l4s-demo slow L4S call", report.Report{Scenario: "l4s-demo", Runs: []report.Run{callRun("dualpi2-l4s", 30, 0.02), callRun("dualpi2-classic", 40, 0.05)}},
+			[]string{"L4S call RTT p99 ≤", "L4S call loss"}},
+		{"l4s-demo L4S no better", report.Report{Scenario: "l4s-demo", Runs: []report.Run{callRun("dualpi2-l4s", 24, 0), callRun("dualpi2-classic", 24, 0)}},
+			[]string{"L4S call RTT p99 below"}},
+		{"l4s-demo missing run", report.Report{Scenario: "l4s-demo", Runs: []report.Run{callRun("dualpi2-l4s", 23, 0)}}, []string{"runs complete"}},
+		{"coexist good", report.Report{Scenario: "coexist", Runs: []report.Run{withQueues(report.Run{Name: "coexist",
+			Fairness: &report.Fairness{Ratio: 1.3, Jain: 0.98}}, 1, 15)}}, nil},
+		{"coexist unfair, L not shorter", report.Report{Scenario: "coexist", Runs: []report.Run{withQueues(report.Run{Name: "coexist",
+			Fairness: &report.Fairness{Ratio: 2.5}}, 16, 15)}}, []string{"rate ratio", "L-queue delay"}},
+		{"bdp", report.Report{Scenario: "bdp", BDP: []report.BDPRow{
+			{WindowBytes: 17520, RTTMs: 15, LinkBps: 1e8, PredictedBps: 9.344e6, MeasuredBps: 8.5e6, RelErr: 0.09},
+			{WindowBytes: 17520, RTTMs: 50, LinkBps: 1e8, PredictedBps: 2.8e6, MeasuredBps: 2.2e6, RelErr: 0.21},
+			{WindowBytes: 6553500, RTTMs: 15, LinkBps: 1e8, PredictedBps: 1e8, MeasuredBps: 5e7, RelErr: 0.5}, // link-limited: not checked
+		}}, []string{"window 17520 B at 50 ms"}},
+		{"prague", report.Report{Scenario: "prague", Runs: []report.Run{withQueues(report.Run{Name: "prague", Utilisation: 0.95}, 2.5, 0)}},
+			[]string{"L-queue sojourn"}},
+		{"failed run", report.Report{Scenario: "coexist", Runs: []report.Run{withQueues(report.Run{Name: "coexist", Title: "C", Error: "boom",
+			Fairness: &report.Fairness{Ratio: 1}}, 1, 15)}}, []string{"C ran"}},
+	}
+	for _, tt := range tests {
+		cs := checks(&tt.r)
+		_, fail := passes(cs)
+		if len(fail) != len(tt.fails) {
+			t.Errorf("%s: failing %q, want %q", tt.name, fail, tt.fails)
+			continue
+		}
+		for i := range fail {
+			if !strings.HasPrefix(fail[i], tt.fails[i]) {
+				t.Errorf("%s: failing %q, want %q", tt.name, fail, tt.fails)
+			}
+		}
+		if len(cs) == 0 {
+			t.Errorf("%s: no checks", tt.name)
+		}
+	}
+}
+
+func TestAppleComparison(t *testing.T) {
+	r := &report.Report{Scenario: "l4s-demo", Runs: []report.Run{callRun("dualpi2-l4s", 23, 0), callRun("dualpi2-classic", 40, 0.05), callRun("fifo-classic", 130, 0.02)}}
+	tb := appleComparison(r)
+	if len(tb.Header) != 6 || tb.Header[3] != "dualpi2-classic" || tb.Header[5] != "dualpi2-l4s" {
+		t.Errorf("header %q: want Apple's two columns, then classic, FIFO, L4S", tb.Header)
+	}
+	if len(tb.Rows) != 5 || tb.Rows[1][1] != "up to ~45 ms" || tb.Rows[1][5] != "23.0 / 28.0 ms" {
+		t.Errorf("rows %q", tb.Rows)
+	}
+}

@@ -1,0 +1,106 @@
+package testbed
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pi2hop/pi2hop/aqm"
+	"github.com/pi2hop/pi2hop/testbed/flow"
+)
+
+func TestResolveDefaults(t *testing.T) {
+	tests := []struct {
+		in       Config
+		runs     int
+		rate     uint64
+		duration time.Duration
+	}{
+		{Config{}, 3, 10_000_000, 45 * time.Second}, // the default scenario
+		{Config{Scenario: "l4s-demo", Quick: true}, 3, 10_000_000, 15 * time.Second},
+		{Config{Scenario: "coexist"}, 1, 10_000_000, 45 * time.Second},
+		{Config{Scenario: "bdp"}, 6, 1_000_000_000, 10 * time.Second},
+		{Config{Scenario: "bdp", Quick: true}, 6, 100_000_000, 5 * time.Second},
+		{Config{Scenario: "bdp", RateBps: 50_000_000, RTTs: []time.Duration{15 * time.Millisecond}}, 2, 50_000_000, 10 * time.Second},
+		{Config{Scenario: "prague", Duration: 8 * time.Second}, 1, 10_000_000, 8 * time.Second},
+	}
+	for _, tt := range tests {
+		c, err := tt.in.Resolve()
+		if err != nil {
+			t.Errorf("%+v: %v", tt.in, err)
+			continue
+		}
+		runs := c.Runs()
+		if len(runs) != tt.runs || c.RateBps != tt.rate || c.Duration != tt.duration {
+			t.Errorf("%s: %d runs at %d bit/s for %v, want %d at %d for %v", c.Scenario, len(runs), c.RateBps, c.Duration, tt.runs, tt.rate, tt.duration)
+		}
+		names := map[string]bool{}
+		for _, r := range runs {
+			if names[r.Name] || strings.ContainsAny(r.Name, " /") {
+				t.Errorf("%s: run name %q repeated or not file-name safe", c.Scenario, r.Name)
+			}
+			names[r.Name] = true
+			if r.Warmup >= r.Duration || len(r.Flows) == 0 {
+				t.Errorf("%s/%s: warm-up %v of %v, %d flows", c.Scenario, r.Name, r.Warmup, r.Duration, len(r.Flows))
+			}
+		}
+	}
+}
+
+func TestL4SDemoRuns(t *testing.T) {
+	c, _ := Config{Scenario: "l4s-demo", Bulk: 2, FIFOLimit: 50}.Resolve()
+	runs := c.Runs()
+	want := []struct {
+		name, kind, callECN string
+	}{
+		{"dualpi2-l4s", aqm.KindDualPI2, flow.ECNL4S},
+		{"dualpi2-classic", aqm.KindDualPI2, flow.ECNClassic},
+		{"fifo-classic", aqm.KindFIFO, flow.ECNClassic},
+	}
+	for i, w := range want {
+		r := runs[i]
+		if r.Name != w.name || r.Queue.Kind != w.kind || r.Flows[0].Kind != KindVideo || r.Flows[0].ECN != w.callECN || len(r.Flows) != 3 {
+			t.Errorf("run %d: %s %s call %s/%s, %d flows; want %s %s call video/%s, 3 flows",
+				i, r.Name, r.Queue.Kind, r.Flows[0].Kind, r.Flows[0].ECN, len(r.Flows), w.name, w.kind, w.callECN)
+		}
+		if r.RTT != 20*time.Millisecond || r.RateBps != 10_000_000 {
+			t.Errorf("%s: %v at %d bit/s, want 20ms at 10mbit", r.Name, r.RTT, r.RateBps)
+		}
+	}
+	if runs[2].Queue.FIFO.Limit != 50 {
+		t.Errorf("FIFO limit %d, want the --fifo-limit 50", runs[2].Queue.FIFO.Limit)
+	}
+}
+
+func TestResolveRejects(t *testing.T) {
+	tests := []struct {
+		in   Config
+		want string
+	}{
+		{Config{Scenario: "nope"}, `scenario "nope": want one of l4s-demo, bdp, coexist, prague`},
+		{Config{RateBps: 1000}, "want at least 100kbit"},
+		{Config{Duration: 3 * time.Second}, "warm-up 5s: want 0 <= warm-up < duration (3s)"},
+		{Config{Bulk: 40}, "bulk 40: want 0..32"},
+		{Config{Scenario: "bdp", Windows: []uint64{100}}, "window 100 bytes"},
+		{Config{Scenario: "bdp", RTTs: []time.Duration{-time.Second}}, "rtts -1s"},
+	}
+	for _, tt := range tests {
+		if _, err := tt.in.Resolve(); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%+v: error %v, want it to contain %q", tt.in, err, tt.want)
+		}
+	}
+}
+
+func TestConfigJSON(t *testing.T) {
+	c, _ := Config{Scenario: "bdp", Quick: true}.Resolve()
+	b, err := json.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"scenario":"bdp"`, `"quick":true`, `"rate":"100 Mbit/s"`, `"duration":"5s"`, `"rtts":["15ms","50ms","120ms"]`, `"windows":[17520,6553500]`} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("config JSON %s lacks %s", b, want)
+		}
+	}
+}
