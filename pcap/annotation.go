@@ -1,10 +1,3 @@
-// Package pcap writes annotated pcapng captures of the hop's taps and
-// analyses captures (ours, or plain pcap/pcapng from tcpdump) for what the
-// bottleneck did to each packet: ECN codepoints in and out, CE marks, drops,
-// sojourn times and the DualPI2 coupling between the two queues.
-//
-// The writer side (Capture) is fed from the data path: Offer never blocks
-// and never allocates; a goroutine of its own does the file I/O.
 package pcap
 
 import (

@@ -299,14 +299,19 @@ func TestTsharkReadsAnnotations(t *testing.T) {
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}
-	field := "frame.comment" // pkt_comment before Wireshark 3.6
-	if out, _ := exec.Command(tshark, "-G", "fields").Output(); !bytes.Contains(out, []byte("\tframe.comment\t")) {
-		field = "pkt_comment"
-	}
-	cmd := exec.Command(tshark, "-r", path, "-T", "fields", "-e", "frame.interface_name", "-e", field)
+	// The packet comment field is frame.comment since Wireshark 3.6 and
+	// pkt_comment before; tshark refuses a field it does not know.
 	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
+	for _, field := range []string{"frame.comment", "pkt_comment"} {
+		stdout.Reset()
+		stderr.Reset()
+		cmd := exec.Command(tshark, "-r", path, "-T", "fields", "-e", "frame.interface_name", "-e", field)
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err = cmd.Run(); err == nil || !strings.Contains(stderr.String(), field) {
+			break
+		}
+	}
+	if err != nil {
 		t.Fatalf("tshark: %v\n%s", err, stderr.String())
 	}
 	for line := range strings.Lines(stderr.String()) {
