@@ -130,7 +130,10 @@ func (r *videoReceiver) decided(nr int32, fate frameFate, key bool, at, captured
 func (r *videoReceiver) tick(now int64, final bool) error {
 	wall := r.wallStart + now
 	if r.st.started {
-		r.frames.decide(wall)
+		// Deadlines run on packet arrivals: when the sender stops (or the
+		// path goes dark) the frames in flight are settled by what comes
+		// next, not declared late because the clock moved on.
+		r.frames.decide(min(wall, r.last))
 		if err := r.maybePLI(wall); err != nil {
 			return err
 		}
@@ -169,7 +172,7 @@ func (r *videoReceiver) tick(now int64, final bool) error {
 // while packets still come (a finished call needs none).
 func (r *videoReceiver) maybePLI(wall int64) error {
 	since := max(r.frames.lastDecodable, r.lastPLI, r.first)
-	if wall-since < pliAfter || wall-r.last > 500_000 {
+	if wall-since < pliAfter || wall-r.last > pliAfter {
 		return nil
 	}
 	r.lastPLI = wall

@@ -1,0 +1,502 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/pi2hop/pi2hop/aqm"
+	"github.com/pi2hop/pi2hop/testbed/flow"
+)
+
+func init() {
+	register(&command{
+		name:  "flow",
+		short: "traffic endpoints: Prague (L4S or classic), a video call, bulk TCP, an ECN round-trip probe",
+		usage: flowUsage(),
+		flags: flowFlags,
+	})
+}
+
+// flowSub is one `pi2hop flow` subcommand with its own flags.
+type flowSub struct {
+	name, synopsis, short string
+	setup                 func(fs *pflag.FlagSet) func(ctx context.Context, env *cmdEnv) error
+}
+
+var flowSubs = []flowSub{
+	{"prague-send", "--to ADDR:PORT [--ecn l4s|classic] [--max-rate R]", "send a UDP Prague flow (udp_prague wire format) to a prague-recv", pragueSendCmd},
+	{"prague-recv", "--listen ADDR:PORT [--ecn l4s|classic]", "receive a UDP Prague flow and ACK every packet", pragueRecvCmd},
+	{"video-send", "--to ADDR:PORT [--ecn l4s|classic] [--fps N]", "send a 30 fps video call over Prague congestion control", videoSendCmd},
+	{"video-recv", "--listen ADDR:PORT [--ecn l4s|classic]", "receive a video call: fps, stalls, frame delay, loss", videoRecvCmd},
+	{"bulk", "--listen ADDR:PORT [--cc cubic] | --to ADDR:PORT", "kernel TCP bulk transfer: the server sends, the client measures goodput", bulkCmd},
+	{"probe", "--listen ADDR:PORT | --to ADDR:PORT [--ecn l4s|classic|ect0|ce] [--every 10ms]", "UDP round trips with a chosen ECN codepoint (L or C queue, both ways)", probeCmd},
+}
+
+func flowUsage() string {
+	var b strings.Builder
+	b.WriteString("flow SUBCOMMAND [flags]\n\nSubcommands (each also works across real networks):\n")
+	for _, s := range flowSubs {
+		fmt.Fprintf(&b, "  %-12s %s\n", s.name, s.short)
+	}
+	b.WriteString("\nRun 'pi2hop flow SUBCOMMAND --help' for its flags.")
+	return b.String()
+}
+
+func findFlowSub(name string) *flowSub {
+	for i := range flowSubs {
+		if flowSubs[i].name == name {
+			return &flowSubs[i]
+		}
+	}
+	return nil
+}
+
+func flowSubNames() string {
+	names := make([]string, len(flowSubs))
+	for i, s := range flowSubs {
+		names[i] = s.name
+	}
+	return strings.Join(names, ", ")
+}
+
+func flowFlags(fs *pflag.FlagSet) func(ctx context.Context, env *cmdEnv, args []string) error {
+	fs.SetInterspersed(false) // everything after the subcommand is its own
+	return func(ctx context.Context, env *cmdEnv, args []string) error {
+		if len(args) == 0 {
+			return usagef("flow: no subcommand given (want %s)", flowSubNames())
+		}
+		sub := findFlowSub(args[0])
+		if sub == nil {
+			return usagef("flow: unknown subcommand %q (want %s)", args[0], flowSubNames())
+		}
+		sfs := pflag.NewFlagSet("pi2hop flow "+sub.name, pflag.ContinueOnError)
+		sfs.SortFlags = false
+		sfs.SetOutput(io.Discard)
+		run := sub.setup(sfs)
+		if err := sfs.Parse(args[1:]); err != nil {
+			if errors.Is(err, pflag.ErrHelp) {
+				fmt.Fprintf(env.stdout, "Usage: pi2hop flow %s %s\n\n%s\n\nFlags:\n%s", sub.name, sub.synopsis, sub.short, sfs.FlagUsages())
+				return nil
+			}
+			return usagef("flow %s: %v", sub.name, err)
+		}
+		if sfs.NArg() > 0 {
+			return usagef("flow %s: unexpected argument %q", sub.name, sfs.Arg(0))
+		}
+		err := run(ctx, env)
+		var ue *usageError
+		if err != nil && !errors.As(err, &ue) {
+			err = fmt.Errorf("flow %s: %w", sub.name, err)
+		}
+		return err
+	}
+}
+
+// flowArgs are the flags the subcommands share; each declares the ones it uses.
+type flowArgs struct {
+	to, listen, bind string
+	ecn              string
+	duration         durationValue
+	interval         durationValue
+	json             bool
+	label            string
+}
+
+func (a *flowArgs) peerFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&a.to, "to", "", "receiver `ADDR:PORT` (host names resolve)")
+	fs.StringVar(&a.bind, "bind", "", "local `ADDR:PORT` to send from (default: any, on the peer's address family)")
+}
+
+func (a *flowArgs) listenFlag(fs *pflag.FlagSet) {
+	fs.StringVar(&a.listen, "listen", "", "local `ADDR:PORT` to receive on, e.g. :8080 or [::]:8080")
+}
+
+func (a *flowArgs) ecnFlag(fs *pflag.FlagSet) {
+	fs.StringVar(&a.ecn, "ecn", flow.ECNL4S, "`mode`: l4s (ECT(1), Prague response) or classic (Not-ECT, loss-only); must match on both ends")
+}
+
+func (a *flowArgs) outputFlags(fs *pflag.FlagSet, defDuration time.Duration, what string) {
+	a.duration = durationValue{d: defDuration, min: 0}
+	a.interval = durationValue{d: time.Second, min: time.Millisecond}
+	fs.Var(&a.duration, "duration", "how long to "+what+"; 0 = until interrupted")
+	fs.Var(&a.interval, "interval", "report every `time`")
+	fs.BoolVar(&a.json, "json", false, "print JSON lines (one per interval, then a summary) instead of text")
+	fs.StringVar(&a.label, "label", "", "`name` put in every report line")
+}
+
+func (a *flowArgs) checkECN() error {
+	if a.ecn != flow.ECNL4S && a.ecn != flow.ECNClassic {
+		return usagef("--ecn %q: want %s or %s", a.ecn, flow.ECNL4S, flow.ECNClassic)
+	}
+	return nil
+}
+
+// dialUDP resolves --to and opens a socket on the peer's family.
+func (a *flowArgs) dialUDP() (*net.UDPConn, netip.AddrPort, error) {
+	if a.to == "" {
+		return nil, netip.AddrPort{}, usagef("--to is required: the receiver's ADDR:PORT")
+	}
+	ra, err := net.ResolveUDPAddr("udp", a.to)
+	if err != nil || ra.Port == 0 {
+		return nil, netip.AddrPort{}, usagef("--to %q: want ADDR:PORT with a port, like 10.0.0.2:8080 or [::1]:8080", a.to)
+	}
+	peer := ra.AddrPort()
+	peer = netip.AddrPortFrom(peer.Addr().Unmap(), peer.Port())
+	network := "udp6"
+	if peer.Addr().Is4() {
+		network = "udp4"
+	}
+	var la *net.UDPAddr
+	if a.bind != "" {
+		if la, err = net.ResolveUDPAddr(network, a.bind); err != nil {
+			return nil, peer, usagef("--bind %q: want ADDR:PORT of the %s family", a.bind, network)
+		}
+	}
+	c, err := net.ListenUDP(network, la)
+	return c, peer, err
+}
+
+func (a *flowArgs) listenUDP() (*net.UDPConn, error) {
+	if a.listen == "" {
+		return nil, usagef("--listen is required: the local ADDR:PORT, like :8080")
+	}
+	la, err := net.ResolveUDPAddr("udp", a.listen)
+	if err != nil {
+		return nil, usagef("--listen %q: want ADDR:PORT, like :8080 or [::]:8080", a.listen)
+	}
+	return net.ListenUDP("udp", la)
+}
+
+func pragueSendCmd(fs *pflag.FlagSet) func(context.Context, *cmdEnv) error {
+	var a flowArgs
+	var maxRate rateValue
+	mtu := intRangeValue{n: 1400, min: 150, max: 65507}
+	a.peerFlags(fs)
+	a.ecnFlag(fs)
+	fs.Var(&maxRate, "max-rate", "never send faster than `rate`, tc units (10mbit); default no limit")
+	fs.Var(&mtu, "mtu", "largest UDP payload in `bytes`")
+	a.outputFlags(fs, 10*time.Second, "send")
+	return func(ctx context.Context, env *cmdEnv) error {
+		if err := a.checkECN(); err != nil {
+			return err
+		}
+		conn, peer, err := a.dialUDP()
+		if err != nil {
+			return err
+		}
+		defer conn.Close()
+		out := newFlowOut(env.stdout, a.json, a.label)
+		cfg := flow.PragueConfig{ECN: a.ecn, MaxRate: maxRate.bps, MTU: mtu.n, Duration: a.duration.d, Interval: a.interval.d, Label: a.label}
+		s, err := flow.PragueSend(ctx, conn, peer, cfg, out.interval)
+		out.senderSummary("prague-send", s)
+		return err
+	}
+}
+
+func pragueRecvCmd(fs *pflag.FlagSet) func(context.Context, *cmdEnv) error {
+	var a flowArgs
+	a.listenFlag(fs)
+	a.ecnFlag(fs)
+	a.outputFlags(fs, 0, "receive")
+	return func(ctx context.Context, env *cmdEnv) error {
+		if err := a.checkECN(); err != nil {
+			return err
+		}
+		conn, err := a.listenUDP()
+		if err != nil {
+			return err
+		}
+		defer conn.Close()
+		out := newFlowOut(env.stdout, a.json, a.label)
+		cfg := flow.PragueConfig{ECN: a.ecn, Duration: a.duration.d, Interval: a.interval.d, Label: a.label}
+		s, err := flow.PragueRecv(ctx, conn, cfg, out.interval)
+		out.receiverSummary(s)
+		return err
+	}
+}
+
+// fpsFlag declares --fps, which both video ends take.
+func fpsFlag(fs *pflag.FlagSet) *intRangeValue {
+	fps := &intRangeValue{n: 30, min: 1, max: 240}
+	fs.Var(fps, "fps", "frames per `second`")
+	return fps
+}
+
+func videoSendCmd(fs *pflag.FlagSet) func(context.Context, *cmdEnv) error {
+	var a flowArgs
+	var cfg flow.VideoConfig
+	minRate, maxRate := rateValue{bps: 300_000}, rateValue{bps: 8_000_000}
+	keyEvery := durationValue{d: 2 * time.Second, min: time.Millisecond}
+	budget := durationValue{d: 15 * time.Millisecond, min: time.Millisecond}
+	a.peerFlags(fs)
+	a.ecnFlag(fs)
+	fps := fpsFlag(fs)
+	fs.Var(&minRate, "min-rate", "encoder's lowest target `rate`")
+	fs.Var(&maxRate, "max-rate", "encoder's highest target `rate`")
+	fs.Var(&keyEvery, "keyframe-every", "periodic keyframe `interval` (also on the receiver's PLI)")
+	fs.Var(&budget, "budget", "send each frame within this `time`, or at the Prague rate if slower")
+	fs.Uint64Var(&cfg.Seed, "seed", 1, "seed of the frame-size noise")
+	a.outputFlags(fs, 30*time.Second, "send")
+	return func(ctx context.Context, env *cmdEnv) error {
+		if err := a.checkECN(); err != nil {
+			return err
+		}
+		if maxRate.bps < minRate.bps {
+			return usagef("--max-rate %s is below --min-rate %s", maxRate.String(), minRate.String())
+		}
+		conn, peer, err := a.dialUDP()
+		if err != nil {
+			return err
+		}
+		defer conn.Close()
+		out := newFlowOut(env.stdout, a.json, a.label)
+		cfg.ECN, cfg.FPS, cfg.MinRate, cfg.MaxRate = a.ecn, fps.n, minRate.bps, maxRate.bps
+		cfg.KeyframeEvery, cfg.FrameBudget = keyEvery.d, budget.d
+		cfg.Duration, cfg.Interval, cfg.Label = a.duration.d, a.interval.d, a.label
+		s, err := flow.VideoSend(ctx, conn, peer, cfg, out.interval)
+		out.senderSummary("video-send", s.SenderSummary, "frames", s.Frames, "keyframes", s.Keyframes, "plis", s.PLIs, "flushes", s.Flushes)
+		return err
+	}
+}
+
+func videoRecvCmd(fs *pflag.FlagSet) func(context.Context, *cmdEnv) error {
+	var a flowArgs
+	var cfg flow.VideoConfig
+	playout := durationValue{d: 80 * time.Millisecond, min: time.Millisecond}
+	a.listenFlag(fs)
+	a.ecnFlag(fs)
+	fps := fpsFlag(fs)
+	fs.Var(&playout, "playout", "playout `delay` after capture (needs clocks in sync across machines)")
+	a.outputFlags(fs, 0, "receive")
+	return func(ctx context.Context, env *cmdEnv) error {
+		if err := a.checkECN(); err != nil {
+			return err
+		}
+		conn, err := a.listenUDP()
+		if err != nil {
+			return err
+		}
+		defer conn.Close()
+		out := newFlowOut(env.stdout, a.json, a.label)
+		cfg.ECN, cfg.FPS, cfg.Playout = a.ecn, fps.n, playout.d
+		cfg.Duration, cfg.Interval, cfg.Label = a.duration.d, a.interval.d, a.label
+		s, err := flow.VideoRecv(ctx, conn, cfg, out.interval)
+		out.videoSummary(s)
+		return err
+	}
+}
+
+func bulkCmd(fs *pflag.FlagSet) func(context.Context, *cmdEnv) error {
+	var a flowArgs
+	a.listenFlag(fs)
+	fs.StringVar(&a.to, "to", "", "server `ADDR:PORT` to fetch from (client)")
+	cc := fs.String("cc", flow.DefaultBulkCC, "server's TCP congestion `control` (cubic, reno, bbr, ...)")
+	a.outputFlags(fs, 10*time.Second, "fetch (client)")
+	return func(ctx context.Context, env *cmdEnv) error {
+		if (a.to == "") == (a.listen == "") {
+			return usagef("give exactly one of --listen (server) and --to (client)")
+		}
+		if a.listen != "" {
+			ln, err := net.Listen("tcp", a.listen)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(env.stderr, "bulk: serving on %v with %s\n", ln.Addr(), *cc)
+			return flow.BulkServeWith(ctx, ln, flow.BulkOptions{CC: *cc})
+		}
+		conn, err := (&net.Dialer{}).DialContext(ctx, "tcp", a.to)
+		if err != nil {
+			return err
+		}
+		out := newFlowOut(env.stdout, a.json, a.label)
+		s, err := flow.BulkFetch(ctx, conn, a.duration.d, out.interval)
+		out.summary("bulk", "bytes", s.Bytes, "duration_s", s.Duration.Seconds(), "goodput_bps", s.GoodputBps)
+		return err
+	}
+}
+
+// probeECN maps --ecn for probes to a codepoint.
+var probeECN = map[string]aqm.ECN{
+	"l4s": aqm.ECT1, "ect1": aqm.ECT1, "classic": aqm.NotECT, "not-ect": aqm.NotECT, "ect0": aqm.ECT0, "ce": aqm.CE,
+}
+
+func probeCmd(fs *pflag.FlagSet) func(context.Context, *cmdEnv) error {
+	var a flowArgs
+	every := durationValue{d: 10 * time.Millisecond, min: 100 * time.Microsecond}
+	a.listenFlag(fs)
+	a.peerFlags(fs)
+	fs.StringVar(&a.ecn, "ecn", "l4s", "probe `codepoint`: l4s (ECT(1)), classic (Not-ECT), ect0 or ce")
+	fs.Var(&every, "every", "send a probe every `time`")
+	a.outputFlags(fs, 10*time.Second, "probe (client)")
+	fs.Lookup("interval").Hidden = true // probes report every second
+	return func(ctx context.Context, env *cmdEnv) error {
+		if (a.to == "") == (a.listen == "") {
+			return usagef("give exactly one of --listen (server) and --to (client)")
+		}
+		if a.listen != "" {
+			conn, err := a.listenUDP()
+			if err != nil {
+				return err
+			}
+			defer conn.Close()
+			fmt.Fprintf(env.stderr, "probe: answering on %v\n", conn.LocalAddr())
+			return flow.ProbeServe(ctx, conn)
+		}
+		e, ok := probeECN[strings.ToLower(a.ecn)]
+		if !ok {
+			return usagef("--ecn %q: want l4s, classic, ect0 or ce", a.ecn)
+		}
+		conn, peer, err := a.dialUDP()
+		if err != nil {
+			return err
+		}
+		defer conn.Close()
+		out := newFlowOut(env.stdout, a.json, a.label)
+		s, err := flow.Probe(ctx, conn, peer, e, every.d, a.duration.d, out.interval)
+		rtt := percentiles(s.RTT)
+		out.summary("probe", "ecn", s.ECN, "sent", s.Sent, "received", s.Received, "lost", s.Lost,
+			"forward_ce", s.ForwardCE, "return_ce", s.ReturnCE,
+			"rtt_p50_ms", rtt[0], "rtt_p95_ms", rtt[1], "rtt_p99_ms", rtt[2], "rtt_max_ms", rtt[3])
+		return err
+	}
+}
+
+// percentiles returns P50, P95, P99 and max of samples in ms.
+func percentiles(samples []time.Duration) [4]float64 {
+	var p [4]float64
+	if len(samples) == 0 {
+		return p
+	}
+	s := slices.Clone(samples)
+	slices.Sort(s)
+	for i, q := range []float64{0.50, 0.95, 0.99} {
+		p[i] = float64(s[min(int(q*float64(len(s))), len(s)-1)]) / 1e6
+	}
+	p[3] = float64(s[len(s)-1]) / 1e6
+	return p
+}
+
+// flowOut prints interval reports and summaries as text or JSON lines.
+type flowOut struct {
+	w     io.Writer
+	json  bool
+	label string
+}
+
+func newFlowOut(w io.Writer, asJSON bool, label string) *flowOut {
+	return &flowOut{w: w, json: asJSON, label: label}
+}
+
+func (o *flowOut) interval(iv flow.Interval) {
+	if o.json {
+		b, _ := json.Marshal(iv)
+		o.w.Write(append(b, '\n'))
+		return
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "[%s] %7.2f s", iv.Flow, iv.T)
+	if iv.Label != "" {
+		fmt.Fprintf(&b, " %s", iv.Label)
+	}
+	if iv.SentBps > 0 {
+		fmt.Fprintf(&b, "  sent %7.3f Mbit/s", iv.SentBps/1e6)
+	}
+	if iv.Flow != "probe" {
+		fmt.Fprintf(&b, "  goodput %7.3f Mbit/s", iv.GoodputBps/1e6)
+	}
+	if iv.RTTSamples > 0 {
+		fmt.Fprintf(&b, "  RTT %.2f ms (p99 %.2f, max %.2f)", iv.RTTMeanMs, iv.RTTP99Ms, iv.RTTMaxMs)
+	}
+	if iv.Flow != "bulk" {
+		fmt.Fprintf(&b, "  CE %.2f%%  loss %.2f%%", iv.CEFrac*100, iv.LossFrac*100)
+	}
+	if iv.PacingBps > 0 {
+		fmt.Fprintf(&b, "  pacing %.3f Mbit/s  window %d pkts  alpha %.3f  %s", iv.PacingBps/1e6, iv.WindowPkts, iv.Alpha, iv.ECN)
+	}
+	if iv.TargetBps > 0 {
+		fmt.Fprintf(&b, "  target %.3f Mbit/s  frames %d (key %d)", iv.TargetBps/1e6, iv.Frames, iv.Keyframes)
+	}
+	if iv.Flow == "video-recv" {
+		fmt.Fprintf(&b, "  %.1f fps  late %d  undecodable %d  stalls %d (%.0f ms)  frame delay p50 %.1f ms",
+			iv.FPS, iv.Late, iv.Undecodable, iv.Stalls, iv.StallMs, iv.FrameDelayP50)
+	}
+	if iv.PLIs > 0 {
+		fmt.Fprintf(&b, "  PLI %d", iv.PLIs)
+	}
+	if iv.ErrorL4S {
+		b.WriteString("  error_L4S")
+	}
+	b.WriteByte('\n')
+	io.WriteString(o.w, b.String())
+}
+
+// summary prints the final figures: key, value pairs in order.
+func (o *flowOut) summary(kind string, kv ...any) {
+	if o.json {
+		m := map[string]any{"flow": kind, "summary": true}
+		if o.label != "" {
+			m["label"] = o.label
+		}
+		for i := 0; i+1 < len(kv); i += 2 {
+			m[kv[i].(string)] = kv[i+1]
+		}
+		b, _ := json.Marshal(m)
+		o.w.Write(append(b, '\n'))
+		return
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "[%s] summary:", kind)
+	for i := 0; i+1 < len(kv); i += 2 {
+		switch v := kv[i+1].(type) {
+		case float64:
+			fmt.Fprintf(&b, " %s=%.4g", kv[i], v)
+		default:
+			fmt.Fprintf(&b, " %s=%v", kv[i], v)
+		}
+	}
+	b.WriteByte('\n')
+	io.WriteString(o.w, b.String())
+}
+
+func (o *flowOut) senderSummary(kind string, s flow.SenderSummary, extra ...any) {
+	rtt := percentiles(s.RTT)
+	kv := []any{"duration_s", s.Duration.Seconds(), "packets_sent", s.PacketsSent, "goodput_bps", s.GoodputBps,
+		"rtt_samples", len(s.RTT), "rtt_p50_ms", rtt[0], "rtt_p95_ms", rtt[1], "rtt_p99_ms", rtt[2], "rtt_max_ms", rtt[3],
+		"ce_frac", s.CEFraction, "loss_frac", s.LossFraction, "ecn", s.ECN, "fell_back", s.FellBack, "timeouts", s.Timeouts}
+	o.summary(kind, append(kv, extra...)...)
+}
+
+func (o *flowOut) receiverSummary(s flow.ReceiverSummary) {
+	o.summary("prague-recv", "duration_s", s.Duration.Seconds(), "packets", s.Packets, "goodput_bps", s.GoodputBps,
+		"not_ect", s.NotECT, "ect1", s.ECT1, "ect0", s.ECT0, "ce", s.CE,
+		"ce_frac", s.CEFraction, "lost", s.Lost, "loss_frac", s.LossFraction, "error_l4s", s.ErrorL4S)
+}
+
+func (o *flowOut) videoSummary(s flow.VideoReceiverSummary) {
+	var ge25, zero int
+	for _, f := range s.FPS {
+		if f >= 25 {
+			ge25++
+		}
+		if f == 0 {
+			zero++
+		}
+	}
+	n := max(len(s.FPS), 1)
+	delay := percentiles(s.FrameDelay)
+	o.summary("video-recv", "duration_s", s.Duration.Seconds(), "frames", s.Frames, "displayed", s.Displayed,
+		"late", s.Late, "undecodable", s.Undecodable, "plis", s.PLIs,
+		"share_fps_ge25", float64(ge25)/float64(n), "share_fps_0", float64(zero)/float64(n),
+		"stalls", len(s.Stalls), "stall_rate", s.StallRate, "stalls_per_min", s.StallsPerMinute, "gaps_100ms", s.Gaps100ms,
+		"frame_delay_p50_ms", delay[0], "frame_delay_p99_ms", delay[2], "loss_frac", s.LossFraction)
+}

@@ -1,0 +1,125 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pi2hop/pi2hop/testbed/flow"
+)
+
+func TestFlowFlagErrors(t *testing.T) {
+	tests := []struct {
+		args []string
+		want string // in the error
+	}{
+		{[]string{"flow"}, "no subcommand given"},
+		{[]string{"flow", "nope"}, `unknown subcommand "nope"`},
+		{[]string{"flow", "prague-send"}, "--to is required"},
+		{[]string{"flow", "prague-send", "--to", "127.0.0.1"}, `--to "127.0.0.1": want ADDR:PORT`},
+		{[]string{"flow", "prague-send", "--to", "127.0.0.1:9", "--ecn", "ect0"}, `--ecn "ect0": want l4s or classic`},
+		{[]string{"flow", "prague-send", "--to", "127.0.0.1:9", "--max-rate", "10mb"}, `invalid argument "10mb" for "--max-rate"`},
+		{[]string{"flow", "prague-send", "--to", "127.0.0.1:9", "--mtu", "100"}, "must be in 150..65507"},
+		{[]string{"flow", "prague-send", "--to", "127.0.0.1:9", "--duration", "-1s"}, "must not be negative"},
+		{[]string{"flow", "prague-recv"}, "--listen is required"},
+		{[]string{"flow", "prague-recv", "--listen", "x:y:z"}, `--listen "x:y:z"`},
+		{[]string{"flow", "prague-recv", "--listen", ":0", "extra"}, `unexpected argument "extra"`},
+		{[]string{"flow", "video-send", "--to", "127.0.0.1:9", "--min-rate", "2mbit", "--max-rate", "1mbit"}, "--max-rate 1mbit is below --min-rate 2mbit"},
+		{[]string{"flow", "video-recv", "--listen", ":0", "--fps", "0"}, "must be in 1..240"},
+		{[]string{"flow", "bulk"}, "exactly one of --listen"},
+		{[]string{"flow", "bulk", "--listen", ":0", "--to", "127.0.0.1:9"}, "exactly one of --listen"},
+		{[]string{"flow", "probe", "--to", "127.0.0.1:9", "--ecn", "red"}, `--ecn "red": want l4s, classic, ect0 or ce`},
+		{[]string{"flow", "probe", "--to", "127.0.0.1:9", "--every", "10us"}, "must be at least 100µs"},
+		{[]string{"flow", "prague-send", "--nope"}, "unknown flag: --nope"},
+	}
+	for _, tc := range tests {
+		_, _, err := runOut(tc.args...)
+		var ue *usageError
+		if err == nil || !errors.As(err, &ue) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: err %v, want a usage error containing %q", tc.args, err, tc.want)
+		}
+	}
+}
+
+func TestFlowSubcommandHelp(t *testing.T) {
+	for _, s := range flowSubs {
+		out, _, err := runOut("flow", s.name, "--help")
+		if err != nil || !strings.HasPrefix(out, "Usage: pi2hop flow "+s.name+" ") || !strings.Contains(out, "--json") {
+			t.Errorf("flow %s --help: %v\n%s", s.name, err, out)
+		}
+	}
+	out, _, _ := runOut("help", "flow")
+	for _, s := range flowSubs {
+		if !strings.Contains(out, "  "+s.name+" ") {
+			t.Errorf("help flow does not list %s", s.name)
+		}
+	}
+}
+
+// prague-recv and prague-send through Run, with --json: every line parses,
+// interval lines come first and a summary ends each side's output.
+func TestFlowPragueJSON(t *testing.T) {
+	ln, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.LocalAddr().String()
+	ln.Close() // free the port for prague-recv to take
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	var recvOut string
+	var recvErr error
+	rctx, stopRecv := context.WithCancel(ctx)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		var b strings.Builder
+		recvErr = Run(rctx, []string{"flow", "prague-recv", "--listen", addr, "--json", "--interval", "200ms"}, strings.NewReader(""), &b, &b)
+		recvOut = b.String()
+	}()
+	time.Sleep(100 * time.Millisecond)
+	sendOut, _, err := runOut("flow", "prague-send", "--to", addr, "--duration", "1s", "--interval", "200ms", "--json", "--label", "cli")
+	time.Sleep(50 * time.Millisecond)
+	stopRecv()
+	wg.Wait()
+	if err != nil || recvErr != nil {
+		t.Fatalf("send: %v, recv: %v", err, recvErr)
+	}
+	for _, side := range []struct{ name, out string }{{"send", sendOut}, {"recv", recvOut}} {
+		var intervals int
+		var summary map[string]any
+		sc := bufio.NewScanner(strings.NewReader(side.out))
+		for sc.Scan() {
+			var m map[string]any
+			if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+				t.Fatalf("%s: line %q: %v", side.name, sc.Text(), err)
+			}
+			if summary != nil {
+				t.Fatalf("%s: line after the summary: %q", side.name, sc.Text())
+			}
+			if m["summary"] == true {
+				summary = m
+				continue
+			}
+			var iv flow.Interval
+			json.Unmarshal(sc.Bytes(), &iv)
+			if iv.Flow != "prague-"+side.name || iv.Dur <= 0 {
+				t.Errorf("%s: interval %q", side.name, sc.Text())
+			}
+			intervals++
+		}
+		if intervals < 4 || summary == nil {
+			t.Errorf("%s: %d intervals, summary %v", side.name, intervals, summary)
+		}
+	}
+	if !strings.Contains(sendOut, `"label":"cli"`) || !strings.Contains(sendOut, `"rtt_p99_ms"`) {
+		t.Errorf("sender output lacks the label or RTT percentiles:\n%s", sendOut)
+	}
+}
