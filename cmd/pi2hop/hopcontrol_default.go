@@ -1,0 +1,9 @@
+//go:build !linux
+
+package main
+
+import "errors"
+
+func peerUID(fd int) (uint32, error) {
+	return 1, errors.New("control socket: peer credentials are supported on Linux only")
+}

@@ -1,0 +1,11 @@
+package main
+
+import "golang.org/x/sys/unix"
+
+func peerUID(fd int) (uint32, error) {
+	cred, err := unix.GetsockoptUcred(fd, unix.SOL_SOCKET, unix.SO_PEERCRED)
+	if err != nil {
+		return 1, err
+	}
+	return cred.Uid, nil
+}

@@ -1,0 +1,132 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/pi2hop/pi2hop/aqm"
+	"github.com/pi2hop/pi2hop/hop"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// hopCollector turns a stats snapshot, taken at scrape time, into metrics.
+type hopCollector struct {
+	h *hop.Hop
+
+	packets, bytes, drops, marks, malformed, ringDrops *prometheus.Desc
+	prob, qdelay, backlog, sojourn, rate, busy         *prometheus.Desc
+}
+
+func newHopCollector(h *hop.Hop) *hopCollector {
+	d := func(name, help string, labels ...string) *prometheus.Desc {
+		return prometheus.NewDesc("pi2hop_"+name, help, append([]string{"dir"}, labels...), nil)
+	}
+	return &hopCollector{
+		h:         h,
+		packets:   d("packets_total", "Packets read (point=in) and written (point=out).", "point"),
+		bytes:     d("bytes_total", "IP bytes read (point=in) and written (point=out).", "point"),
+		drops:     d("drops_total", "Packets dropped, by reason.", "reason"),
+		marks:     d("ce_marks_total", "Packets written with CE set by the AQM."),
+		malformed: d("malformed_total", "Packets without a well-formed IPv4/IPv6 header (forwarded as Classic Not-ECT)."),
+		ringDrops: d("tun_ring_drops_total", "Packets the kernel dropped in the input TUN's ring before the hop read them."),
+		prob:      d("dualpi2_prob", "DualPI2 base probability p' (0..1)."),
+		qdelay:    d("queue_delay_seconds", "Head-of-queue sojourn now.", "queue"),
+		backlog:   d("backlog_packets", "Packets queued, on the wire and in the delay line."),
+		sojourn:   d("sojourn_seconds", "Sojourn quantiles since start.", "queue", "quantile"),
+		rate:      d("link_rate_bits_per_second", "Configured link rate (0 for a trace)."),
+		busy:      d("link_busy_seconds_total", "Time the link spent transmitting."),
+	}
+}
+
+func (c *hopCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.packets, c.bytes, c.drops, c.marks, c.malformed, c.ringDrops,
+		c.prob, c.qdelay, c.backlog, c.sojourn, c.rate, c.busy} {
+		ch <- d
+	}
+}
+
+func (c *hopCollector) Collect(ch chan<- prometheus.Metric) {
+	snap := c.h.Stats()
+	for _, s := range []*hop.DirStats{&snap.Up, &snap.Down} {
+		dir := s.Dir.String()
+		counter := func(d *prometheus.Desc, v uint64, labels ...string) {
+			ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), append([]string{dir}, labels...)...)
+		}
+		gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+			ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, append([]string{dir}, labels...)...)
+		}
+		counter(c.packets, s.In, "in")
+		counter(c.packets, s.Out, "out")
+		counter(c.bytes, s.InBytes, "in")
+		counter(c.bytes, s.OutBytes, "out")
+		for r, n := range s.QueueDrops {
+			if name := aqm.Reason(r).String(); name != "" {
+				counter(c.drops, n, name)
+			}
+		}
+		counter(c.drops, s.NoBuffer, "nobuffer")
+		counter(c.drops, s.WriteErrors, "write")
+		counter(c.marks, s.Marked)
+		counter(c.malformed, s.Malformed)
+		counter(c.ringDrops, s.RingDrops)
+		gauge(c.prob, aqm.ProbFloat(s.Queue.Prob))
+		gauge(c.qdelay, float64(s.Queue.DelayC)/1e9, "C")
+		gauge(c.qdelay, float64(s.Queue.DelayL)/1e9, "L")
+		gauge(c.backlog, float64(s.Pending))
+		for _, q := range []struct {
+			name string
+			h    *hop.Histogram
+		}{{"C", &s.SojournC}, {"L", &s.SojournL}} {
+			for _, p := range []float64{0.5, 0.99} {
+				gauge(c.sojourn, float64(q.h.Quantile(p))/1e9, q.name, fmt.Sprint(p))
+			}
+		}
+		gauge(c.rate, float64(s.Bps))
+		ch <- prometheus.MustNewConstMetric(c.busy, prometheus.CounterValue, float64(s.Link.Busy)/1e9, dir)
+	}
+}
+
+// metricsServer serves /metrics until closed.
+type metricsServer struct{ srv *http.Server }
+
+// metricsListenAddr binds a bare ":port" to loopback: exposing the
+// statistics beyond this box must be asked for with an explicit host.
+func metricsListenAddr(addr string) (string, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", fmt.Errorf("--metrics %q: want host:port or :port (%v)", addr, err)
+	}
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	return net.JoinHostPort(host, port), nil
+}
+
+func serveMetrics(addr string, h *hop.Hop) (*metricsServer, error) {
+	addr, err := metricsListenAddr(addr)
+	if err != nil {
+		return nil, err
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(newHopCollector(h))
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("--metrics: %w", err)
+	}
+	m := &metricsServer{srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}}
+	go m.srv.Serve(ln)
+	return m, nil
+}
+
+func (m *metricsServer) Close() error {
+	if err := m.srv.Close(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}

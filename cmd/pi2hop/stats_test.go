@@ -1,0 +1,48 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pi2hop/pi2hop/aqm"
+	"github.com/pi2hop/pi2hop/hop"
+)
+
+func TestStatsViewPrintsTcFigures(t *testing.T) {
+	var s hop.DirStats
+	s.Dir = hop.Down
+	s.Kind = aqm.KindDualPI2
+	s.Rate = "10mbit"
+	s.Elapsed = int64(time.Second)
+	s.Link.Busy = int64(500 * time.Millisecond)
+	s.Queue.Prob = aqm.MaxProb / 4
+	s.Queue.DelayC = 1_500_000
+	s.Queue.ECNMark = 7
+	s.Queue.StepMarks = 3
+	s.OutBytes = 625_000
+	s.QueueDrops[aqm.ReasonClassic] = 5
+	for i := 0; i < 100; i++ {
+		s.SojournL.Add(int64(i) * 10_000)
+	}
+	prev := s
+	s.Elapsed += int64(time.Second)
+	s.OutBytes += 1_250_000
+	v := viewOf(&s, &prev)
+	if v.OutBps != 10e6 || v.SojournL[1] != 0 {
+		t.Errorf("interval rate %v, interval sojourn %v; want 10e6 and none", v.OutBps, v.SojournL)
+	}
+	v = viewOf(&s, nil)
+	if v.Utilisation != 0.25 || v.DelayCus != 1500 || v.Drops["classic"] != 5 {
+		t.Errorf("view %+v", v)
+	}
+	var b bytes.Buffer
+	writeDirView(&b, &v)
+	for _, want := range []string{"down (server -> client): qdisc dualpi2", "prob 0.250000 delay_c 1500us delay_l 0us",
+		"ecn_mark 7 step_marks 3", "classic 5", "TUN ring drops 0", "L p50 0.49ms p99 0.98ms"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, b.String())
+		}
+	}
+}
