@@ -32,6 +32,7 @@ type Entry struct {
 	Table    int    `json:"table,omitempty"`
 	Priority int    `json:"priority,omitempty"`
 	Family   int    `json:"family,omitempty"`
+	Gw       string `json:"gw,omitempty"`
 	Old      string `json:"old,omitempty"`
 }
 
@@ -46,7 +47,11 @@ func (e Entry) String() string {
 	case KindAddr:
 		return fmt.Sprintf("address %s on %s%s", e.Prefix, e.Name, where)
 	case KindRoute:
-		return fmt.Sprintf("route %s dev %s table %d%s", e.Prefix, e.Name, e.Table, where)
+		via := ""
+		if e.Gw != "" {
+			via = " via " + e.Gw
+		}
+		return fmt.Sprintf("route %s%s dev %s table %d%s", e.Prefix, via, e.Name, e.Table, where)
 	case KindRule:
 		return fmt.Sprintf("rule -%d pref %d iif %s lookup %d%s", e.Family, e.Priority, e.Name, e.Table, where)
 	case KindNftTable:
@@ -179,11 +184,12 @@ func LoadFile(path string) ([]Entry, error) {
 }
 
 // Route is a route to Dst through device Dev in routing table Table
-// (0 = main).
+// (0 = main), via gateway Gw if it is valid (else on-link).
 type Route struct {
 	Dst   netip.Prefix
 	Dev   string
 	Table int
+	Gw    netip.Addr
 }
 
 // Rule is a policy-routing rule "iif IIF lookup Table" at Priority, for

@@ -114,6 +114,9 @@ func (j *Journal) AddAddr(ns, dev string, p netip.Prefix) error {
 // AddRoute adds r in namespace ns.
 func (j *Journal) AddRoute(ns string, r Route) error {
 	e := Entry{Kind: KindRoute, NS: ns, Name: r.Dev, Prefix: r.Dst.Masked().String(), Table: r.Table}
+	if r.Gw.IsValid() {
+		e.Gw = r.Gw.String()
+	}
 	forget, err := j.record(e)
 	if err != nil {
 		return err
@@ -237,7 +240,15 @@ func nlRoute(h *netlink.Handle, e Entry) (*netlink.Route, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &netlink.Route{LinkIndex: l.Attrs().Index, Dst: ipNet(p), Table: e.Table, Scope: netlink.SCOPE_LINK}, nil
+	rt := &netlink.Route{LinkIndex: l.Attrs().Index, Dst: ipNet(p), Table: e.Table, Scope: netlink.SCOPE_LINK}
+	if e.Gw != "" {
+		gw, err := netip.ParseAddr(e.Gw)
+		if err != nil {
+			return nil, err
+		}
+		rt.Gw, rt.Scope = gw.AsSlice(), netlink.SCOPE_UNIVERSE
+	}
+	return rt, nil
 }
 
 func nlRule(e Entry) *netlink.Rule {
