@@ -26,6 +26,11 @@ type Options struct {
 	Prefix string
 }
 
+// DefaultPrefix is the start of the names of this process's lab
+// namespaces: "p2l" and the process id (mod 10000), followed by a letter
+// per run and "c" or "s"; always within Linux's 15-character limit.
+func DefaultPrefix() string { return fmt.Sprintf("p2l%d", os.Getpid()%10000) }
+
 // setupAllowance is what building and tearing down one run's topology
 // adds to its traffic time, for the progress estimate.
 const setupAllowance = time.Second
@@ -52,7 +57,7 @@ func Run(ctx context.Context, cfg Config, opt Options) (*report.Report, error) {
 	sc := scenarios[cfg.Scenario]
 	prefix := opt.Prefix
 	if prefix == "" {
-		prefix = fmt.Sprintf("p2l%d", os.Getpid()%10000)
+		prefix = DefaultPrefix()
 	}
 	rep := &report.Report{Scenario: cfg.Scenario, Title: sc.title, Started: time.Now(), Quick: cfg.Quick,
 		Config: cfg, Versions: report.CurrentVersions()}

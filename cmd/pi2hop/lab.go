@@ -42,6 +42,21 @@ type labArgs struct {
 }
 
 func labFlags(fs *pflag.FlagSet) func(ctx context.Context, env *cmdEnv, args []string) error {
+	a := addLabFlags(fs)
+	return func(ctx context.Context, env *cmdEnv, args []string) error {
+		if a.list {
+			return listScenarios(env.stdout)
+		}
+		cfg, err := a.config(fs, args)
+		if err != nil {
+			return err
+		}
+		return runLab(ctx, env, cfg, a.out)
+	}
+}
+
+// addLabFlags declares lab's flags on fs.
+func addLabFlags(fs *pflag.FlagSet) *labArgs {
 	a := &labArgs{rtt: durationValue{min: 0}, duration: durationValue{min: time.Second}, fifoLimit: countValue{min: 1, max: 1 << 20}}
 	fs.BoolVar(&a.quick, "quick", false, "short durations (as CI runs them): 15 s runs; bdp 5 s runs at 100mbit")
 	fs.StringVarP(&a.out, "out", "o", "", "report `folder` (default pi2hop-lab-<scenario>-<time> in the current folder)")
@@ -55,16 +70,7 @@ func labFlags(fs *pflag.FlagSet) func(ctx context.Context, env *cmdEnv, args []s
 	fs.Uint64Var(&a.seed, "seed", 0, "seed of the AQM's and the video frames' randomness (default 1)")
 	fs.DurationSliceVar(&a.rtts, "rtts", nil, "bdp: comma-separated RTTs, one run per RTT and window (default 15ms,50ms,120ms)")
 	fs.StringSliceVar(&a.windows, "windows", nil, "bdp: comma-separated receiver windows in tc size units (default 17520,6553500)")
-	return func(ctx context.Context, env *cmdEnv, args []string) error {
-		if a.list {
-			return listScenarios(env.stdout)
-		}
-		cfg, err := a.config(fs, args)
-		if err != nil {
-			return err
-		}
-		return runLab(ctx, env, cfg, a.out)
-	}
+	return a
 }
 
 // config turns the command line into a resolved testbed.Config.
