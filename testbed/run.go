@@ -59,7 +59,7 @@ func Run(ctx context.Context, cfg Config, opt Options) (*report.Report, error) {
 	if prefix == "" {
 		prefix = DefaultPrefix()
 	}
-	rep := &report.Report{Scenario: cfg.Scenario, Title: sc.title, Started: time.Now(), Quick: cfg.Quick,
+	rep := &report.Report{Scenario: cfg.Scenario, Title: sc.title, About: sc.doc, Started: time.Now(), Quick: cfg.Quick,
 		Config: cfg, Versions: report.CurrentVersions()}
 	runs := cfg.Runs()
 	for i, sp := range runs {

@@ -16,6 +16,7 @@ import (
 type Report struct {
 	Scenario string    `json:"scenario"` // "l4s-demo", "coexist", "bdp"
 	Title    string    `json:"title"`
+	About    string    `json:"about,omitempty"` // what the scenario does and why
 	Started  time.Time `json:"started"`
 	ElapsedS float64   `json:"elapsed_s"`
 	Quick    bool      `json:"quick"`

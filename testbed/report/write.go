@@ -69,6 +69,9 @@ func (r *Report) Markdown(out io.Writer) error {
 		r.Started.UTC().Format(time.RFC3339), time.Duration(r.ElapsedS*float64(time.Second)).Round(time.Second), quick)
 	v := r.Versions
 	fmt.Fprintf(w, "pi2hop %s · %s · %s %s\n\n", v.Pi2hop, v.Go, v.OS, v.Kernel)
+	if r.About != "" {
+		fmt.Fprintf(w, "%s\n\n", strings.Join(strings.Fields(r.About), " "))
+	}
 
 	fmt.Fprintf(w, "## Runs\n\n| run | bottleneck | rate (Mbit/s) | base RTT (ms) | traffic (s) | warm-up excluded (s) |\n|---|---|--:|--:|--:|--:|\n")
 	for _, run := range r.Runs {
