@@ -1,0 +1,314 @@
+package shaper
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+
+	"github.com/pi2hop/pi2hop/aqm"
+)
+
+// Config describes one direction's link.
+type Config struct {
+	Rate  Rate  // serialisation rate; required
+	Delay int64 // one-way delay after the link, ns (>= 0)
+	Loss  Loss  // applied as each packet leaves the link; nil = none
+	// Origin is the injected time at which a rate schedule's time 0 falls
+	// (a trace's first opportunity is Origin + its first timestamp). Replay
+	// starts at 0; a live hop passes its start time. Const ignores it.
+	Origin int64
+}
+
+// Event is what happened to one packet the queue accepted.
+type Event struct {
+	Meta    aqm.Meta    // as queued (Arrival = enqueue time, final Class)
+	Verdict aqm.Verdict // Pass/Mark = delivered; Drop = dropped by the AQM at dequeue, or lost (ReasonLoss)
+	Deq     int64       // left the AQM = start of transmission (0 if never dequeued)
+	Dep     int64       // left the link = end of transmission (0 if dropped at dequeue)
+	At      int64       // when this event happens: release from the delay line, or the drop or loss time
+	Prob    uint32      // the queue's p' at dequeue (0 for queues without one, e.g. FIFO)
+}
+
+// Sojourn is the time the packet spent in the AQM: dequeue − arrival.
+func (e *Event) Sojourn() int64 { return e.Deq - e.Meta.Arrival }
+
+// LinkStats are a link's counters. Every packet the queue accepted is, at
+// any moment, in exactly one place: Enqueued = Delivered + Lost + Dropped +
+// Link.Pending().
+type LinkStats struct {
+	Enqueued       uint64 // accepted by the queue
+	Refused        uint64 // refused by the queue at enqueue (returned by Enqueue)
+	Dropped        uint64 // dropped by the queue at dequeue
+	Sent           uint64 // transmissions completed, lost packets included
+	SentBytes      uint64
+	Lost           uint64 // lost by the loss model as they left the link
+	LostBytes      uint64
+	Delivered      uint64 // released from the delay line
+	DeliveredBytes uint64
+	// Busy is the time the link spent transmitting, in ns, added as each
+	// transmission ends: utilisation over a window is ΔBusy / Δtime.
+	Busy        int64
+	InDelayLine int // packets in the delay line now
+}
+
+// probReporter is implemented by queues with a marking probability
+// (aqm.DualPI2); its value is recorded in each Event.
+type probReporter interface{ Prob() uint32 }
+
+// Link is one direction's bottleneck: an aqm.Queue drained by a link that
+// sends one packet at a time, then a FIFO delay line.
+//
+//	Enqueue ─► queue ─(link free: Dequeue, marks and drops)─► wire for
+//	Rate.Finish(start, len) ─► loss? ─► delay line (FIFO) ─► Poll events
+//
+// A packet leaves the queue when the link becomes free, which is the start
+// of its transmission, and leaves the link at Rate.Finish(start, len).
+// Departures follow an absolute schedule: when Poll runs late, each dequeue
+// still happens at the time the link became free, never at Poll's now, so
+// late wake-ups never turn into rate error. At equal times the queue's
+// periodic update (Advance at NextUpdate) runs first, then the dequeue;
+// the caller's Enqueue at that time comes after Poll.
+//
+// A Link is not safe for concurrent use: one owner per direction calls
+// Enqueue, Poll and the setters, with non-decreasing now.
+type Link struct {
+	q      aqm.Queue
+	prober probReporter // q's probability, if it has one
+	rng    *rand.Rand
+
+	rate   Rate
+	origin int64 // injected time of the rate's time 0
+	delay  int64
+	loss   Loss
+
+	busy bool  // a packet is on the wire
+	wire Event // that packet; wire.Dep is when it leaves the link
+
+	line        delayLine
+	lastRelease int64 // release time of the latest packet put in the line
+
+	// stash holds events from Enqueue (a dequeue-time drop when an idle
+	// link pulls the packet at once) until the next Poll hands them out.
+	stash []Event
+
+	onUpdate func(at int64)
+	stats    LinkStats
+}
+
+// NewLink builds a link draining q, which should be empty. rng is where
+// loss models draw from (seed it for repeatable runs); it is required even
+// without loss so SetLoss can add one later.
+func NewLink(cfg Config, q aqm.Queue, rng *rand.Rand) (*Link, error) {
+	switch {
+	case q == nil:
+		return nil, errors.New("shaper: no queue")
+	case cfg.Rate == nil:
+		return nil, errors.New("shaper: no rate (want Const, a mahimahi trace or a rate schedule)")
+	case cfg.Delay < 0:
+		return nil, fmt.Errorf("shaper: delay %dns is negative", cfg.Delay)
+	case rng == nil:
+		return nil, errors.New("shaper: no random source (loss models draw from it)")
+	}
+	l := &Link{
+		q:      q,
+		rng:    rng,
+		rate:   cfg.Rate,
+		origin: cfg.Origin,
+		delay:  cfg.Delay,
+		loss:   cfg.Loss,
+		line:   newDelayLine(delayLineSize(cfg)),
+		stash:  make([]Event, 0, 4),
+	}
+	l.prober, _ = q.(probReporter)
+	return l, nil
+}
+
+// delayLineSize guesses how many packets the delay line holds: twice the
+// full-size packets a constant rate sends during the delay, within
+// 64..65536; 1024 for other rates. The line grows if the guess is short.
+func delayLineSize(cfg Config) int {
+	c, ok := cfg.Rate.(Const)
+	if !ok {
+		return 1024
+	}
+	pkts := 2*float64(cfg.Delay)*float64(c.BitsPerSecond)/(8e9*1500) + 64
+	return int(min(pkts, 1<<16))
+}
+
+// Enqueue offers a packet at now. The caller calls Poll(now) first, so that
+// everything due at or before now has happened. A refused packet's verdict
+// (Drop) is returned here and produces no event; an accepted one (Pass)
+// comes out of Poll later. On an idle link the packet's transmission
+// starts at now.
+func (l *Link) Enqueue(m aqm.Meta, now int64) aqm.Verdict {
+	v := l.q.Enqueue(m, now)
+	if v.Action == aqm.Drop {
+		l.stats.Refused++
+		return v
+	}
+	l.stats.Enqueued++
+	if !l.busy {
+		l.stash = l.startNext(now, l.stash)
+	}
+	return v
+}
+
+// Poll does everything due at or before now, in time order, and appends
+// the resulting events to out in At order: releases from the delay line,
+// dequeue-time drops and losses. It does not allocate when out has room.
+func (l *Link) Poll(now int64, out []Event) []Event {
+	if len(l.stash) > 0 {
+		out = append(out, l.stash...)
+		l.stash = l.stash[:0]
+	}
+	for {
+		tUpdate := l.q.NextUpdate()
+		tLink := int64(Never)
+		if l.busy {
+			tLink = l.wire.Dep
+		}
+		tRelease := int64(Never)
+		if l.line.n > 0 {
+			tRelease = l.line.front().At
+		}
+		switch {
+		case tUpdate <= now && tUpdate != Never && tUpdate <= tLink && tUpdate <= tRelease:
+			l.q.Advance(tUpdate)
+			if l.onUpdate != nil {
+				l.onUpdate(tUpdate)
+			}
+		case tLink <= now && tLink != Never && tLink <= tRelease:
+			out = l.finishTransmission(out)
+		case tRelease <= now && tRelease != Never:
+			e := l.line.pop()
+			l.stats.Delivered++
+			l.stats.DeliveredBytes += uint64(e.Meta.Len)
+			out = append(out, e)
+		default:
+			return out
+		}
+	}
+}
+
+// finishTransmission moves the packet on the wire to the delay line (or
+// loses it) at its departure time, then starts the next one at that time.
+func (l *Link) finishTransmission(out []Event) []Event {
+	e := l.wire
+	l.busy = false
+	l.stats.Sent++
+	l.stats.SentBytes += uint64(e.Meta.Len)
+	l.stats.Busy += e.Dep - e.Deq
+	if l.loss != nil && l.loss.Lose(l.rng) {
+		e.Verdict.Action, e.Verdict.Reason = aqm.Drop, aqm.ReasonLoss
+		e.At = e.Dep
+		l.stats.Lost++
+		l.stats.LostBytes += uint64(e.Meta.Len)
+		out = append(out, e)
+	} else {
+		// max() keeps the line FIFO when the delay has just been lowered.
+		e.At = max(addSat(e.Dep, l.delay), l.lastRelease)
+		l.lastRelease = e.At
+		l.line.push(e)
+	}
+	return l.startNext(e.Dep, out)
+}
+
+// startNext dequeues at t, the time the link became free, until a packet
+// goes on the wire or the queue is empty; dequeue-time drops go to out.
+func (l *Link) startNext(t int64, out []Event) []Event {
+	for {
+		m, v, ok := l.q.Dequeue(t)
+		if !ok {
+			return out
+		}
+		e := Event{Meta: m, Verdict: v, Deq: t}
+		if l.prober != nil {
+			e.Prob = l.prober.Prob()
+		}
+		if v.Action == aqm.Drop {
+			e.At = t
+			l.stats.Dropped++
+			out = append(out, e)
+			continue
+		}
+		e.Dep = l.finish(t, int(m.Len))
+		l.wire, l.busy = e, true
+		return out
+	}
+}
+
+// finish is the rate's Finish with the schedule's origin applied.
+func (l *Link) finish(start int64, n int) int64 {
+	f := l.rate.Finish(start-l.origin, n)
+	if f == Never {
+		return Never
+	}
+	return f + l.origin
+}
+
+// Next returns the time of the next thing Poll would do (a queue update,
+// the end of a transmission, a release, or events Enqueue left for Poll),
+// or Never if there is none. A driver sleeps until then.
+func (l *Link) Next() int64 {
+	if len(l.stash) > 0 {
+		return l.stash[0].At
+	}
+	t := l.q.NextUpdate()
+	if l.busy {
+		t = min(t, l.wire.Dep)
+	}
+	if l.line.n > 0 {
+		t = min(t, l.line.front().At)
+	}
+	return t
+}
+
+// Pending returns the packets queued, on the wire and in the delay line.
+func (l *Link) Pending() int {
+	n, _ := l.q.Len()
+	if l.busy {
+		n++
+	}
+	return n + l.line.n
+}
+
+// SetRate changes the rate at now; a schedule starts over with its time 0
+// at now. The packet on the wire keeps its finish time, unless the old rate
+// would never have finished it (a zero rate): then it restarts at now.
+func (l *Link) SetRate(r Rate, now int64) {
+	if r == nil {
+		return
+	}
+	l.rate, l.origin = r, now
+	if l.busy && l.wire.Dep == Never {
+		l.wire.Dep = l.finish(now, int(l.wire.Meta.Len))
+	}
+}
+
+// SetDelay changes the one-way delay for packets leaving the link from now
+// on (negative means 0). Packets already in the delay line keep their
+// release times, and a lower delay never lets a packet overtake another.
+func (l *Link) SetDelay(d int64) { l.delay = max(d, 0) }
+
+// SetLoss changes the loss model; nil means none.
+func (l *Link) SetLoss(x Loss) { l.loss = x }
+
+// Rate returns the current rate.
+func (l *Link) Rate() Rate { return l.rate }
+
+// Delay returns the current one-way delay, ns.
+func (l *Link) Delay() int64 { return l.delay }
+
+// Queue returns the queue discipline the link drains.
+func (l *Link) Queue() aqm.Queue { return l.q }
+
+// Stats returns a snapshot of the counters.
+func (l *Link) Stats() LinkStats {
+	s := l.stats
+	s.InDelayLine = l.line.n
+	return s
+}
+
+// OnUpdate sets a function called after each periodic queue update with
+// its time (replay prints the PI state there). Not for the hot path.
+func (l *Link) OnUpdate(f func(at int64)) { l.onUpdate = f }
