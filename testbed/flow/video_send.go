@@ -25,9 +25,10 @@ const (
 // VideoSend runs the sending side of a video call to peer: a frame every
 // 1/FPS, sized from the Prague rate (×0.9, clamped to [MinRate, MaxRate])
 // with lognormal noise, a keyframe at 4× the mean every KeyframeEvery and
-// on the receiver's PLI, packets of at most 1200 bytes paced over at most
-// FrameBudget (never slower than the Prague pacing rate), and the Prague
-// window as a cap on packets in flight. Frames queued for more than
+// on the receiver's PLI, packets of at most 1200 bytes paced to fit the
+// frame into FrameBudget (never slower than the Prague pacing rate), and
+// the Prague window as a cap on packets in flight: it is what keeps a
+// keyframe from flooding the bottleneck. Frames queued for more than
 // 100 ms are flushed and a keyframe follows.
 func VideoSend(ctx context.Context, conn *net.UDPConn, peer netip.AddrPort, cfg VideoConfig, report func(Interval)) (VideoSenderSummary, error) {
 	cfg, classic, err := cfg.withDefaults()

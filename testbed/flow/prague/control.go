@@ -151,5 +151,13 @@ func (c *CC) derive() {
 	// At low rates shrink packets to keep at least two per vRTT.
 	c.pktSize = min(max(c.rate*vrtt/2, MinPacketSize), c.mtu)
 	c.pktBurst = max(1, int(c.rate*BurstTime/1e6/c.pktSize))
-	c.pktWindow = max(minPktWindow, int(c.window*rateOffset/c.pktSize)+1)
+	// In rate mode the pacing rate governs and the window is only a safety
+	// cap: a window of rate·srtt at a sub-2 ms RTT would be two packets,
+	// and any jitter in the peer's ACKs would throttle the flow. Allow one
+	// vRTT of data instead.
+	inflight := c.window
+	if c.rateMode {
+		inflight = max(inflight, c.rate*vrtt)
+	}
+	c.pktWindow = max(minPktWindow, int(inflight*rateOffset/c.pktSize)+1)
 }

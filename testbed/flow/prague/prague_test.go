@@ -184,7 +184,13 @@ func TestLossInRateMode(t *testing.T) {
 		cc.RTT(100)
 		cc.ACK(now, fb)
 	}
-	before := cc.Info(now).Rate
+	info := cc.Info(now)
+	// Rate mode: the window is a safety cap of one vRTT of data, not the
+	// two packets that rate·srtt would give at 100 µs.
+	if want := int(info.Rate * RefRTT / 1e6 / float64(info.PacketSize)); info.PacketWindow < want {
+		t.Errorf("rate-mode packet window %d, want at least %d (one vRTT at %.1f Mbit/s)", info.PacketWindow, want, info.Rate*8/1e6)
+	}
+	before := info.Rate
 	cc.Sent(1)
 	fb.Lost++
 	cc.ACK(now+100, fb)
