@@ -1,0 +1,251 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/pi2hop/pi2hop/tun"
+	"github.com/vishvananda/netlink"
+)
+
+// gatewayLab is client ─ veth ─ router ─ veth ─ server, three namespaces;
+// pi2hop runs in the router between its two veths.
+type gatewayLab struct {
+	client, router, server string
+	serverAddr             netip.Addr
+	j                      *tun.Journal
+}
+
+func newGatewayLab(t *testing.T, prefix string) *gatewayLab {
+	t.Helper()
+	l := &gatewayLab{client: prefix + "c", router: prefix + "r", server: prefix + "s",
+		serverAddr: netip.MustParseAddr("10.254.20.2"), j: tun.NewJournal(nil)}
+	t.Cleanup(func() {
+		if err := l.j.Undo(); err != nil {
+			t.Errorf("lab cleanup: %v", err)
+		}
+	})
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, ns := range []string{l.client, l.router, l.server} {
+		must(l.j.NewNamespace(ns))
+	}
+	must(l.j.AddVeth(l.client, "c0", l.router, "rl"))
+	must(l.j.AddVeth(l.router, "rw", l.server, "s0"))
+	for _, a := range []struct{ ns, dev, addr string }{
+		{l.client, "c0", "10.254.10.2/24"}, {l.router, "rl", "10.254.10.1/24"},
+		{l.router, "rw", "10.254.20.1/24"}, {l.server, "s0", "10.254.20.2/24"},
+	} {
+		must(l.j.AddAddr(a.ns, a.dev, netip.MustParsePrefix(a.addr)))
+	}
+	must(l.j.AddRoute(l.client, tun.Route{Dst: netip.MustParsePrefix("0.0.0.0/0"), Dev: "c0", Gw: netip.MustParseAddr("10.254.10.1")}))
+	must(l.j.AddRoute(l.server, tun.Route{Dst: netip.MustParsePrefix("0.0.0.0/0"), Dev: "s0", Gw: netip.MustParseAddr("10.254.20.1")}))
+	return l
+}
+
+// ipRxBytes is the IP bytes the server received on s0 (veth counts the
+// 14-byte Ethernet header too).
+func (l *gatewayLab) ipRxBytes(t *testing.T) uint64 {
+	var n uint64
+	err := tun.Do(l.server, func() error {
+		link, err := netlink.LinkByName("s0")
+		if err != nil {
+			return err
+		}
+		s := link.Attrs().Statistics
+		n = s.RxBytes - 14*s.RxPackets
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// rateOver measures the server's received IP rate over d.
+func (l *gatewayLab) rateOver(t *testing.T, d time.Duration) float64 {
+	b0, t0 := l.ipRxBytes(t), time.Now()
+	time.Sleep(d)
+	b1, t1 := l.ipRxBytes(t), time.Now()
+	return float64(b1-b0) * 8 / t1.Sub(t0).Seconds()
+}
+
+// bulk starts a TCP transfer client -> server that runs until the test ends.
+func (l *gatewayLab) bulk(t *testing.T) {
+	t.Helper()
+	addr := netip.AddrPortFrom(l.serverAddr, 5002).String()
+	var ln net.Listener
+	if err := tun.Do(l.server, func() (err error) { ln, err = net.Listen("tcp", addr); return }); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() { io.Copy(io.Discard, c); c.Close() }()
+		}
+	}()
+	var c net.Conn
+	if err := tun.Do(l.client, func() (err error) { c, err = net.DialTimeout("tcp", addr, 5*time.Second); return }); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	go func() {
+		buf := make([]byte, 64<<10)
+		for {
+			if _, err := c.Write(buf); err != nil {
+				return
+			}
+		}
+	}()
+}
+
+// routerState is what gateway mode changes in the router namespace.
+func (l *gatewayLab) routerState(t *testing.T, name string) string {
+	t.Helper()
+	var b strings.Builder
+	for _, k := range []string{"net/ipv4/ip_forward", "net/ipv6/conf/all/forwarding", "net/ipv4/conf/all/rp_filter"} {
+		v, err := tun.ReadSysctl(l.router, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(&b, "%s=%s ", k, v)
+	}
+	_, _, prio := gatewayTables(name)
+	err := tun.Do(l.router, func() error {
+		rules, err := netlink.RuleList(netlink.FAMILY_ALL)
+		if err != nil {
+			return err
+		}
+		for _, r := range rules {
+			if r.Priority == prio {
+				fmt.Fprintf(&b, "rule(%d iif %s table %d) ", r.Family, r.IifName, r.Table)
+			}
+		}
+		links, err := netlink.LinkList()
+		if err != nil {
+			return err
+		}
+		for _, ln := range links {
+			if strings.HasPrefix(ln.Attrs().Name, name) {
+				fmt.Fprintf(&b, "link(%s) ", ln.Attrs().Name)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(statePath(name)); err == nil {
+		b.WriteString("statefile ")
+	}
+	return b.String()
+}
+
+func buildPi2hop(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "pi2hop")
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// startGateway runs `pi2hop run` in the router and waits for its socket.
+func (l *gatewayLab) startGateway(t *testing.T, bin, name string, extra ...string) *exec.Cmd {
+	t.Helper()
+	args := append([]string{"netns", "exec", l.router, bin, "run", "--name", name, "--lan", "rl", "--wan", "rw"}, extra...)
+	cmd := exec.Command("ip", args...)
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, err := os.Stat(socketPath(name)); err == nil {
+			return cmd
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("pi2hop run did not open its control socket")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestGatewayRateSetAndCleanup(t *testing.T) {
+	needRoot(t)
+	if _, err := exec.LookPath("ip"); err != nil {
+		t.Skip("needs ip(8) for 'ip netns exec'")
+	}
+	bin := buildPi2hop(t)
+	name := testInstance(3)
+	l := newGatewayLab(t, name)
+	before := l.routerState(t, name)
+	t.Cleanup(func() { exec.Command("ip", "netns", "exec", l.router, bin, "run", "--cleanup", "--name", name).Run() })
+
+	cmd := l.startGateway(t, bin, name, "--rate", "20mbit")
+	if got := l.routerState(t, name); !strings.Contains(got, "rule(") || !strings.Contains(got, "link(") {
+		t.Fatalf("gateway set up no rules or devices: %s", got)
+	}
+	l.bulk(t)
+	time.Sleep(time.Second)
+	rate := l.rateOver(t, 5*time.Second)
+	t.Logf("TCP through the gateway at 20 Mbit/s: %.2f Mbit/s IP at the receiver (%.1f %%)", rate/1e6, rate/20e6*100)
+	if rate < 0.95*20e6 || rate > 1.005*20e6 {
+		t.Errorf("gateway rate %.0f bit/s, want 95..100.5 %% of 20 Mbit/s", rate)
+	}
+
+	out, err := exec.Command(bin, "set", "--name", name, "--up-rate", "10mbit").CombinedOutput()
+	if err != nil {
+		t.Fatalf("pi2hop set: %v\n%s", err, out)
+	}
+	time.Sleep(time.Second)
+	rate = l.rateOver(t, time.Second)
+	t.Logf("one second after set --up-rate 10mbit: %.2f Mbit/s", rate/1e6)
+	if rate < 0.9*10e6 || rate > 1.01*10e6 {
+		t.Errorf("rate %.0f bit/s in the second after set, want 90..101 %% of 10 Mbit/s", rate)
+	}
+	if out, err := exec.Command(bin, "stats", "--name", name).CombinedOutput(); err != nil || !strings.Contains(string(out), "rate 10mbit") {
+		t.Errorf("stats after set: %v\n%s", err, out)
+	}
+
+	cmd.Process.Signal(syscall.SIGTERM)
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("pi2hop run after SIGTERM: %v", err)
+	}
+	if after := l.routerState(t, name); after != before {
+		t.Errorf("after SIGTERM:\n got %s\nwant %s", after, before)
+	}
+
+	cmd = l.startGateway(t, bin, name)
+	cmd.Process.Kill()
+	cmd.Wait()
+	if left := l.routerState(t, name); left == before {
+		t.Errorf("SIGKILL left nothing to clean up; the test proves nothing")
+	}
+	out, err = exec.Command("ip", "netns", "exec", l.router, bin, "run", "--cleanup", "--name", name).CombinedOutput()
+	if err != nil {
+		t.Fatalf("run --cleanup: %v\n%s", err, out)
+	}
+	if after := l.routerState(t, name); after != before {
+		t.Errorf("after SIGKILL and --cleanup:\n got %s\nwant %s\n%s", after, before, out)
+	}
+}

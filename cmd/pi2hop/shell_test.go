@@ -1,0 +1,113 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pi2hop/pi2hop/tun"
+	"github.com/vishvananda/netlink"
+)
+
+func needRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 || testing.Short() {
+		t.Skip("needs root and network namespaces")
+	}
+}
+
+// testInstance is a unique instance name for this test process.
+func testInstance(n int) string { return fmt.Sprintf("p2t%d%d", os.Getpid()%10000, n) }
+
+// checkGone fails if anything of instance name is left on the host.
+func checkGone(t *testing.T, name string) {
+	t.Helper()
+	if tun.NamespaceExists(name + "-shell") {
+		t.Errorf("namespace %s-shell left behind", name)
+	}
+	for _, dev := range []string{name + "-sh", name + "-up", name + "-dn"} {
+		if _, err := netlink.LinkByName(dev); err == nil {
+			t.Errorf("device %s left behind", dev)
+		}
+	}
+	for _, f := range []string{statePath(name), socketPath(name)} {
+		if _, err := os.Stat(f); err == nil {
+			t.Errorf("%s left behind", f)
+		}
+	}
+}
+
+func TestShellRunsCommandBehindTheHop(t *testing.T) {
+	needRoot(t)
+	if _, err := os.Stat("/bin/bash"); err != nil {
+		t.Skip("needs bash for /dev/tcp")
+	}
+	name := testInstance(1)
+	t.Cleanup(func() { cleanupInstance(name, &bytes.Buffer{}) })
+
+	// The host listens on every address; the command connects to the
+	// host's end of the TUN pair through the hop and says hello.
+	ln, err := net.Listen("tcp", ":0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	got := make(chan string, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		b := make([]byte, 64)
+		n, _ := c.Read(b)
+		got <- string(b[:n])
+	}()
+	port := ln.Addr().(*net.TCPAddr).Port
+	script := fmt.Sprintf(`echo hello-$PI2HOP_ADDR > /dev/tcp/$PI2HOP_HOST/%d && echo out; echo err >&2; exit 3`, port)
+	var stdout, stderr bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	err = Run(ctx, []string{"shell", "--name", name, "--rate", "50mbit", "--delay", "1ms", "--", "/bin/bash", "-c", script},
+		strings.NewReader(""), &stdout, &stderr)
+	var ee *exitError
+	if !errors.As(err, &ee) || ee.code != 3 {
+		t.Fatalf("shell returned %v, want exit status 3; stderr:\n%s", err, stderr.String())
+	}
+	if stdout.String() != "out\n" || !strings.Contains(stderr.String(), "err\n") {
+		t.Errorf("stdout %q, stderr %q: output did not pass through", stdout.String(), stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "pi2hop running: shell") {
+		t.Errorf("no start-up log line in %q", stderr.String())
+	}
+	select {
+	case msg := <-got:
+		if !strings.HasPrefix(msg, "hello-10.254.") {
+			t.Errorf("host received %q", msg)
+		}
+	case <-time.After(time.Second):
+		t.Error("the command's connection did not reach the host")
+	}
+	checkGone(t, name)
+}
+
+func TestShellRefusesABusyName(t *testing.T) {
+	needRoot(t)
+	name := testInstance(2)
+	t.Cleanup(func() { os.Remove(statePath(name)) })
+	if err := writeState(name, &instanceState{PID: os.Getpid(), Command: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	err := Run(context.Background(), []string{"shell", "--name", name, "--", "true"}, strings.NewReader(""), &bytes.Buffer{}, &stderr)
+	if err == nil || !strings.Contains(err.Error(), "already running") {
+		t.Errorf("err = %v, want 'already running'", err)
+	}
+}
