@@ -172,10 +172,16 @@ func (a *Analyzer) AddFile(in Input) error {
 	}
 	fr.Skipped, fr.BadComments = r.Skipped, r.BadComments
 	for name, s := range r.InterfaceStats() {
-		if ifr := a.ifaces[name]; ifr != nil {
-			ifr.CaptureReceived = int64(s.PacketsReceived)
-			ifr.CaptureDropped = int64(s.PacketsDropped)
+		ifr := a.ifaces[name]
+		if ifr == nil { // a tap that wrote no packets, but has statistics
+			dir, pt := splitTap(name)
+			if in.Role != "" {
+				dir, pt = in.Direction, forced
+			}
+			ifr = a.iface(name, dir, pt)
 		}
+		ifr.CaptureReceived = int64(s.PacketsReceived)
+		ifr.CaptureDropped = int64(s.PacketsDropped)
 	}
 	a.files = append(a.files, fr)
 	return nil
