@@ -60,6 +60,7 @@ type owner struct {
 	reqMu     sync.Mutex // one stats request at a time
 	drops     tun.DropCounter
 	ringBase  uint64
+	tid       atomic.Int32 // the owner's OS thread, for its CPU time
 }
 
 type editReq struct {
@@ -109,7 +110,7 @@ func newOwner(h *Hop, d Dir, dir Direction, in, out tun.Device) (*owner, error) 
 // run is the owner goroutine (see the package comment).
 func (o *owner) run() (err error) {
 	defer close(o.exited)
-	if err := lockForRealTime(); err != nil {
+	if err := o.lockForRealTime(); err != nil {
 		return err
 	}
 	defer func() { o.publish(clock()) }()
@@ -295,6 +296,9 @@ func (o *owner) snapshot(running bool) DirStats {
 		}
 	}
 	s := *o.snap.Load()
+	if cpu := threadCPU(o.tid.Load()); cpu > 0 {
+		s.CPU = cpu
+	}
 	if o.drops != nil {
 		if n, err := o.drops.RingDrops(); err == nil && n >= o.ringBase {
 			s.RingDrops = n - o.ringBase

@@ -380,3 +380,48 @@ func TestPairMarking(t *testing.T) {
 		})
 	}
 }
+
+// TestPairMalformedPacketsKeepForwarding writes malformed packets into the
+// client's TUN with a packet socket (as if the client's kernel had sent
+// them) and checks they are counted and that forwarding goes on.
+func TestPairMalformedPacketsKeepForwarding(t *testing.T) {
+	needRoot(t)
+	p := newTestPair(t, testConfig(100_000_000, 0))
+	bad := [][]byte{
+		{0x45, 0, 0, 10}, // truncated IPv4
+		append([]byte{0x43}, make([]byte, 59)...),                      // IHL 3
+		append([]byte{0x60, 0, 0, 0, 0xff, 0xff}, make([]byte, 40)...), // IPv6 payload length past the end
+		[]byte("definitely not an IP packet"),
+	}
+	err := p.InClient(func() error {
+		l, err := netlink.LinkByName(p.ClientDev)
+		if err != nil {
+			return err
+		}
+		proto := int(htons(unix.ETH_P_IP))
+		fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_DGRAM, proto)
+		if err != nil {
+			return err
+		}
+		defer unix.Close(fd)
+		to := &unix.SockaddrLinklayer{Ifindex: l.Attrs().Index, Protocol: htons(unix.ETH_P_IP)}
+		for _, b := range bad {
+			if err := unix.Sendto(fd, b, 0, to); err != nil {
+				return fmt.Errorf("sendto: %w", err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rtt := medianPing(t, p, 5)
+	s := p.Hop.Stats().Up
+	t.Logf("after %d malformed packets: malformed %d, write errors %d, ping %v", len(bad), s.Malformed, s.WriteErrors, rtt)
+	if s.Malformed < uint64(len(bad)) {
+		t.Errorf("malformed = %d, want >= %d", s.Malformed, len(bad))
+	}
+	checkBalance(t, s)
+}
+
+func htons(v uint16) uint16 { return v<<8 | v>>8 }

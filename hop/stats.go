@@ -53,6 +53,7 @@ type DirStats struct {
 	Lateness Histogram
 
 	RingDrops uint64 // input TUN's tx_dropped since start: the kernel ring overflowed
+	CPU       int64  // CPU time of the owner's thread, ns (while it runs)
 }
 
 // Dropped returns all drops: by the queue and link, and by the hop.

@@ -6,7 +6,7 @@ import "github.com/pi2hop/pi2hop/tun"
 
 // The real-time driver needs Linux (ppoll, eventfd, timer slack).
 
-func lockForRealTime() error               { return tun.ErrUnsupported }
+func (o *owner) lockForRealTime() error    { return tun.ErrUnsupported }
 func (o *owner) wait(deadline int64) error { return tun.ErrUnsupported }
 
 type waker struct{}
@@ -15,3 +15,5 @@ func (w *waker) open() error { return tun.ErrUnsupported }
 func (w *waker) signal()     {}
 func (w *waker) drain()      {}
 func (w *waker) close()      {}
+
+func threadCPU(tid int32) int64 { return 0 }

@@ -2,7 +2,10 @@ package hop
 
 import (
 	"fmt"
+	"os"
 	"runtime"
+	"strconv"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -10,8 +13,9 @@ import (
 // lockForRealTime pins the owner to its OS thread for good (the thread is
 // discarded when the owner returns) and sets the thread's timer slack to
 // 1 ns, so ppoll wakes within µs of the deadline instead of 50 µs late.
-func lockForRealTime() error {
+func (o *owner) lockForRealTime() error {
 	runtime.LockOSThread()
+	o.tid.Store(int32(unix.Gettid()))
 	if err := unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("hop: timer slack: %w", err)
 	}
@@ -84,4 +88,19 @@ func (w *waker) close() {
 		unix.Close(w.fd)
 		w.fd = -1
 	}
+}
+
+// threadCPU returns the CPU time thread tid of this process has used, ns
+// (the first field of its schedstat), or 0 if it cannot be read.
+func threadCPU(tid int32) int64 {
+	if tid <= 0 {
+		return 0
+	}
+	b, err := os.ReadFile("/proc/self/task/" + strconv.Itoa(int(tid)) + "/schedstat")
+	if err != nil {
+		return 0
+	}
+	f, _, _ := strings.Cut(string(b), " ")
+	n, _ := strconv.ParseInt(f, 10, 64)
+	return n
 }
