@@ -18,11 +18,11 @@ func newDelayLine(size int) delayLine {
 	return delayLine{buf: make([]Event, c)}
 }
 
-func (d *delayLine) push(e Event) {
+func (d *delayLine) push(e *Event) {
 	if d.n == len(d.buf) {
 		d.grow()
 	}
-	d.buf[(d.head+d.n)&(len(d.buf)-1)] = e
+	d.buf[(d.head+d.n)&(len(d.buf)-1)] = *e
 	d.n++
 }
 

@@ -35,7 +35,9 @@ func (f *fakeQueue) logf(format string, a ...any) {
 }
 
 func (f *fakeQueue) Enqueue(m aqm.Meta, now int64) aqm.Verdict {
-	f.logf("enq@%d", now)
+	if f.logging {
+		f.logf("enq@%d", now)
+	}
 	if f.limit > 0 && f.n >= f.limit {
 		return aqm.Verdict{Action: aqm.Drop, Reason: aqm.ReasonLimit}
 	}
@@ -57,7 +59,9 @@ func (f *fakeQueue) Dequeue(now int64) (aqm.Meta, aqm.Verdict, bool) {
 	if f.n == 0 {
 		return aqm.Meta{}, aqm.Verdict{}, false
 	}
-	f.logf("deq@%d", now)
+	if f.logging {
+		f.logf("deq@%d", now)
+	}
 	m := f.buf[f.head]
 	f.head = (f.head + 1) % len(f.buf)
 	f.n--
@@ -74,7 +78,9 @@ func (f *fakeQueue) Dequeue(now int64) (aqm.Meta, aqm.Verdict, bool) {
 
 func (f *fakeQueue) Advance(now int64) {
 	for f.period > 0 && f.next <= now {
-		f.logf("adv@%d", f.next)
+		if f.logging {
+			f.logf("adv@%d", f.next)
+		}
 		f.updates++
 		f.next += f.period
 	}

@@ -193,24 +193,24 @@ func (l *Link) Poll(now int64, out []Event) []Event {
 // finishTransmission moves the packet on the wire to the delay line (or
 // loses it) at its departure time, then starts the next one at that time.
 func (l *Link) finishTransmission(out []Event) []Event {
-	e := l.wire
+	w := &l.wire
 	l.busy = false
 	l.stats.Sent++
-	l.stats.SentBytes += uint64(e.Meta.Len)
-	l.stats.Busy += e.Dep - e.Deq
+	l.stats.SentBytes += uint64(w.Meta.Len)
+	l.stats.Busy += w.Dep - w.Deq
 	if l.loss != nil && l.loss.Lose(l.rng) {
-		e.Verdict.Action, e.Verdict.Reason = aqm.Drop, aqm.ReasonLoss
-		e.At = e.Dep
+		w.Verdict.Action, w.Verdict.Reason = aqm.Drop, aqm.ReasonLoss
+		w.At = w.Dep
 		l.stats.Lost++
-		l.stats.LostBytes += uint64(e.Meta.Len)
-		out = append(out, e)
+		l.stats.LostBytes += uint64(w.Meta.Len)
+		out = append(out, *w)
 	} else {
 		// max() keeps the line FIFO when the delay has just been lowered.
-		e.At = max(addSat(e.Dep, l.delay), l.lastRelease)
-		l.lastRelease = e.At
-		l.line.push(e)
+		w.At = max(addSat(w.Dep, l.delay), l.lastRelease)
+		l.lastRelease = w.At
+		l.line.push(w)
 	}
-	return l.startNext(e.Dep, out)
+	return l.startNext(w.Dep, out)
 }
 
 // startNext dequeues at t, the time the link became free, until a packet
@@ -221,18 +221,17 @@ func (l *Link) startNext(t int64, out []Event) []Event {
 		if !ok {
 			return out
 		}
-		e := Event{Meta: m, Verdict: v, Deq: t}
+		var prob uint32
 		if l.prober != nil {
-			e.Prob = l.prober.Prob()
+			prob = l.prober.Prob()
 		}
 		if v.Action == aqm.Drop {
-			e.At = t
 			l.stats.Dropped++
-			out = append(out, e)
+			out = append(out, Event{Meta: m, Verdict: v, Deq: t, At: t, Prob: prob})
 			continue
 		}
-		e.Dep = l.finish(t, int(m.Len))
-		l.wire, l.busy = e, true
+		l.wire = Event{Meta: m, Verdict: v, Deq: t, Dep: l.finish(t, int(m.Len)), Prob: prob}
+		l.busy = true
 		return out
 	}
 }

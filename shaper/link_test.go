@@ -392,3 +392,174 @@ func TestLinkLoss(t *testing.T) {
 		t.Error("SetLoss(nil) still loses")
 	}
 }
+
+// Every accepted packet is always in exactly one place, whatever happens:
+// refusals, dequeue drops, loss, and live rate and delay changes.
+func TestLinkCountersBalance(t *testing.T) {
+	rng := rand.New(rand.NewPCG(21, 22))
+	q := newFakeQueue()
+	q.limit, q.dropEvery = 20, 5
+	l := newTestLink(t, Config{Rate: Const{10e6}, Delay: 4 * ms, Loss: IID{P: 0.05}}, q)
+	var out []Event
+	var offered, delivered, delivBytes, lost, dropped uint64
+	check := func(when string) {
+		t.Helper()
+		s := l.Stats()
+		if s.Enqueued+s.Refused != offered {
+			t.Fatalf("%s: enqueued %d + refused %d != offered %d", when, s.Enqueued, s.Refused, offered)
+		}
+		if s.Enqueued != s.Delivered+s.Lost+s.Dropped+uint64(l.Pending()) {
+			t.Fatalf("%s: enqueued %d != delivered %d + lost %d + dropped %d + pending %d",
+				when, s.Enqueued, s.Delivered, s.Lost, s.Dropped, l.Pending())
+		}
+		if s.Sent != s.Delivered+s.Lost+uint64(s.InDelayLine) {
+			t.Fatalf("%s: sent %d != delivered %d + lost %d + in delay line %d", when, s.Sent, s.Delivered, s.Lost, s.InDelayLine)
+		}
+		// A drop during Enqueue is counted at once but handed out by the next Poll.
+		if when == "after Poll" && (s.Delivered != delivered || s.DeliveredBytes != delivBytes || s.Lost != lost || s.Dropped != dropped) {
+			t.Fatalf("%s: stats %+v disagree with the events (%d delivered, %d B, %d lost, %d dropped)",
+				when, s, delivered, delivBytes, lost, dropped)
+		}
+	}
+	now := int64(0)
+	for i := range 20000 {
+		now += rng.Int64N(1_500_000)
+		out = l.Poll(now, out[:0])
+		for _, e := range out {
+			switch {
+			case e.Verdict.Reason == aqm.ReasonLoss:
+				lost++
+			case e.Verdict.Action == aqm.Drop:
+				dropped++
+			default:
+				delivered++
+				delivBytes += uint64(e.Meta.Len)
+			}
+		}
+		check("after Poll")
+		switch rng.IntN(200) {
+		case 0:
+			l.SetDelay(rng.Int64N(10 * ms))
+		case 1:
+			l.SetRate(Const{uint64(1e6 + rng.Int64N(20e6))}, now)
+		}
+		for range rng.IntN(3) {
+			offered++
+			l.Enqueue(aqm.Meta{Len: int32(40 + rng.IntN(1461)), Slot: int32(i)}, now)
+			check("after Enqueue")
+		}
+	}
+	if s := l.Stats(); s.Refused == 0 || s.Dropped == 0 || s.Lost == 0 || s.Delivered == 0 {
+		t.Errorf("workload missed a path: %+v", s)
+	}
+}
+
+func TestLinkSetRate(t *testing.T) {
+	// The packet on the wire keeps its finish time; the next uses the new rate.
+	l := newTestLink(t, Config{Rate: Const{10e6}}, newFakeQueue())
+	l.Enqueue(aqm.Meta{Len: 1500, Slot: 0}, 0)
+	l.Enqueue(aqm.Meta{Len: 1500, Slot: 1}, 0)
+	l.Poll(600_000, nil)
+	l.SetRate(Const{20e6}, 600_000)
+	got := l.Poll(10*ms, nil)
+	if len(got) != 2 || got[0].Dep != 1_200_000 || got[1].Deq != 1_200_000 || got[1].Dep != 1_800_000 {
+		t.Errorf("after SetRate: %v", got)
+	}
+
+	// A zero rate holds the packet until a rate is set, then it starts over.
+	l = newTestLink(t, Config{Rate: Const{0}}, newFakeQueue())
+	l.Enqueue(aqm.Meta{Len: 1500}, 0)
+	if n, p := l.Next(), l.Pending(); n != Never || p != 1 {
+		t.Fatalf("zero rate: Next %d Pending %d; want Never, 1", n, p)
+	}
+	l.Poll(5*ms, nil)
+	l.SetRate(Const{10e6}, 5*ms)
+	if got := l.Poll(10*ms, nil); len(got) != 1 || got[0].Deq != 0 || got[0].Dep != 6_200_000 {
+		t.Errorf("after a zero rate: %v", got)
+	}
+	if got := l.Stats().Busy; got != 6_200_000 {
+		t.Errorf("Busy = %d; want 6.2 ms (the wait counts as on the wire)", got)
+	}
+
+	// A schedule set live starts at now.
+	l.SetRate(traceOf(t, "1\n"), 20*ms)
+	l.Poll(20*ms, nil)
+	l.Enqueue(aqm.Meta{Len: 1500}, 20*ms)
+	if got := l.Poll(30*ms, nil); len(got) != 1 || got[0].Dep != 21*ms+1500 {
+		t.Errorf("trace set at 20 ms: %v", got)
+	}
+	if _, ok := l.Rate().(*Trace); !ok {
+		t.Errorf("Rate() = %T", l.Rate())
+	}
+	l.SetRate(nil, 40*ms) // ignored
+	if l.Rate() == nil {
+		t.Error("SetRate(nil) cleared the rate")
+	}
+}
+
+func TestLinkOrigin(t *testing.T) {
+	l := newTestLink(t, Config{Rate: traceOf(t, "1\n"), Origin: 100 * ms}, newFakeQueue())
+	l.Enqueue(aqm.Meta{Len: 1500}, 50*ms) // before the trace starts: waits for it
+	l.Poll(101*ms, nil)
+	l.Enqueue(aqm.Meta{Len: 1500}, 101*ms)
+	got := l.Poll(200*ms, nil)
+	if len(got) != 2 || got[0].Dep != 101*ms+1500 || got[1].Dep != 102*ms+1500 {
+		t.Errorf("origin 100 ms: %v", got)
+	}
+}
+
+func TestLinkSetDelayNegative(t *testing.T) {
+	l := newTestLink(t, Config{Rate: Const{1e9}, Delay: ms}, newFakeQueue())
+	l.SetDelay(-5)
+	if l.Delay() != 0 {
+		t.Errorf("Delay() = %d; want 0", l.Delay())
+	}
+}
+
+func TestNewLinkErrors(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 1))
+	q := newFakeQueue()
+	tests := []struct {
+		cfg  Config
+		q    aqm.Queue
+		rng  *rand.Rand
+		want string
+	}{
+		{Config{Rate: Const{1}}, nil, rng, "shaper: no queue"},
+		{Config{}, q, rng, "shaper: no rate (want Const, a mahimahi trace or a rate schedule)"},
+		{Config{Rate: Const{1}, Delay: -1}, q, rng, "shaper: delay -1ns is negative"},
+		{Config{Rate: Const{1}}, q, nil, "shaper: no random source (loss models draw from it)"},
+	}
+	for _, tt := range tests {
+		_, err := NewLink(tt.cfg, tt.q, tt.rng)
+		if err == nil || err.Error() != tt.want {
+			t.Errorf("NewLink(%+v) error = %v; want %q", tt.cfg, err, tt.want)
+		}
+	}
+	if l, err := NewLink(Config{Rate: Const{1}}, q, rng); err != nil || l.Queue() != aqm.Queue(q) {
+		t.Errorf("NewLink: %v, Queue() %v", err, l.Queue())
+	}
+}
+
+// The delay line starts at the size a constant rate needs and grows when
+// more packets are in flight.
+func TestDelayLineGrows(t *testing.T) {
+	if got := delayLineSize(Config{Rate: Const{1e9}, Delay: 100 * ms}); got != 2*8333+64 {
+		t.Errorf("1 Gbit/s, 100 ms: size %d; want %d", got, 2*8333+64)
+	}
+	l := newTestLink(t, Config{Rate: Const{1e9}, Delay: 50 * ms}, newFakeQueue())
+	size := len(l.line.buf)
+	var arrivals []arrival
+	for i := range 4 * size {
+		arrivals = append(arrivals, arrival{int64(i) * 400, 40, 0}) // 40-byte packets: many in flight
+	}
+	events := drive(t, l, arrivals, nil)
+	if len(l.line.buf) <= size || len(events) != len(arrivals) {
+		t.Errorf("ring %d -> %d slots, %d events of %d", size, len(l.line.buf), len(events), len(arrivals))
+	}
+	for i, e := range events {
+		if e.Meta.Slot != int32(i) {
+			t.Fatalf("event %d is slot %d", i, e.Meta.Slot)
+		}
+	}
+}

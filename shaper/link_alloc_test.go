@@ -1,0 +1,66 @@
+package shaper
+
+import (
+	"testing"
+
+	"github.com/pi2hop/pi2hop/aqm"
+)
+
+// steadyLoad offers one packet per call at 96 % of a 1 Gbit/s link and
+// polls first, as a driver does; out is reused.
+type steadyLoad struct {
+	l   *Link
+	now int64
+	out []Event
+	i   int32
+}
+
+func (s *steadyLoad) step() {
+	s.now += 12_500 // 1500 B every 12.5 µs = 960 Mbit/s
+	s.out = s.l.Poll(s.now, s.out[:0])
+	s.l.Enqueue(aqm.Meta{Len: 1500, Slot: s.i, ECN: aqm.ECN(s.i & 3)}, s.now)
+	s.i++
+}
+
+func newSteadyLoad(t testing.TB, q aqm.Queue) *steadyLoad {
+	l := newTestLink(t, Config{Rate: Const{1e9}, Delay: 10 * ms, Loss: &GilbertElliott{P: 0.01, R: 0.5, LossBad: 1}}, q)
+	s := &steadyLoad{l: l, out: make([]Event, 0, 64)}
+	for range 10_000 { // warm up: fill the delay line, grow the fake's ring
+		s.step()
+	}
+	return s
+}
+
+func TestLinkPollNoAlloc(t *testing.T) {
+	queues := map[string]aqm.Queue{"fake": newFakeQueue(), "dualpi2": newDualPI2(t)}
+	for name, q := range queues {
+		s := newSteadyLoad(t, q)
+		if n := testing.AllocsPerRun(10_000, s.step); n != 0 {
+			t.Errorf("%s: %.2f allocations per packet; want 0", name, n)
+		}
+		if st := s.l.Stats(); st.Delivered == 0 || st.Lost == 0 {
+			t.Errorf("%s: workload delivered %d, lost %d", name, st.Delivered, st.Lost)
+		}
+	}
+}
+
+// BenchmarkLinkPacket is the shaper's per-packet cost: one Enqueue and one
+// Poll (which dequeues, serialises, applies loss and releases), in virtual
+// time at 96 % load.
+func BenchmarkLinkPacket(b *testing.B) {
+	for _, bc := range []struct {
+		name string
+		q    func() aqm.Queue
+	}{
+		{"fake", func() aqm.Queue { return newFakeQueue() }},
+		{"dualpi2", func() aqm.Queue { return newDualPI2(b) }},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			s := newSteadyLoad(b, bc.q())
+			b.ReportAllocs()
+			for b.Loop() {
+				s.step()
+			}
+		})
+	}
+}
