@@ -156,6 +156,8 @@ func (l *Link) Enqueue(m aqm.Meta, now int64) aqm.Verdict {
 // Poll does everything due at or before now, in time order, and appends
 // the resulting events to out in At order: releases from the delay line,
 // dequeue-time drops and losses. It does not allocate when out has room.
+// A queue with periodic updates (DualPI2) always has a next update, so to
+// drain a link poll at Next() while Pending() > 0 rather than Poll(Never).
 func (l *Link) Poll(now int64, out []Event) []Event {
 	if len(l.stash) > 0 {
 		out = append(out, l.stash...)
