@@ -38,7 +38,7 @@ func (e *Event) Sojourn() int64 { return e.Deq - e.Meta.Arrival }
 type LinkStats struct {
 	Enqueued       uint64 // accepted by the queue
 	Refused        uint64 // refused by the queue at enqueue (returned by Enqueue)
-	Dropped        uint64 // dropped by the queue at dequeue
+	Dropped        uint64 // dropped by the queue at dequeue, counted as Poll hands out the event
 	Sent           uint64 // transmissions completed, lost packets included
 	SentBytes      uint64
 	Lost           uint64 // lost by the loss model as they left the link
@@ -161,6 +161,7 @@ func (l *Link) Enqueue(m aqm.Meta, now int64) aqm.Verdict {
 func (l *Link) Poll(now int64, out []Event) []Event {
 	if len(l.stash) > 0 {
 		out = append(out, l.stash...)
+		l.stats.Dropped += uint64(len(l.stash))
 		l.stash = l.stash[:0]
 	}
 	for {
@@ -212,11 +213,15 @@ func (l *Link) finishTransmission(out []Event) []Event {
 		l.lastRelease = w.At
 		l.line.push(w)
 	}
-	return l.startNext(w.Dep, out)
+	n := len(out)
+	out = l.startNext(w.Dep, out)
+	l.stats.Dropped += uint64(len(out) - n)
+	return out
 }
 
 // startNext dequeues at t, the time the link became free, until a packet
-// goes on the wire or the queue is empty; dequeue-time drops go to out.
+// goes on the wire or the queue is empty; dequeue-time drops go to out
+// (the caller counts them).
 func (l *Link) startNext(t int64, out []Event) []Event {
 	for {
 		m, v, ok := l.q.Dequeue(t)
@@ -228,7 +233,6 @@ func (l *Link) startNext(t int64, out []Event) []Event {
 			prob = l.prober.Prob()
 		}
 		if v.Action == aqm.Drop {
-			l.stats.Dropped++
 			out = append(out, Event{Meta: m, Verdict: v, Deq: t, At: t, Prob: prob})
 			continue
 		}
@@ -264,13 +268,15 @@ func (l *Link) Next() int64 {
 	return t
 }
 
-// Pending returns the packets queued, on the wire and in the delay line.
+// Pending returns the packets the link still holds: queued, on the wire,
+// in the delay line, and dropped at dequeue during Enqueue with the event
+// not yet handed out. Polling at Next() while Pending() > 0 drains a link.
 func (l *Link) Pending() int {
 	n, _ := l.q.Len()
 	if l.busy {
 		n++
 	}
-	return n + l.line.n
+	return n + l.line.n + len(l.stash)
 }
 
 // SetRate changes the rate at now; a schedule starts over with its time 0

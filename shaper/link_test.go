@@ -64,14 +64,10 @@ func drive(t testing.TB, l *Link, arrivals []arrival, polls []int64) []Event {
 }
 
 // drain polls at each Next until no packet is pending (a queue with
-// periodic updates always has a Next, so Poll(Never) would not return),
-// then once more to hand out what Enqueue left for Poll.
+// periodic updates always has a Next, so Poll(Never) would not return).
 func drain(l *Link, poll func(now int64)) {
 	for l.Pending() > 0 {
 		poll(l.Next())
-	}
-	if n := len(l.stash); n > 0 {
-		poll(l.stash[n-1].At)
 	}
 }
 
@@ -345,14 +341,14 @@ func TestLinkNextAnnouncesEnqueueDrop(t *testing.T) {
 	}
 	l.Poll(3*ms, nil)
 	l.Enqueue(aqm.Meta{Len: 100}, 3*ms)
-	if got := l.Next(); got != 3*ms {
-		t.Fatalf("Next() = %d; want 3 ms", got)
+	if got, p := l.Next(), l.Pending(); got != 3*ms || p != 1 {
+		t.Fatalf("Next() = %d, Pending() = %d; want 3 ms, 1", got, p)
 	}
 	if got := l.Poll(3*ms, nil); len(got) != 1 || got[0].Verdict.Action != aqm.Drop {
 		t.Fatalf("Poll = %v; want the drop", got)
 	}
-	if got := l.Next(); got != Never {
-		t.Errorf("Next() after Poll = %d; want Never", got)
+	if got, p := l.Next(), l.Pending(); got != Never || p != 0 {
+		t.Errorf("after Poll: Next() = %d, Pending() = %d; want Never, 0", got, p)
 	}
 }
 
@@ -415,8 +411,7 @@ func TestLinkCountersBalance(t *testing.T) {
 		if s.Sent != s.Delivered+s.Lost+uint64(s.InDelayLine) {
 			t.Fatalf("%s: sent %d != delivered %d + lost %d + in delay line %d", when, s.Sent, s.Delivered, s.Lost, s.InDelayLine)
 		}
-		// A drop during Enqueue is counted at once but handed out by the next Poll.
-		if when == "after Poll" && (s.Delivered != delivered || s.DeliveredBytes != delivBytes || s.Lost != lost || s.Dropped != dropped) {
+		if s.Delivered != delivered || s.DeliveredBytes != delivBytes || s.Lost != lost || s.Dropped != dropped {
 			t.Fatalf("%s: stats %+v disagree with the events (%d delivered, %d B, %d lost, %d dropped)",
 				when, s, delivered, delivBytes, lost, dropped)
 		}
