@@ -1,6 +1,8 @@
 package shaper
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/pi2hop/pi2hop/aqm"
@@ -60,6 +62,39 @@ func BenchmarkLinkPacket(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				s.step()
+			}
+		})
+	}
+}
+
+// Finish is on the per-packet path for every kind of rate.
+func TestRateFinishNoAlloc(t *testing.T) {
+	sc, _ := NewSchedule([]Step{{0, 1e7}, {ms, 0}, {2 * ms, 2e7}})
+	rates := map[string]Rate{"const": Const{1e9}, "trace": traceOf(t, "1\n1\n3\n"), "schedule": sc}
+	for name, r := range rates {
+		start := int64(0)
+		if n := testing.AllocsPerRun(1000, func() { start = r.Finish(start, 1500) }); n != 0 {
+			t.Errorf("%s: %.1f allocations per Finish", name, n)
+		}
+	}
+}
+
+func BenchmarkRateFinish(b *testing.B) {
+	sc, _ := NewSchedule([]Step{{0, 1e9}, {ms, 5e8}, {2 * ms, 1e9}})
+	var times strings.Builder
+	for i := range 1000 { // ~100 Mbit/s: 8 or 9 opportunities per ms
+		for range 8 + i%3/2 {
+			fmt.Fprintf(&times, "%d\n", i+1)
+		}
+	}
+	for _, bc := range []struct {
+		name string
+		r    Rate
+	}{{"const", Const{1e9}}, {"trace", traceOf(b, times.String())}, {"schedule", sc}} {
+		b.Run(bc.name, func(b *testing.B) {
+			start := int64(0)
+			for b.Loop() {
+				start = bc.r.Finish(start, 1500) % (1 << 40)
 			}
 		})
 	}

@@ -69,7 +69,7 @@ func mahimahiDeliveries(times []int64, sizes []int) []int64 {
 	return out
 }
 
-func traceOf(t *testing.T, text string) *Trace {
+func traceOf(t testing.TB, text string) *Trace {
 	t.Helper()
 	r, err := ParseMahimahi(strings.NewReader(text))
 	if err != nil {
