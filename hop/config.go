@@ -31,8 +31,11 @@ type Config struct {
 	// Spin is how long before a lone deadline (nothing else due within
 	// 200 µs) the owner stops sleeping and spins, to cut wake-up lateness
 	// (default 50µs; negative: never spin).
-	Spin   time.Duration
-	Logger *slog.Logger // nil: no logs
+	Spin time.Duration
+	// Priority is the SCHED_FIFO priority (1..99) of the owner threads
+	// when the process may set one (default 10; negative: normal threads).
+	Priority int
+	Logger   *slog.Logger // nil: no logs
 }
 
 // Defaults for Config's tuning fields.
@@ -41,6 +44,7 @@ const (
 	DefaultBatch         = 64
 	DefaultStatsInterval = 100 * time.Millisecond
 	DefaultSpin          = 50 * time.Microsecond
+	DefaultPriority      = 10
 	maxSlots             = 1 << 16
 	// assumedPeakRate sizes the delay line for rates that are not constant.
 	assumedPeakRate = 1_000_000_000
@@ -60,6 +64,9 @@ func (c Config) withDefaults() Config {
 	if c.Spin == 0 {
 		c.Spin = DefaultSpin
 	}
+	if c.Priority == 0 {
+		c.Priority = DefaultPriority
+	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -77,6 +84,9 @@ func (c Config) Validate() error {
 	}
 	if c.Slots < 0 || c.Slots > maxSlots*4 {
 		return fmt.Errorf("hop: %d slots: want 0 (automatic) up to %d", c.Slots, maxSlots*4)
+	}
+	if c.Priority > 99 {
+		return fmt.Errorf("hop: priority %d: want 1..99 (negative: no real-time priority)", c.Priority)
 	}
 	if c.Spin > time.Millisecond {
 		return fmt.Errorf("hop: spin %v: want at most 1ms (negative: off)", c.Spin)

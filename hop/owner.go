@@ -24,17 +24,18 @@ func clock() int64 { return int64(time.Since(epoch)) }
 // shared is touched only by the owner goroutine (and by newOwner before
 // it starts).
 type owner struct {
-	h     *Hop
-	dir   Dir
-	cfg   Direction
-	in    tun.Pollable
-	out   tun.Device
-	link  *shaper.Link
-	slab  *slab
-	tap   Tap
-	start int64
-	every int64 // stats interval, ns
-	spin  int64 // ns spent spinning before a lone deadline (0 = never)
+	h        *Hop
+	dir      Dir
+	cfg      Direction
+	in       tun.Pollable
+	out      tun.Device
+	link     *shaper.Link
+	slab     *slab
+	tap      Tap
+	start    int64
+	every    int64 // stats interval, ns
+	spin     int64 // ns spent spinning before a lone deadline (0 = never)
+	priority int   // SCHED_FIFO priority of the owner thread (0 = normal)
 
 	nextStats int64
 
@@ -83,6 +84,7 @@ func newOwner(h *Hop, d Dir, dir Direction, in, out tun.Device) (*owner, error) 
 		slab:      newSlab(c.slots(dir), c.slotSize()),
 		every:     int64(c.StatsInterval),
 		spin:      int64(c.Spin),
+		priority:  c.Priority,
 		bufs:      make([][]byte, c.Batch),
 		sizes:     make([]int, c.Batch),
 		slots:     make([]int32, c.Batch),

@@ -121,9 +121,19 @@ func TestPairTCPRate(t *testing.T) {
 	for _, bps := range []uint64{10_000_000, 100_000_000} {
 		t.Run(fmt.Sprintf("%dMbit", bps/1_000_000), func(t *testing.T) {
 			p := newTestPair(t, testConfig(bps, 0))
-			got := tcpRate(t, p, time.Second, 5*time.Second)
-			ratio := got / float64(bps)
-			t.Logf("TCP at %d bit/s: received %.0f bit/s IP (%.2f %%)", bps, got, 100*ratio)
+			var ratio float64
+			// The endpoints share 2 CPUs with everything else CI runs: a
+			// sender starved of CPU is not the hop's shortfall, so a
+			// measurement under 95 % gets one more try. Over 100.5 % fails
+			// at once.
+			for try := 1; try <= 2; try++ {
+				got := tcpRate(t, p, time.Second, 5*time.Second)
+				ratio = got / float64(bps)
+				t.Logf("TCP at %d bit/s, try %d: received %.0f bit/s IP (%.2f %%)", bps, try, got, 100*ratio)
+				if ratio >= 0.95 {
+					break
+				}
+			}
 			if ratio < 0.95 || ratio > 1.005 {
 				t.Errorf("IP rate at the receiver %.2f %% of the link rate, want 95..100.5 %%", 100*ratio)
 			}
