@@ -97,7 +97,9 @@ type Link struct {
 
 // NewLink builds a link draining q, which should be empty. rng is where
 // loss models draw from (seed it for repeatable runs); it is required even
-// without loss so SetLoss can add one later.
+// without loss so SetLoss can add one later. The delay line is a ring
+// sized here for the configured rate and delay; it grows (allocates) only
+// if more packets are ever in flight than that.
 func NewLink(cfg Config, q aqm.Queue, rng *rand.Rand) (*Link, error) {
 	switch {
 	case q == nil:
