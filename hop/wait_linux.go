@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -74,8 +75,13 @@ func (o *owner) wait(deadline int64) error {
 const spinAbove = 200_000 // ns
 
 // waker is an eventfd that interrupts the owner's wait: stop, edits and
-// stats requests.
-type waker struct{ fd int }
+// stats requests. signal may race with close (a Stats call as the hop
+// shuts down), so both take mu: a closed descriptor's number could
+// already belong to another file.
+type waker struct {
+	mu sync.RWMutex
+	fd int
+}
 
 func (w *waker) open() error {
 	fd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
@@ -88,15 +94,24 @@ func (w *waker) open() error {
 
 var wakeOne = []byte{1, 0, 0, 0, 0, 0, 0, 0}
 
-func (w *waker) signal() { unix.Write(w.fd, wakeOne) }
+func (w *waker) signal() {
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	if w.fd >= 0 {
+		unix.Write(w.fd, wakeOne)
+	}
+}
 
+// drain resets the counter; only the owner calls it, before close.
 func (w *waker) drain() {
 	var b [8]byte
 	unix.Read(w.fd, b[:])
 }
 
 func (w *waker) close() {
-	if w.fd > 0 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.fd >= 0 {
 		unix.Close(w.fd)
 		w.fd = -1
 	}
