@@ -48,7 +48,8 @@ func VideoSend(ctx context.Context, conn *net.UDPConn, peer netip.AddrPort, cfg 
 		return VideoSenderSummary{}, err
 	}
 	v := &videoSender{sender: s, cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, 0x5eed)),
-		period: int64(time.Second/time.Microsecond) / int64(cfg.FPS), wallStart: time.Now().UnixMicro()}
+		period: int64(time.Second/time.Microsecond) / int64(cfg.FPS), wallStart: time.Now().UnixMicro(),
+		keyEvery: keyframeInterval(cfg)}
 	s.onPLI = v.pli
 	s.extra = v.intervalFields
 	return onPreciseThread(func() (VideoSenderSummary, error) { return v.run(ctx) })
@@ -77,7 +78,7 @@ type videoSender struct {
 
 	queue    []videoPacket
 	frameNr  int32
-	lastKey  int64 // µs
+	keyEvery int32 // frames from one periodic keyframe to the next
 	keyNr    int32 // number of the last keyframe
 	forceKey bool
 	target   float64 // bit/s
@@ -146,16 +147,21 @@ func (v *videoSender) run(ctx context.Context) (VideoSenderSummary, error) {
 	}
 }
 
+// keyframeInterval converts KeyframeEvery to whole frames (at least 1).
+func keyframeInterval(cfg VideoConfig) int32 {
+	return int32(max(1, math.Round(cfg.KeyframeEvery.Seconds()*float64(cfg.FPS))))
+}
+
 // encode produces the frame captured at now and queues its packets.
 func (v *videoSender) encode(now int64) {
 	info := v.cc.Info(now)
 	v.target = min(max(info.Rate*8*targetShare, float64(v.cfg.MinRate)), float64(v.cfg.MaxRate))
 	mean := v.target / 8 * float64(v.period) / 1e6 // bytes
-	key := v.frameNr == 0 || v.forceKey || now-v.lastKey >= v.cfg.KeyframeEvery.Microseconds()
+	key := v.frameNr == 0 || v.forceKey || v.frameNr+1-v.keyNr >= v.keyEvery
 	size := mean * math.Exp(frameSizeSigma*v.rng.NormFloat64()-frameSizeSigma*frameSizeSigma/2)
 	if key {
 		size = keyframeFactor * mean
-		v.lastKey, v.forceKey = now, false
+		v.forceKey = false
 		v.keyNr = v.frameNr + 1
 		v.keyframes++
 		v.ivKeys++
