@@ -109,24 +109,21 @@ func (t *Trace) index() {
 	}
 }
 
-// count returns the number of opportunities at or before millisecond ms
-// since the trace's time 0, over all loops.
-func (t *Trace) count(ms int64) int64 {
-	if ms < 0 {
-		return 0
+// countBefore returns the number of opportunities before millisecond
+// k·period + r since the trace's time 0, over all loops (0 <= r <= period).
+func (t *Trace) countBefore(k, r int64) int64 {
+	switch {
+	case r > 0:
+		return k*int64(len(t.times)) + int64(t.cum[r-1])
+	case k > 0:
+		return (k-1)*int64(len(t.times)) + int64(t.cum[t.period-1])
 	}
-	k, r := ms/t.period, ms%t.period
-	return k*int64(len(t.times)) + int64(t.cum[r])
-}
-
-// at returns the millisecond of opportunity j (0-based, over all loops).
-func (t *Trace) at(j int64) int64 {
-	n := int64(len(t.times))
-	return j/n*t.period + t.times[j%n]
+	return 0
 }
 
 // Finish implements Rate with the byte-credit model above. Times before
-// the trace's time 0 have no opportunities.
+// the trace's time 0 have no opportunities. Two divisions: it is on the
+// per-packet path.
 func (t *Trace) Finish(start int64, n int) int64 {
 	if n <= 0 {
 		return start
@@ -136,13 +133,17 @@ func (t *Trace) Finish(start int64, n int) int64 {
 	}
 	s := max(start, 0)
 	ms := s / nsPerMs
-	before := t.count(ms - 1)
-	inMs := t.count(ms) - before
+	opps := int64(len(t.times))
+	k, r := ms/t.period, ms%t.period
+	before := t.countBefore(k, r)
+	upTo := k*opps + int64(t.cum[r]) // opportunities at or before ms
 	// Credit (bytes) delivered up to s, counted from time 0.
-	credit := oppBytes*before + min(oppBytes*inMs, s-ms*nsPerMs)
-	last := credit + int64(n) // credit needed to send the packet's last byte
-	msLast := t.at((last - 1) / oppBytes)
-	return msLast*nsPerMs + last - oppBytes*t.count(msLast-1)
+	credit := oppBytes*before + min(oppBytes*(upTo-before), s-ms*nsPerMs)
+	last := credit + int64(n)  // credit needed to send the packet's last byte
+	j := (last - 1) / oppBytes // the opportunity that carries it
+	k, i := j/opps, j%opps
+	msLast := k*t.period + t.times[i]
+	return msLast*nsPerMs + last - oppBytes*t.countBefore(k, t.times[i])
 }
 
 // String describes the trace for logs.
