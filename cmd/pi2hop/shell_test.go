@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -65,13 +66,15 @@ func TestShellRunsCommandBehindTheHop(t *testing.T) {
 			return
 		}
 		defer c.Close()
-		c.SetReadDeadline(time.Now().Add(5 * time.Second))
-		b := make([]byte, 64)
-		n, _ := c.Read(b)
-		got <- string(b[:n])
+		c.SetDeadline(time.Now().Add(5 * time.Second))
+		line, _ := bufio.NewReader(c).ReadString('\n')
+		got <- strings.TrimSpace(line)
+		fmt.Fprintf(c, "reply-from-host\n")
 	}()
 	port := ln.Addr().(*net.TCPAddr).Port
-	script := fmt.Sprintf(`echo hello-$PI2HOP_ADDR > /dev/tcp/$PI2HOP_HOST/%d && echo out; echo err >&2; exit 3`, port)
+	// A round trip: the command waits for the host's answer, so nothing is
+	// still in flight in the hop when the command exits.
+	script := fmt.Sprintf(`exec 3<>/dev/tcp/$PI2HOP_HOST/%d && echo hello-$PI2HOP_ADDR >&3 && read -r reply <&3 && echo $reply; echo err >&2; exit 3`, port)
 	var stdout, stderr bytes.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -81,7 +84,7 @@ func TestShellRunsCommandBehindTheHop(t *testing.T) {
 	if !errors.As(err, &ee) || ee.code != 3 {
 		t.Fatalf("shell returned %v, want exit status 3; stderr:\n%s", err, stderr.String())
 	}
-	if stdout.String() != "out\n" || !strings.Contains(stderr.String(), "err\n") {
+	if stdout.String() != "reply-from-host\n" || !strings.Contains(stderr.String(), "err\n") {
 		t.Errorf("stdout %q, stderr %q: output did not pass through", stdout.String(), stderr.String())
 	}
 	if !strings.Contains(stderr.String(), "pi2hop running: shell") {

@@ -141,6 +141,7 @@ type dirView struct {
 	SojournL    [2]float64        `json:"sojourn_l_ms"`
 	Lateness    [2]float64        `json:"lateness_us"` // driver's pacing error p50, p99
 	RingDrops   uint64            `json:"tun_ring_drops"`
+	CPUPerPkt   float64           `json:"cpu_us_per_packet"` // the direction's owner thread (includes kernel work done in its writes)
 }
 
 func viewOf(s, prev *hop.DirStats) dirView {
@@ -162,16 +163,20 @@ func viewOf(s, prev *hop.DirStats) dirView {
 			v.Drops[name] = n
 		}
 	}
-	elapsed, busy, outBytes := s.Elapsed, s.Link.Busy, s.OutBytes
+	elapsed, busy, outBytes, cpu, in := s.Elapsed, s.Link.Busy, s.OutBytes, s.CPU, s.In
 	sc, sl, late := s.SojournC, s.SojournL, s.Lateness
 	if prev != nil {
 		elapsed, busy, outBytes = s.Elapsed-prev.Elapsed, busy-prev.Link.Busy, outBytes-prev.OutBytes
+		cpu, in = cpu-prev.CPU, in-prev.In
 		sc, sl, late = s.SojournC.Sub(&prev.SojournC), s.SojournL.Sub(&prev.SojournL), s.Lateness.Sub(&prev.Lateness)
 	}
 	if elapsed > 0 {
 		v.Interval = float64(elapsed) / 1e9
 		v.OutBps = float64(outBytes) * 8 / v.Interval
 		v.Utilisation = float64(busy) / float64(elapsed)
+	}
+	if in > 0 && cpu > 0 {
+		v.CPUPerPkt = float64(cpu) / float64(in) / 1e3
 	}
 	v.SojournC = [2]float64{float64(sc.Quantile(0.5)) / 1e6, float64(sc.Quantile(0.99)) / 1e6}
 	v.SojournL = [2]float64{float64(sl.Quantile(0.5)) / 1e6, float64(sl.Quantile(0.99)) / 1e6}
@@ -207,8 +212,8 @@ func writeDirView(w io.Writer, v *dirView) {
 		drops = append(drops, fmt.Sprintf("%s %d", r, v.Drops[r]))
 	}
 	fmt.Fprintf(w, "  drops: %s; TUN ring drops %d\n", strings.Join(drops, ", "), v.RingDrops)
-	fmt.Fprintf(w, "  sojourn C p50 %.2fms p99 %.2fms, L p50 %.2fms p99 %.2fms; pacing lateness p50 %.0fus p99 %.0fus\n",
-		v.SojournC[0], v.SojournC[1], v.SojournL[0], v.SojournL[1], v.Lateness[0], v.Lateness[1])
+	fmt.Fprintf(w, "  sojourn C p50 %.2fms p99 %.2fms, L p50 %.2fms p99 %.2fms; pacing lateness p50 %.0fus p99 %.0fus; cpu %.1fus/pkt\n",
+		v.SojournC[0], v.SojournC[1], v.SojournL[0], v.SojournL[1], v.Lateness[0], v.Lateness[1], v.CPUPerPkt)
 }
 
 // fmtDuration prints ns as a Go duration ("10ms", "0s").
