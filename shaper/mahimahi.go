@@ -26,7 +26,10 @@ import (
 // it, one that starts after it has ended finds it gone, as when mahimahi's
 // queue was empty. Packets therefore finish within 1500·m ns (m = the
 // millisecond's opportunity count) of mahimahi's instant, and a trace may
-// hold at most maxOppsPerMs opportunities in one millisecond.
+// hold at most maxOppsPerMs opportunities in one millisecond. One more
+// difference: a packet reaching an idle link during a burst uses the rest
+// of it, where mahimahi, whose clock ticks in ms, spends that
+// millisecond's opportunities just before queueing the packet.
 const (
 	oppBytes     = 1500                    // bytes per delivery opportunity
 	nsPerMs      = int64(1e6)              // ns per trace time unit
@@ -80,7 +83,7 @@ func ParseMahimahi(r io.Reader) (Rate, error) {
 	if len(t.times) == 0 {
 		return nil, fmt.Errorf("no timestamps (want one integer ms per line, e.g. 1, 1, 2, ...)")
 	}
-	if len(t.times) >= 1<<32 {
+	if uint64(len(t.times)) >= 1<<32 {
 		return nil, fmt.Errorf("too many opportunities (%d)", len(t.times))
 	}
 	t.period = t.times[len(t.times)-1]
