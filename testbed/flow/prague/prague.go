@@ -120,8 +120,9 @@ type CC struct {
 	alphaCE      int32 // CE at the last alpha update
 	rttsToGrowth int64 // vRTTs left before new growth
 
-	sent int32 // packets sent so far (sequence numbers used)
-	last Feedback
+	sent       int32 // packets sent so far (sequence numbers used)
+	last       Feedback
+	writtenOff int32 // packets sent by the last timeout: no longer counted in flight
 
 	cutAt   int64 // µs of the last reduction (CE or loss)
 	cutSent int32 // packets sent at the last reduction
@@ -191,7 +192,11 @@ func (c *CC) reset(now int64) {
 
 // Timeout resets the rate and window (udp_prague ResetCCInfo): call it
 // when the sender is window-limited and no ACK came for TimeoutAfter µs.
+// The packets in flight are written off: the receiver cannot report them
+// lost until newer packets reach it, so without this a sender whose whole
+// window was lost would wait forever.
 func (c *CC) Timeout(now int64) {
+	c.writtenOff = c.sent
 	c.reset(now)
 	c.window = c.mtu
 	c.derive()
@@ -221,9 +226,12 @@ func (c *CC) vrttOf(srtt int64) int64 {
 	return max(srtt, floor)
 }
 
-// Inflight returns the packets sent and not yet reported received or lost.
+// Inflight returns the packets sent and not yet reported received or
+// lost, less those written off by a timeout. (The receiver accounts for
+// packets in sequence order, so Received + Lost is about the highest
+// sequence number it has seen.)
 func (c *CC) Inflight() int {
-	return int(max(0, c.sent-c.last.Received-c.last.Lost))
+	return int(max(0, c.sent-max(c.last.Received+c.last.Lost, c.writtenOff)))
 }
 
 // Info returns the pacing parameters at time now.

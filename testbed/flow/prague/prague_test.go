@@ -273,7 +273,24 @@ func TestStaleACKIgnored(t *testing.T) {
 }
 
 func TestTimeoutResets(t *testing.T) {
-	cc, _, now := steady(t, Config{})
+	cc, fb, now := steady(t, Config{})
+	cc.Sent(30) // a whole window lost in an outage
+	if cc.Inflight() != 30 {
+		t.Fatalf("inflight %d, want 30", cc.Inflight())
+	}
+	cc.Timeout(now)
+	if n := cc.Inflight(); n != 0 {
+		t.Errorf("inflight %d after a timeout, want the lost window written off", n)
+	}
+	// New packets get through; the receiver reports the 30 as lost.
+	cc.Sent(2)
+	fb.Received++
+	fb.Lost += 30
+	cc.RTT(20000)
+	cc.ACK(now+1, fb)
+	if n := cc.Inflight(); n != 1 {
+		t.Errorf("inflight %d after the loss report, want 1", n)
+	}
 	cc.Timeout(now)
 	got := cc.Info(now)
 	if got.Rate != MinRate || got.Window != DefaultMTU || got.State != StateInit || got.Alpha != 0 {
