@@ -151,6 +151,41 @@ func (c *Capture) Offer(iface int, at int64, pkt []byte, ann *Annotation) bool {
 		}
 		return false
 	}
+	c.fill(rec, iface, at, pkt, ann)
+	c.ring.publish(rec, pos)
+	c.wakeWriter()
+	return true
+}
+
+// OfferWait is Offer for offline producers (replay): instead of refusing
+// when the writer is behind, it waits for room, so the file holds every
+// packet. origLen is the packet's length on the wire when pkt holds only
+// its headers (0: len(pkt)). It returns false only after Close or for an
+// unknown iface. Never call it on a live data path.
+func (c *Capture) OfferWait(iface int, at int64, pkt []byte, origLen int, ann *Annotation) bool {
+	if iface < 0 || iface >= int(c.nIf.Load()) {
+		return false
+	}
+	for {
+		rec, pos, ok := c.ring.claim()
+		if ok {
+			c.fill(rec, iface, at, pkt, ann)
+			if origLen > len(pkt) {
+				rec.origLen = int32(origLen)
+			}
+			c.ring.publish(rec, pos)
+			c.wakeWriter()
+			return true
+		}
+		if c.closing.Load() {
+			return false
+		}
+		c.wakeWriter()
+		time.Sleep(20 * time.Microsecond)
+	}
+}
+
+func (c *Capture) fill(rec *record, iface int, at int64, pkt []byte, ann *Annotation) {
 	rec.at = at + c.opt.TimeOffset
 	rec.iface = int32(iface)
 	rec.origLen = int32(len(pkt))
@@ -159,14 +194,15 @@ func (c *Capture) Offer(iface int, at int64, pkt []byte, ann *Annotation) bool {
 	if ann != nil {
 		rec.ann = *ann
 	}
-	c.ring.publish(rec, pos)
+}
+
+func (c *Capture) wakeWriter() {
 	if c.sleeping.Load() && c.sleeping.CompareAndSwap(true, false) {
 		select {
 		case c.wake <- struct{}{}:
 		default:
 		}
 	}
-	return true
 }
 
 // InterfaceStats counts one tap's packets.

@@ -49,6 +49,7 @@ const (
 type replayArgs struct {
 	trace, pcap, pcapOut string
 	link                 *linkFlags
+	capture              *captureFlags
 }
 
 func replayFlags(fs *pflag.FlagSet) func(context.Context, *cmdEnv, []string) error {
@@ -57,6 +58,7 @@ func replayFlags(fs *pflag.FlagSet) func(context.Context, *cmdEnv, []string) err
 	fs.StringVar(&a.pcap, "pcap", "", "pcap or pcapng `FILE` (- = stdin) to replay: arrival = capture time since the first packet")
 	fs.StringVar(&a.pcapOut, "pcap-out", "", "write the packets as they leave (after --delay, CE marks applied) to this pcap `FILE` (raw IP, ns timestamps)")
 	a.link = addLinkFlags(fs, false)
+	a.capture = addCaptureFlags(fs)
 	return func(ctx context.Context, env *cmdEnv, args []string) error {
 		return runReplay(ctx, env, a, args)
 	}
@@ -107,6 +109,22 @@ func runReplay(ctx context.Context, env *cmdEnv, a *replayArgs, args []string) e
 	r := &replayer{link: link, q: q, w: out, events: make([]shaper.Event, 0, 256)}
 	link.OnUpdate(r.onUpdate)
 
+	// --capture: virtual time 0 is the input capture's first packet, or
+	// the Unix epoch for a CSV trace.
+	var offset int64
+	if pcapIn != nil {
+		offset = pcapIn.start.UnixNano()
+	}
+	capt, err := a.capture.open("pi2hop replay of "+name, offset)
+	if err != nil {
+		return usagef("replay: %v", err)
+	}
+	if capt != nil {
+		r.capture = newReplayCapture(capt)
+		r.keepFrames = true
+		defer capt.Close()
+	}
+
 	var closePcap func() error
 	if a.pcapOut != "" {
 		if closePcap, err = r.openPcapOut(a.pcapOut, pcapIn); err != nil {
@@ -129,6 +147,11 @@ func runReplay(ctx context.Context, env *cmdEnv, a *replayArgs, args []string) e
 			err = cerr
 		}
 	}
+	if capt != nil {
+		if cerr := capt.Close(); err == nil && cerr != nil {
+			err = fmt.Errorf("--capture: %w", cerr)
+		}
+	}
 	return err
 }
 
@@ -146,6 +169,7 @@ func (r *replayer) openPcapOut(path string, in *pcapTrace) (func() error, error)
 		return nil, fmt.Errorf("--pcap-out %s: %w", path, err)
 	}
 	r.pcapOut, r.pcapName, r.pcapIn = pw, path, in
+	r.keepFrames = true
 	return func() error {
 		err := bw.Flush()
 		if cerr := f.Close(); err == nil {
@@ -197,8 +221,10 @@ type replayer struct {
 	events []shaper.Event
 	pis    []piSample
 
-	// per-packet state, indexed by row, kept only for --pcap-out
-	frames   []tracePacket
+	// per-packet state, indexed by row, kept only for --pcap-out and --capture
+	keepFrames bool
+	frames     []tracePacket
+	capture    *replayCapture
 	pcapOut  *pcapgo.Writer
 	pcapName string
 	pcapIn   *pcapTrace // its start is virtual time 0 in the output timestamps
@@ -243,8 +269,11 @@ func (r *replayer) run(ctx context.Context, src packetSource) error {
 			r.firstArrival = p.t
 		}
 		r.packets++
-		if r.pcapOut != nil {
+		if r.keepFrames {
 			r.frames = append(r.frames, p)
+		}
+		if r.capture != nil {
+			r.capture.arrival(&p)
 		}
 		r.advance(p.t)
 		m := aqm.Meta{Len: p.len, Slot: int32(i), Flow: p.flow, ECN: p.ecn}
@@ -255,6 +284,9 @@ func (r *replayer) run(ctx context.Context, src packetSource) error {
 			m.Arrival, m.Class = p.t, v.Class
 			qc.drops[v.Reason]++
 			r.writePacket(m, v, -1, -1)
+			if r.capture != nil {
+				r.capture.decided(&p, &shaper.Event{Meta: m, Verdict: v, At: p.t, Prob: r.q.Stats(p.t).Prob})
+			}
 			r.release(i)
 		}
 	}
@@ -343,6 +375,9 @@ func (r *replayer) handle(ev *shaper.Event) {
 		qc.bytes += uint64(m.Len)
 	}
 	r.writePacket(m, v, ev.Deq, dep)
+	if r.capture != nil {
+		r.capture.decided(&r.frames[m.Slot], ev)
+	}
 	if v.Action != aqm.Drop && r.pcapOut != nil {
 		r.writeFrame(int(m.Slot), v.Action == aqm.Mark, ev.At)
 	}
