@@ -225,9 +225,9 @@ type replayer struct {
 	keepFrames bool
 	frames     []tracePacket
 	capture    *replayCapture
-	pcapOut  *pcapgo.Writer
-	pcapName string
-	pcapIn   *pcapTrace // its start is virtual time 0 in the output timestamps
+	pcapOut    *pcapgo.Writer
+	pcapName   string
+	pcapIn     *pcapTrace // its start is virtual time 0 in the output timestamps
 
 	packets      int
 	lastPoll     int64 // virtual time of the latest Poll
