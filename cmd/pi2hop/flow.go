@@ -95,8 +95,8 @@ func flowFlags(fs *pflag.FlagSet) func(ctx context.Context, env *cmdEnv, args []
 		}
 		err := run(ctx, env)
 		var ue *usageError
-		if err != nil && !errors.As(err, &ue) {
-			err = fmt.Errorf("flow %s: %w", sub.name, err)
+		if err != nil && !errors.As(err, &ue) && !strings.HasPrefix(err.Error(), sub.name+":") {
+			err = fmt.Errorf("%s: %w", sub.name, err)
 		}
 		return err
 	}
