@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -113,4 +115,73 @@ func TestShellRefusesABusyName(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "already running") {
 		t.Errorf("err = %v, want 'already running'", err)
 	}
+}
+
+// TestShellNAT gives the shell onward connectivity: a namespace standing
+// for "the network" hangs off the host on a veth, and a server there must
+// see the shell's connection coming from the host's address.
+func TestShellNAT(t *testing.T) {
+	needRoot(t)
+	if _, err := exec.LookPath("nft"); err != nil {
+		t.Skip("needs nft(8) for --nat")
+	}
+	if _, err := os.Stat("/bin/bash"); err != nil {
+		t.Skip("needs bash for /dev/tcp")
+	}
+	name := testInstance(4)
+	t.Cleanup(func() { cleanupInstance(name, &bytes.Buffer{}) })
+	outside := name + "o"
+	j := tun.NewJournal(nil)
+	t.Cleanup(func() {
+		if err := j.Undo(); err != nil {
+			t.Error(err)
+		}
+	})
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(j.NewNamespace(outside))
+	must(j.AddVeth("", name+"h", outside, "x0"))
+	must(j.AddAddr("", name+"h", netip.MustParsePrefix("10.254.250.1/24")))
+	must(j.AddAddr(outside, "x0", netip.MustParsePrefix("10.254.250.2/24")))
+	fwd, _ := tun.ReadSysctl("", "net/ipv4/ip_forward")
+
+	var ln net.Listener
+	must(tun.Do(outside, func() (err error) { ln, err = net.Listen("tcp", "10.254.250.2:7001"); return }))
+	defer ln.Close()
+	from := make(chan string, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		from <- c.RemoteAddr().(*net.TCPAddr).IP.String()
+		fmt.Fprintf(c, "hello\n")
+	}()
+	var stdout, stderr bytes.Buffer
+	script := `exec 3<>/dev/tcp/10.254.250.2/7001 && read -r x <&3 && echo $x`
+	err := Run(context.Background(), []string{"shell", "--name", name, "--nat", "--rate", "100mbit", "--", "/bin/bash", "-c", script},
+		strings.NewReader(""), &stdout, &stderr)
+	if err != nil || stdout.String() != "hello\n" {
+		t.Fatalf("shell --nat: %v, stdout %q\n%s", err, stdout.String(), stderr.String())
+	}
+	select {
+	case ip := <-from:
+		if ip != "10.254.250.1" {
+			t.Errorf("the outside saw the connection from %s, want the host's 10.254.250.1 (masquerade)", ip)
+		}
+	default:
+		t.Error("no connection reached the outside")
+	}
+	if v, _ := tun.ReadSysctl("", "net/ipv4/ip_forward"); v != fwd {
+		t.Errorf("ip_forward %s after the shell, was %s", v, fwd)
+	}
+	if out, _ := exec.Command("nft", "list", "tables").CombinedOutput(); strings.Contains(string(out), "pi2hop-"+name) {
+		t.Errorf("nftables table left behind:\n%s", out)
+	}
+	checkGone(t, name)
 }
