@@ -130,14 +130,39 @@ func (j *Journal) has(kind, ns, name string) bool {
 }
 
 // Undo reverses every recorded change, newest first, continuing past
-// failures, and empties the journal. It returns the failures joined.
+// failures. Each change leaves the journal (and the saved state) only once
+// it is undone, so a crash half way through leaves the rest on record;
+// changes that could not be undone stay recorded. It returns the failures
+// joined.
 func (j *Journal) Undo() error {
+	var errs []error
 	j.mu.Lock()
-	es := j.entries
-	j.entries = nil
-	j.saveLocked()
-	j.mu.Unlock()
-	return UndoEntries(es)
+	defer j.mu.Unlock()
+	var failed []Entry
+	for len(j.entries) > 0 {
+		e := j.entries[len(j.entries)-1]
+		if err := undo(e); err != nil {
+			errs = append(errs, fmt.Errorf("undo %s: %w", e, err))
+			failed = append(failed, e)
+		}
+		j.entries = j.entries[:len(j.entries)-1]
+		all := append(append([]Entry(nil), j.entries...), reversed(failed)...)
+		if j.save != nil {
+			if err := j.save(all); err != nil {
+				errs = append(errs, fmt.Errorf("tun: save journal: %w", err))
+			}
+		}
+	}
+	j.entries = reversed(failed)
+	return errors.Join(errs...)
+}
+
+func reversed(es []Entry) []Entry {
+	r := make([]Entry, len(es))
+	for i, e := range es {
+		r[len(es)-1-i] = e
+	}
+	return r
 }
 
 // UndoEntries reverses es, newest first, continuing past failures.

@@ -205,30 +205,53 @@ func (in *instance) close(stopHop func() error) error {
 	return err
 }
 
-// cleanupInstance undoes what a dead instance left, from its state file.
+// cleanupInstance undoes what a dead instance left, from its state file,
+// then sweeps what instances of that name make by convention (the shell's
+// namespace, the NAT table, the gateway's rules) in case the state file
+// is gone or was cut short. Sysctls can only be restored from the record.
 func cleanupInstance(name string, stdout io.Writer) error {
 	if err := checkInstanceName(name); err != nil {
 		return err
 	}
+	var entries []tun.Entry
 	st, err := readState(name)
-	if errors.Is(err, os.ErrNotExist) {
-		fmt.Fprintf(stdout, "instance %q: nothing to clean up (no %s)\n", name, statePath(name))
-		os.Remove(socketPath(name))
-		return nil
-	}
-	if err != nil {
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		fmt.Fprintf(stdout, "instance %q: no state file %s; removing what its name implies\n", name, statePath(name))
+	case err != nil:
 		return err
-	}
-	if st.PID != os.Getpid() && processAlive(st.PID) {
+	case st.PID != os.Getpid() && processAlive(st.PID):
 		return fmt.Errorf("instance %q is still running (pid %d): stop it (SIGTERM) instead", name, st.PID)
+	default:
+		entries = st.Entries
 	}
-	undoErr := tun.UndoEntries(st.Entries)
-	for i := len(st.Entries) - 1; i >= 0; i-- {
-		fmt.Fprintf(stdout, "removed %s\n", st.Entries[i])
+	for i := len(entries) - 1; i >= 0; i-- {
+		fmt.Fprintf(stdout, "undo %s\n", entries[i])
 	}
-	if undoErr != nil {
-		return fmt.Errorf("cleanup of %q: %w", name, undoErr)
+	errs := []error{tun.UndoEntries(entries), tun.UndoEntries(conventionalLeftovers(name))}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("cleanup of %q: %w", name, err)
 	}
 	os.Remove(socketPath(name))
-	return os.Remove(statePath(name))
+	if err := os.Remove(statePath(name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
+// conventionalLeftovers lists what instance name makes that outlives the
+// process: the shell's namespace, the NAT table and the gateway's policy
+// rules (its TUN devices, and the routes through them, die with it).
+func conventionalLeftovers(name string) []tun.Entry {
+	es := []tun.Entry{
+		{Kind: tun.KindNetns, Name: name + "-shell"},
+		{Kind: tun.KindNftTable, Name: "pi2hop-" + name},
+	}
+	up, down, prio := gatewayTables(name)
+	for _, table := range []int{up, down} {
+		for _, fam := range []int{4, 6} {
+			es = append(es, tun.Entry{Kind: tun.KindRule, Table: table, Priority: prio, Family: fam})
+		}
+	}
+	return es
 }
