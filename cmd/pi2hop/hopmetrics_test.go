@@ -1,0 +1,58 @@
+package main
+
+import (
+	"context"
+	"io"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/pi2hop/pi2hop/aqm"
+	"github.com/pi2hop/pi2hop/hop"
+	"github.com/pi2hop/pi2hop/shaper"
+	"github.com/pi2hop/pi2hop/tun/tuntest"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+func TestMetricsExposeHopCounters(t *testing.T) {
+	c, err := tuntest.NewChannelDevice("c", 1500, 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := tuntest.NewChannelDevice("s", 1500, 16)
+	d := hop.Direction{Link: shaper.Config{Rate: shaper.Const{BitsPerSecond: 1e8}},
+		Queue: aqm.Spec{Kind: aqm.KindDualPI2, DualPI2: aqm.DefaultConfig()}}
+	h, err := hop.New(hop.Config{Name: "m", Up: d, Down: d}, c, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	go h.Run(context.Background())
+	pkt := make([]byte, 100)
+	pkt[0], pkt[3] = 0x45, 100 // IPv4, total length 100
+	c.Inject(pkt)
+	<-s.Outbound
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(newHopCollector(h))
+	srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	defer srv.Close()
+	resp, err := srv.Client().Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{
+		`pi2hop_packets_total{dir="up",point="out"} 1`,
+		`pi2hop_bytes_total{dir="up",point="in"} 100`,
+		`pi2hop_drops_total{dir="down",reason="overload"} 0`,
+		`pi2hop_link_rate_bits_per_second{dir="up"} 1e+08`,
+		`pi2hop_sojourn_seconds{dir="up",quantile="0.99",queue="C"}`,
+	} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
+}
