@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"path/filepath"
+	"strings"
 
 	"github.com/spf13/pflag"
 )
@@ -34,7 +36,14 @@ func setFlags(fs *pflag.FlagSet) func(context.Context, *cmdEnv, []string) error 
 			if f.Name != "name" {
 				// The values print in the units they parse from (tc rates,
 				// Go durations), so the instance re-parses the same setting.
-				given = append(given, fmt.Sprintf("--%s=%s", f.Name, f.Value.String()))
+				v := f.Value.String()
+				if strings.HasSuffix(f.Name, "rate-trace") {
+					// The instance reads the file from its own directory.
+					if abs, err := filepath.Abs(v); err == nil {
+						v = abs
+					}
+				}
+				given = append(given, fmt.Sprintf("--%s=%s", f.Name, v))
 			}
 		})
 		if len(given) == 0 {
