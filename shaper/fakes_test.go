@@ -7,7 +7,8 @@ import (
 	"github.com/pi2hop/pi2hop/aqm"
 )
 
-// fakeQueue is a small aqm.Queue for link tests: a FIFO ring, optionally
+// fakeQueue is a small aqm.Queue for link tests: a FIFO ring (power-of-two
+// size), optionally
 // refusing at a packet limit, dropping every Nth dequeued packet, and
 // running a periodic update whose count is reported as its probability.
 type fakeQueue struct {
@@ -44,12 +45,12 @@ func (f *fakeQueue) Enqueue(m aqm.Meta, now int64) aqm.Verdict {
 	if f.n == len(f.buf) {
 		buf := make([]aqm.Meta, 2*len(f.buf))
 		for i := range f.n {
-			buf[i] = f.buf[(f.head+i)%len(f.buf)]
+			buf[i] = f.buf[(f.head+i)&(len(f.buf)-1)]
 		}
 		f.buf, f.head = buf, 0
 	}
 	m.Arrival, m.Class = now, aqm.Classic
-	f.buf[(f.head+f.n)%len(f.buf)] = m
+	f.buf[(f.head+f.n)&(len(f.buf)-1)] = m
 	f.n++
 	f.bytes += int(m.Len)
 	return aqm.Verdict{}
@@ -63,7 +64,7 @@ func (f *fakeQueue) Dequeue(now int64) (aqm.Meta, aqm.Verdict, bool) {
 		f.logf("deq@%d", now)
 	}
 	m := f.buf[f.head]
-	f.head = (f.head + 1) % len(f.buf)
+	f.head = (f.head + 1) & (len(f.buf) - 1)
 	f.n--
 	f.bytes -= int(m.Len)
 	f.deqs++
