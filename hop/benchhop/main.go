@@ -73,6 +73,18 @@ func run() error {
 		}
 		defer unshaped.Close()
 		up := pairPath(unshaped)
+		// Idle RTT first, on a quiet machine.
+		if want("rtt") {
+			krtt, err := medianPing(kernel, 100)
+			if err != nil {
+				return err
+			}
+			hrtt, err := medianPing(up, 100)
+			if err != nil {
+				return err
+			}
+			row("idle RTT (median of 100), ms", ms(krtt), ms(hrtt), fmt.Sprintf("+%.3f ms", (hrtt-krtt).Seconds()*1e3))
+		}
 		if want("tcp") {
 			kt, err := tcpRate(kernel)
 			if err != nil {
@@ -98,17 +110,6 @@ func run() error {
 			}
 			cpu = append(cpu, cpuRow{"UDP unshaped", cpuAndPackets(up.hop).sub(c0)})
 			row("UDP 1500 B unshaped, Mbit/s", mbit(ku), mbit(hu), ratio(hu, ku))
-		}
-		if want("rtt") {
-			krtt, err := medianPing(kernel, 100)
-			if err != nil {
-				return err
-			}
-			hrtt, err := medianPing(up, 100)
-			if err != nil {
-				return err
-			}
-			row("idle RTT (median of 100), ms", ms(krtt), ms(hrtt), fmt.Sprintf("+%.3f ms", (hrtt-krtt).Seconds()*1e3))
 		}
 		unshaped.Close()
 	}
