@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 
 	"github.com/vishvananda/netlink"
@@ -198,5 +199,27 @@ func TestTUNReadWriteAndClose(t *testing.T) {
 	}
 	if _, err := p.TryRead(bufs, sizes); err != os.ErrClosed {
 		t.Errorf("TryRead after Close = %v, want os.ErrClosed", err)
+	}
+}
+
+func TestUndoKeepsWhatFailedOnRecord(t *testing.T) {
+	var saved [][]Entry
+	j := NewJournal(func(es []Entry) error { saved = append(saved, es); return nil })
+	bad := Entry{Kind: "no-such-kind", Name: "x"}
+	gone := Entry{Kind: KindNetns, Name: "p2t-never-made"}
+	for _, e := range []Entry{bad, gone} {
+		if _, err := j.record(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := j.Undo(); err == nil {
+		t.Fatal("undoing an unknown kind of change succeeded")
+	}
+	if got := j.Entries(); !reflect.DeepEqual(got, []Entry{bad}) {
+		t.Errorf("after undo the journal holds %v, want only the failed %v", got, bad)
+	}
+	// Saved after each step: first without the undone entry.
+	if last := saved[len(saved)-1]; !reflect.DeepEqual(last, []Entry{bad}) {
+		t.Errorf("last saved state %v, want %v", last, []Entry{bad})
 	}
 }
