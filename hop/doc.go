@@ -6,12 +6,14 @@
 // # Data path, per direction
 //
 // Everything below runs on one owner goroutine locked to its OS thread
-// (timer slack 1 ns); nothing else touches the direction's queue, link or
-// buffers, so there are no locks on the path.
+// (timer slack 1 ns, SCHED_FIFO when permitted); nothing else touches the
+// direction's queue, link or buffers, so there are no locks on the path.
 //
 //  1. wait   ppoll on the input TUN's descriptor and the direction's
 //     eventfd, with the timeout running to the link's next event
-//     (end of a transmission, release from the delay line, PI update)
+//     (end of a transmission, release from the delay line, PI update);
+//     waits under 20 µs are spun through, and the last Config.Spin
+//     before a lone deadline too (see owner.wait)
 //  2. read   up to Config.Batch packets into free slab slots, so the
 //     backlog builds in our AQM, not in the kernel's TUN ring
 //  3. poll   Link.Poll(now): everything due happens, in time order
