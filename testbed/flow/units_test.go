@@ -59,16 +59,17 @@ func newTestVideoSender(t *testing.T, seed uint64, rate float64) *videoSender {
 		t.Fatal(err)
 	}
 	return &videoSender{sender: &sender{cc: cc}, cfg: cfg, rng: rand.New(rand.NewPCG(seed, 0x5eed)),
-		period: 1_000_000 / int64(cfg.FPS), keyEvery: keyframeInterval(cfg)}
+		period: 1_000_000 / int64(cfg.FPS), keyEvery: keyframeInterval(cfg), repayFrames: cfg.FPS / 2}
 }
 
-// Frames: mean size R·T with the Prague rate ×0.9 as R, keyframes at 4×
-// the mean every 2 s, packets within 1200 bytes that add up to the frame,
-// and the same seed gives the same frames.
+// Frames: on average R·T bytes with the Prague rate ×0.9 as R (keyframes
+// included: the P-frames after one pay its extra back), keyframes at 4×
+// the mean every 2 s, packets within 1200 bytes that add up to the frame.
 func TestVideoEncode(t *testing.T) {
 	const rate = 500_000.0 // bytes/s: 4 Mbit/s, target 3.6 Mbit/s
+	mean := rate * targetShare / 30
 	v := newTestVideoSender(t, 7, rate)
-	var pBytes, pFrames float64
+	var total float64
 	var keys []int32
 	for i := 0; i < 600; i++ { // 20 s
 		now := int64(i) * v.period
@@ -89,20 +90,18 @@ func TestVideoEncode(t *testing.T) {
 		if size != int(frame[0].frameSize) {
 			t.Fatalf("frame %d: packets carry %d bytes of %d", v.frameNr, size, frame[0].frameSize)
 		}
-		mean := rate * targetShare / 30
+		total += float64(size)
 		if frame[0].key {
 			keys = append(keys, v.frameNr)
 			if math.Abs(float64(size)/mean-keyframeFactor) > 0.01 {
 				t.Errorf("keyframe %d: %d bytes, want %.0f", v.frameNr, size, keyframeFactor*mean)
 			}
-			continue
+		} else if float64(size) < mean*minFrameShare-1 {
+			t.Errorf("P-frame %d: %d bytes, below the floor of %.0f", v.frameNr, size, mean*minFrameShare)
 		}
-		pBytes += float64(size)
-		pFrames++
 	}
-	mean := rate * targetShare / 30
-	if got := pBytes / pFrames; math.Abs(got/mean-1) > 0.03 {
-		t.Errorf("mean P-frame %.0f bytes, want %.0f ±3%%", got, mean)
+	if got := total / 600; math.Abs(got/mean-1) > 0.03 {
+		t.Errorf("mean frame %.0f bytes, want %.0f ±3%%", got, mean)
 	}
 	if len(keys) != 10 || keys[0] != 1 || keys[1] != 61 {
 		t.Errorf("keyframes %v, want 1, 61, 121, ... (every 2 s at 30 fps)", keys)
@@ -145,9 +144,24 @@ func TestVideoPLIAndFlush(t *testing.T) {
 	if v.flushes != 1 || len(v.queue) != 0 || !v.forceKey {
 		t.Errorf("after 100 ms: flushes %d, queue %d, forceKey %v", v.flushes, len(v.queue), v.forceKey)
 	}
-	v.encode(10 * v.period)
+	v.encode(10 * v.period) // the forced keyframe
+	v.encode(11 * v.period) // and a P-frame behind it
 	v.flushStale(20 * v.period)
 	if v.flushes != 1 || len(v.queue) == 0 {
 		t.Errorf("the newest keyframe was flushed: flushes %d, queue %d", v.flushes, len(v.queue))
+	}
+	// The keyframe goes out at 20 periods; the P-frame behind it gets its
+	// 100 ms from then, not from its capture.
+	for v.queue[0].frameNr == v.keyNr {
+		v.queue = v.queue[1:]
+	}
+	v.keyDoneAt = 20 * v.period
+	v.flushStale(20*v.period + (100 * time.Millisecond).Microseconds())
+	if v.flushes != 1 {
+		t.Errorf("a P-frame behind the keyframe was flushed before its 100 ms")
+	}
+	v.flushStale(20*v.period + (100 * time.Millisecond).Microseconds() + 1)
+	if v.flushes != 2 {
+		t.Errorf("a P-frame 100 ms behind the keyframe was not flushed")
 	}
 }

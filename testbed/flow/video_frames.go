@@ -44,8 +44,7 @@ type frameTracker struct {
 	keyDone  int32 // newest complete keyframe
 	prevOK   bool  // the last decided frame was decodable
 
-	lastDisplay   int64
-	lastDecodable int64 // when the last decodable frame completed
+	lastDisplay int64
 
 	// decided is called for every frame in order, with its display time
 	// (for displayed frames) and capture time.
@@ -101,7 +100,6 @@ func (t *frameTracker) decide(now int64) {
 			case f.key || t.prevOK:
 				at := max(f.completeAt, f.ts+t.playout, t.lastDisplay)
 				t.lastDisplay = at
-				t.lastDecodable = max(t.lastDecodable, f.completeAt)
 				t.settle(nr, f, fateDisplayed, at)
 			default:
 				t.settle(nr, f, fateUndecodable, 0)

@@ -20,9 +20,10 @@ const pliAfter = 100_000 // µs
 // VideoRecv runs the receiving side of a video call: it ACKs every packet
 // like PragueRecv, rebuilds frames, decides which are displayed (complete,
 // decodable, by capture + 400 ms) and when (capture + Playout at the
-// earliest), sends a PLI after 100 ms without a decodable frame, and
-// measures displayed fps per second, freezes (W3C rule), frame delay and
-// loss. The session runs from the first to the last packet received.
+// earliest), sends a PLI once the decoding chain has been broken for
+// 100 ms without a decodable frame, and measures displayed fps per second,
+// freezes (W3C rule), frame delay and loss. The session runs from the
+// first to the last packet received.
 func VideoRecv(ctx context.Context, conn *net.UDPConn, cfg VideoConfig, report func(Interval)) (VideoReceiverSummary, error) {
 	cfg, classic, err := cfg.withDefaults()
 	if err != nil {
@@ -58,6 +59,9 @@ type videoReceiver struct {
 	freeze      freezeDetector
 	first, last int64 // Unix µs of the first and last packet
 	lastPLI     int64
+	decideAt    int64 // Unix µs of the decision being made
+	broken      bool  // the last frame decided was not displayed
+	brokenAt    int64 // Unix µs when the chain broke
 	out         []byte
 
 	displayed, late, undecodable, keyframes, plis int
@@ -96,6 +100,7 @@ func (r *videoReceiver) packet(now int64, p []byte, from netip.AddrPort, e aqm.E
 	r.ivPkts++
 	if v, ok := wire.DecodeVideo(p); ok && d.RT {
 		r.frames.packet(wall, d, v)
+		r.decideAt = wall
 		r.frames.decide(wall)
 	}
 	return nil
@@ -103,6 +108,11 @@ func (r *videoReceiver) packet(now int64, p []byte, from netip.AddrPort, e aqm.E
 
 // decided receives each frame's fate from the tracker.
 func (r *videoReceiver) decided(nr int32, fate frameFate, key bool, at, captured int64) {
+	if fate == fateDisplayed {
+		r.broken = false
+	} else if !r.broken {
+		r.broken, r.brokenAt = true, r.decideAt
+	}
 	switch fate {
 	case fateDisplayed:
 		r.displayed++
@@ -133,7 +143,8 @@ func (r *videoReceiver) tick(now int64, final bool) error {
 		// Deadlines run on packet arrivals: when the sender stops (or the
 		// path goes dark) the frames in flight are settled by what comes
 		// next, not declared late because the clock moved on.
-		r.frames.decide(min(wall, r.last))
+		r.decideAt = min(wall, r.last)
+		r.frames.decide(r.decideAt)
 		if err := r.maybePLI(wall); err != nil {
 			return err
 		}
@@ -168,11 +179,13 @@ func (r *videoReceiver) tick(now int64, final bool) error {
 	return nil
 }
 
-// maybePLI asks for a keyframe after pliAfter without a decodable frame,
-// while packets still come (a finished call needs none).
+// maybePLI asks for a keyframe once the decoding chain has been broken
+// (a frame lost, late or undecodable) for pliAfter without a decodable
+// frame, and again every pliAfter, while packets still come (a finished
+// call needs none). A keyframe that is merely slow to arrive breaks
+// nothing, so it does not draw another.
 func (r *videoReceiver) maybePLI(wall int64) error {
-	since := max(r.frames.lastDecodable, r.lastPLI, r.first)
-	if wall-since < pliAfter || wall-r.last > pliAfter {
+	if !r.broken || wall-max(r.brokenAt, r.lastPLI) < pliAfter || wall-r.last > pliAfter {
 		return nil
 	}
 	r.lastPLI = wall

@@ -20,6 +20,7 @@ const (
 	targetShare     = 0.9                    // encoder target = Prague rate × this
 	maxQueueDelay   = 100 * time.Millisecond // older queued frames are flushed (SCReAM's rule)
 	minVideoPayload = 100                    // bytes of frame data per packet, at least
+	minFrameShare   = 0.25                   // a P-frame is at least this share of the mean, even in debt
 )
 
 // VideoSend runs the sending side of a video call to peer: a frame every
@@ -49,7 +50,7 @@ func VideoSend(ctx context.Context, conn *net.UDPConn, peer netip.AddrPort, cfg 
 	}
 	v := &videoSender{sender: s, cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, 0x5eed)),
 		period: int64(time.Second/time.Microsecond) / int64(cfg.FPS), wallStart: time.Now().UnixMicro(),
-		keyEvery: keyframeInterval(cfg)}
+		keyEvery: keyframeInterval(cfg), repayFrames: max(1, cfg.FPS/2)}
 	s.onPLI = v.pli
 	s.extra = v.intervalFields
 	return onPreciseThread(func() (VideoSenderSummary, error) { return v.run(ctx) })
@@ -76,12 +77,17 @@ type videoSender struct {
 	period    int64 // µs
 	wallStart int64 // Unix µs at the sender clock's zero
 
-	queue    []videoPacket
-	frameNr  int32
-	keyEvery int32 // frames from one periodic keyframe to the next
-	keyNr    int32 // number of the last keyframe
-	forceKey bool
-	target   float64 // bit/s
+	queue     []videoPacket
+	frameNr   int32
+	keyEvery  int32 // frames from one periodic keyframe to the next
+	keyNr     int32 // number of the last keyframe
+	keyDoneAt int64 // µs: when its last packet was sent
+	forceKey  bool
+	target    float64 // bit/s
+	// debt is the bytes produced above the target so far (never below 0),
+	// repaid over repayFrames P-frames.
+	debt        float64
+	repayFrames int
 
 	frames, keyframes, plis, flushes int
 	ivFrames, ivKeys, ivPLIs         int
@@ -124,6 +130,9 @@ func (v *videoSender) run(ctx context.Context) (VideoSenderSummary, error) {
 				if err := v.write(pkt); err != nil {
 					return v.summary(now), err
 				}
+				if p.frameNr == v.keyNr && int(p.idx)+1 == int(p.count) {
+					v.keyDoneAt = now
+				}
 				next += float64(len(pkt)) / max(info.PacingRate, p.pace) * 1e6
 			}
 			continue
@@ -158,7 +167,12 @@ func (v *videoSender) encode(now int64) {
 	v.target = min(max(info.Rate*8*targetShare, float64(v.cfg.MinRate)), float64(v.cfg.MaxRate))
 	mean := v.target / 8 * float64(v.period) / 1e6 // bytes
 	key := v.frameNr == 0 || v.forceKey || v.frameNr+1-v.keyNr >= v.keyEvery
+	// Rate control like an encoder's VBV buffer: bytes above the target
+	// (a keyframe's 3 extra means) are paid back by the next P-frames over
+	// about half a second, so the average stays at the target and the send
+	// queue does not grow after every keyframe.
 	size := mean * math.Exp(frameSizeSigma*v.rng.NormFloat64()-frameSizeSigma*frameSizeSigma/2)
+	size = max(size-v.debt/float64(v.repayFrames), mean*minFrameShare)
 	if key {
 		size = keyframeFactor * mean
 		v.forceKey = false
@@ -169,6 +183,7 @@ func (v *videoSender) encode(now int64) {
 	v.frameNr++
 	v.frames++
 	v.ivFrames++
+	v.debt = max(v.debt+size-mean, 0)
 	frameBytes := max(int(size), 1)
 	per := max(min(videoMTU, info.PacketSize)-videoHeader, minVideoPayload)
 	count := (frameBytes + per - 1) / per
@@ -189,16 +204,22 @@ func (v *videoSender) encode(now int64) {
 
 // flushStale drops the queue when its oldest frame waited more than
 // 100 ms, and asks for a keyframe: the dropped frames break the chain.
-// The packets of the newest keyframe are kept: a keyframe at 4× the mean
-// may take longer than that to send at a tight rate, and dropping it would
-// only ask for another.
+// A keyframe at 4× the mean may take longer than that to send at a tight
+// rate, and flushing it or the frames right behind it would only ask for
+// another: the newest keyframe is never flushed, and a frame waiting
+// behind it starts its 100 ms when the keyframe is out.
 func (v *videoSender) flushStale(now int64) {
-	if len(v.queue) == 0 || now-v.queue[0].captured <= maxQueueDelay.Microseconds() || v.queue[0].frameNr == v.keyNr {
+	if len(v.queue) == 0 {
+		return
+	}
+	head := v.queue[0]
+	if head.frameNr == v.keyNr || now-max(head.captured, v.keyDoneAt) <= maxQueueDelay.Microseconds() {
 		return
 	}
 	v.queue = v.queue[:0]
 	v.flushes++
 	v.forceKey = true
+	v.debt = 0 // what was owed is gone with the flushed frames
 }
 
 // packet builds p's datagram in buf.
