@@ -19,13 +19,15 @@ const (
 	keyframeFactor  = 4                      // keyframe size / mean frame size
 	targetShare     = 0.9                    // encoder target = Prague rate × this
 	maxQueueDelay   = 100 * time.Millisecond // older queued frames are flushed (SCReAM's rule)
+	queueDrain      = 500 * time.Millisecond // the encoder leaves room to drain its send queue in this
 	minVideoPayload = 100                    // bytes of frame data per packet, at least
 	minFrameShare   = 0.25                   // a P-frame is at least this share of the mean, even in debt
 )
 
 // VideoSend runs the sending side of a video call to peer: a frame every
-// 1/FPS, sized from the Prague rate (×0.9, clamped to [MinRate, MaxRate])
-// with lognormal noise, a keyframe at 4× the mean every KeyframeEvery and
+// 1/FPS, sized from the Prague rate (×0.9, less what the send queue needs
+// to drain in 0.5 s, clamped to [MinRate, MaxRate]) with lognormal noise
+// and the bytes of past keyframes paid back by the next P-frames, a keyframe at 4× the mean every KeyframeEvery and
 // on the receiver's PLI, packets of at most 1200 bytes paced to fit the
 // frame into FrameBudget (never slower than the Prague pacing rate), and
 // the Prague window as a cap on packets in flight: it is what keeps a
@@ -164,7 +166,16 @@ func keyframeInterval(cfg VideoConfig) int32 {
 // encode produces the frame captured at now and queues its packets.
 func (v *videoSender) encode(now int64) {
 	info := v.cc.Info(now)
-	v.target = min(max(info.Rate*8*targetShare, float64(v.cfg.MinRate)), float64(v.cfg.MaxRate))
+	// What still waits in the send queue lowers the target so that it
+	// drains in about queueDrain (as SCReAM and WebRTC do with their RTP
+	// and pacer queues): otherwise a target the path cannot carry just
+	// fills the queue until a flush.
+	queued := 0
+	for _, p := range v.queue {
+		queued += p.data + videoHeader
+	}
+	rate := info.Rate*targetShare - float64(queued)/queueDrain.Seconds()
+	v.target = min(max(rate*8, float64(v.cfg.MinRate)), float64(v.cfg.MaxRate))
 	mean := v.target / 8 * float64(v.period) / 1e6 // bytes
 	key := v.frameNr == 0 || v.forceKey || v.frameNr+1-v.keyNr >= v.keyEvery
 	// Rate control like an encoder's VBV buffer: bytes above the target
