@@ -38,13 +38,18 @@ func (o *owner) lockForRealTime() error {
 // wait sleeps until the input device is readable, the waker fires or the
 // clock reaches deadline.
 //
+// Waking once per packet at 1 Gbit/s (one every 12 µs) costs more CPU than
+// forwarding, so a busy link never sleeps less than minSleep: the packets
+// due meanwhile are handled together, each at its scheduled time on the
+// link's absolute schedule, so the rate is kept and only their release is
+// a little late. A lone packet spins through a short wait instead.
+//
 // A wake-up from ppoll lands tens of µs late on a VM even with 1 ns timer
 // slack. When the deadline is far enough away that this is a lone event
 // (an idle link's release from the delay line, a ping), the owner sleeps
 // until o.spin before it and spins on the clock for the rest: a few % of
 // a core at 10 Mbit/s, and no spinning at all when events come closer
-// together than spinAbove (busy links, where lateness only shifts a batch
-// and the absolute schedule keeps the rate).
+// together than spinAbove.
 func (o *owner) wait(deadline int64) error {
 	fds := [2]unix.PollFd{
 		{Fd: int32(o.in.PollFd()), Events: unix.POLLIN},
@@ -54,11 +59,15 @@ func (o *owner) wait(deadline int64) error {
 	if d <= 0 {
 		return nil
 	}
-	if o.spin > 0 && d <= shortWait {
-		// Sleeping and waking costs more than this (and lands later).
-		for clock() < deadline {
+	if d < minSleep {
+		if o.spin > 0 && o.link.Pending() <= 1 {
+			// A lone packet (a ping on an idle link): spin through the
+			// short wait rather than add a sleep's lateness to its delay.
+			for clock() < deadline {
+			}
+			return nil
 		}
-		return nil
+		d = minSleep
 	}
 	spin := o.spin > 0 && d >= spinAbove && deadline != o.nextStats
 	if spin {
@@ -80,9 +89,10 @@ func (o *owner) wait(deadline int64) error {
 // spinAbove is the shortest wait after which the owner spins (see wait).
 const spinAbove = 200_000 // ns
 
-// shortWait is the longest wait the owner spins through instead of
-// sleeping: at 1 Gbit/s a packet leaves every 12 µs.
-const shortWait = 20_000 // ns
+// minSleep is the shortest sleep: at 1 Gbit/s a packet leaves every
+// 12 µs, and waking for each costs more CPU than the forwarding itself;
+// sleeping a little longer handles several, each at its scheduled time.
+const minSleep = 25_000 // ns
 
 // waker is an eventfd that interrupts the owner's wait: stop, edits and
 // stats requests. signal may race with close (a Stats call as the hop

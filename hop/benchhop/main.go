@@ -17,6 +17,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"runtime/pprof"
 	"sort"
 	"time"
 
@@ -32,6 +33,7 @@ var (
 	udpTime = flag.Duration("udp", 3*time.Second, "length of each UDP measurement")
 	spin    = flag.Duration("spin", 0, "hop.Config.Spin (0: default, negative: off)")
 	prio    = flag.Int("priority", 0, "hop.Config.Priority (0: default, negative: normal threads)")
+	cpuProf = flag.String("cpuprofile", "", "write a CPU profile of the run to `file`")
 	only    = flag.String("only", "", "run only this part: tcp, udp, rtt, shaped, pacing")
 )
 
@@ -41,7 +43,19 @@ func main() {
 		fmt.Fprintln(os.Stderr, "benchhop: needs root (network namespaces, TUN devices)")
 		os.Exit(2)
 	}
+	if *cpuProf != "" {
+		f, err := os.Create(*cpuProf)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "benchhop:", err)
+			os.Exit(1)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	if err := run(); err != nil {
+		pprof.StopCPUProfile()
 		fmt.Fprintln(os.Stderr, "benchhop:", err)
 		os.Exit(1)
 	}
