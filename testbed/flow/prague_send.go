@@ -97,7 +97,7 @@ func (s *sender) runBulk(ctx context.Context, duration time.Duration, mtu int) (
 			return s.summary(s.now()), err
 		}
 		if readable {
-			if err := s.drain(s.now()); err != nil {
+			if err := s.drain(); err != nil {
 				return s.summary(s.now()), err
 			}
 		}

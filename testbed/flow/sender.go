@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"syscall"
 	"time"
 
 	"github.com/pi2hop/pi2hop/aqm"
@@ -47,7 +48,6 @@ type sender struct {
 
 	lastACK         int64 // µs
 	timeouts, quiet int
-	closed          bool
 
 	packetsSent, bytesSent, ackedBytes int64
 	fb                                 prague.Feedback // latest counters from the receiver
@@ -92,7 +92,7 @@ func (s *sender) dataHeader(now int64) wire.Data {
 func (s *sender) write(p []byte) error {
 	if _, err := s.conn.WriteToUDPAddrPort(p, s.peer); err != nil {
 		if isTransient(err) {
-			return nil // counted as sent: the receiver sees a gap, as for a loss
+			return nil // not sent: the pacer moves on, as if it had been lost at once
 		}
 		return fmt.Errorf("%s: send to %v: %w", s.flow, s.peer, err)
 	}
@@ -106,15 +106,22 @@ func (s *sender) write(p []byte) error {
 	return nil
 }
 
-// isTransient reports errors a UDP send may hit and recover from: a full
-// socket buffer, or ICMP errors from an earlier datagram.
+// isTransient reports errors a UDP socket may hit and recover from: a
+// full buffer, an interrupted call, or an ICMP error from an earlier
+// datagram (a peer not yet listening, a route flapping).
 func isTransient(err error) bool {
-	var errno interface{ Temporary() bool }
-	return errors.As(err, &errno) && errno.Temporary()
+	for _, e := range []syscall.Errno{syscall.EAGAIN, syscall.EINTR, syscall.ENOBUFS,
+		syscall.ECONNREFUSED, syscall.EHOSTUNREACH, syscall.ENETUNREACH} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
 }
 
-// drain reads every datagram waiting on the socket.
-func (s *sender) drain(now int64) error {
+// drain reads every datagram waiting on the socket, each timed as it is
+// read (RTT samples are µs-exact).
+func (s *sender) drain() error {
 	for {
 		n, from, ok, err := s.waiter.TryRead(s.rbuf)
 		if err != nil {
@@ -129,11 +136,11 @@ func (s *sender) drain(now int64) error {
 		switch p := s.rbuf[:n]; p[0] {
 		case wire.TypeACK:
 			if a, err := wire.DecodeACK(p); err == nil {
-				s.onACK(now, a)
+				s.onACK(s.now(), a)
 			}
 		case wire.TypePLI:
 			if m, err := wire.DecodePLI(p); err == nil && s.onPLI != nil {
-				s.onPLI(now, m)
+				s.onPLI(s.now(), m)
 			}
 		}
 	}

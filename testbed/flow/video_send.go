@@ -151,7 +151,7 @@ func (v *videoSender) run(ctx context.Context) (VideoSenderSummary, error) {
 			return v.summary(v.now()), err
 		}
 		if readable {
-			if err := v.drain(v.now()); err != nil {
+			if err := v.drain(); err != nil {
 				return v.summary(v.now()), err
 			}
 		}
