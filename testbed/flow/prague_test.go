@@ -101,3 +101,80 @@ func TestPragueLoopback(t *testing.T) {
 		})
 	}
 }
+
+// relay forwards datagrams between a sender (on front) and a receiver (at
+// to, through back), bleaching the ECN field (its sockets send Not-ECT)
+// and dropping every dropEvery-th data packet (0: none).
+func relay(ctx context.Context, front, back *net.UDPConn, to netip.AddrPort, dropEvery int) {
+	var sender netip.AddrPort
+	var mu sync.Mutex
+	go func() {
+		buf := make([]byte, 2048)
+		for n := 1; ; n++ {
+			k, from, err := front.ReadFromUDPAddrPort(buf)
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			sender = from
+			mu.Unlock()
+			if dropEvery > 0 && n%dropEvery == 0 {
+				continue
+			}
+			back.WriteToUDPAddrPort(buf[:k], to)
+		}
+	}()
+	buf := make([]byte, 2048)
+	for ctx.Err() == nil {
+		k, _, err := back.ReadFromUDPAddrPort(buf)
+		if err != nil {
+			return
+		}
+		mu.Lock()
+		s := sender
+		mu.Unlock()
+		front.WriteToUDPAddrPort(buf[:k], s)
+	}
+}
+
+// Through a path that bleaches ECT(1) and loses 1 packet in 50, the
+// receiver reports error_L4S, the sender falls back to Not-ECT for good,
+// and both ends count the losses.
+func TestPragueBleachedLossyPath(t *testing.T) {
+	tx, rx := udpPair(t, "127.0.0.1:0")
+	front, back := udpPair(t, "127.0.0.1:0")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	go relay(ctx, front, back, addrOf(rx), 50)
+	defer front.Close()
+	defer back.Close()
+	var wg sync.WaitGroup
+	var rs ReceiverSummary
+	rctx, stopRecv := context.WithCancel(ctx)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		rs, _ = PragueRecv(rctx, rx, PragueConfig{}, nil)
+	}()
+	ss, err := PragueSend(ctx, tx, addrOf(front), PragueConfig{MaxRate: 10_000_000, Duration: 1500 * time.Millisecond}, nil)
+	time.Sleep(50 * time.Millisecond)
+	stopRecv()
+	wg.Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("sender: %d sent, lost %d (%.3f), ECN %s, fell back %v; receiver: Not-ECT %d of %d, lost %d",
+		ss.PacketsSent, ss.Lost, ss.LossFraction, ss.ECN, ss.FellBack, rs.NotECT, rs.Packets, rs.Lost)
+	if !rs.ErrorL4S || rs.NotECT != rs.Packets {
+		t.Errorf("receiver: error_L4S %v, Not-ECT %d of %d", rs.ErrorL4S, rs.NotECT, rs.Packets)
+	}
+	if !ss.FellBack || ss.ECN != "Not-ECT" {
+		t.Errorf("sender: fell back %v, ECN %s; want a fallback to Not-ECT", ss.FellBack, ss.ECN)
+	}
+	if f := ss.LossFraction; f < 0.01 || f > 0.03 {
+		t.Errorf("sender loss %.3f, want about 1/50", f)
+	}
+	if rs.Lost < ss.Lost-1 || rs.Lost > ss.Lost+1 {
+		t.Errorf("receiver lost %d, sender's last ACK says %d", rs.Lost, ss.Lost)
+	}
+}
