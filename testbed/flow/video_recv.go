@@ -22,8 +22,10 @@ const pliAfter = 100_000 // µs
 // decodable, by capture + 400 ms) and when (capture + Playout at the
 // earliest), sends a PLI once the decoding chain has been broken for
 // 100 ms without a decodable frame, and measures displayed fps per second,
-// freezes (W3C rule), frame delay and loss. The session runs from the
-// first to the last packet received.
+// freezes (W3C rule), frame delay and loss. It serves the first sender it
+// hears from; the session runs from its first to its last packet. Frame
+// metrics need pi2hop's video extension: a plain udp_prague RT sender is
+// ACKed and counted, but its frames are not rebuilt.
 func VideoRecv(ctx context.Context, conn *net.UDPConn, cfg VideoConfig, report func(Interval)) (VideoReceiverSummary, error) {
 	cfg, classic, err := cfg.withDefaults()
 	if err != nil {
