@@ -95,6 +95,7 @@ func (h *Hop) Run(ctx context.Context) error {
 	}
 	h.running = true
 	tap := h.tap
+	cfg := h.cfg
 	h.mu.Unlock()
 
 	errs := make(chan error, 2)
@@ -102,7 +103,7 @@ func (h *Hop) Run(ctx context.Context) error {
 		o.tap = tap
 		go func() { errs <- o.run() }()
 	}
-	h.cfg.Logger.Debug("hop running", "name", h.cfg.Name, "up", describe(h.cfg.Up), "down", describe(h.cfg.Down))
+	cfg.Logger.Debug("hop running", "name", cfg.Name, "up", describe(cfg.Up), "down", describe(cfg.Down))
 	var first error
 	waiting := 2
 	select {

@@ -282,6 +282,9 @@ func TestRunStopsWithContext(t *testing.T) {
 }
 
 func TestNoAllocationPerPacket(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts are meaningless under the race detector")
+	}
 	h := startHop(t, testConfig(1_000_000_000, 0))
 	pkt := udp4(500, aqm.ECT1, 3)
 	warm := func(n int) {

@@ -38,6 +38,8 @@ type owner struct {
 	priority int   // SCHED_FIFO priority of the owner thread (0 = normal)
 
 	nextStats int64
+	// What the last ppoll reported readable (true when it was not asked).
+	inReady, wakeReady bool
 
 	bufs    [][]byte
 	sizes   []int
@@ -117,12 +119,19 @@ func (o *owner) run() (err error) {
 	}
 	defer func() { o.publish(clock()) }()
 	o.nextStats = clock() + o.every
+	o.inReady = true
 	for !o.stopping.Load() {
-		o.waker.drain()
+		if o.wakeReady {
+			o.waker.drain()
+		}
 		o.takeEdits()
 		now := clock()
 		o.release(now)
-		full, err := o.readBatch(now)
+		var full bool
+		var err error
+		if o.inReady { // skip the read that would only say EAGAIN
+			full, err = o.readBatch(now)
+		}
 		if err != nil {
 			if errors.Is(err, os.ErrClosed) && o.stopping.Load() {
 				return nil

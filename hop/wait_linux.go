@@ -55,6 +55,7 @@ func (o *owner) wait(deadline int64) error {
 		{Fd: int32(o.in.PollFd()), Events: unix.POLLIN},
 		{Fd: int32(o.waker.fd), Events: unix.POLLIN},
 	}
+	o.inReady, o.wakeReady = true, false
 	d := deadline - clock()
 	if d <= 0 {
 		return nil
@@ -78,8 +79,12 @@ func (o *owner) wait(deadline int64) error {
 	if err == unix.EINTR {
 		return nil
 	}
-	if err != nil || n > 0 || !spin {
+	if err != nil {
 		return err
+	}
+	o.inReady, o.wakeReady = fds[0].Revents != 0, fds[1].Revents != 0
+	if n > 0 || !spin {
+		return nil
 	}
 	for clock() < deadline {
 	}

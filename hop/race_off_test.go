@@ -1,0 +1,5 @@
+//go:build !race
+
+package hop
+
+const raceEnabled = false
