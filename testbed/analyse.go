@@ -201,6 +201,8 @@ func analyseQueues(run *report.Run, res *runResult, from, to time.Duration) {
 	if b.elapsed > a.elapsed && run.RateBps > 0 {
 		run.Utilisation = metrics.Utilisation(b.outBytes-a.outBytes, run.RateBps, time.Duration(b.elapsed-a.elapsed))
 	}
+	late := b.late.Sub(&a.late)
+	run.HopLatenessMs = histDist(&late)
 	queues := []string{"L", "C"}
 	if res.spec.Queue.Kind == aqm.KindFIFO {
 		queues = []string{"C"} // a FIFO sorts nothing: all is Classic

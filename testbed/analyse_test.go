@@ -74,7 +74,7 @@ func queueSamples() []queueSample {
 
 func TestAnalyseCall(t *testing.T) {
 	res := &runResult{
-		spec: RunSpec{Name: "x", Title: "X", Queue: dualPI2(), RateBps: 10_000_000, RTT: 20 * ms1,
+		spec: RunSpec{Name: "x", Title: "X", Queue: dualPI2(0), RateBps: 10_000_000, RTT: 20 * ms1,
 			Duration: 10 * time.Second, Warmup: 5 * time.Second},
 		flows: []flowResult{videoResult(), {spec: FlowSpec{Label: "bulk-1", Kind: KindCubic, ECN: flow.ECNClassic},
 			bulk: &flow.BulkSummary{PerSecond: []float64{1e6, 1e6, 1e6, 1e6, 1e6, 8e6, 8e6, 8e6, 8e6, 8e6}}}},

@@ -14,18 +14,20 @@ type Config struct {
 	Scenario string `json:"scenario"`
 	Quick    bool   `json:"quick"` // short durations (CI): see each scenario
 
-	RateBps  uint64        `json:"rate_bps"`    // bottleneck rate, both directions
-	RTT      time.Duration `json:"rtt_ns"`      // base RTT: RTT/2 one-way delay each direction
-	Duration time.Duration `json:"duration_ns"` // traffic time of each run, warm-up included
-	Warmup   time.Duration `json:"warmup_ns"`   // left out of every figure (§6: 5 s)
-	Seed     uint64        `json:"seed"`        // AQM randomness and video frame sizes
+	RateBps  uint64        `json:"rate_bps"` // bottleneck rate, both directions
+	RTT      time.Duration `json:"-"`        // base RTT: RTT/2 one-way delay each direction
+	Duration time.Duration `json:"-"`        // traffic time of each run, warm-up included
+	Warmup   time.Duration `json:"-"`        // left out of every figure (§6: 5 s)
+	Seed     uint64        `json:"seed"`     // AQM randomness and video frame sizes
+	// MinQlenStep is DualPI2's min_qlen_step; nil = DefaultMinQlenStep.
+	MinQlenStep *uint32 `json:"min_qlen_step"`
 
 	// l4s-demo
 	Bulk      int    `json:"bulk"`       // classic bulk downloads beside the call
 	FIFOLimit uint32 `json:"fifo_limit"` // tail-drop buffer of the FIFO run, packets
 
 	// bdp
-	RTTs    []time.Duration `json:"rtts_ns,omitempty"` // one run per RTT and window
+	RTTs    []time.Duration `json:"-"`                 // one run per RTT and window
 	Windows []uint64        `json:"windows,omitempty"` // receiver windows, bytes
 }
 
@@ -90,6 +92,10 @@ func (c Config) Resolve() (Config, error) {
 	}
 	if c.Seed == 0 {
 		c.Seed = d.Seed
+	}
+	if c.MinQlenStep == nil {
+		m := uint32(DefaultMinQlenStep)
+		c.MinQlenStep = &m
 	}
 	if c.Bulk == 0 {
 		c.Bulk = d.Bulk

@@ -64,6 +64,9 @@ func TestL4SDemoRuns(t *testing.T) {
 			t.Errorf("run %d: %s %s call %s/%s, %d flows; want %s %s call video/%s, 3 flows",
 				i, r.Name, r.Queue.Kind, r.Flows[0].Kind, r.Flows[0].ECN, len(r.Flows), w.name, w.kind, w.callECN)
 		}
+		if r.Queue.Kind == aqm.KindDualPI2 && r.Queue.DualPI2.MinQlenStep != DefaultMinQlenStep {
+			t.Errorf("%s: min_qlen_step %d, want the lab's %d", r.Name, r.Queue.DualPI2.MinQlenStep, DefaultMinQlenStep)
+		}
 		if r.RTT != 20*time.Millisecond || r.RateBps != 10_000_000 {
 			t.Errorf("%s: %v at %d bit/s, want 20ms at 10mbit", r.Name, r.RTT, r.RateBps)
 		}
@@ -98,9 +101,13 @@ func TestConfigJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{`"scenario":"bdp"`, `"quick":true`, `"rate":"100 Mbit/s"`, `"duration":"5s"`, `"rtts":["15ms","50ms","120ms"]`, `"windows":[17520,6553500]`} {
+	for _, want := range []string{`"scenario":"bdp"`, `"quick":true`, `"rate":"100 Mbit/s"`, `"duration":"5s"`,
+		`"rtts":["15ms","50ms","120ms"]`, `"windows":[17520,6553500]`, `"min_qlen_step":1`} {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("config JSON %s lacks %s", b, want)
 		}
+	}
+	if strings.Contains(string(b), "_ns") {
+		t.Errorf("config JSON %s has raw nanoseconds beside the readable durations", b)
 	}
 }

@@ -9,6 +9,12 @@ func notes(c Config) []string {
 		"Traffic flows server → client through the hop; the bottleneck rate and half the base RTT apply in each direction, " +
 			"the same queue discipline in both.",
 		"Queue delay is the sojourn dequeue − enqueue at the hop (delay line excluded), from its histograms (6 % buckets).",
+		fmt.Sprintf("DualPI2 runs use the kernel's defaults but min_qlen_step %d (kernel: 0). With 0, an L4S packet that waits "+
+			"behind one on the wire is step-marked whenever serialising that packet takes more than the 1 ms step threshold, "+
+			"as a 1428-byte packet does below 11.4 Mbit/s; 1 exempts a packet that found the L queue empty, like RFC 9332's "+
+			"rule of no step marking with a single packet queued.", *c.MinQlenStep),
+		"The hop timing error is how late the hop handled its link events: every delay figure includes it, and a large tail " +
+			"means the machine was too busy for the figures to be trusted.",
 	}
 	switch c.Scenario {
 	case "l4s-demo":

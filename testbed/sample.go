@@ -16,12 +16,13 @@ type queueSample struct {
 	elapsed  int64         // the direction's clock, ns
 	outBytes uint64        // bytes written out (dequeued and delivered)
 	l, c     hop.Histogram // sojourn of forwarded packets per queue, ns
+	late     hop.Histogram // how late the owner handled link events, ns
 	lq, cq   aqm.ClassCounters
 }
 
 func sampleOf(d *hop.DirStats, at time.Duration) queueSample {
 	return queueSample{at: at, elapsed: d.Elapsed, outBytes: d.OutBytes,
-		l: d.SojournL, c: d.SojournC, lq: d.Queue.L, cq: d.Queue.C}
+		l: d.SojournL, c: d.SojournC, late: d.Lateness, lq: d.Queue.L, cq: d.Queue.C}
 }
 
 // sampleAt returns the first sample taken at or after t, or the last one.

@@ -93,11 +93,27 @@ func Describe(name string) (title, doc string, ok bool) {
 // Runs returns the runs a resolved Config makes.
 func (c Config) Runs() []RunSpec { return scenarios[c.Scenario].runs(c) }
 
-// dualPI2 is the kernel's default DualPI2 (15 ms target, 1 ms step).
-func dualPI2() aqm.Spec { return aqm.Spec{Kind: aqm.KindDualPI2, DualPI2: aqm.DefaultConfig()} }
+// DefaultMinQlenStep is the lab's min_qlen_step: the kernel's defaults
+// otherwise (15 ms target, 1 ms step). With the kernel's 0, a packet that
+// finds the L queue empty can still be step-marked, and at 10 Mbit/s it
+// is whenever it waits behind a packet on the wire: a 1428-byte Prague
+// packet takes 1.14 ms to serialise, more than the 1 ms threshold. 1
+// exempts it, like RFC 9332's rule of no marking with one packet queued
+// (dualpi2.md §"differences", 3). Measured, coexist at 10 Mbit/s: Prague
+// gets 0.22× cubic's rate with 0, 1.15× with 1, L-queue p99 unchanged.
+const DefaultMinQlenStep = 1
 
-func dualPI2Buffer() string {
-	return fmt.Sprintf("DualPI2, kernel defaults (limit %d packets)", aqm.DefaultConfig().Limit)
+// dualPI2 is the bottleneck's DualPI2: kernel defaults but min_qlen_step.
+func dualPI2(minQlenStep uint32) aqm.Spec {
+	cfg := aqm.DefaultConfig()
+	cfg.MinQlenStep = minQlenStep
+	return aqm.Spec{Kind: aqm.KindDualPI2, DualPI2: cfg}
+}
+
+func dualPI2Buffer(minQlenStep uint32) string {
+	d := aqm.DefaultConfig()
+	return fmt.Sprintf("DualPI2, kernel defaults but min_qlen_step %d (limit %d packets, step %v)",
+		minQlenStep, d.Limit, time.Duration(d.StepThresh))
 }
 
 func init() {
@@ -107,7 +123,8 @@ func init() {
 		doc: `Apple's WWDC23 demonstration (session 10004): a 10 Mbit/s bottleneck with a
 20 ms minimum RTT (10 ms each way), four classic bulk downloads (kernel TCP
 cubic, Not-ECT) competing with a video call, all server to client. Three runs
-with the same load: DualPI2 with the call on L4S (ECT(1), Prague response);
+with the same load: DualPI2 (kernel defaults but min_qlen_step 1, see
+--min-qlen-step) with the call on L4S (ECT(1), Prague response);
 DualPI2 with the same call classic (Not-ECT, loss-only response); and a
 tail-drop FIFO of --fifo-limit packets (default 100 packets ≈ 150 KB of
 1500-byte packets, 120 ms at 10 Mbit/s: a deep home-router buffer) with the
@@ -124,7 +141,9 @@ seconds at ≥ 25 fps and at 0 fps, queue delay per queue, bulk goodput.`,
 		title: "One Prague flow and one cubic flow sharing a DualPI2 bottleneck",
 		doc: `Apple's recommended check that a bottleneck really is L4S: one UDP Prague flow
 (ECT(1), L queue) and one kernel TCP cubic flow (Not-ECT, C queue) share a
-10 Mbit/s, 20 ms DualPI2 bottleneck. Reports the rate ratio L4S/classic
+10 Mbit/s, 20 ms DualPI2 bottleneck (kernel defaults but min_qlen_step 1: with
+0, at this rate Prague gets about a quarter of cubic's rate, see
+--min-qlen-step). Reports the rate ratio L4S/classic
 (coupling k = 2 aims at about 1), Jain's index and the queue delay per queue.`,
 		defaults: Config{RateBps: 10_000_000, RTT: 20 * time.Millisecond, Duration: 45 * time.Second,
 			Warmup: 5 * time.Second, Seed: 1},
@@ -165,7 +184,7 @@ while the L queue stays short (sojourn p99 ≤ 2 ms).`,
 }
 
 func baseRun(c Config) RunSpec {
-	return RunSpec{Queue: dualPI2(), Buffer: dualPI2Buffer(), RateBps: c.RateBps, RTT: c.RTT,
+	return RunSpec{Queue: dualPI2(*c.MinQlenStep), Buffer: dualPI2Buffer(*c.MinQlenStep), RateBps: c.RateBps, RTT: c.RTT,
 		Duration: c.Duration, Warmup: c.Warmup, Seed: c.Seed}
 }
 

@@ -37,6 +37,7 @@ type labArgs struct {
 	bulk        int
 	fifoLimit   countValue
 	seed        uint64
+	minQlenStep uint32
 	rtts        []time.Duration
 	windows     []string
 }
@@ -68,6 +69,8 @@ func addLabFlags(fs *pflag.FlagSet) *labArgs {
 	fs.IntVar(&a.bulk, "bulk", 0, "l4s-demo: classic bulk downloads beside the call (default 4)")
 	fs.Var(&a.fifoLimit, "fifo-limit", "l4s-demo: the FIFO run's tail-drop buffer in `packets` (default 100)")
 	fs.Uint64Var(&a.seed, "seed", 0, "seed of the AQM's and the video frames' randomness (default 1)")
+	fs.Uint32Var(&a.minQlenStep, "min-qlen-step", testbed.DefaultMinQlenStep,
+		"DualPI2 min_qlen_step in `packets` (the kernel's default is 0; see pi2hop lab --list)")
 	fs.DurationSliceVar(&a.rtts, "rtts", nil, "bdp: comma-separated RTTs, one run per RTT and window (default 15ms,50ms,120ms)")
 	fs.StringSliceVar(&a.windows, "windows", nil, "bdp: comma-separated receiver windows in tc size units (default 17520,6553500)")
 	return a
@@ -93,6 +96,9 @@ func (a *labArgs) config(fs *pflag.FlagSet, args []string) (testbed.Config, erro
 	}
 	if fs.Changed("warmup") {
 		cfg.Warmup = a.warmup.d
+	}
+	if fs.Changed("min-qlen-step") {
+		cfg.MinQlenStep = &a.minQlenStep
 	}
 	if fs.Changed("fifo-limit") {
 		cfg.FIFOLimit = a.fifoLimit.n
