@@ -64,7 +64,11 @@ type Run struct {
 	// server→client link.
 	Utilisation float64   `json:"utilisation"`
 	Fairness    *Fairness `json:"fairness,omitempty"`
-	Series      Series    `json:"series"`
+	// HopLatenessMs is how late the hop handled its link events on the
+	// server→client direction: its timing error, which every delay above
+	// includes. A large tail means the machine was too busy to measure.
+	HopLatenessMs metrics.Dist `json:"hop_lateness_ms"`
+	Series        Series       `json:"series"`
 	// RTTMs holds raw RTT samples (ms, after warm-up) per flow label for
 	// the CDF plots; too bulky for report.json, whose Dists summarise them.
 	RTTMs map[string][]float64 `json:"-"`

@@ -132,6 +132,9 @@ func (r *Report) callTable() (Table, bool) {
 	}
 	row("bulk goodput (Mbit/s)", func(run *Run) string { return mbit(run.BulkGoodput()) })
 	row("utilisation", func(run *Run) string { return pct(run.Utilisation) })
+	row("hop timing error p99 / max (ms)", func(run *Run) string {
+		return fmt.Sprintf("%.2f / %.1f", run.HopLatenessMs.P99, run.HopLatenessMs.Max)
+	})
 	return t, true
 }
 
@@ -192,11 +195,11 @@ func (r *Report) flowTable() Table {
 
 func (r *Report) queueTable() Table {
 	t := Table{Title: "Bottleneck queues (server→client; sojourn = dequeue − enqueue)",
-		Header: []string{"run", "queue", "p50 (ms)", "p99 (ms)", "max (ms)", "packets", "CE marked", "dropped"}}
+		Header: []string{"run", "queue", "p50 (ms)", "p99 (ms)", "max (ms)", "packets", "CE marked", "dropped", "utilisation", "hop timing error p99 (ms)"}}
 	for _, run := range r.Runs {
 		for _, q := range run.Queues {
 			t.Rows = append(t.Rows, []string{run.Title, q.Name, ms(q.SojournMs.P50), ms(q.SojournMs.P99), ms(q.SojournMs.Max),
-				fmt.Sprint(q.Packets), fmt.Sprint(q.Marked), fmt.Sprint(q.Dropped)})
+				fmt.Sprint(q.Packets), fmt.Sprint(q.Marked), fmt.Sprint(q.Dropped), pct(run.Utilisation), fmt.Sprintf("%.2f", run.HopLatenessMs.P99)})
 		}
 	}
 	return t
