@@ -51,8 +51,18 @@ func newGatewayLab(t *testing.T, prefix string) *gatewayLab {
 	} {
 		must(l.j.AddAddr(a.ns, a.dev, netip.MustParsePrefix(a.addr)))
 	}
-	must(l.j.AddRoute(l.client, tun.Route{Dst: netip.MustParsePrefix("0.0.0.0/0"), Dev: "c0", Gw: netip.MustParseAddr("10.254.10.1")}))
-	must(l.j.AddRoute(l.server, tun.Route{Dst: netip.MustParsePrefix("0.0.0.0/0"), Dev: "s0", Gw: netip.MustParseAddr("10.254.20.1")}))
+	for _, a := range []struct{ ns, dev, addr string }{
+		{l.client, "c0", "fd00:254:10::2/64"}, {l.router, "rl", "fd00:254:10::1/64"},
+		{l.router, "rw", "fd00:254:20::1/64"}, {l.server, "s0", "fd00:254:20::2/64"},
+	} {
+		must(l.j.AddAddr(a.ns, a.dev, netip.MustParsePrefix(a.addr)))
+	}
+	for _, r := range []struct{ ns, dev, dst, gw string }{
+		{l.client, "c0", "0.0.0.0/0", "10.254.10.1"}, {l.server, "s0", "0.0.0.0/0", "10.254.20.1"},
+		{l.client, "c0", "::/0", "fd00:254:10::1"}, {l.server, "s0", "::/0", "fd00:254:20::1"},
+	} {
+		must(l.j.AddRoute(r.ns, tun.Route{Dst: netip.MustParsePrefix(r.dst), Dev: r.dev, Gw: netip.MustParseAddr(r.gw)}))
+	}
 	return l
 }
 
@@ -114,6 +124,39 @@ func (l *gatewayLab) bulk(t *testing.T) {
 			}
 		}
 	}()
+}
+
+// transfer6 sends n bytes client -> server over IPv6 TCP and returns what
+// arrived.
+func (l *gatewayLab) transfer6(t *testing.T, n int) int64 {
+	t.Helper()
+	addr := "[fd00:254:20::2]:5006"
+	var ln net.Listener
+	if err := tun.Do(l.server, func() (err error) { ln, err = net.Listen("tcp6", addr); return }); err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	got := make(chan int64, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			got <- 0
+			return
+		}
+		defer c.Close()
+		c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		m, _ := io.Copy(io.Discard, c)
+		got <- m
+	}()
+	var c net.Conn
+	if err := tun.Do(l.client, func() (err error) { c, err = net.DialTimeout("tcp6", addr, 5*time.Second); return }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Write(make([]byte, n)); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	return <-got
 }
 
 // routerState is what gateway mode changes in the router namespace.
@@ -202,8 +245,11 @@ func TestGatewayRateSetAndCleanup(t *testing.T) {
 	t.Cleanup(func() { exec.Command("ip", "netns", "exec", l.router, bin, "run", "--cleanup", "--name", name).Run() })
 
 	cmd := l.startGateway(t, bin, name, "--rate", "20mbit")
-	if got := l.routerState(t, name); !strings.Contains(got, "rule(") || !strings.Contains(got, "link(") {
-		t.Fatalf("gateway set up no rules or devices: %s", got)
+	got := l.routerState(t, name)
+	for _, want := range []string{"rule(2 iif rl", "rule(2 iif rw", "rule(10 iif rl", "rule(10 iif rw", "link(" + name + "-up)", "link(" + name + "-dn)"} {
+		if !strings.Contains(got, want) { // families: AF_INET 2, AF_INET6 10
+			t.Fatalf("gateway state lacks %s: %s", want, got)
+		}
 	}
 	l.bulk(t)
 	time.Sleep(time.Second)
@@ -216,6 +262,10 @@ func TestGatewayRateSetAndCleanup(t *testing.T) {
 	}
 	if rate < 0.95*20e6 || rate > 1.005*20e6 {
 		t.Errorf("gateway rate %.0f bit/s, want 95..100.5 %% of 20 Mbit/s", rate)
+	}
+
+	if got := l.transfer6(t, 1<<20); got != 1<<20 {
+		t.Errorf("IPv6 through the gateway: %d of %d bytes arrived", got, 1<<20)
 	}
 
 	out, err := exec.Command(bin, "set", "--name", name, "--up-rate", "10mbit").CombinedOutput()
