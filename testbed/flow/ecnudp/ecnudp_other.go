@@ -11,6 +11,9 @@ import (
 	"github.com/pi2hop/pi2hop/aqm"
 )
 
+// Elsewhere than Linux the socket functions report errUnsupported, so
+// that the module still builds and its other packages can be tested.
+
 var errUnsupported = errors.New("ecnudp: ECN on UDP sockets is only supported on Linux")
 
 func EnableReceive(*net.UDPConn) error                        { return errUnsupported }

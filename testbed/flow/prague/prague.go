@@ -57,7 +57,10 @@ const (
 )
 
 func (s State) String() string {
-	return [...]string{"init", "ca", "cwr", "loss"}[s]
+	if names := [...]string{"init", "ca", "cwr", "loss"}; int(s) < len(names) {
+		return names[s]
+	}
+	return "unknown"
 }
 
 // Config sets up a controller. Zero values take the defaults named.
