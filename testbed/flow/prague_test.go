@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"net/netip"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -11,6 +12,9 @@ import (
 
 func udpPair(t *testing.T, addr string) (a, b *net.UDPConn) {
 	t.Helper()
+	if runtime.GOOS != "linux" {
+		t.Skip("the endpoints' ECN sockets are Linux only")
+	}
 	open := func() *net.UDPConn {
 		c, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.MustParseAddrPort(addr)))
 		if err != nil {

@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"runtime"
 	"testing"
 	"time"
 
@@ -15,6 +16,9 @@ import (
 // family is not available.
 func listen(t *testing.T, addr string) *net.UDPConn {
 	t.Helper()
+	if runtime.GOOS != "linux" {
+		t.Skip("ECN on UDP sockets is Linux only")
+	}
 	c, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.MustParseAddrPort(addr)))
 	if err != nil {
 		t.Skipf("no %s: %v", addr, err)
