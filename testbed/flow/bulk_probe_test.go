@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"net"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -13,6 +14,9 @@ import (
 )
 
 func TestBulkLoopback(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("TCP_CONGESTION is Linux only")
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -46,6 +50,9 @@ func TestBulkLoopback(t *testing.T) {
 }
 
 func TestSetCongestionErrors(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("TCP_CONGESTION is Linux only")
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
