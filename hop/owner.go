@@ -40,6 +40,7 @@ type owner struct {
 	nextStats int64
 	// What the last ppoll reported readable (true when it was not asked).
 	inReady, wakeReady bool
+	lastTx             int64 // transmission time of the last packet sent, ns
 
 	bufs    [][]byte
 	sizes   []int
@@ -242,6 +243,9 @@ func (o *owner) finish(ev *shaper.Event) {
 	}
 	if ev.Verdict.Action == aqm.Mark && aqm.View(pkt).SetCE() {
 		o.st.Marked++
+	}
+	if ev.Dep > ev.Deq {
+		o.lastTx = ev.Dep - ev.Deq
 	}
 	if ev.Verdict.Class == aqm.Classic {
 		o.st.SojournC.Add(ev.Deq - ev.Meta.Arrival)

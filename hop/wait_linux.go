@@ -39,10 +39,11 @@ func (o *owner) lockForRealTime() error {
 // clock reaches deadline.
 //
 // Waking once per packet at 1 Gbit/s (one every 12 µs) costs more CPU than
-// forwarding, so a busy link never sleeps less than minSleep: the packets
+// forwarding, so a link sending packets closer together than minSleep
+// never sleeps less than that: the packets
 // due meanwhile are handled together, each at its scheduled time on the
 // link's absolute schedule, so the rate is kept and only their release is
-// a little late. A lone packet spins through a short wait instead.
+// a little late. Otherwise short waits are spun through.
 //
 // A wake-up from ppoll lands tens of µs late on a VM even with 1 ns timer
 // slack. When the deadline is far enough away that this is a lone event
@@ -61,9 +62,10 @@ func (o *owner) wait(deadline int64) error {
 		return nil
 	}
 	if d < minSleep {
-		if o.spin > 0 && o.link.Pending() <= 1 {
-			// A lone packet (a ping on an idle link): spin through the
-			// short wait rather than add a sleep's lateness to its delay.
+		if o.spin > 0 && (o.link.Pending() <= 1 || o.lastTx >= minSleep) {
+			// A lone packet (a ping on an idle link), or packets far
+			// apart (under ~500 Mbit/s): spin through the short wait
+			// rather than add a sleep's lateness to the packet's release.
 			for clock() < deadline {
 			}
 			return nil
