@@ -43,6 +43,8 @@ type PairSpec struct {
 	// Journal records every change; nil means a journal of the pair's own.
 	// Close undoes all of it, including what the caller recorded there.
 	Journal *tun.Journal
+	// Tap, if not nil, is installed on the hop before it starts.
+	Tap Tap
 }
 
 // Default subnets of a Pair: test addresses that live only inside the
@@ -132,6 +134,9 @@ func NewPairWith(ctx context.Context, spec PairSpec, cfg Config) (p *Pair, err e
 		return nil, err
 	}
 	p.Hop = h
+	if spec.Tap != nil {
+		h.SetTap(spec.Tap)
+	}
 	go func() {
 		defer close(p.done)
 		p.runErr = h.Run(ctx)
