@@ -20,6 +20,10 @@ var epoch = time.Now().Add(-time.Second)
 
 func clock() int64 { return int64(time.Since(epoch)) }
 
+// UnixOffset turns the hop's clock (Tap's at, Event times) into Unix
+// time: unix ns = at + UnixOffset().
+func UnixOffset() int64 { return epoch.UnixNano() }
+
 // owner is one direction's driver. Everything but the fields marked as
 // shared is touched only by the owner goroutine (and by newOwner before
 // it starts).

@@ -2,12 +2,15 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"net"
 	"net/netip"
+	"strings"
 
 	"github.com/pi2hop/pi2hop/hop"
+	"github.com/pi2hop/pi2hop/pcap"
 	"github.com/pi2hop/pi2hop/tun"
 	"github.com/spf13/pflag"
 )
@@ -40,6 +43,7 @@ type runArgs struct {
 	cleanup  bool
 	inst     *instanceFlags
 	link     *linkFlags
+	capture  *captureFlags
 }
 
 func runFlags(fs *pflag.FlagSet) func(context.Context, *cmdEnv, []string) error {
@@ -49,6 +53,7 @@ func runFlags(fs *pflag.FlagSet) func(context.Context, *cmdEnv, []string) error 
 	fs.BoolVar(&a.cleanup, "cleanup", false, "remove what a crashed instance left (TUN devices, rules, routes, sysctls), then exit")
 	a.inst = addInstanceFlags(fs)
 	a.link = addLinkFlags(fs, true)
+	a.capture = addCaptureFlags(fs)
 	return func(ctx context.Context, env *cmdEnv, args []string) error {
 		if len(args) > 0 {
 			return usagef("run: unexpected argument %q", args[0])
@@ -96,15 +101,21 @@ func runGateway(ctx context.Context, env *cmdEnv, a *runArgs, given []string) (e
 	cfg.Logger = in.log
 	var h *hop.Hop
 	var devs []tun.Device
+	var capt *pcap.Capture
 	defer func() {
 		stop := func() error {
+			var err error
 			if h != nil {
-				return h.Close()
+				err = h.Close()
+			} else {
+				for _, d := range devs {
+					d.Close()
+				}
 			}
-			for _, d := range devs {
-				d.Close()
+			if capt != nil { // after the hop: its taps have stopped
+				err = errors.Join(err, capt.Close())
 			}
-			return nil
+			return err
 		}
 		if cerr := in.close(stop); err == nil {
 			err = cerr
@@ -142,6 +153,12 @@ func runGateway(ctx context.Context, env *cmdEnv, a *runArgs, given []string) (e
 	if err != nil {
 		return err
 	}
+	if capt, err = a.capture.open("pi2hop run "+strings.Join(given, " "), hop.UnixOffset()); err != nil {
+		return err
+	}
+	if capt != nil {
+		h.SetTap(newCaptureTap(capt))
+	}
 	if err := in.serve(ctx, h, a.inst.metrics); err != nil {
 		return err
 	}
@@ -149,7 +166,7 @@ func runGateway(ctx context.Context, env *cmdEnv, a *runArgs, given []string) (e
 		"lan", a.lan, "wan", a.wan, "tun_up", upName, "tun_down", downName,
 		"up", describeDir(cfg.Up), "down", describeDir(cfg.Down),
 		"tables", fmt.Sprintf("%d,%d", upTable, downTable), "rule_pref", prio,
-		"control", socketPath(a.inst.name), "metrics", a.inst.metrics, "state", statePath(a.inst.name))
+		"control", socketPath(a.inst.name), "metrics", a.inst.metrics, "capture", a.capture.path, "state", statePath(a.inst.name))
 	return h.Run(ctx)
 }
 

@@ -8,10 +8,12 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/pi2hop/pi2hop/hop"
+	"github.com/pi2hop/pi2hop/pcap"
 	"github.com/pi2hop/pi2hop/tun"
 	"github.com/spf13/pflag"
 )
@@ -33,9 +35,10 @@ func init() {
 }
 
 type shellArgs struct {
-	nat  bool
-	inst *instanceFlags
-	link *linkFlags
+	nat     bool
+	inst    *instanceFlags
+	link    *linkFlags
+	capture *captureFlags
 }
 
 func shellFlags(fs *pflag.FlagSet) func(context.Context, *cmdEnv, []string) error {
@@ -43,6 +46,7 @@ func shellFlags(fs *pflag.FlagSet) func(context.Context, *cmdEnv, []string) erro
 	fs.BoolVar(&a.nat, "nat", false, "give the namespace the host's onward connectivity (forwarding + nftables masquerade; needs nft)")
 	a.inst = addInstanceFlags(fs)
 	a.link = addLinkFlags(fs, true)
+	a.capture = addCaptureFlags(fs)
 	return func(ctx context.Context, env *cmdEnv, args []string) error {
 		return runShell(ctx, env, a, givenFlags(fs), args)
 	}
@@ -99,24 +103,35 @@ func runShell(ctx context.Context, env *cmdEnv, a *shellArgs, given, args []stri
 	}
 	cfg.Logger = in.log
 	var pair *hop.Pair
+	var capt *pcap.Capture
 	defer func() {
 		stop := func() error {
+			var err error
 			if pair != nil {
-				return pair.Close()
+				err = pair.Close()
 			}
-			return nil
+			if capt != nil { // after the hop: its taps have stopped
+				err = errors.Join(err, capt.Close())
+			}
+			return err
 		}
 		if cerr := in.close(stop); err == nil {
 			err = cerr
 		}
 	}()
 
+	if capt, err = a.capture.open("pi2hop shell "+strings.Join(given, " "), hop.UnixOffset()); err != nil {
+		return err
+	}
 	spec := hop.PairSpec{
 		ClientNS:  a.inst.name + "-shell",
 		ServerDev: a.inst.name + "-sh",
 		Subnet4:   sub4,
 		Subnet6:   sub6,
 		Journal:   in.journal,
+	}
+	if capt != nil {
+		spec.Tap = newCaptureTap(capt)
 	}
 	pair, err = hop.NewPairWith(ctx, spec, cfg)
 	if err != nil {
@@ -133,7 +148,7 @@ func runShell(ctx context.Context, env *cmdEnv, a *shellArgs, given, args []stri
 	in.log.Info("pi2hop running: shell",
 		"netns", pair.ClientNS, "addr", pair.ClientAddr, "addr6", pair.ClientAddr6,
 		"host_dev", pair.ServerDev, "host_addr", pair.ServerAddr, "host_addr6", pair.ServerAddr6,
-		"up", describeDir(cfg.Up), "down", describeDir(cfg.Down), "nat", a.nat,
+		"up", describeDir(cfg.Up), "down", describeDir(cfg.Down), "nat", a.nat, "capture", a.capture.path,
 		"control", socketPath(a.inst.name), "metrics", a.inst.metrics, "command", args)
 	return runInNamespace(ctx, env, pair, path, args)
 }

@@ -10,10 +10,12 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/pi2hop/pi2hop/pcap"
 	"github.com/pi2hop/pi2hop/tun"
 	"github.com/vishvananda/netlink"
 )
@@ -80,7 +82,8 @@ func TestShellRunsCommandBehindTheHop(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	err = Run(ctx, []string{"shell", "--name", name, "--rate", "50mbit", "--delay", "1ms", "--", "/bin/bash", "-c", script},
+	capFile := filepath.Join(t.TempDir(), "shell.pcapng")
+	err = Run(ctx, []string{"shell", "--name", name, "--rate", "50mbit", "--delay", "1ms", "--capture", capFile, "--", "/bin/bash", "-c", script},
 		strings.NewReader(""), &stdout, &stderr)
 	var ee *exitError
 	if !errors.As(err, &ee) || ee.code != 3 {
@@ -99,6 +102,22 @@ func TestShellRunsCommandBehindTheHop(t *testing.T) {
 		}
 	case <-time.After(time.Second):
 		t.Error("the command's connection did not reach the host")
+	}
+	// The capture holds the exchange at the taps: in and out, both ways.
+	r, err := pcap.Open(capFile)
+	if err != nil {
+		t.Fatalf("capture: %v", err)
+	}
+	defer r.Close()
+	n := 0
+	for {
+		if _, err := r.Next(); err != nil {
+			break
+		}
+		n++
+	}
+	if n < 12 { // handshake, data, reply, FIN: >= 6 packets, each at in and out
+		t.Errorf("capture holds %d packets, want >= 12", n)
 	}
 	checkGone(t, name)
 }
