@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -124,6 +125,55 @@ func (l *gatewayLab) bulk(t *testing.T) {
 			}
 		}
 	}()
+}
+
+// upInPackets asks the running instance how many packets its uplink read.
+func upInPackets(t *testing.T, bin, name string) uint64 {
+	t.Helper()
+	out, err := exec.Command(bin, "stats", "--name", name, "--json").Output()
+	if err != nil {
+		t.Fatalf("pi2hop stats: %v", err)
+	}
+	var s struct {
+		Dirs []struct {
+			In uint64 `json:"in_packets"`
+		} `json:"directions"`
+	}
+	if err := json.Unmarshal(out, &s); err != nil || len(s.Dirs) != 2 {
+		t.Fatalf("pi2hop stats --json: %v\n%s", err, out)
+	}
+	return s.Dirs[0].In
+}
+
+// toRouter sends n bytes from the client to a TCP port of the router's
+// own LAN address and returns what arrived.
+func (l *gatewayLab) toRouter(t *testing.T, n int) int64 {
+	t.Helper()
+	addr := "10.254.10.1:5007"
+	var ln net.Listener
+	if err := tun.Do(l.router, func() (err error) { ln, err = net.Listen("tcp", addr); return }); err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	got := make(chan int64, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			got <- 0
+			return
+		}
+		defer c.Close()
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		m, _ := io.Copy(io.Discard, c)
+		got <- m
+	}()
+	var c net.Conn
+	if err := tun.Do(l.client, func() (err error) { c, err = net.DialTimeout("tcp", addr, 5*time.Second); return }); err != nil {
+		t.Fatal(err)
+	}
+	c.Write(make([]byte, n))
+	c.Close()
+	return <-got
 }
 
 // transfer6 sends n bytes client -> server over IPv6 TCP and returns what
@@ -251,6 +301,15 @@ func TestGatewayRateSetAndCleanup(t *testing.T) {
 			t.Fatalf("gateway state lacks %s: %s", want, got)
 		}
 	}
+	// Traffic to the router itself stays out of the bottleneck.
+	in0 := upInPackets(t, bin, name)
+	if got := l.toRouter(t, 200<<10); got != 200<<10 {
+		t.Errorf("to the router itself: %d of %d bytes arrived", got, 200<<10)
+	}
+	if in1 := upInPackets(t, bin, name); in1-in0 > 10 {
+		t.Errorf("200 kB to the router's own address went through the hop (%d packets)", in1-in0)
+	}
+
 	l.bulk(t)
 	time.Sleep(time.Second)
 	rate := l.rateOver(t, 5*time.Second)
