@@ -75,6 +75,13 @@ func newPlot(title, x, y string) *plot.Plot {
 	return p
 }
 
+// headroom raises the y axis so the legend, top right, does not cover
+// the lines.
+func headroom(p *plot.Plot) {
+	p.Y.Min = 0
+	p.Y.Max *= 1.35
+}
+
 // addLine adds one styled line; i picks the colour and dash pattern.
 func addLine(p *plot.Plot, i int, label string, xys plotter.XYs) error {
 	l, err := plotter.NewLine(xys)
@@ -123,6 +130,9 @@ func (r *Report) rttCDF() (*plot.Plot, bool) {
 		}
 	}
 	p.Y.Min, p.Y.Max = 0, 1
+	p.Legend.Top = false // the curves rise on the left and end top right
+	p.Legend.XOffs = -vg.Millimeter
+	p.Legend.YOffs = 2 * vg.Millimeter
 	return p, n > 0
 }
 
@@ -141,7 +151,7 @@ func (r *Report) fpsPlot() (*plot.Plot, bool) {
 			n++
 		}
 	}
-	p.Y.Min = 0
+	headroom(p)
 	return p, n > 0
 }
 
@@ -166,7 +176,7 @@ func queueDelayPlot(run *Run) (*plot.Plot, bool) {
 			n++
 		}
 	}
-	p.Y.Min = 0
+	headroom(p)
 	return p, n > 0
 }
 
@@ -185,7 +195,7 @@ func throughputPlot(run *Run) (*plot.Plot, bool) {
 			n++
 		}
 	}
-	p.Y.Min = 0
+	headroom(p)
 	return p, n > 0
 }
 

@@ -117,7 +117,7 @@ func TestSummaryPicksHeadline(t *testing.T) {
 		t.Errorf("bdp summary: got %d tables, first %q", len(s), s[0].Title)
 	}
 	r.BDP = nil
-	if s := r.Summary(); s[0].Title != "Video call" {
-		t.Errorf("call summary first table %q", s[0].Title)
+	if s := r.Summary(); len(s) != 3 || s[0].Title != "Video call" || s[1].Title != "Apple" {
+		t.Errorf("call summary: %d tables, first %q", len(s), s[0].Title)
 	}
 }

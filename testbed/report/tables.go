@@ -41,6 +41,9 @@ func (r *Report) Summary() []Table {
 		if t, ok := r.callTable(); ok {
 			ts = append(ts, t)
 		}
+		if r.Comparison != nil {
+			ts = append(ts, *r.Comparison)
+		}
 		if t, ok := r.fairnessTable(); ok {
 			ts = append(ts, t, r.queueTable())
 		}
