@@ -24,9 +24,36 @@ lint:
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
 
-# Microbenchmarks of the packet path (virtual time, no root).
+# Reads `go test -bench` output and prints each headline figure with its
+# ratio to the baseline from the same run.
+BENCH_SUMMARY = \
+  /^BenchmarkDualPI2EnqueueDequeue/ { d = $$3 } \
+  /^BenchmarkFIFOEnqueueDequeue/    { f = $$3 } \
+  /^BenchmarkLinkPacket\/fake/      { lf = $$3 } \
+  /^BenchmarkLinkPacket\/dualpi2/   { ld = $$3 } \
+  /^BenchmarkReplay80k/             { r = $$3 } \
+  /^BenchmarkAnalyze1M/             { for (i = 3; i < NF; i++) if ($$(i+1) == "s/1M") a = $$i } \
+  END { \
+    print ""; print "summary (ratios against a baseline measured in this run):"; \
+    if (d && f)   printf "  DualPI2 enqueue+dequeue  %7.1f ns/packet   %.2fx the tail-drop FIFO (%.1f ns); target <= 100 ns\n", d, d/f, f; \
+    if (ld && lf) printf "  link + DualPI2           %7.1f ns/packet   %.2fx link + bare queue (%.1f ns)\n", ld, ld/lf, lf; \
+    if (r)        printf "  replay, 80k packets      %7.3f s           %.2fx the 1 s target\n", r/1e9, r/1e9; \
+    if (a)        printf "  analyze, 1M packets      %7.2f s           %.2fx the 10 s target\n", a, a/10; \
+  }
+
+# Benchmarks of the packet path, replay and analysis (no root). Each
+# figure is printed with its ratio to a baseline measured in the same run:
+# DualPI2 against the tail-drop FIFO, the link model against a bare
+# queue, replay and analyze against their targets.
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./aqm ./shaper
+	@mkdir -p bin
+	$(GO) test -run '^$$' -bench . -benchmem ./aqm ./shaper ./pcap ./cmd/pi2hop | tee bin/bench.txt
+	@awk '$(BENCH_SUMMARY)' bin/bench.txt
+
+# The live hop against the kernel router, in network namespaces (root; not
+# in CI): throughput, shaped throughput, idle RTT, pacing lateness, CPU.
+bench-hop:
+	$(GO) run ./hop/benchhop $(BENCH_ARGS)
 
 # The lab's default scenario, l4s-demo, through the hop in network
 # namespaces (needs root: sudo make lab). LAB_ARGS passes more, e.g.
