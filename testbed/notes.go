@@ -35,7 +35,8 @@ func notes(c Config) []string {
 			"The receiver's window is pinned with TCP_WINDOW_CLAMP (and SO_RCVBUFFORCE of twice the window) before connect, "+
 				"the sender's buffer with SO_SNDBUFFORCE; the kernel rounds the window down to whole segments.",
 			fmt.Sprintf("Link rate %s. The hop forwards in user space: rows whose window/RTT nears the link rate measure the hop's "+
-				"forwarding ceiling on this machine as much as TCP; only window-limited rows are checked.", fmtRate(float64(c.RateBps))))
+				"forwarding ceiling on this machine and cubic's ramp-up as much as the window; only rows whose window/RTT is at most a quarter "+
+				"of the link are checked against the prediction.", fmtRate(float64(c.RateBps))))
 	case "prague":
 		n = append(n, "Utilisation = bytes forwarded on the bottleneck / (rate · measured time).")
 	}
