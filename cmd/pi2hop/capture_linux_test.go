@@ -19,6 +19,7 @@ import (
 	"github.com/pi2hop/pi2hop/aqm"
 	"github.com/pi2hop/pi2hop/hop"
 	"github.com/pi2hop/pi2hop/pcap"
+	"github.com/pi2hop/pi2hop/testbed/flow"
 	"github.com/spf13/pflag"
 	"golang.org/x/sys/unix"
 )
@@ -69,6 +70,11 @@ func blastUDP(t *testing.T, p *hop.Pair, to netip.AddrPort, ecn aqm.ECN, bps flo
 			unix.SetsockoptInt(int(fd), unix.IPPROTO_IPV6, unix.IPV6_TCLASS, int(ecn))
 		}
 	})
+	paceUDP(conn, bps, d)
+}
+
+// paceUDP writes 1200-byte datagrams on conn at about bps (IP rate) for d.
+func paceUDP(conn *net.UDPConn, bps float64, d time.Duration) {
 	payload := make([]byte, 1200)
 	gap := time.Duration(float64(len(payload)+28) * 8 / bps * 1e9)
 	start := time.Now()
@@ -270,4 +276,168 @@ func TestCaptureCompleteAfterSIGTERM(t *testing.T) {
 	}
 	tsharkReads(t, path, "pi2hop: queue=C", "verdict=sent")
 	checkGone(t, name)
+}
+
+// TestAnalyzeTcpdumpOfALabFlow: tcpdump on both TUNs of a lab pair while
+// a Prague flow crosses the hop; analyze, matching ingress to egress,
+// must find the CE marks the hop added and no invalid ECN transition.
+func TestAnalyzeTcpdumpOfALabFlow(t *testing.T) {
+	needRoot(t)
+	if _, err := exec.LookPath("tcpdump"); err != nil {
+		t.Skip("needs tcpdump (.ci/run installs it)")
+	}
+	prefix := fmt.Sprintf("p2d%d", os.Getpid()%10000)
+	dir := t.TempDir()
+	p, _ := pairWithCapture(t, prefix, filepath.Join(dir, "hop.pcapng"), "--rate", "10mbit", "--delay", "5ms")
+
+	// tcpdump -U writes each packet as it comes, so SIGTERM loses nothing.
+	dump := func(ns, dev, file string) *exec.Cmd {
+		cmd := exec.Command("ip", "netns", "exec", ns, "tcpdump", "-n", "-U", "-i", dev,
+			"--time-stamp-precision=nano", "-w", file, "udp")
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		return cmd
+	}
+	inFile, outFile := filepath.Join(dir, "in.pcap"), filepath.Join(dir, "out.pcap")
+	dumps := []*exec.Cmd{dump(p.ClientNS, p.ClientDev, inFile), dump(p.ServerNS, p.ServerDev, outFile)}
+	time.Sleep(500 * time.Millisecond) // let tcpdump attach
+
+	var recv, send *net.UDPConn
+	if err := p.InServer(func() (err error) {
+		recv, err = net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.AddrPortFrom(p.ServerAddr, 0)))
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer recv.Close()
+	if err := p.InClient(func() (err error) {
+		send, err = net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.AddrPortFrom(p.ClientAddr, 0)))
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer send.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Second)
+	defer cancel()
+	cfg := flow.PragueConfig{ECN: flow.ECNL4S, Duration: 3 * time.Second}
+	go flow.PragueRecv(ctx, recv, cfg, nil)
+	if _, err := flow.PragueSend(ctx, send, recv.LocalAddr().(*net.UDPAddr).AddrPort(), cfg, nil); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond) // the last packets leave the delay line
+	for _, d := range dumps {
+		d.Process.Signal(syscall.SIGTERM)
+		d.Wait()
+	}
+
+	res, err := pcap.Analyze([]pcap.Input{{Path: inFile, Role: "in"}, {Path: outFile, Role: "out"}}, pcap.AnalyzeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Directions) == 0 {
+		t.Fatal("analyze found no direction")
+	}
+	d := res.Directions[0]
+	var marked, sent uint64
+	for _, c := range d.Classes {
+		marked += c.Marked
+		sent += c.Sent
+	}
+	t.Logf("matched %d, unmatched in %d out %d; sent %d, CE added %d; invalid transitions %d",
+		d.Matched, d.UnmatchedIn, d.UnmatchedOut, sent, marked, d.InvalidTransitions)
+	if d.Matched < 1000 {
+		t.Errorf("only %d packets matched between the two tcpdump captures", d.Matched)
+	}
+	if marked == 0 {
+		t.Error("analyze found no CE marks added by the hop on a Prague flow at 10 Mbit/s")
+	}
+	if d.InvalidTransitions != 0 {
+		t.Errorf("%d invalid ECN transitions", d.InvalidTransitions)
+	}
+}
+
+// TestCaptureCostsTheHopNoPackets: both directions captured at 100 Mbit/s,
+// each loaded to 60 %: the hop must drop nothing and the kernel's TUN
+// ring must not overflow. If the writer falls behind, capture records
+// are dropped instead (counted in the file), never packets.
+//
+// The endpoints share the CI machine's two cores with the hop, so a run
+// starved by another process gets one more try before it counts.
+func TestCaptureCostsTheHopNoPackets(t *testing.T) {
+	needRoot(t)
+	for try := 1; ; try++ {
+		lost := captureAt100Mbit(t, fmt.Sprintf("p2h%d%d", os.Getpid()%10000, try))
+		if lost == "" {
+			return
+		}
+		if try == 2 {
+			t.Fatal(lost)
+		}
+		t.Logf("try %d: %s; trying again", try, lost)
+	}
+}
+
+// captureAt100Mbit runs the load once and says what was lost, if anything.
+func captureAt100Mbit(t *testing.T, prefix string) (lost string) {
+	path := filepath.Join(t.TempDir(), "fast.pcapng")
+	p, capt := pairWithCapture(t, prefix, path, "--rate", "100mbit")
+
+	up := udpSink(t, p, p.ServerAddr)
+	var down netip.AddrPort
+	{
+		var conn *net.UDPConn
+		if err := p.InClient(func() (err error) {
+			conn, err = net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.AddrPortFrom(p.ClientAddr, 0)))
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Close() })
+		go func() {
+			buf := make([]byte, 2048)
+			for {
+				if _, err := conn.Read(buf); err != nil {
+					return
+				}
+			}
+		}()
+		down = conn.LocalAddr().(*net.UDPAddr).AddrPort()
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		var conn *net.UDPConn
+		if err := p.InServer(func() (err error) {
+			conn, err = net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(down))
+			return err
+		}); err != nil {
+			t.Error(err)
+			return
+		}
+		defer conn.Close()
+		paceUDP(conn, 60e6, 2*time.Second)
+	}()
+	blastUDP(t, p, up, aqm.NotECT, 60e6, 2*time.Second)
+	<-done
+	snap := waitIdle(t, p.Hop)
+	p.Close()
+	capt.Close()
+	for _, ds := range []*hop.DirStats{&snap.Up, &snap.Down} {
+		t.Logf("%s: in %d out %d dropped %d ring drops %d qdrops %v nobuf %d werr %d", ds.Dir, ds.In, ds.Out, ds.Dropped(), ds.RingDrops, ds.QueueDrops, ds.NoBuffer, ds.WriteErrors)
+		if ds.In < 10000 {
+			t.Fatalf("%s: only %d packets crossed: the load did not happen", ds.Dir, ds.In)
+		}
+		if ds.Dropped() != 0 || ds.RingDrops != 0 {
+			lost += fmt.Sprintf("%s: hop dropped %d packets and the TUN ring %d while capturing; ", ds.Dir, ds.Dropped(), ds.RingDrops)
+		}
+	}
+	var written, capLost uint64
+	for _, s := range capt.Stats() {
+		written += s.Written
+		capLost += s.Dropped
+	}
+	t.Logf("capture: %d records written, %d dropped by the capture", written, capLost)
+	return lost
 }
