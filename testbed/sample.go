@@ -56,3 +56,45 @@ func sub(a, b aqm.ClassCounters) aqm.ClassCounters {
 	return aqm.ClassCounters{Enqueued: a.Enqueued - b.Enqueued, Sent: a.Sent - b.Sent, Bytes: a.Bytes - b.Bytes,
 		Marked: a.Marked - b.Marked, Dropped: a.Dropped - b.Dropped}
 }
+
+// sampler polls the hop's stats while a run's traffic flows.
+type sampler struct {
+	done    chan struct{}
+	stopped chan struct{}
+	samples []queueSample
+}
+
+// samplePoll is how often the sampler asks; the hop publishes new
+// figures every hop.DefaultStatsInterval, and repeats are skipped.
+const samplePoll = 20 * time.Millisecond
+
+func startSampler(pair *hop.Pair) *sampler {
+	s := &sampler{done: make(chan struct{}), stopped: make(chan struct{})}
+	first := pair.Hop.Stats()
+	start, seq := first.Down.Elapsed, first.Down.Seq
+	s.samples = append(s.samples, sampleOf(&first.Down, 0))
+	go func() {
+		defer close(s.stopped)
+		t := time.NewTicker(samplePoll)
+		defer t.Stop()
+		for {
+			select {
+			case <-s.done:
+				return
+			case <-t.C:
+				snap := pair.Hop.Stats()
+				if snap.Down.Seq != seq {
+					seq = snap.Down.Seq
+					s.samples = append(s.samples, sampleOf(&snap.Down, time.Duration(snap.Down.Elapsed-start)))
+				}
+			}
+		}
+	}()
+	return s
+}
+
+func (s *sampler) stop() []queueSample {
+	close(s.done)
+	<-s.stopped
+	return s.samples
+}
