@@ -17,6 +17,7 @@ type Progress struct {
 	tty   bool
 	total time.Duration // planned, all runs
 	now   func() time.Time
+	width int // terminal columns; 0 = unknown
 
 	mu         sync.Mutex
 	start      time.Time
@@ -36,6 +37,14 @@ const barWidth = 30
 // redrawn bar; a nil w reports nothing.
 func NewProgress(w io.Writer, tty bool, total time.Duration) *Progress {
 	return &Progress{w: w, tty: tty, total: total, now: time.Now}
+}
+
+// SetWidth tells the bar how many columns the terminal has, so a line
+// never wraps (a wrapped line cannot be redrawn in place).
+func (p *Progress) SetWidth(cols int) {
+	if p != nil {
+		p.width = cols
+	}
 }
 
 // Start begins the clock and, on a terminal, redraws twice a second until Stop.
@@ -132,7 +141,11 @@ func (p *Progress) Line() string {
 	p.mu.Lock()
 	phase := p.phase
 	p.mu.Unlock()
-	return fmt.Sprintf("[%s] %3.0f%%  %s elapsed, ~%s left  %s", bar, 100*frac, clock(el), clock(left), phase)
+	line := fmt.Sprintf("[%s] %3.0f%%  %s elapsed, ~%s left  %s", bar, 100*frac, clock(el), clock(left), phase)
+	if r := []rune(line); p.width > 1 && len(r) >= p.width {
+		line = string(r[:p.width-1])
+	}
+	return line
 }
 
 func (p *Progress) draw() {

@@ -34,6 +34,16 @@ func TestProgressLine(t *testing.T) {
 	}
 }
 
+func TestProgressFitsTheTerminal(t *testing.T) {
+	p := NewProgress(nil, true, time.Minute)
+	p.SetWidth(40)
+	p.Start()
+	p.Phase("run 1/3: DualPI2, call on L4S", time.Minute)
+	if got := p.Line(); len([]rune(got)) != 39 || !strings.HasPrefix(got, "[") {
+		t.Errorf("line %q: want 39 columns on a 40-column terminal", got)
+	}
+}
+
 func TestProgressLogLines(t *testing.T) {
 	var b bytes.Buffer
 	p := NewProgress(&b, false, time.Minute)

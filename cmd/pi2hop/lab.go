@@ -150,7 +150,9 @@ func runLab(ctx context.Context, env *cmdEnv, cfg testbed.Config, out string) er
 	}
 	planned := cfg.PlannedDuration()
 	fmt.Fprintf(env.stderr, "pi2hop lab %s: %v; about %v\n", cfg.Scenario, cfg, planned.Round(time.Second))
-	progress := testbed.NewProgress(env.stderr, isTerminal(env.stderr), planned)
+	cols, tty := terminalWidth(env.stderr)
+	progress := testbed.NewProgress(env.stderr, tty, planned)
+	progress.SetWidth(cols)
 	progress.Start()
 	rep, err := testbed.Run(ctx, cfg, testbed.Options{Progress: progress})
 	progress.Stop()
@@ -175,13 +177,18 @@ func runLab(ctx context.Context, env *cmdEnv, cfg testbed.Config, out string) er
 	return nil
 }
 
-// isTerminal reports whether w is a terminal, where the progress bar is
-// redrawn in place.
-func isTerminal(w io.Writer) bool {
+// terminalWidth reports whether w is a terminal, where the progress bar
+// is redrawn in place, and its width in columns (0 if unknown).
+func terminalWidth(w io.Writer) (cols int, tty bool) {
 	f, ok := w.(*os.File)
 	if !ok {
-		return false
+		return 0, false
 	}
-	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
-	return err == nil
+	if _, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS); err != nil {
+		return 0, false
+	}
+	if ws, err := unix.IoctlGetWinsize(int(f.Fd()), unix.TIOCGWINSZ); err == nil {
+		cols = int(ws.Col)
+	}
+	return cols, true
 }
