@@ -59,8 +59,11 @@ func setClamp(fd uintptr, w uint64) error {
 // set before connect alone lets the window grow past w (measured: 17 520 B
 // asked, 26 064 B advertised). A setsockopt per read costs far less than
 // the read.
+//
+// It embeds net.Conn, not *net.TCPConn, on purpose: TCPConn's WriteTo
+// would let io.Copy read around Read and so around the clamp.
 type clampConn struct {
-	*net.TCPConn
+	net.Conn
 	raw syscall.RawConn
 	w   uint64
 }
@@ -70,11 +73,11 @@ func newClampConn(c *net.TCPConn, w uint64) net.Conn {
 	if err != nil {
 		return c
 	}
-	return &clampConn{TCPConn: c, raw: raw, w: w}
+	return &clampConn{Conn: c, raw: raw, w: w}
 }
 
 func (c *clampConn) Read(b []byte) (int, error) {
-	n, err := c.TCPConn.Read(b)
+	n, err := c.Conn.Read(b)
 	if n > 0 {
 		c.raw.Control(func(fd uintptr) { setClamp(fd, c.w) })
 	}
