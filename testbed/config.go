@@ -51,7 +51,19 @@ func (c Config) MarshalJSON() ([]byte, error) {
 
 // String is a one-line summary for logs and errors.
 func (c Config) String() string {
-	return fmt.Sprintf("%s: %s, RTT %v, %v per run (warm-up %v)", c.Scenario, fmtRate(float64(c.RateBps)), c.RTT, c.Duration, c.Warmup)
+	rtt := "RTT " + c.RTT.String()
+	if len(c.RTTs) > 0 {
+		rtts := make([]string, len(c.RTTs))
+		for i, r := range c.RTTs {
+			rtts[i] = r.String()
+		}
+		ws := make([]string, len(c.Windows))
+		for i, w := range c.Windows {
+			ws[i] = fmt.Sprint(w)
+		}
+		rtt = fmt.Sprintf("RTTs %s, windows %s B", strings.Join(rtts, " "), strings.Join(ws, " "))
+	}
+	return fmt.Sprintf("%s: %s, %s, %v per run (warm-up %v)", c.Scenario, fmtRate(float64(c.RateBps)), rtt, c.Duration, c.Warmup)
 }
 
 func fmtRate(bps float64) string {

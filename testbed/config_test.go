@@ -111,3 +111,19 @@ func TestConfigJSON(t *testing.T) {
 		t.Errorf("config JSON %s has raw nanoseconds beside the readable durations", b)
 	}
 }
+
+func TestConfigString(t *testing.T) {
+	tests := []struct {
+		in   Config
+		want string
+	}{
+		{Config{Scenario: "coexist", Quick: true}, "coexist: 10 Mbit/s, RTT 20ms, 15s per run (warm-up 5s)"},
+		{Config{Scenario: "bdp"}, "bdp: 1 Gbit/s, RTTs 15ms 50ms 120ms, windows 17520 6553500 B, 10s per run (warm-up 2s)"},
+	}
+	for _, tt := range tests {
+		c, _ := tt.in.Resolve()
+		if got := c.String(); got != tt.want {
+			t.Errorf("String() = %q, want %q", got, tt.want)
+		}
+	}
+}
