@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -217,10 +218,12 @@ func pragueGap(rep *report.Report) error {
 }
 
 // TestLabCancelLeavesNothing cancels a lab mid-run, as Ctrl-C does, and
-// checks that no namespace, TUN device, socket or goroutine of it is left.
+// checks that no namespace, TUN device (they live in the namespaces),
+// socket or goroutine of it is left; the lab's flows run in-process, so
+// there is no child process to leave.
 func TestLabCancelLeavesNothing(t *testing.T) {
 	needLabRoot(t)
-	fdsBefore := countFDs(t)
+	fdsBefore, goBefore := countFDs(t), runtime.NumGoroutine()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	var stderr bytes.Buffer
@@ -255,6 +258,16 @@ func TestLabCancelLeavesNothing(t *testing.T) {
 	// (The Go runtime may keep an extra poller fd or two.)
 	if after := countFDs(t); after > fdsBefore+2 {
 		t.Errorf("%d file descriptors open after the lab, %d before: sockets or TUNs left open", after, fdsBefore)
+	}
+	// Every flow, sampler and hop owner has returned (allowing a moment
+	// for goroutines that are on their way out).
+	settle := time.Now().Add(2 * time.Second)
+	for runtime.NumGoroutine() > goBefore+2 && time.Now().Before(settle) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if after := runtime.NumGoroutine(); after > goBefore+2 {
+		buf := make([]byte, 1<<16)
+		t.Errorf("%d goroutines after the lab, %d before:\n%s", after, goBefore, buf[:runtime.Stack(buf, true)])
 	}
 }
 
