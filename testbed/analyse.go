@@ -34,7 +34,7 @@ func analyse(res *runResult) report.Run {
 	run := report.Run{
 		Name: sp.Name, Title: sp.Title, AQM: sp.Queue.Kind, Buffer: sp.Buffer,
 		RateBps: float64(sp.RateBps), BaseRTTMs: ms(sp.RTT),
-		DurationS: sp.Duration.Seconds(), WarmupS: sp.Warmup.Seconds(),
+		DurationS: sp.Duration.Seconds(), WarmupS: sp.Warmup.Seconds(), Setup: sp,
 		RTTMs:  map[string][]float64{},
 		Series: report.Series{Throughput: map[string][]float64{}},
 	}

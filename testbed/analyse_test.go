@@ -126,6 +126,9 @@ func TestAnalyseCall(t *testing.T) {
 	if run.Fairness != nil {
 		t.Error("fairness without a Prague flow")
 	}
+	if sp, ok := run.Setup.(RunSpec); !ok || sp.Queue.Kind != aqm.KindDualPI2 {
+		t.Errorf("setup %+v: want the RunSpec with its queue", run.Setup)
+	}
 }
 
 func TestAnalyseFIFOHasOneQueue(t *testing.T) {

@@ -43,13 +43,13 @@ type FlowSpec struct {
 type RunSpec struct {
 	Name    string        `json:"name"` // file-name safe
 	Title   string        `json:"title"`
-	Queue   aqm.Spec      `json:"queue"` // both directions
+	Queue   aqm.Spec      `json:"queue"` // both directions; every knob (times in ns)
 	Buffer  string        `json:"buffer"`
 	RateBps uint64        `json:"rate_bps"`
-	RTT     time.Duration `json:"rtt"`
+	RTT     time.Duration `json:"rtt_ns"`
 	// Duration of the traffic, Warmup of it left out of the figures.
-	Duration time.Duration `json:"duration"`
-	Warmup   time.Duration `json:"warmup"`
+	Duration time.Duration `json:"duration_ns"`
+	Warmup   time.Duration `json:"warmup_ns"`
 	Flows    []FlowSpec    `json:"flows"`
 	Seed     uint64        `json:"seed"`
 

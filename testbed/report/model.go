@@ -56,6 +56,9 @@ type Run struct {
 	BaseRTTMs float64 `json:"base_rtt_ms"`
 	DurationS float64 `json:"duration_s"` // traffic time, warm-up included
 	WarmupS   float64 `json:"warmup_s"`   // excluded from every figure
+	// Setup is the run exactly as built: the queue discipline with every
+	// knob, the flows, the seed.
+	Setup any `json:"setup,omitempty"`
 
 	Call   *Call   `json:"call,omitempty"` // the video call, when there is one
 	Flows  []Flow  `json:"flows"`
