@@ -79,7 +79,7 @@ func TestAppleComparison(t *testing.T) {
 	if len(tb.Header) != 6 || tb.Header[3] != "dualpi2-classic" || tb.Header[5] != "dualpi2-l4s" {
 		t.Errorf("header %q: want Apple's two columns, then classic, FIFO, L4S", tb.Header)
 	}
-	if len(tb.Rows) != 5 || tb.Rows[1][1] != "up to ~45 ms" || tb.Rows[1][5] != "23.0 / 28.0 ms" {
+	if len(tb.Rows) != 5 || tb.Rows[1][1] != "up to ~45 ms" || tb.Rows[1][5] != "23.0 / 28 ms" {
 		t.Errorf("rows %q", tb.Rows)
 	}
 }
