@@ -160,7 +160,8 @@ func queueDelayPlot(run *Run) (*plot.Plot, bool) {
 	if s.QueueBinS <= 0 || len(s.QueueDelayMs) == 0 {
 		return nil, false
 	}
-	p := newPlot("Queue delay per queue: "+run.Title, "time (s)",
+	// The warm-up is left out: slow start's overshoot would set the scale.
+	p := newPlot("Queue delay per queue: "+run.Title, "time (s; warm-up left out)",
 		fmt.Sprintf("median sojourn per %.0f ms (ms)", s.QueueBinS*1000))
 	n := 0
 	for _, q := range sortedKeys(s.QueueDelayMs) {
@@ -170,7 +171,9 @@ func queueDelayPlot(run *Run) (*plot.Plot, bool) {
 			if k < len(s.QueueT) {
 				x = s.QueueT[k]
 			}
-			pts = append(pts, plotter.XY{X: x, Y: d})
+			if x >= run.WarmupS {
+				pts = append(pts, plotter.XY{X: x, Y: d})
+			}
 		}
 		if len(pts) > 0 && addLine(p, n, q+"-queue", pts) == nil {
 			n++

@@ -37,6 +37,7 @@ func sampleRun(name, title, ecn string, rtt float64) Run {
 			FPS:          []int{30, 30, 29, 0, 12},
 			Throughput:   map[string][]float64{"call": {2e6, 2.1e6}, "bulk-1": {4e6, 3.9e6}},
 			QueueBinS:    0.1,
+			QueueT:       []float64{5, 5.1, 5.2},
 			QueueDelayMs: map[string][]float64{"L": {0.2, 0.5, 1}, "C": {12, 15, 18}},
 		},
 		RTTMs: map[string][]float64{"call": rtts},
