@@ -19,10 +19,6 @@ type Options struct {
 	// Prefix starts the names of every namespace and device the lab makes
 	// ("" = "p2l" and the process id), so concurrent labs never collide.
 	Prefix string
-	// KeepPriority leaves the process's scheduling priority alone; by
-	// default the lab raises it (see labNice). GOMAXPROCS is raised
-	// either way (see labProcs).
-	KeepPriority bool
 }
 
 // DefaultPrefix is the start of the names of this process's lab
@@ -54,9 +50,6 @@ func Run(ctx context.Context, cfg Config, opt Options) (*report.Report, error) {
 		return nil, err
 	}
 	sc := scenarios[cfg.Scenario]
-	if !opt.KeepPriority {
-		defer raisePriority()()
-	}
 	defer raiseProcs()()
 	prefix := opt.Prefix
 	if prefix == "" {
