@@ -59,12 +59,12 @@ func labFlags(fs *pflag.FlagSet) func(ctx context.Context, env *cmdEnv, args []s
 // addLabFlags declares lab's flags on fs.
 func addLabFlags(fs *pflag.FlagSet) *labArgs {
 	a := &labArgs{rtt: durationValue{min: 0}, duration: durationValue{min: time.Second}, fifoLimit: countValue{min: 1, max: 1 << 20}}
-	fs.BoolVar(&a.quick, "quick", false, "short durations (as CI runs them): 15 s runs; bdp 5 s runs at 100mbit")
+	fs.BoolVar(&a.quick, "quick", false, "short durations (as CI runs them): l4s-demo 25 s runs, coexist 15 s, prague 12 s, bdp 5 s at 100mbit")
 	fs.StringVarP(&a.out, "out", "o", "", "report `folder` (default pi2hop-lab-<scenario>-<time> in the current folder)")
 	fs.BoolVar(&a.list, "list", false, "list the scenarios with their defaults and exit")
 	fs.Var(&a.rate, "rate", "bottleneck `rate`, both directions, tc units (default: the scenario's, e.g. 10mbit)")
 	fs.Var(&a.rtt, "rtt", "base round-trip `time`: half of it is added each way (default 20ms; bdp: see --rtts)")
-	fs.Var(&a.duration, "duration", "traffic `time` of each run, warm-up included (default 45s; --quick 15s)")
+	fs.Var(&a.duration, "duration", "traffic `time` of each run, warm-up included (default 45s; see --quick and --list)")
 	fs.Var(&a.warmup, "warmup", "first part of each run left out of every figure (default 5s)")
 	fs.IntVar(&a.bulk, "bulk", 0, "l4s-demo: classic bulk downloads beside the call (default 4)")
 	fs.Var(&a.fifoLimit, "fifo-limit", "l4s-demo: the FIFO run's tail-drop buffer in `packets` (default 100)")
