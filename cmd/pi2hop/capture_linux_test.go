@@ -427,7 +427,7 @@ func captureAt100Mbit(t *testing.T, prefix string) (lost string) {
 	for _, ds := range []*hop.DirStats{&snap.Up, &snap.Down} {
 		t.Logf("%s: in %d out %d dropped %d ring drops %d qdrops %v nobuf %d werr %d", ds.Dir, ds.In, ds.Out, ds.Dropped(), ds.RingDrops, ds.QueueDrops, ds.NoBuffer, ds.WriteErrors)
 		if ds.In < 10000 {
-			t.Fatalf("%s: only %d packets crossed: the load did not happen", ds.Dir, ds.In)
+			lost += fmt.Sprintf("%s: only %d packets crossed, the senders were starved; ", ds.Dir, ds.In)
 		}
 		if ds.Dropped() != 0 || ds.RingDrops != 0 {
 			lost += fmt.Sprintf("%s: hop dropped %d packets and the TUN ring %d while capturing; ", ds.Dir, ds.Dropped(), ds.RingDrops)
