@@ -32,8 +32,12 @@ func notes(c Config) []string {
 	case "bdp":
 		n = append(n,
 			"Predicted = min(window / RTT, link rate), seed 001's formula (17 520 B / 15 ms ≈ 9.34 Mbit/s); measured = TCP payload goodput.",
-			"The receiver's window is pinned with TCP_WINDOW_CLAMP (and SO_RCVBUFFORCE of twice the window) before connect, "+
-				"the sender's buffer with SO_SNDBUFFORCE; the kernel rounds the window down to whole segments.",
+			fmt.Sprintf("Window/RTT is a bound: cubic sends each window as a burst, and its last packet waits for the rest to "+
+				"cross the bottleneck, so a round takes RTT + window/rate: 17 520 B at 15 ms over %s give %.2f Mbit/s.",
+				fmtRate(float64(c.RateBps)), 17520*8/(0.015+17520*8/float64(c.RateBps))/1e6),
+			"The receiver's window is pinned with TCP_WINDOW_CLAMP (and SO_RCVBUFFORCE of twice the window) before connect and "+
+				"again after every read (Linux 6.x resets the clamp from the buffer size as the first segments arrive), the "+
+				"sender's buffer with SO_SNDBUFFORCE; the kernel rounds the window down to whole segments (17 376 B for 17 520 B).",
 			fmt.Sprintf("Link rate %s. The hop forwards in user space: rows whose window/RTT nears the link rate measure the hop's "+
 				"forwarding ceiling on this machine and cubic's ramp-up as much as the window; only rows whose window/RTT is at most a quarter "+
 				"of the link are checked against the prediction.", fmtRate(float64(c.RateBps))))
