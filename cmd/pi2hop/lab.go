@@ -73,6 +73,11 @@ func addLabFlags(fs *pflag.FlagSet) *labArgs {
 		"DualPI2 min_qlen_step in `packets` (the kernel's default is 0; see pi2hop lab --list)")
 	fs.DurationSliceVar(&a.rtts, "rtts", nil, "bdp: comma-separated RTTs, one run per RTT and window (default 15ms,50ms,120ms)")
 	fs.StringSliceVar(&a.windows, "windows", nil, "bdp: comma-separated receiver windows in tc size units (default 17520,6553500)")
+	// The usage texts name each scenario's default; pflag's own "(default
+	// 0s)" would contradict them.
+	for _, name := range []string{"rtt", "duration", "warmup", "rtts"} {
+		fs.Lookup(name).DefValue = ""
+	}
 	return a
 }
 
