@@ -154,7 +154,7 @@ func runLab(ctx context.Context, env *cmdEnv, cfg testbed.Config, out string) er
 		out = fmt.Sprintf("pi2hop-lab-%s-%s", cfg.Scenario, time.Now().Format("20060102-150405"))
 	}
 	planned := cfg.PlannedDuration()
-	fmt.Fprintf(env.stderr, "pi2hop lab %s: %v; about %v\n", cfg.Scenario, cfg, planned.Round(time.Second))
+	fmt.Fprintf(env.stderr, "pi2hop lab %v; about %v\n", cfg, planned.Round(time.Second))
 	cols, tty := terminalWidth(env.stderr)
 	progress := testbed.NewProgress(env.stderr, tty, planned)
 	progress.SetWidth(cols)
