@@ -19,6 +19,9 @@ type Options struct {
 	// Prefix starts the names of every namespace and device the lab makes
 	// ("" = "p2l" and the process id), so concurrent labs never collide.
 	Prefix string
+	// Tap, if not nil, gives each run's hop a capture tap; run is the
+	// run's file-name safe name (RunSpec.Name).
+	Tap func(run string) hop.Tap
 }
 
 // DefaultPrefix is the start of the names of this process's lab
@@ -60,7 +63,11 @@ func Run(ctx context.Context, cfg Config, opt Options) (*report.Report, error) {
 	runs := cfg.Runs()
 	for i, sp := range runs {
 		opt.Progress.Phase(fmt.Sprintf("run %d/%d: %s", i+1, len(runs), sp.Title), sp.Duration+setupAllowance)
-		res, err := runOne(ctx, sp, fmt.Sprintf("%s%c", prefix, 'a'+i%26))
+		var tap hop.Tap
+		if opt.Tap != nil {
+			tap = opt.Tap(sp.Name)
+		}
+		res, err := runOne(ctx, sp, fmt.Sprintf("%s%c", prefix, 'a'+i%26), tap)
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
@@ -103,13 +110,14 @@ func finish(rep *report.Report, cfg Config) {
 // runOne builds a topology for sp, runs its flows and collects what they
 // and the hop saw. The topology is torn down before it returns, whatever
 // happens; the result is usable (possibly partial) even with an error.
-func runOne(ctx context.Context, sp RunSpec, prefix string) (res *runResult, err error) {
+func runOne(ctx context.Context, sp RunSpec, prefix string, tap hop.Tap) (res *runResult, err error) {
 	res = &runResult{spec: sp}
 	dir := hop.Direction{
 		Link:  shaper.Config{Rate: shaper.Const{BitsPerSecond: sp.RateBps}, Delay: int64(sp.RTT / 2)},
 		Queue: sp.Queue,
 	}
-	pair, err := hop.NewPair(ctx, prefix, hop.Config{Name: sp.Name, Up: dir, Down: dir, Seed: sp.Seed})
+	pair, err := hop.NewPairWith(ctx, hop.PairSpec{ClientNS: prefix + "c", ServerNS: prefix + "s", Tap: tap},
+		hop.Config{Name: sp.Name, Up: dir, Down: dir, Seed: sp.Seed})
 	if err != nil {
 		return res, fmt.Errorf("topology: %w", err)
 	}

@@ -75,10 +75,15 @@ type captureTap struct {
 	ids [2][3]int // [hop.Dir][hop.TapPoint]
 }
 
-func newCaptureTap(c *pcap.Capture) *captureTap {
+func newCaptureTap(c *pcap.Capture) *captureTap { return newCaptureTapNamed(c, "") }
+
+// newCaptureTapNamed names the taps prefix+"up-in" and so on, so several
+// hops (the lab's runs) can share one file; analyze then reports each
+// prefix+direction apart.
+func newCaptureTapNamed(c *pcap.Capture, prefix string) *captureTap {
 	t := &captureTap{c: c}
 	for _, d := range []hop.Dir{hop.Up, hop.Down} {
-		taps := c.AddTaps(d.String())
+		taps := c.AddTaps(prefix + d.String())
 		t.ids[d] = [3]int{hop.TapIn: taps.In, hop.TapOut: taps.Out, hop.TapDrop: taps.Drop}
 	}
 	return t

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 	"golang.org/x/sys/unix"
 
+	"github.com/pi2hop/pi2hop/hop"
 	"github.com/pi2hop/pi2hop/shaper"
 	"github.com/pi2hop/pi2hop/testbed"
 )
@@ -40,6 +41,7 @@ type labArgs struct {
 	minQlenStep uint32
 	rtts        []time.Duration
 	windows     []string
+	capture     *captureFlags
 }
 
 func labFlags(fs *pflag.FlagSet) func(ctx context.Context, env *cmdEnv, args []string) error {
@@ -52,7 +54,7 @@ func labFlags(fs *pflag.FlagSet) func(ctx context.Context, env *cmdEnv, args []s
 		if err != nil {
 			return err
 		}
-		return runLab(ctx, env, cfg, a.out)
+		return runLab(ctx, env, cfg, a.out, a.capture)
 	}
 }
 
@@ -73,6 +75,7 @@ func addLabFlags(fs *pflag.FlagSet) *labArgs {
 		"DualPI2 min_qlen_step in `packets` (the kernel's default is 0; see pi2hop lab --list)")
 	fs.DurationSliceVar(&a.rtts, "rtts", nil, "bdp: comma-separated RTTs, one run per RTT and window (default 15ms,50ms,120ms)")
 	fs.StringSliceVar(&a.windows, "windows", nil, "bdp: comma-separated receiver windows in tc size units (default 17520,6553500)")
+	a.capture = addCaptureFlags(fs)
 	// The usage texts name each scenario's default; pflag's own "(default
 	// 0s)" would contradict them.
 	for _, name := range []string{"rtt", "duration", "warmup", "rtts"} {
@@ -146,7 +149,7 @@ func indent(s, pre string) string {
 
 // runLab runs cfg with a progress bar on stderr, writes the report into
 // out and prints the summary.
-func runLab(ctx context.Context, env *cmdEnv, cfg testbed.Config, out string) error {
+func runLab(ctx context.Context, env *cmdEnv, cfg testbed.Config, out string, cf *captureFlags) error {
 	if os.Geteuid() != 0 {
 		return errors.New("lab: needs root to create network namespaces and TUN devices: run it with sudo (e.g. sudo make lab)")
 	}
@@ -159,8 +162,25 @@ func runLab(ctx context.Context, env *cmdEnv, cfg testbed.Config, out string) er
 	progress := testbed.NewProgress(env.stderr, tty, planned)
 	progress.SetWidth(cols)
 	progress.Start()
-	rep, err := testbed.Run(ctx, cfg, testbed.Options{Progress: progress})
+	opt := testbed.Options{Progress: progress}
+	// One capture for the whole lab: each run's taps are named after it
+	// (l4s.up-in, classic.up-out, ...), so analyze reports the runs apart.
+	capt, err := cf.open(fmt.Sprintf("pi2hop lab %v", cfg), hop.UnixOffset())
+	if err != nil {
+		progress.Stop()
+		return usagef("lab: %v", err)
+	}
+	if capt != nil {
+		defer capt.Close()
+		opt.Tap = func(run string) hop.Tap { return newCaptureTapNamed(capt, run+".") }
+	}
+	rep, err := testbed.Run(ctx, cfg, opt)
 	progress.Stop()
+	if capt != nil {
+		if cerr := capt.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("--capture: %w", cerr)
+		}
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			fmt.Fprintln(env.stderr, "pi2hop lab: interrupted; its namespaces, devices and flows are gone")

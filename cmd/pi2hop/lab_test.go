@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pi2hop/pi2hop/pcap"
 	"github.com/pi2hop/pi2hop/testbed"
 	"github.com/pi2hop/pi2hop/testbed/report"
 	"github.com/pi2hop/pi2hop/tun"
@@ -227,8 +228,9 @@ func TestLabCancelLeavesNothing(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	var stderr bytes.Buffer
+	capFile := filepath.Join(t.TempDir(), "lab.pcapng")
 	go func() {
-		done <- Run(ctx, []string{"lab", "l4s-demo", "--quick", "--out", t.TempDir()}, strings.NewReader(""), &bytes.Buffer{}, &stderr)
+		done <- Run(ctx, []string{"lab", "l4s-demo", "--quick", "--out", t.TempDir(), "--capture", capFile}, strings.NewReader(""), &bytes.Buffer{}, &stderr)
 	}()
 	// Wait until the first run's traffic flows, then interrupt.
 	deadline := time.Now().Add(10 * time.Second)
@@ -253,6 +255,17 @@ func TestLabCancelLeavesNothing(t *testing.T) {
 	}
 	if !strings.Contains(stderr.String(), "interrupted") {
 		t.Errorf("no word of the interruption on stderr:\n%s", stderr.String())
+	}
+	// The capture of the interrupted lab is complete: it reads to the end,
+	// and the first run's traffic is in it under the run's name.
+	res, err := pcap.Analyze([]pcap.Input{{Path: capFile}}, pcap.AnalyzeOptions{})
+	if err != nil {
+		t.Fatalf("capture of the interrupted lab: %v", err)
+	}
+	if len(res.Files) != 1 || res.Files[0].Packets < 100 || len(res.Directions) == 0 {
+		t.Errorf("capture of the interrupted lab: files %+v, %d directions", res.Files, len(res.Directions))
+	} else if name := res.Directions[0].Name; !strings.Contains(name, ".") {
+		t.Errorf("capture of the interrupted lab: direction %q is not named after its run", name)
 	}
 	// Sockets and TUN descriptors closed: only the fds open before remain.
 	// (The Go runtime may keep an extra poller fd or two.)
