@@ -233,7 +233,7 @@ func (q *DualPI2) Enqueue(m Meta, now int64) Verdict {
 	m.Arrival = now
 	q.memory += uint64(m.Len)
 	q.st.MaxMemoryUsed = max(q.st.MaxMemoryUsed, q.memory)
-	q.st.MaxQ = max(q.st.MaxQ, uint32(min(qlen, math.MaxUint32)))
+	q.st.MaxQ = max(q.st.MaxQ, uint32(min(uint64(qlen), math.MaxUint32)))
 	if m.Class == Classic {
 		q.st.PktsInC++
 		q.st.C.Enqueued++

@@ -61,7 +61,7 @@ func (f *FIFO) Enqueue(m Meta, now int64) Verdict {
 		return Verdict{Action: Drop, Reason: ReasonLimit, Class: Classic}
 	}
 	m.Arrival = now
-	f.st.MaxQ = max(f.st.MaxQ, uint32(min(f.q.len(), math.MaxUint32)))
+	f.st.MaxQ = max(f.st.MaxQ, uint32(min(uint64(f.q.len()), math.MaxUint32)))
 	f.q.push(m)
 	f.st.PktsInC++
 	f.st.C.Enqueued++

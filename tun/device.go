@@ -60,3 +60,7 @@ var ErrUnsupported = errors.New("tun: TUN devices and network namespaces are sup
 // kernel's default for TUN (500). The hop drains the ring in batches, so the
 // backlog sits in its AQM, not here; drops here are reported as ring drops.
 const DefaultTxQueueLen = 500
+
+// NetnsDir is where named namespaces are bind-mounted, as by `ip netns add`,
+// so `ip netns exec NAME ...` works on ours.
+const NetnsDir = "/run/netns"

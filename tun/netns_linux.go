@@ -11,10 +11,6 @@ import (
 	"github.com/vishvananda/netns"
 )
 
-// NetnsDir is where named namespaces are bind-mounted, as by `ip netns add`,
-// so `ip netns exec NAME ...` works on ours.
-const NetnsDir = "/run/netns"
-
 // NewNamespace creates the named network namespace with its loopback up.
 // The calling thread's namespace is not changed.
 func NewNamespace(name string) error {

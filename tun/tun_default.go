@@ -24,3 +24,6 @@ func (j *Journal) AddAddr(ns, dev string, p netip.Prefix) error { return ErrUnsu
 func (j *Journal) AddRoute(ns string, r Route) error            { return ErrUnsupported }
 func (j *Journal) AddRule(ns string, r Rule) error              { return ErrUnsupported }
 func (j *Journal) SetSysctl(ns, key, value string) error        { return ErrUnsupported }
+func (j *Journal) AddMasquerade(ns, name string, srcs ...netip.Prefix) error {
+	return ErrUnsupported
+}

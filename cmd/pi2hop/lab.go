@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
-	"golang.org/x/sys/unix"
 
 	"github.com/pi2hop/pi2hop/hop"
 	"github.com/pi2hop/pi2hop/shaper"
@@ -200,20 +199,4 @@ func runLab(ctx context.Context, env *cmdEnv, cfg testbed.Config, out string, cf
 	fmt.Fprintf(env.stdout, "Report: %s (report.md, report.json, %d plots); took %v\n",
 		filepath.Join(abs, "report.md"), len(rep.Plots), time.Duration(rep.ElapsedS*float64(time.Second)).Round(time.Second))
 	return nil
-}
-
-// terminalWidth reports whether w is a terminal, where the progress bar
-// is redrawn in place, and its width in columns (0 if unknown).
-func terminalWidth(w io.Writer) (cols int, tty bool) {
-	f, ok := w.(*os.File)
-	if !ok {
-		return 0, false
-	}
-	if _, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS); err != nil {
-		return 0, false
-	}
-	if ws, err := unix.IoctlGetWinsize(int(f.Fd()), unix.TIOCGWINSZ); err == nil {
-		cols = int(ws.Col)
-	}
-	return cols, true
 }
