@@ -86,12 +86,13 @@ func paceUDP(conn *net.UDPConn, bps float64, d time.Duration) {
 	}
 }
 
-// udpSink opens a UDP socket in the server namespace that reads and
-// discards until the test ends.
-func udpSink(t *testing.T, p *hop.Pair, addr netip.Addr) netip.AddrPort {
+// udpSink opens a UDP socket on addr that reads and discards until the
+// test ends; in runs a function in the namespace (Pair.InServer or
+// Pair.InClient).
+func udpSink(t *testing.T, in func(func() error) error, addr netip.Addr) netip.AddrPort {
 	t.Helper()
 	var conn *net.UDPConn
-	if err := p.InServer(func() (err error) {
+	if err := in(func() (err error) {
 		conn, err = net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.AddrPortFrom(addr, 0)))
 		return err
 	}); err != nil {
@@ -135,8 +136,8 @@ func TestCaptureOfAHopRun(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "hop.pcapng")
 	p, capt := pairWithCapture(t, prefix, path, "--rate", "10mbit", "--delay", "2ms")
 
-	sinkL := udpSink(t, p, p.ServerAddr)
-	sinkC := udpSink(t, p, p.ServerAddr6)
+	sinkL := udpSink(t, p.InServer, p.ServerAddr)
+	sinkC := udpSink(t, p.InServer, p.ServerAddr6)
 	done := make(chan struct{})
 	go func() {
 		blastUDP(t, p, netip.AddrPortFrom(p.ServerAddr6, sinkC.Port()), aqm.NotECT, 10e6, 2*time.Second)
@@ -384,27 +385,8 @@ func captureAt100Mbit(t *testing.T, prefix string) (lost string) {
 	path := filepath.Join(t.TempDir(), "fast.pcapng")
 	p, capt := pairWithCapture(t, prefix, path, "--rate", "100mbit")
 
-	up := udpSink(t, p, p.ServerAddr)
-	var down netip.AddrPort
-	{
-		var conn *net.UDPConn
-		if err := p.InClient(func() (err error) {
-			conn, err = net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.AddrPortFrom(p.ClientAddr, 0)))
-			return err
-		}); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { conn.Close() })
-		go func() {
-			buf := make([]byte, 2048)
-			for {
-				if _, err := conn.Read(buf); err != nil {
-					return
-				}
-			}
-		}()
-		down = conn.LocalAddr().(*net.UDPAddr).AddrPort()
-	}
+	up := udpSink(t, p.InServer, p.ServerAddr)
+	down := udpSink(t, p.InClient, p.ClientAddr)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
