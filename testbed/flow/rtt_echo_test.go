@@ -1,0 +1,137 @@
+package flow
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/pi2hop/pi2hop/aqm"
+	"github.com/pi2hop/pi2hop/testbed/flow/prague"
+	"github.com/pi2hop/pi2hop/testbed/flow/wire"
+)
+
+// TestRTTNeverBelowPath runs the sender's timestamps and RTT samples and
+// the receivers' ACK generation (ackState, which PragueRecv and VideoRecv
+// share) over a virtual path of 10 ms each way that stalls and then
+// delivers in a burst, reorders data and ACKs, and a receiver that stops
+// reading for a while: every RTT sample must be exactly the time from
+// sending the ACKed packet to reading its ACK, so never below 20 ms. The
+// two ends' clocks start far apart and wrap the 32-bit µs timestamps
+// during the run.
+func TestRTTNeverBelowPath(t *testing.T) {
+	const (
+		oneWay   = 10_000 // µs
+		interval = 700    // µs between data packets
+		packets  = 3000
+	)
+	type window struct{ from, to int64 } // µs of path time
+	tests := []struct {
+		name                string
+		dataStall, ackStall window // packets entering meanwhile leave together at to
+		recvStall           window // the receiver reads nothing meanwhile
+		reorderData         int    // every n-th data packet takes 3 ms longer
+		reorderACK          int    // every n-th ACK takes 2 ms longer
+	}{
+		{name: "clean"},
+		{name: "data path stall, burst after", dataStall: window{500_000, 540_000}},
+		{name: "ACK path stall, burst after", ackStall: window{800_000, 830_000}},
+		{name: "receiver stops reading", recvStall: window{1_000_000, 1_035_000}},
+		{name: "reordering both ways", reorderData: 7, reorderACK: 5},
+		{name: "everything", dataStall: window{300_000, 345_000}, ackStall: window{310_000, 350_000},
+			recvStall: window{1_200_000, 1_230_000}, reorderData: 3, reorderACK: 4},
+	}
+	through := func(at int64, w window) int64 {
+		if at >= w.from && at < w.to {
+			return w.to
+		}
+		return at
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			// Path time T; the sender's clock reads T+senderZero, the
+			// receiver's T+recvZero (both cross a 2^31 or 2^32 µs boundary).
+			const senderZero, recvZero = 1<<31 - 400_000, 1<<32 - 900_000
+			cc, err := prague.New(prague.Config{}, senderZero)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := &sender{cc: cc}
+			type pkt struct {
+				at   int64 // path time of arrival (or of reading, for data at the receiver)
+				d    wire.Data
+				a    wire.ACK
+				sent int64
+			}
+			sentAt := make(map[int32]int64)
+			var data []pkt
+			for i := 0; i < packets; i++ {
+				at := int64(i) * interval
+				d := s.dataHeader(at + senderZero)
+				s.seq++
+				cc.Sent(1)
+				sentAt[d.Seq] = at
+				arrive := through(at+oneWay, tc.dataStall)
+				if tc.reorderData > 0 && i%tc.reorderData == 0 {
+					arrive += 3000
+				}
+				data = append(data, pkt{at: through(arrive, tc.recvStall), d: d, sent: at})
+			}
+			slices.SortStableFunc(data, func(x, y pkt) int { return int(x.at - y.at) })
+			var r ackState
+			var acks []pkt
+			for i, p := range data {
+				a := r.data(p.at+recvZero, p.d, aqm.ECT1, 1400)
+				arrive := through(p.at+oneWay, tc.ackStall)
+				if tc.reorderACK > 0 && i%tc.reorderACK == 0 {
+					arrive += 2000
+				}
+				acks = append(acks, pkt{at: arrive, a: a})
+			}
+			slices.SortStableFunc(acks, func(x, y pkt) int { return int(x.at - y.at) })
+			for _, p := range acks {
+				s.onACK(p.at+senderZero, p.a)
+			}
+			if len(s.rtt) != len(acks) {
+				t.Fatalf("%d RTT samples from %d ACKs", len(s.rtt), len(acks))
+			}
+			for i, p := range acks {
+				want := p.at - sentAt[p.a.AckSeq]
+				if got := s.rtt[i].Microseconds(); got != want || got < 2*oneWay {
+					t.Fatalf("ACK %d (seq %d) read at %d µs: RTT sample %d µs, want %d (never below %d)",
+						i, p.a.AckSeq, p.at, got, want, 2*oneWay)
+				}
+			}
+		})
+	}
+}
+
+// TestEchoSubtractsHoldTime: a timestamp echoed after being held h µs is
+// the peer's timestamp advanced by h, across the 32-bit wrap, so the
+// peer's now − echoed excludes the hold; a newer arrival replaces it.
+func TestEchoSubtractsHoldTime(t *testing.T) {
+	tests := []struct {
+		name          string
+		recvAt, ts    int64 // our clock at receipt, the peer's clock at sending (µs)
+		hold, peerRTT int64
+	}{
+		{"no hold", 5_000_000, 3_000_000, 0, 20_000},
+		{"held 7 ms", 5_000_000, 3_000_000, 7_000, 20_000},
+		{"our clock wraps while held", 1<<32 - 2_000, 100_000, 5_000, 21_000},
+		{"peer clock wraps", 40_000, 1<<32 - 10_000, 3_000, 20_000},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var e wire.Echo
+			if got := e.Echoed(tc.recvAt); got != 0 {
+				t.Fatalf("Echoed before any timestamp = %d, want 0", got)
+			}
+			e.Received(tc.recvAt, wire.Stamp(tc.ts))
+			echoed := e.Echoed(tc.recvAt + tc.hold)
+			// The peer reads our message when the path has taken peerRTT
+			// and we held its timestamp for hold.
+			peerNow := tc.ts + tc.peerRTT + tc.hold
+			if got := int64(wire.Since(peerNow, echoed)); got != tc.peerRTT {
+				t.Errorf("peer's RTT sample %d µs, want %d", got, tc.peerRTT)
+			}
+		})
+	}
+}
