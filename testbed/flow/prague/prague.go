@@ -46,6 +46,11 @@ const (
 	TimeoutAfter  = 1000000 // µs without an ACK while window-limited: reset
 )
 
+// maxSerialisation is the longest a packet may take at the flow's own rate
+// outside frame mode (pi2hop's bound; udp_prague has none): half the L
+// queue's default 1 ms step threshold.
+const maxSerialisation = 500 // µs
+
 // State is where the controller is in its cycle.
 type State uint8
 

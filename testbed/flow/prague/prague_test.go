@@ -330,3 +330,35 @@ func TestConfigErrors(t *testing.T) {
 		}
 	}
 }
+
+// Outside frame mode a packet takes at most maxSerialisation at the flow's
+// own rate (never below MinPacketSize); frame mode keeps udp_prague's
+// rate·vRTT/2 rule.
+func TestPacketSizeBoundedBySerialisation(t *testing.T) {
+	tests := []struct {
+		name string
+		fps  int
+		rate float64 // bytes/s
+		want int
+	}{
+		{"10 Mbit/s bulk: 0.5 ms of data", 0, 1.25e6, 625},
+		{"22.4 Mbit/s bulk: a full MTU", 0, 2.8e6, DefaultMTU},
+		{"80 Mbit/s bulk", 0, 10e6, DefaultMTU},
+		{"0.8 Mbit/s bulk: the floor", 0, 1e5, MinPacketSize},
+		{"10 Mbit/s video", 30, 1.25e6, DefaultMTU},
+		{"0.24 Mbit/s video: rate·vRTT/2, vRTT 33.333 ms", 30, 3e4, 499},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cc, err := New(Config{FPS: tc.fps}, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cc.rate = tc.rate
+			cc.derive()
+			if got := cc.Info(0).PacketSize; got != tc.want {
+				t.Errorf("packet size %d B, want %d", got, tc.want)
+			}
+		})
+	}
+}
