@@ -135,7 +135,7 @@ func (o *owner) run() (err error) {
 		var full bool
 		var err error
 		if o.inReady { // skip the read that would only say EAGAIN
-			full, err = o.readBatch(now)
+			full, err = o.readBatch()
 		}
 		if err != nil {
 			if errors.Is(err, os.ErrClosed) && o.stopping.Load() {
@@ -160,11 +160,18 @@ func (o *owner) run() (err error) {
 }
 
 // readBatch reads up to a batch of packets into free slots and enqueues
-// them, stamped with now. full reports that the batch was filled.
-func (o *owner) readBatch(now int64) (full bool, err error) {
+// them. full reports that the batch was filled.
+//
+// The packets are stamped with the clock read after the read, never with
+// a time taken before it: a packet that reached the TUN while the owner
+// was writing released packets would otherwise get an arrival time from
+// before it existed, and leave the delay line early (after a stall, by
+// milliseconds). The link is brought up to that time first, as
+// Link.Enqueue requires.
+func (o *owner) readBatch() (full bool, err error) {
 	k := min(len(o.bufs), len(o.slab.free))
 	if k == 0 {
-		return o.readWithoutBuffer(now)
+		return o.readWithoutBuffer()
 	}
 	for i := 0; i < k; i++ {
 		o.slots[i], _ = o.slab.get()
@@ -174,6 +181,11 @@ func (o *owner) readBatch(now int64) (full bool, err error) {
 	for i := k - 1; i >= n; i-- {
 		o.slab.put(o.slots[i])
 	}
+	if n == 0 {
+		return false, err
+	}
+	now := clock()
+	o.release(now)
 	for i := 0; i < n; i++ {
 		o.accept(o.slots[i], o.sizes[i], now)
 	}
@@ -183,10 +195,11 @@ func (o *owner) readBatch(now int64) (full bool, err error) {
 // readWithoutBuffer takes one packet into scratch and drops it: with every
 // slot in use, dropping here is counted, while leaving it in the TUN ring
 // would only move the loss into the kernel.
-func (o *owner) readWithoutBuffer(now int64) (bool, error) {
+func (o *owner) readWithoutBuffer() (bool, error) {
 	o.bufs[0] = o.scratch
 	n, err := o.in.TryRead(o.bufs[:1], o.sizes)
 	if n == 1 {
+		now := clock()
 		pkt := o.scratch[:o.sizes[0]]
 		o.st.In++
 		o.st.InBytes += uint64(len(pkt))
