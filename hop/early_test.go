@@ -59,9 +59,7 @@ func TestNoPacketLeavesBeforeItsDelay(t *testing.T) {
 		}
 	}()
 	for !h.Stats().Running {
-		if port%25 == 0 {
-		time.Sleep(3 * time.Millisecond)
-	}
+		time.Sleep(time.Millisecond)
 	}
 
 	const n = 400
