@@ -149,40 +149,22 @@ func upInPackets(t *testing.T, bin, name string) uint64 {
 // own LAN address and returns what arrived.
 func (l *gatewayLab) toRouter(t *testing.T, n int) int64 {
 	t.Helper()
-	addr := "10.254.10.1:5007"
-	var ln net.Listener
-	if err := tun.Do(l.router, func() (err error) { ln, err = net.Listen("tcp", addr); return }); err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	got := make(chan int64, 1)
-	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			got <- 0
-			return
-		}
-		defer c.Close()
-		c.SetReadDeadline(time.Now().Add(5 * time.Second))
-		m, _ := io.Copy(io.Discard, c)
-		got <- m
-	}()
-	var c net.Conn
-	if err := tun.Do(l.client, func() (err error) { c, err = net.DialTimeout("tcp", addr, 5*time.Second); return }); err != nil {
-		t.Fatal(err)
-	}
-	c.Write(make([]byte, n))
-	c.Close()
-	return <-got
+	return sendTCP(t, l.client, l.router, "tcp", "10.254.10.1:5007", n, 5*time.Second)
 }
 
 // transfer6 sends n bytes client -> server over IPv6 TCP and returns what
 // arrived.
 func (l *gatewayLab) transfer6(t *testing.T, n int) int64 {
 	t.Helper()
-	addr := "[fd00:254:20::2]:5006"
+	return sendTCP(t, l.client, l.server, "tcp6", "[fd00:254:20::2]:5006", n, 10*time.Second)
+}
+
+// sendTCP listens on addr in namespace to, connects from namespace from,
+// sends n bytes and returns how many the listener received within wait.
+func sendTCP(t *testing.T, from, to, network, addr string, n int, wait time.Duration) int64 {
+	t.Helper()
 	var ln net.Listener
-	if err := tun.Do(l.server, func() (err error) { ln, err = net.Listen("tcp6", addr); return }); err != nil {
+	if err := tun.Do(to, func() (err error) { ln, err = net.Listen(network, addr); return }); err != nil {
 		t.Fatal(err)
 	}
 	defer ln.Close()
@@ -194,12 +176,12 @@ func (l *gatewayLab) transfer6(t *testing.T, n int) int64 {
 			return
 		}
 		defer c.Close()
-		c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		c.SetReadDeadline(time.Now().Add(wait))
 		m, _ := io.Copy(io.Discard, c)
 		got <- m
 	}()
 	var c net.Conn
-	if err := tun.Do(l.client, func() (err error) { c, err = net.DialTimeout("tcp6", addr, 5*time.Second); return }); err != nil {
+	if err := tun.Do(from, func() (err error) { c, err = net.DialTimeout(network, addr, 5*time.Second); return }); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.Write(make([]byte, n)); err != nil {
