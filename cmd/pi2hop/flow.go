@@ -166,6 +166,19 @@ func (a *flowArgs) dialUDP() (*net.UDPConn, netip.AddrPort, error) {
 	return c, peer, err
 }
 
+// openReceiver checks --ecn, opens the --listen socket and the output: what
+// every receiving subcommand starts with.
+func (a *flowArgs) openReceiver(env *cmdEnv) (*net.UDPConn, *flowOut, error) {
+	if err := a.checkECN(); err != nil {
+		return nil, nil, err
+	}
+	conn, err := a.listenUDP()
+	if err != nil {
+		return nil, nil, err
+	}
+	return conn, newFlowOut(env.stdout, a.json, a.label), nil
+}
+
 func (a *flowArgs) listenUDP() (*net.UDPConn, error) {
 	if a.listen == "" {
 		return nil, usagef("--listen is required: the local ADDR:PORT, like :8080")
@@ -209,15 +222,11 @@ func pragueRecvCmd(fs *pflag.FlagSet) func(context.Context, *cmdEnv) error {
 	a.ecnFlag(fs)
 	a.outputFlags(fs, 0, "receive")
 	return func(ctx context.Context, env *cmdEnv) error {
-		if err := a.checkECN(); err != nil {
-			return err
-		}
-		conn, err := a.listenUDP()
+		conn, out, err := a.openReceiver(env)
 		if err != nil {
 			return err
 		}
 		defer conn.Close()
-		out := newFlowOut(env.stdout, a.json, a.label)
 		cfg := flow.PragueConfig{ECN: a.ecn, Duration: a.duration.d, Interval: a.interval.d, Label: a.label}
 		s, err := flow.PragueRecv(ctx, conn, cfg, out.interval)
 		out.receiverSummary(s)
@@ -279,15 +288,11 @@ func videoRecvCmd(fs *pflag.FlagSet) func(context.Context, *cmdEnv) error {
 	fs.Var(&playout, "playout", "playout `delay` after capture (needs clocks in sync across machines)")
 	a.outputFlags(fs, 0, "receive")
 	return func(ctx context.Context, env *cmdEnv) error {
-		if err := a.checkECN(); err != nil {
-			return err
-		}
-		conn, err := a.listenUDP()
+		conn, out, err := a.openReceiver(env)
 		if err != nil {
 			return err
 		}
 		defer conn.Close()
-		out := newFlowOut(env.stdout, a.json, a.label)
 		cfg.ECN, cfg.FPS, cfg.Playout = a.ecn, fps.n, playout.d
 		cfg.Duration, cfg.Interval, cfg.Label = a.duration.d, a.interval.d, a.label
 		s, err := flow.VideoRecv(ctx, conn, cfg, out.interval)
