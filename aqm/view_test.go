@@ -225,3 +225,24 @@ func FuzzView(f *testing.F) {
 		}
 	})
 }
+
+func TestChecksum(t *testing.T) {
+	for _, ecn := range []ECN{NotECT, ECT1, ECT0, CE} {
+		h := ipv4Packet(byte(ecn), 60)[:20]
+		if got := Checksum(h); got != 0 {
+			t.Errorf("ecn %v: checksum over an intact header = %#04x, want 0", ecn, got)
+		}
+		h[10], h[11] = 0, 0
+		if got, want := Checksum(h), ipv4Checksum(h); got != want {
+			t.Errorf("ecn %v: checksum with the field zeroed = %#04x, want %#04x", ecn, got, want)
+		}
+	}
+	// RFC 1071 §3 example: the words sum to 0xddf2, so the checksum is
+	// 0x220d. An odd length pads with a zero byte.
+	if got := Checksum([]byte{0x00, 0x01, 0xf2, 0x03, 0xf4, 0xf5, 0xf6, 0xf7}); got != 0x220d {
+		t.Errorf("RFC 1071 example: %#04x, want 0x220d (the ones' complement of the sum ddf2)", got)
+	}
+	if Checksum([]byte{0x12}) != Checksum([]byte{0x12, 0x00}) {
+		t.Error("odd length is not padded with a zero byte")
+	}
+}

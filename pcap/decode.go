@@ -112,7 +112,7 @@ func decodeIP(b []byte) (h ipHeader, ok bool) {
 		h.flow.Dst = netip.AddrFrom4([4]byte(b[16:20]))
 		if len(b) >= ihl {
 			h.csumChecked = true
-			h.csumOK = ipv4HeaderSum(b[:ihl]) == 0xffff
+			h.csumOK = aqm.Checksum(b[:ihl]) == 0
 		}
 		h.l4 = ihl
 		firstFragment := binary.BigEndian.Uint16(b[6:])&0x1fff == 0
@@ -175,19 +175,6 @@ func (h *ipHeader) ports(b []byte) {
 			h.flow.DstPort = binary.BigEndian.Uint16(b[h.l4+2:])
 		}
 	}
-}
-
-// ipv4HeaderSum is the ones' complement sum of the header, 0xffff when
-// the checksum is right (RFC 791 §3.1, RFC 1071).
-func ipv4HeaderSum(h []byte) uint16 {
-	var sum uint32
-	for i := 0; i+1 < len(h); i += 2 {
-		sum += uint32(h[i])<<8 | uint32(h[i+1])
-	}
-	for sum > 0xffff {
-		sum = sum&0xffff + sum>>16
-	}
-	return uint16(sum)
 }
 
 // matchWindow is how many bytes after the IP header identify a packet

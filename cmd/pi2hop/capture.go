@@ -163,14 +163,7 @@ func synthHeader(b []byte, totalLen int32, ecn aqm.ECN, flow uint32) []byte {
 	b[9] = 17 // UDP
 	copy(b[12:16], []byte{198, 18, 0, 1})
 	copy(b[16:20], []byte{198, 18, 0, 2})
-	var sum uint32
-	for i := 0; i < 20; i += 2 {
-		sum += uint32(b[i])<<8 | uint32(b[i+1])
-	}
-	for sum > 0xffff {
-		sum = sum&0xffff + sum>>16
-	}
-	cs := ^uint16(sum)
+	cs := aqm.Checksum(b[:20])
 	b[10], b[11] = byte(cs>>8), byte(cs)
 	sport := uint16(flow%64511) + 1024
 	b[20], b[21] = byte(sport>>8), byte(sport)

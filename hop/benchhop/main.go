@@ -389,7 +389,7 @@ func medianPing(p path, n int) (time.Duration, error) {
 		req[0] = 8 // echo request (RFC 792)
 		binary.BigEndian.PutUint16(req[4:], uint16(os.Getpid()))
 		binary.BigEndian.PutUint16(req[6:], uint16(i))
-		binary.BigEndian.PutUint16(req[2:], checksum(req))
+		binary.BigEndian.PutUint16(req[2:], aqm.Checksum(req))
 		start := time.Now()
 		if _, err := c.WriteTo(req, dst); err != nil {
 			return 0, err
@@ -409,15 +409,4 @@ func medianPing(p path, n int) (time.Duration, error) {
 	}
 	sort.Slice(rtts, func(i, j int) bool { return rtts[i] < rtts[j] })
 	return rtts[len(rtts)/2], nil
-}
-
-func checksum(b []byte) uint16 {
-	var sum uint32
-	for i := 0; i+1 < len(b); i += 2 {
-		sum += uint32(binary.BigEndian.Uint16(b[i:]))
-	}
-	for sum > 0xffff {
-		sum = sum&0xffff + sum>>16
-	}
-	return ^uint16(sum)
 }
