@@ -29,8 +29,9 @@ type Config struct {
 	Slots         int           // packet buffers per direction (default: from queue limit, rate and delay)
 	StatsInterval time.Duration // how often the owners publish stats (default 100ms)
 	// Spin is how long before a lone deadline (nothing else due within
-	// 200 µs) the owner stops sleeping and spins, to cut wake-up lateness
-	// (default 50µs; negative: never spin).
+	// 200 µs) the owner stops sleeping and spins, to cut wake-up lateness.
+	// Zero (the default) learns it from the timer's own lateness; negative:
+	// never spin.
 	Spin time.Duration
 	// Priority is the SCHED_FIFO priority (1..99) of the owner threads
 	// when the process may set one (default 10; negative: normal threads).
@@ -43,7 +44,6 @@ const (
 	DefaultMTU           = 1500
 	DefaultBatch         = 64
 	DefaultStatsInterval = 100 * time.Millisecond
-	DefaultSpin          = 50 * time.Microsecond
 	DefaultPriority      = 10
 	maxSlots             = 1 << 16
 	// assumedPeakRate sizes the delay line for rates that are not constant.
@@ -60,9 +60,6 @@ func (c Config) withDefaults() Config {
 	}
 	if c.StatsInterval == 0 {
 		c.StatsInterval = DefaultStatsInterval
-	}
-	if c.Spin == 0 {
-		c.Spin = DefaultSpin
 	}
 	if c.Priority == 0 {
 		c.Priority = DefaultPriority

@@ -12,8 +12,9 @@
 //  1. wait   ppoll on the input TUN's descriptor and the direction's
 //     eventfd, with the timeout running to the link's next event
 //     (end of a transmission, release from the delay line, PI update);
-//     waits under 20 µs are spun through, and the last Config.Spin
-//     before a lone deadline too (see owner.wait)
+//     short waits are spun through, and the last stretch before a
+//     lone deadline too, its length learnt from the timer's lateness
+//     (see owner.wait)
 //  2. read   up to Config.Batch packets into free slab slots, so the
 //     backlog builds in our AQM, not in the kernel's TUN ring
 //  3. poll   Link.Poll(now): everything due happens, in time order

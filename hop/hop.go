@@ -98,6 +98,8 @@ func (h *Hop) Run(ctx context.Context) error {
 	cfg := h.cfg
 	h.mu.Unlock()
 
+	reserveProcs(len(h.dirs))
+	defer releaseProcs(len(h.dirs))
 	errs := make(chan error, 2)
 	for _, o := range h.dirs {
 		o.tap = tap

@@ -37,9 +37,10 @@ type owner struct {
 	slab     *slab
 	tap      Tap
 	start    int64
-	every    int64 // stats interval, ns
-	spin     int64 // ns spent spinning before a lone deadline (0 = never)
-	priority int   // SCHED_FIFO priority of the owner thread (0 = normal)
+	every    int64    // stats interval, ns
+	spin     int64    // lead of the spin before a lone deadline, ns: spinAuto, spinOff or fixed
+	late     [4]int64 // learnt wake-up lateness per sleepClass, ns (spinAuto)
+	priority int      // SCHED_FIFO priority of the owner thread (0 = normal)
 
 	nextStats int64
 	// What the last ppoll reported readable (true when it was not asked).
@@ -71,6 +72,12 @@ type owner struct {
 	tid       atomic.Int32 // the owner's OS thread, for its CPU time
 }
 
+// Spin modes besides a fixed lead (Config.Spin > 0).
+const (
+	spinAuto = 0  // lead learnt from the wake-ups (Config.Spin 0)
+	spinOff  = -1 // never spin (Config.Spin < 0)
+)
+
 type editReq struct {
 	e     DirEdit
 	reply chan error
@@ -90,7 +97,7 @@ func newOwner(h *Hop, d Dir, dir Direction, in, out tun.Device) (*owner, error) 
 		h: h, dir: d, cfg: dir, in: p, out: out, link: link,
 		slab:      newSlab(c.slots(dir), c.slotSize()),
 		every:     int64(c.StatsInterval),
-		spin:      int64(c.Spin),
+		spin:      max(int64(c.Spin), spinOff),
 		priority:  c.Priority,
 		bufs:      make([][]byte, c.Batch),
 		sizes:     make([]int, c.Batch),

@@ -45,12 +45,14 @@ func (o *owner) lockForRealTime() error {
 // link's absolute schedule, so the rate is kept and only their release is
 // a little late. Otherwise short waits are spun through.
 //
-// A wake-up from ppoll lands tens of µs late on a VM even with 1 ns timer
-// slack. When the deadline is far enough away that this is a lone event
-// (an idle link's release from the delay line, a ping), the owner sleeps
-// until o.spin before it and spins on the clock for the rest: a few % of
-// a core at 10 Mbit/s, and no spinning at all when events come closer
-// together than spinAbove.
+// A timed wake-up from ppoll lands tens of µs late on a VM even with 1 ns
+// timer slack, and later the longer the sleep (measured here: ~40 µs
+// after 200 µs, ~60 µs after 1 ms, ~110 µs after 10 ms). When the
+// deadline is far enough away that this is a lone event (an idle link's
+// release from the delay line, a ping), the owner sleeps until a lead
+// before it and spins on the clock for the rest. The lead is learnt from
+// the wake-ups themselves (see spinLead): a few % of a core at 10 Mbit/s,
+// and no spinning at all when events come closer together than spinAbove.
 func (o *owner) wait(deadline int64) error {
 	fds := [2]unix.PollFd{
 		{Fd: int32(o.in.PollFd()), Events: unix.POLLIN},
@@ -62,7 +64,7 @@ func (o *owner) wait(deadline int64) error {
 		return nil
 	}
 	if d < minSleep {
-		if o.spin > 0 && (o.link.Pending() <= 1 || o.lastTx >= minSleep) {
+		if o.spin != spinOff && (o.link.Pending() <= 1 || o.lastTx >= minSleep) {
 			// A lone packet (a ping on an idle link), or packets far
 			// apart (under ~500 Mbit/s): spin through the short wait
 			// rather than add a sleep's lateness to the packet's release.
@@ -72,9 +74,11 @@ func (o *owner) wait(deadline int64) error {
 		}
 		d = minSleep
 	}
-	spin := o.spin > 0 && d >= spinAbove && deadline != o.nextStats
-	if spin {
-		d -= o.spin
+	var lead int64
+	class := sleepClass(d)
+	if o.spin != spinOff && d >= spinAbove && deadline != o.nextStats {
+		lead = o.spinLead(class, d)
+		d -= lead
 	}
 	ts := unix.NsecToTimespec(d)
 	n, err := unix.Ppoll(fds[:], &ts, nil)
@@ -85,8 +89,11 @@ func (o *owner) wait(deadline int64) error {
 		return err
 	}
 	o.inReady, o.wakeReady = fds[0].Revents != 0, fds[1].Revents != 0
-	if n > 0 || !spin {
+	if n > 0 || lead == 0 {
 		return nil
+	}
+	if o.spin == spinAuto {
+		o.learnLateness(class, clock()-(deadline-lead))
 	}
 	for clock() < deadline {
 	}
@@ -100,6 +107,59 @@ const spinAbove = 200_000 // ns
 // 12 µs, and waking for each costs more CPU than the forwarding itself;
 // sleeping a little longer handles several, each at its scheduled time.
 const minSleep = 25_000 // ns
+
+// Bounds of the learnt lead: at least minLead, at most maxLead and never
+// more than a quarter of the wait, so spinning stays under a quarter of a
+// core even when every wait is a lone one just over spinAbove.
+const (
+	minLead     = 10_000  // ns
+	maxLead     = 300_000 // ns
+	leadMargin  = 5_000   // ns added to the learnt lateness
+	initialLate = 50_000  // ns, the guess before the first wake-up
+)
+
+// sleepClass sorts a sleep by length (under 0.5 ms, 2 ms, 8 ms, longer):
+// a longer sleep wakes later, so each class learns its own lateness.
+func sleepClass(d int64) int {
+	switch {
+	case d < 500_000:
+		return 0
+	case d < 2_000_000:
+		return 1
+	case d < 8_000_000:
+		return 2
+	}
+	return 3
+}
+
+// spinLead is how long before a lone deadline in class the owner stops
+// sleeping: a fixed Config.Spin, or the lateness learnt for the class.
+func (o *owner) spinLead(class int, d int64) int64 {
+	if o.spin > 0 {
+		return min(o.spin, d)
+	}
+	late := o.late[class]
+	if late == 0 {
+		late = initialLate
+	}
+	return min(max(late+leadMargin, minLead), maxLead, d/4)
+}
+
+// learnLateness follows a high envelope of the timed wake-ups' lateness
+// in class: quick to rise (a quarter of the gap per wake-up), slow to
+// fall (1/64), so the lead covers nearly every wake-up, not the median.
+func (o *owner) learnLateness(class int, late int64) {
+	e := o.late[class]
+	if e == 0 {
+		e = initialLate
+	}
+	if late > e {
+		e += (late - e) / 4
+	} else {
+		e -= (e - late) / 64
+	}
+	o.late[class] = max(e, 1)
+}
 
 // waker is an eventfd that interrupts the owner's wait: stop, edits and
 // stats requests. signal may race with close (a Stats call as the hop

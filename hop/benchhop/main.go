@@ -31,7 +31,7 @@ import (
 var (
 	tcpTime = flag.Duration("tcp", 5*time.Second, "length of each TCP measurement (after 1s warm-up)")
 	udpTime = flag.Duration("udp", 3*time.Second, "length of each UDP measurement")
-	spin    = flag.Duration("spin", 0, "hop.Config.Spin (0: default, negative: off)")
+	spin    = flag.Duration("spin", 0, "hop.Config.Spin (0: learnt from the timer, negative: off)")
 	prio    = flag.Int("priority", 0, "hop.Config.Priority (0: default, negative: normal threads)")
 	cpuProf = flag.String("cpuprofile", "", "write a CPU profile of the run to `file`")
 	only    = flag.String("only", "", "run only this part: tcp, udp, rtt, shaped, pacing")

@@ -1,0 +1,74 @@
+package hop
+
+import (
+	"runtime"
+	"testing"
+)
+
+func TestSleepClass(t *testing.T) {
+	for _, tt := range []struct {
+		d    int64
+		want int
+	}{{200_000, 0}, {499_999, 0}, {500_000, 1}, {1_999_999, 1}, {2_000_000, 2}, {10_000_000, 3}} {
+		if got := sleepClass(tt.d); got != tt.want {
+			t.Errorf("sleepClass(%d) = %d, want %d", tt.d, got, tt.want)
+		}
+	}
+}
+
+// The learnt lead follows a high envelope of the lateness: a run of late
+// wake-ups raises it to near their lateness, early ones lower it slowly,
+// and it stays within its bounds.
+func TestSpinLead(t *testing.T) {
+	o := &owner{spin: spinAuto}
+	const d = 10_000_000 // a 10 ms sleep: class 3
+	if got := o.spinLead(3, d); got != initialLate+leadMargin {
+		t.Fatalf("first lead %d, want %d", got, initialLate+leadMargin)
+	}
+	for range 40 {
+		o.learnLateness(3, 120_000)
+	}
+	if got := o.spinLead(3, d); got < 115_000+leadMargin || got > 120_000+leadMargin {
+		t.Errorf("lead after 40 wake-ups 120 µs late: %d, want ~%d", got, 120_000+leadMargin)
+	}
+	o.learnLateness(3, 20_000)
+	if got := o.spinLead(3, d); got < 110_000 {
+		t.Errorf("one early wake-up dropped the lead to %d: it must fall slowly", got)
+	}
+	if got := o.spinLead(0, 300_000); got != initialLate+leadMargin {
+		t.Errorf("another class's lead %d: classes must learn apart", got)
+	}
+	for range 400 {
+		o.learnLateness(3, 0)
+	}
+	if got := o.spinLead(3, d); got != minLead {
+		t.Errorf("lead after prompt wake-ups %d, want the floor %d", got, minLead)
+	}
+	for range 40 {
+		o.learnLateness(3, 5_000_000)
+	}
+	if got := o.spinLead(3, d); got != maxLead {
+		t.Errorf("lead after very late wake-ups %d, want the cap %d", got, maxLead)
+	}
+	if got := o.spinLead(3, 400_000); got != 100_000 {
+		t.Errorf("lead for a 400 µs wait %d, want a quarter of it", got)
+	}
+	fixed := &owner{spin: 30_000}
+	if got := fixed.spinLead(3, d); got != 30_000 {
+		t.Errorf("fixed lead %d, want 30000", got)
+	}
+}
+
+func TestReserveProcs(t *testing.T) {
+	base := runtime.GOMAXPROCS(0)
+	reserveProcs(2)
+	reserveProcs(2)
+	if got := runtime.GOMAXPROCS(0); got != base+4 {
+		t.Errorf("GOMAXPROCS %d after two reservations of 2, want %d", got, base+4)
+	}
+	releaseProcs(2)
+	releaseProcs(2)
+	if got := runtime.GOMAXPROCS(0); got != base {
+		t.Errorf("GOMAXPROCS %d after release, want %d", got, base)
+	}
+}
