@@ -100,6 +100,14 @@ func (h *Hop) Run(ctx context.Context) error {
 
 	reserveProcs(len(h.dirs))
 	defer releaseProcs(len(h.dirs))
+	if cfg.CPULatency >= 0 {
+		req, err := requestCPULatency(cfg.CPULatency)
+		if err != nil {
+			cfg.Logger.Debug("hop: no CPU wake-up latency request", "err", err)
+		} else {
+			defer req.Close()
+		}
+	}
 	errs := make(chan error, 2)
 	for _, o := range h.dirs {
 		o.tap = tap

@@ -2,7 +2,12 @@
 
 package hop
 
-import "github.com/pi2hop/pi2hop/tun"
+import (
+	"io"
+	"time"
+
+	"github.com/pi2hop/pi2hop/tun"
+)
 
 // The real-time driver needs Linux (ppoll, eventfd, timer slack).
 
@@ -17,3 +22,5 @@ func (w *waker) drain()      {}
 func (w *waker) close()      {}
 
 func threadCPU(tid int32) int64 { return 0 }
+
+func requestCPULatency(time.Duration) (io.Closer, error) { return nil, tun.ErrUnsupported }

@@ -1,6 +1,8 @@
 package hop
 
 import (
+	"encoding/binary"
+	"os"
 	"runtime"
 	"testing"
 )
@@ -71,4 +73,39 @@ func TestReserveProcs(t *testing.T) {
 	if got := runtime.GOMAXPROCS(0); got != base {
 		t.Errorf("GOMAXPROCS %d after release, want %d", got, base)
 	}
+}
+
+// A held request shows as the system's current CPU latency target (what
+// reading /dev/cpu_dma_latency returns), and closing it lifts it.
+func TestRequestCPULatency(t *testing.T) {
+	needRoot(t)
+	before, err := currentCPULatency()
+	if err != nil {
+		t.Skipf("no PM QoS device: %v", err)
+	}
+	if before == 0 {
+		t.Skip("another process already holds a 0 µs request")
+	}
+	req, err := requestCPULatency(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := currentCPULatency(); got != 0 {
+		t.Errorf("with a 0 µs request held the target is %d µs", got)
+	}
+	req.Close()
+	if got, _ := currentCPULatency(); got != before {
+		t.Errorf("after closing the request the target is %d µs, want %d again", got, before)
+	}
+}
+
+func currentCPULatency() (int32, error) {
+	b, err := os.ReadFile("/dev/cpu_dma_latency")
+	if err != nil {
+		return 0, err
+	}
+	if len(b) < 4 {
+		return 0, os.ErrInvalid
+	}
+	return int32(binary.NativeEndian.Uint32(b)), nil
 }

@@ -98,6 +98,31 @@ func (v *durationValue) String() string {
 }
 func (v *durationValue) Type() string { return "duration" }
 
+// cpuLatencyValue is hop.Config.CPULatency: "off" (no request) or a
+// duration from 0 (idle CPUs poll) to 1s.
+type cpuLatencyValue struct{ d time.Duration }
+
+func (v *cpuLatencyValue) Set(s string) error {
+	if s == "off" {
+		v.d = -1
+		return nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 || d > time.Second {
+		return errors.New(`want "off" or a duration from 0 to 1s, like 0 or 20us`)
+	}
+	v.d = d
+	return nil
+}
+
+func (v *cpuLatencyValue) String() string {
+	if v.d < 0 {
+		return "off"
+	}
+	return v.d.String()
+}
+func (v *cpuLatencyValue) Type() string { return "duration|off" }
+
 // countValue is a packet count, optionally written with tc's p suffix
 // ("100" or "100p"), in min..max.
 type countValue struct {

@@ -99,6 +99,7 @@ func runGateway(ctx context.Context, env *cmdEnv, a *runArgs, given []string) (e
 		return err
 	}
 	cfg.Logger = in.log
+	cfg.CPULatency = a.inst.cpuLatency.d
 	var h *hop.Hop
 	var devs []tun.Device
 	var capt *pcap.Capture

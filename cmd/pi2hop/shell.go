@@ -102,6 +102,7 @@ func runShell(ctx context.Context, env *cmdEnv, a *shellArgs, given, args []stri
 		return err
 	}
 	cfg.Logger = in.log
+	cfg.CPULatency = a.inst.cpuLatency.d
 	var pair *hop.Pair
 	var capt *pcap.Capture
 	defer func() {
