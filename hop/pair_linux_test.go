@@ -3,14 +3,11 @@ package hop
 import (
 	"bufio"
 	"context"
-	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/netip"
 	"os"
-	"sort"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -148,101 +145,15 @@ func TestPairTCPRate(t *testing.T) {
 	}
 }
 
-// medianPing sends n ICMP echo requests 10 ms apart from the client to
-// the server (answered by the server's kernel) and returns the median RTT.
-// Like ping(8), it times a reply by its kernel receive timestamp
-// (SO_TIMESTAMPNS), so the wake-up of this test's own goroutine, tens of
-// µs on a VM and no part of the path, is not counted.
+// medianPing pings the server from the client (answered by the server's
+// kernel) n times, 10 ms apart, and returns the median RTT.
 func medianPing(t *testing.T, p *Pair, n int) time.Duration {
-	var c *net.IPConn
-	if err := p.InClient(func() error {
-		pc, err := net.ListenPacket("ip4:icmp", p.ClientAddr.String())
-		if err != nil {
-			return err
-		}
-		c = pc.(*net.IPConn)
-		rc, err := c.SyscallConn()
-		if err != nil {
-			return err
-		}
-		var serr error
-		if err := rc.Control(func(fd uintptr) {
-			serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1)
-		}); err != nil {
-			return err
-		}
-		return serr
-	}); err != nil {
+	t.Helper()
+	rtt, err := MedianPing(p.ClientNS, p.ServerAddr, n, 10*time.Millisecond)
+	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
-	dst := &net.IPAddr{IP: p.ServerAddr.AsSlice()}
-	var rtts []time.Duration
-	req, buf, oob := make([]byte, 64), make([]byte, 1500), make([]byte, 128)
-	for i := 0; i < n; i++ {
-		// Echo request (RFC 792): type 8, code 0, checksum, id, sequence.
-		clear(req)
-		req[0] = 8
-		binary.BigEndian.PutUint16(req[4:], 0x2a2a)
-		binary.BigEndian.PutUint16(req[6:], uint16(i))
-		binary.BigEndian.PutUint16(req[2:], inetChecksum(req))
-		start := time.Now()
-		if _, err := c.WriteTo(req, dst); err != nil {
-			t.Fatal(err)
-		}
-		c.SetReadDeadline(time.Now().Add(time.Second))
-		for {
-			m, oobn, _, _, err := c.ReadMsgIP(buf, oob)
-			if err != nil {
-				t.Fatalf("ping %d: %v", i, err)
-			}
-			icmp := buf[:m]
-			if m > 0 && buf[0]>>4 == 4 { // ReadMsgIP keeps the IPv4 header
-				icmp = buf[int(buf[0]&15)*4 : m]
-			}
-			if len(icmp) < 8 || icmp[0] != 0 || binary.BigEndian.Uint16(icmp[6:]) != uint16(i) {
-				continue
-			}
-			at, err := rxTimestamp(oob[:oobn])
-			if err != nil {
-				t.Fatal(err)
-			}
-			rtts = append(rtts, at.Sub(start))
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	sort.Slice(rtts, func(i, j int) bool { return rtts[i] < rtts[j] })
-	return rtts[len(rtts)/2]
-}
-
-// rxTimestamp returns the SO_TIMESTAMPNS control message's time.
-func rxTimestamp(oob []byte) (time.Time, error) {
-	msgs, err := unix.ParseSocketControlMessage(oob)
-	if err != nil {
-		return time.Time{}, err
-	}
-	for _, m := range msgs {
-		if m.Header.Level == unix.SOL_SOCKET && m.Header.Type == unix.SO_TIMESTAMPNS && len(m.Data) >= 16 {
-			// struct timespec: two 64-bit fields on the 64-bit
-			// systems the lab runs on.
-			sec := int64(binary.NativeEndian.Uint64(m.Data))
-			nsec := int64(binary.NativeEndian.Uint64(m.Data[8:]))
-			return time.Unix(sec, nsec), nil
-		}
-	}
-	return time.Time{}, errors.New("reply without a receive timestamp")
-}
-
-func inetChecksum(b []byte) uint16 {
-	var sum uint32
-	for i := 0; i+1 < len(b); i += 2 {
-		sum += uint32(binary.BigEndian.Uint16(b[i:]))
-	}
-	for sum > 0xffff {
-		sum = sum&0xffff + sum>>16
-	}
-	return ^uint16(sum)
+	return rtt
 }
 
 func TestPairIdleRTT(t *testing.T) {

@@ -10,7 +10,6 @@ package main
 
 import (
 	"context"
-	"encoding/binary"
 	"flag"
 	"fmt"
 	"io"
@@ -18,7 +17,6 @@ import (
 	"net/netip"
 	"os"
 	"runtime/pprof"
-	"sort"
 	"time"
 
 	"github.com/pi2hop/pi2hop/aqm"
@@ -33,6 +31,7 @@ var (
 	udpTime = flag.Duration("udp", 3*time.Second, "length of each UDP measurement")
 	spin    = flag.Duration("spin", 0, "hop.Config.Spin (0: learnt from the timer, negative: off)")
 	prio    = flag.Int("priority", 0, "hop.Config.Priority (0: default, negative: normal threads)")
+	cpuLat  = flag.Duration("cpu-latency", 0, "hop.Config.CPULatency (0: idle CPUs poll, negative: no PM QoS request)")
 	cpuProf = flag.String("cpuprofile", "", "write a CPU profile of the run to `file`")
 	only    = flag.String("only", "", "run only this part: tcp, udp, rtt, shaped, pacing")
 )
@@ -184,7 +183,7 @@ func newPair(prefix string, bps uint64, delay time.Duration) (*hop.Pair, error) 
 		Link:  shaper.Config{Rate: shaper.Const{BitsPerSecond: bps}, Delay: int64(delay)},
 		Queue: aqm.Spec{Kind: aqm.KindDualPI2, DualPI2: aqm.DefaultConfig()},
 	}
-	return hop.NewPair(context.Background(), prefix, hop.Config{Name: prefix, Up: d, Down: d, Seed: 1, Spin: *spin, Priority: *prio})
+	return hop.NewPair(context.Background(), prefix, hop.Config{Name: prefix, Up: d, Down: d, Seed: 1, Spin: *spin, Priority: *prio, CPULatency: *cpuLat})
 }
 
 func pairPath(p *hop.Pair) path {
@@ -374,39 +373,8 @@ func (c cpuCount) perPacket() float64 {
 	return float64(c.cpu) / float64(c.packets) / 1e3
 }
 
-// medianPing sends n ICMP echo requests 10 ms apart and returns the median RTT.
+// medianPing pings p's server from its client n times, 10 ms apart, and
+// returns the median RTT.
 func medianPing(p path, n int) (time.Duration, error) {
-	var c net.PacketConn
-	if err := tun.Do(p.client, func() (err error) { c, err = net.ListenPacket("ip4:icmp", "0.0.0.0"); return }); err != nil {
-		return 0, err
-	}
-	defer c.Close()
-	dst := &net.IPAddr{IP: p.serverAddr.AsSlice()}
-	var rtts []time.Duration
-	req, buf := make([]byte, 56), make([]byte, 1500)
-	for i := 0; i < n; i++ {
-		clear(req)
-		req[0] = 8 // echo request (RFC 792)
-		binary.BigEndian.PutUint16(req[4:], uint16(os.Getpid()))
-		binary.BigEndian.PutUint16(req[6:], uint16(i))
-		binary.BigEndian.PutUint16(req[2:], aqm.Checksum(req))
-		start := time.Now()
-		if _, err := c.WriteTo(req, dst); err != nil {
-			return 0, err
-		}
-		c.SetReadDeadline(time.Now().Add(time.Second))
-		for {
-			m, _, err := c.ReadFrom(buf)
-			if err != nil {
-				return 0, fmt.Errorf("ping %d: %w", i, err)
-			}
-			if m >= 8 && buf[0] == 0 && binary.BigEndian.Uint16(buf[6:]) == uint16(i) {
-				break
-			}
-		}
-		rtts = append(rtts, time.Since(start))
-		time.Sleep(10 * time.Millisecond)
-	}
-	sort.Slice(rtts, func(i, j int) bool { return rtts[i] < rtts[j] })
-	return rtts[len(rtts)/2], nil
+	return hop.MedianPing(p.client, p.serverAddr, n, 10*time.Millisecond)
 }
