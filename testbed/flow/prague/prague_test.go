@@ -8,72 +8,6 @@ import (
 	"github.com/pi2hop/pi2hop/aqm"
 )
 
-// pathSim runs a sender paced by cc over a path of fixed round-trip time
-// and unlimited capacity that CE-marks (or drops) each packet with the
-// given probability, in virtual time. It returns the mean sending rate
-// (bytes/s) over the second half of the run.
-type pathSim struct {
-	rtt      int64   // µs
-	markProb float64 // CE probability per packet
-	lossProb float64
-	rng      *rand.Rand
-}
-
-type ackEvent struct {
-	at int64
-	fb Feedback
-}
-
-func (s pathSim) run(t *testing.T, cc *CC, seconds int) float64 {
-	t.Helper()
-	var (
-		now, next int64
-		fb        Feedback
-		acks      []ackEvent
-		bytes     float64
-		end       = int64(seconds) * 1e6
-		half      = end / 2
-	)
-	for now < end {
-		info := cc.Info(now)
-		canSend := cc.Inflight() < info.PacketWindow
-		if canSend && now >= next {
-			for i := 0; i < info.PacketBurst && cc.Inflight() < info.PacketWindow; i++ {
-				cc.Sent(1)
-				if now >= half {
-					bytes += float64(info.PacketSize)
-				}
-				switch r := s.rng.Float64(); {
-				case r < s.lossProb:
-					fb.Lost++ // the next arrival shows the gap
-					continue
-				case r < s.lossProb+s.markProb:
-					fb.CE++
-				}
-				fb.Received++
-				acks = append(acks, ackEvent{now + s.rtt, fb})
-				next = max(next, now-BurstTime) + int64(float64(info.PacketSize)/info.PacingRate*1e6)
-			}
-			continue
-		}
-		// Advance to the next ACK or send time.
-		wake := end
-		if canSend {
-			wake = next
-		}
-		if len(acks) > 0 && acks[0].at < wake {
-			wake = acks[0].at
-		}
-		now = max(now, wake)
-		for len(acks) > 0 && acks[0].at <= now {
-			cc.RTT(s.rtt)
-			cc.ACK(now, acks[0].fb)
-			acks = acks[1:]
-		}
-	}
-	return bytes / float64(end-half) * 1e6
-}
-
 // The scalable law: with random marking p, Prague settles where one
 // reduction of rate·p/2 per vRTT balances the growth of one MTU per vRTT:
 // rate ≈ 2·MTU/(p·vRTT) (l4s-endpoints.md §7: 44.8 Mbit/s at 2 %).
@@ -94,8 +28,9 @@ func TestRandomMarkingScalableRate(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			sim := pathSim{rtt: tc.rtt, markProb: tc.p, rng: rand.New(rand.NewPCG(1, 0x5eed))}
-			got := sim.run(t, cc, 60)
+			path := &randomMarking{rtt: tc.rtt, p: tc.p, rng: rand.New(rand.NewPCG(1, 0x5eed)), from: 30e6}
+			simulate(cc, path, 60e6)
+			got := path.bytes / 30 // bytes/s over the second half
 			vrtt := math.Max(float64(tc.rtt), RefRTT) / 1e6
 			want := 2 * DefaultMTU / (tc.p * vrtt)
 			r := got / want

@@ -1,0 +1,138 @@
+package prague
+
+import (
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+// simPath is the network a simulated sender sends into: for a packet of
+// size bytes sent at now (µs) it says when the packet's ACK comes back and
+// whether the path CE-marked it.
+type simPath interface {
+	send(now int64, size int) (ackAt int64, ce bool)
+}
+
+type simACK struct {
+	at, sent int64
+	fb       Feedback
+}
+
+// simulate runs a sender paced by cc into path until end (µs), in virtual
+// time, the way the bulk sender runs: up to a burst while the window
+// allows and the pacing time has come, else wait for the next ACK or
+// pacing time. Every packet is ACKed, in order.
+func simulate(cc *CC, path simPath, end int64) {
+	var (
+		now, next int64
+		fb        Feedback
+		acks      []simACK
+	)
+	for now < end {
+		info := cc.Info(now)
+		canSend := cc.Inflight() < info.PacketWindow
+		if canSend && now >= next {
+			for i := 0; i < info.PacketBurst && cc.Inflight() < info.PacketWindow; i++ {
+				cc.Sent(1)
+				at, ce := path.send(now, info.PacketSize)
+				if ce {
+					fb.CE++
+				}
+				fb.Received++
+				acks = append(acks, simACK{at: at, sent: now, fb: fb})
+				next = max(next, now-BurstTime) + int64(float64(info.PacketSize)/info.PacingRate*1e6)
+			}
+			continue
+		}
+		wake := end
+		if canSend {
+			wake = next
+		}
+		if len(acks) > 0 && acks[0].at < wake {
+			wake = acks[0].at
+		}
+		now = max(now, wake)
+		for len(acks) > 0 && acks[0].at <= now {
+			cc.RTT(acks[0].at - acks[0].sent)
+			cc.ACK(now, acks[0].fb)
+			acks = acks[1:]
+		}
+	}
+}
+
+// randomMarking is a path of fixed RTT and unlimited capacity that
+// CE-marks each packet with probability p; it counts the bytes sent from
+// time from on.
+type randomMarking struct {
+	rtt   int64 // µs
+	p     float64
+	rng   *rand.Rand
+	from  int64
+	bytes float64
+}
+
+func (r *randomMarking) send(now int64, size int) (int64, bool) {
+	if now >= r.from {
+		r.bytes += float64(size)
+	}
+	return now + r.rtt, r.rng.Float64() < r.p
+}
+
+// stepBottleneck is a link of rate bytes/s behind a FIFO that CE-marks a
+// packet whose sojourn exceeds step µs (DualPI2's L queue alone: no
+// coupled marks from an idle Classic queue). The path adds owd µs each
+// way after the link. From time from on it records each packet's sojourn
+// and the link's busy time.
+type stepBottleneck struct {
+	rate     float64 // bytes/s
+	owd      int64   // µs each way
+	step     int64   // µs
+	from     int64   // µs
+	linkFree int64
+	sojourns []int64
+	busy     float64 // µs
+}
+
+func (b *stepBottleneck) send(now int64, size int) (int64, bool) {
+	start := max(now, b.linkFree)
+	tx := float64(size) / b.rate * 1e6
+	b.linkFree = start + int64(tx)
+	if now >= b.from {
+		b.sojourns = append(b.sojourns, start-now)
+		b.busy += tx
+	}
+	return b.linkFree + 2*b.owd, start-now > b.step
+}
+
+// One flow under DualPI2's step marking alone (1 ms threshold, 20 ms base
+// RTT) fills the link and keeps the L queue short. At 10 Mbit/s the queue
+// peaks near threshold + one additive increase: the first marks come back
+// a RTT after the queue crossed 1 ms, and meanwhile the window grew by
+// about one MTU·(srtt/vRTT)², 0.8 ms of queue at that rate. The lab
+// measures the same through the live hop (scenario prague).
+func TestStepMarkingSingleFlow(t *testing.T) {
+	for _, tt := range []struct {
+		mbit    float64
+		maxP99  int64 // µs
+		minUtil float64
+	}{
+		{10, 2300, 0.92},
+		{20, 2300, 0.92},
+		{50, 2000, 0.94},
+		{100, 2000, 0.94},
+	} {
+		cc, err := New(Config{}, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		const warmup, end = 5e6, 30e6
+		b := &stepBottleneck{rate: tt.mbit * 1e6 / 8, owd: 10000, step: 1000, from: warmup}
+		simulate(cc, b, end)
+		slices.Sort(b.sojourns)
+		p99, util := b.sojourns[len(b.sojourns)*99/100], b.busy/(end-warmup)
+		t.Logf("%3.0f Mbit/s: L sojourn p99 %.2f ms, utilisation %.1f %%", tt.mbit, float64(p99)/1000, util*100)
+		if p99 > tt.maxP99 || util < tt.minUtil {
+			t.Errorf("%v Mbit/s: p99 %d µs, utilisation %.3f; want p99 <= %d µs and utilisation >= %.2f", tt.mbit, p99, util, tt.maxP99, tt.minUtil)
+		}
+	}
+}
