@@ -22,6 +22,9 @@ type Options struct {
 	// Tap, if not nil, gives each run's hop a capture tap; run is the
 	// run's file-name safe name (RunSpec.Name).
 	Tap func(run string) hop.Tap
+	// CPULatency is each run's hop.Config.CPULatency: 0 keeps idle CPUs
+	// polling while the hop runs, negative makes no request.
+	CPULatency time.Duration
 }
 
 // DefaultPrefix is the start of the names of this process's lab
@@ -67,7 +70,7 @@ func Run(ctx context.Context, cfg Config, opt Options) (*report.Report, error) {
 		if opt.Tap != nil {
 			tap = opt.Tap(sp.Name)
 		}
-		res, err := runOne(ctx, sp, fmt.Sprintf("%s%c", prefix, 'a'+i%26), tap)
+		res, err := runOne(ctx, sp, fmt.Sprintf("%s%c", prefix, 'a'+i%26), tap, opt.CPULatency)
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
@@ -110,14 +113,14 @@ func finish(rep *report.Report, cfg Config) {
 // runOne builds a topology for sp, runs its flows and collects what they
 // and the hop saw. The topology is torn down before it returns, whatever
 // happens; the result is usable (possibly partial) even with an error.
-func runOne(ctx context.Context, sp RunSpec, prefix string, tap hop.Tap) (res *runResult, err error) {
+func runOne(ctx context.Context, sp RunSpec, prefix string, tap hop.Tap, cpuLatency time.Duration) (res *runResult, err error) {
 	res = &runResult{spec: sp}
 	dir := hop.Direction{
 		Link:  shaper.Config{Rate: shaper.Const{BitsPerSecond: sp.RateBps}, Delay: int64(sp.RTT / 2)},
 		Queue: sp.Queue,
 	}
 	pair, err := hop.NewPairWith(ctx, hop.PairSpec{ClientNS: prefix + "c", ServerNS: prefix + "s", Tap: tap},
-		hop.Config{Name: sp.Name, Up: dir, Down: dir, Seed: sp.Seed})
+		hop.Config{Name: sp.Name, Up: dir, Down: dir, Seed: sp.Seed, CPULatency: cpuLatency})
 	if err != nil {
 		return res, fmt.Errorf("topology: %w", err)
 	}

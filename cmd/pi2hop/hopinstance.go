@@ -65,6 +65,9 @@ func processAlive(pid int) bool {
 	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
+// cpuLatencyUsage is the help of --cpu-latency (run, shell, lab).
+const cpuLatencyUsage = "CPU wake-up `latency` asked of the idle states while the hop runs (PM QoS): 0 keeps idle CPUs polling, so a packet or timer wakes the hop in µs, not the 50-100 µs of a halted VM CPU; off saves power"
+
 // instanceFlags are the flags every long-running hop command has.
 type instanceFlags struct {
 	name       string
@@ -78,7 +81,7 @@ func addInstanceFlags(fs *pflag.FlagSet) *instanceFlags {
 	fs.StringVar(&f.name, "name", defaultInstance, "instance `name`: tags devices, rules and files (/run/pi2hop/NAME.*); stats and set find the instance by it")
 	fs.StringVar(&f.metrics, "metrics", "", "serve Prometheus /metrics on `ADDR` (host:port; a bare :port binds to loopback)")
 	fs.BoolVarP(&f.verbose, "verbose", "v", false, "log debug messages")
-	fs.Var(&f.cpuLatency, "cpu-latency", "CPU wake-up `latency` asked of the idle states while running (PM QoS): 0 keeps idle CPUs polling, so a packet or timer wakes the hop in µs, not the 50-100 µs of a halted VM CPU; off saves power")
+	fs.Var(&f.cpuLatency, "cpu-latency", cpuLatencyUsage)
 	return f
 }
 

@@ -41,6 +41,7 @@ type labArgs struct {
 	rtts        []time.Duration
 	windows     []string
 	capture     *captureFlags
+	cpuLatency  cpuLatencyValue
 }
 
 func labFlags(fs *pflag.FlagSet) func(ctx context.Context, env *cmdEnv, args []string) error {
@@ -53,7 +54,7 @@ func labFlags(fs *pflag.FlagSet) func(ctx context.Context, env *cmdEnv, args []s
 		if err != nil {
 			return err
 		}
-		return runLab(ctx, env, cfg, a.out, a.capture)
+		return runLab(ctx, env, cfg, a.out, a.capture, a.cpuLatency.d)
 	}
 }
 
@@ -74,6 +75,7 @@ func addLabFlags(fs *pflag.FlagSet) *labArgs {
 		"DualPI2 min_qlen_step in `packets` (the kernel's default is 0; see pi2hop lab --list)")
 	fs.DurationSliceVar(&a.rtts, "rtts", nil, "bdp: comma-separated RTTs, one run per RTT and window (default 15ms,50ms,120ms)")
 	fs.StringSliceVar(&a.windows, "windows", nil, "bdp: comma-separated receiver windows in tc size units (default 17520,6553500)")
+	fs.Var(&a.cpuLatency, "cpu-latency", cpuLatencyUsage)
 	a.capture = addCaptureFlags(fs)
 	// The usage texts name each scenario's default; pflag's own "(default
 	// 0s)" would contradict them.
@@ -148,7 +150,7 @@ func indent(s, pre string) string {
 
 // runLab runs cfg with a progress bar on stderr, writes the report into
 // out and prints the summary.
-func runLab(ctx context.Context, env *cmdEnv, cfg testbed.Config, out string, cf *captureFlags) error {
+func runLab(ctx context.Context, env *cmdEnv, cfg testbed.Config, out string, cf *captureFlags, cpuLatency time.Duration) error {
 	if os.Geteuid() != 0 {
 		return errors.New("lab: needs root to create network namespaces and TUN devices: run it with sudo (e.g. sudo make lab)")
 	}
@@ -161,7 +163,7 @@ func runLab(ctx context.Context, env *cmdEnv, cfg testbed.Config, out string, cf
 	progress := testbed.NewProgress(env.stderr, tty, planned)
 	progress.SetWidth(cols)
 	progress.Start()
-	opt := testbed.Options{Progress: progress}
+	opt := testbed.Options{Progress: progress, CPULatency: cpuLatency}
 	// One capture for the whole lab: each run's taps are named after it
 	// (l4s.up-in, classic.up-out, ...), so analyze reports the runs apart.
 	capt, err := cf.open(fmt.Sprintf("pi2hop lab %v", cfg), hop.UnixOffset())
