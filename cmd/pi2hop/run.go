@@ -167,7 +167,8 @@ func runGateway(ctx context.Context, env *cmdEnv, a *runArgs, given []string) (e
 		"lan", a.lan, "wan", a.wan, "tun_up", upName, "tun_down", downName,
 		"up", describeDir(cfg.Up), "down", describeDir(cfg.Down),
 		"tables", fmt.Sprintf("%d,%d", upTable, downTable), "rule_pref", prio,
-		"control", socketPath(a.inst.name), "metrics", a.inst.metrics, "capture", a.capture.path, "state", statePath(a.inst.name))
+		"control", socketPath(a.inst.name), "metrics", a.inst.metrics, "capture", a.capture.path, "state", statePath(a.inst.name),
+		"cpu_latency", a.inst.cpuLatency.String())
 	return h.Run(ctx)
 }
 

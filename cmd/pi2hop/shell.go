@@ -150,7 +150,8 @@ func runShell(ctx context.Context, env *cmdEnv, a *shellArgs, given, args []stri
 		"netns", pair.ClientNS, "addr", pair.ClientAddr, "addr6", pair.ClientAddr6,
 		"host_dev", pair.ServerDev, "host_addr", pair.ServerAddr, "host_addr6", pair.ServerAddr6,
 		"up", describeDir(cfg.Up), "down", describeDir(cfg.Down), "nat", a.nat, "capture", a.capture.path,
-		"control", socketPath(a.inst.name), "metrics", a.inst.metrics, "command", args)
+		"control", socketPath(a.inst.name), "metrics", a.inst.metrics, "cpu_latency", a.inst.cpuLatency.String(),
+		"command", args)
 	return runInNamespace(ctx, env, pair, path, args)
 }
 
