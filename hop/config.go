@@ -38,10 +38,10 @@ type Config struct {
 	// cyclictest and tuned's latency profiles make. Zero (the default)
 	// keeps idle CPUs polling instead of halting: on a VM a halted CPU
 	// takes 50-100 µs to wake for a packet or a timer, several times per
-	// packet through the hop (measured: idle RTT through the hop with
-	// 10 ms each way +0.21 ms without, +0.16 ms with). The cost is idle
-	// CPUs that spin. Negative: no request. Without the privilege the
-	// request is skipped.
+	// packet through the hop (measured on a 2-core VM: the hop adds
+	// 0.19-0.23 ms to an idle RTT with 10 ms each way without the
+	// request, 0.11-0.14 ms with it). The cost is idle CPUs that spin.
+	// Negative: no request. Without the privilege the request is skipped.
 	CPULatency time.Duration
 	// Priority is the SCHED_FIFO priority (1..99) of the owner threads
 	// when the process may set one (default 10; negative: normal threads).
