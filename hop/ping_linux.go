@@ -16,8 +16,9 @@ import (
 )
 
 // MedianPing sends n ICMPv4 echo requests, gap apart, from network
-// namespace ns ("" = this one) to dst and returns the median round-trip
-// time: the idle RTT of a path, for tests and benchmarks.
+// namespace ns ("" = the one the process started in) to dst and returns
+// the median round-trip time: the idle RTT of a path, for tests and
+// benchmarks.
 //
 // Like ping(8) it times a reply by its kernel receive timestamp
 // (SO_TIMESTAMPNS), so the caller's own wake-up after the reply arrived,
