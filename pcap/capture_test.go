@@ -342,10 +342,13 @@ func TestCloseWhileOffering(t *testing.T) {
 	pkt := testPacket{src: cli4, dst: srv4, proto: 6, payload: 1000}.build()
 	ann := &Annotation{HasDecision: true, Sojourn: 1}
 	stop := make(chan struct{})
-	var wg sync.WaitGroup
+	var wg, offering sync.WaitGroup
 	var refusedAfterClose [2]int
 	for i, tap := range []int{up.Out, down.Out} {
+		offering.Add(1)
 		wg.Go(func() {
+			c.Offer(tap, 1, pkt, ann)
+			offering.Done()
 			for {
 				select {
 				case <-stop:
@@ -359,6 +362,10 @@ func TestCloseWhileOffering(t *testing.T) {
 			}
 		})
 	}
+	// Close while both offer: after each has offered at least once (on a
+	// loaded 2-core VM one of three busy goroutines may not run for a
+	// fixed 20 ms), and a little later.
+	offering.Wait()
 	time.Sleep(20 * time.Millisecond)
 	var closers sync.WaitGroup
 	for range 2 { // a signal handler and a deferred Close, racing
