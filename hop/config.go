@@ -11,8 +11,8 @@ import (
 	"github.com/pi2hop/pi2hop/shaper"
 )
 
-// Direction is one direction's link and queue discipline.
-type Direction struct {
+// DirConfig is one direction's link and queue discipline.
+type DirConfig struct {
 	Link  shaper.Config
 	Queue aqm.Spec
 }
@@ -20,7 +20,7 @@ type Direction struct {
 // Config is a whole hop.
 type Config struct {
 	Name     string // instance name, for logs and stats
-	Up, Down Direction
+	Up, Down DirConfig
 	Seed     uint64 // random loss and AQM rolls: same seed, same decisions
 	MTU      int    // largest packet, bytes (default 1500); sizes the buffers
 
@@ -106,7 +106,7 @@ func (c Config) Validate() error {
 	}
 	for _, d := range []struct {
 		name string
-		dir  Direction
+		dir  DirConfig
 	}{{"up", c.Up}, {"down", c.Down}} {
 		if err := d.dir.validate(); err != nil {
 			return fmt.Errorf("hop: %s: %w", d.name, err)
@@ -115,7 +115,7 @@ func (c Config) Validate() error {
 	return nil
 }
 
-func (d Direction) validate() error {
+func (d DirConfig) validate() error {
 	if d.Link.Rate == nil {
 		return errors.New("no rate")
 	}
@@ -134,7 +134,7 @@ func (d Direction) validate() error {
 // slots returns how many packet buffers a direction needs: everything the
 // queue may hold, what the delay line holds at full rate (full-size
 // packets), and two batches in hand.
-func (c Config) slots(d Direction) int {
+func (c Config) slots(d DirConfig) int {
 	if c.Slots > 0 {
 		return c.Slots
 	}
@@ -180,7 +180,7 @@ func (e DirEdit) empty() bool {
 }
 
 // apply returns d with e applied, checked; kind changes are refused.
-func (e DirEdit) apply(d Direction) (Direction, error) {
+func (e DirEdit) apply(d DirConfig) (DirConfig, error) {
 	if e.Rate != nil {
 		d.Link.Rate = e.Rate
 	}

@@ -41,7 +41,7 @@ func New(cfg Config, up, down tun.Device) (*Hop, error) {
 	h := &Hop{cfg: cfg, up: up, down: down, stop: make(chan struct{}), done: make(chan struct{})}
 	for i, d := range []struct {
 		in, out tun.Device
-		dir     Direction
+		dir     DirConfig
 	}{{up, down, cfg.Up}, {down, up, cfg.Down}} {
 		o, err := newOwner(h, Dir(i), d.dir, d.in, d.out)
 		if err != nil {
@@ -54,7 +54,7 @@ func New(cfg Config, up, down tun.Device) (*Hop, error) {
 }
 
 // newLink builds a direction's queue and link with its own random streams.
-func newLink(cfg Config, d Dir, dir Direction) (*shaper.Link, error) {
+func newLink(cfg Config, d Dir, dir DirConfig) (*shaper.Link, error) {
 	q, err := aqm.NewQueue(dir.Queue, rand.New(rand.NewPCG(cfg.Seed, 0x5eed0+uint64(d))))
 	if err != nil {
 		return nil, err
@@ -207,7 +207,7 @@ func (h *Hop) closeOwners() {
 }
 
 // describe is a direction in words, for logs.
-func describe(d Direction) string {
+func describe(d DirConfig) string {
 	s := fmt.Sprint(d.Link.Rate)
 	if d.Link.Delay > 0 {
 		s += fmt.Sprintf(" delay %v", time.Duration(d.Link.Delay))

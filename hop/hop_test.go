@@ -32,7 +32,7 @@ func udp4(n int, ecn aqm.ECN, srcPort uint16) []byte {
 
 func testConfig(bps uint64, delay time.Duration) Config {
 	spec := aqm.Spec{Kind: aqm.KindDualPI2, DualPI2: aqm.DefaultConfig()}
-	d := Direction{Link: shaper.Config{Rate: shaper.Const{BitsPerSecond: bps}, Delay: int64(delay)}, Queue: spec}
+	d := DirConfig{Link: shaper.Config{Rate: shaper.Const{BitsPerSecond: bps}, Delay: int64(delay)}, Queue: spec}
 	return Config{Name: "test", Up: d, Down: d, Seed: 1}
 }
 

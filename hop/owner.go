@@ -30,7 +30,7 @@ func UnixOffset() int64 { return epoch.UnixNano() }
 type owner struct {
 	h        *Hop
 	dir      Dir
-	cfg      Direction
+	cfg      DirConfig
 	in       tun.Pollable
 	out      tun.Device
 	link     *shaper.Link
@@ -83,7 +83,7 @@ type editReq struct {
 	reply chan error
 }
 
-func newOwner(h *Hop, d Dir, dir Direction, in, out tun.Device) (*owner, error) {
+func newOwner(h *Hop, d Dir, dir DirConfig, in, out tun.Device) (*owner, error) {
 	p, ok := in.(tun.Pollable)
 	if !ok {
 		return nil, fmt.Errorf("device %s (%T) cannot be polled", in.Name(), in)

@@ -115,7 +115,7 @@ func finish(rep *report.Report, cfg Config) {
 // happens; the result is usable (possibly partial) even with an error.
 func runOne(ctx context.Context, sp RunSpec, prefix string, tap hop.Tap, cpuLatency time.Duration) (res *runResult, err error) {
 	res = &runResult{spec: sp}
-	dir := hop.Direction{
+	dir := hop.DirConfig{
 		Link:  shaper.Config{Rate: shaper.Const{BitsPerSecond: sp.RateBps}, Delay: int64(sp.RTT / 2)},
 		Queue: sp.Queue,
 	}

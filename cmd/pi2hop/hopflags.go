@@ -23,8 +23,8 @@ func (f *linkFlags) hopConfig(name string) (hop.Config, error) {
 	}
 	return hop.Config{
 		Name: name,
-		Up:   hop.Direction{Link: upLink, Queue: upQueue},
-		Down: hop.Direction{Link: downLink, Queue: downQueue},
+		Up:   hop.DirConfig{Link: upLink, Queue: upQueue},
+		Down: hop.DirConfig{Link: downLink, Queue: downQueue},
 		Seed: f.seed(),
 		MTU:  f.mtuBytes(),
 	}, nil
@@ -97,7 +97,7 @@ func withoutTail(args []string) []string {
 
 // dirEdit is the change from cur to next. Loss models carry state, so the
 // loss changes only when --loss was given.
-func dirEdit(cur, next hop.Direction, lossGiven bool) hop.DirEdit {
+func dirEdit(cur, next hop.DirConfig, lossGiven bool) hop.DirEdit {
 	var e hop.DirEdit
 	if !reflect.DeepEqual(cur.Link.Rate, next.Link.Rate) {
 		e.Rate = next.Link.Rate
@@ -117,7 +117,7 @@ func dirEdit(cur, next hop.Direction, lossGiven bool) hop.DirEdit {
 }
 
 // describeDir says what a direction is, for the start-up log line.
-func describeDir(d hop.Direction) string {
+func describeDir(d hop.DirConfig) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%v", d.Link.Rate)
 	if d.Link.Delay > 0 {

@@ -21,7 +21,7 @@ func TestMetricsExposeHopCounters(t *testing.T) {
 		t.Fatal(err)
 	}
 	s, _ := tuntest.NewChannelDevice("s", 1500, 16)
-	d := hop.Direction{Link: shaper.Config{Rate: shaper.Const{BitsPerSecond: 1e8}},
+	d := hop.DirConfig{Link: shaper.Config{Rate: shaper.Const{BitsPerSecond: 1e8}},
 		Queue: aqm.Spec{Kind: aqm.KindDualPI2, DualPI2: aqm.DefaultConfig()}}
 	h, err := hop.New(hop.Config{Name: "m", Up: d, Down: d}, c, s)
 	if err != nil {

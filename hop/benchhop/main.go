@@ -184,7 +184,7 @@ func ratio(a, b float64) string { return fmt.Sprintf("%.3f", a/b) }
 func numCPU() int               { return runtimeGOMAXPROCS() }
 
 func newPair(prefix string, bps uint64, delay time.Duration) (*hop.Pair, error) {
-	d := hop.Direction{
+	d := hop.DirConfig{
 		Link:  shaper.Config{Rate: shaper.Const{BitsPerSecond: bps}, Delay: int64(delay)},
 		Queue: aqm.Spec{Kind: aqm.KindDualPI2, DualPI2: aqm.DefaultConfig()},
 	}
