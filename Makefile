@@ -7,15 +7,25 @@ PKGS    := ./...
 
 all: build
 
+# Recipes use pipes (go test -json | testsum): a failure anywhere fails.
+SHELL := /bin/bash
+.SHELLFLAGS := -o pipefail -c
+
 build:
 	$(GO) build -o $(BIN) ./cmd/pi2hop
 
-# The whole suite. Tests that need root and network namespaces skip
-# themselves when not run as root; CI runs as root. Packages run one at a
-# time (-p 1): the root tests measure rates, delays and pacing through the
-# hop, and on a 2-core machine two of them at once starve each other.
+# The whole suite. As root it first installs the Debian packages the root
+# tests need (scripts/test-deps). Tests that need root and network
+# namespaces skip themselves when not run as root; internal/testsum counts
+# them and fails the run when one skipped in CI (CI=true). Packages run one
+# at a time (-p 1): the root tests measure rates, delays and pacing through
+# the hop, and on a 2-core machine two of them at once starve each other.
+# Then the unit tests again under the race detector.
 test: lint
-	$(GO) test -p 1 -count=1 -timeout 45m $(PKGS)
+	@./scripts/test-deps
+	$(GO) build -o bin/testsum ./internal/testsum
+	$(GO) test -p 1 -count=1 -timeout 45m -json $(PKGS) | bin/testsum
+	$(GO) test -race -short -count=1 -timeout 20m $(PKGS)
 
 # Unit tests only: no namespaces, no root.
 test-short:

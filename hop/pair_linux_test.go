@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/pi2hop/pi2hop/aqm"
+	"github.com/pi2hop/pi2hop/internal/roottest"
 	"github.com/pi2hop/pi2hop/tun"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
@@ -22,11 +23,9 @@ import (
 
 var pairSeq atomic.Int32
 
-func needRoot(t *testing.T) {
+func needRoot(t *testing.T, tools ...string) {
 	t.Helper()
-	if os.Geteuid() != 0 || testing.Short() {
-		t.Skip("needs root and network namespaces")
-	}
+	roottest.Need(t, tools...)
 }
 
 func newTestPair(t *testing.T, cfg Config) *Pair {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/pi2hop/pi2hop/aqm"
+	"github.com/pi2hop/pi2hop/internal/roottest"
 )
 
 // readAll returns copies of every packet in path and the file's capture
@@ -276,6 +277,9 @@ func TestNewCaptureRejectsBadOptions(t *testing.T) {
 func TestTsharkReadsAnnotations(t *testing.T) {
 	tshark, err := exec.LookPath("tshark")
 	if err != nil {
+		if roottest.InCI() {
+			t.Fatalf("tshark not installed (make test installs it as root): %v", err)
+		}
 		t.Skip("tshark not installed")
 	}
 	path := filepath.Join(t.TempDir(), "t.pcapng")

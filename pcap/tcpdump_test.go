@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"fmt"
 	"net"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/pi2hop/pi2hop/aqm"
+	"github.com/pi2hop/pi2hop/internal/roottest"
 )
 
 // startTcpdump captures UDP to port on iface into path and returns once
@@ -62,9 +62,10 @@ func startTcpdump(t *testing.T, tcpdump, iface, path string, port int) (stop fun
 // tcpdump captures it on lo (Ethernet framing) and on "any" (Linux cooked
 // v2), and checks that analysis counts every packet by codepoint.
 func TestAnalyzeRealTcpdump(t *testing.T) {
+	roottest.Need(t, "tcpdump")
 	tcpdump, err := exec.LookPath("tcpdump")
-	if err != nil || os.Geteuid() != 0 || testing.Short() {
-		t.Skip("needs tcpdump and root; not in -short")
+	if err != nil {
+		t.Fatal(err)
 	}
 	// A receiver, so the sends are not refused by ICMP port unreachable.
 	rx, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})

@@ -3,10 +3,10 @@ package testbed
 import (
 	"io"
 	"net"
-	"os"
 	"syscall"
 	"testing"
 
+	"github.com/pi2hop/pi2hop/internal/roottest"
 	"golang.org/x/sys/unix"
 )
 
@@ -26,9 +26,7 @@ func sockopt(t *testing.T, c *net.TCPConn, f func(fd int)) {
 // arrived (the kernel resets it from the buffer size on the first
 // segments; clampConn puts it back).
 func TestPinnedWindow(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("SO_RCVBUFFORCE and SO_SNDBUFFORCE need CAP_NET_ADMIN")
-	}
+	roottest.Need(t) // SO_RCVBUFFORCE and SO_SNDBUFFORCE need CAP_NET_ADMIN
 	const w = 17520
 	lc := net.ListenConfig{Control: tcpSenderControl(w)}
 	ln, err := lc.Listen(t.Context(), "tcp", "127.0.0.1:0")

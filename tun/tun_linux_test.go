@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/pi2hop/pi2hop/internal/roottest"
 	"github.com/vishvananda/netlink"
 )
 
@@ -20,11 +21,9 @@ func testName(t *testing.T) string {
 	return fmt.Sprintf("p2t%d%d", os.Getpid()%10000, nameSeq)
 }
 
-func needRoot(t *testing.T) {
+func needRoot(t *testing.T, tools ...string) {
 	t.Helper()
-	if os.Geteuid() != 0 || testing.Short() {
-		t.Skip("needs root and network namespaces")
-	}
+	roottest.Need(t, tools...)
 }
 
 func TestJournalBuildsAndUndoes(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pi2hop/pi2hop/internal/roottest"
 	"github.com/pi2hop/pi2hop/pcap"
 	"github.com/pi2hop/pi2hop/testbed"
 	"github.com/pi2hop/pi2hop/testbed/report"
@@ -92,12 +93,7 @@ func TestLabFlagErrors(t *testing.T) {
 // needLabRoot skips a test that builds namespaces.
 func needLabRoot(t *testing.T) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root (network namespaces, TUN devices)")
-	}
-	if testing.Short() {
-		t.Skip("runs a lab: skipped with -short")
-	}
+	roottest.Need(t)
 }
 
 // runLabCLI runs `pi2hop lab args... --out DIR` and returns the report it

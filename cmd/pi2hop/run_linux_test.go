@@ -266,10 +266,8 @@ func (l *gatewayLab) startGateway(t *testing.T, bin, name string, extra ...strin
 }
 
 func TestGatewayRateSetAndCleanup(t *testing.T) {
-	needRoot(t)
-	if _, err := exec.LookPath("ip"); err != nil {
-		t.Skip("needs ip(8) for 'ip netns exec'")
-	}
+	needRoot(t, "ip") // for 'ip netns exec'
+
 	bin := buildPi2hop(t)
 	name := testInstance(3)
 	l := newGatewayLab(t, name)

@@ -15,16 +15,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pi2hop/pi2hop/internal/roottest"
 	"github.com/pi2hop/pi2hop/pcap"
 	"github.com/pi2hop/pi2hop/tun"
 	"github.com/vishvananda/netlink"
 )
 
-func needRoot(t *testing.T) {
+func needRoot(t *testing.T, tools ...string) {
 	t.Helper()
-	if os.Geteuid() != 0 || testing.Short() {
-		t.Skip("needs root and network namespaces")
-	}
+	roottest.Need(t, tools...)
 }
 
 // testInstance is a unique instance name for this test process.
@@ -49,10 +48,7 @@ func checkGone(t *testing.T, name string) {
 }
 
 func TestShellRunsCommandBehindTheHop(t *testing.T) {
-	needRoot(t)
-	if _, err := os.Stat("/bin/bash"); err != nil {
-		t.Skip("needs bash for /dev/tcp")
-	}
+	needRoot(t, "bash") // for /dev/tcp
 	name := testInstance(1)
 	t.Cleanup(func() { cleanupInstance(name, &bytes.Buffer{}) })
 
@@ -140,13 +136,7 @@ func TestShellRefusesABusyName(t *testing.T) {
 // for "the network" hangs off the host on a veth, and a server there must
 // see the shell's connection coming from the host's address.
 func TestShellNAT(t *testing.T) {
-	needRoot(t)
-	if _, err := exec.LookPath("nft"); err != nil {
-		t.Skip("needs nft(8) for --nat")
-	}
-	if _, err := os.Stat("/bin/bash"); err != nil {
-		t.Skip("needs bash for /dev/tcp")
-	}
+	needRoot(t, "nft", "bash")
 	name := testInstance(4)
 	t.Cleanup(func() { cleanupInstance(name, &bytes.Buffer{}) })
 	outside := name + "o"
