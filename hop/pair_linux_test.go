@@ -118,19 +118,14 @@ func TestPairTCPRate(t *testing.T) {
 	for _, bps := range []uint64{10_000_000, 100_000_000} {
 		t.Run(fmt.Sprintf("%dMbit", bps/1_000_000), func(t *testing.T) {
 			p := newTestPair(t, testConfig(bps, 0))
-			var ratio float64
-			// The endpoints share 2 CPUs with everything else CI runs: a
-			// sender starved of CPU is not the hop's shortfall, so a
-			// measurement under 95 % gets one more try. Over 100.5 % fails
-			// at once.
-			for try := 1; try <= 2; try++ {
-				got := tcpRate(t, p, time.Second, 5*time.Second)
-				ratio = got / float64(bps)
-				t.Logf("TCP at %d bit/s, try %d: received %.0f bit/s IP (%.2f %%)", bps, try, got, 100*ratio)
-				if ratio >= 0.95 {
-					break
-				}
-			}
+			// One measurement, no second try: the window is long enough
+			// that a stall of the endpoints' CPU (they share 2 CPUs with
+			// everything else) costs little of it — 80 ms lost in 8 s is
+			// 1 % — while a hop that drops at its TUN ring or releases
+			// late falls well below 95 %. Over 100.5 % is a shaping error.
+			got := tcpRate(t, p, time.Second, 8*time.Second)
+			ratio := got / float64(bps)
+			t.Logf("TCP at %d bit/s: received %.0f bit/s IP (%.2f %%)", bps, got, 100*ratio)
 			if ratio < 0.95 || ratio > 1.005 {
 				t.Errorf("IP rate at the receiver %.2f %% of the link rate, want 95..100.5 %%", 100*ratio)
 			}
@@ -164,20 +159,14 @@ func TestPairIdleRTT(t *testing.T) {
 		t.Run(fmt.Sprintf("delay%v", tt.delay), func(t *testing.T) {
 			p := newTestPair(t, testConfig(tt.bps, tt.delay))
 			medianPing(t, p, 3) // warm up
-			// A median of 40 pings on a shared 2-core VM: one stalled
-			// measurement gets a second try, as the rate tests do; the
-			// bound stays 0.3 ms.
-			var rtt, added time.Duration
-			for try := 1; try <= 2; try++ {
-				rtt = medianPing(t, p, 40)
-				added = rtt - 2*tt.delay
-				s := p.Hop.Stats()
-				t.Logf("try %d: release lateness p50 %v p99 %v", try, time.Duration(s.Up.Lateness.Quantile(0.5)), time.Duration(s.Up.Lateness.Quantile(0.99)))
-				t.Logf("try %d: idle RTT with %v each way at %d bit/s: median %v (added %v)", try, tt.delay, tt.bps, rtt, added)
-				if added >= 0 && added <= 300*time.Microsecond {
-					break
-				}
-			}
+			// The median of 60 pings, one measurement: a stall of the VM
+			// delays a few pings, and the median does not move unless
+			// more than half of them are late.
+			rtt := medianPing(t, p, 60)
+			added := rtt - 2*tt.delay
+			s := p.Hop.Stats()
+			t.Logf("release lateness p50 %v p99 %v", time.Duration(s.Up.Lateness.Quantile(0.5)), time.Duration(s.Up.Lateness.Quantile(0.99)))
+			t.Logf("idle RTT with %v each way at %d bit/s: median %v (added %v)", tt.delay, tt.bps, rtt, added)
 			if added < 0 || added > 300*time.Microsecond {
 				t.Errorf("RTT %v, want %v + at most 0.3 ms", rtt, 2*tt.delay)
 			}
