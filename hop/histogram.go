@@ -1,6 +1,11 @@
 package hop
 
-import "math/bits"
+import (
+	"math"
+	"math/bits"
+
+	"github.com/pi2hop/pi2hop/dist"
+)
 
 // histBuckets is the size of Histogram: 16 exact buckets for 0..15 ns,
 // then 16 buckets per power of two (6 % resolution) up to 2^36 ns (~69 s).
@@ -48,16 +53,15 @@ func (h *Histogram) Add(ns int64) {
 	h.Total++
 }
 
-// Quantile returns the upper edge of the bucket holding quantile q
-// (0..1), within 6 % of the true value; 0 when empty.
+// Quantile returns the upper edge of the bucket holding the sample of
+// nearest rank q (dist.Rank, the definition every pi2hop figure uses),
+// within 6 % of that sample; 0 when empty. It is a bucket bound, not a
+// sample: the histogram keeps counts, never values.
 func (h *Histogram) Quantile(q float64) int64 {
 	if h.Total == 0 {
 		return 0
 	}
-	rank := uint64(q*float64(h.Total) + 0.5)
-	if rank < 1 {
-		rank = 1
-	}
+	rank := uint64(dist.Rank(int(min(h.Total, math.MaxInt)), q))
 	var seen uint64
 	for i, c := range h.Counts {
 		seen += c

@@ -42,3 +42,31 @@ func TestHistogramQuantiles(t *testing.T) {
 		t.Errorf("empty histogram quantile not 0")
 	}
 }
+
+// TestHistogramRank: values below 16 ns have exact buckets, so the
+// quantile is the nearest-rank sample itself, ceil(q·n)-th smallest.
+func TestHistogramRank(t *testing.T) {
+	var ten, four Histogram
+	for v := int64(1); v <= 10; v++ {
+		ten.Add(v)
+	}
+	for v := int64(1); v <= 4; v++ {
+		four.Add(v)
+	}
+	tests := []struct {
+		h    *Histogram
+		q    float64
+		want int64
+	}{
+		{&ten, 0.5, 5},   // ceil(5)
+		{&ten, 0.9, 9},   // ceil(9)
+		{&ten, 0.99, 10}, // ceil(9.9)
+		{&ten, 0, 1},     // the minimum
+		{&four, 0.6, 3},  // ceil(2.4): rounding would give 2
+	}
+	for _, tt := range tests {
+		if got := tt.h.Quantile(tt.q); got != tt.want {
+			t.Errorf("%d samples: Quantile(%v) = %d, want %d", tt.h.Total, tt.q, got, tt.want)
+		}
+	}
+}

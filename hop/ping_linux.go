@@ -11,14 +11,15 @@ import (
 	"time"
 
 	"github.com/pi2hop/pi2hop/aqm"
+	"github.com/pi2hop/pi2hop/dist"
 	"github.com/pi2hop/pi2hop/tun"
 	"golang.org/x/sys/unix"
 )
 
 // MedianPing sends n ICMPv4 echo requests, gap apart, from network
 // namespace ns ("" = the one the process started in) to dst and returns
-// the median round-trip time: the idle RTT of a path, for tests and
-// benchmarks.
+// the median round-trip time (nearest-rank p50, dist.Quantile): the idle
+// RTT of a path, for tests and benchmarks.
 //
 // Like ping(8) it times a reply by its kernel receive timestamp
 // (SO_TIMESTAMPNS), so the caller's own wake-up after the reply arrived,
@@ -81,7 +82,7 @@ func MedianPing(ns string, dst netip.Addr, n int, gap time.Duration) (time.Durat
 		time.Sleep(gap)
 	}
 	slices.Sort(rtts)
-	return rtts[len(rtts)/2], nil
+	return dist.Quantile(rtts, 0.5), nil
 }
 
 func setTimestamps(c *net.IPConn) error {

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"time"
 
 	"github.com/pi2hop/pi2hop/aqm"
+	"github.com/pi2hop/pi2hop/dist"
 )
 
 // dirAcc accumulates one direction while files are read.
@@ -288,8 +290,8 @@ func (d *dirAcc) binResults(bin, start int64) []BinResult {
 				vals = append(vals, s[j].v)
 			}
 			bc := &out[s[i].bin-d.base].Classes[cls]
-			bc.SojournP50 = ms(rank(vals, 0.50))
-			bc.SojournP99 = ms(rank(vals, 0.99))
+			bc.SojournP50 = ms(dist.Quantile(vals, 0.50))
+			bc.SojournP99 = ms(dist.Quantile(vals, 0.99))
 			i = j
 		}
 	}
@@ -333,7 +335,8 @@ func ratio(x, y float64) float64 {
 	return x / y
 }
 
-// percentiles sorts vals (ns) and summarises them in ms.
+// percentiles sorts vals (ns) and summarises them in ms, nearest-rank
+// (dist.Quantile) like every pi2hop figure.
 func percentiles(vals []int64) Percentiles {
 	if len(vals) == 0 {
 		return Percentiles{}
@@ -346,20 +349,14 @@ func percentiles(vals []int64) Percentiles {
 	return Percentiles{
 		Count: len(vals),
 		Mean:  sum / float64(len(vals)) / 1e6,
-		P50:   ms(rank(vals, 0.50)),
-		P90:   ms(rank(vals, 0.90)),
-		P99:   ms(rank(vals, 0.99)),
+		P50:   ms(dist.Quantile(vals, 0.50)),
+		P90:   ms(dist.Quantile(vals, 0.90)),
+		P99:   ms(dist.Quantile(vals, 0.99)),
 		Max:   ms(vals[len(vals)-1]),
 	}
 }
 
-// rank is the nearest-rank percentile of sorted vals.
-func rank(sorted []int64, q float64) int64 {
-	i := int(q*float64(len(sorted))+0.999999999) - 1
-	return sorted[max(0, min(i, len(sorted)-1))]
-}
-
-func ms(ns int64) float64 { return float64(ns) / 1e6 }
+func ms(ns int64) float64 { return dist.Ms(time.Duration(ns)) }
 
 var protoNames = map[uint8]string{1: "icmp", 6: "tcp", 17: "udp", 58: "icmpv6", 132: "sctp", 33: "dccp", 136: "udplite"}
 

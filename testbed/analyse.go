@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/pi2hop/pi2hop/aqm"
+	"github.com/pi2hop/pi2hop/dist"
 	"github.com/pi2hop/pi2hop/testbed/flow"
 	"github.com/pi2hop/pi2hop/testbed/metrics"
 	"github.com/pi2hop/pi2hop/testbed/report"
@@ -33,7 +34,7 @@ func analyse(res *runResult) report.Run {
 	sp := res.spec
 	run := report.Run{
 		Name: sp.Name, Title: sp.Title, AQM: sp.Queue.Kind, Buffer: sp.Buffer,
-		RateBps: float64(sp.RateBps), BaseRTTMs: ms(sp.RTT),
+		RateBps: float64(sp.RateBps), BaseRTTMs: dist.Ms(sp.RTT),
 		DurationS: sp.Duration.Seconds(), WarmupS: sp.Warmup.Seconds(), Setup: sp,
 		RTTMs:  map[string][]float64{},
 		Series: report.Series{Throughput: map[string][]float64{}},
@@ -60,7 +61,7 @@ func analyse(res *runResult) report.Run {
 			run.Series.Throughput[f.Label] = perSecond(rc.Intervals)
 			if fr.pragueSend != nil {
 				rtts := rttAfter(fr.pragueSend.RTT, fr.pragueSend.RTTAt, from)
-				d := metrics.Summarise(rtts)
+				d := dist.Summarise(rtts)
 				f.RTTMs = &d
 				run.RTTMs[f.Label] = rtts
 			}
@@ -78,13 +79,11 @@ func analyse(res *runResult) report.Run {
 	return run
 }
 
-func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-
 func analyseCall(fr flowResult, from, to time.Duration) report.Call {
 	rc := fr.videoRecv
 	call := report.Call{Label: fr.spec.Label, ECN: fr.spec.ECN}
 	if fr.videoSend != nil {
-		call.RTTMs = metrics.Summarise(rttAfter(fr.videoSend.RTT, fr.videoSend.RTTAt, from))
+		call.RTTMs = dist.Summarise(rttAfter(fr.videoSend.RTT, fr.videoSend.RTTAt, from))
 	}
 	lost, got := lossAfter(rc.Lost, rc.Packets, rc.Intervals, from)
 	call.Loss = metrics.LossRate(lost+got, got)
@@ -101,7 +100,7 @@ func analyseCall(fr flowResult, from, to time.Duration) report.Call {
 	const fps = 30
 	call.Stalls = metrics.FindStalls(rc.Display, from, to, time.Second/fps)
 	call.FPS = metrics.FramesPerSecond(rc.Display, from, to)
-	call.FPSAtLeast25, call.FPSZero = metrics.FPSShares(call.FPS, 25)
+	call.FPSAtLeast25, call.FPSZero = dist.FPSShares(call.FPS, 25)
 	var frames int
 	for _, n := range call.FPS {
 		frames += n
@@ -115,7 +114,7 @@ func analyseCall(fr flowResult, from, to time.Duration) report.Call {
 			delays = append(delays, rc.FrameDelay[i])
 		}
 	}
-	call.FrameDelayMs = metrics.Summarise(metrics.Millis(delays))
+	call.FrameDelayMs = dist.Summarise(dist.Millis(delays))
 	call.GoodputBps = meanGoodput(rc.Intervals, from)
 	return call
 }
@@ -128,7 +127,7 @@ func rttAfter(rtt, at []time.Duration, from time.Duration) []float64 {
 			out = append(out, r)
 		}
 	}
-	return metrics.Millis(out)
+	return dist.Millis(out)
 }
 
 func ivStart(iv flow.Interval) time.Duration {

@@ -4,13 +4,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pi2hop/pi2hop/testbed/metrics"
+	"github.com/pi2hop/pi2hop/dist"
 	"github.com/pi2hop/pi2hop/testbed/report"
 )
 
 func callRun(name string, p99, loss float64) report.Run {
 	return report.Run{Name: name, Title: name, BaseRTTMs: 20,
-		Call: &report.Call{RTTMs: metrics.Dist{N: 100, Min: 20, P99: p99, Max: p99 + 5}, Loss: loss}}
+		Call: &report.Call{RTTMs: dist.Summary{N: 100, Min: 20, P99: p99, Max: p99 + 5}, Loss: loss}}
 }
 
 func passes(cs []report.Check) (pass, fail []string) {
@@ -26,7 +26,7 @@ func passes(cs []report.Check) (pass, fail []string) {
 
 func TestChecks(t *testing.T) {
 	withQueues := func(r report.Run, l, c float64) report.Run {
-		r.Queues = []report.Queue{{Name: "L", SojournMs: metrics.Dist{N: 1, P99: l}}, {Name: "C", SojournMs: metrics.Dist{N: 1, P99: c}}}
+		r.Queues = []report.Queue{{Name: "L", SojournMs: dist.Summary{N: 1, P99: l}}, {Name: "C", SojournMs: dist.Summary{N: 1, P99: c}}}
 		return r
 	}
 	tests := []struct {

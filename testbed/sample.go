@@ -4,8 +4,8 @@ import (
 	"time"
 
 	"github.com/pi2hop/pi2hop/aqm"
+	"github.com/pi2hop/pi2hop/dist"
 	"github.com/pi2hop/pi2hop/hop"
-	"github.com/pi2hop/pi2hop/testbed/metrics"
 )
 
 // queueSample is what the lab keeps of one hop stats snapshot of the
@@ -38,9 +38,9 @@ func sampleAt(s []queueSample, t time.Duration) queueSample {
 // histDist summarises a sojourn histogram in ms. Quantiles are bucket
 // upper edges (within 6 %); the mean integrates the quantile function
 // over 200 steps, to the same precision.
-func histDist(h *hop.Histogram) metrics.Dist {
+func histDist(h *hop.Histogram) dist.Summary {
 	if h.Total == 0 {
-		return metrics.Dist{}
+		return dist.Summary{}
 	}
 	ms := func(q float64) float64 { return float64(h.Quantile(q)) / 1e6 }
 	const steps = 200
@@ -48,7 +48,7 @@ func histDist(h *hop.Histogram) metrics.Dist {
 	for i := range steps {
 		sum += ms((float64(i) + 0.5) / steps)
 	}
-	return metrics.Dist{N: int(h.Total), Min: ms(0), Mean: sum / steps,
+	return dist.Summary{N: int(h.Total), Min: ms(0), Mean: sum / steps,
 		P50: ms(0.50), P95: ms(0.95), P99: ms(0.99), Max: ms(1)}
 }
 

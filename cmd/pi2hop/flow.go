@@ -8,13 +8,13 @@ import (
 	"io"
 	"net"
 	"net/netip"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
 
 	"github.com/pi2hop/pi2hop/aqm"
+	"github.com/pi2hop/pi2hop/dist"
 	"github.com/pi2hop/pi2hop/testbed/flow"
 )
 
@@ -368,27 +368,12 @@ func probeCmd(fs *pflag.FlagSet) func(context.Context, *cmdEnv) error {
 		defer conn.Close()
 		out := newFlowOut(env.stdout, a.json, a.label)
 		s, err := flow.Probe(ctx, conn, peer, e, every.d, a.duration.d, out.interval)
-		rtt := percentiles(s.RTT)
+		rtt := dist.Summarise(dist.Millis(s.RTT))
 		out.summary("probe", "ecn", s.ECN, "sent", s.Sent, "received", s.Received, "lost", s.Lost,
 			"forward_ce", s.ForwardCE, "return_ce", s.ReturnCE,
-			"rtt_p50_ms", rtt[0], "rtt_p95_ms", rtt[1], "rtt_p99_ms", rtt[2], "rtt_max_ms", rtt[3])
+			"rtt_p50_ms", rtt.P50, "rtt_p95_ms", rtt.P95, "rtt_p99_ms", rtt.P99, "rtt_max_ms", rtt.Max)
 		return err
 	}
-}
-
-// percentiles returns P50, P95, P99 and max of samples in ms.
-func percentiles(samples []time.Duration) [4]float64 {
-	var p [4]float64
-	if len(samples) == 0 {
-		return p
-	}
-	s := slices.Clone(samples)
-	slices.Sort(s)
-	for i, q := range []float64{0.50, 0.95, 0.99} {
-		p[i] = float64(s[min(int(q*float64(len(s))), len(s)-1)]) / 1e6
-	}
-	p[3] = float64(s[len(s)-1]) / 1e6
-	return p
 }
 
 // flowOut prints interval reports and summaries as text or JSON lines.
@@ -474,9 +459,9 @@ func (o *flowOut) summary(kind string, kv ...any) {
 }
 
 func (o *flowOut) senderSummary(kind string, s flow.SenderSummary, extra ...any) {
-	rtt := percentiles(s.RTT)
+	rtt := dist.Summarise(dist.Millis(s.RTT))
 	kv := []any{"duration_s", s.Duration.Seconds(), "packets_sent", s.PacketsSent, "goodput_bps", s.GoodputBps,
-		"rtt_samples", len(s.RTT), "rtt_p50_ms", rtt[0], "rtt_p95_ms", rtt[1], "rtt_p99_ms", rtt[2], "rtt_max_ms", rtt[3],
+		"rtt_samples", len(s.RTT), "rtt_p50_ms", rtt.P50, "rtt_p95_ms", rtt.P95, "rtt_p99_ms", rtt.P99, "rtt_max_ms", rtt.Max,
 		"ce_frac", s.CEFraction, "loss_frac", s.LossFraction, "ecn", s.ECN, "fell_back", s.FellBack, "timeouts", s.Timeouts}
 	o.summary(kind, append(kv, extra...)...)
 }
@@ -488,20 +473,11 @@ func (o *flowOut) receiverSummary(s flow.ReceiverSummary) {
 }
 
 func (o *flowOut) videoSummary(s flow.VideoReceiverSummary) {
-	var ge25, zero int
-	for _, f := range s.FPS {
-		if f >= 25 {
-			ge25++
-		}
-		if f == 0 {
-			zero++
-		}
-	}
-	n := max(len(s.FPS), 1)
-	delay := percentiles(s.FrameDelay)
+	ge25, zero := dist.FPSShares(s.FPS, 25)
+	delay := dist.Summarise(dist.Millis(s.FrameDelay))
 	o.summary("video-recv", "duration_s", s.Duration.Seconds(), "frames", s.Frames, "displayed", s.Displayed,
 		"late", s.Late, "undecodable", s.Undecodable, "plis", s.PLIs,
-		"share_fps_ge25", float64(ge25)/float64(n), "share_fps_0", float64(zero)/float64(n),
+		"share_fps_ge25", ge25, "share_fps_0", zero,
 		"stalls", len(s.Stalls), "stall_rate", s.StallRate, "stalls_per_min", s.StallsPerMinute, "gaps_100ms", s.Gaps100ms,
-		"frame_delay_p50_ms", delay[0], "frame_delay_p99_ms", delay[2], "loss_frac", s.LossFraction)
+		"frame_delay_p50_ms", delay.P50, "frame_delay_p99_ms", delay.P99, "loss_frac", s.LossFraction)
 }

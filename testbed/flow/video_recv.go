@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pi2hop/pi2hop/aqm"
+	"github.com/pi2hop/pi2hop/dist"
 	"github.com/pi2hop/pi2hop/testbed/flow/ecnudp"
 	"github.com/pi2hop/pi2hop/testbed/flow/wire"
 )
@@ -167,7 +168,7 @@ func (r *videoReceiver) tick(now int64, final bool) error {
 	}
 	if len(r.ivDelays) > 0 {
 		slices.Sort(r.ivDelays)
-		iv.FrameDelayP50, iv.FrameDelayP99 = ms(quantile(r.ivDelays, 0.5)), ms(quantile(r.ivDelays, 0.99))
+		iv.FrameDelayP50, iv.FrameDelayP99 = dist.Ms(dist.Quantile(r.ivDelays, 0.5)), dist.Ms(dist.Quantile(r.ivDelays, 0.99))
 	}
 	r.intervals = append(r.intervals, iv)
 	if r.report != nil {

@@ -6,68 +6,6 @@ import (
 	"time"
 )
 
-func seq(n int) []float64 {
-	xs := make([]float64, n)
-	for i := range xs {
-		xs[i] = float64(n - i) // descending: Summarise must sort
-	}
-	return xs
-}
-
-func TestPercentile(t *testing.T) {
-	tests := []struct {
-		name string
-		xs   []float64
-		p    float64
-		want float64
-	}{
-		{"empty", nil, 50, 0},
-		{"single", []float64{7}, 99, 7},
-		{"p0 is min", seq(100), 0, 1},
-		{"p50 of 1..100", seq(100), 50, 50},
-		{"p95 of 1..100", seq(100), 95, 95},
-		{"p99 of 1..100", seq(100), 99, 99},
-		{"p100 is max", seq(100), 100, 100},
-		{"p99 of 10 is the max (rank ceil 9.9)", seq(10), 99, 10},
-		{"p50 of 1..4 is 2, never interpolated", seq(4), 50, 2},
-		{"p above 100 clamps to max", seq(3), 150, 3},
-	}
-	for _, tt := range tests {
-		if got := Percentile(tt.xs, tt.p); got != tt.want {
-			t.Errorf("%s: Percentile(%v) = %v, want %v", tt.name, tt.p, got, tt.want)
-		}
-	}
-}
-
-func TestSummarise(t *testing.T) {
-	if d := Summarise(nil); d != (Dist{}) {
-		t.Errorf("Summarise(nil) = %+v, want zero", d)
-	}
-	xs := seq(100)
-	d := Summarise(xs)
-	want := Dist{N: 100, Min: 1, Mean: 50.5, P50: 50, P95: 95, P99: 99, Max: 100}
-	if d != want {
-		t.Errorf("Summarise(1..100) = %+v, want %+v", d, want)
-	}
-	if xs[0] != 100 {
-		t.Error("Summarise modified its input")
-	}
-}
-
-func TestMillisAndCDF(t *testing.T) {
-	ms := Millis([]time.Duration{1500 * time.Microsecond, 20 * time.Millisecond})
-	if ms[0] != 1.5 || ms[1] != 20 {
-		t.Errorf("Millis = %v, want [1.5 20]", ms)
-	}
-	x, f := CDF([]float64{3, 1, 2, 2})
-	wantX, wantF := []float64{1, 2, 2, 3}, []float64{0.25, 0.5, 0.75, 1}
-	for i := range wantX {
-		if x[i] != wantX[i] || f[i] != wantF[i] {
-			t.Fatalf("CDF = %v %v, want %v %v", x, f, wantX, wantF)
-		}
-	}
-}
-
 func near(a, b float64) bool { return math.Abs(a-b) <= 1e-9*math.Max(1, math.Abs(b)) }
 
 func TestRates(t *testing.T) {
@@ -175,7 +113,7 @@ func TestFindStalls(t *testing.T) {
 	}
 }
 
-func TestFramesPerSecondAndShares(t *testing.T) {
+func TestFramesPerSecond(t *testing.T) {
 	s, ms := time.Second, time.Millisecond
 	// A warm-up second that is left out, 25 fps for 2 s, nothing for 1 s,
 	// 10 fps for 1 s, and a part second at the end that is left out too.
@@ -189,12 +127,5 @@ func TestFramesPerSecondAndShares(t *testing.T) {
 		if fps[i] != want[i] {
 			t.Fatalf("FramesPerSecond = %v, want %v", fps, want)
 		}
-	}
-	good, zero := FPSShares(fps, 25)
-	if good != 0.5 || zero != 0.25 {
-		t.Errorf("FPSShares = %v, %v, want 0.5, 0.25", good, zero)
-	}
-	if g, z := FPSShares(nil, 25); g != 0 || z != 0 {
-		t.Errorf("FPSShares(nil) = %v, %v, want 0, 0", g, z)
 	}
 }

@@ -116,22 +116,3 @@ func FramesPerSecond(display []time.Duration, from, to time.Duration) []int {
 	}
 	return fps
 }
-
-// FPSShares returns the share of one-second windows with at least good
-// frames displayed and the share with none (§6: Apple's "mostly above 25
-// fps" and "dropping to 0").
-func FPSShares(fps []int, good int) (atLeast, zero float64) {
-	if len(fps) == 0 {
-		return 0, 0
-	}
-	var a, z int
-	for _, f := range fps {
-		if f >= good {
-			a++
-		}
-		if f == 0 {
-			z++
-		}
-	}
-	return float64(a) / float64(len(fps)), float64(z) / float64(len(fps))
-}

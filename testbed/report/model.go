@@ -9,6 +9,7 @@ package report
 import (
 	"time"
 
+	"github.com/pi2hop/pi2hop/dist"
 	"github.com/pi2hop/pi2hop/testbed/metrics"
 )
 
@@ -70,7 +71,7 @@ type Run struct {
 	// HopLatenessMs is how late the hop handled its link events on the
 	// server→client direction: its timing error, which every delay above
 	// includes. A large tail means the machine was too busy to measure.
-	HopLatenessMs metrics.Dist `json:"hop_lateness_ms"`
+	HopLatenessMs dist.Summary `json:"hop_lateness_ms"`
 	Series        Series       `json:"series"`
 	// RTTMs holds raw RTT samples (ms, after warm-up) per flow label for
 	// the CDF plots; too bulky for report.json, whose Dists summarise them.
@@ -83,7 +84,7 @@ type Call struct {
 	Label string `json:"label"`
 	ECN   string `json:"ecn"` // "l4s" (ECT(1)) or "classic" (Not-ECT)
 	// RTTMs: per-ACK round-trip times of the call's packets.
-	RTTMs metrics.Dist `json:"rtt_ms"`
+	RTTMs dist.Summary `json:"rtt_ms"`
 	// Loss: (sent − received)/sent over the measured time; LossMax1s the
 	// worst one-second window.
 	Loss      float64        `json:"loss"`
@@ -94,7 +95,7 @@ type Call struct {
 	FPSMean      float64      `json:"fps_mean"`
 	FPSAtLeast25 float64      `json:"fps_share_at_least_25"`
 	FPSZero      float64      `json:"fps_share_zero"`
-	FrameDelayMs metrics.Dist `json:"frame_delay_ms"`
+	FrameDelayMs dist.Summary `json:"frame_delay_ms"`
 	GoodputBps   float64      `json:"goodput_bps"`
 }
 
@@ -104,7 +105,7 @@ type Flow struct {
 	Kind       string        `json:"kind"`  // "video", "prague", "tcp-cubic", ...
 	ECN        string        `json:"ecn"`   // "l4s", "classic"
 	GoodputBps float64       `json:"goodput_bps"`
-	RTTMs      *metrics.Dist `json:"rtt_ms,omitempty"`
+	RTTMs      *dist.Summary `json:"rtt_ms,omitempty"`
 	Loss       *float64      `json:"loss,omitempty"`
 }
 
@@ -112,7 +113,7 @@ type Flow struct {
 // line excluded) and counters at the bottleneck.
 type Queue struct {
 	Name      string       `json:"name"` // "L", "C" (FIFO: "C")
-	SojournMs metrics.Dist `json:"sojourn_ms"`
+	SojournMs dist.Summary `json:"sojourn_ms"`
 	Packets   uint64       `json:"packets"` // forwarded
 	Marked    uint64       `json:"marked"`
 	Dropped   uint64       `json:"dropped"`

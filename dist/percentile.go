@@ -1,0 +1,99 @@
+package dist
+
+import (
+	"cmp"
+	"math"
+	"slices"
+)
+
+// Rank is the 1-based rank of the p-quantile of n samples by the
+// nearest-rank method: ceil(p·n), so that at least a share p of the
+// samples are at or below the chosen one. p99 of 100 samples is the 99th
+// smallest (not the largest), p50 of 3 is the 2nd, p99 of 10 is the 10th.
+//
+// p is in (0, 1]; p <= 0 gives 1 (the minimum) and p > 1 gives n (the
+// maximum). Rank is 0 only when n <= 0.
+//
+// p·n is computed in floating point, where a decimal p such as 0.07 is
+// stored a few ulps off, so 0.07·100 comes out as 7.000000000000001 and a
+// plain ceil would give rank 8. The product is therefore rounded down to
+// the integer below it when it is within a relative 1e-12 of it: far
+// above the float error, far below any fraction p·n really has for the
+// p and n used here.
+func Rank(n int, p float64) int {
+	switch {
+	case n <= 0:
+		return 0
+	case !(p > 0): // NaN too
+		return 1
+	case p >= 1:
+		return n
+	}
+	x := p * float64(n)
+	r := math.Ceil(x)
+	if f := math.Floor(x); x-f <= 1e-12*x {
+		r = f
+	}
+	return min(max(int(r), 1), n)
+}
+
+// Quantile returns the p-quantile of sorted (ascending) by the
+// nearest-rank method (see Rank): always a sample, never interpolated.
+// The zero value for no samples.
+func Quantile[S ~[]E, E cmp.Ordered](sorted S, p float64) E {
+	var zero E
+	if len(sorted) == 0 {
+		return zero
+	}
+	return sorted[Rank(len(sorted), p)-1]
+}
+
+// Summary is a set of samples as the reports print it: count, mean,
+// nearest-rank percentiles and the extremes, in the samples' unit
+// (milliseconds for delays).
+type Summary struct {
+	N    int     `json:"n"`
+	Min  float64 `json:"min"`
+	Mean float64 `json:"mean"`
+	P50  float64 `json:"p50"`
+	P95  float64 `json:"p95"`
+	P99  float64 `json:"p99"`
+	Max  float64 `json:"max"`
+}
+
+// Summarise returns the Summary of xs; the zero Summary when xs is
+// empty. xs is not modified.
+func Summarise(xs []float64) Summary {
+	if len(xs) == 0 {
+		return Summary{}
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	sum := 0.0
+	for _, x := range s {
+		sum += x
+	}
+	return Summary{
+		N:    len(s),
+		Min:  s[0],
+		Mean: sum / float64(len(s)),
+		P50:  Quantile(s, 0.50),
+		P95:  Quantile(s, 0.95),
+		P99:  Quantile(s, 0.99),
+		Max:  s[len(s)-1],
+	}
+}
+
+// CDF returns the sorted samples and, for each, the share of samples at
+// or below it: the points of an empirical CDF plot. The point at share
+// k/n is the sample of rank k, so the curve passes through every
+// Quantile.
+func CDF(xs []float64) (x, share []float64) {
+	x = slices.Clone(xs)
+	slices.Sort(x)
+	share = make([]float64, len(x))
+	for i := range x {
+		share[i] = float64(i+1) / float64(len(x))
+	}
+	return x, share
+}
