@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"strconv"
 	"time"
 
 	"github.com/pi2hop/pi2hop/pcap"
@@ -38,13 +37,9 @@ type analyzeArgs struct {
 
 func analyzeFlags(fs *pflag.FlagSet) func(context.Context, *cmdEnv, []string) error {
 	a := &analyzeArgs{}
-	// BoolFunc rather than BoolVar: help shows "--json", not "--json[=true|false]".
-	fs.BoolFunc("json", "print the full result as JSON instead of tables", func(v string) (err error) {
-		a.json, err = strconv.ParseBool(v)
-		return err
-	})
+	jsonFlag(fs, &a.json, "print the full result as JSON instead of tables")
 	fs.StringVar(&a.plotDir, "plot", "", "write PNG plots of mark fraction and sojourn over time into `DIR`")
-	fs.DurationVar(&a.bin, "bin", time.Second, "time bin for the series (mark fraction, sojourn percentiles)")
+	fs.DurationVar(&a.bin, "bin", time.Second, "`width` of each time bin of the series (mark fraction, sojourn percentiles per bin)")
 	fs.Float64Var(&a.coupling, "coupling", 2, "DualPI2 coupling factor k for the check p_C = (p_L/k)²")
 	fs.StringArrayVar(&a.ingress, "ingress", nil, "capture `FILE` taken before the bottleneck (tcpdump); packets are matched with --egress (repeatable)")
 	fs.StringArrayVar(&a.egress, "egress", nil, "capture `FILE` taken after the bottleneck, matched with --ingress (repeatable)")

@@ -12,16 +12,47 @@ import (
 	"github.com/spf13/pflag"
 )
 
-// command is one subcommand. Each lives in its own file and registers
-// itself from init, so the dispatcher knows none of them by name.
+// command is one command or subcommand. Top-level commands live in their
+// own files and register themselves from init, so the dispatcher knows
+// none of them by name; a command with subs (flow) is a group whose
+// subcommands are dispatched, parsed and helped by the same code.
 type command struct {
-	name  string // as typed: "replay"
+	name  string // as typed: "replay", "prague-send"
 	short string // one line for the command list
-	usage string // synopsis after "pi2hop ": "replay [flags] --trace FILE"
+	usage string // synopsis after the parent's path: "replay [flags] --trace FILE"
+	long  string // optional paragraph printed after short in the command's help
 	// flags declares the command's flags on fs and returns the function
 	// that runs the command once they are parsed; args are the positional
-	// arguments (after "--" too).
+	// arguments (after "--" too). nil for a group.
 	flags func(fs *pflag.FlagSet) func(ctx context.Context, env *cmdEnv, args []string) error
+	// subs are the subcommands, in the order help lists them.
+	subs   []*command
+	parent *command // set by register
+}
+
+// path is the command as typed after "pi2hop": "flow prague-send".
+func (c *command) path() string {
+	if c.parent == nil {
+		return c.name
+	}
+	return c.parent.path() + " " + c.name
+}
+
+func (c *command) sub(name string) *command {
+	for _, s := range c.subs {
+		if s.name == name {
+			return s
+		}
+	}
+	return nil
+}
+
+func (c *command) subNames() string {
+	names := make([]string, len(c.subs))
+	for i, s := range c.subs {
+		names[i] = s.name
+	}
+	return strings.Join(names, ", ")
 }
 
 // cmdEnv is what a command may touch of the outside world, so tests can
@@ -37,7 +68,34 @@ func register(c *command) {
 	if _, dup := commands[c.name]; dup {
 		panic("pi2hop: command registered twice: " + c.name)
 	}
+	setParents(c)
 	commands[c.name] = c
+}
+
+func setParents(c *command) {
+	for _, s := range c.subs {
+		s.parent = c
+		setParents(s)
+	}
+}
+
+// lookup walks args down the command tree: the command args[0] names,
+// then each subcommand the next argument names. It returns the deepest
+// command found and the arguments after it.
+func lookup(args []string) (*command, []string, error) {
+	c, ok := commands[args[0]]
+	if !ok {
+		return nil, nil, usagef("unknown command %q", args[0])
+	}
+	rest := args[1:]
+	for len(c.subs) > 0 && len(rest) > 0 {
+		s := c.sub(rest[0])
+		if s == nil {
+			break
+		}
+		c, rest = s, rest[1:]
+	}
+	return c, rest, nil
 }
 
 // usageError is a mistake in the command line: printed with a hint, exit 2.
@@ -59,36 +117,92 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		printUsage(stderr)
 		return usagef("no command given")
 	}
-	name := args[0]
-	switch name {
+	switch args[0] {
 	case "help", "-h", "--help":
-		if len(args) > 1 {
-			if c, ok := commands[args[1]]; ok {
-				fs := newFlagSet(c)
-				c.flags(fs)
-				printCommandUsage(stdout, c, fs)
-				return nil
-			}
-			return usagef("unknown command %q", args[1])
-		}
-		printUsage(stdout)
-		return nil
-	}
-	c, ok := commands[name]
-	if !ok {
-		printUsage(stderr)
-		return usagef("unknown command %q", name)
-	}
-	fs := newFlagSet(c)
-	run := c.flags(fs)
-	if err := fs.Parse(args[1:]); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			printCommandUsage(stdout, c, fs)
+		if len(args) == 1 {
+			printUsage(stdout)
 			return nil
 		}
-		return usagef("%s: %v", name, flagError(err))
+		c, rest, err := lookup(args[1:])
+		if err != nil {
+			return err
+		}
+		if len(rest) > 0 {
+			return unknownSub(c, rest[0])
+		}
+		printCommandUsage(stdout, c)
+		return nil
+	}
+	c, rest, err := lookup(args)
+	if err != nil {
+		printUsage(stderr)
+		return err
+	}
+	fs := newFlagSet(c)
+	var run func(context.Context, *cmdEnv, []string) error
+	if c.flags != nil {
+		run = c.flags(fs)
+	}
+	if len(c.subs) > 0 {
+		fs.SetInterspersed(false) // a word after the group's flags is a subcommand
+	}
+	if err := fs.Parse(rest); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			printCommandUsage(stdout, c)
+			return nil
+		}
+		return usagef("%s: %v", c.path(), flagError(err))
+	}
+	warnDeprecated(fs, c, stderr)
+	if len(c.subs) > 0 {
+		if fs.NArg() == 0 {
+			return usagef("%s: no subcommand given (want %s)", c.path(), c.subNames())
+		}
+		return unknownSub(c, fs.Arg(0))
 	}
 	return run(ctx, env, fs.Args())
+}
+
+func unknownSub(c *command, name string) error {
+	if len(c.subs) == 0 {
+		return usagef("%s: unexpected argument %q", c.path(), name)
+	}
+	return usagef("%s: unknown subcommand %q (want %s)", c.path(), name, c.subNames())
+}
+
+// alias declares old as a hidden, deprecated spelling of the flag new
+// (already declared on fs): it sets the same value, help does not show
+// it, and using it prints a note naming the new spelling. Old spellings
+// stay one release so scripts keep working while they move.
+func alias(fs *pflag.FlagSet, old, new string) {
+	f := fs.Lookup(new)
+	if f == nil {
+		panic("pi2hop: alias of undeclared flag --" + new)
+	}
+	fs.Var(f.Value, old, f.Usage)
+	fs.Lookup(old).NoOptDefVal = f.NoOptDefVal // a bool alias needs no value either
+	if err := fs.MarkDeprecated(old, "use --"+new); err != nil {
+		panic(err)
+	}
+}
+
+// jsonFlag declares --json, machine output, alike on every command:
+// BoolFunc, so help shows "--json" rather than "--json[=true|false]".
+func jsonFlag(fs *pflag.FlagSet, p *bool, usage string) {
+	fs.BoolFunc("json", usage, func(v string) (err error) {
+		*p, err = strconv.ParseBool(v)
+		return err
+	})
+}
+
+// warnDeprecated tells the user which deprecated spellings they used
+// (pflag's own note goes to the discarded flag-set output).
+func warnDeprecated(fs *pflag.FlagSet, c *command, stderr io.Writer) {
+	fs.Visit(func(f *pflag.Flag) {
+		if f.Deprecated != "" {
+			fmt.Fprintf(stderr, "pi2hop %s: --%s is deprecated and goes in the next release: %s\n", c.path(), f.Name, f.Deprecated)
+		}
+	})
 }
 
 // flagError rewrites pflag's "invalid argument "x" for "--flag" flag: why"
@@ -107,7 +221,7 @@ func flagError(err error) error {
 }
 
 func newFlagSet(c *command) *pflag.FlagSet {
-	fs := pflag.NewFlagSet("pi2hop "+c.name, pflag.ContinueOnError)
+	fs := pflag.NewFlagSet("pi2hop "+c.path(), pflag.ContinueOnError)
 	fs.SortFlags = false
 	fs.SetOutput(io.Discard) // Run reports errors itself
 	fs.SetInterspersed(true)
@@ -128,8 +242,28 @@ func printUsage(w io.Writer) {
 	fmt.Fprintln(w, "\nRun 'pi2hop help COMMAND' for a command's flags.")
 }
 
-func printCommandUsage(w io.Writer, c *command, fs *pflag.FlagSet) {
-	fmt.Fprintf(w, "Usage: pi2hop %s\n\n%s\n", c.usage, c.short)
+// printCommandUsage is the one help format, for commands, groups and
+// subcommands alike: synopsis, description, subcommands, flags.
+func printCommandUsage(w io.Writer, c *command) {
+	prefix := ""
+	if c.parent != nil {
+		prefix = c.parent.path() + " "
+	}
+	fmt.Fprintf(w, "Usage: pi2hop %s%s\n\n%s\n", prefix, c.usage, c.short)
+	if c.long != "" {
+		fmt.Fprintf(w, "\n%s\n", c.long)
+	}
+	if len(c.subs) > 0 {
+		fmt.Fprintln(w, "\nSubcommands:")
+		for _, s := range c.subs {
+			fmt.Fprintf(w, "  %-12s %s\n", s.name, s.short)
+		}
+		fmt.Fprintf(w, "\nRun 'pi2hop help %s SUBCOMMAND' for a subcommand's flags.\n", c.path())
+	}
+	fs := newFlagSet(c)
+	if c.flags != nil {
+		c.flags(fs)
+	}
 	if u := fs.FlagUsages(); strings.TrimSpace(u) != "" {
 		fmt.Fprintf(w, "\nFlags:\n%s", u)
 	}

@@ -6,9 +6,11 @@ import (
 	"errors"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
+	"unicode"
 
 	"github.com/spf13/pflag"
 )
@@ -28,11 +30,38 @@ func runOut(args ...string) (stdout, stderr string, err error) {
 	return o.String(), e.String(), err
 }
 
-// TestCommandHelp walks every registered command: `help CMD` and
-// `CMD --help` print the synopsis and every visible flag with a usage
-// text, and the command is listed by `pi2hop help`.
+// walkCommands calls f for every command and subcommand, each parent
+// before its subcommands.
+func walkCommands(f func(c *command)) {
+	var walk func(c *command)
+	walk = func(c *command) {
+		f(c)
+		for _, s := range c.subs {
+			walk(s)
+		}
+	}
+	for _, n := range commandNames() {
+		walk(commands[n])
+	}
+}
+
+// flagsOf returns c's flag set with its flags declared.
+func flagsOf(c *command) *pflag.FlagSet {
+	fs := newFlagSet(c)
+	if c.flags != nil {
+		c.flags(fs)
+	}
+	return fs
+}
+
+// TestCommandHelp walks every command and subcommand: `help PATH` and
+// `PATH --help` print the same text in one format (synopsis, description,
+// subcommands, flags); every flag is either in that help with a usage
+// text or a deprecated alias; every --flag the synopsis or description
+// names is one the help lists; `pi2hop help` and a group's help list
+// what is under them.
 func TestCommandHelp(t *testing.T) {
-	for _, want := range []string{"replay", "version"} {
+	for _, want := range []string{"replay", "version", "flow"} {
 		if commands[want] == nil {
 			t.Errorf("command %q not registered", want)
 		}
@@ -42,38 +71,149 @@ func TestCommandHelp(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, name := range commandNames() {
-		c := commands[name]
-		if c.short == "" || !strings.HasPrefix(c.usage, name) {
-			t.Errorf("%s: short %q, usage %q: want a description and a synopsis starting with the name", name, c.short, c.usage)
-		}
 		if !strings.Contains(list, "  "+name+" ") {
 			t.Errorf("pi2hop help does not list %s", name)
 		}
-		help, _, err := runOut("help", name)
+	}
+	walkCommands(func(c *command) {
+		path := c.path()
+		if c.short == "" || !strings.HasPrefix(c.usage, c.name) {
+			t.Errorf("%s: short %q, usage %q: want a description and a synopsis starting with the name", path, c.short, c.usage)
+		}
+		help, _, err := runOut(append([]string{"help"}, strings.Fields(path)...)...)
 		if err != nil {
-			t.Errorf("help %s: %v", name, err)
+			t.Errorf("help %s: %v", path, err)
+			return
+		}
+		if want := "Usage: pi2hop " + strings.TrimSuffix(path, c.name) + c.usage + "\n"; !strings.HasPrefix(help, want) {
+			t.Errorf("help %s starts %q, want %q", path, firstLine(help), want)
+		}
+		for _, s := range c.subs {
+			if !strings.Contains(help, "  "+s.name+" ") {
+				t.Errorf("help %s does not list %s", path, s.name)
+			}
+		}
+		visible := map[string]bool{}
+		flagsOf(c).VisitAll(func(f *pflag.Flag) {
+			switch {
+			case f.Deprecated != "":
+				return // a hidden old spelling: TestOldSpellings
+			case f.Hidden:
+				t.Errorf("%s --%s is hidden but not a deprecated alias: show it in the help or remove it", path, f.Name)
+			case strings.TrimSpace(f.Usage) == "":
+				t.Errorf("%s --%s has no usage text", path, f.Name)
+			case !mentionsFlag(help, f.Name):
+				t.Errorf("help %s does not mention --%s", path, f.Name)
+			}
+			visible[f.Name] = true
+		})
+		// A group's synopsis may name its subcommands' flags.
+		for _, s := range c.subs {
+			flagsOf(s).VisitAll(func(f *pflag.Flag) { visible[f.Name] = f.Deprecated == "" && !f.Hidden })
+		}
+		for _, name := range flagWords(c.usage + " " + c.short + " " + c.long) {
+			if !visible[name] {
+				t.Errorf("%s: synopsis or description names --%s, which its help does not list", path, name)
+			}
+		}
+		dashHelp, _, err := runOut(append(strings.Fields(path), "--help")...)
+		if err != nil || dashHelp != help {
+			t.Errorf("%s --help differs from help %s (err %v)", path, path, err)
+		}
+	})
+}
+
+// flagWords returns the NAME of every --NAME in s.
+func flagWords(s string) []string {
+	var out []string
+	for _, w := range strings.Fields(s) {
+		i := strings.Index(w, "--")
+		if i < 0 {
 			continue
 		}
-		if !strings.HasPrefix(help, "Usage: pi2hop "+c.usage+"\n") {
-			t.Errorf("help %s starts %q", name, firstLine(help))
+		name := strings.TrimFunc(w[i+2:], func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '-' })
+		if end := strings.IndexFunc(name, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '-' }); end >= 0 {
+			name = name[:end]
 		}
-		fs := newFlagSet(c)
-		c.flags(fs)
-		fs.VisitAll(func(f *pflag.Flag) {
-			if f.Hidden || f.Deprecated != "" {
-				return
-			}
-			if strings.TrimSpace(f.Usage) == "" {
-				t.Errorf("%s --%s has no usage text", name, f.Name)
-			}
-			if !mentionsFlag(help, f.Name) {
-				t.Errorf("help %s does not mention --%s", name, f.Name)
+		if name != "" {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// spellings: one visible name per idea across every command. The others
+// may only be deprecated aliases. (analyze's --bin stays: it is the width
+// of a time bin of an offline series, not how often something repeats.)
+var spellings = []struct {
+	idea, name string
+	others     []string
+}{
+	{"a repeat interval", "every", []string{"watch", "interval", "period", "repeat", "refresh", "tick", "poll"}},
+	{"machine output", "json", []string{"format", "output", "output-format", "jsonl", "json-lines", "machine"}},
+}
+
+// TestOneSpellingPerIdea fails when any command or subcommand shows a
+// second spelling of an idea in its help.
+func TestOneSpellingPerIdea(t *testing.T) {
+	walkCommands(func(c *command) {
+		help, _, err := runOut(append([]string{"help"}, strings.Fields(c.path())...)...)
+		if err != nil {
+			t.Fatalf("help %s: %v", c.path(), err)
+		}
+		flagsOf(c).VisitAll(func(f *pflag.Flag) {
+			for _, sp := range spellings {
+				if slices.Contains(sp.others, f.Name) && f.Deprecated == "" {
+					t.Errorf("%s --%s: %s is spelled --%s", c.path(), f.Name, sp.idea, sp.name)
+				}
+				if slices.Contains(sp.others, f.Name) && mentionsFlag(help, f.Name) {
+					t.Errorf("help %s shows the old spelling --%s", c.path(), f.Name)
+				}
 			}
 		})
-		dashHelp, _, err := runOut(name, "--help")
-		if err != nil || dashHelp != help {
-			t.Errorf("%s --help differs from help %s (err %v)", name, name, err)
-		}
+	})
+}
+
+// TestOldSpellings: every deprecated flag is an alias that sets the very
+// value of the flag it names, or says it is ignored; and using one parses,
+// works and prints a note with the new spelling.
+func TestOldSpellings(t *testing.T) {
+	seen := 0
+	walkCommands(func(c *command) {
+		fs := flagsOf(c)
+		fs.VisitAll(func(f *pflag.Flag) {
+			if f.Deprecated == "" {
+				return
+			}
+			seen++
+			if !f.Hidden {
+				t.Errorf("%s --%s is deprecated but shown", c.path(), f.Name)
+			}
+			if strings.HasPrefix(f.Deprecated, "ignored") {
+				return
+			}
+			to, ok := strings.CutPrefix(f.Deprecated, "use --")
+			nf := fs.Lookup(to)
+			if !ok || nf == nil || nf.Value != f.Value {
+				t.Errorf("%s --%s (%q) is not an alias of a declared flag", c.path(), f.Name, f.Deprecated)
+			}
+		})
+	})
+	if seen == 0 {
+		t.Error("no deprecated spellings found: the walk saw none of --watch, --interval")
+	}
+	// One end to end: the old spelling sets the new flag and warns.
+	fs := flagsOf(commands["stats"])
+	if err := fs.Parse([]string{"--watch", "2s"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := fs.Lookup("every").Value.String(); got != "2s" {
+		t.Errorf("stats --watch 2s: --every = %s, want 2s", got)
+	}
+	var note bytes.Buffer
+	warnDeprecated(fs, commands["stats"], &note)
+	if !strings.Contains(note.String(), "--watch is deprecated") || !strings.Contains(note.String(), "use --every") {
+		t.Errorf("note %q: want it to name --watch and --every", note.String())
 	}
 }
 
@@ -100,10 +240,11 @@ func TestUnknownCommandsAndFlags(t *testing.T) {
 		nil,
 		{"frobnicate"},
 		{"help", "frobnicate"},
+		{"help", "flow", "frobnicate"},
 	}
-	for _, name := range commandNames() {
-		tests = append(tests, []string{name, "--no-such-flag"})
-	}
+	walkCommands(func(c *command) {
+		tests = append(tests, append(strings.Fields(c.path()), "--no-such-flag"))
+	})
 	for _, args := range tests {
 		_, _, err := runOut(args...)
 		var ue *usageError
@@ -113,8 +254,9 @@ func TestUnknownCommandsAndFlags(t *testing.T) {
 		}
 		switch {
 		case len(args) == 0 && !strings.Contains(err.Error(), "no command"),
-			len(args) > 0 && args[len(args)-1] == "frobnicate" && !strings.Contains(err.Error(), `unknown command "frobnicate"`),
-			len(args) == 2 && args[1] == "--no-such-flag" && !strings.Contains(err.Error(), "unknown flag: --no-such-flag"):
+			len(args) == 2 && args[1] == "frobnicate" && !strings.Contains(err.Error(), `unknown command "frobnicate"`),
+			len(args) == 3 && args[2] == "frobnicate" && !strings.Contains(err.Error(), `flow: unknown subcommand "frobnicate"`),
+			len(args) > 1 && args[len(args)-1] == "--no-such-flag" && !strings.Contains(err.Error(), "unknown flag: --no-such-flag"):
 			t.Errorf("%q: error %q does not say what was wrong", args, err)
 		}
 		var stderr bytes.Buffer

@@ -22,84 +22,37 @@ func init() {
 	register(&command{
 		name:  "flow",
 		short: "traffic endpoints: Prague (L4S or classic), a video call, bulk TCP, an ECN round-trip probe",
-		usage: flowUsage(),
-		flags: flowFlags,
+		usage: "flow SUBCOMMAND [flags]",
+		long:  "Each works across real networks too, not only in pi2hop lab.",
+		subs: []*command{
+			flowSub("prague-send", "--to ADDR:PORT [--ecn l4s|classic] [--max-rate R]", "send a UDP Prague flow (udp_prague wire format) to a prague-recv", pragueSendCmd),
+			flowSub("prague-recv", "--listen ADDR:PORT [--ecn l4s|classic]", "receive a UDP Prague flow and ACK every packet", pragueRecvCmd),
+			flowSub("video-send", "--to ADDR:PORT [--ecn l4s|classic] [--fps N]", "send a 30 fps video call over Prague congestion control", videoSendCmd),
+			flowSub("video-recv", "--listen ADDR:PORT [--ecn l4s|classic]", "receive a video call: fps, stalls, frame delay, loss", videoRecvCmd),
+			flowSub("bulk", "--listen ADDR:PORT [--cc cubic] | --to ADDR:PORT", "kernel TCP bulk transfer: the server sends, the client measures goodput", bulkCmd),
+			flowSub("probe", "--listen ADDR:PORT | --to ADDR:PORT [--ecn l4s|classic|ect0|ce] [--every 10ms]", "UDP round trips with a chosen ECN codepoint (L or C queue, both ways)", probeCmd),
+		},
 	})
 }
 
-// flowSub is one `pi2hop flow` subcommand with its own flags.
-type flowSub struct {
-	name, synopsis, short string
-	setup                 func(fs *pflag.FlagSet) func(ctx context.Context, env *cmdEnv) error
-}
-
-var flowSubs = []flowSub{
-	{"prague-send", "--to ADDR:PORT [--ecn l4s|classic] [--max-rate R]", "send a UDP Prague flow (udp_prague wire format) to a prague-recv", pragueSendCmd},
-	{"prague-recv", "--listen ADDR:PORT [--ecn l4s|classic]", "receive a UDP Prague flow and ACK every packet", pragueRecvCmd},
-	{"video-send", "--to ADDR:PORT [--ecn l4s|classic] [--fps N]", "send a 30 fps video call over Prague congestion control", videoSendCmd},
-	{"video-recv", "--listen ADDR:PORT [--ecn l4s|classic]", "receive a video call: fps, stalls, frame delay, loss", videoRecvCmd},
-	{"bulk", "--listen ADDR:PORT [--cc cubic] | --to ADDR:PORT", "kernel TCP bulk transfer: the server sends, the client measures goodput", bulkCmd},
-	{"probe", "--listen ADDR:PORT | --to ADDR:PORT [--ecn l4s|classic|ect0|ce] [--every 10ms]", "UDP round trips with a chosen ECN codepoint (L or C queue, both ways)", probeCmd},
-}
-
-func flowUsage() string {
-	var b strings.Builder
-	b.WriteString("flow SUBCOMMAND [flags]\n\nSubcommands (each also works across real networks):\n")
-	for _, s := range flowSubs {
-		fmt.Fprintf(&b, "  %-12s %s\n", s.name, s.short)
-	}
-	b.WriteString("\nRun 'pi2hop flow SUBCOMMAND --help' for its flags.")
-	return b.String()
-}
-
-func findFlowSub(name string) *flowSub {
-	for i := range flowSubs {
-		if flowSubs[i].name == name {
-			return &flowSubs[i]
-		}
-	}
-	return nil
-}
-
-func flowSubNames() string {
-	names := make([]string, len(flowSubs))
-	for i, s := range flowSubs {
-		names[i] = s.name
-	}
-	return strings.Join(names, ", ")
-}
-
-func flowFlags(fs *pflag.FlagSet) func(ctx context.Context, env *cmdEnv, args []string) error {
-	fs.SetInterspersed(false) // everything after the subcommand is its own
-	return func(ctx context.Context, env *cmdEnv, args []string) error {
-		if len(args) == 0 {
-			return usagef("flow: no subcommand given (want %s)", flowSubNames())
-		}
-		sub := findFlowSub(args[0])
-		if sub == nil {
-			return usagef("flow: unknown subcommand %q (want %s)", args[0], flowSubNames())
-		}
-		sfs := pflag.NewFlagSet("pi2hop flow "+sub.name, pflag.ContinueOnError)
-		sfs.SortFlags = false
-		sfs.SetOutput(io.Discard)
-		run := sub.setup(sfs)
-		if err := sfs.Parse(args[1:]); err != nil {
-			if errors.Is(err, pflag.ErrHelp) {
-				fmt.Fprintf(env.stdout, "Usage: pi2hop flow %s %s\n\n%s\n\nFlags:\n%s", sub.name, sub.synopsis, sub.short, sfs.FlagUsages())
-				return nil
+// flowSub makes a `pi2hop flow` subcommand: it takes no positional
+// arguments, and its errors name it.
+func flowSub(name, synopsis, short string, setup func(fs *pflag.FlagSet) func(context.Context, *cmdEnv) error) *command {
+	return &command{name: name, usage: name + " " + synopsis, short: short,
+		flags: func(fs *pflag.FlagSet) func(context.Context, *cmdEnv, []string) error {
+			run := setup(fs)
+			return func(ctx context.Context, env *cmdEnv, args []string) error {
+				if len(args) > 0 {
+					return usagef("flow %s: unexpected argument %q", name, args[0])
+				}
+				err := run(ctx, env)
+				var ue *usageError
+				if err != nil && !errors.As(err, &ue) && !strings.HasPrefix(err.Error(), name+":") {
+					err = fmt.Errorf("%s: %w", name, err)
+				}
+				return err
 			}
-			return usagef("flow %s: %v", sub.name, err)
-		}
-		if sfs.NArg() > 0 {
-			return usagef("flow %s: unexpected argument %q", sub.name, sfs.Arg(0))
-		}
-		err := run(ctx, env)
-		var ue *usageError
-		if err != nil && !errors.As(err, &ue) && !strings.HasPrefix(err.Error(), sub.name+":") {
-			err = fmt.Errorf("%s: %w", sub.name, err)
-		}
-		return err
-	}
+		}}
 }
 
 // flowArgs are the flags the subcommands share; each declares the ones it uses.
@@ -107,7 +60,7 @@ type flowArgs struct {
 	to, listen, bind string
 	ecn              string
 	duration         durationValue
-	interval         durationValue
+	every            durationValue // interval reports
 	json             bool
 	label            string
 }
@@ -125,12 +78,25 @@ func (a *flowArgs) ecnFlag(fs *pflag.FlagSet) {
 	fs.StringVar(&a.ecn, "ecn", flow.ECNL4S, "`mode`: l4s (ECT(1), Prague response) or classic (Not-ECT, loss-only); must match on both ends")
 }
 
-func (a *flowArgs) outputFlags(fs *pflag.FlagSet, defDuration time.Duration, what string) {
+// outputFlags declares --duration, --json, --label and, when the
+// subcommand's report period can be set, --every: how often an interval
+// report is printed (--interval before this release). bulk and probe
+// report once a second whatever is asked (probe's --every is its probe
+// period); their --interval was always ignored and still is, with a note.
+func (a *flowArgs) outputFlags(fs *pflag.FlagSet, defDuration time.Duration, what string, settable bool) {
 	a.duration = durationValue{d: defDuration, min: 0}
-	a.interval = durationValue{d: time.Second, min: time.Millisecond}
+	a.every = durationValue{d: time.Second, min: time.Millisecond}
 	fs.Var(&a.duration, "duration", "how long to "+what+"; 0 = until interrupted")
-	fs.Var(&a.interval, "interval", "report every `time`")
-	fs.BoolVar(&a.json, "json", false, "print JSON lines (one per interval, then a summary) instead of text")
+	if settable {
+		fs.Var(&a.every, "every", "print an interval report once per `period`")
+		alias(fs, "interval", "every")
+	} else {
+		fs.Var(&a.every, "interval", "ignored")
+		if err := fs.MarkDeprecated("interval", "ignored: this subcommand reports every second"); err != nil {
+			panic(err)
+		}
+	}
+	jsonFlag(fs, &a.json, "print JSON lines (one per interval, then a summary) instead of text")
 	fs.StringVar(&a.label, "label", "", "`name` put in every report line")
 }
 
@@ -198,7 +164,7 @@ func pragueSendCmd(fs *pflag.FlagSet) func(context.Context, *cmdEnv) error {
 	a.ecnFlag(fs)
 	fs.Var(&maxRate, "max-rate", "never send faster than `rate`, tc units (10mbit); default no limit")
 	fs.Var(&mtu, "mtu", "largest UDP payload in `bytes`")
-	a.outputFlags(fs, 10*time.Second, "send")
+	a.outputFlags(fs, 10*time.Second, "send", true)
 	return func(ctx context.Context, env *cmdEnv) error {
 		if err := a.checkECN(); err != nil {
 			return err
@@ -209,7 +175,7 @@ func pragueSendCmd(fs *pflag.FlagSet) func(context.Context, *cmdEnv) error {
 		}
 		defer conn.Close()
 		out := newFlowOut(env.stdout, a.json, a.label)
-		cfg := flow.PragueConfig{ECN: a.ecn, MaxRate: maxRate.bps, MTU: mtu.n, Duration: a.duration.d, Interval: a.interval.d, Label: a.label}
+		cfg := flow.PragueConfig{ECN: a.ecn, MaxRate: maxRate.bps, MTU: mtu.n, Duration: a.duration.d, Interval: a.every.d, Label: a.label}
 		s, err := flow.PragueSend(ctx, conn, peer, cfg, out.interval)
 		out.senderSummary("prague-send", s)
 		return err
@@ -220,14 +186,14 @@ func pragueRecvCmd(fs *pflag.FlagSet) func(context.Context, *cmdEnv) error {
 	var a flowArgs
 	a.listenFlag(fs)
 	a.ecnFlag(fs)
-	a.outputFlags(fs, 0, "receive")
+	a.outputFlags(fs, 0, "receive", true)
 	return func(ctx context.Context, env *cmdEnv) error {
 		conn, out, err := a.openReceiver(env)
 		if err != nil {
 			return err
 		}
 		defer conn.Close()
-		cfg := flow.PragueConfig{ECN: a.ecn, Duration: a.duration.d, Interval: a.interval.d, Label: a.label}
+		cfg := flow.PragueConfig{ECN: a.ecn, Duration: a.duration.d, Interval: a.every.d, Label: a.label}
 		s, err := flow.PragueRecv(ctx, conn, cfg, out.interval)
 		out.receiverSummary(s)
 		return err
@@ -255,7 +221,7 @@ func videoSendCmd(fs *pflag.FlagSet) func(context.Context, *cmdEnv) error {
 	fs.Var(&keyEvery, "keyframe-every", "periodic keyframe `interval` (also on the receiver's PLI)")
 	fs.Var(&budget, "budget", "send each frame within this `time`, or at the Prague rate if slower")
 	fs.Uint64Var(&cfg.Seed, "seed", 1, "seed of the frame-size noise")
-	a.outputFlags(fs, 30*time.Second, "send")
+	a.outputFlags(fs, 30*time.Second, "send", true)
 	return func(ctx context.Context, env *cmdEnv) error {
 		if err := a.checkECN(); err != nil {
 			return err
@@ -271,7 +237,7 @@ func videoSendCmd(fs *pflag.FlagSet) func(context.Context, *cmdEnv) error {
 		out := newFlowOut(env.stdout, a.json, a.label)
 		cfg.ECN, cfg.FPS, cfg.MinRate, cfg.MaxRate = a.ecn, fps.n, minRate.bps, maxRate.bps
 		cfg.KeyframeEvery, cfg.FrameBudget = keyEvery.d, budget.d
-		cfg.Duration, cfg.Interval, cfg.Label = a.duration.d, a.interval.d, a.label
+		cfg.Duration, cfg.Interval, cfg.Label = a.duration.d, a.every.d, a.label
 		s, err := flow.VideoSend(ctx, conn, peer, cfg, out.interval)
 		out.senderSummary("video-send", s.SenderSummary, "frames", s.Frames, "keyframes", s.Keyframes, "plis", s.PLIs, "flushes", s.Flushes)
 		return err
@@ -286,7 +252,7 @@ func videoRecvCmd(fs *pflag.FlagSet) func(context.Context, *cmdEnv) error {
 	a.ecnFlag(fs)
 	fps := fpsFlag(fs)
 	fs.Var(&playout, "playout", "playout `delay` after capture (needs clocks in sync across machines)")
-	a.outputFlags(fs, 0, "receive")
+	a.outputFlags(fs, 0, "receive", true)
 	return func(ctx context.Context, env *cmdEnv) error {
 		conn, out, err := a.openReceiver(env)
 		if err != nil {
@@ -294,7 +260,7 @@ func videoRecvCmd(fs *pflag.FlagSet) func(context.Context, *cmdEnv) error {
 		}
 		defer conn.Close()
 		cfg.ECN, cfg.FPS, cfg.Playout = a.ecn, fps.n, playout.d
-		cfg.Duration, cfg.Interval, cfg.Label = a.duration.d, a.interval.d, a.label
+		cfg.Duration, cfg.Interval, cfg.Label = a.duration.d, a.every.d, a.label
 		s, err := flow.VideoRecv(ctx, conn, cfg, out.interval)
 		out.videoSummary(s)
 		return err
@@ -306,7 +272,7 @@ func bulkCmd(fs *pflag.FlagSet) func(context.Context, *cmdEnv) error {
 	a.listenFlag(fs)
 	fs.StringVar(&a.to, "to", "", "server `ADDR:PORT` to fetch from (client)")
 	cc := fs.String("cc", flow.DefaultBulkCC, "server's TCP congestion `control` (cubic, reno, bbr, ...)")
-	a.outputFlags(fs, 10*time.Second, "fetch (client)")
+	a.outputFlags(fs, 10*time.Second, "fetch (client)", false)
 	return func(ctx context.Context, env *cmdEnv) error {
 		if (a.to == "") == (a.listen == "") {
 			return usagef("give exactly one of --listen (server) and --to (client)")
@@ -341,9 +307,8 @@ func probeCmd(fs *pflag.FlagSet) func(context.Context, *cmdEnv) error {
 	a.listenFlag(fs)
 	a.peerFlags(fs)
 	fs.StringVar(&a.ecn, "ecn", "l4s", "probe `codepoint`: l4s (ECT(1)), classic (Not-ECT), ect0 or ce")
-	fs.Var(&every, "every", "send a probe every `time`")
-	a.outputFlags(fs, 10*time.Second, "probe (client)")
-	fs.Lookup("interval").Hidden = true // probes report every second
+	fs.Var(&every, "every", "send one probe per `period`")
+	a.outputFlags(fs, 10*time.Second, "probe (client)", false)
 	return func(ctx context.Context, env *cmdEnv) error {
 		if (a.to == "") == (a.listen == "") {
 			return usagef("give exactly one of --listen (server) and --to (client)")

@@ -24,7 +24,7 @@ func TestFlowFlagErrors(t *testing.T) {
 		{[]string{"flow", "prague-send"}, "--to is required"},
 		{[]string{"flow", "prague-send", "--to", "127.0.0.1"}, `--to "127.0.0.1": want ADDR:PORT`},
 		{[]string{"flow", "prague-send", "--to", "127.0.0.1:9", "--ecn", "ect0"}, `--ecn "ect0": want l4s or classic`},
-		{[]string{"flow", "prague-send", "--to", "127.0.0.1:9", "--max-rate", "10mb"}, `invalid argument "10mb" for "--max-rate"`},
+		{[]string{"flow", "prague-send", "--to", "127.0.0.1:9", "--max-rate", "10mb"}, `--max-rate "10mb": unknown unit "mb"`},
 		{[]string{"flow", "prague-send", "--to", "127.0.0.1:9", "--mtu", "100"}, "must be in 150..65507"},
 		{[]string{"flow", "prague-send", "--to", "127.0.0.1:9", "--duration", "-1s"}, "must not be negative"},
 		{[]string{"flow", "prague-recv"}, "--listen is required"},
@@ -48,14 +48,14 @@ func TestFlowFlagErrors(t *testing.T) {
 }
 
 func TestFlowSubcommandHelp(t *testing.T) {
-	for _, s := range flowSubs {
+	for _, s := range commands["flow"].subs {
 		out, _, err := runOut("flow", s.name, "--help")
 		if err != nil || !strings.HasPrefix(out, "Usage: pi2hop flow "+s.name+" ") || !strings.Contains(out, "--json") {
 			t.Errorf("flow %s --help: %v\n%s", s.name, err, out)
 		}
 	}
 	out, _, _ := runOut("help", "flow")
-	for _, s := range flowSubs {
+	for _, s := range commands["flow"].subs {
 		if !strings.Contains(out, "  "+s.name+" ") {
 			t.Errorf("help flow does not list %s", s.name)
 		}
@@ -81,11 +81,11 @@ func TestFlowPragueJSON(t *testing.T) {
 	go func() {
 		defer wg.Done()
 		var b strings.Builder
-		recvErr = Run(rctx, []string{"flow", "prague-recv", "--listen", addr, "--json", "--interval", "200ms"}, strings.NewReader(""), &b, &b)
+		recvErr = Run(rctx, []string{"flow", "prague-recv", "--listen", addr, "--json", "--every", "200ms"}, strings.NewReader(""), &b, &b)
 		recvOut = b.String()
 	}()
 	time.Sleep(100 * time.Millisecond)
-	sendOut, _, err := runOut("flow", "prague-send", "--to", addr, "--duration", "1s", "--interval", "200ms", "--json", "--label", "cli")
+	sendOut, _, err := runOut("flow", "prague-send", "--to", addr, "--duration", "1s", "--every", "200ms", "--json", "--label", "cli")
 	time.Sleep(50 * time.Millisecond)
 	stopRecv()
 	wg.Wait()

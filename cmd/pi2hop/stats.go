@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pi2hop/pi2hop/aqm"
+	"github.com/pi2hop/pi2hop/dist"
 	"github.com/pi2hop/pi2hop/hop"
 	"github.com/pi2hop/pi2hop/shaper"
 	"github.com/spf13/pflag"
@@ -16,14 +17,14 @@ import (
 
 // pi2hop stats: ask a running instance (run or shell) for its counters and
 // print, per direction, what `tc -s qdisc show` prints for dualpi2 plus
-// the link's figures. With --watch the rates and sojourn quantiles are
+// the link's figures. With --every the rates and sojourn quantiles are
 // those of the last interval.
 
 func init() {
 	register(&command{
 		name:  "stats",
 		short: "show a running hop's queue and link statistics",
-		usage: "stats [--name N] [--json] [--watch 1s]",
+		usage: "stats [--name N] [--json] [--every 1s]",
 		flags: statsFlags,
 	})
 }
@@ -31,20 +32,21 @@ func init() {
 type statsArgs struct {
 	name  string
 	json  bool
-	watch time.Duration
+	every time.Duration
 }
 
 func statsFlags(fs *pflag.FlagSet) func(context.Context, *cmdEnv, []string) error {
 	a := &statsArgs{}
 	fs.StringVar(&a.name, "name", defaultInstance, "instance `name` (as given to run or shell)")
-	fs.BoolVar(&a.json, "json", false, "print JSON: one object per snapshot")
-	fs.DurationVar(&a.watch, "watch", 0, "print again every `interval` (e.g. 1s) until interrupted; figures are per interval")
+	jsonFlag(fs, &a.json, "print JSON: one object per snapshot")
+	fs.DurationVar(&a.every, "every", 0, "print again once per `period` (e.g. 1s) until interrupted; figures are per period")
+	alias(fs, "watch", "every") // --watch before this release
 	return func(ctx context.Context, env *cmdEnv, args []string) error {
 		if len(args) > 0 {
 			return usagef("stats: unexpected argument %q", args[0])
 		}
-		if a.watch < 0 || (a.watch > 0 && a.watch < 10*time.Millisecond) {
-			return usagef("stats: --watch %v: want 10ms or more", a.watch)
+		if a.every < 0 || (a.every > 0 && a.every < 10*time.Millisecond) {
+			return usagef("stats: --every %v: want 10ms or more", a.every)
 		}
 		return runStats(ctx, env.stdout, a)
 	}
@@ -78,14 +80,14 @@ func runStats(ctx context.Context, w io.Writer, a *statsArgs) error {
 				writeDirView(w, &v)
 			}
 		}
-		if a.watch == 0 {
+		if a.every == 0 {
 			return nil
 		}
 		prev = cur
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-time.After(a.watch):
+		case <-time.After(a.every):
 		}
 	}
 }
@@ -178,8 +180,9 @@ func viewOf(s, prev *hop.DirStats) dirView {
 	if in > 0 && cpu > 0 {
 		v.CPUPerPkt = float64(cpu) / float64(in) / 1e3
 	}
-	v.SojournC = [2]float64{float64(sc.Quantile(0.5)) / 1e6, float64(sc.Quantile(0.99)) / 1e6}
-	v.SojournL = [2]float64{float64(sl.Quantile(0.5)) / 1e6, float64(sl.Quantile(0.99)) / 1e6}
+	ms := func(h *hop.Histogram, q float64) float64 { return dist.Ms(time.Duration(h.Quantile(q))) }
+	v.SojournC = [2]float64{ms(&sc, 0.5), ms(&sc, 0.99)}
+	v.SojournL = [2]float64{ms(&sl, 0.5), ms(&sl, 0.99)}
 	v.Lateness = [2]float64{float64(late.Quantile(0.5)) / 1e3, float64(late.Quantile(0.99)) / 1e3}
 	return v
 }
