@@ -238,8 +238,8 @@ func (d *dirAcc) result(a *Analyzer, start int64) *DirectionResult {
 		for i, s := range c.sojourn {
 			vals[i] = s.v
 		}
-		cr.Sojourn = percentiles(vals)
-		cr.Transit = percentiles(c.transit)
+		cr.Sojourn = summarise(vals)
+		cr.Transit = summarise(c.transit)
 		r.Classes = append(r.Classes, &cr)
 	}
 	for _, f := range d.flowSeq {
@@ -335,9 +335,9 @@ func ratio(x, y float64) float64 {
 	return x / y
 }
 
-// percentiles sorts vals (ns) and summarises them in ms, nearest-rank
+// summarise sorts vals (ns) and summarises them in ms, nearest-rank
 // (dist.Quantile) like every pi2hop figure.
-func percentiles(vals []int64) Percentiles {
+func summarise(vals []int64) Percentiles {
 	if len(vals) == 0 {
 		return Percentiles{}
 	}

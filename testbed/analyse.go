@@ -229,7 +229,7 @@ func analyseQueues(run *report.Run, res *runResult, from, to time.Duration) {
 				cur, prev = &s[i].l, &s[i-1].l
 			}
 			d := cur.Sub(prev)
-			series = append(series, float64(d.Quantile(0.5))/1e6)
+			series = append(series, dist.Ms(time.Duration(d.Quantile(0.5))))
 		}
 		run.Series.QueueDelayMs[q] = series
 	}

@@ -42,7 +42,7 @@ func histDist(h *hop.Histogram) dist.Summary {
 	if h.Total == 0 {
 		return dist.Summary{}
 	}
-	ms := func(q float64) float64 { return float64(h.Quantile(q)) / 1e6 }
+	ms := func(q float64) float64 { return dist.Ms(time.Duration(h.Quantile(q))) }
 	const steps = 200
 	var sum float64
 	for i := range steps {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pi2hop/pi2hop/dist"
 	"github.com/pi2hop/pi2hop/testbed/flow/wire"
 )
 
@@ -73,7 +74,7 @@ func TestVideoLoopback(t *testing.T) {
 	}
 	delays := slices.Clone(rs.FrameDelay)
 	slices.Sort(delays)
-	if d := delays[len(delays)/2]; d < 80*time.Millisecond || d > 100*time.Millisecond {
+	if d := dist.Quantile(delays, 0.5); d < 80*time.Millisecond || d > 100*time.Millisecond {
 		t.Errorf("median frame delay %v, want the 80 ms playout delay", d)
 	}
 	if delays[0] < 80*time.Millisecond {
