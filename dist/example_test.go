@@ -1,0 +1,17 @@
+package dist_test
+
+import (
+	"fmt"
+
+	"github.com/pi2hop/pi2hop/dist"
+)
+
+// The p99 of 100 samples is the 99th smallest, not the largest.
+func ExampleQuantile() {
+	rtts := make([]float64, 100) // ms, sorted
+	for i := range rtts {
+		rtts[i] = float64(20 + i)
+	}
+	fmt.Println(dist.Quantile(rtts, 0.50), dist.Quantile(rtts, 0.99), dist.Quantile(rtts, 1))
+	// Output: 69 118 119
+}
