@@ -104,53 +104,67 @@ const (
 	maxMTU      = 65535
 )
 
-// configRange is one row of Validate's table: a field, its tc name and
-// the range the kernel's netlink policy accepts.
-type configRange struct {
-	name          string
-	val, min, max int64
-	nanos         bool // print as durations
+// ConfigError is a parameter outside the range the kernel's netlink policy
+// accepts (dualpi2_policy). Field is tc's name of the parameter, so a
+// caller can map it to its own (a flag, a JSON key); Value, Min and Max
+// are in the unit Unit names.
+type ConfigError struct {
+	Field           string // tc's name: "coupling", "step_thresh", ...
+	Value, Min, Max int64
+	Unit            string // UnitNanos (printed as durations), UnitPackets, or "" (a plain number)
 }
 
-func (c Config) ranges() []configRange {
-	step := configRange{"step_thresh", c.StepThresh, 0, maxU32Nanos, true}
-	if c.StepInPackets {
-		step = configRange{"step_thresh", c.StepThresh, 0, math.MaxUint32, false}
+// Units of a ConfigError.
+const (
+	UnitNanos   = "ns"
+	UnitPackets = "packets"
+)
+
+// Error says `config "coupling": 0 not in 1..255`, times as durations
+// (`config "tupdate": 10s not in 1µs..4.294967295s`).
+func (e *ConfigError) Error() string {
+	switch e.Unit {
+	case UnitNanos:
+		return fmt.Sprintf("config %q: %v not in %v..%v", e.Field,
+			time.Duration(e.Value), time.Duration(e.Min), time.Duration(e.Max))
+	case "":
+		return fmt.Sprintf("config %q: %d not in %d..%d", e.Field, e.Value, e.Min, e.Max)
 	}
-	return []configRange{
-		{"limit", int64(c.Limit), 1, math.MaxUint32, false},
-		{"memlimit", int64(min(c.MemLimit, math.MaxInt64)), 1, math.MaxUint32, false},
-		{"target", c.Target, 0, maxTarget, true},
-		{"tupdate", c.Tupdate, 1000, maxU32Nanos, true},
-		{"alpha", int64(c.Alpha), 1, maxAlphaBeta, false},
-		{"beta", int64(c.Beta), 1, maxAlphaBeta, false},
-		{"coupling", int64(c.Coupling), 1, math.MaxUint8, false},
+	return fmt.Sprintf("config %q: %d not in %d..%d %s", e.Field, e.Value, e.Min, e.Max, e.Unit)
+}
+
+// ranges is Validate's table: every field with the range the kernel
+// accepts, as the ConfigError a violation returns.
+func (c Config) ranges() []ConfigError {
+	step := ConfigError{"step_thresh", c.StepThresh, 0, maxU32Nanos, UnitNanos}
+	if c.StepInPackets {
+		step = ConfigError{"step_thresh", c.StepThresh, 0, math.MaxUint32, UnitPackets}
+	}
+	return []ConfigError{
+		{"limit", int64(c.Limit), 1, math.MaxUint32, ""},
+		{"memlimit", int64(min(c.MemLimit, math.MaxInt64)), 1, math.MaxUint32, ""},
+		{"target", c.Target, 0, maxTarget, UnitNanos},
+		{"tupdate", c.Tupdate, 1000, maxU32Nanos, UnitNanos},
+		{"alpha", int64(c.Alpha), 1, maxAlphaBeta, ""},
+		{"beta", int64(c.Beta), 1, maxAlphaBeta, ""},
+		{"coupling", int64(c.Coupling), 1, math.MaxUint8, ""},
 		step,
-		{"classic_protection", int64(c.ClassicProtection), 0, maxWeight, false},
-		{"ecn_mask", int64(c.ECNMask), 1, 3, false},
-		{"mtu", int64(c.MTU), minMTU, maxMTU, false},
+		{"classic_protection", int64(c.ClassicProtection), 0, maxWeight, ""},
+		{"ecn_mask", int64(c.ECNMask), 1, 3, ""},
+		{"mtu", int64(c.MTU), minMTU, maxMTU, ""},
 	}
 }
 
 // Validate checks every parameter against the kernel's netlink policy
-// (ranges as in dualpi2_policy) and returns the first violation, e.g.
-// `config "coupling": 0 not in 1..255`. The "both step forms" check of the
-// kernel cannot arise here (StepInPackets picks one form); flag parsing
-// rejects both forms given at once.
+// (ranges as in dualpi2_policy) and returns the first violation as a
+// *ConfigError, e.g. `config "coupling": 0 not in 1..255`. The "both step
+// forms" check of the kernel cannot arise here (StepInPackets picks one
+// form); flag parsing rejects both forms given at once.
 func (c Config) Validate() error {
 	for _, r := range c.ranges() {
-		if r.val >= r.min && r.val <= r.max {
-			continue
+		if r.Value < r.Min || r.Value > r.Max {
+			return &r
 		}
-		if r.nanos {
-			return fmt.Errorf("config %q: %v not in %v..%v", r.name,
-				time.Duration(r.val), time.Duration(r.min), time.Duration(r.max))
-		}
-		unit := ""
-		if r.name == "step_thresh" {
-			unit = " packets"
-		}
-		return fmt.Errorf("config %q: %d not in %d..%d%s", r.name, r.val, r.min, r.max, unit)
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package aqm
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -130,6 +131,28 @@ func TestTune(t *testing.T) {
 		_, _, _, _, err := Tune(tt.maxRTT, tt.typRTT)
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("Tune(%d, %d): error %v, want one containing %q", tt.maxRTT, tt.typRTT, err, tt.want)
+		}
+	}
+}
+
+// Validate's error carries the field and the range, so a caller can name
+// its own flag without reading the message.
+func TestValidateConfigError(t *testing.T) {
+	tests := []struct {
+		mod  func(*Config)
+		want ConfigError
+	}{
+		{func(c *Config) { c.Coupling = 0 }, ConfigError{Field: "coupling", Value: 0, Min: 1, Max: 255}},
+		{func(c *Config) { c.Tupdate = 999 }, ConfigError{Field: "tupdate", Value: 999, Min: 1000, Max: 1<<32 - 1, Unit: UnitNanos}},
+		{func(c *Config) { c.StepInPackets = true; c.StepThresh = 1 << 32 },
+			ConfigError{Field: "step_thresh", Value: 1 << 32, Min: 0, Max: 1<<32 - 1, Unit: UnitPackets}},
+	}
+	for _, tt := range tests {
+		c := DefaultConfig()
+		tt.mod(&c)
+		var ce *ConfigError
+		if err := c.Validate(); !errors.As(err, &ce) || *ce != tt.want {
+			t.Errorf("Validate() = %#v, want %#v", err, tt.want)
 		}
 	}
 }
