@@ -2,10 +2,8 @@ package hop
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/netip"
-	"sync"
 
 	"github.com/pi2hop/pi2hop/tun"
 )
@@ -25,11 +23,7 @@ type Pair struct {
 	ClientAddr6, ServerAddr6 netip.Addr
 	Hop                      *Hop
 
-	journal   *tun.Journal
-	done      chan struct{}
-	runErr    error
-	closeOnce sync.Once
-	closeErr  error
+	started // Done, Err, Close
 }
 
 // PairSpec places a Pair's ends. Zero fields take the defaults.
@@ -80,7 +74,6 @@ func NewPairWith(ctx context.Context, spec PairSpec, cfg Config) (p *Pair, err e
 		ClientNS: spec.ClientNS, ServerNS: spec.ServerNS,
 		ClientDev: spec.ClientDev, ServerDev: spec.ServerDev,
 		ServerAddr: spec.Subnet4.Masked().Addr().Next(), ServerAddr6: spec.Subnet6.Masked().Addr().Next(),
-		journal: j, done: make(chan struct{}),
 	}
 	p.ClientAddr, p.ClientAddr6 = p.ServerAddr.Next(), p.ServerAddr6.Next()
 	var devs []tun.Device
@@ -137,10 +130,7 @@ func NewPairWith(ctx context.Context, spec PairSpec, cfg Config) (p *Pair, err e
 	if spec.Tap != nil {
 		h.SetTap(spec.Tap)
 	}
-	go func() {
-		defer close(p.done)
-		p.runErr = h.Run(ctx)
-	}()
+	p.start(ctx, h, j)
 	return p, nil
 }
 
@@ -168,32 +158,3 @@ func (p *Pair) InClient(f func() error) error { return tun.Do(p.ClientNS, f) }
 
 // InServer runs f inside the server namespace ("" = the host's).
 func (p *Pair) InServer(f func() error) error { return tun.Do(p.ServerNS, f) }
-
-// Done is closed when the hop has stopped; Err then says why.
-func (p *Pair) Done() <-chan struct{} { return p.done }
-
-// Err returns the hop's error once Done is closed (nil for a normal stop).
-func (p *Pair) Err() error {
-	select {
-	case <-p.done:
-		return p.runErr
-	default:
-		return nil
-	}
-}
-
-// Close stops the hop, closes the TUN devices and undoes every change in
-// the journal (namespaces, addresses, routes and whatever else the caller
-// recorded there). It is idempotent.
-func (p *Pair) Close() error {
-	p.closeOnce.Do(func() {
-		var errs []error
-		if p.Hop != nil {
-			errs = append(errs, p.Hop.Close())
-			<-p.done
-		}
-		errs = append(errs, p.journal.Undo())
-		p.closeErr = errors.Join(errs...)
-	})
-	return p.closeErr
-}

@@ -13,8 +13,10 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/pi2hop/pi2hop/hop"
+	"github.com/pi2hop/pi2hop/hop/instance"
 	"github.com/pi2hop/pi2hop/shaper"
 	"github.com/pi2hop/pi2hop/testbed"
+	"github.com/pi2hop/pi2hop/testbed/report"
 )
 
 func init() {
@@ -149,39 +151,39 @@ func indent(s, pre string) string {
 }
 
 // runLab runs cfg with a progress bar on stderr, writes the report into
-// out and prints the summary.
+// out and prints the summary. The lab is an anonymous instance: the
+// lifecycle gives it the privilege check, the capture (one for the whole
+// lab: each run's taps are named after it, l4s.up-in, classic.up-out, ...,
+// so analyze reports the runs apart) and the teardown order; testbed
+// builds a hop per run.
 func runLab(ctx context.Context, env *cmdEnv, cfg testbed.Config, out string, cf *captureFlags, cpuLatency time.Duration) error {
-	if os.Geteuid() != 0 {
-		return errors.New("lab: needs root to create network namespaces and TUN devices: run it with sudo (e.g. sudo make lab)")
-	}
 	if out == "" {
 		out = fmt.Sprintf("pi2hop-lab-%s-%s", cfg.Scenario, time.Now().Format("20060102-150405"))
 	}
-	planned := cfg.PlannedDuration()
-	fmt.Fprintf(env.stderr, "pi2hop lab %v; about %v\n", cfg, planned.Round(time.Second))
-	cols, tty := terminalWidth(env.stderr)
-	progress := testbed.NewProgress(env.stderr, tty, planned)
-	progress.SetWidth(cols)
-	progress.Start()
-	opt := testbed.Options{Progress: progress, CPULatency: cpuLatency}
-	// One capture for the whole lab: each run's taps are named after it
-	// (l4s.up-in, classic.up-out, ...), so analyze reports the runs apart.
-	capt, err := cf.open(fmt.Sprintf("pi2hop lab %v", cfg), hop.UnixOffset())
-	if err != nil {
-		progress.Stop()
-		return usagef("lab: %v", err)
+	if os.Geteuid() != 0 {
+		return errors.New("lab: needs root to create network namespaces and TUN devices: run it with sudo (e.g. sudo make lab)")
 	}
-	if capt != nil {
-		defer capt.Close()
-		opt.Tap = func(run string) hop.Tap { return newCaptureTapNamed(capt, run+".") }
-	}
-	rep, err := testbed.Run(ctx, cfg, opt)
-	progress.Stop()
-	if capt != nil {
-		if cerr := capt.Close(); cerr != nil && err == nil {
-			err = fmt.Errorf("--capture: %w", cerr)
-		}
-	}
+	var rep *report.Report
+	task := &instance.Task{Name: "lab", Info: []any{"scenario", cfg.Scenario, "capture", cf.path},
+		Do: func(ctx context.Context, ienv *instance.Env) error {
+			planned := cfg.PlannedDuration()
+			fmt.Fprintf(env.stderr, "pi2hop lab %v; about %v\n", cfg, planned.Round(time.Second))
+			cols, tty := terminalWidth(env.stderr)
+			progress := testbed.NewProgress(env.stderr, tty, planned)
+			progress.SetWidth(cols)
+			progress.Start()
+			defer progress.Stop()
+			opt := testbed.Options{Progress: progress, CPULatency: cpuLatency}
+			if ienv.Tap("") != nil {
+				opt.Tap = func(run string) hop.Tap { return ienv.Tap(run + ".") }
+			}
+			var err error
+			rep, err = testbed.Run(ctx, cfg, opt)
+			return err
+		}}
+	err := instance.Run(ctx, instance.Options{Command: "lab", Stderr: env.stderr,
+		Capture: func() (instance.Capture, error) { return openCapture(cf, fmt.Sprintf("pi2hop lab %v", cfg)) },
+	}, task)
 	if err != nil {
 		if ctx.Err() != nil {
 			fmt.Fprintln(env.stderr, "pi2hop lab: interrupted; its namespaces, devices and flows are gone")

@@ -1,27 +1,18 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/pi2hop/pi2hop/aqm"
+	"github.com/pi2hop/pi2hop/hop"
+	"github.com/pi2hop/pi2hop/hop/instance"
 	"github.com/pi2hop/pi2hop/shaper"
 	"github.com/spf13/pflag"
-)
-
-// Defaults for the link flags: a 10 Mbit/s bottleneck like the one Apple
-// throttles macOS Internet Sharing to in its L4S demo (WWDC23), adding no
-// delay or loss of its own, with sch_dualpi2's defaults for the AQM.
-const (
-	defaultRate = 10_000_000 // bit/s
-	defaultMTU  = 1500       // bytes: TUN devices carry IP packets, no L2 header
-	defaultSeed = 1
-	// defaultFIFOLimit is the FIFO's buffer when neither --limit nor
-	// --memlimit is given: Linux's default txqueuelen, i.e. the deep
-	// buffer of a router without queue management.
-	defaultFIFOLimit = 1000
 )
 
 // linkFlags are the flags that describe a bottleneck: the link (rate,
@@ -67,7 +58,7 @@ func addLinkFlags(fs *pflag.FlagSet, bidir bool) *linkFlags {
 	f := &linkFlags{
 		fs:                fs,
 		bidir:             bidir,
-		rate:              rateValue{bps: defaultRate},
+		rate:              rateValue{bps: instance.DefaultRate},
 		aqmKind:           choiceValue{val: aqm.KindDualPI2, choices: []string{aqm.KindDualPI2, aqm.KindFIFO}},
 		limit:             countValue{n: def.Limit, min: 1, max: math.MaxUint32},
 		memlimit:          sizeValue{max: math.MaxUint32},
@@ -84,7 +75,7 @@ func addLinkFlags(fs *pflag.FlagSet, bidir bool) *linkFlags {
 		ecnMask:           choiceValue{val: "l4s", choices: []string{"l4s", "any"}, aliases: map[string]string{"l4s_ect": "l4s", "any_ect": "any"}},
 		maxRTT:            durationValue{min: time.Microsecond, optional: true},
 		typicalRTT:        durationValue{min: time.Microsecond, optional: true},
-		mtu:               intRangeValue{n: defaultMTU, min: 68, max: 65535},
+		mtu:               intRangeValue{n: instance.DefaultMTU, min: 68, max: 65535},
 		upDelay:           durationValue{optional: true},
 		downDelay:         durationValue{optional: true},
 	}
@@ -127,10 +118,10 @@ func addLinkFlags(fs *pflag.FlagSet, bidir bool) *linkFlags {
 	fs.Var(&f.dropAt, "drop-at", "apply the PI drop/mark decision at enqueue or dequeue (step marks are always at dequeue)")
 	fs.Var(&f.classicProtection, "classic-protection", "Classic queue's WRR weight in `percent`, 0..100")
 	fs.Var(&f.ecnMask, "ecn-mask", "what goes to the L4S queue: l4s (ECT(1), CE) or any (ECT(0) too)")
-	fs.Var(&f.maxRTT, "max-rtt", "auto-tune target, tupdate, alpha, beta like tc for this largest expected RTT; --target etc. given explicitly still win")
-	fs.Var(&f.typicalRTT, "typical-rtt", "auto-tune like tc for this typical RTT (with or without --max-rtt); explicit --target etc. still win")
+	fs.Var(&f.maxRTT, "max-rtt", "auto-tune target, tupdate, alpha, beta like tc for this largest expected RTT; as in tc, the tuned values win over --target, --tupdate, --alpha, --beta (with a warning)")
+	fs.Var(&f.typicalRTT, "typical-rtt", "auto-tune like tc for this typical RTT (with or without --max-rtt); the tuned values win over explicit ones, as in tc")
 	fs.Var(&f.mtu, "mtu", "MTU in `bytes`: DualPI2's 2-MTU guard and WRR credit use it")
-	fs.Uint64Var(&f.seedValue, "seed", defaultSeed, "seed of the random loss and AQM decisions (same seed, same run)")
+	fs.Uint64Var(&f.seedValue, "seed", instance.DefaultSeed, "seed of the random loss and AQM decisions (same seed, same run)")
 	return f
 }
 
@@ -145,187 +136,130 @@ func (f *linkFlags) given(name string) bool {
 	return f.fs.Lookup(name) != nil && f.fs.Changed(name)
 }
 
+// settings turns the flags given into instance.Settings: what the library
+// resolves into a configuration, and what a set request sends.
+func (f *linkFlags) settings() instance.Settings {
+	var s instance.Settings
+	set := func(name string, apply func()) {
+		if f.given(name) {
+			apply()
+		}
+	}
+	set("rate", func() { s.Rate = &f.rate.bps })
+	set("up-rate", func() { s.UpRate = &f.upRate.bps })
+	set("down-rate", func() { s.DownRate = &f.downRate.bps })
+	set("rate-trace", func() { s.RateTrace = &f.rateTrace })
+	set("up-rate-trace", func() { s.UpRateTrace = &f.upRateTrace })
+	set("down-rate-trace", func() { s.DownRateTrace = &f.downRateTrace })
+	set("delay", func() { s.Delay = &f.delay.d })
+	set("up-delay", func() { s.UpDelay = &f.upDelay.d })
+	set("down-delay", func() { s.DownDelay = &f.downDelay.d })
+	set("loss", func() { s.Loss = &f.loss.text })
+	set("aqm", func() { s.AQM = &f.aqmKind.val })
+	set("limit", func() { s.Limit = &f.limit.n })
+	set("memlimit", func() { s.MemLimit = &f.memlimit.bytes })
+	set("target", func() { s.Target = &f.target.d })
+	set("tupdate", func() { s.Tupdate = &f.tupdate.d })
+	set("alpha", func() { s.Alpha = &f.alpha.netlink })
+	set("beta", func() { s.Beta = &f.beta.netlink })
+	set("coupling", func() { c := uint8(f.coupling.n); s.Coupling = &c })
+	set("step-thresh", func() {
+		s.StepThresh = &instance.Step{Time: time.Duration(f.stepThresh.ns), Packets: f.stepThresh.packets, InPackets: f.stepThresh.inPkts}
+	})
+	set("min-qlen-step", func() { s.MinQlenStep = &f.minQlenStep.n })
+	set("overload", func() { b := f.overload.val == "drop"; s.DropOverload = &b })
+	set("drop-at", func() { b := f.dropAt.val == "enqueue"; s.DropEnqueue = &b })
+	set("classic-protection", func() { c := uint8(f.classicProtection.n); s.ClassicProtection = &c })
+	set("ecn-mask", func() {
+		m := uint8(1)
+		if f.ecnMask.val == "any" {
+			m = 3
+		}
+		s.ECNMask = &m
+	})
+	set("max-rtt", func() { s.MaxRTT = &f.maxRTT.d })
+	set("typical-rtt", func() { s.TypicalRTT = &f.typicalRTT.d })
+	set("mtu", func() { s.MTU = &f.mtu.n })
+	set("seed", func() { s.Seed = &f.seedValue })
+	return s
+}
+
 // direction returns the link and queue configuration for one direction:
 // "up" or "down" with bidir flags, "" for the single direction of replay
 // (or both directions' shared settings). It reads a rate trace file if one
 // is named, so call it once per direction.
 func (f *linkFlags) direction(name string) (shaper.Config, aqm.Spec, error) {
-	var zero shaper.Config
-	if name != "" && name != "up" && name != "down" {
-		return zero, aqm.Spec{}, fmt.Errorf("link direction %q: want up or down", name)
-	}
 	if name != "" && !f.bidir {
-		return zero, aqm.Spec{}, fmt.Errorf("link direction %q: this command has one direction", name)
+		return shaper.Config{}, aqm.Spec{}, fmt.Errorf("link direction %q: this command has one direction", name)
 	}
-	rate, err := f.rateFor(name)
+	d, err := f.settings().Direction(name)
 	if err != nil {
-		return zero, aqm.Spec{}, err
+		return shaper.Config{}, aqm.Spec{}, f.flagNamed(err)
 	}
-	cfg := shaper.Config{Rate: rate, Delay: int64(f.delayFor(name))}
-	if f.loss.text != "" {
-		if cfg.Loss, err = shaper.ParseLoss(f.loss.text); err != nil {
-			return zero, aqm.Spec{}, fmt.Errorf("--loss %q: %w", f.loss.text, err)
-		}
-	}
-	spec, err := f.queueSpec()
-	if err != nil {
-		return zero, aqm.Spec{}, err
-	}
-	return cfg, spec, nil
+	return d.Link, d.Queue, nil
 }
 
-// rateFor resolves the rate of one direction. The most specific flag wins
-// (--up-rate over --rate); a rate and a rate trace at the same level conflict.
-func (f *linkFlags) rateFor(dir string) (shaper.Rate, error) {
-	type level struct {
-		rateFlag, traceFlag string
-		rate                *rateValue
-		trace               string
+// hopConfig builds both directions of a live hop from the link flags.
+func (f *linkFlags) hopConfig(name string) (hop.Config, error) {
+	c, err := f.settings().Resolve(name)
+	return c, f.flagNamed(err)
+}
+
+// warnings are the library's words on flags without effect (see
+// instance.Settings.Warnings), in flag terms.
+func (f *linkFlags) warnings() []string { return f.settings().Warnings() }
+
+// keyFlags maps the instance.Settings keys that are not spelled as
+// their flag.
+var keyFlags = map[string]string{"drop-on-overload": "overload", "drop-enqueue": "drop-at"}
+
+// aqmFlags maps aqm.ConfigError fields (tc's names) to flags.
+var aqmFlags = map[string]string{
+	"limit": "limit", "memlimit": "memlimit", "target": "target", "tupdate": "tupdate",
+	"alpha": "alpha", "beta": "beta", "coupling": "coupling", "step_thresh": "step-thresh",
+	"classic_protection": "classic-protection", "ecn_mask": "ecn-mask", "mtu": "mtu",
+}
+
+// flagFor names the flag of a Settings key or an aqm field.
+func flagFor(field string) string {
+	if f, ok := aqmFlags[field]; ok {
+		return f
 	}
-	levels := []level{{"rate", "rate-trace", &f.rate, f.rateTrace}}
-	switch dir {
-	case "up":
-		levels = append([]level{{"up-rate", "up-rate-trace", &f.upRate, f.upRateTrace}}, levels...)
-	case "down":
-		levels = append([]level{{"down-rate", "down-rate-trace", &f.downRate, f.downRateTrace}}, levels...)
+	if f, ok := keyFlags[field]; ok {
+		return f
 	}
-	for _, l := range levels {
-		rateGiven, traceGiven := f.given(l.rateFlag), f.given(l.traceFlag)
+	return field
+}
+
+// tunedFlags are the PI values auto-tuning sets.
+var tunedFlags = []string{"target", "tupdate", "alpha", "beta"}
+
+// flagNamed rewrites an error of the library about a setting so that it
+// names the flag: --tupdate: 10s not in 1µs..4.294967295s.
+func (f *linkFlags) flagNamed(err error) error {
+	var fe *instance.FieldError
+	var ce *aqm.ConfigError
+	tuned := f.given("max-rtt") || f.given("typical-rtt")
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &fe) && (fe.Field == "max-rtt" || fe.Field == "typical-rtt"):
+		return fmt.Errorf("%s: %w", f.tuneFlags(), fe.Err)
+	case errors.As(err, &fe):
+		return fmt.Errorf("--%s: %w", flagFor(fe.Field), fe.Err)
+	case errors.As(err, &ce):
+		flag := flagFor(ce.Field)
+		why := strings.TrimPrefix(ce.Error(), fmt.Sprintf("config %q:", ce.Field))
 		switch {
-		case rateGiven && traceGiven:
-			return nil, fmt.Errorf("--%s and --%s both set the rate: give one", l.rateFlag, l.traceFlag)
-		case traceGiven:
-			r, err := shaper.LoadRateTrace(l.trace)
-			if err != nil {
-				return nil, fmt.Errorf("--%s: %w", l.traceFlag, err)
-			}
-			return r, nil
-		case rateGiven:
-			return shaper.Const{BitsPerSecond: l.rate.bps}, nil
+		case tuned && slices.Contains(tunedFlags, flag):
+			return fmt.Errorf("%s: %s derived from them:%s", f.tuneFlags(), flag, why)
+		case f.given(flag):
+			return fmt.Errorf("--%s:%s", flag, why)
 		}
+		return fmt.Errorf("--%s (default):%s", flag, why)
 	}
-	return shaper.Const{BitsPerSecond: f.rate.bps}, nil // the default
+	return err
 }
-
-func (f *linkFlags) delayFor(dir string) time.Duration {
-	switch {
-	case dir == "up" && f.given("up-delay"):
-		return f.upDelay.d
-	case dir == "down" && f.given("down-delay"):
-		return f.downDelay.d
-	}
-	return f.delay.d
-}
-
-// queueSpec builds the queue discipline from --aqm and its knobs.
-func (f *linkFlags) queueSpec() (aqm.Spec, error) {
-	if f.aqmKind.val == aqm.KindFIFO {
-		for _, name := range dualPI2Only {
-			if f.given(name) {
-				return aqm.Spec{}, fmt.Errorf("--%s configures DualPI2 and means nothing with --aqm fifo", name)
-			}
-		}
-		return aqm.Spec{Kind: aqm.KindFIFO, FIFO: f.fifoConfig()}, nil
-	}
-	cfg, err := f.dualPI2Config()
-	if err != nil {
-		return aqm.Spec{}, err
-	}
-	return aqm.Spec{Kind: aqm.KindDualPI2, DualPI2: cfg}, nil
-}
-
-// fifoConfig sizes the FIFO from --limit and --memlimit, or gives it
-// defaultFIFOLimit packets when neither is given.
-func (f *linkFlags) fifoConfig() aqm.FIFOConfig {
-	var c aqm.FIFOConfig
-	if f.given("limit") {
-		c.Limit = f.limit.n
-	}
-	if f.given("memlimit") {
-		c.ByteLimit = f.memlimit.bytes
-	}
-	if c.Limit == 0 && c.ByteLimit == 0 {
-		c.Limit = defaultFIFOLimit
-	}
-	return c
-}
-
-// dualPI2Config merges the DualPI2 flags over the kernel defaults.
-//
-// Precedence for the PI parameters: an explicit --target, --tupdate, --alpha
-// or --beta always wins; what is not given comes from --max-rtt /
-// --typical-rtt auto-tuning (tc's formulas) when either is given, else
-// from the kernel defaults. (tc itself lets auto-tuning override
-// everything; naming a value on the command line and having it ignored
-// would surprise.)
-func (f *linkFlags) dualPI2Config() (aqm.Config, error) {
-	c := aqm.DefaultConfig()
-	c.MTU = f.mtu.n
-	c.Limit = f.limit.n
-	c.MemLimit = aqm.DefaultMemLimit(c.Limit, c.MTU) // as the kernel: follows limit
-	if f.given("memlimit") {
-		c.MemLimit = f.memlimit.bytes
-	}
-	c.Target, c.Tupdate = int64(f.target.d), int64(f.tupdate.d)
-	c.Alpha, c.Beta = f.alpha.netlink, f.beta.netlink
-	if f.given("max-rtt") || f.given("typical-rtt") {
-		target, tupdate, alpha, beta, err := aqm.Tune(int64(f.maxRTT.d), int64(f.typicalRTT.d))
-		if err != nil {
-			return c, fmt.Errorf("%s: %w", f.tuneFlags(), err)
-		}
-		if !f.given("target") {
-			c.Target = target
-		}
-		if !f.given("tupdate") {
-			c.Tupdate = tupdate
-		}
-		if !f.given("alpha") {
-			c.Alpha = alpha
-		}
-		if !f.given("beta") {
-			c.Beta = beta
-		}
-	}
-	c.Coupling = uint8(f.coupling.n)
-	c.StepInPackets = f.stepThresh.inPkts
-	c.StepThresh = f.stepThresh.ns
-	if c.StepInPackets {
-		c.StepThresh = int64(f.stepThresh.packets)
-	}
-	c.MinQlenStep = f.minQlenStep.n
-	c.DropOverload = f.overload.val == "drop"
-	c.DropEnqueue = f.dropAt.val == "enqueue"
-	c.ClassicProtection = uint8(f.classicProtection.n)
-	c.ECNMask = 1
-	if f.ecnMask.val == "any" {
-		c.ECNMask = 3
-	}
-	if err := c.Validate(); err != nil {
-		return c, f.validateError(err)
-	}
-	return c, nil
-}
-
-// validateError names the flag in aqm's `config "tupdate": 10s not in
-// 1µs..4.294967295s`, so the message points at what to change.
-func (f *linkFlags) validateError(err error) error {
-	rest, ok := strings.CutPrefix(err.Error(), `config "`)
-	name, why, found := strings.Cut(rest, `":`)
-	flag := strings.ReplaceAll(name, "_", "-")
-	switch {
-	case !ok || !found || f.fs.Lookup(flag) == nil:
-		return fmt.Errorf("dualpi2 flags: %w", err)
-	case f.given(flag):
-		return fmt.Errorf("--%s:%s", flag, why)
-	case f.given("max-rtt") || f.given("typical-rtt"):
-		return fmt.Errorf("%s: %s derived from them:%s", f.tuneFlags(), flag, why)
-	}
-	return fmt.Errorf("--%s (default):%s", flag, why)
-}
-
-// dualPI2Only are the flags that configure DualPI2 and mean nothing to a FIFO.
-var dualPI2Only = []string{"target", "tupdate", "alpha", "beta", "coupling", "step-thresh",
-	"min-qlen-step", "overload", "drop-at", "classic-protection", "ecn-mask", "max-rtt", "typical-rtt"}
 
 // tuneFlags names the auto-tuning flags given, with their values, for errors.
 func (f *linkFlags) tuneFlags() string {

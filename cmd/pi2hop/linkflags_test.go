@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/pi2hop/pi2hop/aqm"
+	"github.com/pi2hop/pi2hop/hop/instance"
 	"github.com/pi2hop/pi2hop/shaper"
 	"github.com/spf13/pflag"
 )
@@ -78,9 +79,9 @@ func TestLinkFlagsDualPI2(t *testing.T) {
 		{[]string{"--max-rtt", "200ms", "--typical-rtt", "20ms"}, func(c aqm.Config) bool {
 			return c.Target == tgt && c.Tupdate == tup && c.Alpha == alpha && c.Beta == beta
 		}},
-		// Explicit PI values win over auto-tuning.
+		// As in tc, auto-tuning wins over explicit PI values.
 		{[]string{"--max-rtt", "200ms", "--typical-rtt", "20ms", "--target", "5ms", "--beta", "2"}, func(c aqm.Config) bool {
-			return c.Target == 5e6 && c.Tupdate == tup && c.Alpha == alpha && c.Beta == 512
+			return c.Target == tgt && c.Tupdate == tup && c.Alpha == alpha && c.Beta == beta
 		}},
 	}
 	for _, tt := range tests {
@@ -100,7 +101,7 @@ func TestLinkFlagsFIFO(t *testing.T) {
 		args []string
 		want aqm.FIFOConfig
 	}{
-		{nil, aqm.FIFOConfig{Limit: defaultFIFOLimit}},
+		{nil, aqm.FIFOConfig{Limit: instance.DefaultFIFOLimit}},
 		{[]string{"--limit", "50"}, aqm.FIFOConfig{Limit: 50}},
 		{[]string{"--memlimit", "64k"}, aqm.FIFOConfig{ByteLimit: 65536}},
 		{[]string{"--limit", "50", "--memlimit", "3000"}, aqm.FIFOConfig{Limit: 50, ByteLimit: 3000}},
@@ -183,12 +184,13 @@ func TestLinkFlagsErrors(t *testing.T) {
 		{false, "", []string{"--max-rtt", "10s"}, []string{"--max-rtt 10s: ", "alpha"}},
 		{false, "", []string{"--tupdate", "10s"}, []string{"--tupdate: 10s not in 1µs.."}},
 		{false, "", []string{"--target", "5000s"}, []string{"--target: 1h23m20s not in"}},
-		{false, "", []string{"--aqm", "fifo", "--coupling", "3"}, []string{"--coupling configures DualPI2", "--aqm fifo"}},
-		{false, "", []string{"--rate", "1mbit", "--rate-trace", "x.trace"}, []string{"--rate and --rate-trace both set the rate"}},
+		{false, "", []string{"--aqm", "fifo", "--coupling", "3"}, []string{"--coupling: configures DualPI2", "fifo"}},
+		{false, "", []string{"--aqm", "fifo", "--overload", "overflow"}, []string{"--overload: configures DualPI2"}},
+		{false, "", []string{"--rate", "1mbit", "--rate-trace", "x.trace"}, []string{"--rate-trace: ", "rate", "both set the rate"}},
 		{false, "", []string{"--rate-trace", "/nonexistent/x.trace"}, []string{"--rate-trace: "}},
 		{false, "up", nil, []string{`link direction "up": this command has one direction`}},
 		{true, "sideways", nil, []string{`link direction "sideways": want up or down`}},
-		{true, "up", []string{"--up-rate", "1mbit", "--up-rate-trace", "x"}, []string{"--up-rate and --up-rate-trace both"}},
+		{true, "up", []string{"--up-rate", "1mbit", "--up-rate-trace", "x"}, []string{"--up-rate-trace: ", "up-rate", "both set the rate"}},
 		{true, "up", []string{"--up-delay", "-5ms"}, []string{`--up-delay "-5ms": must not be negative`}},
 	}
 	for _, tt := range tests {
@@ -243,6 +245,34 @@ func TestCPULatencyValue(t *testing.T) {
 		}
 		if err != nil || v.d != tt.want || v.String() != tt.print {
 			t.Errorf("%q: %v, %v printed %q; want %v printed %q", tt.in, err, v.d, v.String(), tt.want, tt.print)
+		}
+	}
+}
+
+// With --max-rtt or --typical-rtt, explicit PI values are ignored, as tc
+// does, and the warning names them.
+func TestLinkFlagsTuneWarning(t *testing.T) {
+	tests := []struct {
+		args []string
+		want string // "" = no warning
+	}{
+		{[]string{"--max-rtt", "200ms", "--target", "5ms", "--alpha", "0.1"}, "ignoring target, alpha"},
+		{[]string{"--typical-rtt", "20ms", "--tupdate", "5ms", "--beta", "2"}, "ignoring tupdate, beta"},
+		{[]string{"--max-rtt", "200ms"}, ""},
+		{[]string{"--target", "5ms"}, ""},
+	}
+	for _, tt := range tests {
+		fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+		lf := addLinkFlags(fs, false)
+		if err := fs.Parse(tt.args); err != nil {
+			t.Fatal(err)
+		}
+		w := strings.Join(lf.warnings(), "\n")
+		if (tt.want == "") != (w == "") || !strings.Contains(w, tt.want) {
+			t.Errorf("%v: warnings %q, want %q", tt.args, w, tt.want)
+		}
+		if tt.want != "" && !strings.Contains(w, "rtt_max is specified, ignore alpha/beta/tupdate/target") {
+			t.Errorf("%v: warning %q does not quote tc's", tt.args, w)
 		}
 	}
 }

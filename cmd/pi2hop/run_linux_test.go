@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pi2hop/pi2hop/hop"
+	"github.com/pi2hop/pi2hop/hop/instance"
 	"github.com/pi2hop/pi2hop/tun"
 	"github.com/vishvananda/netlink"
 )
@@ -202,7 +204,7 @@ func (l *gatewayLab) routerState(t *testing.T, name string) string {
 		}
 		fmt.Fprintf(&b, "%s=%s ", k, v)
 	}
-	_, _, prio := gatewayTables(name)
+	_, _, prio := hop.GatewayTables(name)
 	err := tun.Do(l.router, func() error {
 		rules, err := netlink.RuleList(netlink.FAMILY_ALL)
 		if err != nil {
@@ -227,7 +229,7 @@ func (l *gatewayLab) routerState(t *testing.T, name string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(statePath(name)); err == nil {
+	if _, err := os.Stat(instance.StatePath(name)); err == nil {
 		b.WriteString("statefile ")
 	}
 	return b.String()
@@ -255,7 +257,7 @@ func (l *gatewayLab) startGateway(t *testing.T, bin, name string, extra ...strin
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		if _, err := os.Stat(socketPath(name)); err == nil {
+		if _, err := os.Stat(instance.SocketPath(name)); err == nil {
 			return cmd
 		}
 		if time.Now().After(deadline) {

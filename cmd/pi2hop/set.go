@@ -2,17 +2,19 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
-	"strings"
+	"slices"
 
+	"github.com/pi2hop/pi2hop/hop/instance"
 	"github.com/spf13/pflag"
 )
 
 // pi2hop set: change a running instance's link and AQM parameters. Only
-// the flags given change; the instance merges them over the flags it was
-// started with, validates the result as a whole and applies it to both
-// directions at once, or not at all.
+// the flags given change: they travel as a typed edit (instance.Settings),
+// which the instance merges over the settings it runs with, validates as
+// a whole and applies to both directions at once, or not at all.
 
 func init() {
 	register(&command{
@@ -31,33 +33,36 @@ func setFlags(fs *pflag.FlagSet) func(context.Context, *cmdEnv, []string) error 
 		if len(args) > 0 {
 			return usagef("set: unexpected argument %q", args[0])
 		}
-		var given []string
-		fs.Visit(func(f *pflag.Flag) {
-			if f.Name != "name" {
-				// The values print in the units they parse from (tc rates,
-				// Go durations), so the instance re-parses the same setting.
-				v := f.Value.String()
-				if strings.HasSuffix(f.Name, "rate-trace") {
-					// The instance reads the file from its own directory.
-					if abs, err := filepath.Abs(v); err == nil {
-						v = abs
-					}
-				}
-				given = append(given, fmt.Sprintf("--%s=%s", f.Name, v))
-			}
-		})
+		s := lf.settings()
+		given := s.Given()
 		if len(given) == 0 {
 			return usagef("set: name at least one link flag to change, e.g. --rate 5mbit")
 		}
-		for _, n := range liveFixed {
-			if lf.given(n) {
-				return usagef("set: --%s cannot change while the hop runs: restart it", n)
+		for _, k := range given {
+			if slices.Contains(instance.LiveFixed, k) {
+				return usagef("set: --%s cannot change while the hop runs: restart it", flagFor(k))
 			}
 		}
-		if _, err := controlCall(name, controlRequest{Op: "set", Args: given}); err != nil {
+		// The instance reads trace files from its own directory.
+		for _, p := range []*string{s.RateTrace, s.UpRateTrace, s.DownRateTrace} {
+			if p != nil {
+				if abs, err := filepath.Abs(*p); err == nil {
+					*p = abs
+				}
+			}
+		}
+		warnings, err := instance.Set(name, s)
+		for _, w := range warnings {
+			fmt.Fprintf(env.stderr, "pi2hop: warning: %s\n", w)
+		}
+		var re *instance.RemoteError
+		if errors.As(err, &re) && re.Field != "" {
+			return fmt.Errorf("set: --%s: %s", flagFor(re.Field), re.Msg)
+		}
+		if err != nil {
 			return fmt.Errorf("set: %w", err)
 		}
-		fmt.Fprintf(env.stdout, "%s: set %v\n", name, given)
+		fmt.Fprintf(env.stdout, "%s: set %v\n", name, slices.DeleteFunc(givenFlags(fs), func(f string) bool { return f == "--name="+name }))
 		return nil
 	}
 }

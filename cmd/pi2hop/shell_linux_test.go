@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pi2hop/pi2hop/hop/instance"
 	"github.com/pi2hop/pi2hop/internal/roottest"
 	"github.com/pi2hop/pi2hop/pcap"
 	"github.com/pi2hop/pi2hop/tun"
@@ -40,7 +41,7 @@ func checkGone(t *testing.T, name string) {
 			t.Errorf("device %s left behind", dev)
 		}
 	}
-	for _, f := range []string{statePath(name), socketPath(name)} {
+	for _, f := range []string{instance.StatePath(name), instance.SocketPath(name)} {
 		if _, err := os.Stat(f); err == nil {
 			t.Errorf("%s left behind", f)
 		}
@@ -121,8 +122,8 @@ func TestShellRunsCommandBehindTheHop(t *testing.T) {
 func TestShellRefusesABusyName(t *testing.T) {
 	needRoot(t)
 	name := testInstance(2)
-	t.Cleanup(func() { os.Remove(statePath(name)) })
-	if err := writeState(name, &instanceState{PID: os.Getpid(), Command: "test"}); err != nil {
+	t.Cleanup(func() { os.Remove(instance.StatePath(name)) })
+	if err := instance.WriteState(name, &instance.State{PID: os.Getpid(), Command: "test"}); err != nil {
 		t.Fatal(err)
 	}
 	var stderr bytes.Buffer

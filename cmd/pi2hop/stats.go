@@ -11,6 +11,7 @@ import (
 	"github.com/pi2hop/pi2hop/aqm"
 	"github.com/pi2hop/pi2hop/dist"
 	"github.com/pi2hop/pi2hop/hop"
+	"github.com/pi2hop/pi2hop/hop/instance"
 	"github.com/pi2hop/pi2hop/shaper"
 	"github.com/spf13/pflag"
 )
@@ -55,11 +56,10 @@ func statsFlags(fs *pflag.FlagSet) func(context.Context, *cmdEnv, []string) erro
 func runStats(ctx context.Context, w io.Writer, a *statsArgs) error {
 	var prev *hop.Snapshot
 	for {
-		resp, err := controlCall(a.name, controlRequest{Op: "stats"})
+		cur, err := instance.Stats(a.name)
 		if err != nil {
 			return err
 		}
-		cur := resp.Stats
 		views := [2]dirView{viewOf(&cur.Up, prevDir(prev, hop.Up)), viewOf(&cur.Down, prevDir(prev, hop.Down))}
 		if a.json {
 			b, err := json.Marshal(struct {

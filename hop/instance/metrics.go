@@ -1,8 +1,9 @@
-package main
+package instance
 
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"time"
@@ -13,19 +14,22 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// hopCollector turns a stats snapshot, taken at scrape time, into metrics.
-type hopCollector struct {
+// NewCollector is a Prometheus collector of h's statistics.
+func NewCollector(h *hop.Hop) prometheus.Collector { return newCollector(h) }
+
+// collector turns a stats snapshot, taken at scrape time, into metrics.
+type collector struct {
 	h *hop.Hop
 
 	packets, bytes, drops, marks, malformed, ringDrops *prometheus.Desc
 	prob, qdelay, backlog, sojourn, rate, busy         *prometheus.Desc
 }
 
-func newHopCollector(h *hop.Hop) *hopCollector {
+func newCollector(h *hop.Hop) *collector {
 	d := func(name, help string, labels ...string) *prometheus.Desc {
 		return prometheus.NewDesc("pi2hop_"+name, help, append([]string{"dir"}, labels...), nil)
 	}
-	return &hopCollector{
+	return &collector{
 		h:         h,
 		packets:   d("packets_total", "Packets read (point=in) and written (point=out).", "point"),
 		bytes:     d("bytes_total", "IP bytes read (point=in) and written (point=out).", "point"),
@@ -42,14 +46,14 @@ func newHopCollector(h *hop.Hop) *hopCollector {
 	}
 }
 
-func (c *hopCollector) Describe(ch chan<- *prometheus.Desc) {
+func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.packets, c.bytes, c.drops, c.marks, c.malformed, c.ringDrops,
 		c.prob, c.qdelay, c.backlog, c.sojourn, c.rate, c.busy} {
 		ch <- d
 	}
 }
 
-func (c *hopCollector) Collect(ch chan<- prometheus.Metric) {
+func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	snap := c.h.Stats()
 	for _, s := range []*hop.DirStats{&snap.Up, &snap.Down} {
 		dir := s.Dir.String()
@@ -93,12 +97,12 @@ func (c *hopCollector) Collect(ch chan<- prometheus.Metric) {
 // metricsServer serves /metrics until closed.
 type metricsServer struct{ srv *http.Server }
 
-// metricsListenAddr binds a bare ":port" to loopback: exposing the
+// MetricsListenAddr binds a bare ":port" to loopback: exposing the
 // statistics beyond this box must be asked for with an explicit host.
-func metricsListenAddr(addr string) (string, error) {
+func MetricsListenAddr(addr string) (string, error) {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
-		return "", fmt.Errorf("--metrics %q: want host:port or :port (%v)", addr, err)
+		return "", fmt.Errorf("metrics address %q: want host:port or :port (%v)", addr, err)
 	}
 	if host == "" {
 		host = "127.0.0.1"
@@ -106,18 +110,19 @@ func metricsListenAddr(addr string) (string, error) {
 	return net.JoinHostPort(host, port), nil
 }
 
-func serveMetrics(addr string, h *hop.Hop) (*metricsServer, error) {
-	addr, err := metricsListenAddr(addr)
+// ServeMetrics serves h's metrics on http://addr/metrics until closed.
+func ServeMetrics(addr string, h *hop.Hop) (io.Closer, error) {
+	addr, err := MetricsListenAddr(addr)
 	if err != nil {
 		return nil, err
 	}
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(newHopCollector(h))
+	reg.MustRegister(NewCollector(h))
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("--metrics: %w", err)
+		return nil, fmt.Errorf("metrics: %w", err)
 	}
 	m := &metricsServer{srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}}
 	go m.srv.Serve(ln)

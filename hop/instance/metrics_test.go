@@ -1,4 +1,4 @@
-package main
+package instance
 
 import (
 	"context"
@@ -35,7 +35,7 @@ func TestMetricsExposeHopCounters(t *testing.T) {
 	<-s.Outbound
 
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(newHopCollector(h))
+	reg.MustRegister(NewCollector(h))
 	srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	defer srv.Close()
 	resp, err := srv.Client().Get(srv.URL)
@@ -53,6 +53,17 @@ func TestMetricsExposeHopCounters(t *testing.T) {
 	} {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("metrics lack %s", want)
+		}
+	}
+}
+
+func TestMetricsListenAddr(t *testing.T) {
+	for _, tt := range []struct{ in, want string }{
+		{":9100", "127.0.0.1:9100"}, {"0.0.0.0:9100", "0.0.0.0:9100"}, {"[::1]:80", "[::1]:80"}, {"9100", ""},
+	} {
+		got, err := MetricsListenAddr(tt.in)
+		if got != tt.want || (err != nil) != (tt.want == "") {
+			t.Errorf("MetricsListenAddr(%q) = %q, %v; want %q", tt.in, got, err, tt.want)
 		}
 	}
 }

@@ -1,0 +1,161 @@
+package hop
+
+import (
+	"context"
+	"fmt"
+	"hash/fnv"
+	"net"
+	"net/netip"
+
+	"github.com/pi2hop/pi2hop/tun"
+)
+
+// Gateway is the topology of `pi2hop run`: the bottleneck goes between two
+// interfaces of this box. Policy rules by input interface send what
+// arrives on the LAN interface into the uplink TUN and what arrives on
+// the WAN interface into the downlink TUN; the hop writes each packet into
+// the other TUN, where the kernel receives it and routes it by the main
+// table as it would have without us. The rules sit after the local table
+// (priority 0), so traffic to the box itself is untouched.
+//
+//	LAN ─► rule iif LAN ─► table T   ─► NAME-up ─► hop (up)   ─► NAME-dn ─► main ─► WAN
+//	WAN ─► rule iif WAN ─► table T+1 ─► NAME-dn ─► hop (down) ─► NAME-up ─► main ─► LAN
+//
+// It turns on forwarding and loosens rp_filter (a packet comes back from a
+// TUN with a source routed elsewhere); the journal restores both.
+type Gateway struct {
+	LAN, WAN       string // the interfaces bridged
+	UpDev, DownDev string // the TUN devices: NAME-up, NAME-dn
+	UpTable        int    // routing table of the uplink; the downlink's is UpTable+1
+	DownTable      int
+	RulePriority   int
+	Hop            *Hop
+	started        // Done, Err, Close
+}
+
+// GatewaySpec places a Gateway.
+type GatewaySpec struct {
+	Name     string // instance name: names the TUN devices and picks the tables (GatewayTables)
+	LAN, WAN string // existing interfaces
+	// Journal records every change; nil means a journal of the gateway's
+	// own. Close undoes all of it.
+	Journal *tun.Journal
+	Tap     Tap // installed before the hop starts, if not nil
+}
+
+// GatewayTables returns the routing tables and rule priority of instance
+// name: fixed per name, so a cleanup finds them, and spread so that two
+// instances do not collide. The priority sits between the local (0) and
+// main (32766) tables' rules.
+func GatewayTables(name string) (up, down, prio int) {
+	h := fnv.New32a()
+	h.Write([]byte(name))
+	n := int(h.Sum32() % 4096)
+	return 0x7000 + 2*n, 0x7000 + 2*n + 1, 9000 + n
+}
+
+// GatewayLeftovers lists what a Gateway of instance name leaves behind
+// when its process dies: its policy rules (the TUN devices, and the routes
+// through them, die with the process). A cleanup sweeps them when the
+// journal's record is lost.
+func GatewayLeftovers(name string) []tun.Entry {
+	up, down, prio := GatewayTables(name)
+	var es []tun.Entry
+	for _, table := range []int{up, down} {
+		for _, fam := range []int{4, 6} {
+			es = append(es, tun.Entry{Kind: tun.KindRule, Table: table, Priority: prio, Family: fam})
+		}
+	}
+	return es
+}
+
+// NewGateway builds the Gateway spec describes and starts its hop, which
+// runs until ctx is done or Close. On error everything made so far is
+// undone.
+func NewGateway(ctx context.Context, spec GatewaySpec, cfg Config) (g *Gateway, err error) {
+	switch {
+	case spec.LAN == "" || spec.WAN == "":
+		return nil, fmt.Errorf("hop: gateway interfaces %q, %q: want a LAN and a WAN interface", spec.LAN, spec.WAN)
+	case spec.LAN == spec.WAN:
+		return nil, fmt.Errorf("hop: gateway LAN and WAN are both %q: want two interfaces", spec.LAN)
+	case spec.Name == "":
+		return nil, fmt.Errorf("hop: gateway without a name")
+	}
+	for _, ifname := range []string{spec.LAN, spec.WAN} {
+		if _, err := net.InterfaceByName(ifname); err != nil {
+			return nil, fmt.Errorf("hop: gateway interface %q: %w", ifname, err)
+		}
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	j := spec.Journal
+	if j == nil {
+		j = tun.NewJournal(nil)
+	}
+	g = &Gateway{LAN: spec.LAN, WAN: spec.WAN, UpDev: spec.Name + "-up", DownDev: spec.Name + "-dn"}
+	g.UpTable, g.DownTable, g.RulePriority = GatewayTables(spec.Name)
+	var devs []tun.Device
+	defer func() {
+		if err != nil {
+			for _, d := range devs {
+				d.Close()
+			}
+			j.Undo()
+		}
+	}()
+	for _, n := range []string{g.UpDev, g.DownDev} {
+		d, err := j.OpenTUN("", n, cfg.withDefaults().MTU)
+		if err != nil {
+			return nil, err
+		}
+		devs = append(devs, d)
+	}
+	for _, r := range []struct {
+		iif, dev string
+		table    int
+	}{{g.LAN, g.UpDev, g.UpTable}, {g.WAN, g.DownDev, g.DownTable}} {
+		for fam, dst := range map[int]string{4: "0.0.0.0/0", 6: "::/0"} {
+			if err := j.AddRoute("", tun.Route{Dst: netip.MustParsePrefix(dst), Dev: r.dev, Table: r.table}); err != nil {
+				return nil, err
+			}
+			if err := j.AddRule("", tun.Rule{Family: fam, IIF: r.iif, Table: r.table, Priority: g.RulePriority}); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if err := gatewaySysctls(j, g.UpDev, g.DownDev); err != nil {
+		return nil, err
+	}
+	h, err := New(cfg, devs[0], devs[1])
+	if err != nil {
+		return nil, err
+	}
+	g.Hop = h
+	if spec.Tap != nil {
+		h.SetTap(spec.Tap)
+	}
+	g.start(ctx, h, j)
+	return g, nil
+}
+
+// gatewaySysctls turns on forwarding and makes reverse-path filtering
+// accept packets coming back from the TUNs: the effective rp_filter of an
+// interface is the larger of "all" and its own, so strict (1) in "all"
+// becomes loose (2), and the TUNs' own are 0.
+func gatewaySysctls(j *tun.Journal, tuns ...string) error {
+	type kv struct{ key, val string }
+	set := []kv{{"net/ipv4/ip_forward", "1"}, {"net/ipv6/conf/all/forwarding", "1"}}
+	for _, t := range tuns {
+		set = append(set, kv{"net/ipv4/conf/" + t + "/rp_filter", "0"})
+	}
+	if v, err := tun.ReadSysctl("", "net/ipv4/conf/all/rp_filter"); err == nil && v == "1" {
+		set = append(set, kv{"net/ipv4/conf/all/rp_filter", "2"})
+	}
+	for _, s := range set {
+		if err := j.SetSysctl("", s.key, s.val); err != nil {
+			return err
+		}
+	}
+	return nil
+}

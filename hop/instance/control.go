@@ -1,0 +1,232 @@
+package instance
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/pi2hop/pi2hop/aqm"
+	"github.com/pi2hop/pi2hop/hop"
+)
+
+// The control socket speaks one JSON request and one JSON response per
+// connection. It is a Unix socket in a root-only directory, mode 0600,
+// and also checks that the peer is root.
+
+// Request is one control request.
+type Request struct {
+	Op  string    `json:"op"`            // OpStats or OpSet
+	Set *Settings `json:"set,omitempty"` // OpSet: the settings that change
+}
+
+// Ops of a Request.
+const (
+	OpStats = "stats"
+	OpSet   = "set"
+)
+
+// Response answers a Request.
+type Response struct {
+	Error string `json:"error,omitempty"`
+	// Field is the setting Error is about: a Settings key, or an aqm
+	// field (aqm.ConfigError.Field) for a value out of the kernel's range.
+	Field    string        `json:"field,omitempty"`
+	Warnings []string      `json:"warnings,omitempty"` // set: settings given without effect
+	Stats    *hop.Snapshot `json:"stats,omitempty"`
+}
+
+// handler is what the control server asks of an instance.
+type handler interface {
+	stats() hop.Snapshot
+	set(Settings) ([]string, error)
+}
+
+type controlServer struct {
+	ln   net.Listener
+	h    handler
+	wg   sync.WaitGroup
+	once sync.Once
+}
+
+func listenControl(name string, h handler) (*controlServer, error) {
+	path := SocketPath(name)
+	if err := os.MkdirAll(RunDir, 0o700); err != nil {
+		return nil, err
+	}
+	os.Remove(path) // claim made sure no live instance owns it
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("control socket: %w", err)
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		ln.Close()
+		return nil, err
+	}
+	s := &controlServer{ln: ln, h: h}
+	s.wg.Add(1)
+	go s.accept()
+	return s, nil
+}
+
+func (s *controlServer) accept() {
+	defer s.wg.Done()
+	for {
+		c, err := s.ln.Accept()
+		if err != nil {
+			return
+		}
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.handle(c.(*net.UnixConn))
+		}()
+	}
+}
+
+func (s *controlServer) handle(c *net.UnixConn) {
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	var resp Response
+	if err := peerIsRoot(c); err != nil {
+		resp.Error = err.Error()
+	} else {
+		var req Request
+		if err := json.NewDecoder(bufio.NewReader(c)).Decode(&req); err != nil {
+			resp.Error = "bad request: " + err.Error()
+		} else {
+			resp = s.serve(req)
+		}
+	}
+	json.NewEncoder(c).Encode(resp)
+}
+
+// serve answers one decoded request.
+func (s *controlServer) serve(req Request) Response {
+	var resp Response
+	switch req.Op {
+	case OpStats:
+		snap := s.h.stats()
+		resp.Stats = &snap
+	case OpSet:
+		if req.Set == nil {
+			resp.Error = "set: no settings"
+			break
+		}
+		warnings, err := s.h.set(*req.Set)
+		resp.Warnings = warnings
+		if err != nil {
+			resp.Error, resp.Field = err.Error(), errorField(err)
+		}
+	default:
+		resp.Error = fmt.Sprintf("unknown op %q (want %s or %s)", req.Op, OpStats, OpSet)
+	}
+	return resp
+}
+
+// errorField is the setting err is about, if it says.
+func errorField(err error) string {
+	var fe *FieldError
+	var ce *aqm.ConfigError
+	switch {
+	case errors.As(err, &fe):
+		return fe.Field
+	case errors.As(err, &ce):
+		return ce.Field
+	}
+	return ""
+}
+
+func peerIsRoot(c *net.UnixConn) error {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var uid uint32 = 1
+	var cerr error
+	raw.Control(func(fd uintptr) {
+		uid, cerr = peerUID(int(fd))
+	})
+	if cerr != nil {
+		return cerr
+	}
+	if uid != 0 {
+		return errors.New("permission denied: the control socket is for root only")
+	}
+	return nil
+}
+
+// Close stops accepting, waits for open requests and removes the socket.
+func (s *controlServer) Close() error {
+	var err error
+	s.once.Do(func() {
+		err = s.ln.Close()
+		s.wg.Wait()
+	})
+	return err
+}
+
+// RemoteError is an error the instance answered with.
+type RemoteError struct {
+	Instance string
+	Field    string // as Response.Field
+	Msg      string
+}
+
+func (e *RemoteError) Error() string { return e.Msg }
+
+// Call sends one request to instance name. An error the instance answers
+// with is a *RemoteError; the response comes back with it (warnings).
+func Call(name string, req Request) (*Response, error) {
+	if err := CheckName(name); err != nil {
+		return nil, err
+	}
+	c, err := net.DialTimeout("unix", SocketPath(name), 2*time.Second)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("no running instance %q (no %s); start one with 'pi2hop run' or 'pi2hop shell', or give --name", name, SocketPath(name))
+		}
+		return nil, fmt.Errorf("instance %q: %w", name, err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	if err := json.NewEncoder(c).Encode(req); err != nil {
+		return nil, err
+	}
+	var resp Response
+	if err := json.NewDecoder(c).Decode(&resp); err != nil {
+		return nil, fmt.Errorf("instance %q: reading the answer: %w", name, err)
+	}
+	if resp.Error != "" {
+		return &resp, &RemoteError{Instance: name, Field: resp.Field, Msg: resp.Error}
+	}
+	return &resp, nil
+}
+
+// Stats asks instance name for a stats snapshot.
+func Stats(name string) (*hop.Snapshot, error) {
+	resp, err := Call(name, Request{Op: OpStats})
+	if err != nil {
+		return nil, err
+	}
+	if resp.Stats == nil {
+		return nil, fmt.Errorf("instance %q: answer without stats", name)
+	}
+	return resp.Stats, nil
+}
+
+// Set sends a typed edit to instance name, which merges it over its
+// settings, checks the result and applies it to both directions at once
+// or not at all. It returns the instance's warnings (see
+// Settings.Warnings), with or without an error.
+func Set(name string, s Settings) ([]string, error) {
+	resp, err := Call(name, Request{Op: OpSet, Set: &s})
+	if resp == nil {
+		return nil, err
+	}
+	return resp.Warnings, err
+}

@@ -1,0 +1,199 @@
+package instance
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"sync"
+
+	"github.com/pi2hop/pi2hop/hop"
+	"github.com/pi2hop/pi2hop/tun"
+)
+
+// Topology is where an instance's hop sits and what it does while it
+// runs. Run calls Start, then Wait, then Close, each once.
+type Topology interface {
+	// Kind names the topology in the start-up line: "gateway", "shell".
+	Kind() string
+	// Start builds the topology and starts its hop with env.Config,
+	// recording every change to the system in env.Journal (which the
+	// instance undoes after Close) and installing env.Tap(""). It returns
+	// the hop the control socket and the metrics serve, or nil when the
+	// topology runs hops of its own (a Task).
+	Start(ctx context.Context, env *Env) (*hop.Hop, error)
+	// Attrs are the topology's own fields of the start-up line.
+	Attrs() []any
+	// Wait blocks until the instance's work is over: ctx done (a
+	// signal), the hop stopping, a command exiting. Its error is the
+	// instance's result.
+	Wait(ctx context.Context) error
+	// Close stops what Start started, the hop and its devices included.
+	// It is called after the control socket has stopped, even when Start
+	// failed.
+	Close() error
+}
+
+// Env is what a topology gets to build with.
+type Env struct {
+	Name    string
+	Config  hop.Config // the hop to start, with Logger set
+	Journal *tun.Journal
+	Log     *slog.Logger
+	capture Capture
+}
+
+// Tap returns capture taps named prefix+"up-in" and so on, or nil
+// without a capture.
+func (e *Env) Tap(prefix string) hop.Tap {
+	if e.capture == nil {
+		return nil
+	}
+	return e.capture.Tap(prefix)
+}
+
+// Capture is a capture file the hops' taps feed; the instance closes it
+// after the topology, when the taps have stopped.
+type Capture interface {
+	Tap(prefix string) hop.Tap
+	Close() error
+}
+
+// Options describe an instance.
+type Options struct {
+	// Name claims a state file and a control socket. "" runs an
+	// anonymous instance: no state file, no control socket, no metrics.
+	Name    string
+	Command string // for the state file and messages: "run", "shell"
+	// Settings are the link as given; a set request merges over them.
+	// Config is what they resolve to (Settings.Resolve), with the
+	// caller's tuning (CPULatency).
+	Settings Settings
+	Config   hop.Config
+	Metrics  string // serve Prometheus metrics on this host:port ("" = none)
+	// Capture opens the capture file, if not nil (after the name is claimed).
+	Capture func() (Capture, error)
+	Stderr  io.Writer // logs
+	Verbose bool      // debug logs too
+	// Attrs are more fields of the start-up line (the capture's path).
+	Attrs []any
+}
+
+// instance is a running instance: what the control socket edits.
+type instance struct {
+	opt Options
+	log *slog.Logger
+	hop *hop.Hop
+
+	mu       sync.Mutex // serialises set requests: base and the hop's config move together
+	settings Settings
+}
+
+// Run runs an instance of topo until its work is over, then takes
+// everything down in order (see the package comment) and returns the
+// topology's result joined with any failure to clean up.
+func Run(ctx context.Context, opt Options, topo Topology) (err error) {
+	if opt.Name != "" {
+		if err := CheckName(opt.Name); err != nil {
+			return err
+		}
+	}
+	if os.Geteuid() != 0 {
+		return fmt.Errorf("%s needs root (TUN devices, namespaces, routes)", opt.Command)
+	}
+	level := slog.LevelInfo
+	if opt.Verbose {
+		level = slog.LevelDebug
+	}
+	stderr := opt.Stderr
+	if stderr == nil {
+		stderr = io.Discard
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	j := tun.NewJournal(nil)
+	if opt.Name != "" {
+		log = log.With("instance", opt.Name)
+		if j, err = claim(opt.Name, opt.Command); err != nil {
+			return err
+		}
+	}
+	in := &instance{opt: opt, log: log, settings: opt.Settings}
+	env := &Env{Name: opt.Name, Config: opt.Config, Journal: j, Log: log}
+	env.Config.Logger = log
+	var closers []io.Closer
+	defer func() {
+		errs := []error{err}
+		for i := len(closers) - 1; i >= 0; i-- {
+			errs = append(errs, closers[i].Close())
+		}
+		errs = append(errs, topo.Close())
+		if env.capture != nil { // after the hops: their taps have stopped
+			errs = append(errs, env.capture.Close())
+		}
+		uerr := j.Undo()
+		errs = append(errs, uerr)
+		if uerr == nil && opt.Name != "" {
+			os.Remove(StatePath(opt.Name))
+		} else if uerr != nil {
+			log.Error("cleanup incomplete; run 'pi2hop run --cleanup --name "+opt.Name+"'", "err", uerr)
+		}
+		err = errors.Join(errs...)
+	}()
+
+	if opt.Capture != nil {
+		if env.capture, err = opt.Capture(); err != nil {
+			return err
+		}
+	}
+	if in.hop, err = topo.Start(ctx, env); err != nil {
+		return err
+	}
+	attrs := []any{}
+	if in.hop != nil && opt.Name != "" {
+		ctl, err := listenControl(opt.Name, in)
+		if err != nil {
+			return err
+		}
+		closers = append(closers, ctl)
+		attrs = append(attrs, "control", SocketPath(opt.Name), "state", StatePath(opt.Name))
+		if opt.Metrics != "" {
+			m, err := ServeMetrics(opt.Metrics, in.hop)
+			if err != nil {
+				return err
+			}
+			closers = append(closers, m)
+			attrs = append(attrs, "metrics", opt.Metrics)
+		}
+	}
+	if in.hop != nil {
+		c := in.hop.Config()
+		attrs = append(attrs, "up", c.Up, "down", c.Down, "cpu_latency", c.CPULatency)
+	}
+	log.Info("pi2hop running: "+topo.Kind(), append(append(topo.Attrs(), attrs...), opt.Attrs...)...)
+	for _, w := range opt.Settings.Warnings() {
+		log.Warn(w)
+	}
+	return topo.Wait(ctx)
+}
+
+func (in *instance) stats() hop.Snapshot { return in.hop.Stats() }
+
+// set applies a set request: its settings over the instance's, checked as
+// a whole and applied all or nothing.
+func (in *instance) set(s Settings) ([]string, error) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	e, merged, err := PlanEdit(in.settings, s, in.hop.Config())
+	if err != nil {
+		return nil, err
+	}
+	if err := in.hop.Set(e); err != nil {
+		return nil, err
+	}
+	in.settings = merged
+	c := in.hop.Config()
+	in.log.Info("changed", "up", c.Up, "down", c.Down)
+	return merged.Warnings(), nil
+}

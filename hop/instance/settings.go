@@ -1,0 +1,335 @@
+package instance
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"time"
+
+	"github.com/pi2hop/pi2hop/aqm"
+	"github.com/pi2hop/pi2hop/hop"
+	"github.com/pi2hop/pi2hop/shaper"
+)
+
+// Settings are a hop's link and queue knobs as a user names them: each
+// field is nil unless given. The same type describes how an instance was
+// started and what a `set` request changes (Merge lays one over the
+// other), and it travels as JSON on the control socket. The JSON keys are
+// the flag names of run, shell and set, so an error naming a key names the
+// flag too.
+//
+// Resolve turns Settings into a hop.Config with these rules: a
+// per-direction value (UpRate) wins over the shared one (Rate); a rate and
+// a rate trace at the same level conflict; DualPI2 knobs not given take
+// the kernel's defaults; with MaxRTT or TypicalRTT the auto-tuned target,
+// tupdate, alpha and beta win over explicit ones, as in tc (Warnings says
+// so).
+type Settings struct {
+	Rate          *uint64        `json:"rate,omitempty"` // bit/s, both directions
+	UpRate        *uint64        `json:"up-rate,omitempty"`
+	DownRate      *uint64        `json:"down-rate,omitempty"`
+	RateTrace     *string        `json:"rate-trace,omitempty"` // file read by whoever resolves: give an absolute path
+	UpRateTrace   *string        `json:"up-rate-trace,omitempty"`
+	DownRateTrace *string        `json:"down-rate-trace,omitempty"`
+	Delay         *time.Duration `json:"delay,omitempty"` // one-way, both directions
+	UpDelay       *time.Duration `json:"up-delay,omitempty"`
+	DownDelay     *time.Duration `json:"down-delay,omitempty"`
+	Loss          *string        `json:"loss,omitempty"` // as shaper.ParseLoss reads it: each direction gets its own model
+
+	AQM               *string        `json:"aqm,omitempty"` // aqm.KindDualPI2 (default) or aqm.KindFIFO
+	Limit             *uint32        `json:"limit,omitempty"`
+	MemLimit          *uint64        `json:"memlimit,omitempty"`
+	Target            *time.Duration `json:"target,omitempty"`
+	Tupdate           *time.Duration `json:"tupdate,omitempty"`
+	Alpha             *uint32        `json:"alpha,omitempty"` // Hz·256, as tc sends it
+	Beta              *uint32        `json:"beta,omitempty"`
+	Coupling          *uint8         `json:"coupling,omitempty"`
+	StepThresh        *Step          `json:"step-thresh,omitempty"`
+	MinQlenStep       *uint32        `json:"min-qlen-step,omitempty"`
+	DropOverload      *bool          `json:"drop-on-overload,omitempty"` // false: overflow
+	DropEnqueue       *bool          `json:"drop-enqueue,omitempty"`     // false: drop at dequeue
+	ClassicProtection *uint8         `json:"classic-protection,omitempty"`
+	ECNMask           *uint8         `json:"ecn-mask,omitempty"` // 1 l4s_ect, 3 any_ect
+	MaxRTT            *time.Duration `json:"max-rtt,omitempty"`
+	TypicalRTT        *time.Duration `json:"typical-rtt,omitempty"`
+
+	MTU  *int    `json:"mtu,omitempty"`
+	Seed *uint64 `json:"seed,omitempty"`
+}
+
+// Step is tc-dualpi2's step_thresh: a sojourn time or, InPackets, an
+// L-queue length.
+type Step struct {
+	Time      time.Duration `json:"time,omitempty"`
+	Packets   uint32        `json:"packets,omitempty"`
+	InPackets bool          `json:"in_packets,omitempty"`
+}
+
+// Defaults for what Settings leave out: a 10 Mbit/s bottleneck like the
+// one Apple throttles macOS Internet Sharing to in its L4S demo (WWDC23),
+// adding no delay or loss of its own, with sch_dualpi2's defaults.
+const (
+	DefaultRate = 10_000_000 // bit/s
+	DefaultMTU  = 1500       // bytes: TUN devices carry IP packets, no L2 header
+	DefaultSeed = 1
+	// DefaultFIFOLimit is the FIFO's buffer when neither limit nor
+	// memlimit is given: Linux's default txqueuelen, the deep buffer of a
+	// router without queue management.
+	DefaultFIFOLimit = 1000
+)
+
+// LiveFixed are the keys a running hop cannot change.
+var LiveFixed = []string{"mtu", "seed", "aqm"}
+
+// DualPI2Only are the keys that configure DualPI2 and mean nothing to a FIFO.
+var DualPI2Only = []string{"target", "tupdate", "alpha", "beta", "coupling", "step-thresh",
+	"min-qlen-step", "drop-on-overload", "drop-enqueue", "classic-protection", "ecn-mask", "max-rtt", "typical-rtt"}
+
+// FieldError is a setting that cannot be used; Field is its key.
+type FieldError struct {
+	Field string
+	Err   error
+}
+
+func (e *FieldError) Error() string { return e.Field + ": " + e.Err.Error() }
+func (e *FieldError) Unwrap() error { return e.Err }
+
+// Given lists the keys set in s, in field order.
+func (s Settings) Given() []string {
+	var keys []string
+	v := reflect.ValueOf(s)
+	for i := range v.NumField() {
+		if !v.Field(i).IsNil() {
+			keys = append(keys, jsonKey(v.Type().Field(i)))
+		}
+	}
+	return keys
+}
+
+func jsonKey(f reflect.StructField) string {
+	k, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+	return k
+}
+
+// Has reports whether key is set in s.
+func (s Settings) Has(key string) bool {
+	for _, k := range s.Given() {
+		if k == key {
+			return true
+		}
+	}
+	return false
+}
+
+// Merge returns s with every setting of e laid over it. A rate and a rate
+// trace of the same level replace each other, so a set request can turn
+// a constant rate into a trace and back.
+func (s Settings) Merge(e Settings) Settings {
+	dst, src := reflect.ValueOf(&s).Elem(), reflect.ValueOf(e)
+	for i := range src.NumField() {
+		if !src.Field(i).IsNil() {
+			dst.Field(i).Set(src.Field(i))
+		}
+	}
+	for _, l := range []struct {
+		rate   **uint64
+		trace  **string
+		eRate  *uint64
+		eTrace *string
+	}{
+		{&s.Rate, &s.RateTrace, e.Rate, e.RateTrace},
+		{&s.UpRate, &s.UpRateTrace, e.UpRate, e.UpRateTrace},
+		{&s.DownRate, &s.DownRateTrace, e.DownRate, e.DownRateTrace},
+	} {
+		switch {
+		case l.eRate != nil && l.eTrace == nil:
+			*l.trace = nil
+		case l.eTrace != nil && l.eRate == nil:
+			*l.rate = nil
+		}
+	}
+	return s
+}
+
+// tuned reports whether auto-tuning is asked for.
+func (s Settings) tuned() bool { return s.MaxRTT != nil || s.TypicalRTT != nil }
+
+// Warnings says what of s is given but has no effect: with max-rtt or
+// typical-rtt, explicit target, tupdate, alpha and beta are ignored (tc
+// prints "rtt_max is specified, ignore alpha/beta/tupdate/target").
+func (s Settings) Warnings() []string {
+	if !s.tuned() {
+		return nil
+	}
+	var ignored []string
+	for _, f := range []struct {
+		key   string
+		given bool
+	}{{"target", s.Target != nil}, {"tupdate", s.Tupdate != nil}, {"alpha", s.Alpha != nil}, {"beta", s.Beta != nil}} {
+		if f.given {
+			ignored = append(ignored, f.key)
+		}
+	}
+	if len(ignored) == 0 {
+		return nil
+	}
+	return []string{fmt.Sprintf("max-rtt/typical-rtt given: ignoring %s; the auto-tuned values win, as in tc (rtt_max is specified, ignore alpha/beta/tupdate/target)",
+		strings.Join(ignored, ", "))}
+}
+
+// Resolve builds both directions of a hop named name: "up" is client to
+// server (LAN to WAN), "down" the reverse. It reads rate trace files.
+func (s Settings) Resolve(name string) (hop.Config, error) {
+	up, err := s.Direction("up")
+	if err != nil {
+		return hop.Config{}, err
+	}
+	down, err := s.Direction("down")
+	if err != nil {
+		return hop.Config{}, err
+	}
+	return hop.Config{Name: name, Up: up, Down: down, Seed: deref(s.Seed, DefaultSeed), MTU: s.mtu()}, nil
+}
+
+func deref[T any](p *T, def T) T {
+	if p == nil {
+		return def
+	}
+	return *p
+}
+
+func (s Settings) mtu() int { return deref(s.MTU, DefaultMTU) }
+
+// Direction resolves one direction: "up", "down", or "" for the shared
+// settings only (replay's single link). It reads a rate trace file if one
+// applies, so call it once per direction.
+func (s Settings) Direction(dir string) (hop.DirConfig, error) {
+	var zero hop.DirConfig
+	if dir != "" && dir != "up" && dir != "down" {
+		return zero, fmt.Errorf("link direction %q: want up or down", dir)
+	}
+	rate, err := s.rateFor(dir)
+	if err != nil {
+		return zero, err
+	}
+	link := shaper.Config{Rate: rate, Delay: int64(s.delayFor(dir))}
+	if s.Loss != nil {
+		if link.Loss, err = shaper.ParseLoss(*s.Loss); err != nil {
+			return zero, &FieldError{"loss", err}
+		}
+	}
+	q, err := s.QueueSpec()
+	if err != nil {
+		return zero, err
+	}
+	return hop.DirConfig{Link: link, Queue: q}, nil
+}
+
+// rateFor resolves the rate of one direction: the most specific level
+// given wins (up-rate over rate).
+func (s Settings) rateFor(dir string) (shaper.Rate, error) {
+	type level struct {
+		rateKey, traceKey string
+		rate              *uint64
+		trace             *string
+	}
+	levels := []level{{"rate", "rate-trace", s.Rate, s.RateTrace}}
+	switch dir {
+	case "up":
+		levels = append([]level{{"up-rate", "up-rate-trace", s.UpRate, s.UpRateTrace}}, levels...)
+	case "down":
+		levels = append([]level{{"down-rate", "down-rate-trace", s.DownRate, s.DownRateTrace}}, levels...)
+	}
+	for _, l := range levels {
+		switch {
+		case l.rate != nil && l.trace != nil:
+			return nil, &FieldError{l.traceKey, fmt.Errorf("%s is given too: both set the rate, give one", l.rateKey)}
+		case l.trace != nil:
+			r, err := shaper.LoadRateTrace(*l.trace)
+			if err != nil {
+				return nil, &FieldError{l.traceKey, err}
+			}
+			return r, nil
+		case l.rate != nil:
+			if *l.rate == 0 {
+				return nil, &FieldError{l.rateKey, errors.New("must be more than 0 bit/s")}
+			}
+			return shaper.Const{BitsPerSecond: *l.rate}, nil
+		}
+	}
+	return shaper.Const{BitsPerSecond: DefaultRate}, nil
+}
+
+func (s Settings) delayFor(dir string) time.Duration {
+	switch {
+	case dir == "up" && s.UpDelay != nil:
+		return *s.UpDelay
+	case dir == "down" && s.DownDelay != nil:
+		return *s.DownDelay
+	}
+	return deref(s.Delay, 0)
+}
+
+// QueueSpec builds the queue discipline.
+func (s Settings) QueueSpec() (aqm.Spec, error) {
+	switch kind := deref(s.AQM, aqm.KindDualPI2); kind {
+	case aqm.KindDualPI2:
+		c, err := s.DualPI2()
+		return aqm.Spec{Kind: aqm.KindDualPI2, DualPI2: c}, err
+	case aqm.KindFIFO:
+		for _, k := range DualPI2Only {
+			if s.Has(k) {
+				return aqm.Spec{}, &FieldError{k, errors.New("configures DualPI2 and means nothing with aqm fifo")}
+			}
+		}
+		c := aqm.FIFOConfig{Limit: deref(s.Limit, 0), ByteLimit: deref(s.MemLimit, 0)}
+		if c.Limit == 0 && c.ByteLimit == 0 {
+			c.Limit = DefaultFIFOLimit
+		}
+		return aqm.Spec{Kind: aqm.KindFIFO, FIFO: c}, nil
+	default:
+		return aqm.Spec{}, &FieldError{"aqm", fmt.Errorf("%q: want %s or %s", kind, aqm.KindDualPI2, aqm.KindFIFO)}
+	}
+}
+
+// DualPI2 lays the DualPI2 settings over the kernel defaults and checks
+// the result: a range violation is an *aqm.ConfigError, a failed
+// auto-tuning a *FieldError on max-rtt (or typical-rtt when only it is
+// given).
+func (s Settings) DualPI2() (aqm.Config, error) {
+	c := aqm.DefaultConfig()
+	c.MTU = s.mtu()
+	c.Limit = deref(s.Limit, c.Limit)
+	c.MemLimit = aqm.DefaultMemLimit(c.Limit, c.MTU) // as the kernel: follows limit
+	c.MemLimit = deref(s.MemLimit, c.MemLimit)
+	c.Target = int64(deref(s.Target, time.Duration(c.Target)))
+	c.Tupdate = int64(deref(s.Tupdate, time.Duration(c.Tupdate)))
+	c.Alpha, c.Beta = deref(s.Alpha, c.Alpha), deref(s.Beta, c.Beta)
+	if s.tuned() {
+		// tc (q_dualpi2.c): the RTTs override whatever PI values were
+		// given; Warnings reports the ones ignored.
+		var err error
+		c.Target, c.Tupdate, c.Alpha, c.Beta, err = aqm.Tune(int64(deref(s.MaxRTT, 0)), int64(deref(s.TypicalRTT, 0)))
+		if err != nil {
+			key := "max-rtt"
+			if s.MaxRTT == nil {
+				key = "typical-rtt"
+			}
+			return c, &FieldError{key, err}
+		}
+	}
+	c.Coupling = deref(s.Coupling, c.Coupling)
+	if st := s.StepThresh; st != nil {
+		c.StepInPackets, c.StepThresh = st.InPackets, int64(st.Time)
+		if st.InPackets {
+			c.StepThresh = int64(st.Packets)
+		}
+	}
+	c.MinQlenStep = deref(s.MinQlenStep, c.MinQlenStep)
+	c.DropOverload = deref(s.DropOverload, c.DropOverload)
+	c.DropEnqueue = deref(s.DropEnqueue, c.DropEnqueue)
+	c.ClassicProtection = deref(s.ClassicProtection, c.ClassicProtection)
+	c.ECNMask = deref(s.ECNMask, c.ECNMask)
+	return c, c.Validate()
+}

@@ -1,0 +1,181 @@
+package instance
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"os/exec"
+	"syscall"
+	"time"
+
+	"github.com/pi2hop/pi2hop/hop"
+	"github.com/pi2hop/pi2hop/tun"
+)
+
+// Shell runs a command in a fresh network namespace behind the
+// bottleneck, like mahimahi's shells in one step (pi2hop shell). The
+// namespace routes everything into its TUN; the hop forwards to a TUN in
+// the host namespace, so the host reaches the namespace and, with NAT,
+// the namespace reaches whatever the host reaches. The command's exit
+// status is the instance's result (an *ExitError).
+type Shell struct {
+	Args           []string // the command and its arguments; Args[0] is looked up in PATH
+	NAT            bool
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+	pair           *hop.Pair
+	path           string
+}
+
+// ExitError is the shell command's exit status when it is not 0 (128+N
+// for a command killed by signal N).
+type ExitError struct{ Code int }
+
+func (e *ExitError) Error() string { return fmt.Sprintf("exit status %d", e.Code) }
+
+// shellLeftovers: the namespace and NAT table of a shell of that name
+// outlive its process.
+func shellLeftovers(name string) []tun.Entry {
+	return []tun.Entry{
+		{Kind: tun.KindNetns, Name: shellNS(name)},
+		{Kind: tun.KindNftTable, Name: natTable(name)},
+	}
+}
+
+func shellNS(name string) string  { return name + "-shell" }
+func natTable(name string) string { return "pi2hop-" + name }
+
+func (t *Shell) Kind() string { return "shell" }
+
+func (t *Shell) Start(ctx context.Context, env *Env) (*hop.Hop, error) {
+	if len(t.Args) == 0 {
+		return nil, errors.New("shell: no command")
+	}
+	path, err := exec.LookPath(t.Args[0])
+	if err != nil {
+		return nil, fmt.Errorf("shell: %w", err)
+	}
+	t.path = path
+	sub4, sub6, err := shellSubnet()
+	if err != nil {
+		return nil, err
+	}
+	spec := hop.PairSpec{
+		ClientNS:  shellNS(env.Name),
+		ServerDev: env.Name + "-sh",
+		Subnet4:   sub4,
+		Subnet6:   sub6,
+		Journal:   env.Journal,
+		Tap:       env.Tap(""),
+	}
+	if t.pair, err = hop.NewPairWith(ctx, spec, env.Config); err != nil {
+		return nil, err
+	}
+	if t.NAT {
+		if err := shellNAT(env.Journal, env.Name, sub4, sub6); err != nil {
+			return nil, err
+		}
+	}
+	return t.pair.Hop, nil
+}
+
+func (t *Shell) Attrs() []any {
+	p := t.pair
+	return []any{"netns", p.ClientNS, "addr", p.ClientAddr, "addr6", p.ClientAddr6,
+		"host_dev", p.ServerDev, "host_addr", p.ServerAddr, "host_addr6", p.ServerAddr6,
+		"nat", t.NAT, "command", t.Args}
+}
+
+func (t *Shell) Close() error {
+	if t.pair == nil {
+		return nil
+	}
+	return t.pair.Close()
+}
+
+// shellSubnet picks 10.254.N.0/24 (and fd00:254:N::/64) with no address
+// of the host in it, so several shells can run side by side.
+func shellSubnet() (netip.Prefix, netip.Prefix, error) {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return netip.Prefix{}, netip.Prefix{}, err
+	}
+	for n := 1; n < 255; n++ {
+		p4 := netip.PrefixFrom(netip.AddrFrom4([4]byte{10, 254, byte(n), 0}), 24)
+		p6 := netip.PrefixFrom(netip.AddrFrom16([16]byte{0: 0xfd, 2: 0x02, 3: 0x54, 5: byte(n)}), 64)
+		free := true
+		for _, a := range addrs {
+			if ipn, ok := a.(*net.IPNet); ok {
+				if ip, ok := netip.AddrFromSlice(ipn.IP); ok && (p4.Contains(ip.Unmap()) || p6.Contains(ip)) {
+					free = false
+				}
+			}
+		}
+		if free {
+			return p4, p6, nil
+		}
+	}
+	return netip.Prefix{}, netip.Prefix{}, errors.New("shell: no free subnet in 10.254.0.0/16")
+}
+
+// shellNAT forwards the namespace's traffic onward with the host's address.
+func shellNAT(j *tun.Journal, name string, sub4, sub6 netip.Prefix) error {
+	for _, k := range []string{"net/ipv4/ip_forward", "net/ipv6/conf/all/forwarding"} {
+		if err := j.SetSysctl("", k, "1"); err != nil {
+			return err
+		}
+	}
+	return j.AddMasquerade("", natTable(name), sub4, sub6)
+}
+
+// Wait starts the command inside the client namespace (a child inherits
+// the namespace of the thread that forks it), passes the standard streams
+// through and returns its exit status as an *ExitError. When ctx ends
+// first (SIGINT, SIGTERM) or the hop stops, the command gets SIGTERM,
+// then SIGKILL.
+func (t *Shell) Wait(ctx context.Context) error {
+	p := t.pair
+	cmd := &exec.Cmd{Path: t.path, Args: t.Args, Stdin: t.Stdin, Stdout: t.Stdout, Stderr: t.Stderr}
+	cmd.Env = append(os.Environ(),
+		"PI2HOP_NETNS="+p.ClientNS,
+		"PI2HOP_HOST="+p.ServerAddr.String(), "PI2HOP_HOST6="+p.ServerAddr6.String(),
+		"PI2HOP_ADDR="+p.ClientAddr.String(), "PI2HOP_ADDR6="+p.ClientAddr6.String())
+	if err := p.InClient(cmd.Start); err != nil {
+		return fmt.Errorf("shell: start %s: %w", t.path, err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	var err error
+	exited := false
+	select {
+	case err = <-done:
+		exited = true
+	case <-p.Done():
+	case <-ctx.Done():
+	}
+	if !exited {
+		cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case err = <-done:
+		case <-time.After(5 * time.Second):
+			cmd.Process.Kill()
+			err = <-done
+		}
+		if herr := p.Err(); herr != nil && ctx.Err() == nil {
+			return fmt.Errorf("shell: the hop stopped: %w", herr)
+		}
+	}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code := ee.ExitCode()
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			code = 128 + int(ws.Signal())
+		}
+		return &ExitError{Code: code}
+	}
+	return err
+}

@@ -1,0 +1,57 @@
+package hop
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"github.com/pi2hop/pi2hop/tun"
+)
+
+// started is a hop running in a goroutine of its own over devices a
+// topology (Pair, Gateway) built through a journal: what the topologies
+// share of waiting and stopping.
+type started struct {
+	hop       *Hop
+	journal   *tun.Journal
+	done      chan struct{}
+	runErr    error
+	closeOnce sync.Once
+	closeErr  error
+}
+
+func (s *started) start(ctx context.Context, h *Hop, j *tun.Journal) {
+	s.hop, s.journal, s.done = h, j, make(chan struct{})
+	go func() {
+		defer close(s.done)
+		s.runErr = h.Run(ctx)
+	}()
+}
+
+// Done is closed when the hop has stopped; Err then says why.
+func (s *started) Done() <-chan struct{} { return s.done }
+
+// Err returns the hop's error once Done is closed (nil for a normal stop).
+func (s *started) Err() error {
+	select {
+	case <-s.done:
+		return s.runErr
+	default:
+		return nil
+	}
+}
+
+// Close stops the hop, closes its devices and undoes every change in the
+// journal (including what the caller recorded there). It is idempotent.
+func (s *started) Close() error {
+	s.closeOnce.Do(func() {
+		var errs []error
+		if s.hop != nil {
+			errs = append(errs, s.hop.Close())
+			<-s.done
+		}
+		errs = append(errs, s.journal.Undo())
+		s.closeErr = errors.Join(errs...)
+	})
+	return s.closeErr
+}
