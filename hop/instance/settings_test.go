@@ -1,0 +1,157 @@
+package instance
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pi2hop/pi2hop/aqm"
+	"github.com/pi2hop/pi2hop/hop"
+	"github.com/pi2hop/pi2hop/shaper"
+)
+
+func ptr[T any](v T) *T { return &v }
+
+func TestCheckName(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		ok   bool
+	}{{"pi2hop", true}, {"a", true}, {"gw-1.x_2", true}, {"", false}, {"-x", false}, {".x", false},
+		{"thirteenchars", false}, {"a/b", false}, {"../x", false}} {
+		if err := CheckName(tt.name); (err == nil) != tt.ok {
+			t.Errorf("CheckName(%q) = %v, want ok %v", tt.name, err, tt.ok)
+		}
+	}
+}
+
+// tc-testing 2130: typical 20 ms, max 200 ms gives target 20 ms, tupdate
+// 20 ms, and tc sends alpha 12, beta 384 (trunc(256·0.05 Hz), trunc(256·1.5
+// Hz); the dump shows 0.042969, 1.496094 after the kernel's lossy round
+// trip). The explicit values given beside them are ignored, as tc
+// ignores them.
+func TestSettingsAutoTuneWins(t *testing.T) {
+	s := Settings{MaxRTT: ptr(200 * time.Millisecond), TypicalRTT: ptr(20 * time.Millisecond),
+		Target: ptr(5 * time.Millisecond), Tupdate: ptr(time.Millisecond), Alpha: ptr(uint32(100)), Beta: ptr(uint32(200))}
+	c, err := s.DualPI2()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Target != 20e6 || c.Tupdate != 20e6 || c.Alpha != 12 || c.Beta != 384 {
+		t.Errorf("target %d tupdate %d alpha %d beta %d; want 20ms 20ms 12 384", c.Target, c.Tupdate, c.Alpha, c.Beta)
+	}
+	w := s.Warnings()
+	if len(w) != 1 || !strings.Contains(w[0], "ignoring target, tupdate, alpha, beta") {
+		t.Errorf("warnings %q", w)
+	}
+}
+
+func TestSettingsErrors(t *testing.T) {
+	tests := []struct {
+		s     Settings
+		field string
+	}{
+		{Settings{Coupling: ptr(uint8(0))}, "coupling"}, // *aqm.ConfigError
+		{Settings{Rate: ptr(uint64(1)), RateTrace: ptr("x")}, "rate-trace"},
+		{Settings{AQM: ptr(aqm.KindFIFO), Target: ptr(time.Millisecond)}, "target"},
+		{Settings{AQM: ptr("red")}, "aqm"},
+		{Settings{Loss: ptr("lots")}, "loss"},
+		{Settings{MaxRTT: ptr(10 * time.Second)}, "max-rtt"},
+		{Settings{TypicalRTT: ptr(time.Nanosecond)}, "typical-rtt"},
+	}
+	for _, tt := range tests {
+		_, err := tt.s.Resolve("x")
+		if got := errorField(err); got != tt.field {
+			t.Errorf("%+v: error %v about %q, want %q", tt.s, err, got, tt.field)
+		}
+	}
+	var ce *aqm.ConfigError
+	if _, err := (Settings{Coupling: ptr(uint8(0))}).Resolve("x"); !errors.As(err, &ce) || ce.Min != 1 {
+		t.Errorf("coupling 0: %v, want an *aqm.ConfigError", err)
+	}
+}
+
+func TestSettingsJSONKeys(t *testing.T) {
+	b, err := json.Marshal(Settings{UpRate: ptr(uint64(5e6)), ClassicProtection: ptr(uint8(20)), StepThresh: &Step{Packets: 3, InPackets: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"up-rate":5000000,"step-thresh":{"packets":3,"in_packets":true},"classic-protection":20}`; string(b) != want {
+		t.Errorf("JSON %s, want %s", b, want)
+	}
+	var back Settings
+	if err := json.Unmarshal(b, &back); err != nil || *back.UpRate != 5e6 || !back.StepThresh.InPackets {
+		t.Errorf("round trip: %v %+v", err, back)
+	}
+}
+
+func TestSettingsMergeRateAndTrace(t *testing.T) {
+	base := Settings{Rate: ptr(uint64(1e6)), UpRateTrace: ptr("/a")}
+	m := base.Merge(Settings{RateTrace: ptr("/b"), UpRate: ptr(uint64(2e6))})
+	if m.Rate != nil || *m.RateTrace != "/b" || m.UpRateTrace != nil || *m.UpRate != 2e6 {
+		t.Errorf("merged %+v: a rate and a trace of one level replace each other", m)
+	}
+}
+
+func TestPlanEdit(t *testing.T) {
+	base := Settings{Rate: ptr(uint64(20e6)), UpRate: ptr(uint64(8e6)), Delay: ptr(5 * time.Millisecond)}
+	cur, err := base.Resolve("gw")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name      string
+		set       Settings
+		wantField string // error about this field ("-" = any error)
+		check     func(t *testing.T, e hop.Edit)
+	}{
+		{name: "down rate only", set: Settings{DownRate: ptr(uint64(5e6))}, check: func(t *testing.T, e hop.Edit) {
+			if e.Up.Rate != nil || e.Down.Rate != (shaper.Const{BitsPerSecond: 5e6}) || e.Up.Delay != nil || e.Down.Delay != nil || e.Up.Queue != nil || e.Down.SetLoss {
+				t.Errorf("edit %+v", e)
+			}
+		}},
+		{name: "shared rate keeps the uplink's own", set: Settings{Rate: ptr(uint64(30e6))}, check: func(t *testing.T, e hop.Edit) {
+			if e.Up.Rate != nil || e.Down.Rate != (shaper.Const{BitsPerSecond: 30e6}) {
+				t.Errorf("edit up %v down %v; want only down to 30mbit", e.Up.Rate, e.Down.Rate)
+			}
+		}},
+		{name: "delay both", set: Settings{Delay: ptr(30 * time.Millisecond)}, check: func(t *testing.T, e hop.Edit) {
+			if e.Up.Delay == nil || e.Down.Delay == nil || *e.Up.Delay != 30e6 || e.Up.Rate != nil {
+				t.Errorf("edit %+v", e)
+			}
+		}},
+		{name: "aqm knob", set: Settings{Target: ptr(5 * time.Millisecond)}, check: func(t *testing.T, e hop.Edit) {
+			if e.Up.Queue == nil || e.Up.Queue.DualPI2.Target != 5e6 {
+				t.Errorf("queue change missing: %+v", e.Up.Queue)
+			}
+		}},
+		{name: "loss", set: Settings{Loss: ptr("1%")}, check: func(t *testing.T, e hop.Edit) {
+			if !e.Up.SetLoss || !e.Down.SetLoss || e.Up.Loss == nil || e.Up.Queue != nil || e.Up.Rate != nil {
+				t.Errorf("edit %+v", e)
+			}
+		}},
+		{name: "nothing", set: Settings{}, wantField: "-"},
+		{name: "mtu fixed", set: Settings{MTU: ptr(9000)}, wantField: "mtu"},
+		{name: "kind fixed", set: Settings{AQM: ptr(aqm.KindFIFO)}, wantField: "aqm"},
+		{name: "invalid merged", set: Settings{Coupling: ptr(uint8(0))}, wantField: "coupling"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e, merged, err := PlanEdit(base, tt.set, cur)
+			if tt.wantField != "" {
+				if err == nil || (tt.wantField != "-" && errorField(err) != tt.wantField) {
+					t.Fatalf("err = %v, want one about %q", err, tt.wantField)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if *merged.UpRate != 8e6 {
+				t.Errorf("merged settings lost up-rate: %+v", merged)
+			}
+			tt.check(t, e)
+		})
+	}
+}
