@@ -1,7 +1,10 @@
 // Package hop runs pi2hop's forwarding hop: two TUN devices, one link per
 // direction (shaper.Link around an aqm.Queue), taps, statistics and live
-// changes. It also builds the two-namespace topology the lab and
-// `pi2hop shell` put around it (Pair).
+// changes. It also builds the topologies put around it: the two
+// namespaces of the lab and `pi2hop shell` (Pair) and the policy routing
+// of `pi2hop run` between two interfaces of this box (Gateway). Running
+// one as a named instance (state file, control socket, metrics) is
+// package hop/instance's job.
 //
 // # Data path, per direction
 //
