@@ -174,7 +174,7 @@ func runLab(ctx context.Context, env *cmdEnv, cfg testbed.Config, out string, cf
 			progress.Start()
 			defer progress.Stop()
 			opt := testbed.Options{Progress: progress, CPULatency: cpuLatency}
-			if ienv.Tap("") != nil {
+			if ienv.Capturing() {
 				opt.Tap = func(run string) hop.Tap { return ienv.Tap(run + ".") }
 			}
 			var err error

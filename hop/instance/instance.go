@@ -45,8 +45,11 @@ type Env struct {
 	capture Capture
 }
 
-// Tap returns capture taps named prefix+"up-in" and so on, or nil
-// without a capture.
+// Capturing reports whether the instance has a capture to feed.
+func (e *Env) Capturing() bool { return e.capture != nil }
+
+// Tap returns new capture taps named prefix+"up-in" and so on (each call
+// adds interfaces to the capture file), or nil without a capture.
 func (e *Env) Tap(prefix string) hop.Tap {
 	if e.capture == nil {
 		return nil
