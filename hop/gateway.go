@@ -98,10 +98,7 @@ func NewGateway(ctx context.Context, spec GatewaySpec, cfg Config) (g *Gateway, 
 	var devs []tun.Device
 	defer func() {
 		if err != nil {
-			for _, d := range devs {
-				d.Close()
-			}
-			j.Undo()
+			abandon(devs, j)
 		}
 	}()
 	for _, n := range []string{g.UpDev, g.DownDev} {
@@ -127,15 +124,9 @@ func NewGateway(ctx context.Context, spec GatewaySpec, cfg Config) (g *Gateway, 
 	if err := gatewaySysctls(j, g.UpDev, g.DownDev); err != nil {
 		return nil, err
 	}
-	h, err := New(cfg, devs[0], devs[1])
-	if err != nil {
+	if g.Hop, err = g.startHop(ctx, cfg, devs, spec.Tap, j); err != nil {
 		return nil, err
 	}
-	g.Hop = h
-	if spec.Tap != nil {
-		h.SetTap(spec.Tap)
-	}
-	g.start(ctx, h, j)
 	return g, nil
 }
 

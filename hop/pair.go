@@ -79,10 +79,7 @@ func NewPairWith(ctx context.Context, spec PairSpec, cfg Config) (p *Pair, err e
 	var devs []tun.Device
 	defer func() {
 		if err != nil {
-			for _, d := range devs {
-				d.Close()
-			}
-			j.Undo()
+			abandon(devs, j)
 		}
 	}()
 	ends := []struct {
@@ -122,15 +119,9 @@ func NewPairWith(ctx context.Context, spec PairSpec, cfg Config) (p *Pair, err e
 			}
 		}
 	}
-	h, err := New(cfg, devs[0], devs[1])
-	if err != nil {
+	if p.Hop, err = p.startHop(ctx, cfg, devs, spec.Tap, j); err != nil {
 		return nil, err
 	}
-	p.Hop = h
-	if spec.Tap != nil {
-		h.SetTap(spec.Tap)
-	}
-	p.start(ctx, h, j)
 	return p, nil
 }
 

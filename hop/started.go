@@ -20,12 +20,31 @@ type started struct {
 	closeErr  error
 }
 
-func (s *started) start(ctx context.Context, h *Hop, j *tun.Journal) {
+// startHop builds the hop between a topology's two devices (client side
+// first), installs tap and starts it in its own goroutine.
+func (s *started) startHop(ctx context.Context, cfg Config, devs []tun.Device, tap Tap, j *tun.Journal) (*Hop, error) {
+	h, err := New(cfg, devs[0], devs[1])
+	if err != nil {
+		return nil, err
+	}
+	if tap != nil {
+		h.SetTap(tap)
+	}
 	s.hop, s.journal, s.done = h, j, make(chan struct{})
 	go func() {
 		defer close(s.done)
 		s.runErr = h.Run(ctx)
 	}()
+	return h, nil
+}
+
+// abandon closes devs and undoes j: what a topology does when building
+// it fails half way.
+func abandon(devs []tun.Device, j *tun.Journal) {
+	for _, d := range devs {
+		d.Close()
+	}
+	j.Undo()
 }
 
 // Done is closed when the hop has stopped; Err then says why.
