@@ -31,8 +31,8 @@ type Topology interface {
 	// instance's result.
 	Wait(ctx context.Context) error
 	// Close stops what Start started, the hop and its devices included.
-	// It is called after the control socket has stopped, even when Start
-	// failed.
+	// It is called after the control socket has stopped, also when Start
+	// failed or was never called (the capture did not open).
 	Close() error
 }
 
@@ -86,7 +86,6 @@ type Options struct {
 
 // instance is a running instance: what the control socket edits.
 type instance struct {
-	opt Options
 	log *slog.Logger
 	hop *hop.Hop
 
@@ -122,7 +121,7 @@ func Run(ctx context.Context, opt Options, topo Topology) (err error) {
 			return err
 		}
 	}
-	in := &instance{opt: opt, log: log, settings: opt.Settings}
+	in := &instance{log: log, settings: opt.Settings}
 	env := &Env{Name: opt.Name, Config: opt.Config, Journal: j, Log: log}
 	env.Config.Logger = log
 	var closers []io.Closer
@@ -137,10 +136,13 @@ func Run(ctx context.Context, opt Options, topo Topology) (err error) {
 		}
 		uerr := j.Undo()
 		errs = append(errs, uerr)
-		if uerr == nil && opt.Name != "" {
-			os.Remove(StatePath(opt.Name))
-		} else if uerr != nil {
+		switch {
+		case uerr != nil && opt.Name != "":
 			log.Error("cleanup incomplete; run 'pi2hop run --cleanup --name "+opt.Name+"'", "err", uerr)
+		case uerr != nil:
+			log.Error("cleanup incomplete", "err", uerr)
+		case opt.Name != "":
+			os.Remove(StatePath(opt.Name))
 		}
 		err = errors.Join(errs...)
 	}()
@@ -172,7 +174,11 @@ func Run(ctx context.Context, opt Options, topo Topology) (err error) {
 	}
 	if in.hop != nil {
 		c := in.hop.Config()
-		attrs = append(attrs, "up", c.Up, "down", c.Down, "cpu_latency", c.CPULatency)
+		cpu := any(c.CPULatency)
+		if c.CPULatency < 0 {
+			cpu = "off"
+		}
+		attrs = append(attrs, "up", c.Up, "down", c.Down, "cpu_latency", cpu)
 	}
 	log.Info("pi2hop running: "+topo.Kind(), append(append(topo.Attrs(), attrs...), opt.Attrs...)...)
 	for _, w := range opt.Settings.Warnings() {
