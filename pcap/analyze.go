@@ -223,7 +223,8 @@ func classIndex(c aqm.Class) int {
 	return 1
 }
 
-// add counts one packet at point pt of direction d.
+// add counts one packet at point pt of direction d: what every point
+// shares (length, checksum, bin, flow, match key), then the point's own.
 func (a *Analyzer) add(d *dirAcc, pt point, p *Packet, h *ipHeader) error {
 	length := h.totalLen
 	if length == 0 || length > p.Length {
@@ -236,95 +237,121 @@ func (a *Analyzer) add(d *dirAcc, pt point, p *Packet, h *ipHeader) error {
 	if err != nil {
 		return err
 	}
-	f := d.flow(h.flow)
-	key := h.matchKey(a.seed, p.Data)
+	s := sighting{length: length, bin: bin, f: d.flow(h.flow), key: h.matchKey(a.seed, p.Data)}
 	switch pt {
 	case pointIn:
-		d.sawIn = true
-		cls := classOf(h.ecn)
-		if p.HasAnn {
-			cls = classIndex(p.Ann.Class)
-		}
-		c := d.classes[cls]
-		c.res.In++
-		c.res.InBytes += uint64(length)
-		f.res.In.add(h.ecn, length)
-		f.res.Class = className(cls)
-		d.pend.push(key, pending{at: p.Time, flow: f, class: int8(cls), ecn: h.ecn, bin: bin})
+		d.addIn(p, h, &s)
 	case pointOut:
-		d.sawOut = true
-		m, matched := d.pend.pop(key)
-		if matched {
-			d.matched++
-		} else {
-			d.unmatchedOut++
-		}
-		ecnIn, knownIn := h.ecn, false
-		switch {
-		case p.HasAnn:
-			ecnIn, knownIn = p.Ann.ECNIn, true
-		case matched:
-			ecnIn, knownIn = m.ecn, true
-		}
-		cls := classOf(ecnIn)
-		if p.HasAnn {
-			cls = classIndex(p.Ann.Class)
-		}
-		c := d.classes[cls]
-		c.res.Sent++
-		c.res.SentBytes += uint64(length)
-		f.res.Out.add(h.ecn, length)
-		f.res.Class = className(cls)
-		b := &d.binAt(bin).cls[cls]
-		b.sent++
-		var marked bool
-		reason := "unknown"
-		if p.HasAnn && p.Ann.HasDecision {
-			marked = p.Ann.Verdict.Action == aqm.Mark
-			reason = reasonName(p.Ann.Verdict.Reason)
-			c.res.Annotated++
-			c.sojourn = append(c.sojourn, binSample{bin: bin, v: p.Ann.Sojourn})
-			b.probSum += float64(p.Ann.Prob) / math.MaxUint32
-			b.probN++
-		} else if knownIn {
-			marked = h.ecn == aqm.CE && ecnIn != aqm.CE
-		}
-		if marked {
-			c.res.Marked++
-			c.res.MarksBy[reason]++
-			f.res.Marked++
-			b.marked++
-		}
-		if knownIn {
-			d.trans[ecnIn][h.ecn]++
-		}
-		if matched {
-			c.transit = append(c.transit, p.Time-m.at)
-		}
+		d.addOut(p, h, &s)
 	case pointDrop:
-		d.sawDrop = true
-		m, matched := d.pend.pop(key)
-		if matched {
-			d.matched++
-		}
-		cls := classOf(h.ecn)
-		switch {
-		case p.HasAnn:
-			cls = classIndex(p.Ann.Class)
-		case matched:
-			cls = int(m.class)
-		}
-		reason := "unknown"
-		if p.HasAnn && p.Ann.HasDecision {
-			reason = reasonName(p.Ann.Verdict.Reason)
-			d.classes[cls].res.Annotated++
-			b := &d.binAt(bin).cls[cls]
-			b.probSum += float64(p.Ann.Prob) / math.MaxUint32
-			b.probN++
-		}
-		d.drop(cls, reason, f, bin)
+		d.addDrop(p, h, &s)
 	}
 	return nil
+}
+
+// sighting is what add worked out for a packet at one capture point. It
+// holds no pointer to the packet or its header, so neither escapes.
+type sighting struct {
+	length int
+	bin    int64
+	f      *flowAcc
+	key    uint64
+}
+
+// addIn counts a packet before the bottleneck and keeps it to be matched
+// at its out or drop point.
+func (d *dirAcc) addIn(p *Packet, h *ipHeader, s *sighting) {
+	d.sawIn = true
+	cls := classOf(h.ecn)
+	if p.HasAnn {
+		cls = classIndex(p.Ann.Class)
+	}
+	c := d.classes[cls]
+	c.res.In++
+	c.res.InBytes += uint64(s.length)
+	s.f.res.In.add(h.ecn, s.length)
+	s.f.res.Class = className(cls)
+	d.pend.push(s.key, pending{at: p.Time, flow: s.f, class: int8(cls), ecn: h.ecn, bin: s.bin})
+}
+
+// addOut counts a packet after the bottleneck: sent, marked (by the
+// annotation, or by CE that was not there on the way in), its sojourn
+// and its transit time when matched.
+func (d *dirAcc) addOut(p *Packet, h *ipHeader, s *sighting) {
+	d.sawOut = true
+	m, matched := d.pend.pop(s.key)
+	if matched {
+		d.matched++
+	} else {
+		d.unmatchedOut++
+	}
+	ecnIn, knownIn := h.ecn, false
+	switch {
+	case p.HasAnn:
+		ecnIn, knownIn = p.Ann.ECNIn, true
+	case matched:
+		ecnIn, knownIn = m.ecn, true
+	}
+	cls := classOf(ecnIn)
+	if p.HasAnn {
+		cls = classIndex(p.Ann.Class)
+	}
+	c := d.classes[cls]
+	c.res.Sent++
+	c.res.SentBytes += uint64(s.length)
+	s.f.res.Out.add(h.ecn, s.length)
+	s.f.res.Class = className(cls)
+	b := &d.binAt(s.bin).cls[cls]
+	b.sent++
+	var marked bool
+	reason := "unknown"
+	if p.HasAnn && p.Ann.HasDecision {
+		marked = p.Ann.Verdict.Action == aqm.Mark
+		reason = reasonName(p.Ann.Verdict.Reason)
+		c.res.Annotated++
+		c.sojourn = append(c.sojourn, binSample{bin: s.bin, v: p.Ann.Sojourn})
+		b.probSum += float64(p.Ann.Prob) / math.MaxUint32
+		b.probN++
+	} else if knownIn {
+		marked = h.ecn == aqm.CE && ecnIn != aqm.CE
+	}
+	if marked {
+		c.res.Marked++
+		c.res.MarksBy[reason]++
+		s.f.res.Marked++
+		b.marked++
+	}
+	if knownIn {
+		d.trans[ecnIn][h.ecn]++
+	}
+	if matched {
+		c.transit = append(c.transit, p.Time-m.at)
+	}
+}
+
+// addDrop counts a packet the bottleneck dropped, by reason when annotated.
+func (d *dirAcc) addDrop(p *Packet, h *ipHeader, s *sighting) {
+	d.sawDrop = true
+	m, matched := d.pend.pop(s.key)
+	if matched {
+		d.matched++
+	}
+	cls := classOf(h.ecn)
+	switch {
+	case p.HasAnn:
+		cls = classIndex(p.Ann.Class)
+	case matched:
+		cls = int(m.class)
+	}
+	reason := "unknown"
+	if p.HasAnn && p.Ann.HasDecision {
+		reason = reasonName(p.Ann.Verdict.Reason)
+		d.classes[cls].res.Annotated++
+		b := &d.binAt(s.bin).cls[cls]
+		b.probSum += float64(p.Ann.Prob) / math.MaxUint32
+		b.probN++
+	}
+	d.drop(cls, reason, s.f, s.bin)
 }
 
 func boolI64(b bool) int64 {
