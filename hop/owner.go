@@ -213,7 +213,7 @@ func (o *owner) readWithoutBuffer() (bool, error) {
 		o.st.NoBuffer++
 		if o.tap != nil {
 			o.ev = shaper.Event{Meta: aqm.MetaOf(pkt, -1), Verdict: aqm.Verdict{Action: aqm.Drop}, At: now}
-			o.tap.Packet(o.dir, TapDrop, now, pkt, &o.ev)
+			o.tap.Packet(int(o.dir), int(TapDrop), now, pkt, &o.ev)
 		}
 	}
 	return n == 1, err
@@ -229,7 +229,7 @@ func (o *owner) accept(slot int32, size int, now int64) {
 	}
 	m := aqm.MetaOf(pkt, slot)
 	if o.tap != nil {
-		o.tap.Packet(o.dir, TapIn, now, pkt, nil)
+		o.tap.Packet(int(o.dir), int(TapIn), now, pkt, nil)
 	}
 	v := o.link.Enqueue(m, now)
 	if v.Action == aqm.Drop {
@@ -237,7 +237,7 @@ func (o *owner) accept(slot int32, size int, now int64) {
 		if o.tap != nil {
 			m.Arrival = now
 			o.ev = shaper.Event{Meta: m, Verdict: v, At: now}
-			o.tap.Packet(o.dir, TapDrop, now, pkt, &o.ev)
+			o.tap.Packet(int(o.dir), int(TapDrop), now, pkt, &o.ev)
 		}
 		o.slab.put(slot)
 	}
@@ -261,7 +261,7 @@ func (o *owner) finish(ev *shaper.Event) {
 	if ev.Verdict.Action == aqm.Drop {
 		o.st.QueueDrops[ev.Verdict.Reason]++
 		if o.tap != nil {
-			o.tap.Packet(o.dir, TapDrop, ev.At, pkt, ev)
+			o.tap.Packet(int(o.dir), int(TapDrop), ev.At, pkt, ev)
 		}
 		return
 	}
@@ -280,14 +280,14 @@ func (o *owner) finish(ev *shaper.Event) {
 	if _, err := o.out.Write(o.one[:]); err != nil {
 		o.st.WriteErrors++
 		if o.tap != nil {
-			o.tap.Packet(o.dir, TapDrop, ev.At, pkt, ev)
+			o.tap.Packet(int(o.dir), int(TapDrop), ev.At, pkt, ev)
 		}
 		return
 	}
 	o.st.Out++
 	o.st.OutBytes += uint64(len(pkt))
 	if o.tap != nil {
-		o.tap.Packet(o.dir, TapOut, ev.At, pkt, ev)
+		o.tap.Packet(int(o.dir), int(TapOut), ev.At, pkt, ev)
 	}
 }
 
@@ -410,7 +410,7 @@ func (o *owner) droppedByChange(m aqm.Meta) {
 	if o.tap != nil {
 		now := clock()
 		o.ev = shaper.Event{Meta: m, Verdict: aqm.Verdict{Action: aqm.Drop, Reason: aqm.ReasonLimit, Class: m.Class}, At: now}
-		o.tap.Packet(o.dir, TapDrop, now, o.slab.buf(m.Slot)[:m.Len], &o.ev)
+		o.tap.Packet(int(o.dir), int(TapDrop), now, o.slab.buf(m.Slot)[:m.Len], &o.ev)
 	}
 	o.slab.put(m.Slot)
 }

@@ -173,7 +173,7 @@ func runLab(ctx context.Context, env *cmdEnv, cfg testbed.Config, out string, cf
 	}
 	if capt != nil {
 		defer capt.Close()
-		opt.Tap = func(run string) hop.Tap { return newCaptureTapNamed(capt, run+".") }
+		opt.Capture = capt
 	}
 	rep, err := testbed.Run(ctx, cfg, opt)
 	progress.Stop()

@@ -158,7 +158,7 @@ func runGateway(ctx context.Context, env *cmdEnv, a *runArgs, given []string) (e
 		return err
 	}
 	if capt != nil {
-		h.SetTap(newCaptureTap(capt))
+		h.SetTap(pcap.NewHopTap(capt, ""))
 	}
 	if err := in.serve(ctx, h, a.inst.metrics); err != nil {
 		return err

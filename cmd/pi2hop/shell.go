@@ -132,7 +132,7 @@ func runShell(ctx context.Context, env *cmdEnv, a *shellArgs, given, args []stri
 		Journal:   in.journal,
 	}
 	if capt != nil {
-		spec.Tap = newCaptureTap(capt)
+		spec.Tap = pcap.NewHopTap(capt, "")
 	}
 	pair, err = hop.NewPairWith(ctx, spec, cfg)
 	if err != nil {
