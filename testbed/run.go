@@ -59,7 +59,7 @@ func Run(ctx context.Context, cfg Config, opt Options) (*report.Report, error) {
 		return nil, err
 	}
 	sc := scenarios[cfg.Scenario]
-	defer raiseProcs()()
+	defer hop.ProcsAtLeast(labProcs)()
 	prefix := opt.Prefix
 	if prefix == "" {
 		prefix = DefaultPrefix()
