@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -26,10 +27,47 @@ type Input struct {
 	Direction string
 }
 
-// AnalyzeOptions tune the analysis; the zero value is usable.
+// AnalyzeOptions tune the analysis; the zero value is usable: Analyze and
+// NewAnalyzer replace each zero field by its default.
 type AnalyzeOptions struct {
 	Bin       time.Duration // time bin for the series; 0 = 1s
 	CouplingK float64       // DualPI2's coupling factor k; 0 = 2
+}
+
+// OptionError is an analysis option out of its range. Option is spelt as
+// pi2hop analyze's flag ("bin", "coupling"), so the CLI can name it.
+type OptionError struct {
+	Option string
+	Value  string // as given
+	Want   string // the accepted range
+}
+
+func (e *OptionError) Error() string {
+	return fmt.Sprintf("%s %s: must be %s", e.Option, e.Value, e.Want)
+}
+
+// Validate checks opt as given, zero fields included (a CLI passes the
+// values it was given, so an explicit 0 is refused, not defaulted). The
+// one place the bounds live; the error is an *OptionError.
+func (opt AnalyzeOptions) Validate() error {
+	if opt.Bin < time.Microsecond {
+		return &OptionError{Option: "bin", Value: opt.Bin.String(), Want: "at least 1µs"}
+	}
+	if !(opt.CouplingK > 0 && opt.CouplingK <= 255) {
+		return &OptionError{Option: "coupling", Value: strconv.FormatFloat(opt.CouplingK, 'g', -1, 64), Want: "in (0, 255], as sch_dualpi2's k"}
+	}
+	return nil
+}
+
+// withDefaults replaces zero fields by their defaults.
+func (opt AnalyzeOptions) withDefaults() AnalyzeOptions {
+	if opt.Bin == 0 {
+		opt.Bin = time.Second
+	}
+	if opt.CouplingK == 0 {
+		opt.CouplingK = 2
+	}
+	return opt
 }
 
 // maxBins bounds the series so a tiny --bin cannot exhaust memory.
@@ -65,19 +103,12 @@ type Analyzer struct {
 	dirList []string
 }
 
-// NewAnalyzer checks opt and returns an empty Analyzer.
+// NewAnalyzer fills in opt's defaults, checks it (Validate) and returns an
+// empty Analyzer.
 func NewAnalyzer(opt AnalyzeOptions) (*Analyzer, error) {
-	if opt.Bin == 0 {
-		opt.Bin = time.Second
-	}
-	if opt.Bin < time.Microsecond {
-		return nil, fmt.Errorf("bin %v: must be at least 1µs", opt.Bin)
-	}
-	if opt.CouplingK == 0 {
-		opt.CouplingK = 2
-	}
-	if opt.CouplingK < 0 || opt.CouplingK > 255 {
-		return nil, fmt.Errorf("coupling factor %v: must be in 0..255 (sch_dualpi2's range)", opt.CouplingK)
+	opt = opt.withDefaults()
+	if err := opt.Validate(); err != nil {
+		return nil, err
 	}
 	return &Analyzer{
 		opt:    opt,
