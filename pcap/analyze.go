@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"hash/maphash"
 	"io"
-	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -341,7 +340,7 @@ func (d *dirAcc) addOut(p *Packet, h *ipHeader, s *sighting) {
 		reason = reasonName(p.Ann.Verdict.Reason)
 		c.res.Annotated++
 		c.sojourn = append(c.sojourn, binSample{bin: s.bin, v: p.Ann.Sojourn})
-		b.probSum += float64(p.Ann.Prob) / math.MaxUint32
+		b.probSum += aqm.ProbFloat(p.Ann.Prob)
 		b.probN++
 	} else if knownIn {
 		marked = h.ecn == aqm.CE && ecnIn != aqm.CE
@@ -379,7 +378,7 @@ func (d *dirAcc) addDrop(p *Packet, h *ipHeader, s *sighting) {
 		reason = reasonName(p.Ann.Verdict.Reason)
 		d.classes[cls].res.Annotated++
 		b := &d.binAt(s.bin).cls[cls]
-		b.probSum += float64(p.Ann.Prob) / math.MaxUint32
+		b.probSum += aqm.ProbFloat(p.Ann.Prob)
 		b.probN++
 	}
 	d.drop(cls, reason, s.f, s.bin)
