@@ -258,10 +258,14 @@ func (q *DualPI2) Enqueue(m Meta, now int64) Verdict {
 // is returned with Action Drop and leaves the credit as it was; the caller
 // calls Dequeue again, as the kernel's loop retries.
 func (q *DualPI2) Dequeue(now int64) (Meta, Verdict, bool) {
-	m, creditChange, ok := q.pick()
-	if !ok {
+	from, weight := q.pick()
+	if from == nil {
+		q.credit = q.creditInit // both queues empty: MTU·(wc − wl) again
 		return Meta{}, Verdict{}, false
 	}
+	m := from.pop()
+	q.memory -= uint64(m.Len)
+	creditChange := weight * int64(m.Len)
 
 	act, why := Pass, ReasonNone
 	if m.earlyMark != ReasonNone {
@@ -300,32 +304,28 @@ func (q *DualPI2) Dequeue(now int64) (Meta, Verdict, bool) {
 	return m, Verdict{Action: act, Reason: why, Class: m.Class}, true
 }
 
-// pick is the kernel's dequeue_packet: it takes the head of the queue the
-// WRR credit (the kernel's "classic_protection") chooses and returns the
-// credit change that serving it will make, which Dequeue applies only if
-// the packet is sent. With both queues backlogged the L-queue is served
-// while credit <= 0; serving L adds wc·len, serving C subtracts wl·len, so
-// C gets about wc% of the bytes (RFC 9332 suggests WRR for this).
-// With one queue empty the change is 0, so the credit is frozen; with both
-// empty it returns to MTU·(wc − wl) and ok is false.
-func (q *DualPI2) pick() (m Meta, creditChange int64, ok bool) {
-	switch nL, nC := q.l.len(), q.c.len(); {
+// pick is the WRR choice of the kernel's dequeue_packet: the queue to
+// serve next and the credit it earns per byte served, which Dequeue
+// applies only if the packet is sent (the kernel's "classic_protection").
+// With both queues backlogged the L-queue is served while credit <= 0;
+// serving L adds wc per byte, serving C subtracts wl, so C gets about wc%
+// of the bytes (RFC 9332 suggests WRR for this). With one queue empty the
+// weight is 0, so the credit is frozen. from is nil when both are empty.
+func (q *DualPI2) pick() (from *ring, weight int64) {
+	nL, nC := q.l.len(), q.c.len()
+	switch {
 	case nL > 0 && (nC == 0 || q.credit <= 0):
-		m = q.l.pop()
 		if nC > 0 {
-			creditChange = q.wc * int64(m.Len)
+			return &q.l, q.wc
 		}
+		return &q.l, 0
 	case nC > 0:
-		m = q.c.pop()
 		if nL > 0 {
-			creditChange = -q.wl * int64(m.Len)
+			return &q.c, -q.wl
 		}
-	default:
-		q.credit = q.creditInit
-		return Meta{}, 0, false
+		return &q.c, 0
 	}
-	q.memory -= uint64(m.Len)
-	return m, creditChange, true
+	return nil, 0
 }
 
 // stepFires is the kernel's do_step_aqm test: the L4S native AQM, a step
