@@ -251,35 +251,21 @@ func (q *DualPI2) Enqueue(m Meta, now int64) Verdict {
 
 // ---- dequeue and step AQM ---------------------------------------------
 
-// Dequeue picks the next packet with the WRR credit scheduler, then applies
-// the PI decision (unless drop_enqueue) and, in the L-queue, the step AQM.
-// A dropped packet is returned with Action Drop and does not change the
-// credit; the caller calls Dequeue again, as the kernel's loop does.
-//
-// WRR (the kernel's "classic_protection"): with both queues backlogged the
-// queue served is the L-queue while credit <= 0; serving L adds wc·len,
-// serving C subtracts wl·len, so C gets about wc% of the bytes (RFC 9332
-// suggests WRR for this). With one queue empty the credit is frozen; with
-// both empty it returns to MTU·(wc − wl).
+// Dequeue is the kernel's dequeue loop (dualpi2_qdisc_dequeue), one
+// packet per call: pick a queue by WRR credit, then the PI decision
+// (must_drop, unless drop_enqueue), then, in the L-queue, the step AQM,
+// and only for a packet that is sent, the credit change. A dropped packet
+// is returned with Action Drop and leaves the credit as it was; the caller
+// calls Dequeue again, as the kernel's loop retries.
 func (q *DualPI2) Dequeue(now int64) (Meta, Verdict, bool) {
-	var m Meta
-	var creditChange int64
-	switch nL, nC := q.l.len(), q.c.len(); {
-	case nL > 0 && (nC == 0 || q.credit <= 0):
-		m = q.l.pop()
-		if nC > 0 {
-			creditChange = q.wc * int64(m.Len)
-		}
-	case nC > 0:
-		m = q.c.pop()
-		if nL > 0 {
-			creditChange = -q.wl * int64(m.Len)
-		}
-	default:
-		q.credit = q.creditInit
+	from, weight := q.pick()
+	if from == nil {
+		q.credit = q.creditInit // both queues empty: MTU·(wc − wl) again
 		return Meta{}, Verdict{}, false
 	}
+	m := from.pop()
 	q.memory -= uint64(m.Len)
+	creditChange := weight * int64(m.Len)
 
 	act, why := Pass, ReasonNone
 	if m.earlyMark != ReasonNone {
@@ -316,6 +302,30 @@ func (q *DualPI2) Dequeue(now int64) (Meta, Verdict, bool) {
 	}
 	m.applyStep, m.earlyMark = false, ReasonNone
 	return m, Verdict{Action: act, Reason: why, Class: m.Class}, true
+}
+
+// pick is the WRR choice of the kernel's dequeue_packet: the queue to
+// serve next and the credit it earns per byte served, which Dequeue
+// applies only if the packet is sent (the kernel's "classic_protection").
+// With both queues backlogged the L-queue is served while credit <= 0;
+// serving L adds wc per byte, serving C subtracts wl, so C gets about wc%
+// of the bytes (RFC 9332 suggests WRR for this). With one queue empty the
+// weight is 0, so the credit is frozen. from is nil when both are empty.
+func (q *DualPI2) pick() (from *ring, weight int64) {
+	nL, nC := q.l.len(), q.c.len()
+	switch {
+	case nL > 0 && (nC == 0 || q.credit <= 0):
+		if nC > 0 {
+			return &q.l, q.wc
+		}
+		return &q.l, 0
+	case nC > 0:
+		if nL > 0 {
+			return &q.c, -q.wl
+		}
+		return &q.c, 0
+	}
+	return nil, 0
 }
 
 // stepFires is the kernel's do_step_aqm test: the L4S native AQM, a step

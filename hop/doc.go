@@ -12,19 +12,30 @@
 // (timer slack 1 ns, SCHED_FIFO when permitted); nothing else touches the
 // direction's queue, link or buffers, so there are no locks on the path.
 //
-//  1. wait   ppoll on the input TUN's descriptor and the direction's
-//     eventfd, with the timeout running to the link's next event
-//     (end of a transmission, release from the delay line, PI update);
-//     short waits are spun through, and the last stretch before a
-//     lone deadline too, its length learnt from the timer's lateness
-//     (see owner.wait)
-//  2. read   up to Config.Batch packets into free slab slots, so the
-//     backlog builds in our AQM, not in the kernel's TUN ring
-//  3. poll   Link.Poll(now): everything due happens, in time order
-//  4. enq    Link.Enqueue each packet read, stamped with now
-//  5. out    released packets: CE set in the bytes if marked, written
-//     to the output TUN; dropped ones counted by reason; slots freed
-//  6. edits and stats requests are taken between batches
+// The loop (owner.run) takes these steps, in this order; the data path
+// is in datapath.go, the control path in control.go:
+//
+//  1. edits: drain the eventfd if it woke us, then apply the pending
+//     DirEdits (takeEdits): changes land between batches, never in one
+//  2. release: Link.Poll(now): everything due happens, in time order; each
+//     released packet gets CE in its bytes if marked and is written to
+//     the output TUN, each dropped one is counted by reason; slots freed
+//  3. read: if the last wait found the input readable: up to
+//     Config.Batch packets into free slab slots, so the backlog builds
+//     in our AQM, not in the kernel's TUN ring (with no free slot, one
+//     packet is read and counted as a no-buffer drop)
+//  4. enqueue: the clock is read after the read, the link is released up
+//     to it (as 2), and each packet is Link.Enqueue'd stamped with it
+//  5. release: again, for what fell due while reading
+//  6. stats: a snapshot is published when a reader asked for one or the
+//     stats interval passed
+//  7. wait: unless the batch was full (then back to 1 at once): ppoll
+//     on the input TUN's descriptor and the direction's eventfd, with
+//     the timeout running to the link's next event (end of a
+//     transmission, release from the delay line, PI update) or the next
+//     snapshot; short waits are spun through, and the last stretch
+//     before a lone deadline too, its length learnt from the timer's
+//     lateness (see owner.wait)
 //
 // Departures follow the link's absolute schedule, so a late wake-up
 // delays a packet but never changes the rate.

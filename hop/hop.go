@@ -113,7 +113,7 @@ func (h *Hop) Run(ctx context.Context) error {
 		o.tap = tap
 		go func() { errs <- o.run() }()
 	}
-	cfg.Logger.Debug("hop running", "name", cfg.Name, "up", describe(cfg.Up), "down", describe(cfg.Down))
+	cfg.Logger.Debug("hop running", "name", cfg.Name, "up", cfg.Up.String(), "down", cfg.Down.String())
 	var first error
 	waiting := 2
 	select {
@@ -164,7 +164,7 @@ func (h *Hop) Set(e Edit) error {
 		}
 	}
 	h.cfg.Up, h.cfg.Down = newUp, newDown
-	h.cfg.Logger.Debug("hop changed", "name", h.cfg.Name, "up", describe(newUp), "down", describe(newDown))
+	h.cfg.Logger.Debug("hop changed", "name", h.cfg.Name, "up", newUp.String(), "down", newDown.String())
 	return nil
 }
 
@@ -206,8 +206,9 @@ func (h *Hop) closeOwners() {
 	}
 }
 
-// describe is a direction in words, for logs.
-func describe(d DirConfig) string {
+// String is a direction's settings in words, for logs and the CLI: rate,
+// delay and loss when set, queue kind ("10mbit delay 10ms loss 1% dualpi2").
+func (d DirConfig) String() string {
 	s := fmt.Sprint(d.Link.Rate)
 	if d.Link.Delay > 0 {
 		s += fmt.Sprintf(" delay %v", time.Duration(d.Link.Delay))

@@ -37,10 +37,13 @@ func (p TapPoint) String() string {
 }
 
 // Tap sees packets at the in, out and drop points of both directions, for
-// captures. It is called on the owner goroutines, on the hot path: it must
-// not block, and it must copy what it keeps (pkt is reused at once). at is
-// the hop's clock (ns). ev is nil at TapIn; at TapDrop for a packet the
-// queue refused, ev carries the verdict with Deq and Dep zero.
+// captures (pcap.NewHopTap makes one). It is called on the owner
+// goroutines, on the hot path: it must not block, and it must copy what
+// it keeps (pkt is reused at once). dir is int(Up) or int(Down) and point
+// int(TapIn), int(TapOut) or int(TapDrop): plain integers, so pcap, which
+// sits below hop, can implement Tap without importing hop. at is the
+// hop's clock (ns). ev is nil at TapIn; at TapDrop for a packet the queue
+// refused, ev carries the verdict with Deq and Dep zero.
 type Tap interface {
-	Packet(dir Dir, point TapPoint, at int64, pkt []byte, ev *shaper.Event)
+	Packet(dir, point int, at int64, pkt []byte, ev *shaper.Event)
 }

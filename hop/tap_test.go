@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/pi2hop/pi2hop/aqm"
+	"github.com/pi2hop/pi2hop/pcap"
 	"github.com/pi2hop/pi2hop/shaper"
 	"github.com/pi2hop/pi2hop/tun/tuntest"
 )
@@ -20,7 +21,8 @@ type countingTap struct {
 	marked int
 }
 
-func (c *countingTap) Packet(dir Dir, point TapPoint, at int64, pkt []byte, ev *shaper.Event) {
+func (c *countingTap) Packet(d, p int, at int64, pkt []byte, ev *shaper.Event) {
+	dir, point := Dir(d), TapPoint(p)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.n[dir][point]++
@@ -75,5 +77,58 @@ func TestTapSeesEveryPacketOnce(t *testing.T) {
 			t.Fatalf("stats never settled: %+v", st.QueueDrops)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// pcap.HopTap takes hop's directions and tap points as integers (pcap
+// cannot import hop); this pins the contract: each (Dir, TapPoint) lands in
+// the capture interface named prefix + Dir + "-" + TapPoint.
+var _ Tap = (*pcap.HopTap)(nil)
+
+func TestPcapHopTapNamesEveryPoint(t *testing.T) {
+	path := t.TempDir() + "/tap.pcapng"
+	c, err := pcap.NewCapture(path, pcap.Options{Snaplen: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tap Tap = pcap.NewHopTap(c, "run.")
+	pkt := make([]byte, 28)
+	pkt[0] = 0x45
+	pkt[3] = 28
+	var want []string
+	at := int64(1)
+	for _, d := range []Dir{Up, Down} {
+		for _, p := range []TapPoint{TapIn, TapOut, TapDrop} {
+			var ev *shaper.Event
+			if p != TapIn {
+				ev = &shaper.Event{Verdict: aqm.Verdict{Action: aqm.Pass}}
+				if p == TapDrop {
+					ev.Verdict.Action = aqm.Drop
+				}
+			}
+			tap.Packet(int(d), int(p), at, pkt, ev)
+			want = append(want, "run."+d.String()+"-"+p.String())
+			at++
+		}
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r, err := pcap.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	for i, w := range want {
+		p, err := r.Next()
+		if err != nil {
+			t.Fatalf("packet %d (%s): %v", i, w, err)
+		}
+		if p.Interface != w || p.Time != int64(i+1) {
+			t.Errorf("packet %d: interface %q at %d, want %q at %d", i, p.Interface, p.Time, w, i+1)
+		}
+		if p.HasAnn != (i%3 != 0) {
+			t.Errorf("packet %d (%s): annotation %v", i, w, p.HasAnn)
+		}
 	}
 }

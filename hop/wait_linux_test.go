@@ -3,7 +3,6 @@ package hop
 import (
 	"encoding/binary"
 	"os"
-	"runtime"
 	"testing"
 )
 
@@ -58,20 +57,6 @@ func TestSpinLead(t *testing.T) {
 	fixed := &owner{spin: 30_000}
 	if got := fixed.spinLead(3, d); got != 30_000 {
 		t.Errorf("fixed lead %d, want 30000", got)
-	}
-}
-
-func TestReserveProcs(t *testing.T) {
-	base := runtime.GOMAXPROCS(0)
-	reserveProcs(2)
-	reserveProcs(2)
-	if got := runtime.GOMAXPROCS(0); got != base+4 {
-		t.Errorf("GOMAXPROCS %d after two reservations of 2, want %d", got, base+4)
-	}
-	releaseProcs(2)
-	releaseProcs(2)
-	if got := runtime.GOMAXPROCS(0); got != base {
-		t.Errorf("GOMAXPROCS %d after release, want %d", got, base)
 	}
 }
 

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"hash/maphash"
 	"io"
-	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -26,10 +26,47 @@ type Input struct {
 	Direction string
 }
 
-// AnalyzeOptions tune the analysis; the zero value is usable.
+// AnalyzeOptions tune the analysis; the zero value is usable: Analyze and
+// NewAnalyzer replace each zero field by its default.
 type AnalyzeOptions struct {
 	Bin       time.Duration // time bin for the series; 0 = 1s
 	CouplingK float64       // DualPI2's coupling factor k; 0 = 2
+}
+
+// OptionError is an analysis option out of its range. Option is spelt as
+// pi2hop analyze's flag ("bin", "coupling"), so the CLI can name it.
+type OptionError struct {
+	Option string
+	Value  string // as given
+	Want   string // the accepted range
+}
+
+func (e *OptionError) Error() string {
+	return fmt.Sprintf("%s %s: must be %s", e.Option, e.Value, e.Want)
+}
+
+// Validate checks opt as given, zero fields included (a CLI passes the
+// values it was given, so an explicit 0 is refused, not defaulted). The
+// one place the bounds live; the error is an *OptionError.
+func (opt AnalyzeOptions) Validate() error {
+	if opt.Bin < time.Microsecond {
+		return &OptionError{Option: "bin", Value: opt.Bin.String(), Want: "at least 1µs"}
+	}
+	if !(opt.CouplingK > 0 && opt.CouplingK <= 255) {
+		return &OptionError{Option: "coupling", Value: strconv.FormatFloat(opt.CouplingK, 'g', -1, 64), Want: "in (0, 255], as sch_dualpi2's k"}
+	}
+	return nil
+}
+
+// withDefaults replaces zero fields by their defaults.
+func (opt AnalyzeOptions) withDefaults() AnalyzeOptions {
+	if opt.Bin == 0 {
+		opt.Bin = time.Second
+	}
+	if opt.CouplingK == 0 {
+		opt.CouplingK = 2
+	}
+	return opt
 }
 
 // maxBins bounds the series so a tiny --bin cannot exhaust memory.
@@ -65,19 +102,12 @@ type Analyzer struct {
 	dirList []string
 }
 
-// NewAnalyzer checks opt and returns an empty Analyzer.
+// NewAnalyzer fills in opt's defaults, checks it (Validate) and returns an
+// empty Analyzer.
 func NewAnalyzer(opt AnalyzeOptions) (*Analyzer, error) {
-	if opt.Bin == 0 {
-		opt.Bin = time.Second
-	}
-	if opt.Bin < time.Microsecond {
-		return nil, fmt.Errorf("bin %v: must be at least 1µs", opt.Bin)
-	}
-	if opt.CouplingK == 0 {
-		opt.CouplingK = 2
-	}
-	if opt.CouplingK < 0 || opt.CouplingK > 255 {
-		return nil, fmt.Errorf("coupling factor %v: must be in 0..255 (sch_dualpi2's range)", opt.CouplingK)
+	opt = opt.withDefaults()
+	if err := opt.Validate(); err != nil {
+		return nil, err
 	}
 	return &Analyzer{
 		opt:    opt,
@@ -223,7 +253,8 @@ func classIndex(c aqm.Class) int {
 	return 1
 }
 
-// add counts one packet at point pt of direction d.
+// add counts one packet at point pt of direction d: what every point
+// shares (length, checksum, bin, flow, match key), then the point's own.
 func (a *Analyzer) add(d *dirAcc, pt point, p *Packet, h *ipHeader) error {
 	length := h.totalLen
 	if length == 0 || length > p.Length {
@@ -236,95 +267,121 @@ func (a *Analyzer) add(d *dirAcc, pt point, p *Packet, h *ipHeader) error {
 	if err != nil {
 		return err
 	}
-	f := d.flow(h.flow)
-	key := h.matchKey(a.seed, p.Data)
+	s := sighting{length: length, bin: bin, f: d.flow(h.flow), key: h.matchKey(a.seed, p.Data)}
 	switch pt {
 	case pointIn:
-		d.sawIn = true
-		cls := classOf(h.ecn)
-		if p.HasAnn {
-			cls = classIndex(p.Ann.Class)
-		}
-		c := d.classes[cls]
-		c.res.In++
-		c.res.InBytes += uint64(length)
-		f.res.In.add(h.ecn, length)
-		f.res.Class = className(cls)
-		d.pend.push(key, pending{at: p.Time, flow: f, class: int8(cls), ecn: h.ecn, bin: bin})
+		d.addIn(p, h, &s)
 	case pointOut:
-		d.sawOut = true
-		m, matched := d.pend.pop(key)
-		if matched {
-			d.matched++
-		} else {
-			d.unmatchedOut++
-		}
-		ecnIn, knownIn := h.ecn, false
-		switch {
-		case p.HasAnn:
-			ecnIn, knownIn = p.Ann.ECNIn, true
-		case matched:
-			ecnIn, knownIn = m.ecn, true
-		}
-		cls := classOf(ecnIn)
-		if p.HasAnn {
-			cls = classIndex(p.Ann.Class)
-		}
-		c := d.classes[cls]
-		c.res.Sent++
-		c.res.SentBytes += uint64(length)
-		f.res.Out.add(h.ecn, length)
-		f.res.Class = className(cls)
-		b := &d.binAt(bin).cls[cls]
-		b.sent++
-		var marked bool
-		reason := "unknown"
-		if p.HasAnn && p.Ann.HasDecision {
-			marked = p.Ann.Verdict.Action == aqm.Mark
-			reason = reasonName(p.Ann.Verdict.Reason)
-			c.res.Annotated++
-			c.sojourn = append(c.sojourn, binSample{bin: bin, v: p.Ann.Sojourn})
-			b.probSum += float64(p.Ann.Prob) / math.MaxUint32
-			b.probN++
-		} else if knownIn {
-			marked = h.ecn == aqm.CE && ecnIn != aqm.CE
-		}
-		if marked {
-			c.res.Marked++
-			c.res.MarksBy[reason]++
-			f.res.Marked++
-			b.marked++
-		}
-		if knownIn {
-			d.trans[ecnIn][h.ecn]++
-		}
-		if matched {
-			c.transit = append(c.transit, p.Time-m.at)
-		}
+		d.addOut(p, h, &s)
 	case pointDrop:
-		d.sawDrop = true
-		m, matched := d.pend.pop(key)
-		if matched {
-			d.matched++
-		}
-		cls := classOf(h.ecn)
-		switch {
-		case p.HasAnn:
-			cls = classIndex(p.Ann.Class)
-		case matched:
-			cls = int(m.class)
-		}
-		reason := "unknown"
-		if p.HasAnn && p.Ann.HasDecision {
-			reason = reasonName(p.Ann.Verdict.Reason)
-			d.classes[cls].res.Annotated++
-			b := &d.binAt(bin).cls[cls]
-			b.probSum += float64(p.Ann.Prob) / math.MaxUint32
-			b.probN++
-		}
-		d.drop(cls, reason, f, bin)
+		d.addDrop(p, h, &s)
 	}
 	return nil
+}
+
+// sighting is what add worked out for a packet at one capture point. It
+// holds no pointer to the packet or its header, so neither escapes.
+type sighting struct {
+	length int
+	bin    int64
+	f      *flowAcc
+	key    uint64
+}
+
+// addIn counts a packet before the bottleneck and keeps it to be matched
+// at its out or drop point.
+func (d *dirAcc) addIn(p *Packet, h *ipHeader, s *sighting) {
+	d.sawIn = true
+	cls := classOf(h.ecn)
+	if p.HasAnn {
+		cls = classIndex(p.Ann.Class)
+	}
+	c := d.classes[cls]
+	c.res.In++
+	c.res.InBytes += uint64(s.length)
+	s.f.res.In.add(h.ecn, s.length)
+	s.f.res.Class = className(cls)
+	d.pend.push(s.key, pending{at: p.Time, flow: s.f, class: int8(cls), ecn: h.ecn, bin: s.bin})
+}
+
+// addOut counts a packet after the bottleneck: sent, marked (by the
+// annotation, or by CE that was not there on the way in), its sojourn
+// and its transit time when matched.
+func (d *dirAcc) addOut(p *Packet, h *ipHeader, s *sighting) {
+	d.sawOut = true
+	m, matched := d.pend.pop(s.key)
+	if matched {
+		d.matched++
+	} else {
+		d.unmatchedOut++
+	}
+	ecnIn, knownIn := h.ecn, false
+	switch {
+	case p.HasAnn:
+		ecnIn, knownIn = p.Ann.ECNIn, true
+	case matched:
+		ecnIn, knownIn = m.ecn, true
+	}
+	cls := classOf(ecnIn)
+	if p.HasAnn {
+		cls = classIndex(p.Ann.Class)
+	}
+	c := d.classes[cls]
+	c.res.Sent++
+	c.res.SentBytes += uint64(s.length)
+	s.f.res.Out.add(h.ecn, s.length)
+	s.f.res.Class = className(cls)
+	b := &d.binAt(s.bin).cls[cls]
+	b.sent++
+	var marked bool
+	reason := "unknown"
+	if p.HasAnn && p.Ann.HasDecision {
+		marked = p.Ann.Verdict.Action == aqm.Mark
+		reason = reasonName(p.Ann.Verdict.Reason)
+		c.res.Annotated++
+		c.sojourn = append(c.sojourn, binSample{bin: s.bin, v: p.Ann.Sojourn})
+		b.probSum += aqm.ProbFloat(p.Ann.Prob)
+		b.probN++
+	} else if knownIn {
+		marked = h.ecn == aqm.CE && ecnIn != aqm.CE
+	}
+	if marked {
+		c.res.Marked++
+		c.res.MarksBy[reason]++
+		s.f.res.Marked++
+		b.marked++
+	}
+	if knownIn {
+		d.trans[ecnIn][h.ecn]++
+	}
+	if matched {
+		c.transit = append(c.transit, p.Time-m.at)
+	}
+}
+
+// addDrop counts a packet the bottleneck dropped, by reason when annotated.
+func (d *dirAcc) addDrop(p *Packet, h *ipHeader, s *sighting) {
+	d.sawDrop = true
+	m, matched := d.pend.pop(s.key)
+	if matched {
+		d.matched++
+	}
+	cls := classOf(h.ecn)
+	switch {
+	case p.HasAnn:
+		cls = classIndex(p.Ann.Class)
+	case matched:
+		cls = int(m.class)
+	}
+	reason := "unknown"
+	if p.HasAnn && p.Ann.HasDecision {
+		reason = reasonName(p.Ann.Verdict.Reason)
+		d.classes[cls].res.Annotated++
+		b := &d.binAt(s.bin).cls[cls]
+		b.probSum += aqm.ProbFloat(p.Ann.Prob)
+		b.probN++
+	}
+	d.drop(cls, reason, s.f, s.bin)
 }
 
 func boolI64(b bool) int64 {

@@ -55,7 +55,7 @@ func AppendComment(b []byte, a *Annotation) []byte {
 	b = append(b, " sojourn="...)
 	b = appendMillis(b, a.Sojourn)
 	b = append(b, " prob="...)
-	b = strconv.AppendFloat(b, float64(a.Prob)/math.MaxUint32, 'f', 6, 64)
+	b = strconv.AppendFloat(b, aqm.ProbFloat(a.Prob), 'f', 6, 64)
 	b = append(b, " verdict="...)
 	b = append(b, a.Verdict.Action.String()...)
 	b = append(b, " reason="...)
@@ -135,7 +135,7 @@ func ParseComment(s string) (Annotation, error) {
 			if err == nil && (f < 0 || f > 1) {
 				err = errors.New("want 0..1")
 			}
-			a.Prob = uint32(math.Round(f * math.MaxUint32))
+			a.Prob = uint32(math.Round(f * aqm.MaxProb)) // the inverse of aqm.ProbFloat
 		case "verdict":
 			haveVerdict = true
 			a.HasDecision = true

@@ -18,6 +18,11 @@
 // the file. With Options.MaxSize the capture rotates: FILE, FILE.1,
 // FILE.2, ..., each a complete pcapng file.
 //
+// NewHopTap is a hop's tap (hop.Tap) that writes the six taps of a hop,
+// optionally under a name prefix so several hops share one file;
+// EventAnnotation turns a link's decision (shaper.Event) into the
+// annotation written with a packet.
+//
 // Packets at -out and -drop taps carry the AQM decision as a packet
 // comment (opt_comment), which Wireshark shows and tshark prints as
 // frame.comment; AppendComment documents the format and ParseComment

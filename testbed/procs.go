@@ -1,9 +1,8 @@
 package testbed
 
-import "runtime"
-
-// labProcs is the least GOMAXPROCS the lab runs with. Its timing-critical
-// work runs on locked OS threads (the hop's two owners, each Prague and
+// labProcs is the least GOMAXPROCS the lab runs with; hop.ProcsAtLeast,
+// the one place that sets GOMAXPROCS, adds the running hop's owners on
+// top. The lab's timing-critical work runs on locked OS threads (the hop's two owners, each Prague and
 // video sender) that sleep in ppoll; a thread that wakes needs a P before
 // it can run Go code, and with only one P per core it waits while other
 // goroutines hold them, up to the scheduler's 10 ms preemption tick. More
@@ -15,13 +14,3 @@ import "runtime"
 // starved the kernel's own packet work (ksoftirqd at nice 0) and the hop's
 // timing error p99 grew from 0.1–0.2 ms to 4–9 ms.
 const labProcs = 8
-
-// raiseProcs sets GOMAXPROCS to at least labProcs and returns the undo.
-func raiseProcs() (restore func()) {
-	old := runtime.GOMAXPROCS(0)
-	if old >= labProcs {
-		return func() {}
-	}
-	runtime.GOMAXPROCS(labProcs)
-	return func() { runtime.GOMAXPROCS(old) }
-}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/pi2hop/pi2hop/dist"
 	"github.com/pi2hop/pi2hop/hop"
+	"github.com/pi2hop/pi2hop/pcap"
 	"github.com/pi2hop/pi2hop/shaper"
 	"github.com/pi2hop/pi2hop/testbed/metrics"
 	"github.com/pi2hop/pi2hop/testbed/report"
@@ -20,9 +21,10 @@ type Options struct {
 	// Prefix starts the names of every namespace and device the lab makes
 	// ("" = "p2l" and the process id), so concurrent labs never collide.
 	Prefix string
-	// Tap, if not nil, gives each run's hop a capture tap; run is the
-	// run's file-name safe name (RunSpec.Name).
-	Tap func(run string) hop.Tap
+	// Capture, if not nil, records every run's hop taps in one file,
+	// each run's named after it ("l4s.up-in", "classic.up-out", ...:
+	// RunSpec.Name and a dot), so analyze reports the runs apart.
+	Capture *pcap.Capture
 	// CPULatency is each run's hop.Config.CPULatency: 0 keeps idle CPUs
 	// polling while the hop runs, negative makes no request.
 	CPULatency time.Duration
@@ -57,7 +59,7 @@ func Run(ctx context.Context, cfg Config, opt Options) (*report.Report, error) {
 		return nil, err
 	}
 	sc := scenarios[cfg.Scenario]
-	defer raiseProcs()()
+	defer hop.ProcsAtLeast(labProcs)()
 	prefix := opt.Prefix
 	if prefix == "" {
 		prefix = DefaultPrefix()
@@ -68,8 +70,8 @@ func Run(ctx context.Context, cfg Config, opt Options) (*report.Report, error) {
 	for i, sp := range runs {
 		opt.Progress.Phase(fmt.Sprintf("run %d/%d: %s", i+1, len(runs), sp.Title), sp.Duration+setupAllowance)
 		var tap hop.Tap
-		if opt.Tap != nil {
-			tap = opt.Tap(sp.Name)
+		if opt.Capture != nil {
+			tap = pcap.NewHopTap(opt.Capture, sp.Name+".")
 		}
 		res, err := runOne(ctx, sp, fmt.Sprintf("%s%c", prefix, 'a'+i%26), tap, opt.CPULatency)
 		if ctx.Err() != nil {

@@ -54,10 +54,14 @@ func runAnalyze(env *cmdEnv, a *analyzeArgs, args []string) error {
 		return usagef("analyze: name at least one capture FILE (pcap or pcapng)")
 	case (len(a.ingress) == 0) != (len(a.egress) == 0):
 		return usagef("analyze: --ingress and --egress go together: give the captures from both sides of the bottleneck")
-	case a.bin < time.Microsecond:
-		return usagef("analyze: --bin %v: must be at least 1µs", a.bin)
-	case a.coupling <= 0 || a.coupling > 255:
-		return usagef("analyze: --coupling %g: must be in (0, 255], as sch_dualpi2's k", a.coupling)
+	}
+	opt := pcap.AnalyzeOptions{Bin: a.bin, CouplingK: a.coupling}
+	if err := opt.Validate(); err != nil {
+		var oe *pcap.OptionError
+		if errors.As(err, &oe) {
+			return usagef("analyze: --%s %s: must be %s", oe.Option, oe.Value, oe.Want)
+		}
+		return usagef("analyze: %v", err)
 	}
 	var inputs []pcap.Input
 	add := func(path, role string) error {
@@ -83,7 +87,7 @@ func runAnalyze(env *cmdEnv, a *analyzeArgs, args []string) error {
 			}
 		}
 	}
-	res, err := pcap.Analyze(inputs, pcap.AnalyzeOptions{Bin: a.bin, CouplingK: a.coupling})
+	res, err := pcap.Analyze(inputs, opt)
 	if err != nil {
 		return fmt.Errorf("analyze: %w", err)
 	}

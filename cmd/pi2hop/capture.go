@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/pi2hop/pi2hop/aqm"
-	"github.com/pi2hop/pi2hop/hop"
 	"github.com/pi2hop/pi2hop/pcap"
 	"github.com/pi2hop/pi2hop/shaper"
 	"github.com/spf13/pflag"
@@ -50,54 +49,6 @@ func (c *captureFlags) open(comment string, timeOffset int64) (*pcap.Capture, er
 	return capt, nil
 }
 
-// annotation is what a capture says of a packet the queue decided on.
-func annotation(ev *shaper.Event) pcap.Annotation {
-	var sojourn int64
-	if ev.Deq != 0 {
-		sojourn = ev.Deq - ev.Meta.Arrival
-	}
-	return pcap.Annotation{
-		Class:       ev.Verdict.Class,
-		Sojourn:     sojourn,
-		Prob:        ev.Prob,
-		Verdict:     ev.Verdict,
-		ECNIn:       ev.Meta.ECN,
-		HasDecision: true,
-	}
-}
-
-// captureTap feeds a hop's in/out/drop taps into a capture. It runs on the
-// hop's owner threads: Offer never blocks and copies what it keeps; when
-// the writer falls behind, capture records are dropped (and counted in
-// the file's interface statistics), never packets.
-type captureTap struct {
-	c   *pcap.Capture
-	ids [2][3]int // [hop.Dir][hop.TapPoint]
-}
-
-func newCaptureTap(c *pcap.Capture) *captureTap { return newCaptureTapNamed(c, "") }
-
-// newCaptureTapNamed names the taps prefix+"up-in" and so on, so several
-// hops (the lab's runs) can share one file; analyze then reports each
-// prefix+direction apart.
-func newCaptureTapNamed(c *pcap.Capture, prefix string) *captureTap {
-	t := &captureTap{c: c}
-	for _, d := range []hop.Dir{hop.Up, hop.Down} {
-		taps := c.AddTaps(prefix + d.String())
-		t.ids[d] = [3]int{hop.TapIn: taps.In, hop.TapOut: taps.Out, hop.TapDrop: taps.Drop}
-	}
-	return t
-}
-
-func (t *captureTap) Packet(d hop.Dir, p hop.TapPoint, at int64, pkt []byte, ev *shaper.Event) {
-	if ev == nil {
-		t.c.Offer(t.ids[d][p], at, pkt, nil)
-		return
-	}
-	a := annotation(ev)
-	t.c.Offer(t.ids[d][p], at, pkt, &a)
-}
-
 // replayCapture writes replay's packets: the input at arrival, what leaves
 // at its delay-line release (CE applied), drops at their time. A CSV trace
 // has no packet bytes, so a minimal IPv4/UDP header is made up for each
@@ -141,7 +92,7 @@ func (rc *replayCapture) decided(p *tracePacket, ev *shaper.Event) {
 		pkt = append(rc.hdr[:0:0], pkt...)
 		aqm.View(pkt).SetCE()
 	}
-	a := annotation(ev)
+	a := pcap.EventAnnotation(ev)
 	rc.c.OfferWait(id, ev.At, pkt, int(p.len), &a)
 }
 

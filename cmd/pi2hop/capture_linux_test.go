@@ -43,7 +43,7 @@ func pairWithCapture(t *testing.T, prefix, path string, flags ...string) (*hop.P
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { capt.Close() })
-	p, err := hop.NewPairWith(context.Background(), hop.PairSpec{ClientNS: prefix + "c", ServerNS: prefix + "s", Tap: newCaptureTap(capt)}, cfg)
+	p, err := hop.NewPairWith(context.Background(), hop.PairSpec{ClientNS: prefix + "c", ServerNS: prefix + "s", Tap: pcap.NewHopTap(capt, "")}, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

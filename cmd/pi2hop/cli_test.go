@@ -12,6 +12,7 @@ import (
 	"testing"
 	"unicode"
 
+	"github.com/pi2hop/pi2hop/internal/buildinfo"
 	"github.com/spf13/pflag"
 )
 
@@ -312,10 +313,10 @@ func TestVersion(t *testing.T) {
 	if err != nil || !strings.HasPrefix(out, "pi2hop ") || !strings.Contains(out, "go "+runtime.Version()) {
 		t.Errorf("version: %q, %v", out, err)
 	}
-	info := &debug.BuildInfo{Main: debug.Module{Path: "github.com/pi2hop/pi2hop", Version: "v1.2.3"},
-		Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "abc123"}, {Key: "vcs.modified", Value: "true"}}}
+	info := buildinfo.From(&debug.BuildInfo{Main: debug.Module{Path: "github.com/pi2hop/pi2hop", Version: "v1.2.3"},
+		Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "abc123"}, {Key: "vcs.modified", Value: "true"}}})
 	got := versionText(info)
-	for _, want := range []string{"pi2hop v1.2.3\n", "module github.com/pi2hop/pi2hop\n", "revision abc123 (modified)\n"} {
+	for _, want := range []string{"pi2hop v1.2.3 revision abc123 (modified)\n", "module github.com/pi2hop/pi2hop\n"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("versionText = %q, want %q in it", got, want)
 		}

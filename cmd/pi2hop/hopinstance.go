@@ -56,7 +56,7 @@ func runInstance(ctx context.Context, env *cmdEnv, command string, inst *instanc
 		Name: inst.name, Command: command,
 		Settings: link.settings(), Config: cfg,
 		Metrics: inst.metrics,
-		Capture: func() (instance.Capture, error) { return openCapture(cf, comment) },
+		Capture: func() (*pcap.Capture, error) { return openCapture(cf, comment) },
 		Stderr:  env.stderr, Verbose: inst.verbose,
 		Attrs: []any{"capture", cf.path},
 	}, topo)
@@ -68,19 +68,9 @@ func runInstance(ctx context.Context, env *cmdEnv, command string, inst *instanc
 }
 
 // openCapture opens --capture for an instance (nil without one).
-func openCapture(cf *captureFlags, comment string) (instance.Capture, error) {
-	c, err := cf.open(comment, hop.UnixOffset())
-	if c == nil || err != nil {
-		return nil, err
-	}
-	return instanceCapture{c}, nil
+func openCapture(cf *captureFlags, comment string) (*pcap.Capture, error) {
+	return cf.open(comment, hop.UnixOffset())
 }
-
-// instanceCapture feeds the instance's hops' taps into a capture file.
-type instanceCapture struct{ c *pcap.Capture }
-
-func (ic instanceCapture) Tap(prefix string) hop.Tap { return newCaptureTapNamed(ic.c, prefix) }
-func (ic instanceCapture) Close() error              { return ic.c.Close() }
 
 // cleanupInstance undoes what a dead instance left (run --cleanup).
 func cleanupInstance(name string, stdout io.Writer) error {

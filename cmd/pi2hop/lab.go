@@ -12,8 +12,8 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/pi2hop/pi2hop/hop"
 	"github.com/pi2hop/pi2hop/hop/instance"
+	"github.com/pi2hop/pi2hop/pcap"
 	"github.com/pi2hop/pi2hop/shaper"
 	"github.com/pi2hop/pi2hop/testbed"
 	"github.com/pi2hop/pi2hop/testbed/report"
@@ -174,15 +174,13 @@ func runLab(ctx context.Context, env *cmdEnv, cfg testbed.Config, out string, cf
 			progress.Start()
 			defer progress.Stop()
 			opt := testbed.Options{Progress: progress, CPULatency: cpuLatency}
-			if ienv.Capturing() {
-				opt.Tap = func(run string) hop.Tap { return ienv.Tap(run + ".") }
-			}
+			opt.Capture = ienv.Capture() // each run names its taps (l4s.up-in, ...)
 			var err error
 			rep, err = testbed.Run(ctx, cfg, opt)
 			return err
 		}}
 	err := instance.Run(ctx, instance.Options{Command: "lab", Stderr: env.stderr,
-		Capture: func() (instance.Capture, error) { return openCapture(cf, fmt.Sprintf("pi2hop lab %v", cfg)) },
+		Capture: func() (*pcap.Capture, error) { return openCapture(cf, fmt.Sprintf("pi2hop lab %v", cfg)) },
 	}, task)
 	if err != nil {
 		if ctx.Err() != nil {

@@ -3,9 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
-	"runtime"
-	"runtime/debug"
 
+	"github.com/pi2hop/pi2hop/internal/buildinfo"
 	"github.com/spf13/pflag"
 )
 
@@ -19,41 +18,15 @@ func init() {
 				if len(args) > 0 {
 					return usagef("version: unexpected argument %q", args[0])
 				}
-				info, _ := debug.ReadBuildInfo()
-				fmt.Fprint(env.stdout, versionText(info))
+				fmt.Fprint(env.stdout, versionText(buildinfo.Read()))
 				return nil
 			}
 		},
 	})
 }
 
-// versionText describes the build: module version ("(devel)" for a build
-// from a work tree), the VCS revision when the build recorded one, and
-// the Go version and platform.
-func versionText(info *debug.BuildInfo) string {
-	mod, version := "github.com/pi2hop/pi2hop", "(unknown)"
-	var revision, modified string
-	if info != nil {
-		if info.Main.Path != "" {
-			mod = info.Main.Path
-		}
-		if info.Main.Version != "" {
-			version = info.Main.Version
-		}
-		for _, s := range info.Settings {
-			switch s.Key {
-			case "vcs.revision":
-				revision = s.Value
-			case "vcs.modified":
-				if s.Value == "true" {
-					modified = " (modified)"
-				}
-			}
-		}
-	}
-	s := fmt.Sprintf("pi2hop %s\nmodule %s\n", version, mod)
-	if revision != "" {
-		s += fmt.Sprintf("revision %s%s\n", revision, modified)
-	}
-	return s + fmt.Sprintf("go %s %s/%s\n", runtime.Version(), runtime.GOOS, runtime.GOARCH)
+// versionText describes the build: its version as buildinfo spells it
+// (the lab report's spelling too), the module, the Go version and platform.
+func versionText(info buildinfo.Info) string {
+	return fmt.Sprintf("pi2hop %s\nmodule %s\ngo %s %s\n", info, info.Module, info.Go, info.Platform)
 }

@@ -16,6 +16,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"runtime"
 	"runtime/pprof"
 	"time"
 
@@ -72,7 +73,7 @@ type path struct {
 
 func run() error {
 	prefix := fmt.Sprintf("p2b%d", os.Getpid()%10000)
-	fmt.Printf("benchhop: %s, GOMAXPROCS %d, TCP %v, UDP %v\n", time.Now().Format(time.RFC3339), numCPU(), *tcpTime, *udpTime)
+	fmt.Printf("benchhop: %s, GOMAXPROCS %d, TCP %v, UDP %v\n", time.Now().Format(time.RFC3339), runtime.GOMAXPROCS(0), *tcpTime, *udpTime)
 	row("figure", "kernel", "pi2hop", "ratio")
 	var cpu []cpuRow
 	if want("tcp") || want("udp") || want("rtt") {
@@ -181,7 +182,6 @@ func mbit(bps float64) string   { return fmt.Sprintf("%.0f", bps/1e6) }
 func ms(d time.Duration) string { return fmt.Sprintf("%.3f", d.Seconds()*1e3) }
 func us(ns int64) string        { return fmt.Sprintf("%.0f", float64(ns)/1e3) }
 func ratio(a, b float64) string { return fmt.Sprintf("%.3f", a/b) }
-func numCPU() int               { return runtimeGOMAXPROCS() }
 
 func newPair(prefix string, bps uint64, delay time.Duration) (*hop.Pair, error) {
 	d := hop.DirConfig{

@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/pi2hop/pi2hop/hop"
+	"github.com/pi2hop/pi2hop/pcap"
 	"github.com/pi2hop/pi2hop/tun"
 )
 
@@ -42,11 +43,12 @@ type Env struct {
 	Config  hop.Config // the hop to start, with Logger set
 	Journal *tun.Journal
 	Log     *slog.Logger
-	capture Capture
+	capture *pcap.Capture
 }
 
-// Capturing reports whether the instance has a capture to feed.
-func (e *Env) Capturing() bool { return e.capture != nil }
+// Capture is the instance's capture file, or nil without one. The
+// instance closes it after the topology, when the taps have stopped.
+func (e *Env) Capture() *pcap.Capture { return e.capture }
 
 // Tap returns new capture taps named prefix+"up-in" and so on (each call
 // adds interfaces to the capture file), or nil without a capture.
@@ -54,14 +56,7 @@ func (e *Env) Tap(prefix string) hop.Tap {
 	if e.capture == nil {
 		return nil
 	}
-	return e.capture.Tap(prefix)
-}
-
-// Capture is a capture file the hops' taps feed; the instance closes it
-// after the topology, when the taps have stopped.
-type Capture interface {
-	Tap(prefix string) hop.Tap
-	Close() error
+	return pcap.NewHopTap(e.capture, prefix)
 }
 
 // Options describe an instance.
@@ -77,7 +72,7 @@ type Options struct {
 	Config   hop.Config
 	Metrics  string // serve Prometheus metrics on this host:port ("" = none)
 	// Capture opens the capture file, if not nil (after the name is claimed).
-	Capture func() (Capture, error)
+	Capture func() (*pcap.Capture, error)
 	Stderr  io.Writer // logs
 	Verbose bool      // debug logs too
 	// Attrs are more fields of the start-up line (the capture's path).

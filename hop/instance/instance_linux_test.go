@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/pi2hop/pi2hop/hop"
 	"github.com/pi2hop/pi2hop/internal/roottest"
+	"github.com/pi2hop/pi2hop/pcap"
 	"github.com/pi2hop/pi2hop/tun/tuntest"
 )
 
@@ -23,6 +25,7 @@ type fakeTopology struct {
 	mu     sync.Mutex
 	events []string
 	h      *hop.Hop
+	capt   *pcap.Capture
 }
 
 func (f *fakeTopology) record(e string) {
@@ -43,8 +46,10 @@ func (f *fakeTopology) Start(ctx context.Context, env *Env) (*hop.Hop, error) {
 		return nil, err
 	}
 	if tap := env.Tap(""); tap != nil {
+		f.record("tap")
 		h.SetTap(tap)
 	}
+	f.capt = env.Capture()
 	f.h = h
 	go h.Run(ctx)
 	return h, nil
@@ -61,13 +66,20 @@ func (f *fakeTopology) Close() error {
 		f.record("close with the control socket still up")
 	}
 	f.record("close")
-	return f.h.Close()
+	err := f.h.Close()
+	// The capture must still take packets: it closes after the topology.
+	if f.capt != nil && !captureOpen(f.capt) {
+		f.record("capture closed before the topology")
+	}
+	return err
 }
 
-type fakeCapture struct{ f *fakeTopology }
-
-func (c fakeCapture) Tap(prefix string) hop.Tap { c.f.record("tap " + prefix); return nil }
-func (c fakeCapture) Close() error              { c.f.record("capture close"); return nil }
+// captureOpen reports whether c still takes a packet: OfferWait refuses
+// only after Close.
+func captureOpen(c *pcap.Capture) bool {
+	taps := c.AddTaps("probe")
+	return c.OfferWait(taps.In, 0, []byte{0x45, 0, 0, 20, 0, 0, 0, 0, 64, 17, 0, 0, 127, 0, 0, 1, 127, 0, 0, 1}, 0, nil)
+}
 
 // TestRunLifecycle runs an instance end to end: the state file and the
 // control socket while it runs, typed edits over the socket, and the
@@ -88,7 +100,9 @@ func TestRunLifecycle(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		done <- Run(ctx, Options{Name: name, Command: "test", Settings: base, Config: cfg, Stderr: &stderr,
-			Capture: func() (Capture, error) { return fakeCapture{topo}, nil }}, topo)
+			Capture: func() (*pcap.Capture, error) {
+				return pcap.NewCapture(filepath.Join(t.TempDir(), "cap.pcapng"), pcap.Options{})
+			}}, topo)
 	}()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
@@ -125,9 +139,12 @@ func TestRunLifecycle(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("Run did not return within 5 s of its cancellation")
 	}
-	want := "start tap  wait done close capture close"
+	want := "start tap wait done close"
 	if got := strings.Join(topo.events, " "); got != want {
 		t.Errorf("lifecycle order %q, want %q", got, want)
+	}
+	if topo.capt == nil || captureOpen(topo.capt) {
+		t.Errorf("the capture is still open after Run returned")
 	}
 	for _, f := range []string{StatePath(name), SocketPath(name)} {
 		if _, err := os.Stat(f); err == nil {
