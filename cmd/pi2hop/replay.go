@@ -35,7 +35,7 @@ type replayArgs struct {
 func replayFlags(fs *pflag.FlagSet) func(context.Context, *cmdEnv, []string) error {
 	a := &replayArgs{}
 	fs.StringVar(&a.trace, "trace", "", "CSV packet trace `FILE` (- = stdin): header time_ns,bytes,ecn[,flow], ecn 0 Not-ECT, 1 ECT(1), 2 ECT(0), 3 CE")
-	fs.StringVar(&a.pcap, "pcap", "", "pcap or pcapng `FILE` (- = stdin) to replay: arrival = capture time since the first packet")
+	fs.StringVar(&a.pcap, "pcap", "", "capture `FILE` (- = stdin; pcap or pcapng, gzipped or not, as analyze reads) to replay: arrival = capture time since the first packet")
 	fs.StringVar(&a.pcapOut, "pcap-out", "", "write the packets as they leave (after --delay, CE marks applied) to this pcap `FILE` (raw IP, ns timestamps)")
 	a.link = addLinkFlags(fs, false)
 	a.capture = addCaptureFlags(fs)
