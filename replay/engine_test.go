@@ -33,7 +33,10 @@ func (r rec) String() string {
 }
 
 // recorder is a Handler that keeps every event.
-type recorder struct{ log []rec }
+type recorder struct {
+	log   []rec
+	fates map[int]rec // by packet index, built by fate
+}
 
 func (r *recorder) Arrival(p *Packet) error {
 	r.log = append(r.log, rec{kind: "arrival", at: p.Time, i: p.Index})
@@ -69,13 +72,19 @@ func (r *recorder) of(kind string) []rec {
 // fate returns the depart or drop event of packet i.
 func (r *recorder) fate(t *testing.T, i int) rec {
 	t.Helper()
-	for _, e := range r.log {
-		if (e.kind == "depart" || e.kind == "drop") && e.i == i {
-			return e
+	if r.fates == nil {
+		r.fates = map[int]rec{}
+		for _, e := range r.log {
+			if e.kind == "depart" || e.kind == "drop" {
+				r.fates[e.i] = e
+			}
 		}
 	}
-	t.Fatalf("packet %d has no fate in %v", i, r.log)
-	return rec{}
+	f, ok := r.fates[i]
+	if !ok {
+		t.Fatalf("packet %d has no fate in %v", i, r.log)
+	}
+	return f
 }
 
 // sliceSource replays packets given in a slice.

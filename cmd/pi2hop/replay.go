@@ -112,7 +112,7 @@ func runReplay(ctx context.Context, env *cmdEnv, a *replayArgs, args []string) e
 			inCounts = inputCounts{skipped: capIn.Skipped(), clamped: capIn.Clamped()}
 		}
 		j := &jsonLine{}
-		out.Write(writeSummary(j, &res, inCounts, a, linkCfg, spec))
+		out.Write(formatSummary(j, &res, inCounts, a, linkCfg, spec))
 		if ferr := out.Flush(); ferr != nil {
 			err = fmt.Errorf("writing output: %w", ferr)
 		}

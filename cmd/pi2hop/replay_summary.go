@@ -8,9 +8,9 @@ import (
 	"github.com/pi2hop/pi2hop/shaper"
 )
 
-// writeSummary returns the last line of a replay: per-queue counts, the
+// formatSummary returns the last line of a replay: per-queue counts, the
 // queue's own statistics, link utilisation and the configuration used.
-func writeSummary(j *jsonLine, res *replay.Result, in inputCounts, a *replayArgs, link shaper.Config, spec aqm.Spec) []byte {
+func formatSummary(j *jsonLine, res *replay.Result, in inputCounts, a *replayArgs, link shaper.Config, spec aqm.Spec) []byte {
 	st := &res.Stats
 	span := res.LastDeparture - res.FirstArrival
 	util := 0.0
