@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -347,5 +348,36 @@ func TestReplayErrors(t *testing.T) {
 	_, err := runCLI(t, "", "replay")
 	if err == nil || !strings.Contains(err.Error(), "give one input") {
 		t.Errorf("no input: %v", err)
+	}
+}
+
+// TestReplayDropLines: a drop's line has the times the packet reached:
+// refused at enqueue, none; dropped by the AQM at dequeue, deq only; lost
+// on the link, deq and dep.
+func TestReplayDropLines(t *testing.T) {
+	got := replayCSV(t, "time_ns,bytes,ecn\n0,1500,1\n0,1500,1\n0,1500,1\n", "--aqm", "fifo", "--limit", "1", "--loss", "100%")
+	checkPackets(t, got, []want{
+		{"C", "dropped", "loss", 1, 0, 1_200_000},
+		{"C", "dropped", "loss", 1, 1_200_000, 2_400_000},
+		{"C", "dropped", "limit", 1, -1, -1},
+	})
+	// Not-ECT at twice the link's rate: DualPI2 drops at dequeue.
+	var b strings.Builder
+	b.WriteString("time_ns,bytes,ecn\n")
+	for i := range 3000 {
+		b.WriteString(strconv.Itoa(i*600_000) + ",1500,0\n")
+	}
+	n := 0
+	for _, p := range replayCSV(t, b.String()).pkts {
+		if p.Verdict != "dropped" {
+			continue
+		}
+		n++
+		if p.Deq == nil || p.Dep != nil || *p.Sojourn != *p.Deq-p.T || (p.Reason != "classic" && p.Reason != "overload") {
+			t.Fatalf("dequeue drop %+v: want deq and sojourn, dep null", p)
+		}
+	}
+	if n == 0 {
+		t.Fatal("no drop at dequeue: the test checks nothing")
 	}
 }
