@@ -59,7 +59,7 @@ BENCH_SUMMARY = \
 # queue, replay and analyze against their targets.
 bench:
 	@mkdir -p bin
-	$(GO) test -run '^$$' -bench . -benchmem ./aqm ./shaper ./pcap ./cmd/pi2hop | tee bin/bench.txt
+	$(GO) test -run '^$$' -bench . -benchmem ./aqm ./shaper ./pcap ./replay | tee bin/bench.txt
 	@awk '$(BENCH_SUMMARY)' bin/bench.txt
 
 # The live hop against the kernel router, in network namespaces (root; not

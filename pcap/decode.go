@@ -17,7 +17,7 @@ import (
 // do not carry IPv4 or IPv6, and for link types we do not read.
 func stripLink(lt layers.LinkType, b []byte) (ip []byte, hdr int, ok bool) {
 	switch lt {
-	case layers.LinkTypeRaw, layers.LinkTypeIPv4, layers.LinkTypeIPv6:
+	case layers.LinkTypeRaw, layers.LinkTypeIPv4, layers.LinkTypeIPv6, linkTypeRawBSD:
 		hdr = 0
 	case layers.LinkTypeEthernet:
 		hdr = 12
@@ -60,6 +60,10 @@ func stripLink(lt layers.LinkType, b []byte) (ip []byte, hdr int, ok bool) {
 	}
 	return ip, hdr, true
 }
+
+// linkTypeRawBSD is DLT_RAW's number on OpenBSD (14), found in old files
+// that were not mapped to LINKTYPE_RAW (101).
+const linkTypeRawBSD layers.LinkType = 14
 
 func isIPEtherType(t uint16) bool { return t == 0x0800 || t == 0x86dd }
 

@@ -107,6 +107,7 @@ func TestStripLink(t *testing.T) {
 		ok   bool
 	}{
 		{"raw", layers.LinkTypeRaw, ip, 0, true},
+		{"raw, OpenBSD's DLT_RAW 14", 14, ip, 0, true},
 		{"ipv4", layers.LinkTypeIPv4, ip, 0, true},
 		{"ipv6", layers.LinkTypeIPv6, ip6, 0, true},
 		{"ethernet", layers.LinkTypeEthernet, eth(0x0800, false, ip), 14, true},

@@ -226,9 +226,9 @@ func TestReplayPcapErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--pcap", notPcap}, "x.csv: not a pcap or pcapng file"},
+		{[]string{"--pcap", notPcap}, "x.csv: not a pcap or pcapng capture"},
 		{[]string{"--pcap", filepath.Join(dir, "missing.pcap")}, "--pcap: open "},
-		{[]string{"--pcap", tr}, "trunc.pcap: packet 1: "},
+		{[]string{"--pcap", tr}, "trunc.pcap: truncated (the capture was not closed cleanly?): unexpected EOF (after 0 IP packets)"},
 	}
 	for _, tt := range tests {
 		_, err := runCLI(t, "", append([]string{"replay"}, tt.args...)...)

@@ -4,29 +4,27 @@ import (
 	"fmt"
 
 	"github.com/pi2hop/pi2hop/aqm"
+	"github.com/pi2hop/pi2hop/replay"
 	"github.com/pi2hop/pi2hop/shaper"
 )
 
-// writeSummary prints the last line of a replay: per-queue counts, the
+// formatSummary returns the last line of a replay: per-queue counts, the
 // queue's own statistics, link utilisation and the configuration used.
-func (r *replayer) writeSummary(a *replayArgs, link shaper.Config, spec aqm.Spec) {
-	end := r.lastDep
-	st := r.q.Stats(end)
-	busy := r.link.Stats().Busy
-	span := end - r.firstArrival
+func formatSummary(j *jsonLine, res *replay.Result, in inputCounts, a *replayArgs, link shaper.Config, spec aqm.Spec) []byte {
+	st := &res.Stats
+	span := res.LastDeparture - res.FirstArrival
 	util := 0.0
 	if span > 0 {
-		util = float64(busy) / float64(span)
+		util = float64(res.Busy) / float64(span)
 	}
 
-	j := &r.j
 	j.begin("summary")
-	j.int("packets", int64(r.packets))
-	j.int("first_arrival", r.firstArrival)
-	j.int("last_departure", end)
-	j.int("busy", busy)
+	j.int("packets", int64(res.Packets))
+	j.int("first_arrival", res.FirstArrival)
+	j.int("last_departure", res.LastDeparture)
+	j.int("busy", res.Busy)
 	j.float("utilisation", util, 6)
-	j.int("pi_updates", int64(r.piUpdates))
+	j.int("pi_updates", int64(res.Updates))
 	j.uint("maxq", uint64(st.MaxQ))
 	j.uint("ecn_mark", st.ECNMark)
 	j.uint("step_marks", st.StepMarks)
@@ -34,45 +32,44 @@ func (r *replayer) writeSummary(a *replayArgs, link shaper.Config, spec aqm.Spec
 	j.uint("prob_raw", uint64(st.Prob))
 	j.object("queues")
 	for k, name := range [2]string{"C", "L"} {
-		r.writeQueue(name, &r.queues[k])
+		writeQueue(j, name, &res.Queues[k])
 	}
 	j.closeObject()
 	j.object("input")
-	j.int("skipped", int64(r.in.skipped))
-	j.int("clamped", int64(r.in.clamped))
+	j.int("skipped", int64(in.skipped))
+	j.int("clamped", int64(in.clamped))
 	j.closeObject()
-	r.writeConfig(a, link, spec)
-	r.write(j.end())
+	writeConfig(j, a, link, spec)
+	return j.end()
 }
 
-func (r *replayer) writeQueue(name string, q *queueCounts) {
-	j := &r.j
+func writeQueue(j *jsonLine, name string, q *replay.QueueCounts) {
 	j.object(name)
-	j.uint("arrivals", q.arrivals)
-	j.uint("delivered", q.delivered)
-	j.uint("bytes", q.bytes)
-	j.uint("sent", q.sent)
+	j.uint("arrivals", q.Arrivals)
+	j.uint("delivered", q.Delivered)
+	j.uint("bytes", q.Bytes)
+	j.uint("sent", q.Sent)
 	var marked, dropped uint64
-	for k := range q.marks {
-		marked += q.marks[k]
-		dropped += q.drops[k]
+	for k := range q.Marks {
+		marked += q.Marks[k]
+		dropped += q.Drops[k]
 	}
 	j.uint("marked", marked)
-	j.uint("step_marks", q.marks[aqm.ReasonStep])
+	j.uint("step_marks", q.Marks[aqm.ReasonStep])
 	j.object("marks")
 	for _, why := range [...]aqm.Reason{aqm.ReasonStep, aqm.ReasonCoupled, aqm.ReasonClassic, aqm.ReasonOverload} {
-		j.uint(why.String(), q.marks[why])
+		j.uint(why.String(), q.Marks[why])
 	}
 	j.closeObject()
 	j.uint("dropped", dropped)
 	j.object("drops")
 	for why := aqm.ReasonStep; int(why) < aqm.NumReasons; why++ {
-		j.uint(why.String(), q.drops[why])
+		j.uint(why.String(), q.Drops[why])
 	}
 	j.closeObject()
-	if q.dequeued > 0 {
-		j.int("sojourn_mean", q.sojournSum/int64(q.dequeued))
-		j.int("sojourn_max", q.sojournMax)
+	if q.Dequeued > 0 {
+		j.int("sojourn_mean", q.SojournSum/int64(q.Dequeued))
+		j.int("sojourn_max", q.SojournMax)
 	} else {
 		j.null("sojourn_mean")
 		j.null("sojourn_max")
@@ -80,8 +77,7 @@ func (r *replayer) writeQueue(name string, q *queueCounts) {
 	j.closeObject()
 }
 
-func (r *replayer) writeConfig(a *replayArgs, link shaper.Config, spec aqm.Spec) {
-	j := &r.j
+func writeConfig(j *jsonLine, a *replayArgs, link shaper.Config, spec aqm.Spec) {
 	f := a.link
 	j.object("config")
 	if a.trace != "" {

@@ -1,4 +1,4 @@
-package main
+package replay
 
 import (
 	"bufio"
@@ -12,25 +12,6 @@ import (
 	"github.com/pi2hop/pi2hop/aqm"
 )
 
-// tracePacket is one packet of a replay input.
-type tracePacket struct {
-	t    int64 // arrival, ns of virtual time
-	len  int32 // IP length in bytes: what the link serialises
-	ecn  aqm.ECN
-	flow uint32
-	// pcap input only: the IP packet (zero-padded to its original length
-	// when the capture was truncated), for --pcap-out.
-	frame   []byte
-	capLen  int // bytes of frame actually captured
-	origLen int // length on the wire (len(frame))
-}
-
-// packetSource yields a replay input's packets in arrival order. next
-// fills p and returns false at the end of the input.
-type packetSource interface {
-	next(p *tracePacket) (bool, error)
-}
-
 // CSV trace columns. The header names them; their order is free.
 const (
 	colTime = iota
@@ -42,34 +23,35 @@ const (
 
 var colNames = [numCols]string{"time_ns", "bytes", "ecn", "flow"}
 
-// csvTrace reads a packet trace in CSV: a header naming the columns
+// CSVSource reads a packet trace in CSV: a header naming the columns
 // time_ns, bytes, ecn and optionally flow, then one packet per row.
 // time_ns is the arrival in ns (non-decreasing), bytes the IP length
 // (1..65535), ecn the ECN field value 0..3 (0 Not-ECT, 1 ECT(1), 2 ECT(0),
 // 3 CE), flow an id 0..2^32-1 (default 0). Blank lines and lines starting
 // with # are skipped. Fields are plain numbers: no quoting.
-type csvTrace struct {
+type CSVSource struct {
 	r     *bufio.Reader
 	name  string // for errors: the file name, or "stdin"
 	line  int
 	pos   [numCols]int // column index of each field, -1 if absent
 	ncols int
 	last  int64
-	rows  int
 }
 
-func newCSVTrace(r io.Reader, name string) *csvTrace {
-	return &csvTrace{r: bufio.NewReaderSize(r, 64<<10), name: name, ncols: -1}
+// NewCSVSource reads a CSV trace from r; name (a file name, or "stdin")
+// prefixes errors: trace.csv:17: ...
+func NewCSVSource(r io.Reader, name string) *CSVSource {
+	return &CSVSource{r: bufio.NewReaderSize(r, 64<<10), name: name, ncols: -1}
 }
 
 // errorf prefixes an error with the file and line: trace.csv:17: ...
-func (c *csvTrace) errorf(format string, a ...any) error {
+func (c *CSVSource) errorf(format string, a ...any) error {
 	return fmt.Errorf("%s:%d: %s", c.name, c.line, fmt.Sprintf(format, a...))
 }
 
 // readLine returns the next line that is neither blank nor a comment,
 // without its line ending; nil at the end of the input.
-func (c *csvTrace) readLine() ([]byte, error) {
+func (c *CSVSource) readLine() ([]byte, error) {
 	for {
 		b, err := c.r.ReadSlice('\n')
 		if errors.Is(err, bufio.ErrBufferFull) {
@@ -93,7 +75,7 @@ func (c *csvTrace) readLine() ([]byte, error) {
 	}
 }
 
-func (c *csvTrace) readHeader() error {
+func (c *CSVSource) readHeader() error {
 	b, err := c.readLine()
 	if err != nil {
 		return err
@@ -130,7 +112,8 @@ func (c *csvTrace) readHeader() error {
 	return nil
 }
 
-func (c *csvTrace) next(p *tracePacket) (bool, error) {
+// Next implements Source.
+func (c *CSVSource) Next(p *Packet) (bool, error) {
 	if c.ncols < 0 {
 		if err := c.readHeader(); err != nil {
 			return false, err
@@ -178,8 +161,7 @@ func (c *csvTrace) next(p *tracePacket) (bool, error) {
 		}
 	}
 	c.last = int64(t)
-	c.rows++
-	*p = tracePacket{t: int64(t), len: int32(size), ecn: aqm.ECN(ecn), flow: uint32(flow)}
+	*p = Packet{Time: int64(t), Len: int32(size), ECN: aqm.ECN(ecn), Flow: uint32(flow)}
 	return true, nil
 }
 

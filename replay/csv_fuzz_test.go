@@ -1,4 +1,4 @@
-package main
+package replay
 
 import (
 	"strings"
@@ -19,11 +19,11 @@ func FuzzCSVTrace(f *testing.F) {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, in string) {
-		c := newCSVTrace(strings.NewReader(in), "f.csv")
+		c := NewCSVSource(strings.NewReader(in), "f.csv")
 		var last int64
 		for n := 0; ; n++ {
-			var p tracePacket
-			ok, err := c.next(&p)
+			var p Packet
+			ok, err := c.Next(&p)
 			if err != nil {
 				if !strings.HasPrefix(err.Error(), "f.csv:") {
 					t.Fatalf("error %q does not name the input", err)
@@ -33,10 +33,10 @@ func FuzzCSVTrace(f *testing.F) {
 			if !ok {
 				return
 			}
-			if p.t < last || p.len < 1 || p.len > 65535 || p.ecn > 3 {
+			if p.Time < last || p.Len < 1 || p.Len > 65535 || p.ECN > 3 {
 				t.Fatalf("row %d: bad packet %+v after t=%d", n, p, last)
 			}
-			last = p.t
+			last = p.Time
 		}
 	})
 }
