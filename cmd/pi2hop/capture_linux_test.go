@@ -331,7 +331,7 @@ func TestAnalyzeTcpdumpOfALabFlow(t *testing.T) {
 	time.Sleep(300 * time.Millisecond) // the last packets leave the delay line
 	for _, d := range dumps {
 		d.Process.Signal(syscall.SIGTERM)
-		d.Wait()
+		waitExit(t, d, 5*time.Second)
 	}
 
 	res, err := pcap.Analyze([]pcap.Input{{Path: inFile, Role: "in"}, {Path: outFile, Role: "out"}}, pcap.AnalyzeOptions{})

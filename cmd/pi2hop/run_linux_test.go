@@ -324,7 +324,7 @@ func TestGatewayRateSetAndCleanup(t *testing.T) {
 	}
 
 	cmd.Process.Signal(syscall.SIGTERM)
-	if err := cmd.Wait(); err != nil {
+	if err := waitExit(t, cmd, 10*time.Second); err != nil {
 		t.Errorf("pi2hop run after SIGTERM: %v", err)
 	}
 	if after := l.routerState(t, name); after != before {
@@ -333,7 +333,7 @@ func TestGatewayRateSetAndCleanup(t *testing.T) {
 
 	cmd = l.startGateway(t, bin, name)
 	cmd.Process.Kill()
-	cmd.Wait()
+	waitExit(t, cmd, 10*time.Second)
 	if left := l.routerState(t, name); left == before {
 		t.Errorf("SIGKILL left nothing to clean up; the test proves nothing")
 	}
@@ -343,5 +343,23 @@ func TestGatewayRateSetAndCleanup(t *testing.T) {
 	}
 	if after := l.routerState(t, name); after != before {
 		t.Errorf("after SIGKILL and --cleanup:\n got %s\nwant %s\n%s", after, before, out)
+	}
+}
+
+// waitExit waits at most d for cmd, started earlier, to exit and returns
+// its exit error; a process still running after d fails the test (and is
+// killed), so a hang at shutdown shows here, not at the suite's timeout.
+func waitExit(t *testing.T, cmd *exec.Cmd, d time.Duration) error {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(d):
+		cmd.Process.Kill()
+		<-done
+		t.Fatalf("%s still running %v after it was told to stop", cmd.Path, d)
+		return nil
 	}
 }
