@@ -3,6 +3,7 @@ package invoker
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"syscall"
@@ -45,13 +46,25 @@ func (u User) Create(path string, perm fs.FileMode) (*os.File, error) {
 
 // WriteFile writes data to a new file for u (see Create).
 func (u User) WriteFile(path string, data []byte, perm fs.FileMode) error {
+	return u.WriteWith(path, perm, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
+}
+
+// WriteWith creates a new file for u (see Create) and lets write fill it.
+// A failed write leaves no partial file behind.
+func (u User) WriteWith(path string, perm fs.FileMode, write func(io.Writer) error) error {
 	f, err := u.Create(path, perm)
 	if err != nil {
 		return err
 	}
-	_, err = f.Write(data)
+	err = write(f)
 	if cerr := f.Close(); err == nil {
 		err = cerr
+	}
+	if err != nil {
+		os.Remove(path)
 	}
 	return err
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pi2hop/pi2hop/aqm"
+	"github.com/pi2hop/pi2hop/invoker"
 )
 
 // scenario is a synthetic hop run: packet i belongs to one of three flows
@@ -264,7 +265,7 @@ func TestWritePlots(t *testing.T) {
 		t.Fatalf("%d bins of 10ms over 30ms, want at least 3", n)
 	}
 	dir := filepath.Join(t.TempDir(), "plots")
-	files, err := res.WritePlots(dir)
+	files, err := res.WritePlots(dir, invoker.User{})
 	if err != nil {
 		t.Fatal(err)
 	}

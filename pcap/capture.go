@@ -2,10 +2,11 @@ package pcap
 
 import (
 	"fmt"
-	"os"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/pi2hop/pi2hop/invoker"
 )
 
 // Options configures a Capture. The zero value is usable.
@@ -30,6 +31,10 @@ type Options struct {
 	// pass monotonic or virtual ns (the hop, replay) and still get wall
 	// clock timestamps in the file. 0 when at is already Unix ns.
 	TimeOffset int64
+	// Owner is who the files belong to (the user behind sudo): each is
+	// created new (never through a symlink, never over an existing
+	// file, rotation included) with mode 0600 and given to Owner.
+	Owner invoker.User
 }
 
 const (
@@ -90,7 +95,7 @@ func NewCapture(path string, opt Options) (*Capture, error) {
 	if opt.Application == "" {
 		opt.Application = "pi2hop"
 	}
-	f, err := os.Create(path)
+	f, err := opt.Owner.Create(path, invoker.ModeCapture)
 	if err != nil {
 		return nil, fmt.Errorf("capture: %w", err)
 	}

@@ -1,12 +1,14 @@
 package pcap
 
 import (
+	"errors"
 	"fmt"
 	"image/color"
-	"os"
 	"path/filepath"
 	"strings"
 
+	"github.com/pi2hop/pi2hop/internal/plotfile"
+	"github.com/pi2hop/pi2hop/invoker"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
@@ -19,17 +21,19 @@ var (
 	colourC = color.RGBA{R: 0xff, G: 0x7f, B: 0x0e, A: 0xff}
 )
 
-// WritePlots draws two PNGs per direction into dir (created if needed):
-// <direction>-marking.png (mark and drop fraction per bin, per queue) and
-// <direction>-sojourn.png (sojourn p50 and p99 per bin, per queue). It
-// returns the files written.
-func (r *Result) WritePlots(dir string) ([]string, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+// WritePlots draws two PNGs per direction into dir (made for owner if it
+// does not exist): <direction>-marking.png (mark and drop fraction per
+// bin, per queue) and <direction>-sojourn.png (sojourn p50 and p99 per
+// bin, per queue), each a new file of owner's. A direction's name becomes
+// one path element of the file name, whatever it holds. It returns the
+// files written.
+func (r *Result) WritePlots(dir string, owner invoker.User) ([]string, error) {
+	if err := owner.Mkdir(dir, invoker.ModeDir); err != nil && !errors.Is(err, invoker.ErrExists) {
 		return nil, fmt.Errorf("plot directory: %w", err)
 	}
 	var files []string
 	for _, d := range r.Directions {
-		base := filepath.Join(dir, fileSafe(d.Name))
+		base := fileSafe(d.Name)
 		marking := []series{
 			{"L marked", colourL, false, func(b *BinResult) (float64, bool) { return b.Classes[1].MarkFraction, b.Classes[1].Sent > 0 }},
 			{"C marked", colourC, false, func(b *BinResult) (float64, bool) { return b.Classes[0].MarkFraction, b.Classes[0].Sent > 0 }},
@@ -50,10 +54,10 @@ func (r *Result) WritePlots(dir string) ([]string, error) {
 			file, title, y string
 			s              []series
 		}{
-			{base + "-marking.png", d.Name + ": congestion signals per " + binLabel(r.BinMs), "fraction of packets", marking},
-			{base + "-sojourn.png", d.Name + ": queue sojourn per " + binLabel(r.BinMs), "sojourn (ms)", sojourn},
+			{filepath.Join(dir, base+"-marking.png"), d.Name + ": congestion signals per " + binLabel(r.BinMs), "fraction of packets", marking},
+			{filepath.Join(dir, base+"-sojourn.png"), d.Name + ": queue sojourn per " + binLabel(r.BinMs), "sojourn (ms)", sojourn},
 		} {
-			if err := drawSeries(pl.file, pl.title, pl.y, d.Bins, r.BinMs, pl.s); err != nil {
+			if err := drawSeries(pl.file, owner, pl.title, pl.y, d.Bins, r.BinMs, pl.s); err != nil {
 				return files, err
 			}
 			files = append(files, pl.file)
@@ -70,7 +74,7 @@ type series struct {
 	value  func(*BinResult) (float64, bool)
 }
 
-func drawSeries(file, title, ylabel string, bins []BinResult, binMs float64, ss []series) error {
+func drawSeries(file string, owner invoker.User, title, ylabel string, bins []BinResult, binMs float64, ss []series) error {
 	p := plot.New()
 	p.Title.Text = title
 	p.X.Label.Text = "time (s)"
@@ -101,10 +105,7 @@ func drawSeries(file, title, ylabel string, bins []BinResult, binMs float64, ss 
 		p.Add(line)
 		p.Legend.Add(s.name, line)
 	}
-	if err := p.Save(20*vg.Centimeter, 10*vg.Centimeter, file); err != nil {
-		return fmt.Errorf("plot %s: %w", file, err)
-	}
-	return nil
+	return plotfile.SavePNG(p, 20*vg.Centimeter, 10*vg.Centimeter, file, owner)
 }
 
 func binLabel(binMs float64) string {
@@ -116,6 +117,9 @@ func binLabel(binMs float64) string {
 
 // fileSafe keeps letters, digits, '-', '_' and '.'.
 func fileSafe(s string) string {
+	if s == "" || s[0] == '.' {
+		s = "_" + s // never ".", "..", or hidden
+	}
 	return strings.Map(func(r rune) rune {
 		switch {
 		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':

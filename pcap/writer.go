@@ -12,6 +12,7 @@ import (
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
 	"github.com/gopacket/gopacket/pcapgo"
+	"github.com/pi2hop/pi2hop/invoker"
 )
 
 // flushIdle is how long written packets may sit in the buffer while no new
@@ -273,7 +274,7 @@ func (w *fileWriter) rotate() error {
 		return err
 	}
 	w.index++
-	f, err := os.Create(rotatedName(w.c.path, w.index))
+	f, err := w.c.opt.Owner.Create(rotatedName(w.c.path, w.index), invoker.ModeCapture)
 	if err != nil {
 		return err
 	}

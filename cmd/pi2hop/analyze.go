@@ -9,6 +9,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/pi2hop/pi2hop/invoker"
 	"github.com/pi2hop/pi2hop/pcap"
 	"github.com/spf13/pflag"
 )
@@ -101,7 +102,11 @@ func runAnalyze(env *cmdEnv, a *analyzeArgs, args []string) error {
 		return err
 	}
 	if a.plotDir != "" {
-		files, err := res.WritePlots(a.plotDir)
+		owner, err := invoker.FromEnv()
+		if err != nil {
+			return err
+		}
+		files, err := res.WritePlots(a.plotDir, owner)
 		if err != nil {
 			return fmt.Errorf("analyze: %w", err)
 		}

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 
+	"github.com/pi2hop/pi2hop/invoker"
 	"github.com/pi2hop/pi2hop/pcap"
 	"github.com/spf13/pflag"
 )
@@ -29,6 +30,10 @@ func (c *captureFlags) open(comment string, timeOffset int64) (*pcap.Capture, er
 	if c.path == "" {
 		return nil, nil
 	}
+	owner, err := invoker.FromEnv()
+	if err != nil {
+		return nil, err
+	}
 	if c.snaplen < 1 || c.snaplen > 262144 {
 		return nil, fmt.Errorf("--snaplen %d: must be in 1..262144 bytes", c.snaplen)
 	}
@@ -40,6 +45,7 @@ func (c *captureFlags) open(comment string, timeOffset int64) (*pcap.Capture, er
 		MaxSize:    int64(c.maxSize.bytes),
 		Comment:    comment,
 		TimeOffset: timeOffset,
+		Owner:      owner,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("--capture: %w", err)

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pi2hop/pi2hop/invoker"
 	"github.com/spf13/pflag"
 
 	"github.com/pi2hop/pi2hop/hop/instance"
@@ -163,6 +164,15 @@ func runLab(ctx context.Context, env *cmdEnv, cfg testbed.Config, out string, cf
 	if os.Geteuid() != 0 {
 		return errors.New("lab: needs root to create network namespaces and TUN devices: run it with sudo (e.g. sudo make lab)")
 	}
+	// The report belongs to the user behind sudo; its folder must be new,
+	// and that is checked now, not after the runs.
+	owner, err := invoker.FromEnv()
+	if err != nil {
+		return err
+	}
+	if _, err := os.Lstat(out); err == nil {
+		return usagef("lab: --out %s: already exists; name a new folder", out)
+	}
 	var rep *report.Report
 	task := &instance.Task{Name: "lab", Info: []any{"scenario", cfg.Scenario, "capture", cf.path},
 		Do: func(ctx context.Context, ienv *instance.Env) error {
@@ -179,7 +189,7 @@ func runLab(ctx context.Context, env *cmdEnv, cfg testbed.Config, out string, cf
 			rep, err = testbed.Run(ctx, cfg, opt)
 			return err
 		}}
-	err := instance.Run(ctx, instance.Options{Command: "lab", Stderr: env.stderr,
+	err = instance.Run(ctx, instance.Options{Command: "lab", Stderr: env.stderr,
 		Capture: func() (*pcap.Capture, error) { return openCapture(cf, fmt.Sprintf("pi2hop lab %v", cfg)) },
 	}, task)
 	if err != nil {
@@ -188,7 +198,7 @@ func runLab(ctx context.Context, env *cmdEnv, cfg testbed.Config, out string, cf
 		}
 		return fmt.Errorf("lab %s: %w", cfg.Scenario, err)
 	}
-	if err := rep.Write(out); err != nil {
+	if err := rep.Write(out, owner); err != nil {
 		return fmt.Errorf("lab %s: writing the report: %w", cfg.Scenario, err)
 	}
 	fmt.Fprintln(env.stdout)

@@ -8,6 +8,7 @@ import (
 	"os"
 
 	"github.com/pi2hop/pi2hop/aqm"
+	"github.com/pi2hop/pi2hop/invoker"
 	"github.com/pi2hop/pi2hop/replay"
 	"github.com/pi2hop/pi2hop/shaper"
 	"github.com/spf13/pflag"
@@ -136,7 +137,11 @@ func runReplay(ctx context.Context, env *cmdEnv, a *replayArgs, args []string) e
 // openPcapOut starts --pcap-out. The returned function flushes and
 // closes the file.
 func openPcapOut(path string, start int64) (*replay.PcapWriter, func() error, error) {
-	f, err := os.Create(path)
+	owner, err := invoker.FromEnv()
+	if err != nil {
+		return nil, nil, err
+	}
+	f, err := owner.Create(path, invoker.ModeCapture)
 	if err != nil {
 		return nil, nil, fmt.Errorf("--pcap-out: %w", err)
 	}

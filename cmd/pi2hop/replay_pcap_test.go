@@ -124,6 +124,7 @@ func TestReplayPcapRoundTrip(t *testing.T) {
 	for _, ng := range []bool{false, true} {
 		inPath := filepath.Join(dir, "in.pcap")
 		outPath := filepath.Join(dir, "out.pcap")
+		os.Remove(outPath) // replay never overwrites an output; same name, same printout
 		writeCapture(t, inPath, ng, base, in)
 		stdout, err := runCLI(t, "", "replay", "--pcap", inPath, "--pcap-out", outPath, "--rate", "10mbit", "--delay", "5ms")
 		if err != nil {

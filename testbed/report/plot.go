@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"sort"
 
+	"github.com/pi2hop/pi2hop/internal/plotfile"
+	"github.com/pi2hop/pi2hop/invoker"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
@@ -25,11 +27,11 @@ const maxCDFPoints = 2000
 
 // WritePlots draws every plot the report's data allows into dir and
 // returns the file names it wrote, in a stable order.
-func (r *Report) WritePlots(dir string) ([]string, error) {
+func (r *Report) WritePlots(dir string, owner invoker.User) ([]string, error) {
 	var names []string
 	save := func(p *plot.Plot, name string) error {
-		if err := p.Save(plotW, plotH, filepath.Join(dir, name)); err != nil {
-			return fmt.Errorf("plot %s: %w", name, err)
+		if err := plotfile.SavePNG(p, plotW, plotH, filepath.Join(dir, name), owner); err != nil {
+			return err
 		}
 		names = append(names, name)
 		return nil

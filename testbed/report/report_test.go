@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pi2hop/pi2hop/dist"
+	"github.com/pi2hop/pi2hop/invoker"
 	"github.com/pi2hop/pi2hop/testbed/metrics"
 )
 
@@ -66,7 +67,7 @@ func sampleReport() *Report {
 func TestWriteAndRead(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "out")
 	r := sampleReport()
-	if err := r.Write(dir); err != nil {
+	if err := r.Write(dir, invoker.User{}); err != nil {
 		t.Fatal(err)
 	}
 	wantPlots := []string{"rtt_cdf.png", "fps.png", "queue_delay_dualpi2-l4s.png", "throughput_dualpi2-l4s.png",

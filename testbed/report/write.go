@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/pi2hop/pi2hop/invoker"
 )
 
 // File names inside a report folder.
@@ -17,13 +19,14 @@ const (
 	MarkdownFile = "report.md"
 )
 
-// Write creates dir (and parents) and writes the plots, report.json and
-// report.md into it. r.Plots is set to the plots written.
-func (r *Report) Write(dir string) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+// Write creates the folder dir (it must not exist; its parent must) for
+// owner and writes the plots, report.json and report.md into it, each a
+// new file of owner's. r.Plots is set to the plots written.
+func (r *Report) Write(dir string, owner invoker.User) error {
+	if err := owner.Mkdir(dir, invoker.ModeDir); err != nil {
 		return fmt.Errorf("report folder: %w", err)
 	}
-	plots, err := r.WritePlots(dir)
+	plots, err := r.WritePlots(dir, owner)
 	r.Plots = plots
 	if err != nil {
 		return err
@@ -32,14 +35,14 @@ func (r *Report) Write(dir string) error {
 	if err != nil {
 		return fmt.Errorf("report.json: %w", err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, JSONFile), append(js, '\n'), 0o644); err != nil {
+	if err := owner.WriteFile(filepath.Join(dir, JSONFile), append(js, '\n'), invoker.ModeReport); err != nil {
 		return err
 	}
 	var md bytes.Buffer
 	if err := r.Markdown(&md); err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(dir, MarkdownFile), md.Bytes(), 0o644)
+	return owner.WriteFile(filepath.Join(dir, MarkdownFile), md.Bytes(), invoker.ModeReport)
 }
 
 // Read parses dir/report.json. Config comes back as generic JSON values
