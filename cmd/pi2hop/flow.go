@@ -2,10 +2,8 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/netip"
 	"strings"
@@ -13,8 +11,6 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/pi2hop/pi2hop/aqm"
-	"github.com/pi2hop/pi2hop/dist"
 	"github.com/pi2hop/pi2hop/testbed/flow"
 )
 
@@ -100,41 +96,31 @@ func (a *flowArgs) outputFlags(fs *pflag.FlagSet, defDuration time.Duration, wha
 	fs.StringVar(&a.label, "label", "", "`name` put in every report line")
 }
 
-func (a *flowArgs) checkECN() error {
-	if a.ecn != flow.ECNL4S && a.ecn != flow.ECNClassic {
-		return usagef("--ecn %q: want %s or %s", a.ecn, flow.ECNL4S, flow.ECNClassic)
+// inputError makes the endpoint library's word on a bad address or mode a
+// usage error naming the flag.
+func inputError(err error) error {
+	var ie *flow.InputError
+	if errors.As(err, &ie) {
+		return usagef("--%v", ie)
 	}
-	return nil
+	return err
 }
 
-// dialUDP resolves --to and opens a socket on the peer's family.
+func (a *flowArgs) checkECN() error { return inputError(flow.CheckECN(a.ecn)) }
+
 func (a *flowArgs) dialUDP() (*net.UDPConn, netip.AddrPort, error) {
-	if a.to == "" {
-		return nil, netip.AddrPort{}, usagef("--to is required: the receiver's ADDR:PORT")
-	}
-	ra, err := net.ResolveUDPAddr("udp", a.to)
-	if err != nil || ra.Port == 0 {
-		return nil, netip.AddrPort{}, usagef("--to %q: want ADDR:PORT with a port, like 10.0.0.2:8080 or [::1]:8080", a.to)
-	}
-	peer := ra.AddrPort()
-	peer = netip.AddrPortFrom(peer.Addr().Unmap(), peer.Port())
-	network := "udp6"
-	if peer.Addr().Is4() {
-		network = "udp4"
-	}
-	var la *net.UDPAddr
-	if a.bind != "" {
-		if la, err = net.ResolveUDPAddr(network, a.bind); err != nil {
-			return nil, peer, usagef("--bind %q: want ADDR:PORT of the %s family", a.bind, network)
-		}
-	}
-	c, err := net.ListenUDP(network, la)
-	return c, peer, err
+	c, peer, err := flow.DialUDP(a.to, a.bind)
+	return c, peer, inputError(err)
+}
+
+func (a *flowArgs) listenUDP() (*net.UDPConn, error) {
+	c, err := flow.ListenUDP(a.listen)
+	return c, inputError(err)
 }
 
 // openReceiver checks --ecn, opens the --listen socket and the output: what
 // every receiving subcommand starts with.
-func (a *flowArgs) openReceiver(env *cmdEnv) (*net.UDPConn, *flowOut, error) {
+func (a *flowArgs) openReceiver(env *cmdEnv) (*net.UDPConn, *flow.Reporter, error) {
 	if err := a.checkECN(); err != nil {
 		return nil, nil, err
 	}
@@ -142,18 +128,11 @@ func (a *flowArgs) openReceiver(env *cmdEnv) (*net.UDPConn, *flowOut, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	return conn, newFlowOut(env.stdout, a.json, a.label), nil
+	return conn, a.reporter(env), nil
 }
 
-func (a *flowArgs) listenUDP() (*net.UDPConn, error) {
-	if a.listen == "" {
-		return nil, usagef("--listen is required: the local ADDR:PORT, like :8080")
-	}
-	la, err := net.ResolveUDPAddr("udp", a.listen)
-	if err != nil {
-		return nil, usagef("--listen %q: want ADDR:PORT, like :8080 or [::]:8080", a.listen)
-	}
-	return net.ListenUDP("udp", la)
+func (a *flowArgs) reporter(env *cmdEnv) *flow.Reporter {
+	return flow.NewReporter(env.stdout, a.json, a.label)
 }
 
 func pragueSendCmd(fs *pflag.FlagSet) func(context.Context, *cmdEnv) error {
@@ -174,10 +153,10 @@ func pragueSendCmd(fs *pflag.FlagSet) func(context.Context, *cmdEnv) error {
 			return err
 		}
 		defer conn.Close()
-		out := newFlowOut(env.stdout, a.json, a.label)
+		out := a.reporter(env)
 		cfg := flow.PragueConfig{ECN: a.ecn, MaxRate: maxRate.bps, MTU: mtu.n, Duration: a.duration.d, Interval: a.every.d, Label: a.label}
-		s, err := flow.PragueSend(ctx, conn, peer, cfg, out.interval)
-		out.senderSummary("prague-send", s)
+		s, err := flow.PragueSend(ctx, conn, peer, cfg, out.Interval)
+		out.SenderSummary("prague-send", s)
 		return err
 	}
 }
@@ -194,8 +173,8 @@ func pragueRecvCmd(fs *pflag.FlagSet) func(context.Context, *cmdEnv) error {
 		}
 		defer conn.Close()
 		cfg := flow.PragueConfig{ECN: a.ecn, Duration: a.duration.d, Interval: a.every.d, Label: a.label}
-		s, err := flow.PragueRecv(ctx, conn, cfg, out.interval)
-		out.receiverSummary(s)
+		s, err := flow.PragueRecv(ctx, conn, cfg, out.Interval)
+		out.ReceiverSummary(s)
 		return err
 	}
 }
@@ -234,12 +213,12 @@ func videoSendCmd(fs *pflag.FlagSet) func(context.Context, *cmdEnv) error {
 			return err
 		}
 		defer conn.Close()
-		out := newFlowOut(env.stdout, a.json, a.label)
+		out := a.reporter(env)
 		cfg.ECN, cfg.FPS, cfg.MinRate, cfg.MaxRate = a.ecn, fps.n, minRate.bps, maxRate.bps
 		cfg.KeyframeEvery, cfg.FrameBudget = keyEvery.d, budget.d
 		cfg.Duration, cfg.Interval, cfg.Label = a.duration.d, a.every.d, a.label
-		s, err := flow.VideoSend(ctx, conn, peer, cfg, out.interval)
-		out.senderSummary("video-send", s.SenderSummary, "frames", s.Frames, "keyframes", s.Keyframes, "plis", s.PLIs, "flushes", s.Flushes)
+		s, err := flow.VideoSend(ctx, conn, peer, cfg, out.Interval)
+		out.VideoSenderSummary(s)
 		return err
 	}
 }
@@ -261,8 +240,8 @@ func videoRecvCmd(fs *pflag.FlagSet) func(context.Context, *cmdEnv) error {
 		defer conn.Close()
 		cfg.ECN, cfg.FPS, cfg.Playout = a.ecn, fps.n, playout.d
 		cfg.Duration, cfg.Interval, cfg.Label = a.duration.d, a.every.d, a.label
-		s, err := flow.VideoRecv(ctx, conn, cfg, out.interval)
-		out.videoSummary(s)
+		s, err := flow.VideoRecv(ctx, conn, cfg, out.Interval)
+		out.VideoSummary(s)
 		return err
 	}
 }
@@ -289,16 +268,11 @@ func bulkCmd(fs *pflag.FlagSet) func(context.Context, *cmdEnv) error {
 		if err != nil {
 			return err
 		}
-		out := newFlowOut(env.stdout, a.json, a.label)
-		s, err := flow.BulkFetch(ctx, conn, a.duration.d, out.interval)
-		out.summary("bulk", "bytes", s.Bytes, "duration_s", s.Duration.Seconds(), "goodput_bps", s.GoodputBps)
+		out := a.reporter(env)
+		s, err := flow.BulkFetch(ctx, conn, a.duration.d, out.Interval)
+		out.BulkSummary(s)
 		return err
 	}
-}
-
-// probeECN maps --ecn for probes to a codepoint.
-var probeECN = map[string]aqm.ECN{
-	"l4s": aqm.ECT1, "ect1": aqm.ECT1, "classic": aqm.NotECT, "not-ect": aqm.NotECT, "ect0": aqm.ECT0, "ce": aqm.CE,
 }
 
 func probeCmd(fs *pflag.FlagSet) func(context.Context, *cmdEnv) error {
@@ -322,127 +296,18 @@ func probeCmd(fs *pflag.FlagSet) func(context.Context, *cmdEnv) error {
 			fmt.Fprintf(env.stderr, "probe: answering on %v\n", conn.LocalAddr())
 			return flow.ProbeServe(ctx, conn)
 		}
-		e, ok := probeECN[strings.ToLower(a.ecn)]
-		if !ok {
-			return usagef("--ecn %q: want l4s, classic, ect0 or ce", a.ecn)
+		e, err := flow.ParseProbeECN(a.ecn)
+		if err != nil {
+			return inputError(err)
 		}
 		conn, peer, err := a.dialUDP()
 		if err != nil {
 			return err
 		}
 		defer conn.Close()
-		out := newFlowOut(env.stdout, a.json, a.label)
-		s, err := flow.Probe(ctx, conn, peer, e, every.d, a.duration.d, out.interval)
-		rtt := dist.Summarise(dist.Millis(s.RTT))
-		out.summary("probe", "ecn", s.ECN, "sent", s.Sent, "received", s.Received, "lost", s.Lost,
-			"forward_ce", s.ForwardCE, "return_ce", s.ReturnCE,
-			"rtt_p50_ms", rtt.P50, "rtt_p95_ms", rtt.P95, "rtt_p99_ms", rtt.P99, "rtt_max_ms", rtt.Max)
+		out := a.reporter(env)
+		s, err := flow.Probe(ctx, conn, peer, e, every.d, a.duration.d, out.Interval)
+		out.ProbeSummary(s)
 		return err
 	}
-}
-
-// flowOut prints interval reports and summaries as text or JSON lines.
-type flowOut struct {
-	w     io.Writer
-	json  bool
-	label string
-}
-
-func newFlowOut(w io.Writer, asJSON bool, label string) *flowOut {
-	return &flowOut{w: w, json: asJSON, label: label}
-}
-
-func (o *flowOut) interval(iv flow.Interval) {
-	if o.json {
-		b, _ := json.Marshal(iv)
-		o.w.Write(append(b, '\n'))
-		return
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "[%s] %7.2f s", iv.Flow, iv.T)
-	if iv.Label != "" {
-		fmt.Fprintf(&b, " %s", iv.Label)
-	}
-	if iv.SentBps > 0 {
-		fmt.Fprintf(&b, "  sent %7.3f Mbit/s", iv.SentBps/1e6)
-	}
-	if iv.Flow != "probe" {
-		fmt.Fprintf(&b, "  goodput %7.3f Mbit/s", iv.GoodputBps/1e6)
-	}
-	if iv.RTTSamples > 0 {
-		fmt.Fprintf(&b, "  RTT %.2f ms (p99 %.2f, max %.2f)", iv.RTTMeanMs, iv.RTTP99Ms, iv.RTTMaxMs)
-	}
-	if iv.Flow != "bulk" {
-		fmt.Fprintf(&b, "  CE %.2f%%  loss %.2f%%", iv.CEFrac*100, iv.LossFrac*100)
-	}
-	if iv.PacingBps > 0 {
-		fmt.Fprintf(&b, "  pacing %.3f Mbit/s  window %d pkts  alpha %.3f  %s", iv.PacingBps/1e6, iv.WindowPkts, iv.Alpha, iv.ECN)
-	}
-	if iv.TargetBps > 0 {
-		fmt.Fprintf(&b, "  target %.3f Mbit/s  frames %d (key %d)", iv.TargetBps/1e6, iv.Frames, iv.Keyframes)
-	}
-	if iv.Flow == "video-recv" {
-		fmt.Fprintf(&b, "  %.1f fps  late %d  undecodable %d  stalls %d (%.0f ms)  frame delay p50 %.1f ms",
-			iv.FPS, iv.Late, iv.Undecodable, iv.Stalls, iv.StallMs, iv.FrameDelayP50)
-	}
-	if iv.PLIs > 0 {
-		fmt.Fprintf(&b, "  PLI %d", iv.PLIs)
-	}
-	if iv.ErrorL4S {
-		b.WriteString("  error_L4S")
-	}
-	b.WriteByte('\n')
-	io.WriteString(o.w, b.String())
-}
-
-// summary prints the final figures: key, value pairs in order.
-func (o *flowOut) summary(kind string, kv ...any) {
-	if o.json {
-		m := map[string]any{"flow": kind, "summary": true}
-		if o.label != "" {
-			m["label"] = o.label
-		}
-		for i := 0; i+1 < len(kv); i += 2 {
-			m[kv[i].(string)] = kv[i+1]
-		}
-		b, _ := json.Marshal(m)
-		o.w.Write(append(b, '\n'))
-		return
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "[%s] summary:", kind)
-	for i := 0; i+1 < len(kv); i += 2 {
-		switch v := kv[i+1].(type) {
-		case float64:
-			fmt.Fprintf(&b, " %s=%.4g", kv[i], v)
-		default:
-			fmt.Fprintf(&b, " %s=%v", kv[i], v)
-		}
-	}
-	b.WriteByte('\n')
-	io.WriteString(o.w, b.String())
-}
-
-func (o *flowOut) senderSummary(kind string, s flow.SenderSummary, extra ...any) {
-	rtt := dist.Summarise(dist.Millis(s.RTT))
-	kv := []any{"duration_s", s.Duration.Seconds(), "packets_sent", s.PacketsSent, "goodput_bps", s.GoodputBps,
-		"rtt_samples", len(s.RTT), "rtt_p50_ms", rtt.P50, "rtt_p95_ms", rtt.P95, "rtt_p99_ms", rtt.P99, "rtt_max_ms", rtt.Max,
-		"ce_frac", s.CEFraction, "loss_frac", s.LossFraction, "ecn", s.ECN, "fell_back", s.FellBack, "timeouts", s.Timeouts}
-	o.summary(kind, append(kv, extra...)...)
-}
-
-func (o *flowOut) receiverSummary(s flow.ReceiverSummary) {
-	o.summary("prague-recv", "duration_s", s.Duration.Seconds(), "packets", s.Packets, "goodput_bps", s.GoodputBps,
-		"not_ect", s.NotECT, "ect1", s.ECT1, "ect0", s.ECT0, "ce", s.CE,
-		"ce_frac", s.CEFraction, "lost", s.Lost, "loss_frac", s.LossFraction, "error_l4s", s.ErrorL4S)
-}
-
-func (o *flowOut) videoSummary(s flow.VideoReceiverSummary) {
-	ge25, zero := dist.FPSShares(s.FPS, 25)
-	delay := dist.Summarise(dist.Millis(s.FrameDelay))
-	o.summary("video-recv", "duration_s", s.Duration.Seconds(), "frames", s.Frames, "displayed", s.Displayed,
-		"late", s.Late, "undecodable", s.Undecodable, "plis", s.PLIs,
-		"share_fps_ge25", ge25, "share_fps_0", zero,
-		"stalls", len(s.Stalls), "stall_rate", s.StallRate, "stalls_per_min", s.StallsPerMinute, "gaps_100ms", s.Gaps100ms,
-		"frame_delay_p50_ms", delay.P50, "frame_delay_p99_ms", delay.P99, "loss_frac", s.LossFraction)
 }
