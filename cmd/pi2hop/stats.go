@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/pi2hop/pi2hop/aqm"
-	"github.com/pi2hop/pi2hop/dist"
 	"github.com/pi2hop/pi2hop/hop"
 	"github.com/pi2hop/pi2hop/hop/instance"
 	"github.com/pi2hop/pi2hop/shaper"
@@ -60,12 +59,12 @@ func runStats(ctx context.Context, w io.Writer, a *statsArgs) error {
 		if err != nil {
 			return err
 		}
-		views := [2]dirView{viewOf(&cur.Up, prevDir(prev, hop.Up)), viewOf(&cur.Down, prevDir(prev, hop.Down))}
+		views := [2]hop.View{cur.Up.View(prevDir(prev, hop.Up)), cur.Down.View(prevDir(prev, hop.Down))}
 		if a.json {
 			b, err := json.Marshal(struct {
-				Name string     `json:"name"`
-				Time time.Time  `json:"time"`
-				Dirs [2]dirView `json:"directions"`
+				Name string      `json:"name"`
+				Time time.Time   `json:"time"`
+				Dirs [2]hop.View `json:"directions"`
 			}{cur.Name, cur.Up.Taken, views})
 			if err != nil {
 				return err
@@ -99,95 +98,7 @@ func prevDir(s *hop.Snapshot, d hop.Dir) *hop.DirStats {
 	return s.Dir(d)
 }
 
-// dirView is one direction as printed: tc's dualpi2 statistics (same
-// names and units: delays in µs) and the link's. Rates, utilisation and
-// sojourn quantiles cover the interval since the previous snapshot, or
-// the whole run.
-type dirView struct {
-	Dir string `json:"dir"`
-	// tc -s qdisc show ... dualpi2
-	Qdisc      string  `json:"qdisc"`
-	SentBytes  uint64  `json:"sent_bytes"`
-	SentPkts   uint64  `json:"sent_packets"`
-	Dropped    uint64  `json:"dropped"`
-	Overlimits uint64  `json:"overlimits"`
-	BacklogB   int     `json:"backlog_bytes"`
-	BacklogP   int     `json:"backlog_packets"`
-	Prob       float64 `json:"prob"`
-	DelayCus   int64   `json:"delay_c_us"`
-	DelayLus   int64   `json:"delay_l_us"`
-	PktsInC    uint64  `json:"pkts_in_c"`
-	PktsInL    uint64  `json:"pkts_in_l"`
-	MaxQ       uint32  `json:"maxq"`
-	ECNMark    uint64  `json:"ecn_mark"`
-	StepMarks  uint64  `json:"step_marks"`
-	Credit     int32   `json:"credit"`
-	MemUsed    uint64  `json:"memory_used"`
-	MemMax     uint64  `json:"memory_max"`
-	MemLimit   uint64  `json:"memory_limit"`
-	// link
-	Rate        string            `json:"rate"`
-	Delay       string            `json:"delay"`
-	Interval    float64           `json:"interval_s"`
-	InPkts      uint64            `json:"in_packets"`
-	InBytes     uint64            `json:"in_bytes"`
-	OutPkts     uint64            `json:"out_packets"`
-	OutBytes    uint64            `json:"out_bytes"`
-	OutBps      float64           `json:"out_bits_per_second"`
-	Utilisation float64           `json:"utilisation"`
-	Marked      uint64            `json:"marked"`
-	Malformed   uint64            `json:"malformed"`
-	Drops       map[string]uint64 `json:"drops"`
-	Pending     int               `json:"pending"`
-	SojournC    [2]float64        `json:"sojourn_c_ms"` // p50, p99
-	SojournL    [2]float64        `json:"sojourn_l_ms"`
-	Lateness    [2]float64        `json:"lateness_us"` // driver's pacing error p50, p99
-	RingDrops   uint64            `json:"tun_ring_drops"`
-	CPUPerPkt   float64           `json:"cpu_us_per_packet"` // the direction's owner thread (includes kernel work done in its writes)
-}
-
-func viewOf(s, prev *hop.DirStats) dirView {
-	q := s.Queue
-	v := dirView{
-		Dir: s.Dir.String(), Qdisc: s.Kind,
-		SentBytes: q.SentBytes, SentPkts: q.SentPackets, Dropped: q.Dropped, Overlimits: q.Overlimits,
-		BacklogB: q.BacklogBytes, BacklogP: q.BacklogPkts,
-		Prob: aqm.ProbFloat(q.Prob), DelayCus: q.DelayC / 1000, DelayLus: q.DelayL / 1000,
-		PktsInC: q.PktsInC, PktsInL: q.PktsInL, MaxQ: q.MaxQ, ECNMark: q.ECNMark, StepMarks: q.StepMarks,
-		Credit: q.Credit, MemUsed: q.MemoryUsed, MemMax: q.MaxMemoryUsed, MemLimit: q.MemoryLimit,
-		Rate: s.Rate, Delay: fmtDuration(s.Delay),
-		InPkts: s.In, InBytes: s.InBytes, OutPkts: s.Out, OutBytes: s.OutBytes,
-		Marked: s.Marked, Malformed: s.Malformed, Pending: s.Pending, RingDrops: s.RingDrops,
-		Drops: map[string]uint64{"nobuffer": s.NoBuffer, "write": s.WriteErrors},
-	}
-	for r, n := range s.QueueDrops {
-		if name := aqm.Reason(r).String(); name != "" {
-			v.Drops[name] = n
-		}
-	}
-	elapsed, busy, outBytes, cpu, in := s.Elapsed, s.Link.Busy, s.OutBytes, s.CPU, s.In
-	sc, sl, late := s.SojournC, s.SojournL, s.Lateness
-	if prev != nil {
-		elapsed, busy, outBytes = s.Elapsed-prev.Elapsed, busy-prev.Link.Busy, outBytes-prev.OutBytes
-		cpu, in = cpu-prev.CPU, in-prev.In
-		sc, sl, late = s.SojournC.Sub(&prev.SojournC), s.SojournL.Sub(&prev.SojournL), s.Lateness.Sub(&prev.Lateness)
-	}
-	if elapsed > 0 {
-		v.Interval = float64(elapsed) / 1e9
-		v.OutBps = float64(outBytes) * 8 / v.Interval
-		v.Utilisation = float64(busy) / float64(elapsed)
-	}
-	if in > 0 && cpu > 0 {
-		v.CPUPerPkt = float64(cpu) / float64(in) / 1e3
-	}
-	ms := func(h *hop.Histogram, q float64) float64 { return dist.Ms(time.Duration(h.Quantile(q))) }
-	v.SojournC = [2]float64{ms(&sc, 0.5), ms(&sc, 0.99)}
-	v.SojournL = [2]float64{ms(&sl, 0.5), ms(&sl, 0.99)}
-	v.Lateness = [2]float64{float64(late.Quantile(0.5)) / 1e3, float64(late.Quantile(0.99)) / 1e3}
-	return v
-}
-
-func writeDirView(w io.Writer, v *dirView) {
+func writeDirView(w io.Writer, v *hop.View) {
 	path := "client -> server"
 	if v.Dir == "down" {
 		path = "server -> client"
@@ -218,6 +129,3 @@ func writeDirView(w io.Writer, v *dirView) {
 	fmt.Fprintf(w, "  sojourn C p50 %.2fms p99 %.2fms, L p50 %.2fms p99 %.2fms; pacing lateness p50 %.0fus p99 %.0fus; cpu %.1fus/pkt\n",
 		v.SojournC[0], v.SojournC[1], v.SojournL[0], v.SojournL[1], v.Lateness[0], v.Lateness[1], v.CPUPerPkt)
 }
-
-// fmtDuration prints ns as a Go duration ("10ms", "0s").
-func fmtDuration(ns int64) string { return time.Duration(ns).String() }
