@@ -59,10 +59,7 @@ func (w *CaptureWriter) Drop(p *Packet, ev *shaper.Event, _ DropPoint) error {
 func (w *CaptureWriter) Update(int64, *aqm.Stats) error { return nil }
 
 func (w *CaptureWriter) decided(id int, p *Packet, ev *shaper.Event) {
-	ecn := ev.Meta.ECN
-	if ev.Verdict.Action == aqm.Mark && ecn != aqm.NotECT {
-		ecn = aqm.CE
-	}
+	ecn := ev.ECNOut()
 	pkt := w.packet(p, ecn)
 	if p.Frame != nil && ecn == aqm.CE && ev.Meta.ECN != aqm.CE {
 		// A capture input: mark a copy, as PcapWriter does, so both agree.

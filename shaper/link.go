@@ -32,6 +32,16 @@ type Event struct {
 // Sojourn is the time the packet spent in the AQM: dequeue − arrival.
 func (e *Event) Sojourn() int64 { return e.Deq - e.Meta.Arrival }
 
+// ECNOut is the codepoint the packet leaves with: CE when the AQM marked
+// it, else the one it came with. A Not-ECT packet is never marked (RFC
+// 3168 §6.1.1: it is dropped instead), so it stays Not-ECT.
+func (e *Event) ECNOut() aqm.ECN {
+	if e.Verdict.Action == aqm.Mark && e.Meta.ECN != aqm.NotECT {
+		return aqm.CE
+	}
+	return e.Meta.ECN
+}
+
 // LinkStats are a link's counters. Every packet the queue accepted is, at
 // any moment, in exactly one place: Enqueued = Delivered + Lost + Dropped +
 // Link.Pending().

@@ -211,11 +211,7 @@ func (jw *jsonWriter) packet(p *replay.Packet, ev *shaper.Event, deq, dep int64)
 	j.uint("flow", uint64(m.Flow))
 	j.str("queue", m.Class.String())
 	j.uint("ecn_in", uint64(m.ECN))
-	ecnOut := m.ECN
-	if v.Action == aqm.Mark && m.ECN != aqm.NotECT {
-		ecnOut = aqm.CE
-	}
-	j.uint("ecn_out", uint64(ecnOut))
+	j.uint("ecn_out", uint64(ev.ECNOut()))
 	j.str("verdict", v.Action.String())
 	j.str("reason", v.Reason.String())
 	if deq >= 0 {

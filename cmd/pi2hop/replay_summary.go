@@ -12,18 +12,12 @@ import (
 // queue's own statistics, link utilisation and the configuration used.
 func formatSummary(j *jsonLine, res *replay.Result, in inputCounts, a *replayArgs, link shaper.Config, spec aqm.Spec) []byte {
 	st := &res.Stats
-	span := res.LastDeparture - res.FirstArrival
-	util := 0.0
-	if span > 0 {
-		util = float64(res.Busy) / float64(span)
-	}
-
 	j.begin("summary")
 	j.int("packets", int64(res.Packets))
 	j.int("first_arrival", res.FirstArrival)
 	j.int("last_departure", res.LastDeparture)
 	j.int("busy", res.Busy)
-	j.float("utilisation", util, 6)
+	j.float("utilisation", res.Utilisation(), 6)
 	j.int("pi_updates", int64(res.Updates))
 	j.uint("maxq", uint64(st.MaxQ))
 	j.uint("ecn_mark", st.ECNMark)
@@ -49,26 +43,21 @@ func writeQueue(j *jsonLine, name string, q *replay.QueueCounts) {
 	j.uint("delivered", q.Delivered)
 	j.uint("bytes", q.Bytes)
 	j.uint("sent", q.Sent)
-	var marked, dropped uint64
-	for k := range q.Marks {
-		marked += q.Marks[k]
-		dropped += q.Drops[k]
-	}
-	j.uint("marked", marked)
+	j.uint("marked", q.Marked())
 	j.uint("step_marks", q.Marks[aqm.ReasonStep])
 	j.object("marks")
 	for _, why := range [...]aqm.Reason{aqm.ReasonStep, aqm.ReasonCoupled, aqm.ReasonClassic, aqm.ReasonOverload} {
 		j.uint(why.String(), q.Marks[why])
 	}
 	j.closeObject()
-	j.uint("dropped", dropped)
+	j.uint("dropped", q.Dropped())
 	j.object("drops")
 	for why := aqm.ReasonStep; int(why) < aqm.NumReasons; why++ {
 		j.uint(why.String(), q.Drops[why])
 	}
 	j.closeObject()
-	if q.Dequeued > 0 {
-		j.int("sojourn_mean", q.SojournSum/int64(q.Dequeued))
+	if mean, ok := q.SojournMean(); ok {
+		j.int("sojourn_mean", mean)
 		j.int("sojourn_max", q.SojournMax)
 	} else {
 		j.null("sojourn_mean")

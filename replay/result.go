@@ -1,0 +1,37 @@
+package replay
+
+import "github.com/pi2hop/pi2hop/aqm"
+
+// Utilisation returns the fraction of the replay's span, first arrival to
+// last departure, that the link spent transmitting; 0 for an empty span.
+func (r *Result) Utilisation() float64 {
+	span := r.LastDeparture - r.FirstArrival
+	if span <= 0 {
+		return 0
+	}
+	return float64(r.Busy) / float64(span)
+}
+
+// Marked returns the queue's CE marks, all reasons together.
+func (q *QueueCounts) Marked() uint64 { return sum(&q.Marks) }
+
+// Dropped returns the queue's drops, all reasons together (link loss
+// included).
+func (q *QueueCounts) Dropped() uint64 { return sum(&q.Drops) }
+
+// SojournMean returns the mean sojourn of the dequeued packets in ns, and
+// false when none left the queue.
+func (q *QueueCounts) SojournMean() (int64, bool) {
+	if q.Dequeued == 0 {
+		return 0, false
+	}
+	return q.SojournSum / int64(q.Dequeued), true
+}
+
+func sum(a *[aqm.NumReasons]uint64) uint64 {
+	var n uint64
+	for _, v := range a {
+		n += v
+	}
+	return n
+}
