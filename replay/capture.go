@@ -1,10 +1,13 @@
 package replay
 
 import (
+	"bufio"
 	"fmt"
 	"io"
+	"os"
 
 	"github.com/pi2hop/pi2hop/aqm"
+	"github.com/pi2hop/pi2hop/invoker"
 	"github.com/pi2hop/pi2hop/pcap"
 	"github.com/pi2hop/pi2hop/shaper"
 )
@@ -108,6 +111,45 @@ type PcapWriter struct {
 	start int64  // Unix ns of virtual time 0
 	name  string // prefixes errors
 	buf   []byte
+	// file and bw are set by CreatePcap: Close flushes and closes them.
+	file *os.File
+	bw   *bufio.Writer
+}
+
+// CreatePcap creates the new file path for owner (as a capture: see
+// invoker.User.Create) and starts a PcapWriter on it (see NewPcapWriter),
+// buffered; Close flushes and closes it. Errors start with name, and after
+// the file is open with name and path.
+func CreatePcap(path string, owner invoker.User, start int64, name string) (*PcapWriter, error) {
+	f, err := owner.Create(path, invoker.ModeCapture)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	bw := bufio.NewWriterSize(f, 256<<10)
+	w, err := NewPcapWriter(bw, start, name+" "+path)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	w.file, w.bw = f, bw
+	return w, nil
+}
+
+// Close flushes and closes the file of CreatePcap; it does nothing for a
+// writer of NewPcapWriter, whose io.Writer is the caller's.
+func (w *PcapWriter) Close() error {
+	if w.file == nil {
+		return nil
+	}
+	err := w.bw.Flush()
+	if cerr := w.file.Close(); err == nil {
+		err = cerr
+	}
+	w.file = nil
+	if err != nil {
+		return fmt.Errorf("%s: %w", w.name, err)
+	}
+	return nil
 }
 
 // NewPcapWriter writes the file header to w. start is the Unix time in

@@ -100,13 +100,16 @@ func runReplay(ctx context.Context, env *cmdEnv, a *replayArgs, args []string) e
 		defer capt.Close()
 		handlers = append(handlers, replay.NewCaptureWriter(capt))
 	}
-	var closePcap func() error
+	var pcapOut *replay.PcapWriter
 	if a.pcapOut != "" {
-		var pw *replay.PcapWriter
-		if pw, closePcap, err = openPcapOut(a.pcapOut, start); err != nil {
+		owner, err := invoker.FromEnv()
+		if err != nil {
 			return err
 		}
-		handlers = append(handlers, pw)
+		if pcapOut, err = replay.CreatePcap(a.pcapOut, owner, start, "--pcap-out"); err != nil {
+			return err
+		}
+		handlers = append(handlers, pcapOut)
 	}
 
 	res, err := eng.Run(ctx, src, handlers...)
@@ -121,8 +124,8 @@ func runReplay(ctx context.Context, env *cmdEnv, a *replayArgs, args []string) e
 			err = fmt.Errorf("writing output: %w", ferr)
 		}
 	}
-	if closePcap != nil {
-		if cerr := closePcap(); err == nil {
+	if pcapOut != nil {
+		if cerr := pcapOut.Close(); err == nil {
 			err = cerr
 		}
 	}
@@ -132,35 +135,6 @@ func runReplay(ctx context.Context, env *cmdEnv, a *replayArgs, args []string) e
 		}
 	}
 	return err
-}
-
-// openPcapOut starts --pcap-out. The returned function flushes and
-// closes the file.
-func openPcapOut(path string, start int64) (*replay.PcapWriter, func() error, error) {
-	owner, err := invoker.FromEnv()
-	if err != nil {
-		return nil, nil, err
-	}
-	f, err := owner.Create(path, invoker.ModeCapture)
-	if err != nil {
-		return nil, nil, fmt.Errorf("--pcap-out: %w", err)
-	}
-	bw := bufio.NewWriterSize(f, 256<<10)
-	pw, err := replay.NewPcapWriter(bw, start, "--pcap-out "+path)
-	if err != nil {
-		f.Close()
-		return nil, nil, err
-	}
-	return pw, func() error {
-		err := bw.Flush()
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			return fmt.Errorf("--pcap-out %s: %w", path, err)
-		}
-		return nil
-	}, nil
 }
 
 // openInput opens a named input, "-" meaning stdin.
