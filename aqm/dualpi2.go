@@ -47,6 +47,20 @@ const (
 	maxWeight = 100
 )
 
+// GainFromHz converts a PI gain in Hz to netlink units as tc sends it:
+// trunc(Hz·256), which sch_dualpi2's policy takes in 1..2^31-1; ok is
+// false outside that range (or for NaN).
+func GainFromHz(hz float64) (nl uint32, ok bool) {
+	v := math.Trunc(hz * (1 << alphaBetaShift))
+	if math.IsNaN(hz) || v < 1 || v > maxAlphaBeta {
+		return 0, false
+	}
+	return uint32(v), true
+}
+
+// MaxGainHz is the largest gain GainFromHz accepts, in whole Hz.
+const MaxGainHz = maxAlphaBeta >> alphaBetaShift
+
 // ScaleGain converts a netlink alpha or beta (Hz·256) to the kernel's
 // internal gain: floor(floor(nl·MaxProb / 4) / 1e9), probability per 64 ns
 // of delay per update (41 → 44, 819 → 879).

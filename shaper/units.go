@@ -110,3 +110,25 @@ func FormatRate(bps uint64) string {
 	}
 	return strconv.FormatUint(bps, 10) + "bit"
 }
+
+// packetSuffixes are the ways tc-dualpi2 spells "packets" after a count,
+// longest first so "3pkts" is not read as "3pkt" + "s".
+var packetSuffixes = []string{"packets", "packet", "pkts", "pkt", "p"}
+
+// ParsePackets reads a packet count as tc-dualpi2 writes one: decimal,
+// at most 2^32-1, optionally followed by p, pkt, pkts, packet or packets.
+// suffixed says whether it was (step_thresh needs one to mean packets).
+func ParsePackets(s string) (n uint32, suffixed bool, err error) {
+	num := s
+	for _, suf := range packetSuffixes {
+		if strings.HasSuffix(s, suf) {
+			num, suffixed = strings.TrimSuffix(s, suf), true
+			break
+		}
+	}
+	v, err := strconv.ParseUint(num, 10, 32)
+	if err != nil {
+		return 0, suffixed, fmt.Errorf("%q: want a packet count like 100 or 100p", s)
+	}
+	return uint32(v), suffixed, nil
+}

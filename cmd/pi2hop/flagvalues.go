@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pi2hop/pi2hop/aqm"
 	"github.com/pi2hop/pi2hop/shaper"
 )
 
@@ -131,36 +132,16 @@ type countValue struct {
 }
 
 func (v *countValue) Set(s string) error {
-	n, ok := parsePackets(s, false)
-	if !ok || n < uint64(v.min) || n > uint64(v.max) {
+	n, _, err := shaper.ParsePackets(s)
+	if err != nil || n < v.min || n > v.max {
 		return fmt.Errorf("want a packet count in %d..%d, like 100 or 100p", v.min, v.max)
 	}
-	v.n = uint32(n)
+	v.n = n
 	return nil
 }
 
 func (v *countValue) String() string { return strconv.FormatUint(uint64(v.n), 10) }
 func (v *countValue) Type() string   { return "packets" }
-
-// packetSuffixes are the ways tc-dualpi2 spells "packets" after a count.
-var packetSuffixes = []string{"packets", "packet", "pkts", "pkt", "p"}
-
-// parsePackets reads a decimal packet count. With needSuffix the count must
-// end in one of packetSuffixes (as tc's step_thresh), else a suffix is optional.
-func parsePackets(s string, needSuffix bool) (uint64, bool) {
-	num, found := s, false
-	for _, suf := range packetSuffixes {
-		if strings.HasSuffix(s, suf) {
-			num, found = strings.TrimSuffix(s, suf), true
-			break
-		}
-	}
-	if needSuffix && !found {
-		return 0, false
-	}
-	n, err := strconv.ParseUint(num, 10, 32)
-	return n, err == nil
-}
 
 // intRangeValue is an integer in min..max (coupling 1..255, classic
 // protection 0..100 %, MTU).
@@ -189,21 +170,18 @@ func (v *intRangeValue) Type() string   { return "int" }
 // trunc(Hz·256), which must land in 1..2^31-1 (sch_dualpi2's policy).
 type gainValue struct{ netlink uint32 }
 
-// maxGain is the largest netlink gain sch_dualpi2 accepts.
-const maxGain = math.MaxInt32
-
 func (v *gainValue) Set(s string) error {
 	hz, err := strconv.ParseFloat(s, 64)
-	nl := math.Trunc(hz * 256)
-	if err != nil || math.IsNaN(hz) || nl < 1 || nl > maxGain {
-		return fmt.Errorf("want a frequency in Hz from 1/256 (0.00390625) to %d, like 0.16", maxGain/256)
+	nl, ok := aqm.GainFromHz(hz)
+	if err != nil || !ok {
+		return fmt.Errorf("want a frequency in Hz from 1/256 (0.00390625) to %d, like 0.16", aqm.MaxGainHz)
 	}
-	v.netlink = uint32(nl)
+	v.netlink = nl
 	return nil
 }
 
 func (v *gainValue) String() string {
-	return strconv.FormatFloat(float64(v.netlink)/256, 'g', -1, 64)
+	return strconv.FormatFloat(aqm.GainHz(v.netlink), 'g', -1, 64)
 }
 func (v *gainValue) Type() string { return "Hz" }
 
@@ -217,8 +195,8 @@ type stepValue struct {
 }
 
 func (v *stepValue) Set(s string) error {
-	if n, ok := parsePackets(s, true); ok {
-		*v = stepValue{packets: uint32(n), inPkts: true}
+	if n, suffixed, err := shaper.ParsePackets(s); err == nil && suffixed {
+		*v = stepValue{packets: n, inPkts: true}
 		return nil
 	}
 	d, err := time.ParseDuration(s)

@@ -99,8 +99,8 @@ func writeConfig(j *jsonLine, a *replayArgs, link shaper.Config, spec aqm.Spec) 
 		j.int("target", c.Target)
 		j.int("tupdate", c.Tupdate)
 		// Gains go over netlink as Hz·256, so 8 decimals print them exactly.
-		j.float("alpha", float64(c.Alpha)/256, 8)
-		j.float("beta", float64(c.Beta)/256, 8)
+		j.float("alpha", aqm.GainHz(c.Alpha), 8)
+		j.float("beta", aqm.GainHz(c.Beta), 8)
 		j.uint("coupling", uint64(c.Coupling))
 		if c.StepInPackets {
 			j.int("step_thresh_pkts", c.StepThresh)
