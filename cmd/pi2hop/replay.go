@@ -8,6 +8,7 @@ import (
 	"os"
 
 	"github.com/pi2hop/pi2hop/aqm"
+	"github.com/pi2hop/pi2hop/internal/jsonline"
 	"github.com/pi2hop/pi2hop/invoker"
 	"github.com/pi2hop/pi2hop/replay"
 	"github.com/pi2hop/pi2hop/shaper"
@@ -118,7 +119,7 @@ func runReplay(ctx context.Context, env *cmdEnv, a *replayArgs, args []string) e
 		if capIn != nil {
 			inCounts = inputCounts{skipped: capIn.Skipped(), clamped: capIn.Clamped()}
 		}
-		j := &jsonLine{}
+		j := &jsonline.Line{}
 		out.Write(formatSummary(j, &res, inCounts, a, linkCfg, spec))
 		if ferr := out.Flush(); ferr != nil {
 			err = fmt.Errorf("writing output: %w", ferr)
@@ -155,7 +156,7 @@ type inputCounts struct{ skipped, clamped int }
 // packet's fate is known, "pi" at each queue update.
 type jsonWriter struct {
 	w *bufio.Writer
-	j jsonLine
+	j jsonline.Line
 }
 
 // Arrival prints nothing: a packet's line waits for its fate.
@@ -179,40 +180,40 @@ func (jw *jsonWriter) Drop(p *replay.Packet, ev *shaper.Event, where replay.Drop
 func (jw *jsonWriter) packet(p *replay.Packet, ev *shaper.Event, deq, dep int64) error {
 	m, v := &ev.Meta, ev.Verdict
 	j := &jw.j
-	j.begin("pkt")
-	j.int("i", int64(p.Index))
-	j.int("t", m.Arrival)
-	j.uint("flow", uint64(m.Flow))
-	j.str("queue", m.Class.String())
-	j.uint("ecn_in", uint64(m.ECN))
-	j.uint("ecn_out", uint64(ev.ECNOut()))
-	j.str("verdict", v.Action.String())
-	j.str("reason", v.Reason.String())
+	j.Begin("pkt")
+	j.Int("i", int64(p.Index))
+	j.Int("t", m.Arrival)
+	j.Uint("flow", uint64(m.Flow))
+	j.Str("queue", m.Class.String())
+	j.Uint("ecn_in", uint64(m.ECN))
+	j.Uint("ecn_out", uint64(ev.ECNOut()))
+	j.Str("verdict", v.Action.String())
+	j.Str("reason", v.Reason.String())
 	if deq >= 0 {
-		j.int("deq", deq)
-		j.int("sojourn", deq-m.Arrival)
+		j.Int("deq", deq)
+		j.Int("sojourn", deq-m.Arrival)
 	} else {
-		j.null("deq")
-		j.null("sojourn")
+		j.Null("deq")
+		j.Null("sojourn")
 	}
 	if dep >= 0 {
-		j.int("dep", dep)
+		j.Int("dep", dep)
 	} else {
-		j.null("dep")
+		j.Null("dep")
 	}
-	return jw.write(j.end())
+	return jw.write(j.End())
 }
 
 // Update prints a "pi" line.
 func (jw *jsonWriter) Update(at int64, st *aqm.Stats) error {
 	j := &jw.j
-	j.begin("pi")
-	j.int("t", at)
-	j.uint("prob_raw", uint64(st.Prob))
-	j.float("prob", aqm.ProbFloat(st.Prob), 9)
-	j.int("delay_c", st.DelayC)
-	j.int("delay_l", st.DelayL)
-	return jw.write(j.end())
+	j.Begin("pi")
+	j.Int("t", at)
+	j.Uint("prob_raw", uint64(st.Prob))
+	j.Float("prob", aqm.ProbFloat(st.Prob), 9)
+	j.Int("delay_c", st.DelayC)
+	j.Int("delay_l", st.DelayL)
+	return jw.write(j.End())
 }
 
 func (jw *jsonWriter) write(b []byte) error {

@@ -4,116 +4,117 @@ import (
 	"fmt"
 
 	"github.com/pi2hop/pi2hop/aqm"
+	"github.com/pi2hop/pi2hop/internal/jsonline"
 	"github.com/pi2hop/pi2hop/replay"
 	"github.com/pi2hop/pi2hop/shaper"
 )
 
 // formatSummary returns the last line of a replay: per-queue counts, the
 // queue's own statistics, link utilisation and the configuration used.
-func formatSummary(j *jsonLine, res *replay.Result, in inputCounts, a *replayArgs, link shaper.Config, spec aqm.Spec) []byte {
+func formatSummary(j *jsonline.Line, res *replay.Result, in inputCounts, a *replayArgs, link shaper.Config, spec aqm.Spec) []byte {
 	st := &res.Stats
-	j.begin("summary")
-	j.int("packets", int64(res.Packets))
-	j.int("first_arrival", res.FirstArrival)
-	j.int("last_departure", res.LastDeparture)
-	j.int("busy", res.Busy)
-	j.float("utilisation", res.Utilisation(), 6)
-	j.int("pi_updates", int64(res.Updates))
-	j.uint("maxq", uint64(st.MaxQ))
-	j.uint("ecn_mark", st.ECNMark)
-	j.uint("step_marks", st.StepMarks)
-	j.uint("max_memory_used", st.MaxMemoryUsed)
-	j.uint("prob_raw", uint64(st.Prob))
-	j.object("queues")
+	j.Begin("summary")
+	j.Int("packets", int64(res.Packets))
+	j.Int("first_arrival", res.FirstArrival)
+	j.Int("last_departure", res.LastDeparture)
+	j.Int("busy", res.Busy)
+	j.Float("utilisation", res.Utilisation(), 6)
+	j.Int("pi_updates", int64(res.Updates))
+	j.Uint("maxq", uint64(st.MaxQ))
+	j.Uint("ecn_mark", st.ECNMark)
+	j.Uint("step_marks", st.StepMarks)
+	j.Uint("max_memory_used", st.MaxMemoryUsed)
+	j.Uint("prob_raw", uint64(st.Prob))
+	j.Object("queues")
 	for k, name := range [2]string{"C", "L"} {
 		writeQueue(j, name, &res.Queues[k])
 	}
-	j.closeObject()
-	j.object("input")
-	j.int("skipped", int64(in.skipped))
-	j.int("clamped", int64(in.clamped))
-	j.closeObject()
+	j.CloseObject()
+	j.Object("input")
+	j.Int("skipped", int64(in.skipped))
+	j.Int("clamped", int64(in.clamped))
+	j.CloseObject()
 	writeConfig(j, a, link, spec)
-	return j.end()
+	return j.End()
 }
 
-func writeQueue(j *jsonLine, name string, q *replay.QueueCounts) {
-	j.object(name)
-	j.uint("arrivals", q.Arrivals)
-	j.uint("delivered", q.Delivered)
-	j.uint("bytes", q.Bytes)
-	j.uint("sent", q.Sent)
-	j.uint("marked", q.Marked())
-	j.uint("step_marks", q.Marks[aqm.ReasonStep])
-	j.object("marks")
+func writeQueue(j *jsonline.Line, name string, q *replay.QueueCounts) {
+	j.Object(name)
+	j.Uint("arrivals", q.Arrivals)
+	j.Uint("delivered", q.Delivered)
+	j.Uint("bytes", q.Bytes)
+	j.Uint("sent", q.Sent)
+	j.Uint("marked", q.Marked())
+	j.Uint("step_marks", q.Marks[aqm.ReasonStep])
+	j.Object("marks")
 	for _, why := range [...]aqm.Reason{aqm.ReasonStep, aqm.ReasonCoupled, aqm.ReasonClassic, aqm.ReasonOverload} {
-		j.uint(why.String(), q.Marks[why])
+		j.Uint(why.String(), q.Marks[why])
 	}
-	j.closeObject()
-	j.uint("dropped", q.Dropped())
-	j.object("drops")
+	j.CloseObject()
+	j.Uint("dropped", q.Dropped())
+	j.Object("drops")
 	for why := aqm.ReasonStep; int(why) < aqm.NumReasons; why++ {
-		j.uint(why.String(), q.Drops[why])
+		j.Uint(why.String(), q.Drops[why])
 	}
-	j.closeObject()
+	j.CloseObject()
 	if mean, ok := q.SojournMean(); ok {
-		j.int("sojourn_mean", mean)
-		j.int("sojourn_max", q.SojournMax)
+		j.Int("sojourn_mean", mean)
+		j.Int("sojourn_max", q.SojournMax)
 	} else {
-		j.null("sojourn_mean")
-		j.null("sojourn_max")
+		j.Null("sojourn_mean")
+		j.Null("sojourn_max")
 	}
-	j.closeObject()
+	j.CloseObject()
 }
 
-func writeConfig(j *jsonLine, a *replayArgs, link shaper.Config, spec aqm.Spec) {
+func writeConfig(j *jsonline.Line, a *replayArgs, link shaper.Config, spec aqm.Spec) {
 	f := a.link
-	j.object("config")
+	j.Object("config")
 	if a.trace != "" {
-		j.str("trace", a.trace)
+		j.Str("trace", a.trace)
 	} else {
-		j.str("pcap", a.pcap)
+		j.Str("pcap", a.pcap)
 	}
 	if f.given("rate-trace") {
-		j.str("rate_trace", f.rateTrace)
+		j.Str("rate_trace", f.rateTrace)
 	} else {
-		j.str("rate", fmt.Sprint(link.Rate))
+		j.Str("rate", fmt.Sprint(link.Rate))
 	}
-	j.int("delay", link.Delay)
+	j.Int("delay", link.Delay)
 	loss := f.loss.text
 	if loss == "" {
 		loss = "none"
 	}
-	j.str("loss", loss)
-	j.uint("seed", f.seed())
-	j.int("mtu", int64(f.mtuBytes()))
-	j.str("aqm", spec.Kind)
+	j.Str("loss", loss)
+	j.Uint("seed", f.seed())
+	j.Int("mtu", int64(f.mtuBytes()))
+	j.Str("aqm", spec.Kind)
 	switch spec.Kind {
 	case aqm.KindFIFO:
-		j.uint("limit", uint64(spec.FIFO.Limit))
-		j.uint("byte_limit", spec.FIFO.ByteLimit)
+		j.Uint("limit", uint64(spec.FIFO.Limit))
+		j.Uint("byte_limit", spec.FIFO.ByteLimit)
 	case aqm.KindDualPI2:
 		c := &spec.DualPI2
-		j.uint("limit", uint64(c.Limit))
-		j.uint("memlimit", c.MemLimit)
-		j.int("target", c.Target)
-		j.int("tupdate", c.Tupdate)
+		j.Uint("limit", uint64(c.Limit))
+		j.Uint("memlimit", c.MemLimit)
+		j.Int("target", c.Target)
+		j.Int("tupdate", c.Tupdate)
 		// Gains go over netlink as Hz·256, so 8 decimals print them exactly.
-		j.float("alpha", aqm.GainHz(c.Alpha), 8)
-		j.float("beta", aqm.GainHz(c.Beta), 8)
-		j.uint("coupling", uint64(c.Coupling))
+		j.Float("alpha", aqm.GainHz(c.Alpha), 8)
+		j.Float("beta", aqm.GainHz(c.Beta), 8)
+		j.Uint("coupling", uint64(c.Coupling))
 		if c.StepInPackets {
-			j.int("step_thresh_pkts", c.StepThresh)
+			j.Int("step_thresh_pkts", c.StepThresh)
 		} else {
-			j.int("step_thresh", c.StepThresh)
+			j.Int("step_thresh", c.StepThresh)
 		}
-		j.uint("min_qlen_step", uint64(c.MinQlenStep))
-		j.str("overload", choose(c.DropOverload, "drop", "overflow"))
-		j.str("drop_at", choose(c.DropEnqueue, "enqueue", "dequeue"))
-		j.uint("classic_protection", uint64(c.ClassicProtection))
-		j.str("ecn_mask", choose(c.ECNMask == 3, "any", "l4s"))
+		j.Uint("min_qlen_step", uint64(c.MinQlenStep))
+		j.Str("overload", choose(c.DropOverload, "drop", "overflow"))
+		j.Str("drop_at", choose(c.DropEnqueue, "enqueue", "dequeue"))
+		j.Uint("classic_protection", uint64(c.ClassicProtection))
+		j.Str("ecn_mask", choose(c.ECNMask == 3, "any", "l4s"))
 	}
-	j.closeObject()
+	j.CloseObject()
 }
 
 func choose(cond bool, yes, no string) string {

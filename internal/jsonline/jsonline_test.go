@@ -1,4 +1,4 @@
-package main
+package jsonline
 
 import (
 	"encoding/json"
@@ -7,24 +7,24 @@ import (
 	"testing"
 )
 
-// TestJSONLine: what jsonLine writes parses with encoding/json to the
+// TestJSONLine: what Line writes parses with encoding/json to the
 // values written, strings with quotes, controls and non-UTF-8 included.
 func TestJSONLine(t *testing.T) {
 	strs := []string{"", "plain", `q"uote\back`, "tab\tnl\nnul\x00", "héllo ✓", "bad\xffutf8", "\u2028"}
 	for _, s := range strs {
-		var j jsonLine
-		j.begin("x")
-		j.str("s", s)
-		j.int("neg", -5)
-		j.uint("big", math.MaxUint64)
-		j.float("f", 0.1234567891, 6)
-		j.float("nan", math.NaN(), 3)
-		j.bool("b", true)
-		j.object("o")
-		j.null("n")
-		j.closeObject()
-		j.int("after", 1)
-		line := j.end()
+		var j Line
+		j.Begin("x")
+		j.Str("s", s)
+		j.Int("neg", -5)
+		j.Uint("big", math.MaxUint64)
+		j.Float("f", 0.1234567891, 6)
+		j.Float("nan", math.NaN(), 3)
+		j.Bool("b", true)
+		j.Object("o")
+		j.Null("n")
+		j.CloseObject()
+		j.Int("after", 1)
+		line := j.End()
 		if !strings.HasSuffix(string(line), "}\n") {
 			t.Fatalf("line %q does not end in }\\n", line)
 		}
