@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"hash/maphash"
 	"io"
+	"io/fs"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -73,11 +75,17 @@ func (opt AnalyzeOptions) withDefaults() AnalyzeOptions {
 const maxBins = 1 << 20
 
 // Analyze reads every input and returns the analysis. Files with Role
-// "in" are read first and "out" last, so packets can be matched.
+// "in" are read first and "out" last, so packets can be matched. Every
+// path is checked to be a file before any is read, so a typo fails fast.
 func Analyze(inputs []Input, opt AnalyzeOptions) (*Result, error) {
 	a, err := NewAnalyzer(opt)
 	if err != nil {
 		return nil, err
+	}
+	for _, in := range inputs {
+		if err := checkFile(in.Path); err != nil {
+			return nil, err
+		}
 	}
 	order := slices.Clone(inputs)
 	rank := map[string]int{"in": 0, "": 1, "out": 2}
@@ -88,6 +96,21 @@ func Analyze(inputs []Input, opt AnalyzeOptions) (*Result, error) {
 		}
 	}
 	return a.Result(), nil
+}
+
+// checkFile says what is wrong with a path that is not a readable file,
+// in fewer words than os.Open.
+func checkFile(path string) error {
+	fi, err := os.Stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("%s: no such file", path)
+	case err != nil:
+		return err
+	case fi.IsDir():
+		return fmt.Errorf("%s is a directory, not a capture file", path)
+	}
+	return nil
 }
 
 // Analyzer accumulates packets from any number of files.

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"time"
 
 	"github.com/pi2hop/pi2hop/invoker"
@@ -65,27 +63,12 @@ func runAnalyze(env *cmdEnv, a *analyzeArgs, args []string) error {
 		return usagef("analyze: %v", err)
 	}
 	var inputs []pcap.Input
-	add := func(path, role string) error {
-		fi, err := os.Stat(path)
-		switch {
-		case errors.Is(err, fs.ErrNotExist):
-			return fmt.Errorf("analyze: %s: no such file", path)
-		case err != nil:
-			return fmt.Errorf("analyze: %w", err)
-		case fi.IsDir():
-			return fmt.Errorf("analyze: %s is a directory, not a capture file", path)
-		}
-		inputs = append(inputs, pcap.Input{Path: path, Role: role})
-		return nil
-	}
 	for _, group := range []struct {
 		files []string
 		role  string
 	}{{a.ingress, "in"}, {args, ""}, {a.egress, "out"}} {
 		for _, f := range group.files {
-			if err := add(f, group.role); err != nil {
-				return err
-			}
+			inputs = append(inputs, pcap.Input{Path: f, Role: group.role})
 		}
 	}
 	res, err := pcap.Analyze(inputs, opt)
