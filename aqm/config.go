@@ -122,15 +122,18 @@ const (
 
 // Error says `config "coupling": 0 not in 1..255`, times as durations
 // (`config "tupdate": 10s not in 1µs..4.294967295s`).
-func (e *ConfigError) Error() string {
+func (e *ConfigError) Error() string { return fmt.Sprintf("config %q: %s", e.Field, e.Range()) }
+
+// Range is the error without the field: "0 not in 1..255", for a caller
+// that names the field its own way (a flag).
+func (e *ConfigError) Range() string {
 	switch e.Unit {
 	case UnitNanos:
-		return fmt.Sprintf("config %q: %v not in %v..%v", e.Field,
-			time.Duration(e.Value), time.Duration(e.Min), time.Duration(e.Max))
+		return fmt.Sprintf("%v not in %v..%v", time.Duration(e.Value), time.Duration(e.Min), time.Duration(e.Max))
 	case "":
-		return fmt.Sprintf("config %q: %d not in %d..%d", e.Field, e.Value, e.Min, e.Max)
+		return fmt.Sprintf("%d not in %d..%d", e.Value, e.Min, e.Max)
 	}
-	return fmt.Sprintf("config %q: %d not in %d..%d %s", e.Field, e.Value, e.Min, e.Max, e.Unit)
+	return fmt.Sprintf("%d not in %d..%d %s", e.Value, e.Min, e.Max, e.Unit)
 }
 
 // ranges is Validate's table: every field with the range the kernel

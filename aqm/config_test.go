@@ -156,3 +156,22 @@ func TestValidateConfigError(t *testing.T) {
 		}
 	}
 }
+
+// Range is Error without the field, in each unit.
+func TestConfigErrorRange(t *testing.T) {
+	tests := []struct {
+		e           ConfigError
+		rng, errStr string
+	}{
+		{ConfigError{Field: "coupling", Value: 0, Min: 1, Max: 255}, "0 not in 1..255", `config "coupling": 0 not in 1..255`},
+		{ConfigError{Field: "tupdate", Value: 10e9, Min: 1000, Max: 1<<32 - 1, Unit: UnitNanos},
+			"10s not in 1µs..4.294967295s", `config "tupdate": 10s not in 1µs..4.294967295s`},
+		{ConfigError{Field: "step_thresh", Value: 1 << 32, Max: 1<<32 - 1, Unit: UnitPackets},
+			"4294967296 not in 0..4294967295 packets", `config "step_thresh": 4294967296 not in 0..4294967295 packets`},
+	}
+	for _, tt := range tests {
+		if tt.e.Range() != tt.rng || tt.e.Error() != tt.errStr {
+			t.Errorf("%s: Range %q, Error %q; want %q, %q", tt.e.Field, tt.e.Range(), tt.e.Error(), tt.rng, tt.errStr)
+		}
+	}
+}

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 	"strings"
 	"time"
 
@@ -213,33 +212,19 @@ func (f *linkFlags) warnings() []string { return f.settings().Warnings() }
 // their flag.
 var keyFlags = map[string]string{"drop-on-overload": "overload", "drop-enqueue": "drop-at"}
 
-// aqmFlags maps aqm.ConfigError fields (tc's names) to flags.
-var aqmFlags = map[string]string{
-	"limit": "limit", "memlimit": "memlimit", "target": "target", "tupdate": "tupdate",
-	"alpha": "alpha", "beta": "beta", "coupling": "coupling", "step_thresh": "step-thresh",
-	"classic_protection": "classic-protection", "ecn_mask": "ecn-mask", "mtu": "mtu",
-}
-
-// flagFor names the flag of a Settings key or an aqm field.
-func flagFor(field string) string {
-	if f, ok := aqmFlags[field]; ok {
+// flagFor names the flag of a Settings key.
+func flagFor(key string) string {
+	if f, ok := keyFlags[key]; ok {
 		return f
 	}
-	if f, ok := keyFlags[field]; ok {
-		return f
-	}
-	return field
+	return key
 }
-
-// tunedFlags are the PI values auto-tuning sets.
-var tunedFlags = []string{"target", "tupdate", "alpha", "beta"}
 
 // flagNamed rewrites an error of the library about a setting so that it
 // names the flag: --tupdate: 10s not in 1µs..4.294967295s.
 func (f *linkFlags) flagNamed(err error) error {
 	var fe *instance.FieldError
 	var ce *aqm.ConfigError
-	tuned := f.given("max-rtt") || f.given("typical-rtt")
 	switch {
 	case err == nil:
 		return nil
@@ -248,15 +233,14 @@ func (f *linkFlags) flagNamed(err error) error {
 	case errors.As(err, &fe):
 		return fmt.Errorf("--%s: %w", flagFor(fe.Field), fe.Err)
 	case errors.As(err, &ce):
-		flag := flagFor(ce.Field)
-		why := strings.TrimPrefix(ce.Error(), fmt.Sprintf("config %q:", ce.Field))
+		key, s := instance.ErrorKey(err), f.settings()
 		switch {
-		case tuned && slices.Contains(tunedFlags, flag):
-			return fmt.Errorf("%s: %s derived from them:%s", f.tuneFlags(), flag, why)
-		case f.given(flag):
-			return fmt.Errorf("--%s:%s", flag, why)
+		case s.Tunes(key):
+			return fmt.Errorf("%s: %s derived from them: %s", f.tuneFlags(), flagFor(key), ce.Range())
+		case s.Has(key):
+			return fmt.Errorf("--%s: %s", flagFor(key), ce.Range())
 		}
-		return fmt.Errorf("--%s (default):%s", flag, why)
+		return fmt.Errorf("--%s (default): %s", flagFor(key), ce.Range())
 	}
 	return err
 }

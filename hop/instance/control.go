@@ -10,7 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/pi2hop/pi2hop/aqm"
 	"github.com/pi2hop/pi2hop/hop"
 )
 
@@ -33,8 +32,7 @@ const (
 // Response answers a Request.
 type Response struct {
 	Error string `json:"error,omitempty"`
-	// Field is the setting Error is about: a Settings key, or an aqm
-	// field (aqm.ConfigError.Field) for a value out of the kernel's range.
+	// Field is the Settings key Error is about (see ErrorKey), if any.
 	Field    string        `json:"field,omitempty"`
 	Warnings []string      `json:"warnings,omitempty"` // set: settings given without effect
 	Stats    *hop.Snapshot `json:"stats,omitempty"`
@@ -120,25 +118,12 @@ func (s *controlServer) serve(req Request) Response {
 		warnings, err := s.h.set(*req.Set)
 		resp.Warnings = warnings
 		if err != nil {
-			resp.Error, resp.Field = err.Error(), errorField(err)
+			resp.Error, resp.Field = err.Error(), ErrorKey(err)
 		}
 	default:
 		resp.Error = fmt.Sprintf("unknown op %q (want %s or %s)", req.Op, OpStats, OpSet)
 	}
 	return resp
-}
-
-// errorField is the setting err is about, if it says.
-func errorField(err error) string {
-	var fe *FieldError
-	var ce *aqm.ConfigError
-	switch {
-	case errors.As(err, &fe):
-		return fe.Field
-	case errors.As(err, &ce):
-		return ce.Field
-	}
-	return ""
 }
 
 func peerIsRoot(c *net.UnixConn) error {

@@ -95,6 +95,38 @@ type FieldError struct {
 func (e *FieldError) Error() string { return e.Field + ": " + e.Err.Error() }
 func (e *FieldError) Unwrap() error { return e.Err }
 
+// aqmKeys maps the aqm.ConfigError fields (tc's names) that are not
+// spelled as their Settings key.
+var aqmKeys = map[string]string{"step_thresh": "step-thresh", "classic_protection": "classic-protection", "ecn_mask": "ecn-mask"}
+
+// ErrorKey returns the Settings key an error of Resolve, Direction or
+// DualPI2 is about: a FieldError's key, or the key of an aqm.ConfigError's
+// field; "" when it names none.
+func ErrorKey(err error) string {
+	var fe *FieldError
+	var ce *aqm.ConfigError
+	switch {
+	case errors.As(err, &fe):
+		return fe.Field
+	case errors.As(err, &ce):
+		if k, ok := aqmKeys[ce.Field]; ok {
+			return k
+		}
+		return ce.Field
+	}
+	return ""
+}
+
+// Tunes reports whether auto-tuning in s sets the value of key (target,
+// tupdate, alpha, beta), whatever s gives for it.
+func (s Settings) Tunes(key string) bool {
+	switch key {
+	case "target", "tupdate", "alpha", "beta":
+		return s.tuned()
+	}
+	return false
+}
+
 // Given lists the keys set in s, in field order.
 func (s Settings) Given() []string {
 	var keys []string

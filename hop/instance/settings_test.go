@@ -59,16 +59,32 @@ func TestSettingsErrors(t *testing.T) {
 		{Settings{Loss: ptr("lots")}, "loss"},
 		{Settings{MaxRTT: ptr(10 * time.Second)}, "max-rtt"},
 		{Settings{TypicalRTT: ptr(time.Nanosecond)}, "typical-rtt"},
+		// aqm's tc names come back as keys: step_thresh, classic_protection
+		{Settings{StepThresh: &Step{Time: 5 * time.Second}}, "step-thresh"},
+		{Settings{ClassicProtection: ptr(uint8(101))}, "classic-protection"},
 	}
 	for _, tt := range tests {
 		_, err := tt.s.Resolve("x")
-		if got := errorField(err); got != tt.field {
+		if got := ErrorKey(err); got != tt.field {
 			t.Errorf("%+v: error %v about %q, want %q", tt.s, err, got, tt.field)
 		}
 	}
 	var ce *aqm.ConfigError
 	if _, err := (Settings{Coupling: ptr(uint8(0))}).Resolve("x"); !errors.As(err, &ce) || ce.Min != 1 {
 		t.Errorf("coupling 0: %v, want an *aqm.ConfigError", err)
+	}
+}
+
+// With max-rtt or typical-rtt the PI values are tuned, given or not.
+func TestSettingsTunes(t *testing.T) {
+	tuned, plain := Settings{TypicalRTT: ptr(20 * time.Millisecond)}, Settings{Target: ptr(time.Millisecond)}
+	for _, k := range []string{"target", "tupdate", "alpha", "beta"} {
+		if !tuned.Tunes(k) || plain.Tunes(k) {
+			t.Errorf("%s: Tunes %v with typical-rtt, %v without; want true, false", k, tuned.Tunes(k), plain.Tunes(k))
+		}
+	}
+	if tuned.Tunes("coupling") || tuned.Tunes("max-rtt") {
+		t.Error("Tunes is true for a key tuning does not set")
 	}
 }
 
@@ -140,7 +156,7 @@ func TestPlanEdit(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			e, merged, err := PlanEdit(base, tt.set, cur)
 			if tt.wantField != "" {
-				if err == nil || (tt.wantField != "-" && errorField(err) != tt.wantField) {
+				if err == nil || (tt.wantField != "-" && ErrorKey(err) != tt.wantField) {
 					t.Fatalf("err = %v, want one about %q", err, tt.wantField)
 				}
 				return
