@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"slices"
 
 	"github.com/pi2hop/pi2hop/hop/instance"
@@ -41,14 +40,6 @@ func setFlags(fs *pflag.FlagSet) func(context.Context, *cmdEnv, []string) error 
 		for _, k := range given {
 			if slices.Contains(instance.LiveFixed, k) {
 				return usagef("set: --%s cannot change while the hop runs: restart it", flagFor(k))
-			}
-		}
-		// The instance reads trace files from its own directory.
-		for _, p := range []*string{s.RateTrace, s.UpRateTrace, s.DownRateTrace} {
-			if p != nil {
-				if abs, err := filepath.Abs(*p); err == nil {
-					*p = abs
-				}
 			}
 		}
 		warnings, err := instance.Set(name, s)

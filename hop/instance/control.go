@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -207,11 +208,26 @@ func Stats(name string) (*hop.Snapshot, error) {
 // Set sends a typed edit to instance name, which merges it over its
 // settings, checks the result and applies it to both directions at once
 // or not at all. It returns the instance's warnings (see
-// Settings.Warnings), with or without an error.
+// Settings.Warnings), with or without an error. The instance reads rate
+// trace files from its own directory, so Set makes the trace paths of s
+// absolute, in place: the caller's strings then name what was sent.
 func Set(name string, s Settings) ([]string, error) {
+	s.absTraces()
 	resp, err := Call(name, Request{Op: OpSet, Set: &s})
 	if resp == nil {
 		return nil, err
 	}
 	return resp.Warnings, err
+}
+
+// absTraces makes s's rate trace paths absolute, writing through the
+// pointers.
+func (s *Settings) absTraces() {
+	for _, p := range []*string{s.RateTrace, s.UpRateTrace, s.DownRateTrace} {
+		if p != nil {
+			if abs, err := filepath.Abs(*p); err == nil {
+				*p = abs
+			}
+		}
+	}
 }

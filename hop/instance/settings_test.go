@@ -3,6 +3,8 @@ package instance
 import (
 	"encoding/json"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -169,5 +171,19 @@ func TestPlanEdit(t *testing.T) {
 			}
 			tt.check(t, e)
 		})
+	}
+}
+
+// Set sends trace paths as absolute ones, written back through s.
+func TestAbsTraces(t *testing.T) {
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel, abs := "up.trace", "/srv/down.trace"
+	s := Settings{UpRateTrace: &rel, DownRateTrace: &abs}
+	s.absTraces()
+	if rel != filepath.Join(wd, "up.trace") || abs != "/srv/down.trace" || s.RateTrace != nil {
+		t.Errorf("up %q down %q shared %v; want %q, /srv/down.trace, nil", rel, abs, s.RateTrace, filepath.Join(wd, "up.trace"))
 	}
 }
