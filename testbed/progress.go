@@ -39,6 +39,16 @@ func NewProgress(w io.Writer, tty bool, total time.Duration) *Progress {
 	return &Progress{w: w, tty: tty, total: total, now: time.Now}
 }
 
+// NewTerminalProgress is NewProgress with the redrawn bar when w is a
+// terminal, fitted to its width; on anything else (a file, a pipe, not
+// Linux) it prints line by line.
+func NewTerminalProgress(w io.Writer, total time.Duration) *Progress {
+	cols, tty := terminalWidth(w)
+	p := NewProgress(w, tty, total)
+	p.SetWidth(cols)
+	return p
+}
+
 // SetWidth tells the bar how many columns the terminal has, so a line
 // never wraps (a wrapped line cannot be redrawn in place).
 func (p *Progress) SetWidth(cols int) {

@@ -178,9 +178,7 @@ func runLab(ctx context.Context, env *cmdEnv, cfg testbed.Config, out string, cf
 		Do: func(ctx context.Context, ienv *instance.Env) error {
 			planned := cfg.PlannedDuration()
 			fmt.Fprintf(env.stderr, "pi2hop lab %v; about %v\n", cfg, planned.Round(time.Second))
-			cols, tty := terminalWidth(env.stderr)
-			progress := testbed.NewProgress(env.stderr, tty, planned)
-			progress.SetWidth(cols)
+			progress := testbed.NewTerminalProgress(env.stderr, planned)
 			progress.Start()
 			defer progress.Stop()
 			opt := testbed.Options{Progress: progress, CPULatency: cpuLatency}
