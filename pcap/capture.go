@@ -2,6 +2,7 @@ package pcap
 
 import (
 	"fmt"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -72,6 +73,20 @@ type Capture struct {
 	err      error // the writer's first error; read after done
 
 	w *fileWriter // owned by the writer goroutine
+}
+
+// Validate checks the snaplen and rotation size as a CLI gives them: an
+// explicit snaplen of 0 is refused rather than defaulted, a MaxSize of 0
+// means no rotation. The error is an *OptionError naming the capture
+// flags (snaplen, capture-max-size).
+func (opt Options) Validate() error {
+	if opt.Snaplen < 1 || opt.Snaplen > maxSnaplen {
+		return &OptionError{Option: "snaplen", Value: strconv.Itoa(opt.Snaplen), Want: fmt.Sprintf("in 1..%d bytes", maxSnaplen)}
+	}
+	if opt.MaxSize != 0 && opt.MaxSize < minMaxSize {
+		return &OptionError{Option: "capture-max-size", Value: strconv.FormatInt(opt.MaxSize, 10), Want: fmt.Sprintf("at least %d bytes", minMaxSize)}
+	}
+	return nil
 }
 
 // NewCapture creates path (truncating it) and starts the writer. Close

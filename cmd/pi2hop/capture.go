@@ -34,19 +34,17 @@ func (c *captureFlags) open(comment string, timeOffset int64) (*pcap.Capture, er
 	if err != nil {
 		return nil, err
 	}
-	if c.snaplen < 1 || c.snaplen > 262144 {
-		return nil, fmt.Errorf("--snaplen %d: must be in 1..262144 bytes", c.snaplen)
-	}
-	if c.maxSize.bytes != 0 && c.maxSize.bytes < 4096 {
-		return nil, fmt.Errorf("--capture-max-size %d: must be at least 4096 bytes", c.maxSize.bytes)
-	}
-	capt, err := pcap.NewCapture(c.path, pcap.Options{
+	opt := pcap.Options{
 		Snaplen:    c.snaplen,
 		MaxSize:    int64(c.maxSize.bytes),
 		Comment:    comment,
 		TimeOffset: timeOffset,
 		Owner:      owner,
-	})
+	}
+	if err := opt.Validate(); err != nil {
+		return nil, fmt.Errorf("--%w", err)
+	}
+	capt, err := pcap.NewCapture(c.path, opt)
 	if err != nil {
 		return nil, fmt.Errorf("--capture: %w", err)
 	}
