@@ -34,6 +34,11 @@ type Entry struct {
 	Family   int    `json:"family,omitempty"`
 	Gw       string `json:"gw,omitempty"`
 	Old      string `json:"old,omitempty"`
+	// Holder and Refs: a sysctl shared with other instances (see
+	// Journal.ShareSysctls) is released from the reference record in
+	// folder Refs under the name Holder, not simply written back.
+	Holder string `json:"holder,omitempty"`
+	Refs   string `json:"refs,omitempty"`
 }
 
 func (e Entry) String() string {
@@ -57,6 +62,9 @@ func (e Entry) String() string {
 	case KindNftTable:
 		return fmt.Sprintf("nftables table inet %s%s", e.Name, where)
 	case KindSysctl:
+		if e.Holder != "" {
+			return fmt.Sprintf("sysctl %s (was %q; shared, held by %s)%s", e.Name, e.Old, e.Holder, where)
+		}
 		return fmt.Sprintf("sysctl %s (was %q)%s", e.Name, e.Old, where)
 	}
 	return fmt.Sprintf("%s %s%s", e.Kind, e.Name, where)
@@ -71,6 +79,8 @@ type Journal struct {
 	mu      sync.Mutex
 	entries []Entry
 	save    func([]Entry) error
+	refsDir string // ShareSysctls
+	holder  string
 }
 
 // NewJournal returns an empty journal. If save is not nil it is called

@@ -155,8 +155,13 @@ func (j *Journal) AddRule(ns string, r Rule) error {
 
 // SetSysctl sets key (a path under /proc/sys, e.g. "net/ipv4/ip_forward")
 // in namespace ns, recording the value it had the first time this journal
-// changed it. Setting the value it already has records nothing.
+// changed it. Setting the value it already has records nothing. A
+// namespace-wide sysctl of a journal that shares them (ShareSysctls) is
+// reference-counted instead, and always recorded.
 func (j *Journal) SetSysctl(ns, key, value string) error {
+	if dir, holder := j.shared(ns, key); dir != "" {
+		return j.setShared(dir, holder, key, value)
+	}
 	old, err := ReadSysctl(ns, key)
 	if err != nil {
 		return err
@@ -183,6 +188,9 @@ func undo(e Entry) error {
 	case KindNftTable:
 		return undoNftTable(e)
 	case KindSysctl:
+		if e.Refs != "" {
+			return undoShared(e)
+		}
 		// A device's sysctls go away with the device.
 		if err := WriteSysctl(e.NS, e.Name, e.Old); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return err

@@ -1,10 +1,15 @@
 package tun
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+
+	"golang.org/x/sys/unix"
 )
 
 // sysctlPath checks key ("net/ipv4/ip_forward") and returns its file.
@@ -47,4 +52,221 @@ func WriteSysctl(ns, key, value string) error {
 		return fmt.Errorf("tun: write sysctl %s=%s: %w", key, value, err)
 	}
 	return nil
+}
+
+// Sysctls such as net/ipv4/ip_forward belong to a whole namespace, and
+// several instances may need them at once (a gateway and two NAT shells).
+// If each restored the value it found, the first to exit would undo the
+// others: it found forwarding off, and turns it off under them. So a
+// shared sysctl is reference-counted across processes in a file in a
+// folder locked with flock(2): the first holder records the value it
+// found, later holders add their name, and only the last one out writes
+// that first value back.
+
+// sharedRefsFile is the reference record inside the locked folder; its
+// leading dot keeps it apart from instances' NAME.json state files.
+const sharedRefsFile = ".sysctls.json"
+
+// sysctlRef is one shared sysctl in the record.
+type sysctlRef struct {
+	Orig    string   `json:"orig"`    // the value the first holder found
+	Holders []string `json:"holders"` // who still needs it set
+}
+
+// sharedKey reports whether key is namespace-wide (shared) rather than a
+// device's own: net/ipv4/conf/eth0/rp_filter belongs to eth0, which the
+// instance made or does not share; conf/all and conf/default are shared.
+func sharedKey(key string) bool {
+	f := strings.Split(key, "/")
+	if len(f) >= 4 && f[0] == "net" && f[2] == "conf" {
+		return f[3] == "all" || f[3] == "default"
+	}
+	return true
+}
+
+// LockDir takes an exclusive flock(2) on folder dir, waiting for it, and
+// returns the function that releases it. The lock is the process's while
+// the returned function is not called; a second LockDir in the same
+// process waits for the first's release.
+func LockDir(dir string) (unlock func(), err error) {
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return nil, fmt.Errorf("tun: lock %s: %w", dir, err)
+	}
+	for {
+		err = unix.Flock(fd, unix.LOCK_EX)
+		if err != unix.EINTR {
+			break
+		}
+	}
+	if err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("tun: lock %s: %w", dir, err)
+	}
+	return func() { unix.Close(fd) }, nil // closing the only descriptor drops the lock
+}
+
+// nsID names the network namespace a sysctl of ns ("" = the process's)
+// lives in by its inode, so instances in different namespaces never share
+// a count.
+func nsID(ns string) (string, error) {
+	var id string
+	err := Do(ns, func() error {
+		var st unix.Stat_t
+		if err := unix.Stat("/proc/thread-self/ns/net", &st); err != nil {
+			return err
+		}
+		id = fmt.Sprintf("net:%d:%d", st.Dev, st.Ino)
+		return nil
+	})
+	if err != nil {
+		return "", fmt.Errorf("tun: namespace of sysctls: %w", err)
+	}
+	return id, nil
+}
+
+// withRefs runs f on the reference record of folder dir under its lock
+// and saves what f leaves (removing the file when it is empty).
+func withRefs(dir string, f func(refs map[string]*sysctlRef) error) error {
+	unlock, err := LockDir(dir)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	path := filepath.Join(dir, sharedRefsFile)
+	refs := map[string]*sysctlRef{}
+	switch b, err := os.ReadFile(path); {
+	case err == nil:
+		if err := json.Unmarshal(b, &refs); err != nil {
+			return fmt.Errorf("tun: shared sysctls %s: %w", path, err)
+		}
+	case !errors.Is(err, os.ErrNotExist):
+		return err
+	}
+	if err := f(refs); err != nil {
+		return err
+	}
+	if len(refs) == 0 {
+		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		return nil
+	}
+	b, err := json.MarshalIndent(refs, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// ShareSysctls makes the journal's namespace-wide sysctls shared (see
+// above): holder names this journal's owner in the record kept in folder
+// dir, which must exist and be private to root.
+func (j *Journal) ShareSysctls(dir, holder string) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.refsDir, j.holder = dir, holder
+}
+
+func (j *Journal) shared(ns, key string) (dir, holder string) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.refsDir == "" || ns != "" || !sharedKey(key) {
+		return "", ""
+	}
+	return j.refsDir, j.holder
+}
+
+// BaseSysctl is the value key of namespace ns had before any instance
+// sharing it changed it: the first holder's record if there is one, else
+// the value now. A topology that decides from the value found (the
+// gateway loosens a strict rp_filter) decides from this one, so it takes
+// its reference even when another instance already made the change.
+func (j *Journal) BaseSysctl(ns, key string) (string, error) {
+	cur, err := ReadSysctl(ns, key)
+	if err != nil {
+		return "", err
+	}
+	dir, _ := j.shared(ns, key)
+	if dir == "" {
+		return cur, nil
+	}
+	id, err := nsID(ns)
+	if err != nil {
+		return "", err
+	}
+	base := cur
+	err = withRefs(dir, func(refs map[string]*sysctlRef) error {
+		if r := refs[id+":"+key]; r != nil {
+			base = r.Orig
+		}
+		return nil
+	})
+	return base, err
+}
+
+// setShared sets a shared sysctl and takes this holder's reference: the
+// entry is recorded first (with the value found now, for when the record
+// is lost), then the count and the value change under the lock.
+func (j *Journal) setShared(dir, holder, key, value string) error {
+	id, err := nsID("")
+	if err != nil {
+		return err
+	}
+	cur, err := ReadSysctl("", key)
+	if err != nil {
+		return err
+	}
+	if !j.has(KindSysctl, "", key) {
+		if _, err := j.record(Entry{Kind: KindSysctl, Name: key, Old: cur, Holder: holder, Refs: dir}); err != nil {
+			return err
+		}
+	}
+	return withRefs(dir, func(refs map[string]*sysctlRef) error {
+		r := refs[id+":"+key]
+		if r == nil {
+			orig, err := ReadSysctl("", key)
+			if err != nil {
+				return err
+			}
+			r = &sysctlRef{Orig: orig}
+			refs[id+":"+key] = r
+		}
+		if !slices.Contains(r.Holders, holder) {
+			r.Holders = append(r.Holders, holder)
+		}
+		return WriteSysctl("", key, value)
+	})
+}
+
+// undoShared drops e's holder's reference and, if it was the last,
+// writes back the value the first holder found. With no record of the
+// key at all (it was lost, or the change never got that far) nobody else
+// holds it, and the entry's own value is restored.
+func undoShared(e Entry) error {
+	id, err := nsID(e.NS)
+	if err != nil {
+		return err
+	}
+	return withRefs(e.Refs, func(refs map[string]*sysctlRef) error {
+		k := id + ":" + e.Name
+		r := refs[k]
+		restore := e.Old
+		if r != nil {
+			r.Holders = slices.DeleteFunc(r.Holders, func(h string) bool { return h == e.Holder })
+			if len(r.Holders) > 0 {
+				return nil // another instance still needs it
+			}
+			restore = r.Orig
+			delete(refs, k)
+		}
+		if err := WriteSysctl(e.NS, e.Name, restore); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		return nil
+	})
 }
