@@ -54,16 +54,21 @@ func GatewayTables(name string) (up, down, prio int) {
 	return 0x7000 + 2*n, 0x7000 + 2*n + 1, 9000 + n
 }
 
-// GatewayLeftovers lists what a Gateway of instance name leaves behind
-// when its process dies: its policy rules (the TUN devices, and the routes
-// through them, die with the process). A cleanup sweeps them when the
-// journal's record is lost.
-func GatewayLeftovers(name string) []tun.Entry {
+// GatewayLeftovers lists what a Gateway of instance name between
+// interfaces ifaces leaves behind when its process dies: its policy rules
+// (the TUN devices, and the routes through them, die with the process). A
+// cleanup sweeps them when the journal's record is lost. Each rule names
+// its input interface: a rule of someone else's at the same table and
+// priority but on another interface is not ours. Without ifaces there is
+// nothing to sweep.
+func GatewayLeftovers(name string, ifaces ...string) []tun.Entry {
 	up, down, prio := GatewayTables(name)
 	var es []tun.Entry
-	for _, table := range []int{up, down} {
-		for _, fam := range []int{4, 6} {
-			es = append(es, tun.Entry{Kind: tun.KindRule, Table: table, Priority: prio, Family: fam})
+	for _, iif := range ifaces {
+		for _, table := range []int{up, down} {
+			for _, fam := range []int{4, 6} {
+				es = append(es, tun.Entry{Kind: tun.KindRule, Name: iif, Table: table, Priority: prio, Family: fam})
+			}
 		}
 	}
 	return es
@@ -140,7 +145,9 @@ func gatewaySysctls(j *tun.Journal, tuns ...string) error {
 	for _, t := range tuns {
 		set = append(set, kv{"net/ipv4/conf/" + t + "/rp_filter", "0"})
 	}
-	if v, err := tun.ReadSysctl("", "net/ipv4/conf/all/rp_filter"); err == nil && v == "1" {
+	// BaseSysctl: what it was before any instance loosened it, so a
+	// second gateway takes its share of the change a first one made.
+	if v, err := j.BaseSysctl("", "net/ipv4/conf/all/rp_filter"); err == nil && v == "1" {
 		set = append(set, kv{"net/ipv4/conf/all/rp_filter", "2"})
 	}
 	for _, s := range set {

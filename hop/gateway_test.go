@@ -12,7 +12,16 @@ func TestGatewayTablesStable(t *testing.T) {
 	if p1 <= 0 || p1 >= 32766 {
 		t.Errorf("rule priority %d must sit between local (0) and main (32766)", p1)
 	}
-	if n := len(GatewayLeftovers("pi2hop")); n != 4 {
-		t.Errorf("%d leftover rules, want 4 (2 tables × IPv4, IPv6)", n)
+	if n := len(GatewayLeftovers("pi2hop")); n != 0 {
+		t.Errorf("%d leftover rules without interfaces, want 0: a rule is only ours on our interfaces", n)
+	}
+	es := GatewayLeftovers("pi2hop", "eth1", "eth0")
+	if len(es) != 8 {
+		t.Fatalf("%d leftover rules for 2 interfaces, want 8 (2 interfaces × 2 tables × IPv4, IPv6)", len(es))
+	}
+	for _, e := range es {
+		if (e.Name != "eth1" && e.Name != "eth0") || e.Priority != p1 || (e.Table != u1 && e.Table != d1) {
+			t.Errorf("leftover %s: want iif eth0 or eth1, pref %d, table %d or %d", e, p1, u1, d1)
+		}
 	}
 }
