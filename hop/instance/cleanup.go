@@ -5,44 +5,63 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/pi2hop/pi2hop/hop"
 	"github.com/pi2hop/pi2hop/tun"
 )
 
-// leftovers lists, per topology, what an instance of that name makes by
+// leftovers lists, per command, what an instance of that name makes by
 // convention and what outlives its process; Cleanup sweeps them when the
-// state file is gone or was cut short. A new topology adds its line here.
-var leftovers = []func(name string) []tun.Entry{
-	shellLeftovers,
-	hop.GatewayLeftovers,
+// state file is gone. A new topology adds its line here. The gateway's
+// policy rules are not named after the instance: they are swept only for
+// the interfaces given (see Cleanup).
+var leftovers = map[string]func(name string) []tun.Entry{
+	"shell": shellLeftovers,
+	"lab":   labLeftovers,
 }
 
 // Cleanup undoes what a dead instance left, from its state file, then
-// sweeps what instances of that name make by convention. Sysctls can only
-// be restored from the record. It says what it does on out.
-func Cleanup(name string, out io.Writer) error {
+// sweeps what instances of that name make by convention: those of the
+// command recorded in the state file, or of every command when there is
+// none. A gateway's policy rules (a table and priority fixed by the name,
+// input interface LAN or WAN) are swept only for ifaces, so a rule of
+// someone else's that happens to share the table and priority stays.
+// Shared sysctls are released from the instance's reference, and
+// restored only if no other instance holds them. It says what it does on
+// out.
+func Cleanup(name string, ifaces []string, out io.Writer) error {
 	if err := CheckName(name); err != nil {
 		return err
 	}
 	var entries []tun.Entry
+	command := ""
 	st, err := ReadState(name)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		fmt.Fprintf(out, "instance %q: no state file %s; removing what its name implies\n", name, StatePath(name))
 	case err != nil:
 		return err
-	case st.PID != os.Getpid() && ProcessAlive(st.PID):
+	case st.PID != os.Getpid() && st.Alive():
 		return fmt.Errorf("instance %q is still running (pid %d): stop it (SIGTERM) instead", name, st.PID)
 	default:
-		entries = st.Entries
+		entries, command = st.Entries, st.Command
 	}
 	for i := len(entries) - 1; i >= 0; i-- {
 		fmt.Fprintf(out, "undo %s\n", entries[i])
 	}
 	errs := []error{tun.UndoEntries(entries)}
-	for _, l := range leftovers {
-		errs = append(errs, tun.UndoEntries(l(name)))
+	for cmd, l := range leftovers {
+		if command == "" || command == cmd {
+			errs = append(errs, tun.UndoEntries(l(name)))
+		}
+	}
+	if rules := hop.GatewayLeftovers(name, ifaces...); len(rules) > 0 {
+		fmt.Fprintf(out, "sweeping gateway rules of %q for %s\n", name, strings.Join(ifaces, ", "))
+		errs = append(errs, tun.UndoEntries(rules))
+	} else if st == nil && (command == "" || command == "run") {
+		_, _, prio := hop.GatewayTables(name)
+		fmt.Fprintf(out, "gateway rules at pref %d are swept only for the interfaces given (--lan IF --wan IF)\n", prio)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("cleanup of %q: %w", name, err)

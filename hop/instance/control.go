@@ -54,7 +54,7 @@ type controlServer struct {
 
 func listenControl(name string, h handler) (*controlServer, error) {
 	path := SocketPath(name)
-	if err := os.MkdirAll(RunDir, 0o700); err != nil {
+	if err := checkRunDir(RunDir); err != nil {
 		return nil, err
 	}
 	os.Remove(path) // claim made sure no live instance owns it

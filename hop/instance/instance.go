@@ -116,6 +116,7 @@ func Run(ctx context.Context, opt Options, topo Topology) (err error) {
 			return err
 		}
 	}
+	warnLeftovers(log, opt.Name)
 	in := &instance{log: log, settings: opt.Settings}
 	env := &Env{Name: opt.Name, Config: opt.Config, Journal: j, Log: log}
 	env.Config.Logger = log
@@ -133,7 +134,7 @@ func Run(ctx context.Context, opt Options, topo Topology) (err error) {
 		errs = append(errs, uerr)
 		switch {
 		case uerr != nil && opt.Name != "":
-			log.Error("cleanup incomplete; run 'pi2hop run --cleanup --name "+opt.Name+"'", "err", uerr)
+			log.Error("cleanup incomplete; run '"+CleanupCommand(opt.Command, opt.Name)+"'", "err", uerr)
 		case uerr != nil:
 			log.Error("cleanup incomplete", "err", uerr)
 		case opt.Name != "":
@@ -180,6 +181,23 @@ func Run(ctx context.Context, opt Options, topo Topology) (err error) {
 		log.Warn(w)
 	}
 	return topo.Wait(ctx)
+}
+
+// warnLeftovers says, for each dead instance other than self whose
+// changes are still on the system, the command that removes them.
+func warnLeftovers(log *slog.Logger, self string) {
+	ls, err := Leftovers()
+	if err != nil {
+		log.Warn("cannot look for dead instances' leftovers", "err", err)
+		return
+	}
+	for _, l := range ls {
+		if l.Name == self {
+			continue
+		}
+		log.Warn(fmt.Sprintf("instance %q (pid %d) is gone but left %d changes behind; remove them with '%s'",
+			l.Name, l.State.PID, len(l.State.Entries), l.Command()), "state", StatePath(l.Name))
+	}
 }
 
 func (in *instance) stats() hop.Snapshot { return in.hop.Stats() }

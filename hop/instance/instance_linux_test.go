@@ -87,7 +87,7 @@ func captureOpen(c *pcap.Capture) bool {
 func TestRunLifecycle(t *testing.T) {
 	roottest.Need(t)
 	name := fmt.Sprintf("p2i%d", os.Getpid()%10000)
-	t.Cleanup(func() { Cleanup(name, &bytes.Buffer{}) })
+	t.Cleanup(func() { Cleanup(name, nil, &bytes.Buffer{}) })
 	topo := &fakeTopology{name: name}
 	base := Settings{Rate: ptr(uint64(50e6))}
 	cfg, err := base.Resolve(name)

@@ -24,9 +24,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
+	"strings"
 	"syscall"
 
 	"github.com/pi2hop/pi2hop/tun"
@@ -55,11 +58,56 @@ func CheckName(name string) error {
 func StatePath(name string) string  { return filepath.Join(RunDir, name+".json") }
 func SocketPath(name string) string { return filepath.Join(RunDir, name+".sock") }
 
+// CleanupCommand is the command that removes what a dead instance of
+// command ("run", "shell", "lab") named name left: every such command has
+// --cleanup, and each removes any instance's leftovers.
+func CleanupCommand(command, name string) string {
+	switch command {
+	case "run", "shell", "lab":
+	default:
+		command = "run"
+	}
+	return "pi2hop " + command + " --cleanup --name " + name
+}
+
+// checkRunDir makes folder dir if it is missing and refuses it unless it
+// is a real folder (not a link) owned by root with mode 0700: the
+// control sockets in it are for root only, and the state files in it say
+// what to undo, so nobody else may swap them.
+func checkRunDir(dir string) error {
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("%s: %w", dir, err)
+	}
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return err
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return fmt.Errorf("%s: no owner to check", dir)
+	}
+	switch {
+	case fi.Mode()&fs.ModeSymlink != 0:
+		return fmt.Errorf("%s is a symbolic link: want a folder owned by root with mode 0700; remove the link", dir)
+	case !fi.IsDir():
+		return fmt.Errorf("%s is not a folder: want a folder owned by root with mode 0700; remove it", dir)
+	case st.Uid != 0:
+		return fmt.Errorf("%s is owned by uid %d: want a folder owned by root with mode 0700 (chown root %s, or remove it)", dir, st.Uid, dir)
+	case fi.Mode().Perm() != 0o700:
+		return fmt.Errorf("%s has mode %04o: want a folder owned by root with mode 0700 (chmod 700 %s)", dir, fi.Mode().Perm(), dir)
+	}
+	return nil
+}
+
 // State is the state file: who runs the instance and every change it made
 // to the system, kept current so a cleanup can undo the changes of an
 // instance that was killed.
 type State struct {
-	PID     int         `json:"pid"`
+	PID int `json:"pid"`
+	// Start is the process's start time (field 22 of /proc/PID/stat, in
+	// clock ticks since boot): with the PID it names the process, as a
+	// PID alone may have been reused since.
+	Start   uint64      `json:"start,omitempty"`
 	Command string      `json:"command"`
 	Entries []tun.Entry `json:"entries"`
 }
@@ -79,7 +127,7 @@ func ReadState(name string) (*State, error) {
 
 // WriteState replaces instance name's state file atomically.
 func WriteState(name string, st *State) error {
-	if err := os.MkdirAll(RunDir, 0o700); err != nil {
+	if err := checkRunDir(RunDir); err != nil {
 		return err
 	}
 	b, err := json.MarshalIndent(st, "", "  ")
@@ -93,27 +141,106 @@ func WriteState(name string, st *State) error {
 	return os.Rename(tmp, StatePath(name))
 }
 
-// ProcessAlive reports whether pid names a live process.
-func ProcessAlive(pid int) bool {
-	if pid <= 0 {
+// Alive reports whether the process that wrote st still runs: its PID is
+// there and started when st says (a PID reused by another process is
+// not). A state file without a start time falls back to the PID alone.
+func (st *State) Alive() bool {
+	if st.PID <= 0 {
 		return false
 	}
-	err := syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
+	start, err := ProcStart(st.PID)
+	if err != nil {
+		return false
+	}
+	return st.Start == 0 || start == st.Start
+}
+
+// ProcStart returns process pid's start time: field 22 of /proc/PID/stat
+// (proc(5)), in clock ticks since boot. The fields are counted after the
+// command name's closing parenthesis, as the name may hold spaces and
+// parentheses itself.
+func ProcStart(pid int) (uint64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	return parseStart(string(b))
+}
+
+func parseStart(stat string) (uint64, error) {
+	i := strings.LastIndexByte(stat, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("/proc stat %q: no command name", stat)
+	}
+	// After ") ": field 3 (state) onwards; field 22 is the 20th of them.
+	f := strings.Fields(stat[i+1:])
+	if len(f) < 20 {
+		return 0, fmt.Errorf("/proc stat: %d fields after the name, want at least 20", len(f))
+	}
+	return strconv.ParseUint(f[19], 10, 64)
+}
+
+// Leftover is a dead instance whose changes are still on the system.
+type Leftover struct {
+	Name  string
+	State *State
+}
+
+// Command is the command that removes the leftover.
+func (l Leftover) Command() string { return CleanupCommand(l.State.Command, l.Name) }
+
+// Leftovers lists the instances whose state file records changes while
+// their process is gone.
+func Leftovers() ([]Leftover, error) {
+	ents, err := os.ReadDir(RunDir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []Leftover
+	for _, e := range ents {
+		name, ok := strings.CutSuffix(e.Name(), ".json")
+		if !ok || CheckName(name) != nil {
+			continue
+		}
+		st, err := ReadState(name)
+		if err != nil || st.Alive() || len(st.Entries) == 0 {
+			continue
+		}
+		out = append(out, Leftover{name, st})
+	}
+	return out, nil
 }
 
 // claim takes name for this process, refusing one in use or left behind
-// by a crash, and returns a journal saved to the state file.
+// by a crash, and returns a journal saved to the state file whose shared
+// sysctls are counted in RunDir. The check and the first write are one
+// step under RunDir's lock, so two instances starting with one name
+// cannot both take it.
 func claim(name, command string) (*tun.Journal, error) {
+	if err := checkRunDir(RunDir); err != nil {
+		return nil, err
+	}
+	unlock, err := tun.LockDir(RunDir)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	if old, err := ReadState(name); err == nil {
-		if ProcessAlive(old.PID) {
+		if old.PID == os.Getpid() || old.Alive() {
 			return nil, fmt.Errorf("instance %q is already running (pid %d); pick another name", name, old.PID)
 		}
 		if len(old.Entries) > 0 {
-			return nil, fmt.Errorf("instance %q left changes behind (pid %d is gone): run 'pi2hop run --cleanup --name %s' first", name, old.PID, name)
+			return nil, fmt.Errorf("instance %q left changes behind (pid %d is gone): run '%s' first", name, old.PID, CleanupCommand(old.Command, name))
 		}
 	}
-	st := State{PID: os.Getpid(), Command: command}
+	start, err := ProcStart(os.Getpid())
+	if err != nil {
+		return nil, err
+	}
+	st := State{PID: os.Getpid(), Start: start, Command: command}
 	save := func(es []tun.Entry) error {
 		st.Entries = es
 		return WriteState(name, &st)
@@ -121,5 +248,7 @@ func claim(name, command string) (*tun.Journal, error) {
 	if err := save(nil); err != nil {
 		return nil, err
 	}
-	return tun.NewJournal(save), nil
+	j := tun.NewJournal(save)
+	j.ShareSysctls(RunDir, name)
+	return j, nil
 }
