@@ -240,7 +240,7 @@ func TestCaptureCompleteAfterSIGTERM(t *testing.T) {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	name := testInstance(7)
-	t.Cleanup(func() { cleanupInstance(name, &bytes.Buffer{}) })
+	t.Cleanup(func() { cleanupInstance(name, nil, &bytes.Buffer{}) })
 	path := filepath.Join(t.TempDir(), "term.pcapng")
 	cmd := exec.Command(bin, "shell", "--name", name, "--rate", "5mbit", "--capture", path, "--",
 		"/bin/sh", "-c", "exec ping -q -i 0.01 -s 1000 $PI2HOP_HOST")

@@ -72,10 +72,15 @@ func openCapture(cf *captureFlags, comment string) (*pcap.Capture, error) {
 	return cf.open(comment, hop.UnixOffset())
 }
 
-// cleanupInstance undoes what a dead instance left (run --cleanup).
-func cleanupInstance(name string, stdout io.Writer) error {
+// cleanupUsage is the help of --cleanup: run, shell and lab each have it,
+// and each removes what any dead instance of that name left.
+const cleanupUsage = "remove what a killed instance of --name left (namespaces, devices, rules, routes, NAT table; shared sysctls restored unless another instance holds them), then exit"
+
+// cleanupInstance undoes what a dead instance left (COMMAND --cleanup);
+// ifaces are a gateway's LAN and WAN, whose rules it sweeps.
+func cleanupInstance(name string, ifaces []string, stdout io.Writer) error {
 	if err := instance.CheckName(name); err != nil {
 		return usagef("--name: %v", err)
 	}
-	return instance.Cleanup(name, stdout)
+	return instance.Cleanup(name, ifaces, stdout)
 }

@@ -15,7 +15,7 @@ func init() {
 	register(&command{
 		name:  "run",
 		short: "insert the bottleneck between two interfaces of this box (gateway mode)",
-		usage: "run --lan IF --wan IF [flags]  |  run --cleanup [--name N]",
+		usage: "run --lan IF --wan IF [flags]  |  run --cleanup [--name N] [--lan IF --wan IF]",
 		flags: runFlags,
 	})
 }
@@ -32,7 +32,7 @@ func runFlags(fs *pflag.FlagSet) func(context.Context, *cmdEnv, []string) error 
 	a := &runArgs{}
 	fs.StringVar(&a.lan, "lan", "", "`interface` facing the clients (their traffic goes up through the bottleneck)")
 	fs.StringVar(&a.wan, "wan", "", "`interface` facing the network (its traffic comes down through the bottleneck)")
-	fs.BoolVar(&a.cleanup, "cleanup", false, "remove what a crashed instance left (TUN devices, rules, routes, sysctls), then exit")
+	fs.BoolVar(&a.cleanup, "cleanup", false, cleanupUsage+"; with --lan and --wan it also sweeps the gateway's rules on them when the state file is lost")
 	a.inst = addInstanceFlags(fs)
 	a.link = addLinkFlags(fs, true)
 	a.capture = addCaptureFlags(fs)
@@ -40,10 +40,14 @@ func runFlags(fs *pflag.FlagSet) func(context.Context, *cmdEnv, []string) error 
 		switch {
 		case len(args) > 0:
 			return usagef("run: unexpected argument %q", args[0])
-		case a.cleanup && (a.lan != "" || a.wan != ""):
-			return usagef("run: --cleanup takes only --name")
 		case a.cleanup:
-			return cleanupInstance(a.inst.name, env.stdout)
+			var ifaces []string
+			for _, i := range []string{a.lan, a.wan} {
+				if i != "" {
+					ifaces = append(ifaces, i)
+				}
+			}
+			return cleanupInstance(a.inst.name, ifaces, env.stdout)
 		case a.lan == "" || a.wan == "":
 			return usagef("run: give both --lan IF and --wan IF")
 		case a.lan == a.wan:

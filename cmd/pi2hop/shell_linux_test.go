@@ -51,7 +51,7 @@ func checkGone(t *testing.T, name string) {
 func TestShellRunsCommandBehindTheHop(t *testing.T) {
 	needRoot(t, "bash") // for /dev/tcp
 	name := testInstance(1)
-	t.Cleanup(func() { cleanupInstance(name, &bytes.Buffer{}) })
+	t.Cleanup(func() { cleanupInstance(name, nil, &bytes.Buffer{}) })
 
 	// The host listens on every address; the command connects to the
 	// host's end of the TUN pair through the hop and says hello.
@@ -139,7 +139,7 @@ func TestShellRefusesABusyName(t *testing.T) {
 func TestShellNAT(t *testing.T) {
 	needRoot(t, "nft", "bash")
 	name := testInstance(4)
-	t.Cleanup(func() { cleanupInstance(name, &bytes.Buffer{}) })
+	t.Cleanup(func() { cleanupInstance(name, nil, &bytes.Buffer{}) })
 	outside := name + "o"
 	j := tun.NewJournal(nil)
 	t.Cleanup(func() {

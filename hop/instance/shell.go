@@ -9,10 +9,13 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/pi2hop/pi2hop/hop"
+	"github.com/pi2hop/pi2hop/invoker"
 	"github.com/pi2hop/pi2hop/tun"
 )
 
@@ -22,8 +25,18 @@ import (
 // the host namespace, so the host reaches the namespace and, with NAT,
 // the namespace reaches whatever the host reaches. The command's exit
 // status is the instance's result (an *ExitError).
+//
+// The command runs as User: the user behind sudo, whom pi2hop acts for.
+// Root privileges are pi2hop's, to build the namespace; the app under
+// test gets none, so it can neither leave the namespace, nor bypass or
+// re-shape the bottleneck (the control socket is root's), nor change the
+// host's network.
 type Shell struct {
-	Args           []string // the command and its arguments; Args[0] is looked up in PATH
+	Args []string // the command and its arguments; Args[0] is looked up in the PATH it runs with
+	// User runs the command with that user's uid, gid and groups, no
+	// capabilities and a clean environment (invoker.User.Env); nil runs
+	// it as root with pi2hop's environment (pi2hop shell --as-root).
+	User           *invoker.User
 	NAT            bool
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
@@ -55,7 +68,7 @@ func (t *Shell) Start(ctx context.Context, env *Env) (*hop.Hop, error) {
 	if len(t.Args) == 0 {
 		return nil, errors.New("shell: no command")
 	}
-	path, err := exec.LookPath(t.Args[0])
+	path, err := lookPath(t.Args[0], t.env(nil))
 	if err != nil {
 		return nil, fmt.Errorf("shell: %w", err)
 	}
@@ -87,7 +100,48 @@ func (t *Shell) Attrs() []any {
 	p := t.pair
 	return []any{"netns", p.ClientNS, "addr", p.ClientAddr, "addr6", p.ClientAddr6,
 		"host_dev", p.ServerDev, "host_addr", p.ServerAddr, "host_addr6", p.ServerAddr6,
-		"nat", t.NAT, "command", t.Args}
+		"nat", t.NAT, "command", t.Args, "user", t.who()}
+}
+
+// who is the command's user for the start-up line.
+func (t *Shell) who() string {
+	if t.User == nil {
+		return "root (--as-root)"
+	}
+	return t.User.String()
+}
+
+// env is the command's environment: the user's clean one, or pi2hop's
+// own as root, with extra on top.
+func (t *Shell) env(extra []string) []string {
+	if t.User == nil {
+		return append(os.Environ(), extra...)
+	}
+	return t.User.Env(extra...)
+}
+
+// lookPath finds file in the PATH of env, the one the command runs with
+// (not root's), as a shell would; a name with a slash is taken as is.
+func lookPath(file string, env []string) (string, error) {
+	if strings.Contains(file, "/") {
+		return exec.LookPath(file)
+	}
+	path := ""
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			path = v
+		}
+	}
+	for _, dir := range filepath.SplitList(path) {
+		if dir == "" {
+			dir = "."
+		}
+		p := filepath.Join(dir, file)
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%s: not found in PATH %s", file, path)
 }
 
 func (t *Shell) Close() error {
@@ -140,10 +194,15 @@ func shellNAT(j *tun.Journal, name string, sub4, sub6 netip.Prefix) error {
 func (t *Shell) Wait(ctx context.Context) error {
 	p := t.pair
 	cmd := &exec.Cmd{Path: t.path, Args: t.Args, Stdin: t.Stdin, Stdout: t.Stdout, Stderr: t.Stderr}
-	cmd.Env = append(os.Environ(),
-		"PI2HOP_NETNS="+p.ClientNS,
-		"PI2HOP_HOST="+p.ServerAddr.String(), "PI2HOP_HOST6="+p.ServerAddr6.String(),
-		"PI2HOP_ADDR="+p.ClientAddr.String(), "PI2HOP_ADDR6="+p.ClientAddr6.String())
+	cmd.Env = t.env([]string{
+		"PI2HOP_NETNS=" + p.ClientNS,
+		"PI2HOP_HOST=" + p.ServerAddr.String(), "PI2HOP_HOST6=" + p.ServerAddr6.String(),
+		"PI2HOP_ADDR=" + p.ClientAddr.String(), "PI2HOP_ADDR6=" + p.ClientAddr6.String()})
+	if t.User != nil {
+		// Dropping every uid from 0 clears the capabilities (see
+		// invoker.User.Credential).
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: t.User.Credential()}
+	}
 	if err := p.InClient(cmd.Start); err != nil {
 		return fmt.Errorf("shell: start %s: %w", t.path, err)
 	}
