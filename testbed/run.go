@@ -28,6 +28,10 @@ type Options struct {
 	// CPULatency is each run's hop.Config.CPULatency: 0 keeps idle CPUs
 	// polling while the hop runs, negative makes no request.
 	CPULatency time.Duration
+	// Journal, if not nil, records each run's namespaces and devices (a
+	// named instance's, saved to its state file, so a cleanup removes
+	// what a killed lab left); each run's teardown undoes it.
+	Journal *tun.Journal
 }
 
 // DefaultPrefix is the start of the names of this process's lab
@@ -73,7 +77,7 @@ func Run(ctx context.Context, cfg Config, opt Options) (*report.Report, error) {
 		if opt.Capture != nil {
 			tap = pcap.NewHopTap(opt.Capture, sp.Name+".")
 		}
-		res, err := runOne(ctx, sp, fmt.Sprintf("%s%c", prefix, 'a'+i%26), tap, opt.CPULatency)
+		res, err := runOne(ctx, sp, fmt.Sprintf("%s%c", prefix, 'a'+i%26), tap, opt.CPULatency, opt.Journal)
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
@@ -116,13 +120,13 @@ func finish(rep *report.Report, cfg Config) {
 // runOne builds a topology for sp, runs its flows and collects what they
 // and the hop saw. The topology is torn down before it returns, whatever
 // happens; the result is usable (possibly partial) even with an error.
-func runOne(ctx context.Context, sp RunSpec, prefix string, tap hop.Tap, cpuLatency time.Duration) (res *runResult, err error) {
+func runOne(ctx context.Context, sp RunSpec, prefix string, tap hop.Tap, cpuLatency time.Duration, j *tun.Journal) (res *runResult, err error) {
 	res = &runResult{spec: sp}
 	dir := hop.DirConfig{
 		Link:  shaper.Config{Rate: shaper.Const{BitsPerSecond: sp.RateBps}, Delay: int64(sp.RTT / 2)},
 		Queue: sp.Queue,
 	}
-	pair, err := hop.NewPairWith(ctx, hop.PairSpec{ClientNS: prefix + "c", ServerNS: prefix + "s", Tap: tap},
+	pair, err := hop.NewPairWith(ctx, hop.PairSpec{ClientNS: prefix + "c", ServerNS: prefix + "s", Tap: tap, Journal: j},
 		hop.Config{Name: sp.Name, Up: dir, Down: dir, Seed: sp.Seed, CPULatency: cpuLatency})
 	if err != nil {
 		return res, fmt.Errorf("topology: %w", err)

@@ -24,7 +24,7 @@ func init() {
 	register(&command{
 		name:  "lab",
 		short: "run a lab scenario through the hop in network namespaces and write a report",
-		usage: "lab [SCENARIO] [--quick] [--out DIR] [--duration D] [--rate R] [flags]",
+		usage: "lab [SCENARIO] [--quick] [--out DIR] [--duration D] [--rate R] [flags]  |  lab --cleanup [--name N]",
 		flags: labFlags,
 	})
 }
@@ -32,6 +32,8 @@ func init() {
 // labArgs are lab's flags; zero values leave the scenario's defaults.
 type labArgs struct {
 	quick, list bool
+	cleanup     bool
+	name        string
 	out         string
 	rate        rateValue
 	rtt         durationValue
@@ -50,14 +52,22 @@ type labArgs struct {
 func labFlags(fs *pflag.FlagSet) func(ctx context.Context, env *cmdEnv, args []string) error {
 	a := addLabFlags(fs)
 	return func(ctx context.Context, env *cmdEnv, args []string) error {
-		if a.list {
+		switch {
+		case a.list:
 			return listScenarios(env.stdout)
+		case a.cleanup && len(args) > 0:
+			return usagef("lab: --cleanup takes no scenario")
+		case a.cleanup:
+			return cleanupInstance(a.name, nil, env.stdout)
+		}
+		if err := instance.CheckName(a.name); err != nil {
+			return usagef("lab: --name: %v", err)
 		}
 		cfg, err := a.config(fs, args)
 		if err != nil {
 			return err
 		}
-		return runLab(ctx, env, cfg, a.out, a.capture, a.cpuLatency.d)
+		return runLab(ctx, env, a.name, cfg, a.out, a.capture, a.cpuLatency.d)
 	}
 }
 
@@ -67,6 +77,8 @@ func addLabFlags(fs *pflag.FlagSet) *labArgs {
 	fs.BoolVar(&a.quick, "quick", false, "short durations (as CI runs them): l4s-demo 25 s runs, coexist 15 s, prague 12 s, bdp 5 s at 100mbit")
 	fs.StringVarP(&a.out, "out", "o", "", "report `folder` (default pi2hop-lab-<scenario>-<time> in the current folder)")
 	fs.BoolVar(&a.list, "list", false, "list the scenarios with their defaults and exit")
+	fs.StringVar(&a.name, "name", defaultLab, "instance `name`: the lab's state file (/run/pi2hop/NAME.json) and namespaces ("+instance.LabPrefix("NAME")+"...); two labs at once need two names")
+	fs.BoolVar(&a.cleanup, "cleanup", false, cleanupUsage)
 	fs.Var(&a.rate, "rate", "bottleneck `rate`, both directions, tc units (default: the scenario's, e.g. 10mbit)")
 	fs.Var(&a.rtt, "rtt", "base round-trip `time`: half of it is added each way (default 20ms; bdp: see --rtts)")
 	fs.Var(&a.duration, "duration", "traffic `time` of each run, warm-up included (default 45s; see --quick and --list)")
@@ -151,13 +163,17 @@ func indent(s, pre string) string {
 	return pre + strings.ReplaceAll(s, "\n", "\n"+pre)
 }
 
+// defaultLab is the lab's instance name when none is given.
+const defaultLab = "lab"
+
 // runLab runs cfg with a progress bar on stderr, writes the report into
-// out and prints the summary. The lab is an anonymous instance: the
-// lifecycle gives it the privilege check, the capture (one for the whole
-// lab: each run's taps are named after it, l4s.up-in, classic.up-out, ...,
-// so analyze reports the runs apart) and the teardown order; testbed
-// builds a hop per run.
-func runLab(ctx context.Context, env *cmdEnv, cfg testbed.Config, out string, cf *captureFlags, cpuLatency time.Duration) error {
+// out and prints the summary. The lab is instance name: the lifecycle
+// gives it the privilege check, a state file and journal recording every
+// namespace and device (so 'pi2hop lab --cleanup' removes what a killed
+// lab left), the capture (one for the whole lab: each run's taps are
+// named after it, l4s.up-in, classic.up-out, ..., so analyze reports the
+// runs apart) and the teardown order; testbed builds a hop per run.
+func runLab(ctx context.Context, env *cmdEnv, name string, cfg testbed.Config, out string, cf *captureFlags, cpuLatency time.Duration) error {
 	if out == "" {
 		out = fmt.Sprintf("pi2hop-lab-%s-%s", cfg.Scenario, time.Now().Format("20060102-150405"))
 	}
@@ -181,13 +197,14 @@ func runLab(ctx context.Context, env *cmdEnv, cfg testbed.Config, out string, cf
 			progress := testbed.NewTerminalProgress(env.stderr, planned)
 			progress.Start()
 			defer progress.Stop()
-			opt := testbed.Options{Progress: progress, CPULatency: cpuLatency}
+			opt := testbed.Options{Progress: progress, CPULatency: cpuLatency,
+				Prefix: instance.LabPrefix(ienv.Name), Journal: ienv.Journal}
 			opt.Capture = ienv.Capture() // each run names its taps (l4s.up-in, ...)
 			var err error
 			rep, err = testbed.Run(ctx, cfg, opt)
 			return err
 		}}
-	err = instance.Run(ctx, instance.Options{Command: "lab", Stderr: env.stderr,
+	err = instance.Run(ctx, instance.Options{Name: name, Command: "lab", Stderr: env.stderr,
 		Capture: func() (*pcap.Capture, error) { return openCapture(cf, fmt.Sprintf("pi2hop lab %v", cfg)) },
 	}, task)
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pi2hop/pi2hop/hop/instance"
 	"github.com/pi2hop/pi2hop/internal/roottest"
 	"github.com/pi2hop/pi2hop/pcap"
 	"github.com/pi2hop/pi2hop/testbed"
@@ -96,13 +97,18 @@ func needLabRoot(t *testing.T) {
 	roottest.Need(t)
 }
 
+// labInstance is a lab instance name of this test process's own.
+func labInstance(n int) string { return fmt.Sprintf("p2b%d%d", os.Getpid()%10000, n) }
+
 // runLabCLI runs `pi2hop lab args... --out DIR` and returns the report it
 // wrote, after checking every report file exists and parses.
 func runLabCLI(t *testing.T, ctx context.Context, args ...string) *report.Report {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "report")
 	var stdout, stderr bytes.Buffer
-	err := Run(ctx, append(append([]string{"lab"}, args...), "--out", dir), strings.NewReader(""), &stdout, &stderr)
+	// A name of this test process's own: labs of other processes (and
+	// their /run/pi2hop state files) may run beside it.
+	err := Run(ctx, append(append([]string{"lab"}, args...), "--out", dir, "--name", labInstance(1)), strings.NewReader(""), &stdout, &stderr)
 	if err != nil {
 		t.Fatalf("lab %q: %v\n%s", args, err, stderr.String())
 	}
@@ -222,19 +228,21 @@ func pragueGap(rep *report.Report) error {
 func TestLabCancelLeavesNothing(t *testing.T) {
 	needLabRoot(t)
 	fdsBefore, goBefore := countFDs(t), runtime.NumGoroutine()
+	name := labInstance(2)
+	t.Cleanup(func() { cleanupInstance(name, nil, &bytes.Buffer{}) })
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	var stderr bytes.Buffer
 	capFile := filepath.Join(t.TempDir(), "lab.pcapng")
 	go func() {
-		done <- Run(ctx, []string{"lab", "l4s-demo", "--quick", "--out", t.TempDir(), "--capture", capFile}, strings.NewReader(""), &bytes.Buffer{}, &stderr)
+		done <- Run(ctx, []string{"lab", "l4s-demo", "--quick", "--out", t.TempDir(), "--capture", capFile, "--name", name}, strings.NewReader(""), &bytes.Buffer{}, &stderr)
 	}()
 	// Wait until the first run's traffic flows, then interrupt.
 	deadline := time.Now().Add(10 * time.Second)
-	for len(labNamespaces(t)) == 0 && time.Now().Before(deadline) {
+	for len(labNamespaces(t, name)) == 0 && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Millisecond)
 	}
-	if len(labNamespaces(t)) == 0 {
+	if len(labNamespaces(t, name)) == 0 {
 		t.Fatal("the lab made no namespace within 10 s")
 	}
 	time.Sleep(2 * time.Second)
@@ -247,7 +255,7 @@ func TestLabCancelLeavesNothing(t *testing.T) {
 	case <-time.After(15 * time.Second):
 		t.Fatal("the lab did not stop within 15 s of its cancellation")
 	}
-	if ns := labNamespaces(t); len(ns) > 0 {
+	if ns := labNamespaces(t, name); len(ns) > 0 {
 		t.Errorf("namespaces left behind: %q", ns)
 	}
 	if !strings.Contains(stderr.String(), "interrupted") {
@@ -281,15 +289,15 @@ func TestLabCancelLeavesNothing(t *testing.T) {
 	}
 }
 
-// labNamespaces lists the namespaces this process's labs create
-// ("p2l<pid>..." in /run/netns).
-func labNamespaces(t *testing.T) []string {
+// labNamespaces lists the namespaces lab instance name creates
+// (instance.LabPrefix(name)... in /run/netns).
+func labNamespaces(t *testing.T, name string) []string {
 	t.Helper()
 	ents, err := os.ReadDir(tun.NetnsDir)
 	if err != nil && !os.IsNotExist(err) {
 		t.Fatal(err)
 	}
-	prefix := testbed.DefaultPrefix()
+	prefix := instance.LabPrefix(name)
 	var out []string
 	for _, e := range ents {
 		if strings.HasPrefix(e.Name(), prefix) {
