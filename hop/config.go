@@ -133,11 +133,24 @@ func (d DirConfig) validate() error {
 
 // slots returns how many packet buffers a direction needs: everything the
 // queue may hold, what the delay line holds at full rate (full-size
-// packets), and two batches in hand.
+// packets, at least minLineSlots), and two batches in hand.
 func (c Config) slots(d DirConfig) int {
 	if c.Slots > 0 {
 		return c.Slots
 	}
+	n := float64(c.fixedSlots(d)) + max(math.Ceil(c.inFlight(d, peakRate(d), d.Link.Delay)), minLineSlots)
+	return int(min(n, maxSlots))
+}
+
+// minLineSlots is the delay line's least share of the buffers, so a live
+// `set` may add some delay to a hop started with none (256 full-size
+// packets: 30 ms at 100 Mbit/s, 300 ms at 10 Mbit/s; 384 KiB at a 1500
+// MTU).
+const minLineSlots = 256
+
+// fixedSlots are the buffers a direction needs whatever its rate and
+// delay: the queue's limit, two batches in hand and a margin.
+func (c Config) fixedSlots(d DirConfig) int {
 	var queued uint64
 	switch d.Queue.Kind {
 	case aqm.KindDualPI2:
@@ -148,13 +161,45 @@ func (c Config) slots(d DirConfig) int {
 			queued = d.Queue.FIFO.ByteLimit / 64
 		}
 	}
-	rate := uint64(assumedPeakRate)
+	return int(min(queued, maxSlots)) + 2*c.Batch + 16
+}
+
+// inFlight is how many full-size packets the delay line holds at rate
+// bits/s with one-way delay ns.
+func (c Config) inFlight(d DirConfig, rate uint64, delay int64) float64 {
+	return float64(rate) / 8 * float64(delay) / 1e9 / float64(c.MTU)
+}
+
+// peakRate is the rate the delay line is sized for.
+func peakRate(d DirConfig) uint64 {
 	if r, ok := d.Link.Rate.(shaper.Const); ok {
-		rate = r.BitsPerSecond
+		return r.BitsPerSecond
 	}
-	inFlight := float64(rate) / 8 * float64(d.Link.Delay) / 1e9 / float64(c.MTU)
-	n := float64(queued) + math.Ceil(inFlight) + float64(2*c.Batch) + 16
-	return int(min(n, maxSlots))
+	return assumedPeakRate
+}
+
+// fits checks that a live change to next keeps within the have buffers
+// a running direction was built with: they are allocated once, before
+// the owner starts, so a higher rate or delay than they hold is refused
+// with what they do hold, rather than dropping packets for want of a
+// buffer. Explicit Slots are the user's sizing and not checked.
+func (c Config) fits(next DirConfig, have int) error {
+	if c.Slots > 0 || c.slots(next) <= have {
+		return nil
+	}
+	rate, delay := peakRate(next), next.Link.Delay
+	line := have - c.fixedSlots(next) // full-size packets the delay line can hold
+	if line < 0 {
+		line = 0
+	}
+	bits := float64(line) * float64(c.MTU) * 8
+	holdDelay := time.Duration(bits / float64(rate) * 1e9).Round(time.Millisecond)
+	or := ""
+	if delay > 0 {
+		or = fmt.Sprintf(", or %s at %v", shaper.FormatRate(uint64(bits/(float64(delay)/1e9))), time.Duration(delay))
+	}
+	return fmt.Errorf("delay %v at %s needs %d packet buffers, the hop has %d: they hold %v of delay at %s%s; restart the hop with the new rate and delay to size its buffers for them",
+		time.Duration(delay), shaper.FormatRate(rate), c.slots(next), have, holdDelay, shaper.FormatRate(rate), or)
 }
 
 // slotSize is the buffer per packet: the MTU rounded up to 64 bytes.

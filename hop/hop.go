@@ -153,6 +153,12 @@ func (h *Hop) Set(e Edit) error {
 	if err != nil {
 		return fmt.Errorf("hop: down: %w", err)
 	}
+	for i, next := range []DirConfig{newUp, newDown} {
+		// The slab's size never changes once built, so it is read here.
+		if err := h.cfg.fits(next, h.dirs[i].slab.slots()); err != nil {
+			return fmt.Errorf("hop: %s: %w", Dir(i), err)
+		}
+	}
 	for i, de := range []DirEdit{e.Up, e.Down} {
 		if de.empty() {
 			continue

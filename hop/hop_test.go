@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -290,5 +291,44 @@ func TestNoAllocationPerPacket(t *testing.T) {
 	// snapshots every 100 ms allocate a little.
 	if per := float64(m1.Mallocs-m0.Mallocs) / 2000; per > 1.5 {
 		t.Errorf("%.2f allocations per packet, want ~1 (the test device's copy)", per)
+	}
+}
+
+// A live change beyond the buffers the hop was built with is refused
+// with what they hold. At 100 Mbit/s and 10 ms the buffers are DualPI2's
+// 10000-packet limit, two batches of 64 and 16 spare, plus the delay
+// line's floor of 256 full-size packets (10 ms needs only 84): 10400.
+// 256 × 1500 B × 8 = 3.072 Mbit hold 30.72 ms at 100 Mbit/s, so 30 ms
+// (250 packets) fits and 31 ms (259) does not; 3.072 Mbit over 2 s is
+// 1.536 Mbit/s.
+func TestSetRefusesBeyondBuffers(t *testing.T) {
+	h := startHop(t, testConfig(100_000_000, 10*time.Millisecond))
+	for _, tt := range []struct {
+		delay time.Duration
+		err   string
+	}{
+		{30 * time.Millisecond, ""},
+		{31 * time.Millisecond, "delay 31ms at 100mbit needs 10403 packet buffers, the hop has 10400: they hold 31ms of delay at 100mbit"},
+		{2 * time.Second, "delay 2s at 100mbit needs 26811 packet buffers, the hop has 10400: they hold 31ms of delay at 100mbit, or 1.536mbit at 2s; restart"},
+	} {
+		d := int64(tt.delay)
+		err := h.Set(Edit{Up: DirEdit{Delay: &d}})
+		if tt.err == "" {
+			if err != nil {
+				t.Errorf("delay %v: %v, want it accepted", tt.delay, err)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), tt.err) || !strings.HasPrefix(err.Error(), "hop: up: ") {
+			t.Errorf("delay %v: %v, want an error with %q", tt.delay, err, tt.err)
+		}
+		if s := h.Stats(); s.Up.Delay != int64(30*time.Millisecond) {
+			t.Errorf("a refused edit changed the delay to %v", time.Duration(s.Up.Delay))
+		}
+	}
+	// A higher rate at the same delay: 1 Gbit/s × 30 ms is 2500 packets.
+	err := h.Set(Edit{Up: DirEdit{Rate: shaper.Const{BitsPerSecond: 1_000_000_000}}})
+	if err == nil || !strings.Contains(err.Error(), "they hold 3ms of delay at 1gbit, or 102.4mbit at 30ms") {
+		t.Errorf("1gbit at 30ms: %v, want it refused with what the buffers hold", err)
 	}
 }
