@@ -34,3 +34,19 @@ func TestEntryStrings(t *testing.T) {
 		}
 	}
 }
+
+func TestSharedKey(t *testing.T) {
+	for key, want := range map[string]bool{
+		"net/ipv4/ip_forward":             true,
+		"net/ipv6/conf/all/forwarding":    true,
+		"net/ipv4/conf/all/rp_filter":     true,
+		"net/ipv4/conf/default/rp_filter": true,
+		"net/ipv4/conf/p2x-up/rp_filter":  false, // the device's own
+		"net/ipv6/conf/eth0/accept_ra":    false,
+		"net/ipv4/tcp_ecn":                true,
+	} {
+		if got := sharedKey(key); got != want {
+			t.Errorf("sharedKey(%q) = %v, want %v", key, got, want)
+		}
+	}
+}

@@ -1,0 +1,579 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/pi2hop/pi2hop/hop/instance"
+	"github.com/pi2hop/pi2hop/tun"
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+)
+
+// The tests here check that pi2hop leaves the machine as it found it
+// after any exit (SIGHUP, a broken stdout, SIGKILL then --cleanup), that
+// instances share the sysctls they need, and that the app in a shell is
+// the invoking user's, not root's.
+
+// pi2hopForAll builds the binary into a folder anyone may read, so a
+// command run as another user (nobody) can run it too.
+func pi2hopForAll(t *testing.T) string {
+	t.Helper()
+	bin := buildPi2hop(t)
+	for d := filepath.Dir(bin); d != os.TempDir() && d != "/"; d = filepath.Dir(d) {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return bin
+}
+
+func TestShellRunsAsTheInvokingUser(t *testing.T) {
+	needRoot(t)
+	name := testInstance(5)
+	t.Cleanup(func() { cleanupInstance(name, nil, &bytes.Buffer{}) })
+	t.Setenv("SUDO_UID", "65534")
+	t.Setenv("SUDO_GID", "65534")
+	t.Setenv("PI2HOP_TEST_SECRET", "root's")
+	script := `id -u; id -g; grep CapEff /proc/self/status; echo "secret=${PI2HOP_TEST_SECRET-none} netns=$PI2HOP_NETNS user=$USER"`
+	for _, tt := range []struct {
+		flags []string
+		want  string
+		log   string
+	}{
+		{nil, "65534\n65534\nCapEff:\t0000000000000000\nsecret=none netns=" + name + "-shell user=nobody\n", `user="nobody (uid 65534, gid 65534)"`},
+		{[]string{"--user", "nobody"}, "65534\n65534\nCapEff:\t0000000000000000\nsecret=none netns=" + name + "-shell user=nobody\n", `user="nobody (uid 65534, gid 65534)"`},
+		{[]string{"--as-root"}, "0\n0\n", `user="root (--as-root)"`},
+	} {
+		var stdout, stderr bytes.Buffer
+		args := append(append([]string{"shell", "--name", name}, tt.flags...), "--", "/bin/sh", "-c", script)
+		if err := Run(context.Background(), args, strings.NewReader(""), &stdout, &stderr); err != nil {
+			t.Fatalf("%q: %v\n%s", tt.flags, err, stderr.String())
+		}
+		if !strings.HasPrefix(stdout.String(), tt.want) {
+			t.Errorf("shell %q printed %q, want it to start with %q", tt.flags, stdout.String(), tt.want)
+		}
+		if tt.flags != nil && tt.flags[0] == "--as-root" && !strings.Contains(stdout.String(), "secret=root's") {
+			t.Errorf("--as-root: the environment is not root's: %q", stdout.String())
+		}
+		if !strings.Contains(stderr.String(), tt.log) {
+			t.Errorf("shell %q: the start-up line does not say %s:\n%s", tt.flags, tt.log, stderr.String())
+		}
+		checkGone(t, name)
+	}
+}
+
+// The app in the shell cannot reach the instance's control socket, so it
+// cannot re-shape its own link.
+func TestShellAppCannotUseTheControlSocket(t *testing.T) {
+	needRoot(t)
+	bin := pi2hopForAll(t)
+	name := testInstance(6)
+	t.Cleanup(func() { cleanupInstance(name, nil, &bytes.Buffer{}) })
+	t.Setenv("SUDO_UID", "65534")
+	t.Setenv("SUDO_GID", "65534")
+	var stdout, stderr bytes.Buffer
+	// The app tries both; the instance must still be running at 20mbit
+	// afterwards.
+	script := fmt.Sprintf("%s stats --name %s; echo stats=$?; %s set --name %s --rate 1gbit; echo set=$?", bin, name, bin, name)
+	err := Run(context.Background(), []string{"shell", "--name", name, "--rate", "20mbit", "--", "/bin/sh", "-c", script},
+		strings.NewReader(""), &stdout, &stderr)
+	if err != nil {
+		t.Fatalf("shell: %v\n%s", err, stderr.String())
+	}
+	out := stdout.String() + stderr.String()
+	if !strings.Contains(out, "stats=1") || !strings.Contains(out, "set=1") || strings.Count(out, "permission denied") < 2 {
+		t.Errorf("the app as nobody reached the control socket, or failed for another reason than permission:\n%s", out)
+	}
+	if strings.Contains(out, "changed") {
+		t.Errorf("the app changed its own link:\n%s", out)
+	}
+	checkGone(t, name)
+}
+
+// proc is a pi2hop process a test drives: its stdout and stderr are pipes
+// the test holds the read ends of.
+type proc struct {
+	t          *testing.T
+	cmd        *exec.Cmd
+	outR, errR *os.File
+	mu         sync.Mutex
+	stderr     bytes.Buffer
+	running    chan struct{} // closed at the start-up line
+	done       chan struct{} // closed when it exited
+	state      *os.ProcessState
+}
+
+// startIn starts bin with args in network namespace ns ("" = ours):
+// only the network namespace, so namespaces it makes are the host's.
+func startIn(t *testing.T, ns, bin string, args ...string) *proc {
+	t.Helper()
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &proc{t: t, outR: outR, errR: errR, running: make(chan struct{}), done: make(chan struct{})}
+	p.cmd = exec.Command(bin, args...)
+	p.cmd.Stdout, p.cmd.Stderr = outW, errW
+	if err := tun.Do(ns, p.cmd.Start); err != nil {
+		t.Fatal(err)
+	}
+	outW.Close()
+	errW.Close()
+	t.Cleanup(func() {
+		p.cmd.Process.Kill()
+		<-p.done
+		outR.Close()
+		errR.Close()
+	})
+	go func() {
+		p.cmd.Wait()
+		p.state = p.cmd.ProcessState
+		close(p.done)
+	}()
+	go func() {
+		go func() { bufio.NewReader(outR).WriteTo(&bytes.Buffer{}) }()
+		sc := bufio.NewScanner(errR)
+		seen := false
+		for sc.Scan() {
+			p.mu.Lock()
+			p.stderr.WriteString(sc.Text() + "\n")
+			p.mu.Unlock()
+			if !seen && strings.Contains(sc.Text(), "pi2hop running") {
+				seen = true
+				close(p.running)
+			}
+		}
+	}()
+	return p
+}
+
+func (p *proc) log() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.stderr.String()
+}
+
+// waitRunning waits for the start-up line, then for cond (if not nil).
+func (p *proc) waitRunning(what string, cond func() bool) {
+	p.t.Helper()
+	select {
+	case <-p.running:
+	case <-p.done:
+		p.t.Fatalf("%s exited before its start-up line:\n%s", what, p.log())
+	case <-time.After(20 * time.Second):
+		p.t.Fatalf("%s: no start-up line within 20 s:\n%s", what, p.log())
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for cond != nil && !cond() {
+		if time.Now().After(deadline) {
+			p.t.Fatalf("%s: not ready within 20 s of its start-up line:\n%s", what, p.log())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// endBy ends p the way how says: "SIGHUP", "SIGPIPE" (its stdout and
+// stderr readers gone, then the signal a write to them would raise),
+// "SIGTERM" or "SIGKILL", and waits for it to exit. Except after
+// SIGKILL, it must have exited on its own, not died of the signal.
+func (p *proc) endBy(what, how string) {
+	p.t.Helper()
+	var sig syscall.Signal
+	switch how {
+	case "SIGHUP":
+		sig = syscall.SIGHUP
+	case "SIGPIPE":
+		p.outR.Close()
+		p.errR.Close()
+		sig = syscall.SIGPIPE
+	case "SIGTERM":
+		sig = syscall.SIGTERM
+	case "SIGKILL":
+		sig = syscall.SIGKILL
+	default:
+		p.t.Fatalf("endBy %q", how)
+	}
+	if err := p.cmd.Process.Signal(sig); err != nil {
+		p.t.Fatalf("%s: %s: %v", what, how, err)
+	}
+	select {
+	case <-p.done:
+	case <-time.After(30 * time.Second):
+		p.t.Fatalf("%s did not exit within 30 s of %s:\n%s", what, how, p.log())
+	}
+	if ws, ok := p.state.Sys().(syscall.WaitStatus); ok && ws.Signaled() && sig != syscall.SIGKILL {
+		p.t.Errorf("%s died of %v instead of cleaning up:\n%s", what, ws.Signal(), p.log())
+	}
+}
+
+// snapshot describes what pi2hop may change in network namespace ns
+// ("" = ours; then only the named things, as other tests share it):
+// links, addresses, rules, routes of every table, nftables tables, the
+// shared sysctls; in any case namespaces starting with one of names and
+// those instances' state files and sockets.
+func snapshot(t *testing.T, ns string, names ...string) string {
+	t.Helper()
+	var b strings.Builder
+	if ns != "" {
+		err := tun.Do(ns, func() error {
+			links, err := netlink.LinkList()
+			if err != nil {
+				return err
+			}
+			for _, l := range links {
+				fmt.Fprintf(&b, "link %s\n", l.Attrs().Name)
+				addrs, _ := netlink.AddrList(l, netlink.FAMILY_ALL)
+				for _, a := range addrs {
+					fmt.Fprintf(&b, "  addr %s\n", a.IPNet)
+				}
+			}
+			rules, err := netlink.RuleList(netlink.FAMILY_ALL)
+			if err != nil {
+				return err
+			}
+			for _, r := range rules {
+				fmt.Fprintf(&b, "rule %d pref %d iif %s table %d\n", r.Family, r.Priority, r.IifName, r.Table)
+			}
+			routes, err := netlink.RouteListFiltered(netlink.FAMILY_ALL, &netlink.Route{Table: unix.RT_TABLE_UNSPEC}, netlink.RT_FILTER_TABLE)
+			if err != nil {
+				return err
+			}
+			for _, r := range routes {
+				if r.Dst != nil && r.Dst.IP.IsLinkLocalUnicast() {
+					continue // the kernel's own, once duplicate address detection is done
+				}
+				fmt.Fprintf(&b, "route %v dev %d table %d\n", r.Dst, r.LinkIndex, r.Table)
+			}
+			out, err := exec.Command("nft", "list", "tables").CombinedOutput()
+			if err != nil {
+				return fmt.Errorf("nft list tables: %v: %s", err, out)
+			}
+			fmt.Fprintf(&b, "nft %s\n", out)
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range []string{"net/ipv4/ip_forward", "net/ipv6/conf/all/forwarding", "net/ipv4/conf/all/rp_filter"} {
+			v, err := tun.ReadSysctl(ns, k)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fmt.Fprintf(&b, "%s=%s\n", k, v)
+		}
+	}
+	ents, _ := os.ReadDir(tun.NetnsDir)
+	for _, e := range ents {
+		for _, n := range names {
+			if strings.HasPrefix(e.Name(), n) && e.Name() != ns && !slices.Contains(names, e.Name()) {
+				fmt.Fprintf(&b, "netns %s\n", e.Name())
+			}
+		}
+	}
+	for _, n := range names {
+		for _, f := range []string{instance.StatePath(n), instance.SocketPath(n)} {
+			if _, err := os.Stat(f); err == nil {
+				fmt.Fprintf(&b, "file %s\n", f)
+			}
+		}
+	}
+	return b.String()
+}
+
+// testHost is a namespace standing for the host, with ip_forward 0 as a
+// fresh namespace has it, so a test sees what pi2hop changes and
+// restores; an "outside" namespace hangs off it on a veth (10.254.250.2),
+// standing for the network beyond.
+type testHost struct {
+	ns, outside string
+	j           *tun.Journal
+}
+
+func newTestHost(t *testing.T, prefix string) *testHost {
+	t.Helper()
+	h := &testHost{ns: prefix + "h", outside: prefix + "o", j: tun.NewJournal(nil)}
+	t.Cleanup(func() {
+		if err := h.j.Undo(); err != nil {
+			t.Errorf("test host cleanup: %v", err)
+		}
+	})
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(h.j.NewNamespace(h.ns))
+	must(h.j.NewNamespace(h.outside))
+	must(h.j.AddVeth(h.ns, "w0", h.outside, "x0"))
+	must(h.j.AddAddr(h.ns, "w0", netip.MustParsePrefix("10.254.250.1/24")))
+	must(h.j.AddAddr(h.outside, "x0", netip.MustParsePrefix("10.254.250.2/24")))
+	for _, ns := range []string{h.ns, h.outside} {
+		err := tun.Do(ns, func() error {
+			lo, err := netlink.LinkByName("lo")
+			if err == nil {
+				err = netlink.LinkSetUp(lo)
+			}
+			return err
+		})
+		must(err)
+	}
+	return h
+}
+
+// reachesOutside reports whether a TCP connection from namespace from
+// reaches a server in the outside namespace and gets its greeting.
+func (h *testHost) reachesOutside(t *testing.T, from string) bool {
+	t.Helper()
+	var ln net.Listener
+	if err := tun.Do(h.outside, func() (err error) { ln, err = net.Listen("tcp", "10.254.250.2:0"); return }); err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		fmt.Fprintf(c, "hello\n")
+	}()
+	var line string
+	err := tun.Do(from, func() error {
+		c, err := net.DialTimeout("tcp", ln.Addr().String(), 3*time.Second)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(3 * time.Second))
+		line, err = bufio.NewReader(c).ReadString('\n')
+		return err
+	})
+	return err == nil && line == "hello\n"
+}
+
+func ipForward(t *testing.T, ns string) string {
+	t.Helper()
+	v, err := tun.ReadSysctl(ns, "net/ipv4/ip_forward")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// Every way a `pi2hop shell --nat` can end leaves its host as it was:
+// SIGHUP and a broken stdout clean up like SIGTERM; after SIGKILL,
+// `pi2hop shell --cleanup` does.
+func TestShellNATEndsLeaveNothing(t *testing.T) {
+	needRoot(t, "nft")
+	bin := buildPi2hop(t)
+	for i, how := range []string{"SIGHUP", "SIGPIPE", "SIGKILL"} {
+		t.Run(how, func(t *testing.T) {
+			name := testInstance(10 + i)
+			h := newTestHost(t, name)
+			t.Cleanup(func() { tun.Do(h.ns, exec.Command(bin, "shell", "--cleanup", "--name", name).Run) })
+			before := snapshot(t, h.ns, name)
+			p := startIn(t, h.ns, bin, "shell", "--name", name, "--nat", "--rate", "50mbit", "--", "sleep", "300")
+			p.waitRunning("shell --nat", nil)
+			if !h.reachesOutside(t, name+"-shell") {
+				t.Fatalf("the shell does not reach the outside through the NAT:\n%s", p.log())
+			}
+			p.endBy("shell --nat", how)
+			if how == "SIGKILL" {
+				if left := snapshot(t, h.ns, name); left == before {
+					t.Fatal("SIGKILL left nothing to clean up; the test proves nothing")
+				}
+				var out []byte
+				err := tun.Do(h.ns, func() (err error) {
+					out, err = exec.Command(bin, "shell", "--cleanup", "--name", name).CombinedOutput()
+					return err
+				})
+				if err != nil {
+					t.Fatalf("shell --cleanup: %v\n%s", err, out)
+				}
+			}
+			if after := snapshot(t, h.ns, name); after != before {
+				t.Errorf("after %s:\n got %s\nwant %s\n%s", how, after, before, p.log())
+			}
+		})
+	}
+}
+
+// Two NAT shells share the host's forwarding: when the first ends, the
+// second still forwards, and after both ip_forward is what it was; the
+// same when the first is killed and cleaned up.
+func TestTwoNATShellsShareForwarding(t *testing.T) {
+	needRoot(t, "nft")
+	bin := buildPi2hop(t)
+	for i, end := range []string{"SIGTERM", "SIGKILL"} {
+		t.Run(end, func(t *testing.T) {
+			a, b := testInstance(20+2*i), testInstance(21+2*i)
+			h := newTestHost(t, a)
+			for _, n := range []string{a, b} {
+				t.Cleanup(func() { tun.Do(h.ns, exec.Command(bin, "shell", "--cleanup", "--name", n).Run) })
+			}
+			before := snapshot(t, h.ns, a, b)
+			if v := ipForward(t, h.ns); v != "0" {
+				t.Fatalf("a fresh namespace has ip_forward %s, want 0", v)
+			}
+			pa := startIn(t, h.ns, bin, "shell", "--name", a, "--nat", "--", "sleep", "300")
+			pa.waitRunning("first shell", nil)
+			pb := startIn(t, h.ns, bin, "shell", "--name", b, "--nat", "--", "sleep", "300")
+			pb.waitRunning("second shell", nil)
+			if !h.reachesOutside(t, a+"-shell") || !h.reachesOutside(t, b+"-shell") {
+				t.Fatalf("the shells do not reach the outside:\n%s\n%s", pa.log(), pb.log())
+			}
+			pa.endBy("first shell", end)
+			if end == "SIGKILL" {
+				var out []byte
+				err := tun.Do(h.ns, func() (err error) {
+					out, err = exec.Command(bin, "shell", "--cleanup", "--name", a).CombinedOutput()
+					return err
+				})
+				if err != nil {
+					t.Fatalf("shell --cleanup of the first: %v\n%s", err, out)
+				}
+			}
+			if v := ipForward(t, h.ns); v != "1" {
+				t.Errorf("ip_forward %s after the first shell ended (%s), the second still needs 1", v, end)
+			}
+			if !h.reachesOutside(t, b+"-shell") {
+				t.Errorf("the second shell stopped forwarding when the first ended (%s)", end)
+			}
+			pb.endBy("second shell", "SIGTERM")
+			if after := snapshot(t, h.ns, a, b); after != before {
+				t.Errorf("after both:\n got %s\nwant %s", after, before)
+			}
+		})
+	}
+}
+
+// Every way `pi2hop run` can end leaves the router as it was.
+func TestGatewayEndsLeaveNothing(t *testing.T) {
+	needRoot(t, "nft")
+	bin := buildPi2hop(t)
+	for i, how := range []string{"SIGHUP", "SIGPIPE", "SIGKILL"} {
+		t.Run(how, func(t *testing.T) {
+			name := testInstance(30 + i)
+			l := newGatewayLab(t, name)
+			t.Cleanup(func() { tun.Do(l.router, exec.Command(bin, "run", "--cleanup", "--name", name).Run) })
+			before := snapshot(t, l.router, name)
+			p := startIn(t, l.router, bin, "run", "--name", name, "--lan", "rl", "--wan", "rw", "--rate", "50mbit")
+			p.waitRunning("run", nil)
+			if got := l.transfer6(t, 64<<10); got != 64<<10 {
+				t.Errorf("through the gateway: %d of %d bytes", got, 64<<10)
+			}
+			p.endBy("run", how)
+			if how == "SIGKILL" {
+				if left := snapshot(t, l.router, name); left == before {
+					t.Fatal("SIGKILL left nothing to clean up; the test proves nothing")
+				}
+				var out []byte
+				err := tun.Do(l.router, func() (err error) {
+					out, err = exec.Command(bin, "run", "--cleanup", "--name", name).CombinedOutput()
+					return err
+				})
+				if err != nil {
+					t.Fatalf("run --cleanup: %v\n%s", err, out)
+				}
+			}
+			if after := snapshot(t, l.router, name); after != before {
+				t.Errorf("after %s:\n got %s\nwant %s\n%s", how, after, before, p.log())
+			}
+		})
+	}
+}
+
+// Every way a lab can end leaves none of its namespaces or files; a
+// start-up after a killed lab names the command that removes its
+// leftovers.
+func TestLabEndsLeaveNothing(t *testing.T) {
+	needRoot(t)
+	bin := buildPi2hop(t)
+	for i, how := range []string{"SIGHUP", "SIGPIPE", "SIGKILL"} {
+		t.Run(how, func(t *testing.T) {
+			name := labInstance(10 + i)
+			t.Cleanup(func() { exec.Command(bin, "lab", "--cleanup", "--name", name).Run() })
+			before := snapshot(t, "", name, instance.LabPrefix(name))
+			p := startIn(t, "", bin, "lab", "l4s-demo", "--quick", "--name", name, "--out", t.TempDir())
+			p.waitRunning("lab", func() bool { return len(labNamespaces(t, name)) == 2 })
+			p.endBy("lab", how)
+			if how == "SIGKILL" {
+				if left := snapshot(t, "", name, instance.LabPrefix(name)); left == before {
+					t.Fatal("SIGKILL left nothing to clean up; the test proves nothing")
+				}
+				// The next instance's start-up says how to remove them.
+				var stderr bytes.Buffer
+				other := labInstance(19)
+				err := Run(context.Background(), []string{"shell", "--name", other, "--", "true"}, strings.NewReader(""), &bytes.Buffer{}, &stderr)
+				if err != nil {
+					t.Fatalf("shell: %v\n%s", err, stderr.String())
+				}
+				if want := "remove them with 'pi2hop lab --cleanup --name " + name + "'"; !strings.Contains(stderr.String(), want) {
+					t.Errorf("the next start-up does not say %q:\n%s", want, stderr.String())
+				}
+				out, err := exec.Command(bin, "lab", "--cleanup", "--name", name).CombinedOutput()
+				if err != nil {
+					t.Fatalf("lab --cleanup: %v\n%s", err, out)
+				}
+			}
+			if after := snapshot(t, "", name, instance.LabPrefix(name)); after != before {
+				t.Errorf("after %s:\n got %s\nwant %s\n%s", how, after, before, p.log())
+			}
+		})
+	}
+}
+
+// A state file whose PID now belongs to another process (started at
+// another time) is stale: it neither blocks a start nor the cleanup.
+func TestStaleStateFileWithReusedPID(t *testing.T) {
+	needRoot(t)
+	name := testInstance(40)
+	t.Cleanup(func() { cleanupInstance(name, nil, &bytes.Buffer{}) })
+	// Our parent is alive and started before us: its PID with our start
+	// time names a process that is gone.
+	start, err := instance.ProcStart(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := instance.WriteState(name, &instance.State{PID: os.Getppid(), Start: start, Command: "shell"}); err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	if err := Run(context.Background(), []string{"shell", "--name", name, "--", "true"}, strings.NewReader(""), &bytes.Buffer{}, &stderr); err != nil {
+		t.Errorf("start over a stale state file: %v\n%s", err, stderr.String())
+	}
+	if err := instance.WriteState(name, &instance.State{PID: os.Getppid(), Start: start, Command: "shell",
+		Entries: []tun.Entry{{Kind: tun.KindNetns, Name: name + "-shell"}}}); err != nil {
+		t.Fatal(err)
+	}
+	err = Run(context.Background(), []string{"shell", "--name", name, "--", "true"}, strings.NewReader(""), &bytes.Buffer{}, &stderr)
+	if want := "run 'pi2hop shell --cleanup --name " + name + "' first"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("start over a dead instance's leftovers: %v, want %q", err, want)
+	}
+	if err := cleanupInstance(name, nil, &bytes.Buffer{}); err != nil {
+		t.Errorf("cleanup of a stale state file: %v", err)
+	}
+	if _, err := os.Stat(instance.StatePath(name)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the state file is still there after cleanup: %v", err)
+	}
+}
