@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pi2hop/pi2hop/hop"
 	"github.com/pi2hop/pi2hop/hop/instance"
 	"github.com/pi2hop/pi2hop/tun"
 	"github.com/vishvananda/netlink"
@@ -575,5 +576,65 @@ func TestStaleStateFileWithReusedPID(t *testing.T) {
 	}
 	if _, err := os.Stat(instance.StatePath(name)); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the state file is still there after cleanup: %v", err)
+	}
+}
+
+// Without a state file, the cleanup sweeps a gateway's rules only on the
+// interfaces given: a rule of someone else's that happens to share the
+// name's table and priority, on another interface, stays.
+func TestGatewaySweepMatchesInterfaces(t *testing.T) {
+	needRoot(t)
+	bin := buildPi2hop(t)
+	name := testInstance(41)
+	l := newGatewayLab(t, name)
+	up, down, prio := hop.GatewayTables(name)
+	leftover := tun.NewJournal(nil) // what a killed gateway whose state file was lost left
+	for _, r := range []tun.Rule{{Family: 4, IIF: "rl", Table: up, Priority: prio}, {Family: 6, IIF: "rw", Table: down, Priority: prio}} {
+		if err := leftover.AddRule(l.router, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() { leftover.Undo() })
+	if err := l.j.AddRule(l.router, tun.Rule{Family: 4, IIF: "lo", Table: up, Priority: prio}); err != nil {
+		t.Fatal(err)
+	}
+	rules := func() string {
+		var b strings.Builder
+		err := tun.Do(l.router, func() error {
+			rs, err := netlink.RuleList(netlink.FAMILY_ALL)
+			for _, r := range rs {
+				if r.Priority == prio {
+					fmt.Fprintf(&b, "%d iif %s table %d; ", r.Family, r.IifName, r.Table)
+				}
+			}
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b.String()
+	}
+	cleanup := func(args ...string) string {
+		t.Helper()
+		var out []byte
+		err := tun.Do(l.router, func() (err error) {
+			out, err = exec.Command(bin, append([]string{"run", "--cleanup", "--name", name}, args...)...).CombinedOutput()
+			return err
+		})
+		if err != nil {
+			t.Fatalf("run --cleanup %q: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	all := fmt.Sprintf("2 iif rl table %d; 2 iif lo table %d; 10 iif rw table %d; ", up, up, down)
+	if got := rules(); got != all {
+		t.Fatalf("rules before: %s, want %s", got, all)
+	}
+	if out := cleanup(); !strings.Contains(out, "swept only for the interfaces given (--lan IF --wan IF)") || rules() != all {
+		t.Errorf("run --cleanup without interfaces: rules %s, want all kept (%s), and a word on --lan/--wan:\n%s", rules(), all, out)
+	}
+	cleanup("--lan", "rl", "--wan", "rw")
+	if got, want := rules(), fmt.Sprintf("2 iif lo table %d; ", up); got != want {
+		t.Errorf("after run --cleanup --lan rl --wan rw: rules %s, want only the other one's: %s", got, want)
 	}
 }
