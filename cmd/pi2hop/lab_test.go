@@ -235,7 +235,7 @@ func TestLabCancelLeavesNothing(t *testing.T) {
 	var stderr bytes.Buffer
 	capFile := filepath.Join(t.TempDir(), "lab.pcapng")
 	go func() {
-		done <- Run(ctx, []string{"lab", "l4s-demo", "--quick", "--out", t.TempDir(), "--capture", capFile, "--name", name}, strings.NewReader(""), &bytes.Buffer{}, &stderr)
+		done <- Run(ctx, []string{"lab", "l4s-demo", "--quick", "--out", filepath.Join(t.TempDir(), "report"), "--capture", capFile, "--name", name}, strings.NewReader(""), &bytes.Buffer{}, &stderr)
 	}()
 	// Wait until the first run's traffic flows, then interrupt.
 	deadline := time.Now().Add(10 * time.Second)

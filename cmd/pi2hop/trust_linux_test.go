@@ -515,7 +515,7 @@ func TestLabEndsLeaveNothing(t *testing.T) {
 			name := labInstance(10 + i)
 			t.Cleanup(func() { exec.Command(bin, "lab", "--cleanup", "--name", name).Run() })
 			before := snapshot(t, "", name, instance.LabPrefix(name))
-			p := startIn(t, "", bin, "lab", "l4s-demo", "--quick", "--name", name, "--out", t.TempDir())
+			p := startIn(t, "", bin, "lab", "l4s-demo", "--quick", "--name", name, "--out", filepath.Join(t.TempDir(), "report"))
 			p.waitRunning("lab", func() bool { return len(labNamespaces(t, name)) == 2 })
 			p.endBy("lab", how)
 			if how == "SIGKILL" {
