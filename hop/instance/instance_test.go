@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -98,5 +99,25 @@ func TestControlServeSet(t *testing.T) {
 	}
 	if resp := s.serve(Request{Op: OpStats}); resp.Stats == nil || resp.Stats.Name != "c" {
 		t.Errorf("stats response %+v", resp)
+	}
+}
+
+// A set beyond the buffers the hop was built with is refused with what
+// they hold, and neither the hop nor the kept settings change.
+func TestControlSetBeyondBuffers(t *testing.T) {
+	base := Settings{Rate: ptr(uint64(100e6))}
+	cfg, _ := base.Resolve("c")
+	in := &instance{log: slog.New(slog.NewTextHandler(io.Discard, nil)), settings: base}
+	in.hop = runningHop(t, cfg)
+	s := &controlServer{h: in}
+	resp := s.serve(Request{Op: OpSet, Set: &Settings{Delay: ptr(2 * time.Second)}})
+	if !strings.Contains(resp.Error, "delay 2s at 100mbit needs") || !strings.Contains(resp.Error, "restart the hop") {
+		t.Errorf("set delay 2s at 100mbit: %+v, want a refusal that names the buffers' limit", resp)
+	}
+	if d := in.hop.Config().Up.Link.Delay; d != 0 || in.settings.Delay != nil {
+		t.Errorf("a refused set changed the delay to %v (kept settings %v)", time.Duration(d), in.settings.Delay)
+	}
+	if resp := s.serve(Request{Op: OpSet, Set: &Settings{Delay: ptr(20 * time.Millisecond)}}); resp.Error != "" {
+		t.Errorf("set delay 20ms at 100mbit (167 packets, within the 256 the delay line holds): %s", resp.Error)
 	}
 }
