@@ -52,10 +52,23 @@ func Open(name string, mtu int) (Device, error) {
 	if mtu < 576 || mtu > 65535 {
 		return nil, fmt.Errorf("tun: MTU %d for %s: want 576..65535", mtu, name)
 	}
+	// water opens /dev/net/tun without O_CLOEXEC, so every program
+	// started after (a shell's command) would inherit the device and
+	// could write packets past the bottleneck. ForkLock keeps a fork
+	// from coming between the open and the flag.
+	syscall.ForkLock.RLock()
 	ifce, err := water.New(water.Config{
 		DeviceType:             water.TUN,
 		PlatformSpecificParams: water.PlatformSpecificParams{Name: name},
 	})
+	if err == nil {
+		if f, ok := ifce.ReadWriteCloser.(*os.File); ok {
+			if rc, rerr := f.SyscallConn(); rerr == nil { // not f.Fd(): it would make the file blocking
+				rc.Control(func(fd uintptr) { syscall.CloseOnExec(int(fd)) })
+			}
+		}
+	}
+	syscall.ForkLock.RUnlock()
 	if err != nil {
 		return nil, fmt.Errorf("tun: create %s: %w", name, err)
 	}

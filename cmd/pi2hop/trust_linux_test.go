@@ -374,6 +374,30 @@ func (h *testHost) reachesOutside(t *testing.T, from string) bool {
 	return err == nil && line == "hello\n"
 }
 
+// appsIn lists the processes started by a shell with namespace ns (their
+// environment says PI2HOP_NETNS=ns).
+func appsIn(ns string) []int {
+	var pids []int
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		var pid int
+		if _, err := fmt.Sscanf(e.Name(), "%d", &pid); err != nil {
+			continue
+		}
+		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+		if err != nil {
+			continue
+		}
+		if st, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat")); err == nil && strings.Contains(string(st), ") Z ") {
+			continue // a zombie: gone, not yet reaped
+		}
+		if slices.Contains(strings.Split(string(env), "\x00"), "PI2HOP_NETNS="+ns) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
 func ipForward(t *testing.T, ns string) string {
 	t.Helper()
 	v, err := tun.ReadSysctl(ns, "net/ipv4/ip_forward")
@@ -401,6 +425,17 @@ func TestShellNATEndsLeaveNothing(t *testing.T) {
 				t.Fatalf("the shell does not reach the outside through the NAT:\n%s", p.log())
 			}
 			p.endBy("shell --nat", how)
+			// The command goes with pi2hop, however pi2hop ends.
+			deadline := time.Now().Add(5 * time.Second)
+			for len(appsIn(name+"-shell")) > 0 && time.Now().Before(deadline) {
+				time.Sleep(20 * time.Millisecond)
+			}
+			if apps := appsIn(name + "-shell"); len(apps) > 0 {
+				t.Errorf("the shell's command (pids %v) outlived pi2hop's end by %s by 5 s", apps, how)
+				for _, pid := range apps {
+					syscall.Kill(pid, syscall.SIGKILL)
+				}
+			}
 			if how == "SIGKILL" {
 				if left := snapshot(t, h.ns, name); left == before {
 					t.Fatal("SIGKILL left nothing to clean up; the test proves nothing")
@@ -423,11 +458,12 @@ func TestShellNATEndsLeaveNothing(t *testing.T) {
 
 // Two NAT shells share the host's forwarding: when the first ends, the
 // second still forwards, and after both ip_forward is what it was; the
-// same when the first is killed and cleaned up.
+// same when the first is killed and cleaned up, even when its state file
+// was lost before the cleanup.
 func TestTwoNATShellsShareForwarding(t *testing.T) {
 	needRoot(t, "nft")
 	bin := buildPi2hop(t)
-	for i, end := range []string{"SIGTERM", "SIGKILL"} {
+	for i, end := range []string{"SIGTERM", "SIGKILL", "SIGKILL, state file lost"} {
 		t.Run(end, func(t *testing.T) {
 			a, b := testInstance(20+2*i), testInstance(21+2*i)
 			h := newTestHost(t, a)
@@ -445,8 +481,13 @@ func TestTwoNATShellsShareForwarding(t *testing.T) {
 			if !h.reachesOutside(t, a+"-shell") || !h.reachesOutside(t, b+"-shell") {
 				t.Fatalf("the shells do not reach the outside:\n%s\n%s", pa.log(), pb.log())
 			}
-			pa.endBy("first shell", end)
-			if end == "SIGKILL" {
+			pa.endBy("first shell", strings.TrimSuffix(strings.Fields(end)[0], ","))
+			if strings.HasPrefix(end, "SIGKILL") {
+				if strings.Contains(end, "lost") {
+					if err := os.Remove(instance.StatePath(a)); err != nil {
+						t.Fatal(err)
+					}
+				}
 				var out []byte
 				err := tun.Do(h.ns, func() (err error) {
 					out, err = exec.Command(bin, "shell", "--cleanup", "--name", a).CombinedOutput()
@@ -638,5 +679,37 @@ func TestGatewaySweepMatchesInterfaces(t *testing.T) {
 	cleanup("--lan", "rl", "--wan", "rw")
 	if got, want := rules(), fmt.Sprintf("2 iif lo table %d; ", up); got != want {
 		t.Errorf("after run --cleanup --lan rl --wan rw: rules %s, want only the other one's: %s", got, want)
+	}
+}
+
+// The shell's command inherits no device or socket of pi2hop's: with a
+// TUN device it could write packets past the bottleneck. (Descriptors the
+// test binary itself inherited from go test, /dev/null and pipes, pass on
+// as they would from a shell.)
+func TestShellAppInheritsNoDevice(t *testing.T) {
+	needRoot(t)
+	name := testInstance(42)
+	t.Cleanup(func() { cleanupInstance(name, nil, &bytes.Buffer{}) })
+	for _, flags := range [][]string{nil, {"--as-root"}} {
+		var stdout, stderr bytes.Buffer
+		// ls's own descriptors: the inherited ones, and the folder it reads.
+		args := append(append([]string{"shell", "--name", name}, flags...), "--", "/bin/sh", "-c", "ls -l /proc/self/fd/ 2>&1")
+		if err := Run(context.Background(), args, strings.NewReader(""), &stdout, &stderr); err != nil {
+			t.Fatalf("%q: %v\n%s", flags, err, stderr.String())
+		}
+		var extra []string
+		for _, line := range strings.Split(stdout.String(), "\n") {
+			f := strings.Fields(line)
+			if len(f) < 3 || f[len(f)-2] != "->" {
+				continue
+			}
+			fd, target := f[len(f)-3], f[len(f)-1]
+			if target == "/dev/net/tun" || strings.HasPrefix(target, "socket:") || strings.HasPrefix(target, "anon_inode:") {
+				extra = append(extra, fd+" -> "+target)
+			}
+		}
+		if len(extra) > 0 {
+			t.Errorf("shell %q: the command inherited %q:\n%s", flags, extra, stdout.String())
+		}
 	}
 }
