@@ -270,3 +270,36 @@ func undoShared(e Entry) error {
 		return nil
 	})
 }
+
+// ReleaseSysctls drops every reference holder has on the shared sysctls
+// of this namespace in folder dir's record, restoring those nobody else
+// holds to the first holder's value: what a cleanup does when the
+// holder's own record of its changes is lost. Releasing a holder that
+// holds nothing does nothing.
+func ReleaseSysctls(dir, holder string) error {
+	id, err := nsID("")
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(filepath.Join(dir, sharedRefsFile)); errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	return withRefs(dir, func(refs map[string]*sysctlRef) error {
+		var errs []error
+		for k, r := range refs {
+			key, ok := strings.CutPrefix(k, id+":")
+			if !ok || !slices.Contains(r.Holders, holder) {
+				continue
+			}
+			r.Holders = slices.DeleteFunc(r.Holders, func(h string) bool { return h == holder })
+			if len(r.Holders) > 0 {
+				continue
+			}
+			delete(refs, k)
+			if err := WriteSysctl("", key, r.Orig); err != nil && !errors.Is(err, os.ErrNotExist) {
+				errs = append(errs, err)
+			}
+		}
+		return errors.Join(errs...)
+	})
+}

@@ -51,6 +51,11 @@ func Cleanup(name string, ifaces []string, out io.Writer) error {
 		fmt.Fprintf(out, "undo %s\n", entries[i])
 	}
 	errs := []error{tun.UndoEntries(entries)}
+	// Its references on shared sysctls, also when the state file that
+	// recorded them is lost (with it, the undo above released them).
+	if err := checkRunDir(RunDir); err == nil {
+		errs = append(errs, tun.ReleaseSysctls(RunDir, name))
+	}
 	for cmd, l := range leftovers {
 		if command == "" || command == cmd {
 			errs = append(errs, tun.UndoEntries(l(name)))
