@@ -7,8 +7,11 @@
 //
 // The lifecycle (Run), in order:
 //
-//  1. check the name and privileges, claim the name (state file) and start
-//     a journal saved to it;
+//  1. check the name and privileges, claim the name (state file, with the
+//     process's PID and start time) and start a journal saved to it, whose
+//     namespace-wide sysctls are reference-counted with other instances;
+//     warn of dead instances' leftovers, naming the command that removes
+//     them (CleanupCommand);
 //  2. open the capture;
 //  3. start the topology (devices, routes, the hop), every system change
 //     recorded in the journal;
