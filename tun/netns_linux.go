@@ -9,6 +9,7 @@ import (
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
 )
 
 // NewNamespace creates the named network namespace with its loopback up.
@@ -19,6 +20,9 @@ func NewNamespace(name string) error {
 	}
 	if NamespaceExists(name) {
 		return fmt.Errorf("tun: namespace %q already exists (%s)", name, filepath.Join(NetnsDir, name))
+	}
+	if err := shareNetnsDir(); err != nil {
+		return err
 	}
 	return onFreshThread(func() error {
 		// NewNamed unshares this (locked, soon discarded) thread into the
@@ -38,6 +42,30 @@ func NewNamespace(name string) error {
 		}
 		return nil
 	})
+}
+
+// shareNetnsDir makes NetnsDir a shared mount point, as ip-netns(8) does
+// before its first namespace. Otherwise the first `ip netns add` after
+// ours bind-mounts the folder onto itself, non-recursively, and hides the
+// namespace mounts we made beneath it: they can then be neither unmounted
+// nor removed ("Device or resource busy") until a reboot.
+func shareNetnsDir() error {
+	if err := os.MkdirAll(NetnsDir, 0o755); err != nil {
+		return fmt.Errorf("tun: %s: %w", NetnsDir, err)
+	}
+	for bound := false; ; bound = true {
+		err := unix.Mount("", NetnsDir, "none", unix.MS_SHARED|unix.MS_REC, "")
+		if err == nil {
+			return nil
+		}
+		if err != unix.EINVAL || bound {
+			return fmt.Errorf("tun: make %s a shared mount: %w", NetnsDir, err)
+		}
+		// Not a mount point yet: bind it onto itself, then share it.
+		if err := unix.Mount(NetnsDir, NetnsDir, "none", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+			return fmt.Errorf("tun: bind %s onto itself: %w", NetnsDir, err)
+		}
+	}
 }
 
 // DeleteNamespace removes the named namespace's bind mount; the namespace
