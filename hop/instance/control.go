@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -94,14 +95,30 @@ func (s *controlServer) handle(c *net.UnixConn) {
 	if err := peerIsRoot(c); err != nil {
 		resp.Error = err.Error()
 	} else {
-		var req Request
-		if err := json.NewDecoder(bufio.NewReader(c)).Decode(&req); err != nil {
+		if req, err := DecodeRequest(c); err != nil {
 			resp.Error = "bad request: " + err.Error()
 		} else {
 			resp = s.serve(req)
 		}
 	}
 	json.NewEncoder(c).Encode(resp)
+}
+
+// MaxRequest bounds a control request: a Settings edit is a few hundred
+// bytes, and a peer that sends more is not a pi2hop client.
+const MaxRequest = 64 << 10
+
+// DecodeRequest reads one JSON request of at most MaxRequest bytes.
+func DecodeRequest(r io.Reader) (Request, error) {
+	var req Request
+	lr := &io.LimitedReader{R: r, N: MaxRequest + 1}
+	if err := json.NewDecoder(bufio.NewReader(lr)).Decode(&req); err != nil {
+		if lr.N <= 0 {
+			return Request{}, fmt.Errorf("request longer than %d bytes", MaxRequest)
+		}
+		return Request{}, err
+	}
+	return req, nil
 }
 
 // serve answers one decoded request.
