@@ -27,11 +27,18 @@ type Config struct {
 	MTU               int    // bytes; the 2-MTU guard and the WRR credit use it
 }
 
-// Kinds of queue discipline NewQueue builds.
+// Kinds of queue discipline NewQueue builds, named as tc names the qdisc.
 const (
 	KindDualPI2 = "dualpi2"
 	KindFIFO    = "fifo"
+	KindCoDel   = "codel"
+	KindPIE     = "pie"
+	KindFQCodel = "fq_codel"
+	KindDOCSIS  = "docsis"
 )
+
+// Kinds lists every kind, in the order help texts show them.
+var Kinds = []string{KindDualPI2, KindFIFO, KindCoDel, KindPIE, KindFQCodel, KindDOCSIS}
 
 // FIFOConfig sizes the tail-drop FIFO, the "no L4S queue management"
 // baseline. A zero limit means no limit of that kind; at least one must be set.
