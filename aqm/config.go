@@ -25,6 +25,12 @@ type Config struct {
 	ClassicProtection uint8  // classic_protection: C-queue WRR weight, %
 	ECNMask           uint8  // 1 = l4s_ect (ECT(1), CE), 3 = any_ect
 	MTU               int    // bytes; the 2-MTU guard and the WRR credit use it
+	// NQB sorts packets with DSCP 45 into the L-queue whatever their ECN
+	// codepoint (RFC 9956 §5.2: a DualQ may give NQB traffic the
+	// low-latency queue), under the L-queue's AQM like L4S packets, so a
+	// Not-ECT NQB packet is dropped where an ECT one would be marked. In
+	// Linux this takes a tc filter setting the class; here it is a flag.
+	NQB bool
 }
 
 // Kinds of queue discipline NewQueue builds, named as tc names the qdisc.
