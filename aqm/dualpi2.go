@@ -589,6 +589,7 @@ func (q *DualPI2) Prob() uint32 { return q.prob }
 // ns; tc shows them in µs).
 func (q *DualPI2) Stats(now int64) Stats {
 	s := q.st
+	s.Kind = KindDualPI2
 	s.Prob = q.prob
 	s.DelayC = headDelay(&q.c, now)
 	s.DelayL = headDelay(&q.l, now)
