@@ -202,10 +202,13 @@ type DirEdit struct {
 	Loss    shaper.Loss
 	SetLoss bool
 	Queue   *aqm.Spec // new queue configuration; the kind cannot change live
+	// New delay variation / burst model, from the next packet / burst on.
+	Jitter    *shaper.Jitter
+	Aggregate *shaper.Aggregate
 }
 
 func (e DirEdit) empty() bool {
-	return e.Rate == nil && e.Delay == nil && !e.SetLoss && e.Queue == nil
+	return e.Rate == nil && e.Delay == nil && !e.SetLoss && e.Queue == nil && e.Jitter == nil && e.Aggregate == nil
 }
 
 // apply returns d with e applied, checked; kind changes are refused.
@@ -218,6 +221,18 @@ func (e DirEdit) apply(d DirConfig) (DirConfig, error) {
 	}
 	if e.SetLoss {
 		d.Link.Loss = e.Loss
+	}
+	if e.Jitter != nil {
+		if err := e.Jitter.Validate(); err != nil {
+			return d, err
+		}
+		d.Link.Jitter = *e.Jitter
+	}
+	if e.Aggregate != nil {
+		if err := e.Aggregate.Validate(); err != nil {
+			return d, err
+		}
+		d.Link.Aggregate = *e.Aggregate
 	}
 	if e.Queue != nil {
 		if err := d.Queue.LiveChange(*e.Queue); err != nil {
