@@ -428,18 +428,20 @@ func (q *FQCodel) Len() (pkts, bytes int) {
 }
 
 // Stats returns the counters; FQ holds the tc -s fq_codel xstats. DelayC
-// is the oldest head sojourn over the flows in the lists.
+// is the head sojourn of the flow DRR serves next (the first of the new
+// flows, else of the old ones): O(1), as callers may ask per packet.
 func (q *FQCodel) Stats(now int64) Stats {
 	s := q.st
 	s.Kind = KindFQCodel
 	s.MemoryUsed = q.memory
 	s.BacklogPkts, s.BacklogBytes = q.qlen, q.backlog
 	s.ECNMark = q.cst.ecnMark + q.cst.ceMark
-	for _, l := range []*fqList{&q.newFlows, &q.oldFlows} {
-		for i := l.head; i != 0; i = q.flows[i-1].nextFlow {
-			if h := q.flows[i-1].head; h != 0 {
-				s.DelayC = max(s.DelayC, now-q.nodes[h-1].Arrival)
+	for _, l := range [...]*fqList{&q.newFlows, &q.oldFlows} {
+		if l.head != 0 {
+			if h := q.flows[l.head-1].head; h != 0 {
+				s.DelayC = max(now-q.nodes[h-1].Arrival, 0)
 			}
+			break
 		}
 	}
 	s.FQ = FQCodelXStats{
