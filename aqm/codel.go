@@ -184,12 +184,15 @@ type codelResult struct {
 	ok     bool
 	marked bool
 	why    Reason
-	drops  int // packets dropped on the way (appended to the drop list)
+	count  uint32 // the control law's count at a codel mark
+	drops  int    // packets dropped on the way (appended to the drop list)
 }
 
 // codelDequeue is the kernel's codel_dequeue at time nowNs: it takes the
 // head of src, runs the state machine, drops into drops (each counted by
-// the caller) or CE-marks, and returns the packet to send, if any.
+// the caller; its Meta.next holds the control law's count at the drop,
+// the "drop state" captures report) or CE-marks, and returns the packet
+// to send, if any.
 func (p *codelParams) dequeue(src codelSource, v *codelVars, st *codelStats, drops *ring, nowNs int64) codelResult {
 	m, ok := src.pop()
 	if !ok {
@@ -211,10 +214,11 @@ func (p *codelParams) dequeue(src codelSource, v *codelVars, st *codelStats, dro
 			v.newtonStep()
 			if p.ecn && m.ECN != NotECT {
 				st.ecnMark++
-				r.marked, r.why = true, ReasonCodel
+				r.marked, r.why, r.count = true, ReasonCodel, v.count
 				v.dropNext = controlLaw(v.dropNext, p.interval, v.recInvSqrt)
 				break
 			}
+			m.next = int32(v.count)
 			drops.push(m)
 			r.drops++
 			m, ok = src.pop()
@@ -225,12 +229,13 @@ func (p *codelParams) dequeue(src codelSource, v *codelVars, st *codelStats, dro
 			}
 		}
 	case !v.dropping && drop:
+		var first Meta // the packet dropped on entering, pushed once count is known
+		entered := false
 		if p.ecn && m.ECN != NotECT {
 			st.ecnMark++
 			r.marked, r.why = true, ReasonCodel
 		} else {
-			drops.push(m)
-			r.drops++
+			first, entered = m, true
 			m, ok = src.pop()
 			p.shouldDrop(&m, ok, v, st, src.backlog(), now)
 		}
@@ -249,6 +254,12 @@ func (p *codelParams) dequeue(src codelSource, v *codelVars, st *codelStats, dro
 		}
 		v.lastcount = v.count
 		v.dropNext = controlLaw(now, p.interval, v.recInvSqrt)
+		r.count = v.count
+		if entered {
+			first.next = int32(v.count)
+			drops.push(first)
+			r.drops++
+		}
 	}
 	if ok && v.ldelay > p.ceThreshold {
 		set := true
@@ -409,7 +420,9 @@ func (s ringSource) backlog() int { return s.r.bytes }
 
 // Dequeue runs the CoDel state machine at now. Packets it drops come out
 // first, one per call with Action Drop (reason codel), then the packet it
-// sends (Mark with reason codel or ce_threshold when it set CE).
+// sends (Mark with reason codel or ce_threshold when it set CE). For a
+// codel drop or mark, Verdict.Sub is the control law's count then: the
+// drop state a capture annotates.
 func (q *CoDel) Dequeue(now int64) (Meta, Verdict, bool) {
 	if m, v, ok := q.hb.next(); ok {
 		return m, v, true
@@ -417,12 +430,16 @@ func (q *CoDel) Dequeue(now int64) (Meta, Verdict, bool) {
 	r := q.p.dequeue(ringSource{&q.q}, &q.v, &q.cst, &q.tmp, now)
 	for q.tmp.len() > 0 {
 		q.st.countDrop(ReasonCodel)
-		q.hb.hold(q.tmp.pop(), ReasonCodel, 0)
+		m := q.tmp.pop()
+		q.hb.hold(m, ReasonCodel, uint32(m.next))
 	}
 	if !r.ok {
 		return q.hb.next()
 	}
 	v := q.st.sent(&r.m, r.marked, r.why)
+	if r.why == ReasonCodel {
+		v.Sub = r.count
+	}
 	if q.hb.drops.len() == 0 {
 		return r.m, v, true
 	}

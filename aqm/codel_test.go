@@ -21,9 +21,10 @@ func newTestCoDel(t testing.TB, mod func(*CodelConfig)) *CoDel {
 // standingQueue runs a queue with a standing backlog: n packets of size
 // bytes and codepoint e at time 0, then every step one arrival and one
 // departure (dequeuing again after each drop), until end. It returns the
-// times of the marks and the drops the AQM made, and checks after every
+// times of the marks and the drops the AQM made and their Verdict.Sub,
+// and checks after every
 // step that each packet accepted is held, sent or dropped.
-func standingQueue(t *testing.T, q Queue, e ECN, n int, size int32, step, end int64) (marks, drops []int64) {
+func standingQueue(t *testing.T, q Queue, e ECN, n int, size int32, step, end int64) (marks, drops, subs []int64) {
 	t.Helper()
 	var acc accounting
 	for range n {
@@ -36,6 +37,9 @@ func standingQueue(t *testing.T, q Queue, e ECN, n int, size int32, step, end in
 			if !ok {
 				t.Fatalf("t=%v: queue empty", now)
 			}
+			if v.Action != Pass {
+				subs = append(subs, int64(v.Sub))
+			}
 			if v.Action == Drop {
 				drops = append(drops, now)
 				continue
@@ -47,7 +51,7 @@ func standingQueue(t *testing.T, q Queue, e ECN, n int, size int32, step, end in
 		}
 		acc.check(t, q, now)
 	}
-	return marks, drops
+	return marks, drops, subs
 }
 
 // accounting counts what a driver saw, to check a queue's books.
@@ -141,7 +145,7 @@ func TestCoDelFirstDropAndControlLaw(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			q := newTestCoDel(t, func(c *CodelConfig) { c.ECN = tc.ecn })
-			marks, drops := standingQueue(t, q, tc.e, 20, 1500, ms, 320*ms)
+			marks, drops, counts := standingQueue(t, q, tc.e, 20, 1500, ms, 320*ms)
 			got, other := drops, marks
 			if tc.mark {
 				got, other = marks, drops
@@ -151,6 +155,9 @@ func TestCoDelFirstDropAndControlLaw(t *testing.T) {
 			}
 			if !equalInts(got, want) {
 				t.Errorf("signals at %v, want %v", got, want)
+			}
+			if !equalInts(counts, []int64{1, 2, 3, 4}) {
+				t.Errorf("drop states (Verdict.Sub) %v, want the counts 1 2 3 4", counts)
 			}
 			s := q.Stats(320 * ms)
 			if s.CoDel.Count != 4 || s.CoDel.LastCount != 1 || !s.CoDel.Dropping {

@@ -146,9 +146,9 @@ type Verdict struct {
 	Action Action
 	Reason Reason
 	Class  Class
-	// Sub is the sub-queue the packet went through, for captures and
-	// analysis: fq_codel's flow number (bucket index + 1, as tc's class
-	// minor); 0 for single-queue disciplines.
+	// Sub details the verdict for captures and analysis: fq_codel's flow
+	// number (bucket index + 1, as tc's class minor); codel's control-law
+	// count at a codel drop or mark (its drop state); 0 otherwise.
 	Sub uint32
 }
 
