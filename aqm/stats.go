@@ -94,8 +94,11 @@ type FQCodelXStats struct {
 // QProtStats counts DOCSIS Queue Protection's decisions (RFC 9957).
 type QProtStats struct {
 	SanctionedPackets uint64 // L4S/NQB packets moved to the C-queue
-	SanctionedFlows   uint64 // times a flow's bucket got its first sanction
-	DefaultBucket     uint64 // packets scored in the shared default bucket
+	// SanctionedFlows counts flows sanctioned, by episode: a bucket's
+	// first sanction since it was (re)claimed. A bursty flow whose score
+	// drains between bursts counts once per burst sanctioned.
+	SanctionedFlows uint64
+	DefaultBucket   uint64 // packets scored in the shared default bucket
 }
 
 // Kind-independent bookkeeping of the single-queue disciplines (CoDel,
