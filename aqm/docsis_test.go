@@ -263,3 +263,32 @@ func TestDOCSISSanctionReason(t *testing.T) {
 		t.Errorf("stats %+v kind %q", s.QProt, s.Kind)
 	}
 }
+
+// A video frame as one burst: five 1200-byte ECT(1) packets at once into
+// docsis at 10 Mbit/s. FLOOR = 2·8·2000 B / 10 Mbit/s = 3.2 ms, so the
+// ramp runs 3.2..3.724288 ms and CRITICALqL = 3.724288 ms. Packet k meets
+// qdelay = k·1200·8/10 Mbit/s = 0.96·k ms (the L backlog with itself):
+// 1..3 are below MINTH (probNative 0, score 0); 4 (3.84 ms) has p = 1 and
+// scores (2^32−1)·1200 >> 21 = 2457599 ns, but 3.84 ms · 2.458 ms = 9.4 ms²
+// is below 4 ms · 3.724 ms = 14.9 ms²; 5 (4.8 ms) brings the score to
+// 4915198 ns and 4.8 · 4.915 = 23.6 ms²: sanctioned. The score drains
+// before the next frame 33 ms later, so every frame loses its last packet
+// to the C-queue, and each counts as a sanction episode.
+func TestDOCSISBurstTailSanctioned(t *testing.T) {
+	q := newTestDOCSIS(t, func(c *DOCSISConfig) { c.Rate = 10_000_000 })
+	for f := range int64(10) {
+		now := f * 33 * ms
+		for k := 1; k <= 5; k++ {
+			v := mustEnqueue(t, q, Meta{ECN: ECT1, Len: 1200, Flow: 9}, now)
+			if want := map[bool]Class{true: Classic, false: LLLL}[k == 5]; v.Class != want {
+				t.Fatalf("frame %d packet %d: class %d, want %d", f, k, v.Class, want)
+			}
+		}
+		for range 5 {
+			mustDequeue(t, q, now+5*ms)
+		}
+	}
+	if s := q.Stats(0); s.QProt.SanctionedPackets != 10 || s.QProt.SanctionedFlows != 10 {
+		t.Errorf("qprot %+v, want 10 sanctioned packets in 10 episodes", s.QProt)
+	}
+}
