@@ -41,6 +41,10 @@ lint:
 BENCH_SUMMARY = \
   /^BenchmarkDualPI2EnqueueDequeue/ { d = $$3 } \
   /^BenchmarkFIFOEnqueueDequeue/    { f = $$3 } \
+  /^BenchmarkCoDelEnqueueDequeue/   { cd = $$3 } \
+  /^BenchmarkPIEEnqueueDequeue/     { pie = $$3 } \
+  /^BenchmarkFQCodelEnqueueDequeue/ { fq = $$3 } \
+  /^BenchmarkDOCSISEnqueueDequeue/  { dc = $$3 } \
   /^BenchmarkLinkPacket\/fake/      { lf = $$3 } \
   /^BenchmarkLinkPacket\/dualpi2/   { ld = $$3 } \
   /^BenchmarkReplay80k/             { r = $$3 } \
@@ -48,6 +52,10 @@ BENCH_SUMMARY = \
   END { \
     print ""; print "summary (ratios against a baseline measured in this run):"; \
     if (d && f)   printf "  DualPI2 enqueue+dequeue  %7.1f ns/packet   %.2fx the tail-drop FIFO (%.1f ns); target <= 100 ns\n", d, d/f, f; \
+    if (cd && f)  printf "  CoDel enqueue+dequeue    %7.1f ns/packet   %.2fx the tail-drop FIFO; target <= 200 ns\n", cd, cd/f; \
+    if (pie && f) printf "  PIE enqueue+dequeue      %7.1f ns/packet   %.2fx the tail-drop FIFO; target <= 200 ns\n", pie, pie/f; \
+    if (fq && f)  printf "  fq_codel enqueue+dequeue %7.1f ns/packet   %.2fx the tail-drop FIFO; target <= 200 ns\n", fq, fq/f; \
+    if (dc && f)  printf "  docsis enqueue+dequeue   %7.1f ns/packet   %.2fx the tail-drop FIFO; target <= 200 ns\n", dc, dc/f; \
     if (ld && lf) printf "  link + DualPI2           %7.1f ns/packet   %.2fx link + bare queue (%.1f ns)\n", ld, ld/lf, lf; \
     if (r)        printf "  replay, 80k packets      %7.3f s           %.2fx the 1 s target\n", r/1e9, r/1e9; \
     if (a)        printf "  analyze, 1M packets      %7.2f s           %.2fx the 10 s target\n", a, a/10; \

@@ -1,6 +1,7 @@
 package aqm
 
 import (
+	"math/rand/v2"
 	"testing"
 )
 
@@ -8,7 +9,8 @@ import (
 var benchPackets = func() []Meta {
 	ms := make([]Meta, 64)
 	for i := range ms {
-		ms[i] = Meta{ECN: ECN(i % 4), Len: int32(64 + (i*977)%1437), Slot: int32(i)}
+		ms[i] = Meta{ECN: ECN(i % 4), Len: int32(64 + (i*977)%1437), Slot: int32(i),
+			Flow: uint32(i%8) * 0x2000_0001, DSCP: uint8(i % 3 * 45 % 64)}
 	}
 	return ms
 }()
@@ -52,6 +54,43 @@ func BenchmarkFIFOEnqueueDequeue(b *testing.B) {
 	runQueue(b, f)
 }
 
+func BenchmarkCoDelEnqueueDequeue(b *testing.B) {
+	q, err := NewCoDel(DefaultCodelConfig())
+	if err != nil {
+		b.Fatal(err)
+	}
+	runQueue(b, q)
+}
+
+func BenchmarkPIEEnqueueDequeue(b *testing.B) {
+	cfg := DefaultPIEConfig()
+	cfg.ECN = true
+	q, err := NewPIE(cfg, rand.New(rand.NewPCG(1, 2)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	runQueue(b, q)
+}
+
+func BenchmarkFQCodelEnqueueDequeue(b *testing.B) {
+	q, err := NewFQCodel(DefaultFQCodelConfig())
+	if err != nil {
+		b.Fatal(err)
+	}
+	runQueue(b, q)
+}
+
+func BenchmarkDOCSISEnqueueDequeue(b *testing.B) {
+	cfg := DefaultDOCSISConfig()
+	cfg.NQB = true
+	q, err := NewDOCSIS(cfg, rand.New(rand.NewPCG(1, 2)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	q.pi.prob = MaxProb / 8
+	runQueue(b, q)
+}
+
 func BenchmarkMetaOf(b *testing.B) {
 	p := ipv4Packet(1, 1400)
 	b.ReportAllocs()
@@ -73,6 +112,8 @@ func BenchmarkSetCE(b *testing.B) {
 func TestNoAllocs(t *testing.T) {
 	q := newTestDualPI2(t, nil)
 	f, _ := NewFIFO(FIFOConfig{Limit: 100})
+	others := []Queue{newTestCoDel(t, nil), newTestPIE(t, nil), newTestFQCodel(t, nil), newTestDOCSIS(t, nil)}
+	fq := newTestFQCodel(t, func(c *FQCodelConfig) { c.Limit = 64 }) // overflow batch drops every time
 	p4, p6 := ipv4Packet(1, 100), ipv6Packet(2, 100)
 	now := int64(0)
 	tests := []struct {
@@ -89,6 +130,29 @@ func TestNoAllocs(t *testing.T) {
 		{"DualPI2 Advance", func() { now += 16 * ms; q.Advance(now) }},
 		{"DualPI2 Stats", func() { _ = q.Stats(now) }},
 		{"FIFO Enqueue+Dequeue", func() { f.Enqueue(benchPackets[3], now); f.Dequeue(now) }},
+		{"CoDel, PIE, fq_codel, docsis Enqueue+Dequeue+Advance+Stats", func() {
+			now += 1000
+			for _, o := range others {
+				for i := range 3 {
+					o.Enqueue(benchPackets[(now/1000+int64(i))&63], now-50*ms) // long sojourns: drops and marks
+				}
+				for range 2 {
+					o.Dequeue(now)
+				}
+				o.Advance(now)
+				_ = o.Stats(now)
+			}
+		}},
+		{"fq_codel overflow", func() {
+			for i := range 100 {
+				fq.Enqueue(benchPackets[i&63], now)
+			}
+			for {
+				if _, _, ok := fq.Dequeue(now); !ok {
+					break
+				}
+			}
+		}},
 		{"View", func() {
 			for _, p := range [][]byte{p4, p6} {
 				v := View(p)

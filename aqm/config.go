@@ -1,8 +1,10 @@
 package aqm
 
 import (
+	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 )
 
@@ -25,13 +27,26 @@ type Config struct {
 	ClassicProtection uint8  // classic_protection: C-queue WRR weight, %
 	ECNMask           uint8  // 1 = l4s_ect (ECT(1), CE), 3 = any_ect
 	MTU               int    // bytes; the 2-MTU guard and the WRR credit use it
+	// NQB sorts packets with DSCP 45 into the L-queue whatever their ECN
+	// codepoint (RFC 9956 §5.2: a DualQ may give NQB traffic the
+	// low-latency queue), under the L-queue's AQM like L4S packets, so a
+	// Not-ECT NQB packet is dropped where an ECT one would be marked. In
+	// Linux this takes a tc filter setting the class; here it is a flag.
+	NQB bool
 }
 
-// Kinds of queue discipline NewQueue builds.
+// Kinds of queue discipline NewQueue builds, named as tc names the qdisc.
 const (
 	KindDualPI2 = "dualpi2"
 	KindFIFO    = "fifo"
+	KindCoDel   = "codel"
+	KindPIE     = "pie"
+	KindFQCodel = "fq_codel"
+	KindDOCSIS  = "docsis"
 )
+
+// Kinds lists every kind, in the order help texts show them.
+var Kinds = []string{KindDualPI2, KindFIFO, KindCoDel, KindPIE, KindFQCodel, KindDOCSIS}
 
 // FIFOConfig sizes the tail-drop FIFO, the "no L4S queue management"
 // baseline. A zero limit means no limit of that kind; at least one must be set.
@@ -41,11 +56,107 @@ type FIFOConfig struct {
 }
 
 // Spec names a queue discipline and its configuration: what flags give for
-// one direction and what NewQueue builds.
+// one direction and what NewQueue builds. Only the field of Kind is used.
 type Spec struct {
-	Kind    string // KindDualPI2 or KindFIFO
+	Kind    string // one of Kinds
 	DualPI2 Config
 	FIFO    FIFOConfig
+	CoDel   CodelConfig
+	PIE     PIEConfig
+	FQCodel FQCodelConfig
+	DOCSIS  DOCSISConfig
+}
+
+// DefaultSpec returns the kernel defaults of a kind (ok false for an
+// unknown kind).
+func DefaultSpec(kind string) (Spec, bool) {
+	s := Spec{Kind: kind}
+	switch kind {
+	case KindDualPI2:
+		s.DualPI2 = DefaultConfig()
+	case KindFIFO:
+		s.FIFO = FIFOConfig{Limit: DefaultLimit}
+	case KindCoDel:
+		s.CoDel = DefaultCodelConfig()
+	case KindPIE:
+		s.PIE = DefaultPIEConfig()
+	case KindFQCodel:
+		s.FQCodel = DefaultFQCodelConfig()
+	case KindDOCSIS:
+		s.DOCSIS = DefaultDOCSISConfig()
+	default:
+		return s, false
+	}
+	return s, true
+}
+
+// UnknownKindError is a Spec whose Kind is none of Kinds.
+type UnknownKindError struct{ Kind string }
+
+func (e *UnknownKindError) Error() string {
+	return fmt.Sprintf("queue kind %q: want one of %s", e.Kind, strings.Join(Kinds, ", "))
+}
+
+// Validate checks the configuration of s's kind; an unknown kind is an
+// *UnknownKindError, a parameter out of range a *ConfigError (the FIFO's
+// missing limit a plain error).
+func (s Spec) Validate() error {
+	switch s.Kind {
+	case KindDualPI2:
+		return s.DualPI2.Validate()
+	case KindFIFO:
+		return s.FIFO.Validate()
+	case KindCoDel:
+		return s.CoDel.Validate()
+	case KindPIE:
+		return s.PIE.Validate()
+	case KindFQCodel:
+		return s.FQCodel.Validate()
+	case KindDOCSIS:
+		return s.DOCSIS.Validate()
+	}
+	return &UnknownKindError{s.Kind}
+}
+
+// Limit is the most packets a queue of this Spec can hold at once, for
+// sizing packet buffers: its packet limit (a byte limit alone counts
+// 64-byte packets), plus for fq_codel a drop batch whose packets are
+// handed back by the following dequeues.
+func (s Spec) Limit() int {
+	switch s.Kind {
+	case KindDualPI2:
+		return int(s.DualPI2.Limit)
+	case KindFIFO:
+		if s.FIFO.Limit > 0 {
+			return int(s.FIFO.Limit)
+		}
+		return int(min(s.FIFO.ByteLimit/64, math.MaxInt32))
+	case KindCoDel:
+		return int(s.CoDel.Limit)
+	case KindPIE:
+		return int(s.PIE.Limit)
+	case KindFQCodel:
+		return int(s.FQCodel.Limit) + int(s.FQCodel.DropBatch)
+	case KindDOCSIS:
+		return int(s.DOCSIS.DualPI2.Limit)
+	}
+	return 0
+}
+
+// LiveChange reports whether a running queue of s's kind can take the
+// configuration next (tc qdisc change): same kind, and for the FIFO the
+// same limits; fq_codel's flow count is fixed at creation, as the kernel's.
+func (s Spec) LiveChange(next Spec) error {
+	if next.Kind != s.Kind {
+		return fmt.Errorf("queue kind %s -> %s: the kind cannot change while running (restart instead)", s.Kind, next.Kind)
+	}
+	switch {
+	case s.Kind == KindFIFO && next.FIFO != s.FIFO:
+		return errors.New("fifo limits cannot change while running (restart instead)")
+	case s.Kind == KindFQCodel && next.FQCodel.Flows != s.FQCodel.Flows:
+		return fmt.Errorf("fq_codel flows %d -> %d: the flow count cannot change while running (as in Linux)", s.FQCodel.Flows, next.FQCodel.Flows)
+	}
+	return next.Validate()
 }
 
 // Kernel defaults (dualpi2_reset_default), except the MTU: pi2hop's guard

@@ -208,6 +208,10 @@ func (q *DualPI2) classify(m *Meta) Class {
 	if uint8(m.ECN)&q.cfg.ECNMask != 0 {
 		return L4S
 	}
+	// NQB (RFC 9956 §5.2): DSCP 45 shares the L-queue and its AQM.
+	if q.cfg.NQB && m.DSCP == DSCPNQB {
+		return L4S
+	}
 	if m.Class <= LLLL {
 		return m.Class
 	}
@@ -222,8 +226,15 @@ func (q *DualPI2) classify(m *Meta) Class {
 // when the packet is dequeued.
 func (q *DualPI2) Enqueue(m Meta, now int64) Verdict {
 	m.Len = max(m.Len, 0)
-	m.Class = q.classify(&m)
 	m.applyStep, m.earlyMark = false, ReasonNone
+	return q.enqueueAs(m, q.classify(&m), now)
+}
+
+// enqueueAs is Enqueue with the class already decided (docsis's Queue
+// Protection overrides the ECN classification); an earlyMark already set
+// is kept (docsis's L-queue ramp decides at enqueue).
+func (q *DualPI2) enqueueAs(m Meta, class Class, now int64) Verdict {
+	m.Class = class
 	qlen := q.c.len() + q.l.len()
 
 	// Tail drop at the packet limit or the memory limit. Deliberate
@@ -578,6 +589,7 @@ func (q *DualPI2) Prob() uint32 { return q.prob }
 // ns; tc shows them in µs).
 func (q *DualPI2) Stats(now int64) Stats {
 	s := q.st
+	s.Kind = KindDualPI2
 	s.Prob = q.prob
 	s.DelayC = headDelay(&q.c, now)
 	s.DelayL = headDelay(&q.l, now)

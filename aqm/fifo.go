@@ -94,6 +94,7 @@ func (f *FIFO) Len() (pkts, bytes int) { return f.q.len(), f.q.bytes }
 // Stats returns the counters; DelayC is the head's sojourn at now.
 func (f *FIFO) Stats(now int64) Stats {
 	s := f.st
+	s.Kind = KindFIFO
 	if f.q.len() > 0 {
 		s.DelayC = max(now-f.q.front().Arrival, 0)
 	}

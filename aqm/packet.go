@@ -1,6 +1,9 @@
 // Package aqm holds packet metadata, ECN classification, the Queue interface
-// and the queue disciplines pi2hop offers: DualPI2 (RFC 9332, with Linux
-// 6.18 sch_dualpi2 semantics) and a tail-drop FIFO.
+// and the queue disciplines pi2hop offers, each with Linux qdisc semantics:
+// DualPI2 (RFC 9332, sch_dualpi2), CoDel (RFC 8289, sch_codel), PIE
+// (RFC 8033, sch_pie), fq_codel (RFC 8290, sch_fq_codel), a DOCSIS 3.1
+// low-latency dual queue with Queue Protection (RFC 9957), and a tail-drop
+// FIFO.
 //
 // Nothing here reads a clock, touches a file or logs: every call takes the
 // current time as now (int64 nanoseconds, monotonic), so the same code runs
@@ -65,11 +68,30 @@ type Meta struct {
 	Class Class
 
 	// What DualPI2 decided at enqueue, kept with the packet like the
-	// kernel's skb control block; they fill padding, so Meta stays 24
-	// bytes, and Dequeue clears them before handing the Meta back.
+	// kernel's skb control block; Dequeue clears them before handing the
+	// Meta back.
 	applyStep bool   // step AQM applies (L4S and min_qlen_step reached)
 	earlyMark Reason // CE mark decided at enqueue (drop_enqueue), or none
+
+	// DSCP is the packet's Differentiated Services codepoint (RFC 2474,
+	// the upper six bits of the IPv4 TOS / IPv6 Traffic Class): NQB
+	// classification (DSCP 45, RFC 9956) and fq_codel's
+	// ce_threshold_selector read it. 0 for non-IP packets.
+	DSCP uint8
+
+	// Per-packet state of the other disciplines, in what was padding
+	// (Meta is 32 bytes): Queue Protection's sanction (docsis) and the
+	// index of the next packet of the same flow (fq_codel's flow lists).
+	sanctioned bool
+	next       int32
 }
+
+// DSCPNQB is the Non-Queue-Building codepoint (RFC 9956 §4: 45, 0x2D).
+const DSCPNQB = 45
+
+// DSField is the whole DS field as the kernel's skb_get_dsfield returns
+// it: DSCP in the upper six bits, ECN in the lower two.
+func (m *Meta) DSField() uint8 { return m.DSCP<<2 | uint8(m.ECN&3) }
 
 // Action is what the AQM did with a packet.
 type Action uint8
@@ -94,16 +116,22 @@ func (a Action) String() string {
 type Reason uint8
 
 const (
-	ReasonNone     Reason = iota
-	ReasonStep            // L-queue step AQM: sojourn or queue length over step_thresh
-	ReasonCoupled         // L-queue PI-coupled probability k·p'
-	ReasonClassic         // C-queue probability p'²
-	ReasonOverload        // p' too high for L4S marking: dropped instead (RFC 9332 §4.2.3)
-	ReasonLimit           // queue full: packet limit or memory limit (tail drop)
-	ReasonLoss            // the link's loss model (shaper), not the AQM
+	ReasonNone        Reason = iota
+	ReasonStep               // L-queue step AQM: sojourn or queue length over step_thresh
+	ReasonCoupled            // L-queue PI-coupled probability k·p'
+	ReasonClassic            // C-queue probability p'²
+	ReasonOverload           // p' too high for L4S marking: dropped instead (RFC 9332 §4.2.3)
+	ReasonLimit              // queue full: packet limit or memory limit (tail drop)
+	ReasonLoss               // the link's loss model (shaper), not the AQM
+	ReasonCodel              // CoDel's control law (codel, fq_codel): sojourn above target for an interval
+	ReasonCEThreshold        // CoDel's ce_threshold: sojourn above the shallow marking threshold
+	ReasonPIE                // PIE's drop/mark probability (RFC 8033)
+	ReasonRamp               // DOCSIS L-queue immediate AQM: the MINTH..MAXTH ramp
+	ReasonSanction           // DOCSIS Queue Protection moved the packet to the C-queue (RFC 9957)
 )
 
-var reasonNames = [...]string{"", "step", "coupled", "classic", "overload", "limit", "loss"}
+var reasonNames = [...]string{"", "step", "coupled", "classic", "overload", "limit", "loss",
+	"codel", "ce_threshold", "pie", "ramp", "sanction"}
 
 // String returns the reason as replay output and captures spell it.
 func (r Reason) String() string {
@@ -118,6 +146,10 @@ type Verdict struct {
 	Action Action
 	Reason Reason
 	Class  Class
+	// Sub details the verdict for captures and analysis: fq_codel's flow
+	// number (bucket index + 1, as tc's class minor); codel's control-law
+	// count at a codel drop or mark (its drop state); 0 otherwise.
+	Sub uint32
 }
 
 // Queue is a queue discipline driven in injected time. It owns no timer:

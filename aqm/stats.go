@@ -1,7 +1,9 @@
 package aqm
 
+import "math"
+
 // NumReasons is the number of Reason values, for arrays indexed by Reason.
-const NumReasons = int(ReasonLoss) + 1
+const NumReasons = int(ReasonSanction) + 1
 
 // ClassCounters counts one queue's packets.
 type ClassCounters struct {
@@ -38,4 +40,101 @@ type Stats struct {
 
 	DropsBy [NumReasons]uint64 // drops by reason
 	C, L    ClassCounters      // per queue; LLLL counts as L
+
+	// Kind names the discipline (KindDualPI2, KindCoDel, ...); the
+	// kind's own tc xstats are in the field of that name (zero otherwise).
+	Kind  string
+	CoDel CodelXStats
+	PIE   PIEXStats
+	FQ    FQCodelXStats
+	QProt QProtStats
+}
+
+// CodelXStats is what `tc -s qdisc` shows for codel (struct
+// tc_codel_xstats), times in ns (tc prints them in µs).
+type CodelXStats struct {
+	MaxPacket     uint32 // largest packet seen at dequeue, bytes
+	Count         uint32 // drops/marks in the current dropping state
+	LastCount     uint32 // count when the dropping state was last entered
+	LDelay        int64  // sojourn of the last packet dequeued
+	DropNext      int64  // time to the next drop, relative to now (0 unless dropping)
+	Dropping      bool
+	DropOverlimit uint64 // tail drops at the packet limit
+	ECNMark       uint64 // control-law CE marks
+	CEMark        uint64 // ce_threshold CE marks
+}
+
+// PIEXStats is what `tc -s qdisc` shows for pie (struct tc_pie_xstats).
+type PIEXStats struct {
+	Prob             uint64 // drop probability, the kernel's 56-bit scale (PIEMaxProb ≙ 1.0)
+	Delay            int64  // current queue delay estimate, ns
+	AvgDQRate        uint32 // bytes/s, only with dq_rate_estimator
+	DQRateEstimating bool
+	PacketsIn        uint64
+	Dropped          uint64 // AQM drops and tail drops
+	Overlimit        uint64 // tail drops at the packet limit
+	MaxQ             uint64 // largest queue length seen at enqueue, packets
+	ECNMark          uint64
+}
+
+// FQCodelXStats is what `tc -s qdisc` shows for fq_codel (struct
+// tc_fq_codel_qd_stats).
+type FQCodelXStats struct {
+	MaxPacket      uint32
+	DropOverlimit  uint64 // packets dropped because the qdisc was full (limit or memory)
+	ECNMark        uint64 // control-law CE marks
+	NewFlowCount   uint64 // times a flow was (re)added to the new-flows list
+	NewFlowsLen    int    // flows in the new-flows list now
+	OldFlowsLen    int    // flows in the old-flows list now
+	CEMark         uint64 // ce_threshold CE marks
+	MemoryUsage    uint64 // bytes queued
+	DropOvermemory uint64 // of DropOverlimit, those over memory_limit
+}
+
+// QProtStats counts DOCSIS Queue Protection's decisions (RFC 9957).
+type QProtStats struct {
+	SanctionedPackets uint64 // L4S/NQB packets moved to the C-queue
+	// SanctionedFlows counts flows sanctioned, by episode: a bucket's
+	// first sanction since it was (re)claimed. A bursty flow whose score
+	// drains between bursts counts once per burst sanctioned.
+	SanctionedFlows uint64
+	DefaultBucket   uint64 // packets scored in the shared default bucket
+}
+
+// Kind-independent bookkeeping of the single-queue disciplines (CoDel,
+// PIE, fq_codel): every packet is Classic.
+
+// cleanMeta clears what a previous queue may have left in m.
+func cleanMeta(m Meta) Meta {
+	m.Len = max(m.Len, 0)
+	m.Class = Classic
+	m.applyStep, m.earlyMark, m.sanctioned, m.next = false, ReasonNone, false, 0
+	return m
+}
+
+func (s *Stats) countDrop(why Reason) {
+	s.Dropped++
+	s.DropsBy[why]++
+	s.C.Dropped++
+}
+
+// enqueued counts an accepted packet; qlen is the queue length before it.
+func (s *Stats) enqueued(m *Meta, qlen int) {
+	s.MaxQ = max(s.MaxQ, uint32(min(uint64(qlen), math.MaxUint32)))
+	s.PktsInC++
+	s.C.Enqueued++
+}
+
+// sent counts a packet leaving and returns its verdict.
+func (s *Stats) sent(m *Meta, marked bool, why Reason) Verdict {
+	s.SentPackets++
+	s.SentBytes += uint64(m.Len)
+	s.C.Sent++
+	s.C.Bytes += uint64(m.Len)
+	v := Verdict{Class: Classic}
+	if marked {
+		s.C.Marked++
+		v.Action, v.Reason = Mark, why
+	}
+	return v
 }

@@ -58,14 +58,20 @@ func (v View) Version() int {
 // ECN returns the header's ECN codepoint, NotECT when v is not valid.
 func (v View) ECN() ECN { return v.ecn(v.Version()) }
 
-func (v View) ecn(version int) ECN {
+func (v View) ecn(version int) ECN { return ECN(v.dsfield(version) & 3) }
+
+// DSCP returns the header's DSCP (RFC 2474), 0 when v is not valid.
+func (v View) DSCP() uint8 { return v.dsfield(v.Version()) >> 2 }
+
+// dsfield is the IPv4 TOS byte or the IPv6 Traffic Class (DSCP and ECN).
+func (v View) dsfield(version int) uint8 {
 	switch version {
 	case 4:
-		return ECN(v[1] & 3)
+		return v[1]
 	case 6:
-		return ECN(v[1]>>4) & 3
+		return v[0]<<4 | v[1]>>4
 	}
-	return NotECT
+	return 0
 }
 
 // SetCE sets the ECN field to CE (RFC 3168 §5) and reports whether the
@@ -189,8 +195,8 @@ func finalizeHash(h uint32) uint32 {
 }
 
 // MetaOf reads what a queue needs from a raw IP packet: Len = len(pkt)
-// (what the link serialises), the ECN codepoint, the flow hash, and the
-// caller's slot. Arrival and Class are left zero (Enqueue stamps the one
+// (what the link serialises), the ECN codepoint and DSCP, the flow hash,
+// and the caller's slot. Arrival and Class are left zero (Enqueue stamps the one
 // and decides the other).
 func MetaOf(pkt []byte, slot int32) Meta {
 	v := View(pkt)
@@ -199,7 +205,8 @@ func MetaOf(pkt []byte, slot int32) Meta {
 	if n > 1<<31-1 {
 		n = 1<<31 - 1
 	}
-	return Meta{Len: int32(n), Slot: slot, ECN: v.ecn(version), Flow: v.flowHash(version)}
+	ds := v.dsfield(version)
+	return Meta{Len: int32(n), Slot: slot, ECN: ECN(ds & 3), DSCP: ds >> 2, Flow: v.flowHash(version)}
 }
 
 // Checksum is the Internet checksum of b (RFC 1071): the ones' complement

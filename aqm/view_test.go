@@ -246,3 +246,27 @@ func TestChecksum(t *testing.T) {
 		t.Error("odd length is not padded with a zero byte")
 	}
 }
+
+// MetaOf takes the DSCP from the upper six bits of the TOS / traffic
+// class and the ECN from the lower two, for every value (NQB is 45 << 2 |
+// ECN = 0xb4..0xb7, RFC 9956 §4).
+func TestMetaOfDSCP(t *testing.T) {
+	for tos := range 256 {
+		for _, p := range [][]byte{ipv4Packet(byte(tos), 10), ipv6Packet(byte(tos), 10)} {
+			m := MetaOf(p, 0)
+			if m.DSCP != uint8(tos>>2) || m.ECN != ECN(tos&3) || m.DSField() != uint8(tos) {
+				t.Fatalf("tos %#x (IPv%d): DSCP %d ECN %v DSField %#x, want %d %v %#x",
+					tos, p[0]>>4, m.DSCP, m.ECN, m.DSField(), tos>>2, ECN(tos&3), tos)
+			}
+			if got := View(p).DSCP(); got != uint8(tos>>2) {
+				t.Fatalf("tos %#x: View.DSCP %d", tos, got)
+			}
+		}
+	}
+	if m := MetaOf([]byte{0x45, 0xb5}, 0); m.DSCP != 0 || m.ECN != NotECT {
+		t.Fatalf("short packet: DSCP %d ECN %v, want 0 Not-ECT", m.DSCP, m.ECN)
+	}
+	if m := MetaOf(ipv4Packet(0xb5, 10), 0); m.DSCP != DSCPNQB {
+		t.Fatalf("TOS 0xb5: DSCP %d, want NQB %d", m.DSCP, DSCPNQB)
+	}
+}

@@ -122,13 +122,7 @@ func (d DirConfig) validate() error {
 	if d.Link.Delay < 0 {
 		return fmt.Errorf("delay %v: must be >= 0", time.Duration(d.Link.Delay))
 	}
-	switch d.Queue.Kind {
-	case aqm.KindDualPI2:
-		return d.Queue.DualPI2.Validate()
-	case aqm.KindFIFO:
-		return d.Queue.FIFO.Validate()
-	}
-	return fmt.Errorf("queue kind %q: want %q or %q", d.Queue.Kind, aqm.KindDualPI2, aqm.KindFIFO)
+	return d.Queue.Validate()
 }
 
 // slots returns how many packet buffers a direction needs: everything the
@@ -151,17 +145,7 @@ const minLineSlots = 256
 // fixedSlots are the buffers a direction needs whatever its rate and
 // delay: the queue's limit, two batches in hand and a margin.
 func (c Config) fixedSlots(d DirConfig) int {
-	var queued uint64
-	switch d.Queue.Kind {
-	case aqm.KindDualPI2:
-		queued = uint64(d.Queue.DualPI2.Limit)
-	case aqm.KindFIFO:
-		queued = uint64(d.Queue.FIFO.Limit)
-		if queued == 0 {
-			queued = d.Queue.FIFO.ByteLimit / 64
-		}
-	}
-	return int(min(queued, maxSlots)) + 2*c.Batch + 16
+	return min(d.Queue.Limit(), maxSlots) + 2*c.Batch + 16
 }
 
 // inFlight is how many full-size packets the delay line holds at rate
@@ -218,10 +202,13 @@ type DirEdit struct {
 	Loss    shaper.Loss
 	SetLoss bool
 	Queue   *aqm.Spec // new queue configuration; the kind cannot change live
+	// New delay variation / burst model, from the next packet / burst on.
+	Jitter    *shaper.Jitter
+	Aggregate *shaper.Aggregate
 }
 
 func (e DirEdit) empty() bool {
-	return e.Rate == nil && e.Delay == nil && !e.SetLoss && e.Queue == nil
+	return e.Rate == nil && e.Delay == nil && !e.SetLoss && e.Queue == nil && e.Jitter == nil && e.Aggregate == nil
 }
 
 // apply returns d with e applied, checked; kind changes are refused.
@@ -235,12 +222,21 @@ func (e DirEdit) apply(d DirConfig) (DirConfig, error) {
 	if e.SetLoss {
 		d.Link.Loss = e.Loss
 	}
-	if e.Queue != nil {
-		if e.Queue.Kind != d.Queue.Kind {
-			return d, fmt.Errorf("queue kind %s -> %s: the kind cannot change while running (restart instead)", d.Queue.Kind, e.Queue.Kind)
+	if e.Jitter != nil {
+		if err := e.Jitter.Validate(); err != nil {
+			return d, err
 		}
-		if d.Queue.Kind == aqm.KindFIFO && e.Queue.FIFO != d.Queue.FIFO {
-			return d, errors.New("fifo limits cannot change while running (restart instead)")
+		d.Link.Jitter = *e.Jitter
+	}
+	if e.Aggregate != nil {
+		if err := e.Aggregate.Validate(); err != nil {
+			return d, err
+		}
+		d.Link.Aggregate = *e.Aggregate
+	}
+	if e.Queue != nil {
+		if err := d.Queue.LiveChange(*e.Queue); err != nil {
+			return d, err
 		}
 		d.Queue = *e.Queue
 	}

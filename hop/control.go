@@ -104,12 +104,18 @@ func (o *owner) applyEdit(e DirEdit) error {
 	}
 	now := clock()
 	o.release(now) // what was due happens under the old settings
-	if e.Queue != nil && e.Queue.Kind == aqm.KindDualPI2 {
-		q, ok := o.link.Queue().(*aqm.DualPI2)
-		if !ok {
-			return fmt.Errorf("queue is %T, not DualPI2", o.link.Queue())
+	if e.Queue != nil {
+		if err := aqm.ChangeQueue(o.link.Queue(), *e.Queue, now, o.dropFn); err != nil {
+			return err
 		}
-		if err := q.Change(e.Queue.DualPI2, now, o.dropFn); err != nil {
+	}
+	if e.Jitter != nil {
+		if err := o.link.SetJitter(*e.Jitter); err != nil {
+			return err
+		}
+	}
+	if e.Aggregate != nil {
+		if err := o.link.SetAggregate(*e.Aggregate, now); err != nil {
 			return err
 		}
 	}

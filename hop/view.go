@@ -33,6 +33,11 @@ type View struct {
 	MemUsed    uint64  `json:"memory_used"`
 	MemMax     uint64  `json:"memory_max"`
 	MemLimit   uint64  `json:"memory_limit"`
+	// The other kinds' tc -s xstats, under their qdisc's name.
+	CoDel   *CodelView   `json:"codel,omitempty"`
+	PIE     *PIEView     `json:"pie,omitempty"`
+	FQCodel *FQCodelView `json:"fq_codel,omitempty"`
+	QProt   *QProtView   `json:"queue_protection,omitempty"`
 	// link
 	Rate        string            `json:"rate"`
 	Delay       string            `json:"delay"`
@@ -76,6 +81,7 @@ func (s *DirStats) View(prev *DirStats) View {
 			v.Drops[name] = n
 		}
 	}
+	v.addXStats(&q)
 	iv := s.since(prev)
 	if iv.Elapsed > 0 {
 		v.Interval = float64(iv.Elapsed) / 1e9

@@ -40,6 +40,10 @@ type Annotation struct {
 // prob is p' as a fraction of 1 with six decimals.
 // verdict is aqm.Action.String: sent, marked or dropped.
 // reason is aqm.Reason.String, or "none" when the verdict has no reason.
+// sub, only when not 0, is aqm.Verdict.Sub: fq_codel's flow number, or
+// codel's drop state (the control law's count), as in
+//
+//	pi2hop: queue=C ecn-in=ECT(0) sojourn=20.000000ms prob=0.000000 verdict=marked reason=codel sub=3
 const commentPrefix = "pi2hop:"
 
 // AppendComment appends a's comment text to b and returns the result.
@@ -63,6 +67,10 @@ func AppendComment(b []byte, a *Annotation) []byte {
 		b = append(b, "none"...)
 	} else {
 		b = append(b, a.Verdict.Reason.String()...)
+	}
+	if a.Verdict.Sub != 0 {
+		b = append(b, " sub="...)
+		b = strconv.AppendUint(b, uint64(a.Verdict.Sub), 10)
 	}
 	return b
 }
@@ -151,6 +159,10 @@ func ParseComment(s string) (Annotation, error) {
 			}
 		case "reason":
 			a.Verdict.Reason, err = parseReason(val)
+		case "sub":
+			var n uint64
+			n, err = strconv.ParseUint(val, 10, 32)
+			a.Verdict.Sub = uint32(n)
 		}
 		if err != nil {
 			return a, fmt.Errorf("comment %q: %s=%q: %v", s, key, val, err)

@@ -24,6 +24,14 @@ func TestCommentRoundTrip(t *testing.T) {
 			"pi2hop: queue=C ecn-in=CE sojourn=12000.000123ms prob=0.000000 verdict=sent reason=none"},
 		{Annotation{Class: aqm.L4S, ECNIn: aqm.ECT0},
 			"pi2hop: queue=L ecn-in=ECT(0)"},
+		// The other qdiscs' reasons, and Verdict.Sub (fq_codel's flow
+		// number; codel's drop state).
+		{Annotation{Class: aqm.Classic, Sojourn: 20_000_000, ECNIn: aqm.ECT0, HasDecision: true,
+			Verdict: aqm.Verdict{Action: aqm.Mark, Reason: aqm.ReasonCodel, Sub: 3}},
+			"pi2hop: queue=C ecn-in=ECT(0) sojourn=20.000000ms prob=0.000000 verdict=marked reason=codel sub=3"},
+		{Annotation{Class: aqm.Classic, Sojourn: 1000, ECNIn: aqm.ECT1, HasDecision: true,
+			Verdict: aqm.Verdict{Action: aqm.Pass, Reason: aqm.ReasonSanction}},
+			"pi2hop: queue=C ecn-in=ECT(1) sojourn=0.001000ms prob=0.000000 verdict=sent reason=sanction"},
 	} {
 		got := string(AppendComment(nil, &tc.ann))
 		if got != tc.text {

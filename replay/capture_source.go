@@ -112,7 +112,7 @@ func (c *CaptureSource) fill(p *Packet, cp *pcap.Packet) {
 		size = len(ip)
 	}
 	*p = Packet{
-		Time: t, Len: int32(min(size, maxIPLen)), ECN: v.ECN(), Flow: v.FlowHash(),
+		Time: t, Len: int32(min(size, maxIPLen)), ECN: v.ECN(), Flow: v.FlowHash(), DSCP: v.DSCP(),
 		Frame: ip, CapLen: len(cp.Data),
 	}
 }

@@ -18,16 +18,18 @@ const (
 	colBytes
 	colECN
 	colFlow
+	colDSCP
 	numCols
 )
 
-var colNames = [numCols]string{"time_ns", "bytes", "ecn", "flow"}
+var colNames = [numCols]string{"time_ns", "bytes", "ecn", "flow", "dscp"}
 
 // CSVSource reads a packet trace in CSV: a header naming the columns
-// time_ns, bytes, ecn and optionally flow, then one packet per row.
-// time_ns is the arrival in ns (non-decreasing), bytes the IP length
+// time_ns, bytes, ecn and optionally flow and dscp, then one packet per
+// row. time_ns is the arrival in ns (non-decreasing), bytes the IP length
 // (1..65535), ecn the ECN field value 0..3 (0 Not-ECT, 1 ECT(1), 2 ECT(0),
-// 3 CE), flow an id 0..2^32-1 (default 0). Blank lines and lines starting
+// 3 CE), flow an id 0..2^32-1 (default 0), dscp the DSCP 0..63 (default
+// 0; 45 is NQB). Blank lines and lines starting
 // with # are skipped. Fields are plain numbers: no quoting.
 type CSVSource struct {
 	r     *bufio.Reader
@@ -98,7 +100,7 @@ func (c *CSVSource) readHeader() error {
 		}
 		switch {
 		case col < 0:
-			return c.errorf("unknown column %q in the header (want time_ns, bytes, ecn and optionally flow)", n)
+			return c.errorf("unknown column %q in the header (want time_ns, bytes, ecn and optionally flow, dscp)", n)
 		case c.pos[col] >= 0:
 			return c.errorf("column %q appears twice in the header", n)
 		}
@@ -106,7 +108,7 @@ func (c *CSVSource) readHeader() error {
 	}
 	for k := colTime; k <= colECN; k++ {
 		if c.pos[k] < 0 {
-			return c.errorf("header %q has no column %q (want time_ns,bytes,ecn[,flow])", b, colNames[k])
+			return c.errorf("header %q has no column %q (want time_ns,bytes,ecn[,flow][,dscp])", b, colNames[k])
 		}
 	}
 	return nil
@@ -160,8 +162,14 @@ func (c *CSVSource) Next(p *Packet) (bool, error) {
 			return false, c.errorf("column %q: %q is not a flow id 0..4294967295", "flow", fields[colFlow])
 		}
 	}
+	var dscp uint64
+	if c.pos[colDSCP] >= 0 {
+		if dscp, ok = parseDecimal(fields[colDSCP], 63); !ok {
+			return false, c.errorf("column %q: %q is not a DSCP 0..63", "dscp", fields[colDSCP])
+		}
+	}
 	c.last = int64(t)
-	*p = Packet{Time: int64(t), Len: int32(size), ECN: aqm.ECN(ecn), Flow: uint32(flow)}
+	*p = Packet{Time: int64(t), Len: int32(size), ECN: aqm.ECN(ecn), Flow: uint32(flow), DSCP: uint8(dscp)}
 	return true, nil
 }
 

@@ -98,3 +98,15 @@ func TestParseDecimal(t *testing.T) {
 		}
 	}
 }
+
+// The optional dscp column (0..63) reaches the packet, for NQB.
+func TestCSVDSCP(t *testing.T) {
+	got := readAll(t, NewCSVSource(strings.NewReader("time_ns,bytes,ecn,dscp\n0,100,0,45\n5,100,1,0\n"), "t.csv"))
+	if len(got) != 2 || got[0].DSCP != 45 || got[1].DSCP != 0 {
+		t.Errorf("got %+v, want DSCP 45 then 0", got)
+	}
+	_, err := NewCSVSource(strings.NewReader("time_ns,bytes,ecn,dscp\n0,100,0,64\n"), "t.csv").Next(new(Packet))
+	if err == nil || !strings.Contains(err.Error(), `t.csv:2: column "dscp": "64" is not a DSCP 0..63`) {
+		t.Errorf("DSCP 64: %v", err)
+	}
+}

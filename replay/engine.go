@@ -232,7 +232,7 @@ func (e *Engine) arrive(p *Packet) {
 		e.check(h.Arrival(p))
 	}
 	slot := e.hold(p)
-	m := aqm.Meta{Len: p.Len, Slot: slot, Flow: p.Flow, ECN: p.ECN}
+	m := aqm.Meta{Len: p.Len, Slot: slot, Flow: p.Flow, ECN: p.ECN, DSCP: p.DSCP}
 	v := e.link.Enqueue(m, p.Time)
 	qc := &e.res.Queues[QueueIndex(v.Class)]
 	qc.Arrivals++

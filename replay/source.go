@@ -9,6 +9,7 @@ type Packet struct {
 	Len   int32   // IP length in bytes: what the link serialises
 	ECN   aqm.ECN // the codepoint as the packet arrives
 	Flow  uint32  // flow id (a capture: the 5-tuple hash)
+	DSCP  uint8   // DSCP (NQB is 45), for the queues that classify by it
 
 	// Capture input only: the IP packet, zero-padded to its length on the
 	// wire when the capture truncated it (so its header's lengths hold),

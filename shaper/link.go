@@ -3,6 +3,7 @@ package shaper
 import (
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 
 	"github.com/pi2hop/pi2hop/aqm"
@@ -13,6 +14,10 @@ type Config struct {
 	Rate  Rate  // serialisation rate; required
 	Delay int64 // one-way delay after the link, ns (>= 0)
 	Loss  Loss  // applied as each packet leaves the link; nil = none
+	// Jitter varies each packet's delay without reordering; zero = none.
+	Jitter Jitter
+	// Aggregate sends in bursts at slot times (Wi-Fi-like); zero = off.
+	Aggregate Aggregate
 	// Origin is the injected time at which a rate schedule's time 0 falls
 	// (a trace's first opportunity is Origin + its first timestamp). Replay
 	// starts at 0; a live hop passes its start time. Const ignores it.
@@ -90,6 +95,17 @@ type Link struct {
 	origin int64 // injected time of the rate's time 0
 	delay  int64
 	loss   Loss
+	jitter Jitter
+
+	// Aggregation: bursts start at slots (aggOrigin + k·Interval); while
+	// waiting for one, aggWait is set and aggAt is its time; during a
+	// burst aggBudget is the bytes it may still send.
+	agg       Aggregate
+	aggOrigin int64
+	aggWait   bool
+	aggAt     int64
+	aggBudget int
+	aggLast   int64 // the last slot used
 
 	busy bool  // a packet is on the wire
 	wire Event // that packet; wire.Dep is when it leaves the link
@@ -118,6 +134,10 @@ func NewLink(cfg Config, q aqm.Queue, rng *rand.Rand) (*Link, error) {
 		return nil, errors.New("shaper: no rate (want Const, a mahimahi trace or a rate schedule)")
 	case cfg.Delay < 0:
 		return nil, fmt.Errorf("shaper: delay %dns is negative", cfg.Delay)
+	case cfg.Jitter.Validate() != nil:
+		return nil, fmt.Errorf("shaper: %w", cfg.Jitter.Validate())
+	case cfg.Aggregate.Validate() != nil:
+		return nil, fmt.Errorf("shaper: %w", cfg.Aggregate.Validate())
 	case rng == nil:
 		return nil, errors.New("shaper: no random source (loss models draw from it)")
 	}
@@ -128,8 +148,13 @@ func NewLink(cfg Config, q aqm.Queue, rng *rand.Rand) (*Link, error) {
 		origin: cfg.Origin,
 		delay:  cfg.Delay,
 		loss:   cfg.Loss,
-		line:   newDelayLine(delayLineSize(cfg)),
-		stash:  make([]Event, 0, 4),
+		jitter: cfg.Jitter,
+		agg:    cfg.Aggregate,
+
+		aggOrigin: cfg.Origin,
+		aggLast:   math.MinInt64,
+		line:      newDelayLine(delayLineSize(cfg)),
+		stash:     make([]Event, 0, 4),
 	}
 	l.prober, _ = q.(probReporter)
 	return l, nil
@@ -182,6 +207,9 @@ func (l *Link) Poll(now int64, out []Event) []Event {
 		if l.busy {
 			tLink = l.wire.Dep
 		}
+		if l.aggWait {
+			tLink = l.aggAt // the link is idle until the slot
+		}
 		tRelease := int64(Never)
 		if l.line.n > 0 {
 			tRelease = l.line.front().At
@@ -192,6 +220,8 @@ func (l *Link) Poll(now int64, out []Event) []Event {
 			if l.onUpdate != nil {
 				l.onUpdate(tUpdate)
 			}
+		case tLink <= now && tLink != Never && tLink <= tRelease && l.aggWait:
+			out = l.startBurst(out)
 		case tLink <= now && tLink != Never && tLink <= tRelease:
 			out = l.finishTransmission(out)
 		case tRelease <= now && tRelease != Never:
@@ -220,8 +250,13 @@ func (l *Link) finishTransmission(out []Event) []Event {
 		l.stats.LostBytes += uint64(w.Meta.Len)
 		out = append(out, *w)
 	} else {
-		// max() keeps the line FIFO when the delay has just been lowered.
-		w.At = max(addSat(w.Dep, l.delay), l.lastRelease)
+		// max() keeps the line FIFO when the delay has just been lowered
+		// or jitter drew less for this packet than for the one before.
+		d := l.delay
+		if l.jitter.Amount != 0 {
+			d = max(addSat(d, l.jitter.Sample(l.rng)), 0)
+		}
+		w.At = max(addSat(w.Dep, d), l.lastRelease)
 		l.lastRelease = w.At
 		l.line.push(w)
 	}
@@ -231,13 +266,35 @@ func (l *Link) finishTransmission(out []Event) []Event {
 	return out
 }
 
+// startBurst begins an aggregation burst at its slot time.
+func (l *Link) startBurst(out []Event) []Event {
+	t := l.aggAt
+	l.aggWait = false
+	l.aggLast = t
+	l.aggBudget = l.agg.Bytes
+	n := len(out)
+	out = l.startNext(t, out)
+	l.stats.Dropped += uint64(len(out) - n)
+	return out
+}
+
 // startNext dequeues at t, the time the link became free, until a packet
 // goes on the wire or the queue is empty; dequeue-time drops go to out
-// (the caller counts them).
+// (the caller counts them). With aggregation, outside a burst (no budget
+// left) the link waits for the next slot instead, if anything is queued.
 func (l *Link) startNext(t int64, out []Event) []Event {
+	if l.agg.On() && l.aggBudget <= 0 {
+		l.aggBudget = 0
+		if n, _ := l.q.Len(); n > 0 && !l.aggWait {
+			l.aggWait = true
+			l.aggAt = l.agg.nextSlot(t, l.aggOrigin, l.aggLast)
+		}
+		return out
+	}
 	for {
 		m, v, ok := l.q.Dequeue(t)
 		if !ok {
+			l.aggBudget = 0 // a burst ends when the queue is empty
 			return out
 		}
 		var prob uint32
@@ -250,6 +307,9 @@ func (l *Link) startNext(t int64, out []Event) []Event {
 		}
 		l.wire = Event{Meta: m, Verdict: v, Deq: t, Dep: l.finish(t, int(m.Len)), Prob: prob}
 		l.busy = true
+		if l.agg.On() {
+			l.aggBudget -= int(m.Len)
+		}
 		return out
 	}
 }
@@ -273,6 +333,9 @@ func (l *Link) Next() int64 {
 	t := l.q.NextUpdate()
 	if l.busy {
 		t = min(t, l.wire.Dep)
+	}
+	if l.aggWait {
+		t = min(t, l.aggAt)
 	}
 	if l.line.n > 0 {
 		t = min(t, l.line.front().At)
@@ -311,6 +374,41 @@ func (l *Link) SetDelay(d int64) { l.delay = max(d, 0) }
 
 // SetLoss changes the loss model; nil means none.
 func (l *Link) SetLoss(x Loss) { l.loss = x }
+
+// SetJitter changes the delay variation for packets leaving the link from
+// now on; an invalid one is refused.
+func (l *Link) SetJitter(j Jitter) error {
+	if err := j.Validate(); err != nil {
+		return err
+	}
+	l.jitter = j
+	return nil
+}
+
+// SetAggregate changes the burst model at now: a burst in progress
+// finishes under the old one; switching it off lets an idle link start at
+// once (what that start drops at dequeue comes out of the next Poll).
+func (l *Link) SetAggregate(a Aggregate, now int64) error {
+	if err := a.Validate(); err != nil {
+		return err
+	}
+	l.agg = a
+	if l.aggWait {
+		l.aggWait = false
+		if !a.On() && !l.busy {
+			l.stash = l.startNext(now, l.stash)
+		} else if a.On() {
+			l.aggWait, l.aggAt = true, a.nextSlot(now, l.aggOrigin, l.aggLast)
+		}
+	}
+	return nil
+}
+
+// Jitter returns the current delay variation.
+func (l *Link) Jitter() Jitter { return l.jitter }
+
+// Aggregate returns the current burst model.
+func (l *Link) Aggregate() Aggregate { return l.agg }
 
 // Rate returns the current rate.
 func (l *Link) Rate() Rate { return l.rate }

@@ -44,6 +44,20 @@ func TestLinkPollNoAlloc(t *testing.T) {
 			t.Errorf("%s: workload delivered %d, lost %d", name, st.Delivered, st.Lost)
 		}
 	}
+	// Jitter and aggregation allocate nothing either.
+	s := newSteadyLoad(t, newFakeQueue())
+	if err := s.l.SetJitter(Jitter{Amount: ms, Dist: DistParetoNormal}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.l.SetAggregate(Aggregate{Interval: ms, Bytes: 200_000}, s.now); err != nil {
+		t.Fatal(err)
+	}
+	for range 10_000 {
+		s.step()
+	}
+	if n := testing.AllocsPerRun(10_000, s.step); n != 0 {
+		t.Errorf("jitter+aggregate: %.2f allocations per packet; want 0", n)
+	}
 }
 
 // BenchmarkLinkPacket is the shaper's per-packet cost: one Enqueue and one

@@ -81,7 +81,7 @@ func TestResolveRejects(t *testing.T) {
 		in   Config
 		want string
 	}{
-		{Config{Scenario: "nope"}, `scenario "nope": want one of l4s-demo, bdp, coexist, prague`},
+		{Config{Scenario: "nope"}, `scenario "nope": want one of l4s-demo, aqm-zoo, bdp, classic-ecn, coexist, prague, wifi`},
 		{Config{RateBps: 1000}, "want at least 100kbit"},
 		{Config{Duration: 3 * time.Second}, "warm-up 5s: want 0 <= warm-up < duration (3s)"},
 		{Config{Bulk: 40}, "bulk 40: want 0..32"},

@@ -123,7 +123,7 @@ func finish(rep *report.Report, cfg Config) {
 func runOne(ctx context.Context, sp RunSpec, prefix string, tap hop.Tap, cpuLatency time.Duration, j *tun.Journal) (res *runResult, err error) {
 	res = &runResult{spec: sp}
 	dir := hop.DirConfig{
-		Link:  shaper.Config{Rate: shaper.Const{BitsPerSecond: sp.RateBps}, Delay: int64(sp.RTT / 2)},
+		Link:  shaper.Config{Rate: shaper.Const{BitsPerSecond: sp.RateBps}, Delay: int64(sp.RTT / 2), Aggregate: sp.Aggregate},
 		Queue: sp.Queue,
 	}
 	pair, err := hop.NewPairWith(ctx, hop.PairSpec{ClientNS: prefix + "c", ServerNS: prefix + "s", Tap: tap, Journal: j},
@@ -137,8 +137,13 @@ func runOne(ctx context.Context, sp RunSpec, prefix string, tap hop.Tap, cpuLate
 		}
 	}()
 	for _, ns := range []string{pair.ClientNS, pair.ServerNS} {
-		// Classic load is Not-ECT: no ECN negotiation from either end.
-		if err := tun.WriteSysctl(ns, "net/ipv4/tcp_ecn", "0"); err != nil {
+		// Classic load is Not-ECT: no ECN negotiation from either end,
+		// unless the run asks for classic ECN (RFC 3168) TCP.
+		ecn := "0"
+		if sp.TCPECN {
+			ecn = "1"
+		}
+		if err := tun.WriteSysctl(ns, "net/ipv4/tcp_ecn", ecn); err != nil {
 			return res, err
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/pi2hop/pi2hop/aqm"
+	"github.com/pi2hop/pi2hop/shaper"
 	"github.com/pi2hop/pi2hop/testbed/flow"
 )
 
@@ -52,6 +53,11 @@ type RunSpec struct {
 	Warmup   time.Duration `json:"warmup_ns"`
 	Flows    []FlowSpec    `json:"flows"`
 	Seed     uint64        `json:"seed"`
+	// TCPECN lets the kernel TCP flows negotiate classic ECN (RFC 3168,
+	// ECT(0)): classic-ecn. Otherwise they are Not-ECT.
+	TCPECN bool `json:"tcp_ecn,omitempty"`
+	// Aggregate makes the link send in Wi-Fi-like bursts (wifi).
+	Aggregate shaper.Aggregate `json:"aggregate,omitempty"`
 
 	DistanceKm int `json:"distance_km,omitempty"` // bdp: the seed-001 distance of this RTT
 }
@@ -183,6 +189,133 @@ while the L queue stays short (sojourn p99 ≤ 2 ms).`,
 			Warmup: 4 * time.Second, Seed: 1},
 		runs: pragueRuns,
 	})
+}
+
+func init() {
+	define(&scenario{
+		name:  "aqm-zoo",
+		title: "The WWDC23 call beside four downloads through the bottlenecks an app meets",
+		doc: `The l4s-demo load (a 30 fps video call beside four classic cubic downloads,
+10 Mbit/s, 20 ms) through each queue an L4S app meets in the wild, every one
+with Linux's defaults: a tail-drop FIFO, fq_codel (a home router's default),
+single-queue CoDel and PIE with classic ECN marking (RFC 3168 marks, which an
+L4S sender takes for its own: the case RFC 9330 warns about), DualPI2 (RFC
+9332) and DOCSIS 3.1 low latency (DualQ with queue protection, RFC 9957);
+the call on L4S (ECT(1), Prague) and classic (Not-ECT). One table and one
+RTT CDF across them.`,
+		defaults: Config{RateBps: 10_000_000, RTT: 20 * time.Millisecond, Duration: 45 * time.Second,
+			Warmup: 5 * time.Second, Seed: 1, Bulk: 4, FIFOLimit: 100},
+		quick: Config{RateBps: 10_000_000, RTT: 20 * time.Millisecond, Duration: 15 * time.Second,
+			Warmup: 3 * time.Second, Seed: 1, Bulk: 4, FIFOLimit: 100},
+		runs: aqmZooRuns,
+	})
+	define(&scenario{
+		name:  "classic-ecn",
+		title: "Prague and ECN cubic through a single-queue Classic-ECN AQM",
+		doc: `What the L4S operational guidance warns about: one UDP Prague flow (ECT(1)) and
+one kernel TCP cubic flow negotiating classic ECN (ECT(0)) share a 10 Mbit/s,
+20 ms bottleneck whose only queue marks with Classic-ECN semantics, CoDel
+(ecn) and PIE (ecn), Linux's defaults otherwise. Prague takes each CE mark as
+a fine-grained L4S signal while cubic halves on one: the report gives the
+rate ratio Prague/cubic and both flows' queue delay (one queue, so one delay).`,
+		defaults: Config{RateBps: 10_000_000, RTT: 20 * time.Millisecond, Duration: 45 * time.Second,
+			Warmup: 5 * time.Second, Seed: 1},
+		quick: Config{RateBps: 10_000_000, RTT: 20 * time.Millisecond, Duration: 15 * time.Second,
+			Warmup: 5 * time.Second, Seed: 1},
+		runs: classicECNRuns,
+	})
+	define(&scenario{
+		name:  "wifi",
+		title: "The l4s-demo call through a Wi-Fi-like aggregating link, DualPI2 vs FIFO",
+		doc: `The l4s-demo load through a link that sends in bursts, as a Wi-Fi station with
+frame aggregation does: 40 Mbit/s on the air, a burst every 4 ms of at most
+5000 bytes (10 Mbit/s on average), 20 ms base RTT. Between bursts packets wait
+in the queue, so the L queue's sojourn jumps by up to a burst interval: the
+main source of L4S marking in the field (heistp/l4s-tests). Runs: DualPI2 with
+the call on L4S, DualPI2 with it classic, a FIFO with it classic.`,
+		defaults: Config{RateBps: 40_000_000, RTT: 20 * time.Millisecond, Duration: 45 * time.Second,
+			Warmup: 5 * time.Second, Seed: 1, Bulk: 4, FIFOLimit: 100},
+		quick: Config{RateBps: 40_000_000, RTT: 20 * time.Millisecond, Duration: 20 * time.Second,
+			Warmup: 5 * time.Second, Seed: 1, Bulk: 4, FIFOLimit: 100},
+		runs: wifiRuns,
+	})
+}
+
+// zooQueue is one bottleneck of aqm-zoo and classic-ecn: a kind with
+// Linux's defaults, ECN on for the single-queue AQMs.
+type zooQueue struct {
+	name, title, buffer string
+	spec                aqm.Spec
+}
+
+func zooQueues(c Config) []zooQueue {
+	spec := func(kind string, mod func(*aqm.Spec)) aqm.Spec {
+		s, _ := aqm.DefaultSpec(kind)
+		if mod != nil {
+			mod(&s)
+		}
+		return s
+	}
+	return []zooQueue{
+		{"fifo", "FIFO", fmt.Sprintf("FIFO tail drop, %d packets", c.FIFOLimit),
+			aqm.Spec{Kind: aqm.KindFIFO, FIFO: aqm.FIFOConfig{Limit: c.FIFOLimit}}},
+		{"fq_codel", "fq_codel", "fq_codel, Linux defaults (ecn)", spec(aqm.KindFQCodel, nil)},
+		{"codel-ecn", "CoDel-ECN", "CoDel, Linux defaults but ecn", spec(aqm.KindCoDel, func(s *aqm.Spec) { s.CoDel.ECN = true })},
+		{"pie-ecn", "PIE-ECN", "PIE, Linux defaults but ecn", spec(aqm.KindPIE, func(s *aqm.Spec) { s.PIE.ECN = true })},
+		{"dualpi2", "DualPI2", dualPI2Buffer(*c.MinQlenStep), dualPI2(*c.MinQlenStep)},
+		{"docsis", "DOCSIS LL", "DOCSIS 3.1 low latency, queue protection on",
+			spec(aqm.KindDOCSIS, func(s *aqm.Spec) { s.DOCSIS.Rate = c.RateBps })},
+	}
+}
+
+func aqmZooRuns(c Config) []RunSpec {
+	withCall := func(ecn string) []FlowSpec {
+		fs := []FlowSpec{{Label: "call", Kind: KindVideo, ECN: ecn}}
+		for i := 1; i <= c.Bulk; i++ {
+			fs = append(fs, FlowSpec{Label: fmt.Sprintf("bulk-%d", i), Kind: KindCubic, ECN: flow.ECNClassic})
+		}
+		return fs
+	}
+	var runs []RunSpec
+	for _, q := range zooQueues(c) {
+		for _, call := range []struct{ name, ecn string }{{"l4s", flow.ECNL4S}, {"classic", flow.ECNClassic}} {
+			r := baseRun(c)
+			r.Name, r.Title = q.name+"-"+call.name, q.title+", call "+map[string]string{"l4s": "on L4S", "classic": "classic"}[call.name]
+			r.Queue, r.Buffer, r.Flows = q.spec, q.buffer, withCall(call.ecn)
+			runs = append(runs, r)
+		}
+	}
+	return runs
+}
+
+func classicECNRuns(c Config) []RunSpec {
+	var runs []RunSpec
+	for _, q := range zooQueues(c) {
+		if q.name != "codel-ecn" && q.name != "pie-ecn" {
+			continue
+		}
+		r := baseRun(c)
+		r.Name, r.Title = q.name, q.title+", Prague + ECN cubic"
+		r.Queue, r.Buffer, r.TCPECN = q.spec, q.buffer, true
+		r.Flows = []FlowSpec{
+			{Label: "prague", Kind: KindPrague, ECN: flow.ECNL4S},
+			{Label: "cubic-ecn", Kind: KindCubic, ECN: flow.ECNClassic},
+		}
+		runs = append(runs, r)
+	}
+	return runs
+}
+
+// wifiAggregate: a burst every 4 ms of at most 5000 bytes.
+var wifiAggregate = shaper.Aggregate{Interval: 4_000_000, Bytes: 5000}
+
+func wifiRuns(c Config) []RunSpec {
+	runs := l4sDemoRuns(c)
+	for i := range runs {
+		runs[i].Aggregate = wifiAggregate
+		runs[i].Buffer += fmt.Sprintf("; link bursts of ≤ %d B every %v", wifiAggregate.Bytes, time.Duration(wifiAggregate.Interval))
+	}
+	return runs
 }
 
 func baseRun(c Config) RunSpec {

@@ -74,7 +74,7 @@ func labFlags(fs *pflag.FlagSet) func(ctx context.Context, env *cmdEnv, args []s
 // addLabFlags declares lab's flags on fs.
 func addLabFlags(fs *pflag.FlagSet) *labArgs {
 	a := &labArgs{rtt: durationValue{min: 0}, duration: durationValue{min: time.Second}, fifoLimit: countValue{min: 1, max: 1 << 20}}
-	fs.BoolVar(&a.quick, "quick", false, "short durations (as CI runs them): l4s-demo 25 s runs, coexist 15 s, prague 12 s, bdp 5 s at 100mbit")
+	fs.BoolVar(&a.quick, "quick", false, "short durations (as CI runs them): l4s-demo 25 s runs, coexist 15 s, prague 12 s, bdp 5 s at 100mbit, aqm-zoo and classic-ecn 15 s, wifi 20 s")
 	fs.StringVarP(&a.out, "out", "o", "", "report `folder` (default pi2hop-lab-<scenario>-<time> in the current folder)")
 	fs.BoolVar(&a.list, "list", false, "list the scenarios with their defaults and exit")
 	fs.StringVar(&a.name, "name", defaultLab, "instance `name`: the lab's state file (/run/pi2hop/NAME.json) and namespaces ("+instance.LabPrefix("NAME")+"...); two labs at once need two names")

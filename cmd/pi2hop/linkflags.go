@@ -48,6 +48,15 @@ type linkFlags struct {
 	typicalRTT        durationValue
 	mtu               intRangeValue
 	seedValue         uint64
+
+	// The other queue disciplines (codel, pie, fq_codel, docsis) and
+	// the link's shape (jitter, aggregation bursts).
+	nqb, ecn, bytemode, dqRate, qprot bool
+	interval, ceThreshold, maxTh      durationValue
+	ceSelector                        string
+	flows, quantum, dropBatch         countValue
+	jitter, upJitter, downJitter      jitterValue
+	agg, upAgg, downAgg               aggregateValue
 }
 
 // addLinkFlags declares the link and AQM flags on fs. With bidir it also
@@ -58,7 +67,7 @@ func addLinkFlags(fs *pflag.FlagSet, bidir bool) *linkFlags {
 		fs:                fs,
 		bidir:             bidir,
 		rate:              rateValue{bps: instance.DefaultRate},
-		aqmKind:           choiceValue{val: aqm.KindDualPI2, choices: []string{aqm.KindDualPI2, aqm.KindFIFO}},
+		aqmKind:           choiceValue{val: aqm.KindDualPI2, choices: aqm.Kinds},
 		limit:             countValue{n: def.Limit, min: 1, max: math.MaxUint32},
 		memlimit:          sizeValue{max: math.MaxUint32},
 		target:            durationValue{d: time.Duration(def.Target)},
@@ -77,6 +86,12 @@ func addLinkFlags(fs *pflag.FlagSet, bidir bool) *linkFlags {
 		mtu:               intRangeValue{n: instance.DefaultMTU, min: 68, max: 65535},
 		upDelay:           durationValue{optional: true},
 		downDelay:         durationValue{optional: true},
+		interval:          durationValue{d: aqm.DefaultCodelInterval, min: time.Microsecond},
+		ceThreshold:       durationValue{optional: true},
+		maxTh:             durationValue{d: aqm.DefaultDOCSISMaxTh, min: time.Microsecond},
+		flows:             countValue{n: aqm.DefaultFQCodelFlows, min: 1, max: 65536},
+		quantum:           countValue{n: aqm.DefaultPschedMTU, min: 256, max: 1 << 20},
+		dropBatch:         countValue{n: aqm.DefaultFQCodelDropBatch, min: 1, max: math.MaxUint32},
 	}
 	if def.DropEnqueue {
 		f.dropAt.val = "enqueue"
@@ -103,11 +118,11 @@ func addLinkFlags(fs *pflag.FlagSet, bidir bool) *linkFlags {
 		fs.StringVar(&f.upRateTrace, "up-rate-trace", "", "uplink rate trace `FILE`; default --rate-trace")
 		fs.StringVar(&f.downRateTrace, "down-rate-trace", "", "downlink rate trace `FILE`; default --rate-trace")
 	}
-	fs.Var(&f.aqmKind, "aqm", "queue discipline: dualpi2 (RFC 9332, Linux sch_dualpi2) or fifo (tail drop, no AQM)")
+	fs.Var(&f.aqmKind, "aqm", "queue discipline, each with Linux's semantics and defaults: dualpi2 (RFC 9332), fifo (tail drop, no AQM), codel (RFC 8289), pie (RFC 8033), fq_codel (RFC 8290), docsis (DOCSIS 3.1 low latency: DualQ with queue protection, RFC 9957)")
 	fs.Var(&f.limit, "limit", "queue limit in `packets`, both queues (fifo: default 1000 packets unless --memlimit is given)")
 	fs.Var(&f.memlimit, "memlimit", "queue limit in bytes of packet data, tc `size` units (default limit·2·mtu, as the kernel)")
-	fs.Var(&f.target, "target", "PI target queue delay")
-	fs.Var(&f.tupdate, "tupdate", "PI update interval")
+	fs.Var(&f.target, "target", "target queue delay: the PI target (dualpi2, docsis; default 15ms, docsis 10ms), PIE's reference delay (15ms), CoDel's target (codel, fq_codel: 5ms)")
+	fs.Var(&f.tupdate, "tupdate", "probability update interval (dualpi2, docsis: 16ms; pie: 15ms)")
 	fs.Var(&f.alpha, "alpha", "PI integral gain in `Hz` (sent as trunc(Hz·256) like tc)")
 	fs.Var(&f.beta, "beta", "PI proportional gain in `Hz` (sent as trunc(Hz·256) like tc)")
 	fs.Var(&f.coupling, "coupling", "coupling factor k, 1..255: L4S marks with k·p, Classic with p²")
@@ -121,6 +136,26 @@ func addLinkFlags(fs *pflag.FlagSet, bidir bool) *linkFlags {
 	fs.Var(&f.typicalRTT, "typical-rtt", "auto-tune like tc for this typical RTT (with or without --max-rtt); the tuned values win over explicit ones, as in tc")
 	fs.Var(&f.mtu, "mtu", "MTU in `bytes`: DualPI2's 2-MTU guard and WRR credit use it")
 	fs.Uint64Var(&f.seedValue, "seed", instance.DefaultSeed, "seed of the random loss and AQM decisions (same seed, same run)")
+	fs.BoolVar(&f.nqb, "nqb", false, "dualpi2, docsis: packets with DSCP 45 (NQB, RFC 9956) use the L queue whatever their ECN")
+	fs.BoolVar(&f.ecn, "ecn", false, "codel, pie, fq_codel: mark ECN-capable packets instead of dropping them (default: off for codel and pie, on for fq_codel, as in Linux)")
+	fs.Var(&f.interval, "codel-interval", "codel, fq_codel: CoDel's interval (tc's interval), how long the sojourn must stay above target before a drop")
+	fs.Var(&f.ceThreshold, "ce-threshold", "codel, fq_codel: CE-mark ECN-capable packets whose sojourn exceeds this (default off)")
+	fs.StringVar(&f.ceSelector, "ce-threshold-selector", "", "fq_codel: apply --ce-threshold only where DS field & MASK == VALUE, as `VALUE/MASK` (0x01/0x01: ECT(1))")
+	fs.Var(&f.flows, "flows", "fq_codel: number of flow buckets")
+	fs.Var(&f.quantum, "quantum", "fq_codel: DRR quantum in `bytes`")
+	fs.Var(&f.dropBatch, "drop-batch", "fq_codel: most `packets` dropped from the fattest flow on overflow")
+	fs.BoolVar(&f.bytemode, "bytemode", false, "pie: scale the drop probability by packet size")
+	fs.BoolVar(&f.dqRate, "dq-rate-estimator", false, "pie: estimate queue delay from the drain rate (Little's law) instead of timestamps")
+	fs.BoolVar(&f.qprot, "queue-protection", true, "docsis: queue protection (RFC 9957), sanctioning flows that build the L queue")
+	fs.Var(&f.maxTh, "maxth", "docsis: queue delay where the L queue's marking ramp reaches 100 %")
+	fs.Var(&f.jitter, "jitter", "delay variation added per packet, never reordering: `AMOUNT[,DIST]`, DIST uniform (default, ±AMOUNT), normal, pareto, paretonormal (deviation AMOUNT)")
+	fs.Var(&f.agg, "aggregate", "Wi-Fi-like bursts: the link sends only every INTERVAL, up to SIZE per burst, as `INTERVAL,SIZE` (4ms,6kb)")
+	if bidir {
+		fs.Var(&f.upJitter, "up-jitter", "uplink delay variation; default --jitter")
+		fs.Var(&f.downJitter, "down-jitter", "downlink delay variation; default --jitter")
+		fs.Var(&f.upAgg, "up-aggregate", "uplink bursts; default --aggregate")
+		fs.Var(&f.downAgg, "down-aggregate", "downlink bursts; default --aggregate")
+	}
 	return f
 }
 
@@ -180,6 +215,24 @@ func (f *linkFlags) settings() instance.Settings {
 	set("typical-rtt", func() { s.TypicalRTT = &f.typicalRTT.d })
 	set("mtu", func() { s.MTU = &f.mtu.n })
 	set("seed", func() { s.Seed = &f.seedValue })
+	set("nqb", func() { s.NQB = &f.nqb })
+	set("ecn", func() { s.ECN = &f.ecn })
+	set("codel-interval", func() { s.Interval = &f.interval.d })
+	set("ce-threshold", func() { s.CEThreshold = &f.ceThreshold.d })
+	set("ce-threshold-selector", func() { s.CESelector = &f.ceSelector })
+	set("flows", func() { s.Flows = &f.flows.n })
+	set("quantum", func() { s.Quantum = &f.quantum.n })
+	set("drop-batch", func() { s.DropBatch = &f.dropBatch.n })
+	set("bytemode", func() { s.Bytemode = &f.bytemode })
+	set("dq-rate-estimator", func() { s.DQRateEstimator = &f.dqRate })
+	set("queue-protection", func() { s.QueueProtection = &f.qprot })
+	set("maxth", func() { s.MaxTh = &f.maxTh.d })
+	set("jitter", func() { s.Jitter = &f.jitter.j })
+	set("up-jitter", func() { s.UpJitter = &f.upJitter.j })
+	set("down-jitter", func() { s.DownJitter = &f.downJitter.j })
+	set("aggregate", func() { s.Aggregate = &f.agg.a })
+	set("up-aggregate", func() { s.UpAggregate = &f.upAgg.a })
+	set("down-aggregate", func() { s.DownAggregate = &f.downAgg.a })
 	return s
 }
 

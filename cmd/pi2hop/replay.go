@@ -22,7 +22,7 @@ import (
 func init() {
 	register(&command{
 		name:  "replay",
-		short: "run a packet trace (CSV or pcap) through the link and DualPI2 in virtual time",
+		short: "run a packet trace (CSV or pcap) through the link and a queue discipline (--aqm) in virtual time",
 		usage: "replay [flags] (--trace FILE | --pcap FILE [--pcap-out FILE])",
 		flags: replayFlags,
 	})
@@ -36,7 +36,7 @@ type replayArgs struct {
 
 func replayFlags(fs *pflag.FlagSet) func(context.Context, *cmdEnv, []string) error {
 	a := &replayArgs{}
-	fs.StringVar(&a.trace, "trace", "", "CSV packet trace `FILE` (- = stdin): header time_ns,bytes,ecn[,flow], ecn 0 Not-ECT, 1 ECT(1), 2 ECT(0), 3 CE")
+	fs.StringVar(&a.trace, "trace", "", "CSV packet trace `FILE` (- = stdin): header time_ns,bytes,ecn[,flow][,dscp], ecn 0 Not-ECT, 1 ECT(1), 2 ECT(0), 3 CE; dscp 0..63 (45 NQB)")
 	fs.StringVar(&a.pcap, "pcap", "", "capture `FILE` (- = stdin; pcap or pcapng, gzipped or not, as analyze reads) to replay: arrival = capture time since the first packet")
 	fs.StringVar(&a.pcapOut, "pcap-out", "", "write the packets as they leave (after --delay, CE marks applied) to this pcap `FILE` (raw IP, ns timestamps)")
 	a.link = addLinkFlags(fs, false)
@@ -189,6 +189,10 @@ func (jw *jsonWriter) packet(p *replay.Packet, ev *shaper.Event, deq, dep int64)
 	j.Uint("ecn_out", uint64(ev.ECNOut()))
 	j.Str("verdict", v.Action.String())
 	j.Str("reason", v.Reason.String())
+	if v.Sub != 0 {
+		// fq_codel's flow number, codel's drop state (count).
+		j.Uint("sub", uint64(v.Sub))
+	}
 	if deq >= 0 {
 		j.Int("deq", deq)
 		j.Int("sojourn", deq-m.Arrival)

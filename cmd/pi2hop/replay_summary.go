@@ -27,9 +27,10 @@ func formatSummary(j *jsonline.Line, res *replay.Result, in inputCounts, a *repl
 	j.Uint("prob_raw", uint64(st.Prob))
 	j.Object("queues")
 	for k, name := range [2]string{"C", "L"} {
-		writeQueue(j, name, &res.Queues[k])
+		writeQueue(j, name, &res.Queues[k], spec.Kind)
 	}
 	j.CloseObject()
+	writeReplayXStats(j, st)
 	j.Object("input")
 	j.Int("skipped", int64(in.skipped))
 	j.Int("clamped", int64(in.clamped))
@@ -38,7 +39,26 @@ func formatSummary(j *jsonline.Line, res *replay.Result, in inputCounts, a *repl
 	return j.End()
 }
 
-func writeQueue(j *jsonline.Line, name string, q *replay.QueueCounts) {
+// replayReasons are the mark and drop reasons a kind's summary lists (the
+// dualpi2 and fifo lists are those replay has always printed).
+func replayReasons(kind string) (marks, drops []aqm.Reason) {
+	switch kind {
+	case aqm.KindCoDel, aqm.KindFQCodel:
+		return []aqm.Reason{aqm.ReasonCodel, aqm.ReasonCEThreshold}, []aqm.Reason{aqm.ReasonCodel, aqm.ReasonLimit, aqm.ReasonLoss}
+	case aqm.KindPIE:
+		return []aqm.Reason{aqm.ReasonPIE}, []aqm.Reason{aqm.ReasonPIE, aqm.ReasonLimit, aqm.ReasonLoss}
+	case aqm.KindDOCSIS:
+		return []aqm.Reason{aqm.ReasonRamp, aqm.ReasonCoupled, aqm.ReasonClassic},
+			[]aqm.Reason{aqm.ReasonRamp, aqm.ReasonCoupled, aqm.ReasonClassic, aqm.ReasonOverload, aqm.ReasonLimit, aqm.ReasonLoss}
+	}
+	for why := aqm.ReasonStep; why <= aqm.ReasonLoss; why++ {
+		drops = append(drops, why)
+	}
+	return []aqm.Reason{aqm.ReasonStep, aqm.ReasonCoupled, aqm.ReasonClassic, aqm.ReasonOverload}, drops
+}
+
+func writeQueue(j *jsonline.Line, name string, q *replay.QueueCounts, kind string) {
+	markReasons, dropReasons := replayReasons(kind)
 	j.Object(name)
 	j.Uint("arrivals", q.Arrivals)
 	j.Uint("delivered", q.Delivered)
@@ -47,13 +67,13 @@ func writeQueue(j *jsonline.Line, name string, q *replay.QueueCounts) {
 	j.Uint("marked", q.Marked())
 	j.Uint("step_marks", q.Marks[aqm.ReasonStep])
 	j.Object("marks")
-	for _, why := range [...]aqm.Reason{aqm.ReasonStep, aqm.ReasonCoupled, aqm.ReasonClassic, aqm.ReasonOverload} {
+	for _, why := range markReasons {
 		j.Uint(why.String(), q.Marks[why])
 	}
 	j.CloseObject()
 	j.Uint("dropped", q.Dropped())
 	j.Object("drops")
-	for why := aqm.ReasonStep; int(why) < aqm.NumReasons; why++ {
+	for _, why := range dropReasons {
 		j.Uint(why.String(), q.Drops[why])
 	}
 	j.CloseObject()
@@ -113,8 +133,95 @@ func writeConfig(j *jsonline.Line, a *replayArgs, link shaper.Config, spec aqm.S
 		j.Str("drop_at", choose(c.DropEnqueue, "enqueue", "dequeue"))
 		j.Uint("classic_protection", uint64(c.ClassicProtection))
 		j.Str("ecn_mask", choose(c.ECNMask == 3, "any", "l4s"))
+		if c.NQB {
+			j.Bool("nqb", true)
+		}
+	case aqm.KindCoDel:
+		c := &spec.CoDel
+		j.Uint("limit", uint64(c.Limit))
+		j.Int("target", c.Target)
+		j.Int("interval", c.Interval)
+		j.Bool("ecn", c.ECN)
+		j.Int("ce_threshold", c.CEThreshold)
+	case aqm.KindPIE:
+		c := &spec.PIE
+		j.Uint("limit", uint64(c.Limit))
+		j.Int("target", c.Target)
+		j.Int("tupdate", c.Tupdate)
+		j.Float("alpha", float64(c.Alpha)/16, 4)
+		j.Float("beta", float64(c.Beta)/16, 4)
+		j.Bool("ecn", c.ECN)
+		j.Bool("bytemode", c.Bytemode)
+		j.Bool("dq_rate_estimator", c.DQRateEstimator)
+	case aqm.KindFQCodel:
+		c := &spec.FQCodel
+		j.Uint("limit", uint64(c.Limit))
+		j.Uint("flows", uint64(c.Flows))
+		j.Uint("quantum", uint64(c.Quantum))
+		j.Int("target", c.Target)
+		j.Int("interval", c.Interval)
+		j.Bool("ecn", c.ECN)
+		j.Int("ce_threshold", c.CEThreshold)
+		j.Str("ce_threshold_selector", fmt.Sprintf("%#02x/%#02x", c.CESelector, c.CEMask))
+		j.Uint("memory_limit", c.MemoryLimit)
+		j.Uint("drop_batch", uint64(c.DropBatch))
+	case aqm.KindDOCSIS:
+		c := &spec.DOCSIS
+		j.Uint("limit", uint64(c.DualPI2.Limit))
+		j.Int("target", c.DualPI2.Target)
+		j.Int("tupdate", c.DualPI2.Tupdate)
+		j.Uint("coupling", uint64(c.DualPI2.Coupling))
+		j.Uint("classic_protection", uint64(c.DualPI2.ClassicProtection))
+		j.Int("maxth", c.MaxTh)
+		j.Uint("lg_range", uint64(c.LgRange))
+		j.Uint("rate", c.Rate)
+		j.Bool("nqb", c.NQB)
+		j.Bool("queue_protection", c.QProt.On)
 	}
 	j.CloseObject()
+}
+
+// writeReplayXStats adds the queue's own tc -s figures for the kinds other
+// than dualpi2 and fifo (whose summary fields are already dualpi2's).
+func writeReplayXStats(j *jsonline.Line, st *aqm.Stats) {
+	switch st.Kind {
+	case aqm.KindCoDel:
+		x := &st.CoDel
+		j.Object("codel")
+		j.Uint("count", uint64(x.Count))
+		j.Uint("lastcount", uint64(x.LastCount))
+		j.Uint("maxpacket", uint64(x.MaxPacket))
+		j.Uint("ecn_mark", x.ECNMark)
+		j.Uint("ce_mark", x.CEMark)
+		j.Uint("drop_overlimit", x.DropOverlimit)
+		j.CloseObject()
+	case aqm.KindPIE:
+		x := &st.PIE
+		j.Object("pie")
+		j.Float("prob", float64(x.Prob)/aqm.PIEMaxProb, 9)
+		j.Uint("pkts_in", x.PacketsIn)
+		j.Uint("dropped", x.Dropped)
+		j.Uint("overlimit", x.Overlimit)
+		j.Uint("maxq", x.MaxQ)
+		j.Uint("ecn_mark", x.ECNMark)
+		j.CloseObject()
+	case aqm.KindFQCodel:
+		x := &st.FQ
+		j.Object("fq_codel")
+		j.Uint("maxpacket", uint64(x.MaxPacket))
+		j.Uint("drop_overlimit", x.DropOverlimit)
+		j.Uint("drop_overmemory", x.DropOvermemory)
+		j.Uint("new_flow_count", x.NewFlowCount)
+		j.Uint("ecn_mark", x.ECNMark)
+		j.Uint("ce_mark", x.CEMark)
+		j.CloseObject()
+	case aqm.KindDOCSIS:
+		j.Object("queue_protection")
+		j.Uint("sanctioned_packets", st.QProt.SanctionedPackets)
+		j.Uint("sanctioned_flows", st.QProt.SanctionedFlows)
+		j.Uint("default_bucket", st.QProt.DefaultBucket)
+		j.CloseObject()
+	}
 }
 
 func choose(cond bool, yes, no string) string {

@@ -117,12 +117,13 @@ func writeDirView(w io.Writer, v *hop.View) {
 		fmt.Fprintf(w, "  credit %d (%s)\n", v.Credit, next)
 		fmt.Fprintf(w, "  memory used: %d (max: %d) of %dB\n", v.MemUsed, v.MemMax, v.MemLimit)
 	}
+	writeXStats(w, v)
 	fmt.Fprintf(w, " link: rate %s delay %s, %s out over %.1fs, utilisation %.1f%%\n",
 		v.Rate, v.Delay, shaper.FormatRate(uint64(v.OutBps)), v.Interval, 100*v.Utilisation)
 	fmt.Fprintf(w, "  in %d pkt %d bytes, out %d pkt %d bytes, pending %d, marked %d, malformed %d\n",
 		v.InPkts, v.InBytes, v.OutPkts, v.OutBytes, v.Pending, v.Marked, v.Malformed)
 	var drops []string
-	for _, r := range []string{"classic", "coupled", "step", "overload", "limit", "loss", "nobuffer", "write"} {
+	for _, r := range dropReasons(v.Qdisc) {
 		drops = append(drops, fmt.Sprintf("%s %d", r, v.Drops[r]))
 	}
 	fmt.Fprintf(w, "  drops: %s; TUN ring drops %d\n", strings.Join(drops, ", "), v.RingDrops)

@@ -48,6 +48,14 @@ func dirEdit(cur, next hop.DirConfig, lossGiven bool) hop.DirEdit {
 	if lossGiven {
 		e.Loss, e.SetLoss = next.Link.Loss, true
 	}
+	if cur.Link.Jitter != next.Link.Jitter {
+		j := next.Link.Jitter
+		e.Jitter = &j
+	}
+	if cur.Link.Aggregate != next.Link.Aggregate {
+		a := next.Link.Aggregate
+		e.Aggregate = &a
+	}
 	if !reflect.DeepEqual(cur.Queue, next.Queue) {
 		q := next.Queue
 		e.Queue = &q

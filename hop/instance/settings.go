@@ -35,9 +35,15 @@ type Settings struct {
 	Delay         *time.Duration `json:"delay,omitempty"` // one-way, both directions
 	UpDelay       *time.Duration `json:"up-delay,omitempty"`
 	DownDelay     *time.Duration `json:"down-delay,omitempty"`
-	Loss          *string        `json:"loss,omitempty"` // as shaper.ParseLoss reads it: each direction gets its own model
+	Loss          *string        `json:"loss,omitempty"`   // as shaper.ParseLoss reads it: each direction gets its own model
+	Jitter        *Jitter        `json:"jitter,omitempty"` // delay variation, both directions (never reorders)
+	UpJitter      *Jitter        `json:"up-jitter,omitempty"`
+	DownJitter    *Jitter        `json:"down-jitter,omitempty"`
+	Aggregate     *Aggregate     `json:"aggregate,omitempty"` // Wi-Fi-like bursts, both directions
+	UpAggregate   *Aggregate     `json:"up-aggregate,omitempty"`
+	DownAggregate *Aggregate     `json:"down-aggregate,omitempty"`
 
-	AQM               *string        `json:"aqm,omitempty"` // aqm.KindDualPI2 (default) or aqm.KindFIFO
+	AQM               *string        `json:"aqm,omitempty"` // one of aqm.Kinds; aqm.KindDualPI2 by default
 	Limit             *uint32        `json:"limit,omitempty"`
 	MemLimit          *uint64        `json:"memlimit,omitempty"`
 	Target            *time.Duration `json:"target,omitempty"`
@@ -53,6 +59,21 @@ type Settings struct {
 	ECNMask           *uint8         `json:"ecn-mask,omitempty"` // 1 l4s_ect, 3 any_ect
 	MaxRTT            *time.Duration `json:"max-rtt,omitempty"`
 	TypicalRTT        *time.Duration `json:"typical-rtt,omitempty"`
+
+	// The other queue disciplines' knobs (queues.go says which kind
+	// takes which; tc's names).
+	NQB             *bool          `json:"nqb,omitempty"`            // dualpi2, docsis: DSCP 45 to the L-queue
+	Interval        *time.Duration `json:"codel-interval,omitempty"` // codel, fq_codel: tc's interval
+	ECN             *bool          `json:"ecn,omitempty"`            // codel, pie, fq_codel
+	CEThreshold     *time.Duration `json:"ce-threshold,omitempty"`
+	CESelector      *string        `json:"ce-threshold-selector,omitempty"` // fq_codel: VALUE/MASK of the DS field
+	Flows           *uint32        `json:"flows,omitempty"`
+	Quantum         *uint32        `json:"quantum,omitempty"`
+	DropBatch       *uint32        `json:"drop-batch,omitempty"`
+	Bytemode        *bool          `json:"bytemode,omitempty"`          // pie
+	DQRateEstimator *bool          `json:"dq-rate-estimator,omitempty"` // pie
+	QueueProtection *bool          `json:"queue-protection,omitempty"`  // docsis
+	MaxTh           *time.Duration `json:"maxth,omitempty"`             // docsis: the L-queue ramp's top
 
 	MTU  *int    `json:"mtu,omitempty"`
 	Seed *uint64 `json:"seed,omitempty"`
@@ -82,10 +103,6 @@ const (
 // LiveFixed are the keys a running hop cannot change.
 var LiveFixed = []string{"mtu", "seed", "aqm"}
 
-// DualPI2Only are the keys that configure DualPI2 and mean nothing to a FIFO.
-var DualPI2Only = []string{"target", "tupdate", "alpha", "beta", "coupling", "step-thresh",
-	"min-qlen-step", "drop-on-overload", "drop-enqueue", "classic-protection", "ecn-mask", "max-rtt", "typical-rtt"}
-
 // FieldError is a setting that cannot be used; Field is its key.
 type FieldError struct {
 	Field string
@@ -97,7 +114,8 @@ func (e *FieldError) Unwrap() error { return e.Err }
 
 // aqmKeys maps the aqm.ConfigError fields (tc's names) that are not
 // spelled as their Settings key.
-var aqmKeys = map[string]string{"step_thresh": "step-thresh", "classic_protection": "classic-protection", "ecn_mask": "ecn-mask"}
+var aqmKeys = map[string]string{"step_thresh": "step-thresh", "classic_protection": "classic-protection", "ecn_mask": "ecn-mask",
+	"interval": "codel-interval", "ce_threshold": "ce-threshold", "drop_batch": "drop-batch", "memory_limit": "memlimit"}
 
 // ErrorKey returns the Settings key an error of Resolve, Direction or
 // DualPI2 is about: a FieldError's key, or the key of an aqm.ConfigError's
@@ -251,9 +269,24 @@ func (s Settings) Direction(dir string) (hop.DirConfig, error) {
 			return zero, &FieldError{"loss", err}
 		}
 	}
+	if j := s.jitterFor(dir); j != nil {
+		if link.Jitter, err = j.shaper(); err != nil {
+			return zero, &FieldError{dirKey(dir, "jitter", s.UpJitter, s.DownJitter), err}
+		}
+	}
+	if a := s.aggregateFor(dir); a != nil {
+		link.Aggregate = a.shaper()
+		if err := link.Aggregate.Validate(); err != nil {
+			return zero, &FieldError{dirKey(dir, "aggregate", s.UpAggregate, s.DownAggregate), err}
+		}
+	}
 	q, err := s.QueueSpec()
 	if err != nil {
 		return zero, err
+	}
+	if c, ok := rate.(shaper.Const); ok && q.Kind == aqm.KindDOCSIS {
+		// DOCSIS's qdelay and FLOOR come from the service flow's rate.
+		q.DOCSIS.Rate = c.BitsPerSecond
 	}
 	return hop.DirConfig{Link: link, Queue: q}, nil
 }
@@ -303,34 +336,40 @@ func (s Settings) delayFor(dir string) time.Duration {
 	return deref(s.Delay, 0)
 }
 
-// QueueSpec builds the queue discipline.
+// QueueSpec builds the queue discipline: the kind's kernel defaults with
+// the knobs given laid over them. A knob the kind does not take is an
+// error naming it (queues.go has the table).
 func (s Settings) QueueSpec() (aqm.Spec, error) {
-	switch kind := deref(s.AQM, aqm.KindDualPI2); kind {
+	kind := deref(s.AQM, aqm.KindDualPI2)
+	if _, ok := aqm.DefaultSpec(kind); !ok {
+		return aqm.Spec{}, &FieldError{"aqm", fmt.Errorf("%q: want one of %s", kind, strings.Join(aqm.Kinds, ", "))}
+	}
+	if err := s.checkKindKeys(kind); err != nil {
+		return aqm.Spec{}, err
+	}
+	switch kind {
 	case aqm.KindDualPI2:
 		c, err := s.DualPI2()
+		c.NQB = deref(s.NQB, c.NQB)
 		return aqm.Spec{Kind: aqm.KindDualPI2, DualPI2: c}, err
 	case aqm.KindFIFO:
-		for _, k := range DualPI2Only {
-			if s.Has(k) {
-				return aqm.Spec{}, &FieldError{k, errors.New("configures DualPI2 and means nothing with aqm fifo")}
-			}
-		}
 		c := aqm.FIFOConfig{Limit: deref(s.Limit, 0), ByteLimit: deref(s.MemLimit, 0)}
 		if c.Limit == 0 && c.ByteLimit == 0 {
 			c.Limit = DefaultFIFOLimit
 		}
 		return aqm.Spec{Kind: aqm.KindFIFO, FIFO: c}, nil
-	default:
-		return aqm.Spec{}, &FieldError{"aqm", fmt.Errorf("%q: want %s or %s", kind, aqm.KindDualPI2, aqm.KindFIFO)}
 	}
+	return s.otherSpec(kind)
 }
 
 // DualPI2 lays the DualPI2 settings over the kernel defaults and checks
 // the result: a range violation is an *aqm.ConfigError, a failed
 // auto-tuning a *FieldError on max-rtt (or typical-rtt when only it is
 // given).
-func (s Settings) DualPI2() (aqm.Config, error) {
-	c := aqm.DefaultConfig()
+func (s Settings) DualPI2() (aqm.Config, error) { return s.dualPI2From(aqm.DefaultConfig()) }
+
+// dualPI2From is DualPI2 over the defaults c (docsis has its own).
+func (s Settings) dualPI2From(c aqm.Config) (aqm.Config, error) {
 	c.MTU = s.mtu()
 	c.Limit = deref(s.Limit, c.Limit)
 	c.MemLimit = aqm.DefaultMemLimit(c.Limit, c.MTU) // as the kernel: follows limit
