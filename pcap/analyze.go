@@ -224,6 +224,12 @@ func (a *Analyzer) AddFile(in Input) error {
 		}
 	}
 	fr.Skipped, fr.BadComments = r.Skipped, r.BadComments
+	fr.Oversize, fr.Malformed, fr.Truncated = r.Oversize, r.Malformed, r.Truncated
+	if fr.Packets == 0 && (fr.Oversize > 0 || fr.Malformed > 0) {
+		// Nothing but damage: an analysis of it would look like an
+		// empty capture.
+		return fmt.Errorf("no packet read: %s", strings.Join(fr.Warnings(), "; "))
+	}
 	for name, s := range r.InterfaceStats() {
 		ifr := a.ifaces[name]
 		if ifr == nil { // a tap that wrote no packets, but has statistics

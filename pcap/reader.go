@@ -37,15 +37,23 @@ type Reader struct {
 	name   string // for errors and default interface names
 	format string
 	f      io.Closer
-	pc     *pcapgo.Reader
+	pc     *classicReader
 	ng     *pcapgo.NgReader
+	frame  *ngFramer // under ng
 	// Skipped counts frames that are not IP (ARP, other link types,
 	// truncated headers) and BadComments annotations that did not parse.
 	Skipped     int
 	BadComments int
-	stats       map[string]pcapgo.NgInterfaceStatistics
-	ifNames     []string // pcapng: names by interface id in the current section
-	pkt         Packet
+	// Oversize counts records that claim more than MaxRecord bytes, and
+	// Malformed pcapng blocks whose fields do not fit them: both skipped
+	// unread.
+	Oversize, Malformed int
+	// Truncated is set, once Next returned io.EOF, when the file ends
+	// inside a record or block: everything before it was read.
+	Truncated *Truncation
+	stats     map[string]pcapgo.NgInterfaceStatistics
+	ifNames   []string // pcapng: names by interface id in the current section
+	pkt       Packet
 }
 
 // Open opens a capture file. Close it when done.
@@ -91,14 +99,18 @@ func NewReader(rd io.Reader, name string) (*Reader, error) {
 	r := &Reader{name: name, stats: map[string]pcapgo.NgInterfaceStatistics{}}
 	if binary.LittleEndian.Uint32(head) == magicPcapng {
 		r.format = "pcapng"
-		r.ng, err = pcapgo.NewNgReader(br, pcapgo.NgReaderOptions{
+		r.frame = &ngFramer{br: br}
+		r.ng, err = pcapgo.NewNgReader(r.frame, pcapgo.NgReaderOptions{
 			WantMixedLinkType:  true,
 			SkipUnknownVersion: true,
 			StatisticsCallback: r.onStats,
 		})
+		if err != nil && r.frame.err != nil && !errors.Is(r.frame.err, io.EOF) {
+			err = r.frame.err
+		}
 	} else {
 		r.format = "pcap"
-		r.pc, err = pcapgo.NewReader(br)
+		r.pc, err = newClassicReader(br)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("not a pcap or pcapng capture: %w", err)
@@ -142,23 +154,38 @@ func (r *Reader) Next() (*Packet, error) {
 			lt   layers.LinkType
 			err  error
 		)
+		var (
+			origLen int
+			at      int64
+		)
 		if r.ng != nil {
 			data, ci, opts, err = r.ng.ZeroCopyReadPacketDataWithOptions()
+			r.Oversize, r.Malformed = r.frame.oversize, r.frame.malformed
 			if err == nil {
 				lt = ci.AncillaryData[0].(layers.LinkType)
+				origLen, at = ci.Length, ci.Timestamp.UnixNano()
+			} else if errors.Is(err, io.EOF) {
+				// The framer serves whole blocks only, so NgReader sees
+				// the end (clean or at a cut) at a block boundary.
+				r.Truncated = r.frame.trunc
+				return nil, io.EOF
+			} else if fe := r.frame.err; fe != nil && !errors.Is(fe, io.EOF) {
+				return nil, fmt.Errorf("%s: %w", r.name, fe)
+			} else {
+				// A complete block whose content NgReader refused.
+				return nil, fmt.Errorf("%s: pcapng block before byte %d: %w", r.name, r.frame.pos, err)
 			}
 		} else {
-			data, ci, err = r.pc.ZeroCopyReadPacketData()
-			lt = r.pc.LinkType()
-		}
-		if err != nil {
-			if errors.Is(err, io.EOF) {
-				return nil, io.EOF
+			data, origLen, at, err = r.pc.next()
+			r.Oversize = r.pc.oversize
+			lt = r.pc.linkType
+			if err != nil {
+				if errors.Is(err, io.EOF) {
+					r.Truncated = r.pc.trunc
+					return nil, io.EOF
+				}
+				return nil, fmt.Errorf("%s: %w", r.name, err)
 			}
-			if errors.Is(err, io.ErrUnexpectedEOF) {
-				return nil, fmt.Errorf("%s: truncated (the capture was not closed cleanly?): %w", r.name, err)
-			}
-			return nil, fmt.Errorf("%s: %w", r.name, err)
 		}
 		ip, hdr, ok := stripLink(lt, data)
 		if !ok {
@@ -167,8 +194,8 @@ func (r *Reader) Next() (*Packet, error) {
 		}
 		p := &r.pkt
 		p.Data = ip
-		p.Length = ci.Length - hdr
-		p.Time = ci.Timestamp.UnixNano()
+		p.Length = origLen - hdr
+		p.Time = at
 		if r.ng != nil {
 			p.Interface = r.cachedName(ci.InterfaceIndex)
 		} else {

@@ -26,6 +26,9 @@ func (r *Result) WriteTable(w io.Writer) error {
 		if f.BadComments > 0 {
 			p("  %d malformed pi2hop annotations ignored\t\t\t\t\n", f.BadComments)
 		}
+		for _, w := range f.Warnings() {
+			p("  warning: %s\t\t\t\t\n", w)
+		}
 	}
 	p("\nINTERFACE\tDIRECTION\tPOINT\tPACKETS\tCAPTURE RECEIVED\tCAPTURE DROPPED\n")
 	for _, i := range r.Interfaces {

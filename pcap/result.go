@@ -1,6 +1,7 @@
 package pcap
 
 import (
+	"fmt"
 	"slices"
 
 	"github.com/pi2hop/pi2hop/aqm"
@@ -25,6 +26,34 @@ type FileResult struct {
 	Skipped     int    `json:"skipped"` // frames that were not IP
 	BadComments int    `json:"bad_comments,omitempty"`
 	Role        string `json:"role,omitempty"` // in or out for --ingress / --egress
+	// Oversize records claimed more than MaxRecord bytes and Malformed
+	// pcapng blocks did not hold their own fields: both skipped unread.
+	Oversize  int `json:"oversize,omitempty"`
+	Malformed int `json:"malformed,omitempty"`
+	// Truncated says how much of a cut-off last record was lost.
+	Truncated *Truncation `json:"truncated,omitempty"`
+}
+
+// Warnings says, one line each, what of the file could not be read.
+func (f *FileResult) Warnings() []string {
+	var w []string
+	if f.Oversize > 0 {
+		w = append(w, fmt.Sprintf("%s: %d %s claiming more than %d bytes (libpcap's largest snap length) skipped unread", f.Path, f.Oversize, plural(f.Oversize, "record"), MaxRecord))
+	}
+	if f.Malformed > 0 {
+		w = append(w, fmt.Sprintf("%s: %d pcapng %s whose fields overrun the block skipped", f.Path, f.Malformed, plural(f.Malformed, "block")))
+	}
+	if f.Truncated != nil {
+		w = append(w, fmt.Sprintf("%s: truncated: %s", f.Path, f.Truncated))
+	}
+	return w
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return word
+	}
+	return word + "s"
 }
 
 // InterfaceResult is one capture interface (a pi2hop tap, or a tcpdump

@@ -75,6 +75,11 @@ func runAnalyze(env *cmdEnv, a *analyzeArgs, args []string) error {
 	if err != nil {
 		return fmt.Errorf("analyze: %w", err)
 	}
+	for _, f := range res.Files {
+		for _, w := range f.Warnings() {
+			fmt.Fprintf(env.stderr, "analyze: warning: %s\n", w)
+		}
+	}
 	if a.json {
 		enc := json.NewEncoder(env.stdout)
 		enc.SetIndent("", "  ")
