@@ -3,6 +3,7 @@ module github.com/pi2hop/pi2hop
 go 1.26.8
 
 require (
+	github.com/DataDog/sketches-go v1.4.8
 	github.com/gopacket/gopacket v1.7.7
 	github.com/prometheus/client_golang v1.25.0
 	github.com/songgao/water v0.0.0-20200317203138-2b4b6d7c09d8

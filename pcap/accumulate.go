@@ -17,6 +17,7 @@ type dirAcc struct {
 	classes [2]*classAcc // C, L
 	flows   map[FlowKey]*flowAcc
 	flowSeq []*flowAcc // in order of first sight
+	other   *flowAcc   // every flow after the first maxFlows, summed
 	bins    []binAcc
 	base    int64 // absolute bin number (time/bin) of bins[0]
 	pend    pendingSet
@@ -27,42 +28,90 @@ type dirAcc struct {
 	sawIn, sawOut, sawDrop bool
 }
 
+// Memory bounds of the analysis. Samples are summarised as they arrive
+// (sketch), so what is kept grows with flows, time bins and packets in
+// flight, never with the packet count: maxFlows flows are tracked one
+// by one and the rest summed as one "other" row; an ingress packet not
+// seen at egress within the horizon is given up (pendingSet).
+const (
+	maxFlows = 10000
+	// pendSlack is how far beyond the longest transit (sojourn, link and
+	// delay) seen so far an ingress packet still waits for its egress.
+	pendSlack = 3 * int64(time.Second)
+	// maxTransit caps the transit that sets the horizon, so that one
+	// packet with a wild timestamp cannot make every ingress packet wait
+	// for ever: no bottleneck's queue plus path delay is longer.
+	maxTransit = 10 * int64(time.Second)
+)
+
 type classAcc struct {
 	res     ClassResult
-	sojourn []binSample
-	transit []int64
+	sojourn sojournAcc
+	transit *sketch
+	unseen  uint64 // ingress packets given up (see pendingSet.evict)
 }
 
-// binSample is a sojourn time and the absolute bin it fell in.
-type binSample struct{ bin, v int64 }
+// sojournAcc summarises annotated sojourn times over the whole capture
+// and per time bin.
+type sojournAcc struct {
+	all   *sketch
+	byBin map[int64]*sketch // by absolute bin
+}
+
+func (s *sojournAcc) add(bin, v int64) {
+	s.all.add(v)
+	b := s.byBin[bin]
+	if b == nil {
+		b = newSketch()
+		s.byBin[bin] = b
+	}
+	b.add(v)
+}
 
 type binAcc struct{ cls [2]binClassAcc }
 
 type binClassAcc struct {
 	sent, marked, dropped uint64
+	unseen                uint64
 	probSum               float64
 	probN                 uint64
 }
 
-type flowAcc struct{ res FlowResult }
+type flowAcc struct {
+	res    FlowResult
+	unseen uint64
+}
 
 func newDirAcc(name string) *dirAcc {
 	d := &dirAcc{name: name, flows: map[FlowKey]*flowAcc{}}
 	for i := range d.classes {
-		d.classes[i] = &classAcc{res: ClassResult{
-			Class:   className(i),
-			DropsBy: map[string]uint64{},
-			MarksBy: map[string]uint64{},
-		}}
+		d.classes[i] = &classAcc{
+			res: ClassResult{
+				Class:   className(i),
+				DropsBy: map[string]uint64{},
+				MarksBy: map[string]uint64{},
+			},
+			sojourn: sojournAcc{all: newSketch(), byBin: map[int64]*sketch{}},
+			transit: newSketch(),
+		}
 	}
 	d.pend.head = map[uint64]chain{}
-	d.pend.free = -1
+	d.pend.d = d
 	return d
 }
+
+// otherFlows names the row that sums the flows beyond maxFlows.
+const otherFlows = "other flows"
 
 func (d *dirAcc) flow(k FlowKey) *flowAcc {
 	if f := d.flows[k]; f != nil {
 		return f
+	}
+	if len(d.flows) >= maxFlows {
+		if d.other == nil {
+			d.other = &flowAcc{res: FlowResult{Flow: otherFlows}}
+		}
+		return d.other
 	}
 	f := &flowAcc{res: FlowResult{Key: k}}
 	d.flows[k] = f
@@ -104,46 +153,71 @@ func (d *dirAcc) drop(cls int, reason string, f *flowAcc, bin int64) {
 	d.binAt(bin).cls[cls].dropped++
 }
 
+// addTransit records a matched packet's time from in to out, which
+// also sets how long ingress packets wait for their match.
+func (d *dirAcc) addTransit(c *classAcc, v int64) {
+	c.transit.add(v)
+	d.pend.longest = min(max(d.pend.longest, v), maxTransit)
+}
+
 // pending is an ingress packet waiting to be seen at out or drop.
 type pending struct {
 	at    int64
 	flow  *flowAcc
 	bin   int64
-	next  int32 // next entry with the same key, or in the free list
+	key   uint64
+	next  int64 // position of the next entry with the same key, or -1
 	class int8
 	ecn   aqm.ECN
+	live  bool // not matched yet
 }
 
-type chain struct{ first, last int32 }
+type chain struct{ first, last int64 }
 
 // pendingSet is a multimap from match key to ingress packets, oldest
-// first (a retransmission may repeat a key), kept in one slab.
+// first (a retransmission may repeat a key). Entries sit in a ring in the
+// order they came, so the oldest is given up first: once the newest
+// ingress packet is more than the horizon (the longest transit seen plus
+// pendSlack) younger than an entry, its egress is not coming, and the
+// entry is counted as unseen (a drop when the capture has an out point
+// and no drop point) and forgotten. Memory is the packets of one horizon.
 type pendingSet struct {
-	head map[uint64]chain
-	slab []pending
-	free int32
-	n    int
+	head    map[uint64]chain
+	ring    []pending // length a power of two
+	lo, hi  int64     // positions [lo, hi) are in the ring
+	n       int       // live entries
+	unseen  uint64    // entries given up
+	longest int64     // the longest transit seen, ns
+	d       *dirAcc
 }
 
+func (s *pendingSet) at(pos int64) *pending { return &s.ring[pos&int64(len(s.ring)-1)] }
+
 func (s *pendingSet) push(key uint64, p pending) {
-	p.next = -1
-	var idx int32
-	if s.free >= 0 {
-		idx = s.free
-		s.free = s.slab[idx].next
-		s.slab[idx] = p
-	} else {
-		idx = int32(len(s.slab))
-		s.slab = append(s.slab, p)
+	s.evict(p.at - s.longest - pendSlack)
+	if s.hi-s.lo == int64(len(s.ring)) {
+		s.grow()
 	}
+	p.key, p.next, p.live = key, -1, true
+	pos := s.hi
+	s.hi++
+	*s.at(pos) = p
 	s.n++
 	if c, ok := s.head[key]; ok {
-		s.slab[c.last].next = idx
-		c.last = idx
+		s.at(c.last).next = pos
+		c.last = pos
 		s.head[key] = c
 		return
 	}
-	s.head[key] = chain{idx, idx}
+	s.head[key] = chain{pos, pos}
+}
+
+func (s *pendingSet) grow() {
+	ring := make([]pending, max(1024, 2*len(s.ring)))
+	for pos := s.lo; pos < s.hi; pos++ {
+		ring[pos&int64(len(ring)-1)] = *s.at(pos)
+	}
+	s.ring = ring
 }
 
 func (s *pendingSet) pop(key uint64) (pending, bool) {
@@ -151,23 +225,47 @@ func (s *pendingSet) pop(key uint64) (pending, bool) {
 	if !ok {
 		return pending{}, false
 	}
-	p := s.slab[c.first]
+	e := s.at(c.first)
+	p := *e
 	if p.next < 0 {
 		delete(s.head, key)
 	} else {
 		s.head[key] = chain{p.next, c.last}
 	}
-	s.slab[c.first] = pending{next: s.free}
-	s.free = c.first
+	e.live, e.flow = false, nil
 	s.n--
+	for s.lo < s.hi && !s.at(s.lo).live {
+		s.lo++
+	}
 	return p, true
+}
+
+// evict gives up the entries that arrived before cutoff. The oldest live
+// entry is always the first of its key's chain: both are in arrival order.
+func (s *pendingSet) evict(cutoff int64) {
+	for s.lo < s.hi {
+		e := s.at(s.lo)
+		if e.live {
+			if e.at >= cutoff {
+				return
+			}
+			p, _ := s.pop(e.key)
+			s.unseen++
+			c := s.d.classes[p.class]
+			c.unseen++
+			p.flow.unseen++
+			s.d.binAt(p.bin).cls[p.class].unseen++
+			continue // pop moved lo on
+		}
+		s.lo++
+	}
 }
 
 // each calls f for every entry still pending.
 func (s *pendingSet) each(f func(*pending)) {
-	for _, c := range s.head {
-		for i := c.first; i >= 0; i = s.slab[i].next {
-			f(&s.slab[i])
+	for pos := s.lo; pos < s.hi; pos++ {
+		if e := s.at(pos); e.live {
+			f(e)
 		}
 	}
 }
@@ -200,13 +298,32 @@ func (d *dirAcc) result(a *Analyzer, start int64) *DirectionResult {
 		Name:           d.name,
 		Matched:        d.matched,
 		UnmatchedOut:   d.unmatchedOut,
-		UnmatchedIn:    uint64(d.pend.n),
+		UnmatchedIn:    uint64(d.pend.n) + d.pend.unseen,
 		ChecksumErrors: map[string]uint64{},
 	}
 	// Without a drop tap, an ingress packet never seen at egress was
 	// dropped (or lost) on the way.
 	if d.sawIn && d.sawOut && !d.sawDrop {
 		d.pend.each(func(p *pending) { d.drop(int(p.class), "unseen", p.flow, p.bin) })
+		// And those given up while reading, counted where they belong.
+		for _, c := range d.classes {
+			c.res.Dropped += c.unseen
+			if c.unseen > 0 {
+				c.res.DropsBy["unseen"] += c.unseen
+			}
+		}
+		for _, f := range d.flowSeq {
+			f.res.Dropped += f.unseen
+		}
+		if d.other != nil {
+			d.other.res.Dropped += d.other.unseen
+		}
+		for i := range d.bins {
+			for cls := range d.bins[i].cls {
+				b := &d.bins[i].cls[cls]
+				b.dropped += b.unseen
+			}
+		}
 	}
 	for pt, n := range d.csumErr {
 		if n > 0 {
@@ -234,17 +351,17 @@ func (d *dirAcc) result(a *Analyzer, start int64) *DirectionResult {
 		if cr.Sent+cr.Dropped > 0 {
 			cr.DropFraction = float64(cr.Dropped) / float64(cr.Sent+cr.Dropped)
 		}
-		vals := make([]int64, len(c.sojourn))
-		for i, s := range c.sojourn {
-			vals[i] = s.v
-		}
-		cr.Sojourn = summarise(vals)
-		cr.Transit = summarise(c.transit)
+		cr.Sojourn = c.sojourn.all.percentiles()
+		cr.Transit = c.transit.percentiles()
 		r.Classes = append(r.Classes, &cr)
 	}
 	for _, f := range d.flowSeq {
 		fr := f.res
 		fr.Flow = flowString(fr.Key)
+		r.Flows = append(r.Flows, &fr)
+	}
+	if d.other != nil {
+		fr := d.other.res
 		r.Flows = append(r.Flows, &fr)
 	}
 	slices.SortStableFunc(r.Flows, func(x, y *FlowResult) int {
@@ -258,7 +375,7 @@ func (d *dirAcc) result(a *Analyzer, start int64) *DirectionResult {
 }
 
 // binResults turns the accumulated bins into the series, with sojourn
-// percentiles per bin from the annotation samples.
+// percentiles per bin from the annotation samples' sketches.
 func (d *dirAcc) binResults(bin, start int64) []BinResult {
 	out := make([]BinResult, len(d.bins))
 	for i := range d.bins {
@@ -279,20 +396,10 @@ func (d *dirAcc) binResults(bin, start int64) []BinResult {
 		}
 	}
 	for cls, c := range d.classes {
-		s := slices.Clone(c.sojourn)
-		slices.SortFunc(s, func(x, y binSample) int {
-			return cmp.Or(cmp.Compare(x.bin, y.bin), cmp.Compare(x.v, y.v))
-		})
-		for i := 0; i < len(s); {
-			j := i
-			vals := make([]int64, 0, 64)
-			for ; j < len(s) && s[j].bin == s[i].bin; j++ {
-				vals = append(vals, s[j].v)
-			}
-			bc := &out[s[i].bin-d.base].Classes[cls]
-			bc.SojournP50 = ms(dist.Quantile(vals, 0.50))
-			bc.SojournP99 = ms(dist.Quantile(vals, 0.99))
-			i = j
+		for bin, s := range c.sojourn.byBin {
+			bc := &out[bin-d.base].Classes[cls]
+			bc.SojournP50 = ms(s.quantile(0.50))
+			bc.SojournP99 = ms(s.quantile(0.99))
 		}
 	}
 	return out
@@ -333,27 +440,6 @@ func ratio(x, y float64) float64 {
 		return 0
 	}
 	return x / y
-}
-
-// summarise sorts vals (ns) and summarises them in ms, nearest-rank
-// (dist.Quantile) like every pi2hop figure.
-func summarise(vals []int64) Percentiles {
-	if len(vals) == 0 {
-		return Percentiles{}
-	}
-	slices.Sort(vals)
-	var sum float64
-	for _, v := range vals {
-		sum += float64(v)
-	}
-	return Percentiles{
-		Count: len(vals),
-		Mean:  sum / float64(len(vals)) / 1e6,
-		P50:   ms(dist.Quantile(vals, 0.50)),
-		P90:   ms(dist.Quantile(vals, 0.90)),
-		P99:   ms(dist.Quantile(vals, 0.99)),
-		Max:   ms(vals[len(vals)-1]),
-	}
 }
 
 func ms(ns int64) float64 { return dist.Ms(time.Duration(ns)) }

@@ -74,9 +74,11 @@ func (opt AnalyzeOptions) withDefaults() AnalyzeOptions {
 // maxBins bounds the series so a tiny --bin cannot exhaust memory.
 const maxBins = 1 << 20
 
-// Analyze reads every input and returns the analysis. Files with Role
-// "in" are read first and "out" last, so packets can be matched. Every
-// path is checked to be a file before any is read, so a typo fails fast.
+// Analyze reads every input and returns the analysis. The files are read
+// together, packet by packet in time order, so that an ingress packet
+// waits for its egress only as long as the path could hold it (see
+// pendingSet) whichever files they are in. Every path is checked to be a
+// file before any is read, so a typo fails fast.
 func Analyze(inputs []Input, opt AnalyzeOptions) (*Result, error) {
 	a, err := NewAnalyzer(opt)
 	if err != nil {
@@ -87,13 +89,8 @@ func Analyze(inputs []Input, opt AnalyzeOptions) (*Result, error) {
 			return nil, err
 		}
 	}
-	order := slices.Clone(inputs)
-	rank := map[string]int{"in": 0, "": 1, "out": 2}
-	slices.SortStableFunc(order, func(x, y Input) int { return rank[x.Role] - rank[y.Role] })
-	for _, in := range order {
-		if err := a.AddFile(in); err != nil {
-			return nil, err
-		}
+	if err := a.AddFiles(inputs); err != nil {
+		return nil, err
 	}
 	return a.Result(), nil
 }
@@ -162,67 +159,131 @@ func splitTap(name string) (dir string, p point) {
 	return name, pointIn
 }
 
-// AddFile reads one capture file into the analysis.
-func (a *Analyzer) AddFile(in Input) error {
-	var forced point
-	switch in.Role {
-	case "":
-	case "in":
-		forced = pointIn
-	case "out":
-		forced = pointOut
-	default:
-		return fmt.Errorf("%s: role %q: want in, out or empty", in.Path, in.Role)
-	}
-	if in.Direction == "" {
-		in.Direction = "path"
-	}
-	r, err := Open(in.Path)
-	if err != nil {
-		return err
-	}
-	defer r.Close()
-	fr := FileResult{Path: in.Path, Format: r.Format(), Role: in.Role}
-	// Roles by interface name, looked up once per name.
-	type route struct {
-		dir *dirAcc
-		pt  point
-		ifr *InterfaceResult
-	}
-	routes := map[string]route{}
-	var last string
-	var rt route
-	for {
-		p, err := r.Next()
-		if errors.Is(err, io.EOF) {
-			break
+// AddFile reads one capture file into the analysis. Files whose packets
+// are to be matched (an ingress and an egress capture) go to AddFiles
+// together.
+func (a *Analyzer) AddFile(in Input) error { return a.AddFiles([]Input{in}) }
+
+// source is one input file being read.
+type source struct {
+	in     Input
+	forced point
+	rank   int // at equal times: in, then unnamed roles, then out
+	r      *Reader
+	fr     FileResult
+	routes map[string]route // roles by interface name, looked up once
+	last   string
+	rt     route
+	next   *Packet // nil at the end of the file
+}
+
+type route struct {
+	dir *dirAcc
+	pt  point
+	ifr *InterfaceResult
+}
+
+// AddFiles reads capture files into the analysis, merged by packet time.
+func (a *Analyzer) AddFiles(inputs []Input) error {
+	srcs := make([]*source, 0, len(inputs))
+	defer func() {
+		for _, s := range srcs {
+			s.r.Close()
 		}
+	}()
+	rank := map[string]int{"in": 0, "": 1, "out": 2}
+	for _, in := range inputs {
+		s := &source{in: in, rank: rank[in.Role], routes: map[string]route{}}
+		switch in.Role {
+		case "":
+		case "in":
+			s.forced = pointIn
+		case "out":
+			s.forced = pointOut
+		default:
+			return fmt.Errorf("%s: role %q: want in, out or empty", in.Path, in.Role)
+		}
+		if s.in.Direction == "" {
+			s.in.Direction = "path"
+		}
+		r, err := Open(in.Path)
 		if err != nil {
 			return err
 		}
-		if p.Interface != last || rt.dir == nil {
-			var ok bool
-			if rt, ok = routes[p.Interface]; !ok {
-				dir, pt := splitTap(p.Interface)
-				if in.Role != "" {
-					dir, pt = in.Direction, forced
-				}
-				rt = route{dir: a.dir(dir), pt: pt, ifr: a.iface(p.Interface, dir, pt)}
-				routes[p.Interface] = rt
-			}
-			last = p.Interface
-		}
-		h, ok := decodeIP(p.Data)
-		if !ok {
-			r.Skipped++
-			continue
-		}
-		fr.Packets++
-		rt.ifr.Packets++
-		if err := a.add(rt.dir, rt.pt, p, &h); err != nil {
-			return fmt.Errorf("%s: %w", in.Path, err)
+		s.r = r
+		s.fr = FileResult{Path: in.Path, Format: r.Format(), Role: in.Role}
+		srcs = append(srcs, s)
+		if err := s.advance(); err != nil {
+			return err
 		}
 	}
+	for {
+		// The earliest next packet (a handful of files: a scan will do).
+		var s *source
+		for _, c := range srcs {
+			if c.next != nil && (s == nil || c.next.Time < s.next.Time ||
+				c.next.Time == s.next.Time && c.rank < s.rank) {
+				s = c
+			}
+		}
+		if s == nil {
+			break
+		}
+		if err := a.packet(s, s.next); err != nil {
+			return fmt.Errorf("%s: %w", s.in.Path, err)
+		}
+		if err := s.advance(); err != nil {
+			return err
+		}
+	}
+	// Files in the order roles are listed in: in, unnamed, out.
+	slices.SortStableFunc(srcs, func(x, y *source) int { return x.rank - y.rank })
+	for _, s := range srcs {
+		if err := a.finish(s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// advance reads s's next packet.
+func (s *source) advance() error {
+	p, err := s.r.Next()
+	if errors.Is(err, io.EOF) {
+		s.next = nil
+		return nil
+	}
+	s.next = p
+	return err
+}
+
+// packet routes one packet of s to its direction and capture point.
+func (a *Analyzer) packet(s *source, p *Packet) error {
+	if p.Interface != s.last || s.rt.dir == nil {
+		var ok bool
+		if s.rt, ok = s.routes[p.Interface]; !ok {
+			dir, pt := splitTap(p.Interface)
+			if s.in.Role != "" {
+				dir, pt = s.in.Direction, s.forced
+			}
+			s.rt = route{dir: a.dir(dir), pt: pt, ifr: a.iface(p.Interface, dir, pt)}
+			s.routes[p.Interface] = s.rt
+		}
+		s.last = p.Interface
+	}
+	h, ok := decodeIP(p.Data)
+	if !ok {
+		s.r.Skipped++
+		return nil
+	}
+	s.fr.Packets++
+	s.rt.ifr.Packets++
+	return a.add(s.rt.dir, s.rt.pt, p, &h)
+}
+
+// finish records what s's reader counted and its capture statistics.
+func (a *Analyzer) finish(s *source) error {
+	r, fr, in := s.r, &s.fr, s.in
 	fr.Skipped, fr.BadComments = r.Skipped, r.BadComments
 	fr.Oversize, fr.Malformed, fr.Truncated = r.Oversize, r.Malformed, r.Truncated
 	if fr.Packets == 0 && (fr.Oversize > 0 || fr.Malformed > 0) {
@@ -230,19 +291,19 @@ func (a *Analyzer) AddFile(in Input) error {
 		// empty capture.
 		return fmt.Errorf("no packet read: %s", strings.Join(fr.Warnings(), "; "))
 	}
-	for name, s := range r.InterfaceStats() {
+	for name, st := range r.InterfaceStats() {
 		ifr := a.ifaces[name]
 		if ifr == nil { // a tap that wrote no packets, but has statistics
 			dir, pt := splitTap(name)
 			if in.Role != "" {
-				dir, pt = in.Direction, forced
+				dir, pt = in.Direction, s.forced
 			}
 			ifr = a.iface(name, dir, pt)
 		}
-		ifr.CaptureReceived = int64(s.PacketsReceived)
-		ifr.CaptureDropped = int64(s.PacketsDropped)
+		ifr.CaptureReceived = int64(st.PacketsReceived)
+		ifr.CaptureDropped = int64(st.PacketsDropped)
 	}
-	a.files = append(a.files, fr)
+	a.files = append(a.files, *fr)
 	return nil
 }
 
@@ -368,7 +429,7 @@ func (d *dirAcc) addOut(p *Packet, h *ipHeader, s *sighting) {
 		marked = p.Ann.Verdict.Action == aqm.Mark
 		reason = reasonName(p.Ann.Verdict.Reason)
 		c.res.Annotated++
-		c.sojourn = append(c.sojourn, binSample{bin: s.bin, v: p.Ann.Sojourn})
+		c.sojourn.add(s.bin, p.Ann.Sojourn)
 		b.probSum += aqm.ProbFloat(p.Ann.Prob)
 		b.probN++
 	} else if knownIn {
@@ -384,7 +445,7 @@ func (d *dirAcc) addOut(p *Packet, h *ipHeader, s *sighting) {
 		d.trans[ecnIn][h.ecn]++
 	}
 	if matched {
-		c.transit = append(c.transit, p.Time-m.at)
+		d.addTransit(c, p.Time-m.at)
 	}
 }
 

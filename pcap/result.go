@@ -127,6 +127,9 @@ type Percentiles struct {
 	P90   float64 `json:"p90_ms"`
 	P99   float64 `json:"p99_ms"`
 	Max   float64 `json:"max_ms"`
+	// RelativeError bounds each percentile's error relative to its exact
+	// value when it comes from a sketch (SketchAccuracy); 0 when exact.
+	RelativeError float64 `json:"relative_error,omitempty"`
 }
 
 // ECNCount counts packets and bytes of one codepoint.

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -89,8 +90,9 @@ func TestAnalyzeCommand(t *testing.T) {
 	}
 	l := res.Directions[0].Classes[1]
 	if l.Class != "L" || l.In != 10 || l.Sent != 9 || l.Marked != 3 || l.Dropped != 1 ||
-		l.MarksBy["step"] != 3 || l.DropsBy["overload"] != 1 || l.Sojourn.P50 != 2 {
-		t.Errorf("L class %+v", l)
+		l.MarksBy["step"] != 3 || l.DropsBy["overload"] != 1 ||
+		math.Abs(l.Sojourn.P50-2) > pcap.SketchAccuracy*2 || l.Sojourn.RelativeError != pcap.SketchAccuracy {
+		t.Errorf("L class %+v; want sojourn p50 2 ms within the sketch's relative error %g", l, pcap.SketchAccuracy)
 	}
 
 	table, err := runCLI(t, "", "analyze", capture)
