@@ -233,6 +233,13 @@ func (r *Reader) cachedName(id int) string {
 	return r.ifaceName(id)
 }
 
+// Warnings says, one line each, what of the file could not be read:
+// complete once Next returned io.EOF.
+func (r *Reader) Warnings() []string {
+	f := FileResult{Path: r.name, Oversize: r.Oversize, Malformed: r.Malformed, Truncated: r.Truncated}
+	return f.Warnings()
+}
+
 // Close closes the file opened by Open.
 func (r *Reader) Close() error {
 	if r.f != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 
 	"github.com/pi2hop/pi2hop/aqm"
 	"github.com/pi2hop/pi2hop/pcap"
@@ -60,12 +61,21 @@ func (c *CaptureSource) Start() int64 { return c.start }
 // Skipped counts the frames that were not IP packets.
 func (c *CaptureSource) Skipped() int { return c.r.Skipped }
 
+// Warnings says what of the capture could not be read (records over
+// pcap.MaxRecord skipped, a cut-off end), once Next returned false.
+func (c *CaptureSource) Warnings() []string { return c.r.Warnings() }
+
 // Clamped counts the timestamps moved forward to keep time monotonic.
 func (c *CaptureSource) Clamped() int { return c.clamped }
 
 func (c *CaptureSource) read() (*pcap.Packet, error) {
 	p, err := c.r.Next()
 	if errors.Is(err, io.EOF) {
+		if c.n == 0 && (c.r.Oversize > 0 || c.r.Malformed > 0) {
+			// Nothing but damage: a replay of it would look like an
+			// empty capture.
+			return nil, fmt.Errorf("no packet read: %s", strings.Join(c.r.Warnings(), "; "))
+		}
 		return nil, nil
 	}
 	if err != nil {

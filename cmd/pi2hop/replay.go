@@ -114,6 +114,11 @@ func runReplay(ctx context.Context, env *cmdEnv, a *replayArgs, args []string) e
 	}
 
 	res, err := eng.Run(ctx, src, handlers...)
+	if capIn != nil && err == nil { // an error already says what it found
+		for _, w := range capIn.Warnings() {
+			fmt.Fprintf(env.stderr, "replay: warning: %s\n", w)
+		}
+	}
 	if err == nil {
 		var inCounts inputCounts
 		if capIn != nil {
