@@ -49,6 +49,7 @@ BENCH_SUMMARY = \
   /^BenchmarkLinkPacket\/dualpi2/   { ld = $$3 } \
   /^BenchmarkReplay80k/             { r = $$3 } \
   /^BenchmarkAnalyze1M/             { for (i = 3; i < NF; i++) if ($$(i+1) == "s/1M") a = $$i } \
+  /^BenchmarkAnalyzeRSS\/10M/       { for (i = 3; i < NF; i++) { if ($$(i+1) == "peak-RSS-MB") m = $$i; if ($$(i+1) == "packets") mp = $$i } } \
   END { \
     print ""; print "summary (ratios against a baseline measured in this run):"; \
     if (d && f)   printf "  DualPI2 enqueue+dequeue  %7.1f ns/packet   %.2fx the tail-drop FIFO (%.1f ns); target <= 100 ns\n", d, d/f, f; \
@@ -59,15 +60,17 @@ BENCH_SUMMARY = \
     if (ld && lf) printf "  link + DualPI2           %7.1f ns/packet   %.2fx link + bare queue (%.1f ns)\n", ld, ld/lf, lf; \
     if (r)        printf "  replay, 80k packets      %7.3f s           %.2fx the 1 s target\n", r/1e9, r/1e9; \
     if (a)        printf "  analyze, 1M packets      %7.2f s           %.2fx the 10 s target\n", a, a/10; \
+    if (m)        printf "  analyze peak RSS         %7.1f MB          %.2fx the 200 MB target, one-point capture of %d packets\n", m, m/200, mp; \
   }
 
 # Benchmarks of the packet path, replay and analysis (no root). Each
 # figure is printed with its ratio to a baseline measured in the same run:
 # DualPI2 against the tail-drop FIFO, the link model against a bare
-# queue, replay and analyze against their targets.
+# queue, replay and analyze (time, and peak RSS of `pi2hop analyze` on a
+# generated 10 M-packet one-point capture) against their targets.
 bench:
 	@mkdir -p bin
-	$(GO) test -run '^$$' -bench . -benchmem ./aqm ./shaper ./pcap ./replay | tee bin/bench.txt
+	$(GO) test -run '^$$' -bench . -benchmem ./aqm ./shaper ./pcap ./replay ./cmd/pi2hop | tee bin/bench.txt
 	@awk '$(BENCH_SUMMARY)' bin/bench.txt
 
 # The live hop against the kernel router, in network namespaces (root; not
