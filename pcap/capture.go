@@ -21,8 +21,14 @@ type Options struct {
 	MaxSize int64
 	// BufferRecords is how many packets may wait for the writer. When
 	// that many are waiting, Offer refuses and counts a capture drop.
-	// 0 means 8192. Rounded up to a power of two.
+	// 0 means 8192. Rounded up to a power of two, then halved while the
+	// records would need more than BufferBytes.
 	BufferRecords int
+	// BufferBytes bounds the memory of the waiting records (Snaplen bytes
+	// each, and their bookkeeping), allocated up front: 0 means 16 MiB.
+	// So a large Snaplen buys fewer records, not more memory: 8192 at the
+	// default 128 bytes, 32 at 262144.
+	BufferBytes int64
 	// Comment and Application go into each section header (shb_comment,
 	// shb_userappl); Wireshark shows them under Statistics → Capture File
 	// Properties. Application defaults to "pi2hop".
@@ -43,6 +49,8 @@ const (
 	maxSnaplen     = 262144 // libpcap's MAXIMUM_SNAPLEN
 	defaultRecords = 8192
 	maxRecords     = 1 << 22
+	defaultBytes   = 16 << 20
+	maxBytes       = 1 << 30
 	minMaxSize     = 4096
 	// MaxInterfaces is how many taps one Capture can have.
 	MaxInterfaces = 64
@@ -104,6 +112,16 @@ func NewCapture(path string, opt Options) (*Capture, error) {
 	case opt.BufferRecords < 0 || opt.BufferRecords > maxRecords:
 		return nil, fmt.Errorf("capture %s: buffer of %d records not in 1..%d", path, opt.BufferRecords, maxRecords)
 	}
+	switch {
+	case opt.BufferBytes == 0:
+		opt.BufferBytes = defaultBytes
+	case opt.BufferBytes < 0 || opt.BufferBytes > maxBytes:
+		return nil, fmt.Errorf("capture %s: buffer of %d bytes not in 1..%d", path, opt.BufferBytes, maxBytes)
+	}
+	slots := ringSlots(opt.BufferRecords, opt.BufferBytes, opt.Snaplen)
+	if slots == 0 {
+		return nil, fmt.Errorf("capture %s: a buffer of %d bytes cannot hold one record of snaplen %d (%d bytes with its bookkeeping)", path, opt.BufferBytes, opt.Snaplen, recordBytes(opt.Snaplen))
+	}
 	if opt.MaxSize != 0 && opt.MaxSize < minMaxSize {
 		return nil, fmt.Errorf("capture %s: max size %d bytes: must be 0 (no rotation) or >= %d", path, opt.MaxSize, minMaxSize)
 	}
@@ -118,7 +136,7 @@ func NewCapture(path string, opt Options) (*Capture, error) {
 		opt:   opt,
 		path:  path,
 		start: time.Now(),
-		ring:  newRing(opt.BufferRecords, opt.Snaplen),
+		ring:  newRing(slots, opt.Snaplen),
 		wake:  make(chan struct{}, 1),
 		done:  make(chan struct{}),
 	}

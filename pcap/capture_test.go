@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/pi2hop/pi2hop/aqm"
 	"github.com/pi2hop/pi2hop/internal/roottest"
@@ -263,11 +264,58 @@ func TestNewCaptureRejectsBadOptions(t *testing.T) {
 		{"snaplen", Options{Snaplen: -1}, "a", "snaplen"},
 		{"records", Options{BufferRecords: -5}, "a", "buffer"},
 		{"maxsize", Options{MaxSize: 100}, "a", "max size"},
+		{"bytes", Options{BufferBytes: -1}, "a", "buffer of -1 bytes"},
+		{"bytes too large", Options{BufferBytes: 2 << 30}, "a", "buffer of"},
+		{"not one record", Options{Snaplen: 4096, BufferBytes: 4096}, "a", "cannot hold one record"},
 		{"dir", Options{}, "no/such/dir/x", "no such file"},
 	} {
 		_, err := NewCapture(filepath.Join(dir, tc.path), tc.opt)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: error %v, want one mentioning %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+// TestCaptureBufferBoundedInBytes: the ring's records and slab fit in
+// BufferBytes whatever the snaplen, halving the record count to fit, and
+// hold as many records as were asked for when they fit.
+func TestCaptureBufferBoundedInBytes(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		opt       Options
+		wantSlots int // 0: the largest power of two that fits
+	}{
+		{Options{}, 8192}, // 8192 × (128 + bookkeeping) is under 16 MiB
+		{Options{BufferRecords: 100}, 128},
+		{Options{Snaplen: 262144}, 0},
+		{Options{Snaplen: 65535, BufferRecords: 1 << 20}, 0},
+		{Options{Snaplen: 1500, BufferBytes: 1 << 20}, 0},
+		{Options{Snaplen: 128, BufferBytes: recordBytes(128)}, 1},
+	} {
+		c, err := NewCapture(filepath.Join(dir, "b.pcapng"), tc.opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Close()
+		snap, budget := c.opt.Snaplen, c.opt.BufferBytes
+		slots := len(c.ring.recs)
+		var slab int64
+		for i := range c.ring.recs {
+			slab += int64(cap(c.ring.recs[i].data))
+		}
+		used := int64(slots)*int64(unsafe.Sizeof(record{})) + slab
+		if used > budget || slab != int64(slots*snap) {
+			t.Errorf("%+v: %d slots use %d bytes (slab %d), budget %d", tc.opt, slots, used, slab, budget)
+		}
+		want := tc.wantSlots
+		if want == 0 {
+			want = 1
+			for 2*int64(want)*recordBytes(snap) <= budget {
+				want *= 2
+			}
+		}
+		if slots != want {
+			t.Errorf("%+v: %d slots, want %d", tc.opt, slots, want)
 		}
 	}
 }

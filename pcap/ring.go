@@ -2,6 +2,7 @@ package pcap
 
 import (
 	"sync/atomic"
+	"unsafe"
 )
 
 // record is one captured packet waiting for the writer. Its data slice
@@ -37,11 +38,26 @@ type ring struct {
 	head uint64 // the writer's next position; only the writer touches it
 }
 
-func newRing(n, snaplen int) *ring {
+// recordBytes is the memory one ring slot takes: its record and its
+// snaplen bytes of slab.
+func recordBytes(snaplen int) int64 { return int64(unsafe.Sizeof(record{})) + int64(snaplen) }
+
+// ringSlots is the ring's size: records rounded up to a power of two,
+// then halved until the slots fit in maxBytes; 0 when not even one does.
+func ringSlots(records int, maxBytes int64, snaplen int) int {
 	size := 1
-	for size < n {
+	for size < records {
 		size <<= 1
 	}
+	for size > 0 && int64(size)*recordBytes(snaplen) > maxBytes {
+		size >>= 1
+	}
+	return size
+}
+
+// newRing makes a ring of size records (a power of two) of snaplen
+// bytes each.
+func newRing(size, snaplen int) *ring {
 	r := &ring{recs: make([]record, size), mask: uint64(size - 1)}
 	slab := make([]byte, size*snaplen)
 	for i := range r.recs {
