@@ -1,11 +1,19 @@
 package flow
 
-import "github.com/pi2hop/pi2hop/testbed/flow/wire"
+import (
+	"math"
+
+	"github.com/pi2hop/pi2hop/testbed/flow/wire"
+)
 
 // Receiver-side frame rules (l4s-endpoints.md §4.2).
 const (
 	lateAfter    = 400_000 // µs after capture: a frame not complete by then is dropped
 	reorderGrace = 3       // packets past a frame's last sequence number before it counts as lost
+	// aheadSlack is how much more than the time since the last packet a
+	// new frame number may run ahead of the newest (frames are numbered
+	// one per period): queueing and jitter, well over lateAfter.
+	aheadSlack = 1_000_000 // µs
 )
 
 // frameFate is how a frame ended at the receiver.
@@ -43,6 +51,8 @@ type frameTracker struct {
 	maxSeq   int32
 	keyDone  int32 // newest complete keyframe
 	prevOK   bool  // the last decided frame was decodable
+	lastAt   int64 // arrival of the last packet taken, Unix µs
+	bogus    int   // packets whose frame number ran impossibly far ahead
 
 	lastDisplay int64
 
@@ -57,15 +67,26 @@ func newFrameTracker(period, playout int64, decided func(int32, frameFate, bool,
 
 // packet records one video packet that arrived at now.
 func (t *frameTracker) packet(now int64, d wire.Data, v wire.Video) {
-	if v.Count == 0 || v.Idx >= v.Count || d.FrameNr <= 0 {
-		return
+	if v.Count == 0 || v.Idx >= v.Count || d.FrameNr <= 0 || d.FrameNr == math.MaxInt32 {
+		return // (MaxInt32: the frame after it would wrap)
 	}
 	if t.next == 0 {
-		t.next = d.FrameNr
+		t.next, t.maxFrame = d.FrameNr, d.FrameNr
 	}
 	if d.FrameNr < t.next {
 		return // its frame was already decided
 	}
+	// The sender numbers one frame per period, so a frame number can run
+	// ahead of the newest one only as far as the time since the last
+	// packet allows. Anything further is a bogus number from the peer:
+	// taking it would make decide settle every frame up to it, a loop
+	// (and callbacks) as long as the claim.
+	if ahead := int64(d.FrameNr) - int64(t.maxFrame); ahead > 0 &&
+		ahead > (max(now-t.lastAt, 0)+aheadSlack)/max(t.period, 1)+1 {
+		t.bogus++
+		return
+	}
+	t.lastAt = now
 	t.maxSeq = max(t.maxSeq, d.Seq)
 	t.maxFrame = max(t.maxFrame, d.FrameNr)
 	f := t.frames[d.FrameNr]

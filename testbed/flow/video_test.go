@@ -2,6 +2,7 @@ package flow
 
 import (
 	"context"
+	"math"
 	"slices"
 	"sync"
 	"testing"
@@ -177,6 +178,47 @@ func TestFrameTracker(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestFrameTrackerBogusFrameNumber: a frame number from the peer that runs
+// further ahead than the time since the last packet allows is ignored in
+// O(1): no frame is settled for the numbers it skips, and the call goes
+// on. A real gap (the path dark for 10 s at 30 fps) is taken, and its
+// lost frames settled.
+func TestFrameTrackerBogusFrameNumber(t *testing.T) {
+	const period, base = 33333, 1_700_000_000_000_000
+	var settled int
+	tr := newFrameTracker(period, 80000, func(int32, frameFate, bool, int64, int64) { settled++ })
+	send := func(frame, seq int32, at int64) {
+		ts := base + int64(frame-1)*period
+		tr.packet(at, wire.Data{RT: true, Seq: seq, FrameNr: frame}, wire.Video{FrameTS: ts, Key: true, Count: 1})
+		tr.decide(at)
+	}
+	for i := int32(1); i <= 30; i++ {
+		send(i, i, base+int64(i-1)*period+1000)
+	}
+	now := int64(base + 30*period)
+	// Allowed ahead of frame 30: (32 333 µs since the last packet + 1 s
+	// of slack) / period + 1 = 31 frames. 33 ahead is bogus; MaxInt32 is
+	// refused before the window is asked (not counted).
+	for _, nr := range []int32{math.MaxInt32 - 1, math.MaxInt32, 30 + 33} {
+		tr.packet(now, wire.Data{RT: true, Seq: 31, FrameNr: nr}, wire.Video{FrameTS: base, Key: true, Count: 1})
+		tr.decide(now)
+	}
+	if tr.bogus != 2 || tr.maxFrame != 30 || settled != 30 {
+		t.Errorf("after bogus frame numbers: %d ignored (want 2), newest frame %d (want 30), %d settled (want 30)", tr.bogus, tr.maxFrame, settled)
+	}
+	// 10 s later the sender is 300 frames on: plausible, taken.
+	send(330, 31, now+10_000_000)
+	if tr.maxFrame != 330 || settled != 330 {
+		t.Errorf("after a 10 s gap: newest frame %d, %d settled; want 330 and 330", tr.maxFrame, settled)
+	}
+	// The first packet of a call may carry any number but MaxInt32.
+	first := newFrameTracker(period, 80000, nil)
+	first.packet(base, wire.Data{RT: true, Seq: 1, FrameNr: math.MaxInt32}, wire.Video{FrameTS: base, Count: 1})
+	if first.next != 0 {
+		t.Errorf("a first frame numbered MaxInt32 was taken (next %d)", first.next)
 	}
 }
 
