@@ -78,14 +78,15 @@ func AppendComment(b []byte, a *Annotation) []byte {
 // appendMillis writes ns as milliseconds with exactly six decimals, using
 // integer arithmetic so the round trip is exact.
 func appendMillis(b []byte, ns int64) []byte {
+	u := uint64(ns) // the magnitude in uint64, so that MinInt64 has one
 	if ns < 0 {
 		b = append(b, '-')
-		ns = -ns
+		u = -u
 	}
-	b = strconv.AppendInt(b, ns/1e6, 10)
+	b = strconv.AppendUint(b, u/1e6, 10)
 	b = append(b, '.')
-	frac := ns % 1e6
-	for d := int64(1e5); d > 0; d /= 10 {
+	frac := u % 1e6
+	for d := uint64(1e5); d > 0; d /= 10 {
 		b = append(b, byte('0'+frac/d%10))
 	}
 	return append(b, "ms"...)
@@ -144,6 +145,7 @@ func ParseComment(s string) (Annotation, error) {
 				err = errors.New("want 0..1")
 			}
 			a.Prob = uint32(math.Round(f * aqm.MaxProb)) // the inverse of aqm.ProbFloat
+			a.HasDecision = true
 		case "verdict":
 			haveVerdict = true
 			a.HasDecision = true
@@ -159,10 +161,12 @@ func ParseComment(s string) (Annotation, error) {
 			}
 		case "reason":
 			a.Verdict.Reason, err = parseReason(val)
+			a.HasDecision = true
 		case "sub":
 			var n uint64
 			n, err = strconv.ParseUint(val, 10, 32)
 			a.Verdict.Sub = uint32(n)
+			a.HasDecision = true
 		}
 		if err != nil {
 			return a, fmt.Errorf("comment %q: %s=%q: %v", s, key, val, err)
@@ -172,7 +176,9 @@ func ParseComment(s string) (Annotation, error) {
 		return a, fmt.Errorf("comment %q: no queue= field", s)
 	}
 	if a.HasDecision && !haveVerdict {
-		return a, fmt.Errorf("comment %q: sojourn without verdict=", s)
+		// sojourn, prob, reason and sub are written with a decision only:
+		// one alone would be lost when the annotation is written again.
+		return a, fmt.Errorf("comment %q: sojourn, prob, reason or sub without verdict=", s)
 	}
 	a.Verdict.Class = a.Class
 	return a, nil
@@ -199,11 +205,14 @@ func parseReason(s string) (aqm.Reason, error) {
 	return 0, errors.New("unknown reason")
 }
 
-// parseMillis reads "1.234567ms" back into ns without float rounding.
+// parseMillis reads "1.234567ms" back into ns without float rounding:
+// digits only (no second sign), and an error, not a wrapped number, for
+// what does not fit an int64 of ns.
 func parseMillis(s string) (int64, error) {
+	bad := errors.New("want milliseconds like 1.234567ms")
 	num, ok := strings.CutSuffix(s, "ms")
 	if !ok {
-		return 0, errors.New("want milliseconds like 1.234567ms")
+		return 0, bad
 	}
 	neg := strings.HasPrefix(num, "-")
 	num = strings.TrimPrefix(num, "-")
@@ -211,20 +220,27 @@ func parseMillis(s string) (int64, error) {
 	if len(frac) > 6 {
 		return 0, errors.New("more than 6 decimals")
 	}
-	w, err := strconv.ParseInt(whole, 10, 64)
+	w, err := strconv.ParseUint(whole, 10, 64) // no sign accepted
 	if err != nil {
-		return 0, errors.New("want milliseconds like 1.234567ms")
+		return 0, bad
 	}
-	var f int64
+	var f uint64
 	if frac != "" {
-		if f, err = strconv.ParseInt(frac, 10, 64); err != nil || f < 0 {
-			return 0, errors.New("want milliseconds like 1.234567ms")
+		if f, err = strconv.ParseUint(frac, 10, 64); err != nil {
+			return 0, bad
 		}
 		for range 6 - len(frac) {
 			f *= 10
 		}
 	}
-	ns := w*1e6 + f
+	limit := uint64(math.MaxInt64)
+	if neg {
+		limit++ // -2^63 ns
+	}
+	if w > limit/1e6 || w*1e6 > limit-f {
+		return 0, errors.New("out of range")
+	}
+	ns := int64(w*1e6 + f) // -2^63 wraps to itself below
 	if neg {
 		ns = -ns
 	}

@@ -194,7 +194,9 @@ func (r *Reader) Next() (*Packet, error) {
 		}
 		p := &r.pkt
 		p.Data = ip
-		p.Length = origLen - hdr
+		// A record may claim less on the wire than it holds; what it holds
+		// was on the wire.
+		p.Length = max(origLen, len(data)) - hdr
 		p.Time = at
 		if r.ng != nil {
 			p.Interface = r.cachedName(ci.InterfaceIndex)
