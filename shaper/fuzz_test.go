@@ -1,6 +1,7 @@
 package shaper
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -41,6 +42,57 @@ func FuzzParseUnits(f *testing.F) {
 		ParseSize(s)
 		if l, err := ParseLoss(s); err == nil && l == nil {
 			t.Fatalf("ParseLoss(%q) = nil, nil", s)
+		}
+	})
+}
+
+// FuzzMahimahiDeliveries: a well-formed trace made of the fuzzer's
+// millisecond steps parses, and a backlogged link on it delivers each
+// packet of the fuzzer's sizes in the same ms as mm-link's model
+// (mahimahiDeliveries): the parser's and Finish's results checked, not
+// only their not panicking.
+func FuzzMahimahiDeliveries(f *testing.F) {
+	f.Add([]byte{1}, []byte{125})
+	f.Add([]byte{0, 0, 0, 2, 1}, []byte{3, 125, 250, 5})
+	f.Add([]byte{2, 3, 0, 0, 1, 3}, []byte{0, 0, 0, 255, 100})
+	f.Fuzz(func(t *testing.T, steps, sizes []byte) {
+		if len(steps) == 0 || len(steps) > 64 || len(sizes) > 200 {
+			return
+		}
+		var times []int64
+		var text strings.Builder
+		ms := int64(steps[0] % 3)
+		for i, s := range steps {
+			if i > 0 {
+				ms += int64(s % 4) // 0: several opportunities in one ms
+			}
+			times = append(times, ms)
+			fmt.Fprintf(&text, "%d\n", ms)
+			if s%7 == 6 {
+				text.WriteString("# a comment\n\n")
+			}
+		}
+		if ms == 0 {
+			times = append(times, 1)
+			text.WriteString("1\n")
+		}
+		r, err := ParseMahimahi(strings.NewReader(text.String()))
+		if err != nil {
+			t.Fatalf("ParseMahimahi(%q): %v", text.String(), err)
+		}
+		n := make([]int, len(sizes))
+		for i, b := range sizes {
+			n[i] = 1 + int(b)*12 // 1 to 3061 bytes: some need two opportunities
+		}
+		want := mahimahiDeliveries(times, n)
+		start := int64(0)
+		for i, size := range n {
+			fin := r.Finish(start, size)
+			if fin < start || fin/nsPerMs != want[i] {
+				t.Fatalf("trace %v: packet %d (%d B) from %d finishes at %d (ms %d); mahimahi delivers at ms %d",
+					times, i, size, start, fin, fin/nsPerMs, want[i])
+			}
+			start = fin
 		}
 	})
 }
