@@ -1,8 +1,12 @@
 package pcap
 
 import (
+	"bytes"
+	"errors"
+	"io"
 	"math"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -233,5 +237,61 @@ func TestFlowCap(t *testing.T) {
 	}
 	if len(r.Flows) != maxFlows+1 || other == nil || other.In.Total().Packets != 5 {
 		t.Errorf("%d rows, other %+v; want %d rows and 5 packets in %q", len(r.Flows), other, maxFlows+1, otherFlows)
+	}
+}
+
+// TestAnalyzeCutCapture: a pi2hop capture cut at any point (a SIGKILL
+// mid-write, a full disk) is analysed up to its last complete record:
+// the packets read are the first ones of the whole file, with no error,
+// and the file's result says it was truncated.
+func TestAnalyzeCutCapture(t *testing.T) {
+	dir := t.TempDir()
+	whole := filepath.Join(dir, "whole.pcapng")
+	scenario{n: 300}.write(t, whole)
+	data, err := os.ReadFile(whole)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := readPackets(t, data)
+	for _, cut := range []int{len(data) - 1, len(data) - 37, len(data) * 2 / 3, len(data) / 2, 400} {
+		part := filepath.Join(dir, "cut.pcapng")
+		if err := os.WriteFile(part, data[:cut], 0o600); err != nil {
+			t.Fatal(err)
+		}
+		got := readPackets(t, data[:cut])
+		// (The file ends with statistics blocks, and starts with section
+		// and interface blocks: a cut there loses no packet or has none.)
+		if len(got) > len(all) || !slices.Equal(got, all[:len(got)]) ||
+			cut == len(data)/2 && (len(got) == 0 || len(got) == len(all)) {
+			t.Errorf("cut at %d of %d: %d packets, not a prefix of the %d", cut, len(data), len(got), len(all))
+		}
+		res, err := Analyze([]Input{{Path: part}}, AnalyzeOptions{})
+		if err != nil {
+			t.Fatalf("cut at %d: %v", cut, err)
+		}
+		f := res.Files[0]
+		if f.Truncated == nil || f.Packets != len(got) || len(f.Warnings()) != 1 {
+			t.Errorf("cut at %d: %d packets (want %d), truncated %+v, warnings %q", cut, f.Packets, len(got), f.Truncated, f.Warnings())
+		}
+	}
+}
+
+// readPackets returns each packet's time and wire length, to compare.
+func readPackets(t *testing.T, data []byte) [][2]int64 {
+	t.Helper()
+	r, err := NewReader(bytes.NewReader(data), "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out [][2]int64
+	for {
+		p, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			return out
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, [2]int64{p.Time, int64(p.Length)})
 	}
 }
