@@ -3,6 +3,7 @@ package pcap
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -281,7 +282,7 @@ func TestNewCaptureRejectsBadOptions(t *testing.T) {
 // hold as many records as were asked for when they fit.
 func TestCaptureBufferBoundedInBytes(t *testing.T) {
 	dir := t.TempDir()
-	for _, tc := range []struct {
+	for i, tc := range []struct {
 		opt       Options
 		wantSlots int // 0: the largest power of two that fits
 	}{
@@ -292,7 +293,7 @@ func TestCaptureBufferBoundedInBytes(t *testing.T) {
 		{Options{Snaplen: 1500, BufferBytes: 1 << 20}, 0},
 		{Options{Snaplen: 128, BufferBytes: recordBytes(128)}, 1},
 	} {
-		c, err := NewCapture(filepath.Join(dir, "b.pcapng"), tc.opt)
+		c, err := NewCapture(filepath.Join(dir, fmt.Sprintf("b%d.pcapng", i)), tc.opt)
 		if err != nil {
 			t.Fatal(err)
 		}
