@@ -263,17 +263,25 @@ func (f *ngFramer) nextBlock() error {
 		switch ok, over := f.check(typ, f.buf); {
 		case over:
 			f.oversize++
+		case !ok && (typ == ngSHB || typ == ngIDB):
+			// Skipping it would renumber the interfaces after it.
+			return fmt.Errorf("block of type %#x at byte %d does not hold its own fields: the file is damaged", typ, f.pos-int64(total))
 		case !ok:
 			f.malformed++
 		default:
+			if typ == ngIDB {
+				if f.ifaces == 0 {
+					f.snaplen = f.order.Uint32(f.buf[12:])
+				}
+				f.ifaces++
+			}
 			return nil
 		}
 	}
 }
 
 // check reports whether block b's fields fit inside it (ok), and whether
-// it is a packet block whose lengths exceed MaxRecord (over). It tracks
-// the interfaces of the section, as NgReader does.
+// it is a packet block whose lengths exceed MaxRecord (over).
 func (f *ngFramer) check(typ uint32, b []byte) (ok, over bool) {
 	body := b[8 : len(b)-4]
 	u32 := func(i int) uint32 { return f.order.Uint32(body[i:]) }
@@ -288,10 +296,6 @@ func (f *ngFramer) check(typ uint32, b []byte) (ok, over bool) {
 		if len(body) < 8 {
 			return false, false
 		}
-		if f.ifaces == 0 {
-			f.snaplen = u32(4)
-		}
-		f.ifaces++
 		optsAt = 8
 	case ngEPB, ngPB:
 		if len(body) < 20 {

@@ -260,3 +260,15 @@ func TestFramingErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestDamagedInterfaceBlock: an interface block whose options overrun it
+// is an error, not skipped: skipping it would give every later packet the
+// wrong interface.
+func TestDamagedInterfaceBlock(t *testing.T) {
+	idb := ngIDBBytes(101, 0, "up-in")
+	le.PutUint16(idb[16+2:], 200) // if_name (after type, length, link type, snaplen) claims 200 bytes
+	file := bytes.Join([][]byte{ngSHBBytes(), idb, ngEPBBytes(0, 0, 60, 60, ipPacket(0), nil)}, nil)
+	if o := readBytes(t, file); o.err == nil || !strings.Contains(o.err.Error(), "does not hold its own fields") {
+		t.Errorf("error %v, packets %d", o.err, len(o.times))
+	}
+}
