@@ -9,8 +9,8 @@
 // ns timestamps) named "<direction>-<point>": up-in, up-out, up-drop,
 // down-in, ... AddTaps adds a direction's three. The data path calls
 // Offer, which copies up to Options.Snaplen bytes into a record ring
-// allocated up front and returns at once: no allocation, no lock, no
-// system call. A writer goroutine drains the ring through a 1 MiB buffer.
+// allocated up front (at most Options.BufferBytes) and returns at once:
+// no allocation, no lock, no system call. A writer goroutine drains the ring through a 1 MiB buffer.
 // When the ring is full, Offer refuses the packet and counts a capture
 // drop (never a packet drop); the counts are written as each interface's
 // isb_ifrecv / isb_ifdrop when a file is completed. Close (idempotent,
@@ -32,13 +32,20 @@
 //
 // Reader reads pcap and pcapng, gzipped or not, with link types RAW,
 // IPv4, IPv6, Ethernet (VLAN tags skipped), Linux cooked v1/v2 and BSD
-// loopback; headers are decoded by hand. Analyze groups packets by
+// loopback; headers are decoded by hand. Every length in the file is
+// checked before it is allocated: records over MaxRecord are skipped and
+// counted, and a file cut mid-record ends at its last complete record
+// with a Truncation. Analyze reads its inputs merged in time order and
+// groups packets by
 // direction (from the tap names, or from Input.Role for two tcpdump files
 // taken either side of a bottleneck), matches each packet between its in
 // and out (or drop) points by a hash of the fields no hop changes, and
 // returns a Result: per class and per flow counts, marks and drops by
-// reason, sojourn (annotations) and transit (matching) percentiles, time
+// reason, sojourn (annotations) and transit (matching) percentiles from a
+// sketch (within SketchAccuracy of the exact nearest-rank value), time
 // bins, ECN transitions checked against the valid set, IPv4 header
 // checksum errors and the coupling check pC = (pL/k)². Result renders as
-// tables (WriteTable), JSON, and PNG plots (WritePlots).
+// tables (WriteTable), JSON, and PNG plots (WritePlots). Its memory
+// grows with flows (at most 10 000, the rest summed), time bins and the
+// packets of one matching horizon, not with the packet count.
 package pcap
