@@ -25,7 +25,12 @@ type sketch struct {
 }
 
 func newSketch() *sketch {
-	dd, err := ddsketch.LogUnboundedDenseDDSketch(SketchAccuracy)
+	// The library's default store: pages of 32 buckets made only where
+	// values fall, and a few values kept in a buffer until a page is worth
+	// it, so the sketch of a time bin with a handful of samples costs
+	// about 200 bytes, not a dense array. It never merges buckets: no
+	// error beyond the mapping's.
+	dd, err := ddsketch.NewDefaultDDSketch(SketchAccuracy)
 	if err != nil { // only for an accuracy outside (0, 1)
 		panic(err)
 	}
