@@ -188,7 +188,6 @@ type pendingSet struct {
 	n       int       // live entries
 	unseen  uint64    // entries given up
 	longest int64     // the longest transit seen, ns
-	deletes int       // from head since it was last rebuilt
 	d       *dirAcc
 }
 
@@ -230,8 +229,6 @@ func (s *pendingSet) pop(key uint64) (pending, bool) {
 	p := *e
 	if p.next < 0 {
 		delete(s.head, key)
-		s.deletes++
-		s.compact()
 	} else {
 		s.head[key] = chain{p.next, c.last}
 	}
@@ -241,22 +238,6 @@ func (s *pendingSet) pop(key uint64) (pending, bool) {
 		s.lo++
 	}
 	return p, true
-}
-
-// compact rebuilds head once deletions far outnumber its keys: a map that
-// keeps a steady size under constant insert and delete fills with deleted
-// slots that lookups probe past (map probing fell from half to a third of
-// a one-point analysis' CPU profile with this). The copy costs one insert
-// per key, paid for by the four deletes per key before it.
-func (s *pendingSet) compact() {
-	if s.deletes < 4*len(s.head)+1024 {
-		return
-	}
-	head := make(map[uint64]chain, len(s.head))
-	for k, c := range s.head {
-		head[k] = c
-	}
-	s.head, s.deletes = head, 0
 }
 
 // evict gives up the entries that arrived before cutoff. The oldest live
