@@ -270,19 +270,26 @@ func onesSum(b []byte) uint16 {
 }
 
 // FuzzCommentRoundTrip: any annotation formats to a comment that parses
-// back to it (prob to its six decimals; the LLLL class is written as L).
+// back to it (prob to its six decimals; the LLLL class is written as L),
+// every reason and sub included.
 func FuzzCommentRoundTrip(f *testing.F) {
-	f.Add(uint8(1), uint8(1), uint8(1), uint8(1), int64(1_234_567), uint32(1<<28), true)
-	f.Add(uint8(0), uint8(0), uint8(2), uint8(5), int64(0), uint32(math.MaxUint32), true)
-	f.Add(uint8(2), uint8(3), uint8(0), uint8(0), int64(-1), uint32(0), false)
-	f.Add(uint8(0), uint8(2), uint8(2), uint8(6), int64(math.MinInt64), uint32(7), true)
-	f.Fuzz(func(t *testing.T, class, ecn, action, reason uint8, sojourn int64, prob uint32, decided bool) {
+	f.Add(uint8(1), uint8(1), uint8(1), uint8(1), int64(1_234_567), uint32(1<<28), uint32(0), true)
+	f.Add(uint8(0), uint8(0), uint8(2), uint8(5), int64(0), uint32(math.MaxUint32), uint32(1), true)
+	f.Add(uint8(2), uint8(3), uint8(0), uint8(0), int64(-1), uint32(0), uint32(9), false)
+	f.Add(uint8(0), uint8(2), uint8(2), uint8(6), int64(math.MinInt64), uint32(7), uint32(0), true)
+	f.Add(uint8(0), uint8(2), uint8(1), uint8(7), int64(20e6), uint32(0), uint32(math.MaxUint32), true)
+	// Every reason aqm names (its String is "unknown" past the last).
+	nReasons := aqm.Reason(0)
+	for nReasons.String() != "unknown" {
+		nReasons++
+	}
+	f.Fuzz(func(t *testing.T, class, ecn, action, reason uint8, sojourn int64, prob, sub uint32, decided bool) {
 		a := Annotation{
 			Class: aqm.Class(class % 3), ECNIn: aqm.ECN(ecn % 4), HasDecision: decided,
 		}
 		if decided {
 			a.Sojourn, a.Prob = sojourn, prob
-			a.Verdict = aqm.Verdict{Action: aqm.Action(action % 3), Reason: aqm.Reason(reason % 7)}
+			a.Verdict = aqm.Verdict{Action: aqm.Action(action % 3), Reason: aqm.Reason(reason) % nReasons, Sub: sub}
 		}
 		text := string(AppendComment(nil, &a))
 		back, err := ParseComment(text)
@@ -312,6 +319,8 @@ func FuzzParseComment(f *testing.F) {
 		"pi2hop: queue=C ecn-in=Not-ECT",
 		"pi2hop:  queue=C  sojourn=-0.000001ms verdict=dropped future=x",
 		"pi2hop: queue=L prob=1e-7 verdict=sent sojourn=9223372036854.775807ms",
+		"pi2hop: queue=C ecn-in=ECT(0) sojourn=20.000000ms prob=0.000000 verdict=marked reason=codel sub=3",
+		"pi2hop: queue=C sub=3",
 		"not ours",
 	} {
 		f.Add(s)
