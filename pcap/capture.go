@@ -97,9 +97,20 @@ func (opt Options) Validate() error {
 	return nil
 }
 
-// NewCapture creates path (truncating it) and starts the writer. Close
-// must be called to complete the file.
+// NewCapture creates path (a new file: see Options.Owner) and starts the
+// writer. Close must be called to complete the file.
 func NewCapture(path string, opt Options) (*Capture, error) {
+	c, err := newCapture(path, opt)
+	if err != nil {
+		return nil, err
+	}
+	go c.run()
+	return c, nil
+}
+
+// newCapture is NewCapture without the writer: tests start it (go c.run())
+// when they have measured Offer alone.
+func newCapture(path string, opt Options) (*Capture, error) {
 	switch {
 	case opt.Snaplen == 0:
 		opt.Snaplen = defaultSnaplen
@@ -141,7 +152,6 @@ func NewCapture(path string, opt Options) (*Capture, error) {
 		done:  make(chan struct{}),
 	}
 	c.w = newFileWriter(c, f)
-	go c.run()
 	return c, nil
 }
 
