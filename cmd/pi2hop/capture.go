@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 
+	"github.com/pi2hop/pi2hop/internal/flagvalue"
 	"github.com/pi2hop/pi2hop/invoker"
 	"github.com/pi2hop/pi2hop/pcap"
 	"github.com/spf13/pflag"
@@ -13,11 +14,11 @@ import (
 type captureFlags struct {
 	path    string
 	snaplen int
-	maxSize sizeValue
+	maxSize flagvalue.Size
 }
 
 func addCaptureFlags(fs *pflag.FlagSet) *captureFlags {
-	c := &captureFlags{maxSize: sizeValue{max: 1 << 40}}
+	c := &captureFlags{maxSize: flagvalue.Size{Max: 1 << 40}}
 	fs.StringVar(&c.path, "capture", "", "write an annotated pcapng `FILE`: one interface per tap (up-in, up-out, up-drop, down-...), each decision as a packet comment")
 	fs.IntVar(&c.snaplen, "snaplen", 128, "bytes of each packet to capture, from the IP header on")
 	fs.Var(&c.maxSize, "capture-max-size", "rotate the capture before a file passes this `SIZE` (tc units: 100m); FILE.1, FILE.2, ... follow")
@@ -36,7 +37,7 @@ func (c *captureFlags) open(comment string, timeOffset int64) (*pcap.Capture, er
 	}
 	opt := pcap.Options{
 		Snaplen:    c.snaplen,
-		MaxSize:    int64(c.maxSize.bytes),
+		MaxSize:    int64(c.maxSize.Bytes),
 		Comment:    comment,
 		TimeOffset: timeOffset,
 		Owner:      owner,

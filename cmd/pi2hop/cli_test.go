@@ -13,6 +13,7 @@ import (
 	"unicode"
 
 	"github.com/pi2hop/pi2hop/internal/buildinfo"
+	"github.com/pi2hop/pi2hop/internal/flagvalue"
 	"github.com/spf13/pflag"
 )
 
@@ -300,7 +301,7 @@ func TestFlagErrorFormat(t *testing.T) {
 		fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
 		fs.SetOutput(new(bytes.Buffer))
 		fs.Int("n", 0, "")
-		fs.Var(&rateValue{}, "r", "")
+		fs.Var(&flagvalue.Rate{}, "r", "")
 		err := flagError(fs.Parse(tt.args))
 		if err == nil || !strings.HasPrefix(err.Error(), tt.want) || strings.Count(err.Error(), `"10mb"`) > 1 {
 			t.Errorf("%v: %v, want prefix %q", tt.args, err, tt.want)

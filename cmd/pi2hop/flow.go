@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/pi2hop/pi2hop/internal/flagvalue"
 	"github.com/pi2hop/pi2hop/testbed/flow"
 )
 
@@ -55,8 +56,8 @@ func flowSub(name, synopsis, short string, setup func(fs *pflag.FlagSet) func(co
 type flowArgs struct {
 	to, listen, bind string
 	ecn              string
-	duration         durationValue
-	every            durationValue // interval reports
+	duration         flagvalue.Duration
+	every            flagvalue.Duration // interval reports
 	json             bool
 	label            string
 }
@@ -80,8 +81,8 @@ func (a *flowArgs) ecnFlag(fs *pflag.FlagSet) {
 // report once a second whatever is asked (probe's --every is its probe
 // period); their --interval was always ignored and still is, with a note.
 func (a *flowArgs) outputFlags(fs *pflag.FlagSet, defDuration time.Duration, what string, settable bool) {
-	a.duration = durationValue{d: defDuration, min: 0}
-	a.every = durationValue{d: time.Second, min: time.Millisecond}
+	a.duration = flagvalue.Duration{D: defDuration, Min: 0}
+	a.every = flagvalue.Duration{D: time.Second, Min: time.Millisecond}
 	fs.Var(&a.duration, "duration", "how long to "+what+"; 0 = until interrupted")
 	if settable {
 		fs.Var(&a.every, "every", "print an interval report once per `period`")
@@ -137,8 +138,8 @@ func (a *flowArgs) reporter(env *cmdEnv) *flow.Reporter {
 
 func pragueSendCmd(fs *pflag.FlagSet) func(context.Context, *cmdEnv) error {
 	var a flowArgs
-	var maxRate rateValue
-	mtu := intRangeValue{n: 1400, min: 150, max: 65507}
+	var maxRate flagvalue.Rate
+	mtu := flagvalue.IntRange{N: 1400, Min: 150, Max: 65507}
 	a.peerFlags(fs)
 	a.ecnFlag(fs)
 	fs.Var(&maxRate, "max-rate", "never send faster than `rate`, tc units (10mbit); default no limit")
@@ -154,7 +155,7 @@ func pragueSendCmd(fs *pflag.FlagSet) func(context.Context, *cmdEnv) error {
 		}
 		defer conn.Close()
 		out := a.reporter(env)
-		cfg := flow.PragueConfig{ECN: a.ecn, MaxRate: maxRate.bps, MTU: mtu.n, Duration: a.duration.d, Interval: a.every.d, Label: a.label}
+		cfg := flow.PragueConfig{ECN: a.ecn, MaxRate: maxRate.BPS, MTU: mtu.N, Duration: a.duration.D, Interval: a.every.D, Label: a.label}
 		s, err := flow.PragueSend(ctx, conn, peer, cfg, out.Interval)
 		out.SenderSummary("prague-send", s)
 		return err
@@ -172,7 +173,7 @@ func pragueRecvCmd(fs *pflag.FlagSet) func(context.Context, *cmdEnv) error {
 			return err
 		}
 		defer conn.Close()
-		cfg := flow.PragueConfig{ECN: a.ecn, Duration: a.duration.d, Interval: a.every.d, Label: a.label}
+		cfg := flow.PragueConfig{ECN: a.ecn, Duration: a.duration.D, Interval: a.every.D, Label: a.label}
 		s, err := flow.PragueRecv(ctx, conn, cfg, out.Interval)
 		out.ReceiverSummary(s)
 		return err
@@ -180,8 +181,8 @@ func pragueRecvCmd(fs *pflag.FlagSet) func(context.Context, *cmdEnv) error {
 }
 
 // fpsFlag declares --fps, which both video ends take.
-func fpsFlag(fs *pflag.FlagSet) *intRangeValue {
-	fps := &intRangeValue{n: 30, min: 1, max: 240}
+func fpsFlag(fs *pflag.FlagSet) *flagvalue.IntRange {
+	fps := &flagvalue.IntRange{N: 30, Min: 1, Max: 240}
 	fs.Var(fps, "fps", "frames per `second`")
 	return fps
 }
@@ -189,9 +190,9 @@ func fpsFlag(fs *pflag.FlagSet) *intRangeValue {
 func videoSendCmd(fs *pflag.FlagSet) func(context.Context, *cmdEnv) error {
 	var a flowArgs
 	var cfg flow.VideoConfig
-	minRate, maxRate := rateValue{bps: 300_000}, rateValue{bps: 8_000_000}
-	keyEvery := durationValue{d: 2 * time.Second, min: time.Millisecond}
-	budget := durationValue{d: 15 * time.Millisecond, min: time.Millisecond}
+	minRate, maxRate := flagvalue.Rate{BPS: 300_000}, flagvalue.Rate{BPS: 8_000_000}
+	keyEvery := flagvalue.Duration{D: 2 * time.Second, Min: time.Millisecond}
+	budget := flagvalue.Duration{D: 15 * time.Millisecond, Min: time.Millisecond}
 	a.peerFlags(fs)
 	a.ecnFlag(fs)
 	fps := fpsFlag(fs)
@@ -205,7 +206,7 @@ func videoSendCmd(fs *pflag.FlagSet) func(context.Context, *cmdEnv) error {
 		if err := a.checkECN(); err != nil {
 			return err
 		}
-		if maxRate.bps < minRate.bps {
+		if maxRate.BPS < minRate.BPS {
 			return usagef("--max-rate %s is below --min-rate %s", maxRate.String(), minRate.String())
 		}
 		conn, peer, err := a.dialUDP()
@@ -214,9 +215,9 @@ func videoSendCmd(fs *pflag.FlagSet) func(context.Context, *cmdEnv) error {
 		}
 		defer conn.Close()
 		out := a.reporter(env)
-		cfg.ECN, cfg.FPS, cfg.MinRate, cfg.MaxRate = a.ecn, fps.n, minRate.bps, maxRate.bps
-		cfg.KeyframeEvery, cfg.FrameBudget = keyEvery.d, budget.d
-		cfg.Duration, cfg.Interval, cfg.Label = a.duration.d, a.every.d, a.label
+		cfg.ECN, cfg.FPS, cfg.MinRate, cfg.MaxRate = a.ecn, fps.N, minRate.BPS, maxRate.BPS
+		cfg.KeyframeEvery, cfg.FrameBudget = keyEvery.D, budget.D
+		cfg.Duration, cfg.Interval, cfg.Label = a.duration.D, a.every.D, a.label
 		s, err := flow.VideoSend(ctx, conn, peer, cfg, out.Interval)
 		out.VideoSenderSummary(s)
 		return err
@@ -226,7 +227,7 @@ func videoSendCmd(fs *pflag.FlagSet) func(context.Context, *cmdEnv) error {
 func videoRecvCmd(fs *pflag.FlagSet) func(context.Context, *cmdEnv) error {
 	var a flowArgs
 	var cfg flow.VideoConfig
-	playout := durationValue{d: 80 * time.Millisecond, min: time.Millisecond}
+	playout := flagvalue.Duration{D: 80 * time.Millisecond, Min: time.Millisecond}
 	a.listenFlag(fs)
 	a.ecnFlag(fs)
 	fps := fpsFlag(fs)
@@ -238,8 +239,8 @@ func videoRecvCmd(fs *pflag.FlagSet) func(context.Context, *cmdEnv) error {
 			return err
 		}
 		defer conn.Close()
-		cfg.ECN, cfg.FPS, cfg.Playout = a.ecn, fps.n, playout.d
-		cfg.Duration, cfg.Interval, cfg.Label = a.duration.d, a.every.d, a.label
+		cfg.ECN, cfg.FPS, cfg.Playout = a.ecn, fps.N, playout.D
+		cfg.Duration, cfg.Interval, cfg.Label = a.duration.D, a.every.D, a.label
 		s, err := flow.VideoRecv(ctx, conn, cfg, out.Interval)
 		out.VideoSummary(s)
 		return err
@@ -269,7 +270,7 @@ func bulkCmd(fs *pflag.FlagSet) func(context.Context, *cmdEnv) error {
 			return err
 		}
 		out := a.reporter(env)
-		s, err := flow.BulkFetch(ctx, conn, a.duration.d, out.Interval)
+		s, err := flow.BulkFetch(ctx, conn, a.duration.D, out.Interval)
 		out.BulkSummary(s)
 		return err
 	}
@@ -277,7 +278,7 @@ func bulkCmd(fs *pflag.FlagSet) func(context.Context, *cmdEnv) error {
 
 func probeCmd(fs *pflag.FlagSet) func(context.Context, *cmdEnv) error {
 	var a flowArgs
-	every := durationValue{d: 10 * time.Millisecond, min: 100 * time.Microsecond}
+	every := flagvalue.Duration{D: 10 * time.Millisecond, Min: 100 * time.Microsecond}
 	a.listenFlag(fs)
 	a.peerFlags(fs)
 	fs.StringVar(&a.ecn, "ecn", "l4s", "probe `codepoint`: l4s (ECT(1)), classic (Not-ECT), ect0 or ce")
@@ -306,7 +307,7 @@ func probeCmd(fs *pflag.FlagSet) func(context.Context, *cmdEnv) error {
 		}
 		defer conn.Close()
 		out := a.reporter(env)
-		s, err := flow.Probe(ctx, conn, peer, e, every.d, a.duration.d, out.Interval)
+		s, err := flow.Probe(ctx, conn, peer, e, every.D, a.duration.D, out.Interval)
 		out.ProbeSummary(s)
 		return err
 	}

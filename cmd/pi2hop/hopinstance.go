@@ -7,6 +7,7 @@ import (
 
 	"github.com/pi2hop/pi2hop/hop"
 	"github.com/pi2hop/pi2hop/hop/instance"
+	"github.com/pi2hop/pi2hop/internal/flagvalue"
 	"github.com/pi2hop/pi2hop/pcap"
 	"github.com/spf13/pflag"
 )
@@ -21,7 +22,7 @@ type instanceFlags struct {
 	name       string
 	metrics    string
 	verbose    bool
-	cpuLatency cpuLatencyValue
+	cpuLatency flagvalue.CPULatency
 }
 
 func addInstanceFlags(fs *pflag.FlagSet) *instanceFlags {
@@ -51,7 +52,7 @@ func runInstance(ctx context.Context, env *cmdEnv, command string, inst *instanc
 	if err != nil {
 		return usagef("%s: %v", command, err)
 	}
-	cfg.CPULatency = inst.cpuLatency.d
+	cfg.CPULatency = inst.cpuLatency.D
 	err = instance.Run(ctx, instance.Options{
 		Name: inst.name, Command: command,
 		Settings: link.settings(), Config: cfg,

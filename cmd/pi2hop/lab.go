@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pi2hop/pi2hop/internal/flagvalue"
 	"github.com/pi2hop/pi2hop/invoker"
 	"github.com/spf13/pflag"
 
@@ -35,18 +36,18 @@ type labArgs struct {
 	cleanup     bool
 	name        string
 	out         string
-	rate        rateValue
-	rtt         durationValue
-	duration    durationValue
-	warmup      durationValue
+	rate        flagvalue.Rate
+	rtt         flagvalue.Duration
+	duration    flagvalue.Duration
+	warmup      flagvalue.Duration
 	bulk        int
-	fifoLimit   countValue
+	fifoLimit   flagvalue.Count
 	seed        uint64
 	minQlenStep uint32
 	rtts        []time.Duration
 	windows     []string
 	capture     *captureFlags
-	cpuLatency  cpuLatencyValue
+	cpuLatency  flagvalue.CPULatency
 }
 
 func labFlags(fs *pflag.FlagSet) func(ctx context.Context, env *cmdEnv, args []string) error {
@@ -67,13 +68,13 @@ func labFlags(fs *pflag.FlagSet) func(ctx context.Context, env *cmdEnv, args []s
 		if err != nil {
 			return err
 		}
-		return runLab(ctx, env, a.name, cfg, a.out, a.capture, a.cpuLatency.d)
+		return runLab(ctx, env, a.name, cfg, a.out, a.capture, a.cpuLatency.D)
 	}
 }
 
 // addLabFlags declares lab's flags on fs.
 func addLabFlags(fs *pflag.FlagSet) *labArgs {
-	a := &labArgs{rtt: durationValue{min: 0}, duration: durationValue{min: time.Second}, fifoLimit: countValue{min: 1, max: 1 << 20}}
+	a := &labArgs{rtt: flagvalue.Duration{Min: 0}, duration: flagvalue.Duration{Min: time.Second}, fifoLimit: flagvalue.Count{Min: 1, Max: 1 << 20}}
 	fs.BoolVar(&a.quick, "quick", false, "short durations (as CI runs them): l4s-demo 25 s runs, coexist 15 s, prague 12 s, bdp 5 s at 100mbit, aqm-zoo and classic-ecn 15 s, wifi 20 s")
 	fs.StringVarP(&a.out, "out", "o", "", "report `folder` (default pi2hop-lab-<scenario>-<time> in the current folder)")
 	fs.BoolVar(&a.list, "list", false, "list the scenarios with their defaults and exit")
@@ -110,22 +111,22 @@ func (a *labArgs) config(fs *pflag.FlagSet, args []string) (testbed.Config, erro
 		cfg.Scenario = args[0]
 	}
 	if fs.Changed("rate") {
-		cfg.RateBps = a.rate.bps
+		cfg.RateBps = a.rate.BPS
 	}
 	if fs.Changed("rtt") {
-		cfg.RTT = a.rtt.d
+		cfg.RTT = a.rtt.D
 	}
 	if fs.Changed("duration") {
-		cfg.Duration = a.duration.d
+		cfg.Duration = a.duration.D
 	}
 	if fs.Changed("warmup") {
-		cfg.Warmup = a.warmup.d
+		cfg.Warmup = a.warmup.D
 	}
 	if fs.Changed("min-qlen-step") {
 		cfg.MinQlenStep = &a.minQlenStep
 	}
 	if fs.Changed("fifo-limit") {
-		cfg.FIFOLimit = a.fifoLimit.n
+		cfg.FIFOLimit = a.fifoLimit.N
 	}
 	cfg.Bulk, cfg.Seed, cfg.RTTs = a.bulk, a.seed, a.rtts
 	for _, w := range a.windows {

@@ -10,6 +10,7 @@ import (
 	"github.com/pi2hop/pi2hop/aqm"
 	"github.com/pi2hop/pi2hop/hop"
 	"github.com/pi2hop/pi2hop/hop/instance"
+	"github.com/pi2hop/pi2hop/internal/flagvalue"
 	"github.com/pi2hop/pi2hop/shaper"
 	"github.com/spf13/pflag"
 )
@@ -22,41 +23,41 @@ type linkFlags struct {
 	fs    *pflag.FlagSet
 	bidir bool
 
-	rate      rateValue
-	delay     durationValue
-	loss      lossValue
+	rate      flagvalue.Rate
+	delay     flagvalue.Duration
+	loss      flagvalue.Loss
 	rateTrace string
 
 	// Per direction, only with bidir; they override the shared flags.
-	upRate, downRate           rateValue
-	upDelay, downDelay         durationValue
+	upRate, downRate           flagvalue.Rate
+	upDelay, downDelay         flagvalue.Duration
 	upRateTrace, downRateTrace string
 
-	aqmKind           choiceValue
-	limit             countValue
-	memlimit          sizeValue
-	target, tupdate   durationValue
-	alpha, beta       gainValue
-	coupling          intRangeValue
-	stepThresh        stepValue
-	minQlenStep       countValue
-	overload          choiceValue
-	dropAt            choiceValue
-	classicProtection intRangeValue
-	ecnMask           choiceValue
-	maxRTT            durationValue
-	typicalRTT        durationValue
-	mtu               intRangeValue
+	aqmKind           flagvalue.Choice
+	limit             flagvalue.Count
+	memlimit          flagvalue.Size
+	target, tupdate   flagvalue.Duration
+	alpha, beta       flagvalue.Gain
+	coupling          flagvalue.IntRange
+	stepThresh        flagvalue.Step
+	minQlenStep       flagvalue.Count
+	overload          flagvalue.Choice
+	dropAt            flagvalue.Choice
+	classicProtection flagvalue.IntRange
+	ecnMask           flagvalue.Choice
+	maxRTT            flagvalue.Duration
+	typicalRTT        flagvalue.Duration
+	mtu               flagvalue.IntRange
 	seedValue         uint64
 
 	// The other queue disciplines (codel, pie, fq_codel, docsis) and
 	// the link's shape (jitter, aggregation bursts).
 	nqb, ecn, bytemode, dqRate, qprot bool
-	interval, ceThreshold, maxTh      durationValue
+	interval, ceThreshold, maxTh      flagvalue.Duration
 	ceSelector                        string
-	flows, quantum, dropBatch         countValue
-	jitter, upJitter, downJitter      jitterValue
-	agg, upAgg, downAgg               aggregateValue
+	flows, quantum, dropBatch         flagvalue.Count
+	jitter, upJitter, downJitter      flagvalue.Jitter
+	agg, upAgg, downAgg               flagvalue.Aggregate
 }
 
 // addLinkFlags declares the link and AQM flags on fs. With bidir it also
@@ -66,44 +67,44 @@ func addLinkFlags(fs *pflag.FlagSet, bidir bool) *linkFlags {
 	f := &linkFlags{
 		fs:                fs,
 		bidir:             bidir,
-		rate:              rateValue{bps: instance.DefaultRate},
-		aqmKind:           choiceValue{val: aqm.KindDualPI2, choices: aqm.Kinds},
-		limit:             countValue{n: def.Limit, min: 1, max: math.MaxUint32},
-		memlimit:          sizeValue{max: math.MaxUint32},
-		target:            durationValue{d: time.Duration(def.Target)},
-		tupdate:           durationValue{d: time.Duration(def.Tupdate), min: time.Microsecond},
-		alpha:             gainValue{netlink: def.Alpha},
-		beta:              gainValue{netlink: def.Beta},
-		coupling:          intRangeValue{n: int(def.Coupling), min: 1, max: 255},
-		stepThresh:        stepValue{ns: def.StepThresh},
-		minQlenStep:       countValue{n: def.MinQlenStep, max: math.MaxUint32},
-		overload:          choiceValue{val: "drop", choices: []string{"drop", "overflow"}, aliases: map[string]string{"drop_on_overload": "drop"}},
-		dropAt:            choiceValue{val: "dequeue", choices: []string{"enqueue", "dequeue"}, aliases: map[string]string{"drop_enqueue": "enqueue", "drop_dequeue": "dequeue"}},
-		classicProtection: intRangeValue{n: int(def.ClassicProtection), max: 100, unit: "%"},
-		ecnMask:           choiceValue{val: "l4s", choices: []string{"l4s", "any"}, aliases: map[string]string{"l4s_ect": "l4s", "any_ect": "any"}},
-		maxRTT:            durationValue{min: time.Microsecond, optional: true},
-		typicalRTT:        durationValue{min: time.Microsecond, optional: true},
-		mtu:               intRangeValue{n: instance.DefaultMTU, min: 68, max: 65535},
-		upDelay:           durationValue{optional: true},
-		downDelay:         durationValue{optional: true},
-		interval:          durationValue{d: aqm.DefaultCodelInterval, min: time.Microsecond},
-		ceThreshold:       durationValue{optional: true},
-		maxTh:             durationValue{d: aqm.DefaultDOCSISMaxTh, min: time.Microsecond},
-		flows:             countValue{n: aqm.DefaultFQCodelFlows, min: 1, max: 65536},
-		quantum:           countValue{n: aqm.DefaultPschedMTU, min: 256, max: 1 << 20},
-		dropBatch:         countValue{n: aqm.DefaultFQCodelDropBatch, min: 1, max: math.MaxUint32},
+		rate:              flagvalue.Rate{BPS: instance.DefaultRate},
+		aqmKind:           flagvalue.Choice{Val: aqm.KindDualPI2, Choices: aqm.Kinds},
+		limit:             flagvalue.Count{N: def.Limit, Min: 1, Max: math.MaxUint32},
+		memlimit:          flagvalue.Size{Max: math.MaxUint32},
+		target:            flagvalue.Duration{D: time.Duration(def.Target)},
+		tupdate:           flagvalue.Duration{D: time.Duration(def.Tupdate), Min: time.Microsecond},
+		alpha:             flagvalue.Gain{Netlink: def.Alpha},
+		beta:              flagvalue.Gain{Netlink: def.Beta},
+		coupling:          flagvalue.IntRange{N: int(def.Coupling), Min: 1, Max: 255},
+		stepThresh:        flagvalue.Step{NS: def.StepThresh},
+		minQlenStep:       flagvalue.Count{N: def.MinQlenStep, Max: math.MaxUint32},
+		overload:          flagvalue.Choice{Val: "drop", Choices: []string{"drop", "overflow"}, Aliases: map[string]string{"drop_on_overload": "drop"}},
+		dropAt:            flagvalue.Choice{Val: "dequeue", Choices: []string{"enqueue", "dequeue"}, Aliases: map[string]string{"drop_enqueue": "enqueue", "drop_dequeue": "dequeue"}},
+		classicProtection: flagvalue.IntRange{N: int(def.ClassicProtection), Max: 100, Unit: "%"},
+		ecnMask:           flagvalue.Choice{Val: "l4s", Choices: []string{"l4s", "any"}, Aliases: map[string]string{"l4s_ect": "l4s", "any_ect": "any"}},
+		maxRTT:            flagvalue.Duration{Min: time.Microsecond, Optional: true},
+		typicalRTT:        flagvalue.Duration{Min: time.Microsecond, Optional: true},
+		mtu:               flagvalue.IntRange{N: instance.DefaultMTU, Min: 68, Max: 65535},
+		upDelay:           flagvalue.Duration{Optional: true},
+		downDelay:         flagvalue.Duration{Optional: true},
+		interval:          flagvalue.Duration{D: aqm.DefaultCodelInterval, Min: time.Microsecond},
+		ceThreshold:       flagvalue.Duration{Optional: true},
+		maxTh:             flagvalue.Duration{D: aqm.DefaultDOCSISMaxTh, Min: time.Microsecond},
+		flows:             flagvalue.Count{N: aqm.DefaultFQCodelFlows, Min: 1, Max: 65536},
+		quantum:           flagvalue.Count{N: aqm.DefaultPschedMTU, Min: 256, Max: 1 << 20},
+		dropBatch:         flagvalue.Count{N: aqm.DefaultFQCodelDropBatch, Min: 1, Max: math.MaxUint32},
 	}
 	if def.DropEnqueue {
-		f.dropAt.val = "enqueue"
+		f.dropAt.Val = "enqueue"
 	}
 	if !def.DropOverload {
-		f.overload.val = "overflow"
+		f.overload.Val = "overflow"
 	}
 	if def.ECNMask == 3 {
-		f.ecnMask.val = "any"
+		f.ecnMask.Val = "any"
 	}
 	if def.StepInPackets {
-		f.stepThresh = stepValue{packets: uint32(def.StepThresh), inPkts: true}
+		f.stepThresh = flagvalue.Step{Packets: uint32(def.StepThresh), InPackets: true}
 	}
 
 	fs.Var(&f.rate, "rate", "link `rate` in tc units: bit, kbit, mbit, gbit, or bps, kbps, mbps (bytes/s)")
@@ -163,7 +164,7 @@ func addLinkFlags(fs *pflag.FlagSet, bidir bool) *linkFlags {
 func (f *linkFlags) seed() uint64 { return f.seedValue }
 
 // mtuBytes returns --mtu.
-func (f *linkFlags) mtuBytes() int { return f.mtu.n }
+func (f *linkFlags) mtuBytes() int { return f.mtu.N }
 
 // given reports whether the flag named was set on the command line.
 func (f *linkFlags) given(name string) bool {
@@ -179,60 +180,60 @@ func (f *linkFlags) settings() instance.Settings {
 			apply()
 		}
 	}
-	set("rate", func() { s.Rate = &f.rate.bps })
-	set("up-rate", func() { s.UpRate = &f.upRate.bps })
-	set("down-rate", func() { s.DownRate = &f.downRate.bps })
+	set("rate", func() { s.Rate = &f.rate.BPS })
+	set("up-rate", func() { s.UpRate = &f.upRate.BPS })
+	set("down-rate", func() { s.DownRate = &f.downRate.BPS })
 	set("rate-trace", func() { s.RateTrace = &f.rateTrace })
 	set("up-rate-trace", func() { s.UpRateTrace = &f.upRateTrace })
 	set("down-rate-trace", func() { s.DownRateTrace = &f.downRateTrace })
-	set("delay", func() { s.Delay = &f.delay.d })
-	set("up-delay", func() { s.UpDelay = &f.upDelay.d })
-	set("down-delay", func() { s.DownDelay = &f.downDelay.d })
-	set("loss", func() { s.Loss = &f.loss.text })
-	set("aqm", func() { s.AQM = &f.aqmKind.val })
-	set("limit", func() { s.Limit = &f.limit.n })
-	set("memlimit", func() { s.MemLimit = &f.memlimit.bytes })
-	set("target", func() { s.Target = &f.target.d })
-	set("tupdate", func() { s.Tupdate = &f.tupdate.d })
-	set("alpha", func() { s.Alpha = &f.alpha.netlink })
-	set("beta", func() { s.Beta = &f.beta.netlink })
-	set("coupling", func() { c := uint8(f.coupling.n); s.Coupling = &c })
+	set("delay", func() { s.Delay = &f.delay.D })
+	set("up-delay", func() { s.UpDelay = &f.upDelay.D })
+	set("down-delay", func() { s.DownDelay = &f.downDelay.D })
+	set("loss", func() { s.Loss = &f.loss.Text })
+	set("aqm", func() { s.AQM = &f.aqmKind.Val })
+	set("limit", func() { s.Limit = &f.limit.N })
+	set("memlimit", func() { s.MemLimit = &f.memlimit.Bytes })
+	set("target", func() { s.Target = &f.target.D })
+	set("tupdate", func() { s.Tupdate = &f.tupdate.D })
+	set("alpha", func() { s.Alpha = &f.alpha.Netlink })
+	set("beta", func() { s.Beta = &f.beta.Netlink })
+	set("coupling", func() { c := uint8(f.coupling.N); s.Coupling = &c })
 	set("step-thresh", func() {
-		s.StepThresh = &instance.Step{Time: time.Duration(f.stepThresh.ns), Packets: f.stepThresh.packets, InPackets: f.stepThresh.inPkts}
+		s.StepThresh = &instance.Step{Time: time.Duration(f.stepThresh.NS), Packets: f.stepThresh.Packets, InPackets: f.stepThresh.InPackets}
 	})
-	set("min-qlen-step", func() { s.MinQlenStep = &f.minQlenStep.n })
-	set("overload", func() { b := f.overload.val == "drop"; s.DropOverload = &b })
-	set("drop-at", func() { b := f.dropAt.val == "enqueue"; s.DropEnqueue = &b })
-	set("classic-protection", func() { c := uint8(f.classicProtection.n); s.ClassicProtection = &c })
+	set("min-qlen-step", func() { s.MinQlenStep = &f.minQlenStep.N })
+	set("overload", func() { b := f.overload.Val == "drop"; s.DropOverload = &b })
+	set("drop-at", func() { b := f.dropAt.Val == "enqueue"; s.DropEnqueue = &b })
+	set("classic-protection", func() { c := uint8(f.classicProtection.N); s.ClassicProtection = &c })
 	set("ecn-mask", func() {
 		m := uint8(1)
-		if f.ecnMask.val == "any" {
+		if f.ecnMask.Val == "any" {
 			m = 3
 		}
 		s.ECNMask = &m
 	})
-	set("max-rtt", func() { s.MaxRTT = &f.maxRTT.d })
-	set("typical-rtt", func() { s.TypicalRTT = &f.typicalRTT.d })
-	set("mtu", func() { s.MTU = &f.mtu.n })
+	set("max-rtt", func() { s.MaxRTT = &f.maxRTT.D })
+	set("typical-rtt", func() { s.TypicalRTT = &f.typicalRTT.D })
+	set("mtu", func() { s.MTU = &f.mtu.N })
 	set("seed", func() { s.Seed = &f.seedValue })
 	set("nqb", func() { s.NQB = &f.nqb })
 	set("ecn", func() { s.ECN = &f.ecn })
-	set("codel-interval", func() { s.Interval = &f.interval.d })
-	set("ce-threshold", func() { s.CEThreshold = &f.ceThreshold.d })
+	set("codel-interval", func() { s.Interval = &f.interval.D })
+	set("ce-threshold", func() { s.CEThreshold = &f.ceThreshold.D })
 	set("ce-threshold-selector", func() { s.CESelector = &f.ceSelector })
-	set("flows", func() { s.Flows = &f.flows.n })
-	set("quantum", func() { s.Quantum = &f.quantum.n })
-	set("drop-batch", func() { s.DropBatch = &f.dropBatch.n })
+	set("flows", func() { s.Flows = &f.flows.N })
+	set("quantum", func() { s.Quantum = &f.quantum.N })
+	set("drop-batch", func() { s.DropBatch = &f.dropBatch.N })
 	set("bytemode", func() { s.Bytemode = &f.bytemode })
 	set("dq-rate-estimator", func() { s.DQRateEstimator = &f.dqRate })
 	set("queue-protection", func() { s.QueueProtection = &f.qprot })
-	set("maxth", func() { s.MaxTh = &f.maxTh.d })
-	set("jitter", func() { s.Jitter = &f.jitter.j })
-	set("up-jitter", func() { s.UpJitter = &f.upJitter.j })
-	set("down-jitter", func() { s.DownJitter = &f.downJitter.j })
-	set("aggregate", func() { s.Aggregate = &f.agg.a })
-	set("up-aggregate", func() { s.UpAggregate = &f.upAgg.a })
-	set("down-aggregate", func() { s.DownAggregate = &f.downAgg.a })
+	set("maxth", func() { s.MaxTh = &f.maxTh.D })
+	set("jitter", func() { s.Jitter = (*instance.Jitter)(&f.jitter) })
+	set("up-jitter", func() { s.UpJitter = (*instance.Jitter)(&f.upJitter) })
+	set("down-jitter", func() { s.DownJitter = (*instance.Jitter)(&f.downJitter) })
+	set("aggregate", func() { s.Aggregate = (*instance.Aggregate)(&f.agg) })
+	set("up-aggregate", func() { s.UpAggregate = (*instance.Aggregate)(&f.upAgg) })
+	set("down-aggregate", func() { s.DownAggregate = (*instance.Aggregate)(&f.downAgg) })
 	return s
 }
 

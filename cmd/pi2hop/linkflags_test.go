@@ -3,7 +3,6 @@ package main
 import (
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/pi2hop/pi2hop/aqm"
 	"github.com/pi2hop/pi2hop/hop/instance"
@@ -203,48 +202,6 @@ func TestLinkFlagsErrors(t *testing.T) {
 			if !strings.Contains(err.Error(), w) {
 				t.Errorf("%v: error %q does not contain %q", tt.args, err, w)
 			}
-		}
-	}
-}
-
-func TestStepValueString(t *testing.T) {
-	for in, want := range map[string]string{"3pkts": "3p", "1ms": "1ms", "1500us": "1.5ms", "0p": "0p"} {
-		var v stepValue
-		if err := v.Set(in); err != nil {
-			t.Fatalf("%q: %v", in, err)
-		}
-		if v.String() != want {
-			t.Errorf("%q prints as %q, want %q", in, v.String(), want)
-		}
-	}
-}
-
-func TestCPULatencyValue(t *testing.T) {
-	for _, tt := range []struct {
-		in    string
-		want  time.Duration
-		print string
-		bad   bool
-	}{
-		{in: "0", want: 0, print: "0s"},
-		{in: "20us", want: 20 * time.Microsecond, print: "20µs"},
-		{in: "off", want: -1, print: "off"},
-		{in: "1s", want: time.Second, print: "1s"},
-		{in: "2s", bad: true},
-		{in: "-1ms", bad: true},
-		{in: "5", bad: true},
-		{in: "no", bad: true},
-	} {
-		var v cpuLatencyValue
-		err := v.Set(tt.in)
-		if tt.bad {
-			if err == nil || !strings.Contains(err.Error(), `"off"`) {
-				t.Errorf("%q: error %v, want one naming the accepted forms", tt.in, err)
-			}
-			continue
-		}
-		if err != nil || v.d != tt.want || v.String() != tt.print {
-			t.Errorf("%q: %v, %v printed %q; want %v printed %q", tt.in, err, v.d, v.String(), tt.want, tt.print)
 		}
 	}
 }

@@ -101,7 +101,7 @@ func writeConfig(j *jsonline.Line, a *replayArgs, link shaper.Config, spec aqm.S
 		j.Str("rate", fmt.Sprint(link.Rate))
 	}
 	j.Int("delay", link.Delay)
-	loss := f.loss.text
+	loss := f.loss.Text
 	if loss == "" {
 		loss = "none"
 	}

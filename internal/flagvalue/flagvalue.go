@@ -1,0 +1,261 @@
+// Package flagvalue holds the pflag.Value types of pi2hop's command line:
+// tc rates, sizes and packet counts, durations, ranges, PI gains,
+// step_thresh, word choices, loss models, jitter and aggregation. Each
+// parses at Set time, so a bad value fails while the command line is
+// parsed; the error says what is accepted, and the caller prefixes it
+// with the flag and the value given:
+//
+//	--rate "10mb": unknown unit "mb" (want bit, kbit, mbit, ...)
+//
+// A value's zero or default is the caller's to set in the literal.
+package flagvalue
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/pi2hop/pi2hop/aqm"
+	"github.com/pi2hop/pi2hop/shaper"
+)
+
+// Rate is a rate in tc(8) units (10mbit, 1gbit, 500kbit, 1mbps), in bit/s.
+type Rate struct{ BPS uint64 }
+
+func (v *Rate) Set(s string) error {
+	bps, err := shaper.ParseRate(s)
+	if err != nil {
+		return err
+	}
+	if bps == 0 {
+		return errors.New("must be more than 0 bit/s")
+	}
+	v.BPS = bps
+	return nil
+}
+
+func (v *Rate) String() string {
+	if v.BPS == 0 {
+		return "" // unset (a per-direction rate falling back to --rate)
+	}
+	return shaper.FormatRate(v.BPS)
+}
+func (v *Rate) Type() string { return "rate" }
+
+// Size is a byte count in tc(8) units (64k, 32m, 1500b); tc's k is 1024.
+// Zero means "not given"; Set rejects 0 and anything above Max.
+type Size struct {
+	Bytes uint64
+	Max   uint64
+}
+
+func (v *Size) Set(s string) error {
+	n, err := shaper.ParseSize(s)
+	if err != nil {
+		return err
+	}
+	if n == 0 || n > v.Max {
+		return fmt.Errorf("must be in 1..%d bytes", v.Max)
+	}
+	v.Bytes = n
+	return nil
+}
+
+func (v *Size) String() string {
+	if v.Bytes == 0 {
+		return ""
+	}
+	return strconv.FormatUint(v.Bytes, 10) + "b"
+}
+func (v *Size) Type() string { return "size" }
+
+// Duration is a Go duration (10ms, 1.5s, 250us) no smaller than Min.
+// An Optional one prints as "" while unset, so help shows no default.
+type Duration struct {
+	D        time.Duration
+	Min      time.Duration
+	Optional bool
+}
+
+func (v *Duration) Set(s string) error {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("want a duration like 10ms, 250us or 1.5s")
+	}
+	if d < v.Min {
+		if v.Min == 0 {
+			return errors.New("must not be negative")
+		}
+		return fmt.Errorf("must be at least %v", v.Min)
+	}
+	v.D = d
+	return nil
+}
+
+func (v *Duration) String() string {
+	if v.Optional && v.D == 0 {
+		return ""
+	}
+	return v.D.String()
+}
+func (v *Duration) Type() string { return "duration" }
+
+// CPULatency is hop.Config.CPULatency: "off" (no request) or a
+// duration from 0 (idle CPUs poll) to 1s.
+type CPULatency struct{ D time.Duration }
+
+func (v *CPULatency) Set(s string) error {
+	if s == "off" {
+		v.D = -1
+		return nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 || d > time.Second {
+		return errors.New(`want "off" or a duration from 0 to 1s, like 0 or 20us`)
+	}
+	v.D = d
+	return nil
+}
+
+func (v *CPULatency) String() string {
+	if v.D < 0 {
+		return "off"
+	}
+	return v.D.String()
+}
+func (v *CPULatency) Type() string { return "duration|off" }
+
+// Count is a packet count, optionally written with tc's p suffix
+// ("100" or "100p"), in Min..Max.
+type Count struct {
+	N        uint32
+	Min, Max uint32
+}
+
+func (v *Count) Set(s string) error {
+	n, _, err := shaper.ParsePackets(s)
+	if err != nil || n < v.Min || n > v.Max {
+		return fmt.Errorf("want a packet count in %d..%d, like 100 or 100p", v.Min, v.Max)
+	}
+	v.N = n
+	return nil
+}
+
+func (v *Count) String() string { return strconv.FormatUint(uint64(v.N), 10) }
+func (v *Count) Type() string   { return "packets" }
+
+// IntRange is an integer in Min..Max (coupling 1..255, classic
+// protection 0..100 %, MTU).
+type IntRange struct {
+	N        int
+	Min, Max int
+	Unit     string // appended to the range in errors: "%"
+}
+
+func (v *IntRange) Set(s string) error {
+	n, err := strconv.Atoi(strings.TrimSuffix(s, v.Unit))
+	if err != nil || n < v.Min || n > v.Max {
+		if err == nil {
+			return fmt.Errorf("must be in %d..%d%s", v.Min, v.Max, v.Unit)
+		}
+		return fmt.Errorf("want a whole number in %d..%d%s", v.Min, v.Max, v.Unit)
+	}
+	v.N = n
+	return nil
+}
+
+func (v *IntRange) String() string { return strconv.Itoa(v.N) }
+func (v *IntRange) Type() string   { return "int" }
+
+// Gain is a PI gain in Hz, held as tc sends it over netlink:
+// trunc(Hz·256), which must land in 1..2^31-1 (sch_dualpi2's policy).
+type Gain struct{ Netlink uint32 }
+
+func (v *Gain) Set(s string) error {
+	hz, err := strconv.ParseFloat(s, 64)
+	nl, ok := aqm.GainFromHz(hz)
+	if err != nil || !ok {
+		return fmt.Errorf("want a frequency in Hz from 1/256 (0.00390625) to %d, like 0.16", aqm.MaxGainHz)
+	}
+	v.Netlink = nl
+	return nil
+}
+
+func (v *Gain) String() string {
+	return strconv.FormatFloat(aqm.GainHz(v.Netlink), 'g', -1, 64)
+}
+func (v *Gain) Type() string { return "Hz" }
+
+// Step is tc-dualpi2's step_thresh: a sojourn time (1ms) or, with a
+// packet suffix (3p, 3pkts, 3packets), an L-queue length. One flag holds
+// both forms, so "both given" cannot happen here.
+type Step struct {
+	NS        int64 // time threshold
+	Packets   uint32
+	InPackets bool
+}
+
+func (v *Step) Set(s string) error {
+	if n, suffixed, err := shaper.ParsePackets(s); err == nil && suffixed {
+		*v = Step{Packets: n, InPackets: true}
+		return nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 || d > math.MaxUint32 {
+		// The kernel keeps step_thresh in a u32 of ns: at most ~4.29 s.
+		return errors.New("want a duration like 1ms or a packet count like 3p (a duration at most 4.29s)")
+	}
+	*v = Step{NS: int64(d)}
+	return nil
+}
+
+func (v *Step) String() string {
+	if v.InPackets {
+		return strconv.FormatUint(uint64(v.Packets), 10) + "p"
+	}
+	return time.Duration(v.NS).String()
+}
+func (v *Step) Type() string { return "duration|Np" }
+
+// Choice is one word out of a fixed list. Aliases maps other accepted
+// spellings (tc's keywords) to a canonical choice.
+type Choice struct {
+	Val     string
+	Choices []string
+	Aliases map[string]string
+}
+
+func (v *Choice) Set(s string) error {
+	if a, ok := v.Aliases[s]; ok {
+		s = a
+	}
+	for _, c := range v.Choices {
+		if s == c {
+			v.Val = s
+			return nil
+		}
+	}
+	return fmt.Errorf("want one of %s", strings.Join(v.Choices, ", "))
+}
+
+func (v *Choice) String() string { return v.Val }
+func (v *Choice) Type() string   { return strings.Join(v.Choices, "|") }
+
+// Loss is a loss model as shaper.ParseLoss reads it ("1%", "0.01",
+// "ge:p=1%,r=30%"). It keeps the text: Gilbert–Elliott has state, so each
+// direction parses its own instance.
+type Loss struct{ Text string }
+
+func (v *Loss) Set(s string) error {
+	if _, err := shaper.ParseLoss(s); err != nil {
+		return err
+	}
+	v.Text = s
+	return nil
+}
+
+func (v *Loss) String() string { return v.Text }
+func (v *Loss) Type() string   { return "loss" }
