@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/pi2hop/pi2hop/aqm"
 	"github.com/pi2hop/pi2hop/hop"
 	"github.com/pi2hop/pi2hop/hop/instance"
 	"github.com/pi2hop/pi2hop/shaper"
@@ -106,24 +105,15 @@ func writeDirView(w io.Writer, v *hop.View) {
 	fmt.Fprintf(w, "%s (%s): qdisc %s\n", v.Dir, path, v.Qdisc)
 	fmt.Fprintf(w, " Sent %d bytes %d pkt (dropped %d, overlimits %d requeues 0)\n", v.SentBytes, v.SentPkts, v.Dropped, v.Overlimits)
 	fmt.Fprintf(w, " backlog %db %dp requeues 0\n", v.BacklogB, v.BacklogP)
-	if v.Qdisc == aqm.KindDualPI2 {
-		fmt.Fprintf(w, "  prob %f delay_c %dus delay_l %dus\n", v.Prob, v.DelayCus, v.DelayLus)
-		fmt.Fprintf(w, "  pkts_in_c %d pkts_in_l %d maxq %d\n", v.PktsInC, v.PktsInL, v.MaxQ)
-		fmt.Fprintf(w, "  ecn_mark %d step_marks %d\n", v.ECNMark, v.StepMarks)
-		next := "L"
-		if v.Credit > 0 {
-			next = "C"
-		}
-		fmt.Fprintf(w, "  credit %d (%s)\n", v.Credit, next)
-		fmt.Fprintf(w, "  memory used: %d (max: %d) of %dB\n", v.MemUsed, v.MemMax, v.MemLimit)
+	for _, l := range v.QdiscLines() {
+		fmt.Fprintf(w, "  %s\n", l)
 	}
-	writeXStats(w, v)
 	fmt.Fprintf(w, " link: rate %s delay %s, %s out over %.1fs, utilisation %.1f%%\n",
 		v.Rate, v.Delay, shaper.FormatRate(uint64(v.OutBps)), v.Interval, 100*v.Utilisation)
 	fmt.Fprintf(w, "  in %d pkt %d bytes, out %d pkt %d bytes, pending %d, marked %d, malformed %d\n",
 		v.InPkts, v.InBytes, v.OutPkts, v.OutBytes, v.Pending, v.Marked, v.Malformed)
 	var drops []string
-	for _, r := range dropReasons(v.Qdisc) {
+	for _, r := range hop.DropReasons(v.Qdisc) {
 		drops = append(drops, fmt.Sprintf("%s %d", r, v.Drops[r]))
 	}
 	fmt.Fprintf(w, "  drops: %s; TUN ring drops %d\n", strings.Join(drops, ", "), v.RingDrops)
