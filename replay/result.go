@@ -35,3 +35,22 @@ func sum(a *[aqm.NumReasons]uint64) uint64 {
 	}
 	return n
 }
+
+// Reasons are the mark and drop reasons a queue kind can give, in the
+// order the summary lists them (link loss among the drops); the dualpi2
+// and fifo lists are the enum's order, as replay has always printed them.
+func Reasons(kind string) (marks, drops []aqm.Reason) {
+	switch kind {
+	case aqm.KindCoDel, aqm.KindFQCodel:
+		return []aqm.Reason{aqm.ReasonCodel, aqm.ReasonCEThreshold}, []aqm.Reason{aqm.ReasonCodel, aqm.ReasonLimit, aqm.ReasonLoss}
+	case aqm.KindPIE:
+		return []aqm.Reason{aqm.ReasonPIE}, []aqm.Reason{aqm.ReasonPIE, aqm.ReasonLimit, aqm.ReasonLoss}
+	case aqm.KindDOCSIS:
+		return []aqm.Reason{aqm.ReasonRamp, aqm.ReasonCoupled, aqm.ReasonClassic},
+			[]aqm.Reason{aqm.ReasonRamp, aqm.ReasonCoupled, aqm.ReasonClassic, aqm.ReasonOverload, aqm.ReasonLimit, aqm.ReasonLoss}
+	}
+	for why := aqm.ReasonStep; why <= aqm.ReasonLoss; why++ {
+		drops = append(drops, why)
+	}
+	return []aqm.Reason{aqm.ReasonStep, aqm.ReasonCoupled, aqm.ReasonClassic, aqm.ReasonOverload}, drops
+}

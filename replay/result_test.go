@@ -25,3 +25,15 @@ func TestResultFigures(t *testing.T) {
 		t.Errorf("marked %d dropped %d mean %d %v; want 7, 6, 2 (integer ns), true", q.Marked(), q.Dropped(), mean, ok)
 	}
 }
+
+// The summary lists, per kind, only the reasons the kind can give.
+func TestReasons(t *testing.T) {
+	marks, drops := Reasons(aqm.KindPIE)
+	if len(marks) != 1 || marks[0] != aqm.ReasonPIE || len(drops) != 3 || drops[2] != aqm.ReasonLoss {
+		t.Errorf("pie: marks %v drops %v; want [pie], [pie limit loss]", marks, drops)
+	}
+	marks, drops = Reasons(aqm.KindDualPI2)
+	if len(marks) != 4 || marks[0] != aqm.ReasonStep || drops[0] != aqm.ReasonStep || drops[len(drops)-1] != aqm.ReasonLoss {
+		t.Errorf("dualpi2: marks %v drops %v; want step first, drops step..loss", marks, drops)
+	}
+}

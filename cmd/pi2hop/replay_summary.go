@@ -39,26 +39,8 @@ func formatSummary(j *jsonline.Line, res *replay.Result, in inputCounts, a *repl
 	return j.End()
 }
 
-// replayReasons are the mark and drop reasons a kind's summary lists (the
-// dualpi2 and fifo lists are those replay has always printed).
-func replayReasons(kind string) (marks, drops []aqm.Reason) {
-	switch kind {
-	case aqm.KindCoDel, aqm.KindFQCodel:
-		return []aqm.Reason{aqm.ReasonCodel, aqm.ReasonCEThreshold}, []aqm.Reason{aqm.ReasonCodel, aqm.ReasonLimit, aqm.ReasonLoss}
-	case aqm.KindPIE:
-		return []aqm.Reason{aqm.ReasonPIE}, []aqm.Reason{aqm.ReasonPIE, aqm.ReasonLimit, aqm.ReasonLoss}
-	case aqm.KindDOCSIS:
-		return []aqm.Reason{aqm.ReasonRamp, aqm.ReasonCoupled, aqm.ReasonClassic},
-			[]aqm.Reason{aqm.ReasonRamp, aqm.ReasonCoupled, aqm.ReasonClassic, aqm.ReasonOverload, aqm.ReasonLimit, aqm.ReasonLoss}
-	}
-	for why := aqm.ReasonStep; why <= aqm.ReasonLoss; why++ {
-		drops = append(drops, why)
-	}
-	return []aqm.Reason{aqm.ReasonStep, aqm.ReasonCoupled, aqm.ReasonClassic, aqm.ReasonOverload}, drops
-}
-
 func writeQueue(j *jsonline.Line, name string, q *replay.QueueCounts, kind string) {
-	markReasons, dropReasons := replayReasons(kind)
+	markReasons, dropReasons := replay.Reasons(kind)
 	j.Object(name)
 	j.Uint("arrivals", q.Arrivals)
 	j.Uint("delivered", q.Delivered)
