@@ -288,6 +288,19 @@ type handback struct {
 }
 
 // next returns the next decided packet, if any.
+// discard empties h, handing each packet to release (if not nil).
+func (h *handback) discard(release func(Meta)) {
+	for {
+		m, _, ok := h.next()
+		if !ok {
+			return
+		}
+		if release != nil {
+			release(m)
+		}
+	}
+}
+
 func (h *handback) next() (Meta, Verdict, bool) {
 	if h.drops.len() > 0 {
 		m := h.drops.pop()
@@ -497,15 +510,7 @@ func (q *CoDel) Reset() { q.ResetAndRelease(nil) }
 // ResetAndRelease is Reset, calling release (if not nil) for each packet
 // discarded.
 func (q *CoDel) ResetAndRelease(release func(Meta)) {
-	for {
-		m, _, ok := q.hb.next()
-		if !ok {
-			break
-		}
-		if release != nil {
-			release(m)
-		}
-	}
+	q.hb.discard(release)
 	for q.q.len() > 0 {
 		m := q.q.pop()
 		if release != nil {

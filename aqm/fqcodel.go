@@ -469,15 +469,7 @@ func (q *FQCodel) Reset() { q.ResetAndRelease(nil) }
 // ResetAndRelease is Reset, calling release (if not nil) for each packet
 // discarded.
 func (q *FQCodel) ResetAndRelease(release func(Meta)) {
-	for {
-		m, _, ok := q.hb.next()
-		if !ok {
-			break
-		}
-		if release != nil {
-			release(m)
-		}
-	}
+	q.hb.discard(release)
 	for i := range q.flows {
 		for q.flows[i].head != 0 {
 			m := q.popHead(int32(i))
