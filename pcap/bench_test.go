@@ -59,7 +59,8 @@ func BenchmarkOffer(b *testing.B) {
 }
 
 // BenchmarkCaptureWriter is the writer's sustained rate: records offered
-// (retrying while the ring is full) until Close has written them all, with
+// (each one waiting for room while the ring is full: back-pressure, not a
+// second try of a failed check) until Close has written them all, with
 // annotations, 128-byte snaplen, to a file.
 func BenchmarkCaptureWriter(b *testing.B) {
 	c, err := NewCapture(filepath.Join(b.TempDir(), "w.pcapng"), Options{})
