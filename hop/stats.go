@@ -51,6 +51,9 @@ type DirStats struct {
 	// Lateness is how late the owner handled each link event (release or
 	// drop) after its scheduled time, ns: the pacing error of the driver.
 	Lateness Histogram
+	// Worst is the largest of those latenesses, measured, for the run
+	// and between any two snapshots (Worst.Since).
+	Worst Worst
 
 	RingDrops uint64 // input TUN's tx_dropped since start: the kernel ring overflowed
 	CPU       int64  // CPU time of the owner's thread, ns (while it runs)
