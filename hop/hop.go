@@ -21,8 +21,9 @@ type Hop struct {
 	up, down tun.Device
 	dirs     [2]*owner
 
-	mu      sync.Mutex // guards cfg's directions (Set), running, tap
+	mu      sync.Mutex // guards cfg's directions (Set), running, tap, floor
 	tap     Tap
+	floor   *floor // the floor probe while Run runs it
 	running bool
 	stop    chan struct{} // closed by Close
 	done    chan struct{} // closed when Run has returned
@@ -108,6 +109,17 @@ func (h *Hop) Run(ctx context.Context) error {
 			defer req.Close()
 		}
 	}
+	if cfg.FloorProbe {
+		f, err := startFloor(cfg.Priority)
+		if err != nil {
+			cfg.Logger.Debug("hop: no floor probe", "err", err)
+		} else {
+			defer f.stop()
+			h.mu.Lock()
+			h.floor = f
+			h.mu.Unlock()
+		}
+	}
 	errs := make(chan error, 2)
 	for _, o := range h.dirs {
 		o.tap = tap
@@ -178,9 +190,9 @@ func (h *Hop) Set(e Edit) error {
 // takes one between batches) and the last one otherwise.
 func (h *Hop) Stats() Snapshot {
 	h.mu.Lock()
-	running := h.running
+	running, f := h.running, h.floor
 	h.mu.Unlock()
-	s := Snapshot{Name: h.cfg.Name, Running: running}
+	s := Snapshot{Name: h.cfg.Name, Running: running, Floor: f.stats()}
 	for i, o := range h.dirs {
 		*s.Dir(Dir(i)) = o.snapshot(running)
 	}

@@ -13,6 +13,8 @@ type Snapshot struct {
 	Name     string
 	Running  bool
 	Up, Down DirStats
+	// Floor is the machine's timing floor meanwhile (Config.FloorProbe).
+	Floor FloorStats
 }
 
 // Dir returns the stats of direction d.
