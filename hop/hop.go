@@ -109,6 +109,13 @@ func (h *Hop) Run(ctx context.Context) error {
 			defer req.Close()
 		}
 	}
+	if cfg.Priority > 0 && cfg.Priority < 99 {
+		go func() {
+			if ok, err := raiseSysmon(cfg.Priority + 1); !ok {
+				cfg.Logger.Debug("hop: sysmon stays a normal thread: owners may stall behind it", "err", err)
+			}
+		}()
+	}
 	if cfg.FloorProbe {
 		f, err := startFloor(cfg.Priority)
 		if err != nil {
