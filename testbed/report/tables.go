@@ -135,9 +135,10 @@ func (r *Report) callTable() (Table, bool) {
 	}
 	row("bulk goodput (Mbit/s)", func(run *Run) string { return mbit(run.BulkGoodput()) })
 	row("utilisation", func(run *Run) string { return pct(run.Utilisation) })
-	row("hop timing error p99 / max (ms)", func(run *Run) string {
-		return fmt.Sprintf("%.2f / %.1f", run.HopLatenessMs.P99, run.HopLatenessMs.Max)
+	row("hop timing error p99 / worst (ms)", func(run *Run) string {
+		return fmt.Sprintf("%.2f / %.1f", run.HopLatenessMs.P99, run.HopWorstMs)
 	})
+	row("machine floor, worst wake-up (ms)", func(run *Run) string { return floorMs(run) })
 	return t, true
 }
 
@@ -198,11 +199,12 @@ func (r *Report) flowTable() Table {
 
 func (r *Report) queueTable() Table {
 	t := Table{Title: "Bottleneck queues (server→client; sojourn = dequeue − enqueue)",
-		Header: []string{"run", "queue", "p50 (ms)", "p99 (ms)", "max (ms)", "packets", "CE marked", "dropped", "utilisation", "hop timing error p99 (ms)"}}
+		Header: []string{"run", "queue", "p50 (ms)", "p99 (ms)", "max (ms)", "packets", "CE marked", "dropped", "utilisation", "hop timing error p99 (ms)", "hop worst (ms)", "machine floor worst (ms)"}}
 	for _, run := range r.Runs {
 		for _, q := range run.Queues {
 			t.Rows = append(t.Rows, []string{run.Title, q.Name, ms(q.SojournMs.P50), ms(q.SojournMs.P99), ms(q.SojournMs.Max),
-				fmt.Sprint(q.Packets), fmt.Sprint(q.Marked), fmt.Sprint(q.Dropped), pct(run.Utilisation), fmt.Sprintf("%.2f", run.HopLatenessMs.P99)})
+				fmt.Sprint(q.Packets), fmt.Sprint(q.Marked), fmt.Sprint(q.Dropped), pct(run.Utilisation), fmt.Sprintf("%.2f", run.HopLatenessMs.P99),
+				fmt.Sprintf("%.1f", run.HopWorstMs), floorMs(&run)})
 		}
 	}
 	return t
@@ -218,4 +220,16 @@ func (r *Report) checkTable() Table {
 		t.Rows = append(t.Rows, []string{c.Name, res, c.Detail})
 	}
 	return t
+}
+
+// floorMs is the floor probe's worst wake-up of a run, marked when the
+// probe could not run real-time (then it is no floor for the owners).
+func floorMs(run *Run) string {
+	switch {
+	case run.FloorWorstMs < 0:
+		return "–"
+	case !run.FloorRealTime:
+		return fmt.Sprintf("%.1f (not real-time)", run.FloorWorstMs)
+	}
+	return fmt.Sprintf("%.1f", run.FloorWorstMs)
 }
