@@ -54,7 +54,7 @@ type View struct {
 	Pending     int               `json:"pending"`
 	SojournC    [2]float64        `json:"sojourn_c_ms"` // p50, p99
 	SojournL    [2]float64        `json:"sojourn_l_ms"`
-	Lateness    [2]float64        `json:"lateness_us"` // driver's pacing error p50, p99
+	Lateness    [2]float64        `json:"lateness_us"`       // driver's pacing error p50, p99
 	WorstLate   float64           `json:"worst_lateness_us"` // its largest value, measured
 	RingDrops   uint64            `json:"tun_ring_drops"`
 	CPUPerPkt   float64           `json:"cpu_us_per_packet"` // the direction's owner thread (includes kernel work done in its writes)
