@@ -206,6 +206,55 @@ func (h *Hop) Stats() Snapshot {
 	return s
 }
 
+// Drain waits, while the hop keeps forwarding, until nothing is in flight
+// in either direction (queued, on the wire or in the delay line) or ctx
+// is done, so that stopping the hop loses nothing it already took in.
+// Packets that keep arriving keep it waiting: bound it with ctx
+// (DrainBound is what the queues and delay lines can hold). It returns
+// nil at once when the hop is not running.
+func (h *Hop) Drain(ctx context.Context) error {
+	t := time.NewTicker(drainPoll)
+	defer t.Stop()
+	for {
+		s := h.Stats()
+		if !s.Running || s.Up.Pending == 0 && s.Down.Pending == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("hop: drain: %d packets up and %d down still in flight: %w", s.Up.Pending, s.Down.Pending, ctx.Err())
+		case <-t.C:
+		}
+	}
+}
+
+// drainPoll is how often Drain looks at the owners' counters.
+const drainPoll = 2 * time.Millisecond
+
+// DrainBound is how long delivering what the hop holds now can take at
+// most: per direction its one-way delay plus the queue's backlog at the
+// link's rate (a rate trace counts as 1 Mbit/s), plus a margin, capped at
+// maxDrain.
+func (h *Hop) DrainBound() time.Duration {
+	s := h.Stats()
+	var d time.Duration
+	for _, ds := range []*DirStats{&s.Up, &s.Down} {
+		bps := ds.Bps
+		if bps == 0 {
+			bps = 1_000_000
+		}
+		ser := time.Duration(float64(ds.Queue.BacklogBytes) * 8 / float64(bps) * 1e9)
+		d = max(d, time.Duration(ds.Delay)+ser)
+	}
+	return min(d+drainMargin, maxDrain)
+}
+
+// Drain's margin and cap: the owners' wake-ups, and "a few seconds".
+const (
+	drainMargin = 200 * time.Millisecond
+	maxDrain    = 5 * time.Second
+)
+
 // Close stops Run if it is running, waits for it, and closes both
 // devices. It is idempotent.
 func (h *Hop) Close() error {
