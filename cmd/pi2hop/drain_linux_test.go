@@ -24,7 +24,7 @@ import (
 func TestShellDrainsAtExit(t *testing.T) {
 	needRoot(t, "bash") // for /dev/udp
 	name := testInstance(9)
-	t.Cleanup(func() { cleanupInstance(name, &bytes.Buffer{}) })
+	t.Cleanup(func() { cleanupInstance(name, nil, &bytes.Buffer{}) })
 	const burst = 200
 	ln, err := net.ListenUDP("udp", &net.UDPAddr{})
 	if err != nil {
