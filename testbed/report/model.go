@@ -85,7 +85,14 @@ type Run struct {
 	// RTTMs holds raw RTT samples (ms, after warm-up) per flow label for
 	// the CDF plots; too bulky for report.json, whose Dists summarise them.
 	RTTMs map[string][]float64 `json:"-"`
-	Error string               `json:"error,omitempty"` // set when the run failed
+	// With lab --repeat N (N > 1): every figure above is the median of the
+	// N repetitions, Spread holds each one's median and min-max by its
+	// path in this JSON, and the series and plots are those of repetition
+	// MedianRun (1-based), the one closest to the medians (see Combine).
+	Repeats   int              `json:"repeats,omitempty"`
+	MedianRun int              `json:"median_run,omitempty"`
+	Spread    map[string]Range `json:"spread,omitempty"`
+	Error     string           `json:"error,omitempty"` // set when the run failed
 }
 
 // Call is the video call's experience (l4s-endpoints §6).

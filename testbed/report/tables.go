@@ -3,6 +3,8 @@ package report
 import (
 	"fmt"
 	"math"
+	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -27,7 +29,7 @@ func (r *Report) Tables() []Table {
 	if len(r.Checks) > 0 {
 		ts = append(ts, r.checkTable())
 	}
-	return ts
+	return append(ts, r.spreadTables()...)
 }
 
 // Summary returns the tables worth printing on the terminal at the end of
@@ -233,3 +235,31 @@ func floorMs(run *Run) string {
 	}
 	return fmt.Sprintf("%.1f", run.FloorWorstMs)
 }
+
+// spreadTables are, for lab --repeat N, one table per run with every
+// figure's median and min-max over the N repetitions (the other tables
+// show the medians).
+func (r *Report) spreadTables() []Table {
+	var ts []Table
+	for _, run := range r.Runs {
+		if run.Repeats < 2 {
+			continue
+		}
+		t := Table{Title: fmt.Sprintf("%s: %d repetitions (plots from repetition %d, the closest to the medians)", run.Title, run.Repeats, run.MedianRun),
+			Header: []string{"figure (report.json path)", "median", "min", "max"}}
+		paths := make([]string, 0, len(run.Spread))
+		for p := range run.Spread {
+			paths = append(paths, p)
+		}
+		slices.Sort(paths)
+		for _, p := range paths {
+			s := run.Spread[p]
+			t.Rows = append(t.Rows, []string{p, num(s.Median), num(s.Min), num(s.Max)})
+		}
+		ts = append(ts, t)
+	}
+	return ts
+}
+
+// num prints a figure of any size with 4 significant digits.
+func num(x float64) string { return strconv.FormatFloat(x, 'g', 4, 64) }
