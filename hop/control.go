@@ -15,6 +15,7 @@ import (
 
 // publish stores a snapshot of the counters for readers.
 func (o *owner) publish(now int64) {
+	o.st.Worst.Close()
 	s := new(DirStats)
 	*s = o.st
 	o.seq++

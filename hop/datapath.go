@@ -90,6 +90,7 @@ func (o *owner) release(now int64) {
 	o.events = o.link.Poll(now, o.events[:0])
 	for i := range o.events {
 		o.st.Lateness.Add(now - o.events[i].At)
+		o.st.Worst.Add(now - o.events[i].At)
 		o.finish(&o.events[i])
 	}
 }

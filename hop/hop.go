@@ -21,8 +21,9 @@ type Hop struct {
 	up, down tun.Device
 	dirs     [2]*owner
 
-	mu      sync.Mutex // guards cfg's directions (Set), running, tap
+	mu      sync.Mutex // guards cfg's directions (Set), running, tap, floor
 	tap     Tap
+	floor   *floor // the floor probe while Run runs it
 	running bool
 	stop    chan struct{} // closed by Close
 	done    chan struct{} // closed when Run has returned
@@ -108,6 +109,24 @@ func (h *Hop) Run(ctx context.Context) error {
 			defer req.Close()
 		}
 	}
+	if cfg.Priority > 0 && cfg.Priority < 99 {
+		go func() {
+			if ok, err := raiseSysmon(cfg.Priority + 1); !ok {
+				cfg.Logger.Debug("hop: sysmon stays a normal thread: owners may stall behind it", "err", err)
+			}
+		}()
+	}
+	if cfg.FloorProbe {
+		f, err := startFloor(cfg.Priority)
+		if err != nil {
+			cfg.Logger.Debug("hop: no floor probe", "err", err)
+		} else {
+			defer f.stop()
+			h.mu.Lock()
+			h.floor = f
+			h.mu.Unlock()
+		}
+	}
 	errs := make(chan error, 2)
 	for _, o := range h.dirs {
 		o.tap = tap
@@ -178,14 +197,63 @@ func (h *Hop) Set(e Edit) error {
 // takes one between batches) and the last one otherwise.
 func (h *Hop) Stats() Snapshot {
 	h.mu.Lock()
-	running := h.running
+	running, f := h.running, h.floor
 	h.mu.Unlock()
-	s := Snapshot{Name: h.cfg.Name, Running: running}
+	s := Snapshot{Name: h.cfg.Name, Running: running, Floor: f.stats()}
 	for i, o := range h.dirs {
 		*s.Dir(Dir(i)) = o.snapshot(running)
 	}
 	return s
 }
+
+// Drain waits, while the hop keeps forwarding, until nothing is in flight
+// in either direction (queued, on the wire or in the delay line) or ctx
+// is done, so that stopping the hop loses nothing it already took in.
+// Packets that keep arriving keep it waiting: bound it with ctx
+// (DrainBound is what the queues and delay lines can hold). It returns
+// nil at once when the hop is not running.
+func (h *Hop) Drain(ctx context.Context) error {
+	t := time.NewTicker(drainPoll)
+	defer t.Stop()
+	for {
+		s := h.Stats()
+		if !s.Running || s.Up.Pending == 0 && s.Down.Pending == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("hop: drain: %d packets up and %d down still in flight: %w", s.Up.Pending, s.Down.Pending, ctx.Err())
+		case <-t.C:
+		}
+	}
+}
+
+// drainPoll is how often Drain looks at the owners' counters.
+const drainPoll = 2 * time.Millisecond
+
+// DrainBound is how long delivering what the hop holds now can take at
+// most: per direction its one-way delay plus the queue's backlog at the
+// link's rate (a rate trace counts as 1 Mbit/s), plus a margin, capped at
+// maxDrain.
+func (h *Hop) DrainBound() time.Duration {
+	s := h.Stats()
+	var d time.Duration
+	for _, ds := range []*DirStats{&s.Up, &s.Down} {
+		bps := ds.Bps
+		if bps == 0 {
+			bps = 1_000_000
+		}
+		ser := time.Duration(float64(ds.Queue.BacklogBytes) * 8 / float64(bps) * 1e9)
+		d = max(d, time.Duration(ds.Delay)+ser)
+	}
+	return min(d+drainMargin, maxDrain)
+}
+
+// Drain's margin and cap: the owners' wake-ups, and "a few seconds".
+const (
+	drainMargin = 200 * time.Millisecond
+	maxDrain    = 5 * time.Second
+)
 
 // Close stops Run if it is running, waits for it, and closes both
 // devices. It is idempotent.

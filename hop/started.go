@@ -60,12 +60,19 @@ func (s *started) Err() error {
 	}
 }
 
-// Close stops the hop, closes its devices and undoes every change in the
-// journal (including what the caller recorded there). It is idempotent.
+// Close delivers what the hop still holds (Hop.Drain, bounded by
+// Hop.DrainBound), stops the hop, closes its devices and undoes every
+// change in the journal (including what the caller recorded there). It is
+// idempotent.
 func (s *started) Close() error {
 	s.closeOnce.Do(func() {
 		var errs []error
 		if s.hop != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), s.hop.DrainBound())
+			if err := s.hop.Drain(ctx); err != nil {
+				s.hop.cfg.Logger.Debug("hop: closing with packets in flight", "err", err)
+			}
+			cancel()
 			errs = append(errs, s.hop.Close())
 			<-s.done
 		}

@@ -13,6 +13,8 @@ type Snapshot struct {
 	Name     string
 	Running  bool
 	Up, Down DirStats
+	// Floor is the machine's timing floor meanwhile (Config.FloorProbe).
+	Floor FloorStats
 }
 
 // Dir returns the stats of direction d.
@@ -51,6 +53,9 @@ type DirStats struct {
 	// Lateness is how late the owner handled each link event (release or
 	// drop) after its scheduled time, ns: the pacing error of the driver.
 	Lateness Histogram
+	// Worst is the largest of those latenesses, measured, for the run
+	// and between any two snapshots (Worst.Since).
+	Worst Worst
 
 	RingDrops uint64 // input TUN's tx_dropped since start: the kernel ring overflowed
 	CPU       int64  // CPU time of the owner's thread, ns (while it runs)

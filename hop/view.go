@@ -54,7 +54,8 @@ type View struct {
 	Pending     int               `json:"pending"`
 	SojournC    [2]float64        `json:"sojourn_c_ms"` // p50, p99
 	SojournL    [2]float64        `json:"sojourn_l_ms"`
-	Lateness    [2]float64        `json:"lateness_us"` // driver's pacing error p50, p99
+	Lateness    [2]float64        `json:"lateness_us"`       // driver's pacing error p50, p99
+	WorstLate   float64           `json:"worst_lateness_us"` // its largest value, measured
 	RingDrops   uint64            `json:"tun_ring_drops"`
 	CPUPerPkt   float64           `json:"cpu_us_per_packet"` // the direction's owner thread (includes kernel work done in its writes)
 }
@@ -95,7 +96,33 @@ func (s *DirStats) View(prev *DirStats) View {
 	v.SojournC = [2]float64{ms(&iv.SojournC, 0.5), ms(&iv.SojournC, 0.99)}
 	v.SojournL = [2]float64{ms(&iv.SojournL, 0.5), ms(&iv.SojournL, 0.99)}
 	v.Lateness = [2]float64{float64(iv.Lateness.Quantile(0.5)) / 1e3, float64(iv.Lateness.Quantile(0.99)) / 1e3}
+	worst := s.Worst.Max
+	if prev != nil {
+		worst, _ = s.Worst.Since(&prev.Worst)
+	}
+	v.WorstLate = float64(worst) / 1e3
 	return v
+}
+
+// FloorView is the machine's timing floor over the same interval: the
+// floor probe's worst wake-up.
+type FloorView struct {
+	RealTime  bool    `json:"realtime"`
+	PeriodUs  float64 `json:"period_us"`
+	WorstLate float64 `json:"worst_lateness_us"`
+}
+
+// View returns the probe's figures over the interval since prev (an
+// earlier snapshot's, nil: since the start), or nil when no probe ran.
+func (f *FloorStats) View(prev *FloorStats) *FloorView {
+	if !f.Running && f.Wakes == 0 {
+		return nil
+	}
+	worst := f.Worst.Max
+	if prev != nil {
+		worst, _ = f.Worst.Since(&prev.Worst)
+	}
+	return &FloorView{RealTime: f.RealTime, PeriodUs: float64(f.Period) / 1e3, WorstLate: float64(worst) / 1e3}
 }
 
 // since returns the counters View turns into rates, over the interval

@@ -24,3 +24,5 @@ func (w *waker) close()      {}
 func threadCPU(tid int32) int64 { return 0 }
 
 func requestCPULatency(time.Duration) (io.Closer, error) { return nil, tun.ErrUnsupported }
+
+func raiseSysmon(int) (bool, error) { return false, tun.ErrUnsupported }

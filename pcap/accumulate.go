@@ -80,6 +80,22 @@ type binClassAcc struct {
 type flowAcc struct {
 	res    FlowResult
 	unseen uint64
+	seen   [2]bool // classes seen, C and L
+}
+
+// saw records that a packet of the flow was sorted into class cls: a flow
+// that changes class mid-way (Not-ECT first, then ECT(1)) shows both, in
+// the order they came, not as whichever came first or last.
+func (f *flowAcc) saw(cls int) {
+	if f.seen[cls] {
+		return
+	}
+	f.seen[cls] = true
+	if f.res.Class == "" {
+		f.res.Class = className(cls)
+	} else {
+		f.res.Class += "+" + className(cls)
+	}
 }
 
 func newDirAcc(name string) *dirAcc {

@@ -390,7 +390,7 @@ func (d *dirAcc) addIn(p *Packet, h *ipHeader, s *sighting) {
 	c.res.In++
 	c.res.InBytes += uint64(s.length)
 	s.f.res.In.add(h.ecn, s.length)
-	s.f.res.Class = className(cls)
+	s.f.saw(cls)
 	d.pend.push(s.key, pending{at: p.Time, flow: s.f, class: int8(cls), ecn: h.ecn, bin: s.bin})
 }
 
@@ -420,7 +420,7 @@ func (d *dirAcc) addOut(p *Packet, h *ipHeader, s *sighting) {
 	c.res.Sent++
 	c.res.SentBytes += uint64(s.length)
 	s.f.res.Out.add(h.ecn, s.length)
-	s.f.res.Class = className(cls)
+	s.f.saw(cls)
 	b := &d.binAt(s.bin).cls[cls]
 	b.sent++
 	var marked bool

@@ -305,3 +305,51 @@ func TestAnalyzeOptionsRejected(t *testing.T) {
 func nearSketch(got, exact float64) bool {
 	return math.Abs(got-exact) <= SketchAccuracy*math.Abs(exact)+0.5e-6
 }
+
+// TestFlowChangesClass: a flow whose first packets are Not-ECT and whose
+// later ones are ECT(1) is listed as both classes, in that order, with its
+// packets counted under each.
+func TestFlowChangesClass(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		ecns []aqm.ECN
+		want string
+	}{
+		{"classic then L4S", []aqm.ECN{aqm.NotECT, aqm.NotECT, aqm.ECT1}, "C+L"},
+		{"L4S then classic", []aqm.ECN{aqm.ECT1, aqm.NotECT}, "L+C"},
+		{"L4S only", []aqm.ECN{aqm.ECT1, aqm.ECT1}, "L"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "hop.pcapng")
+			c, err := NewCapture(path, Options{BufferRecords: 64})
+			if err != nil {
+				t.Fatal(err)
+			}
+			up := c.AddTaps("up")
+			for i, e := range tt.ecns {
+				pkt := testPacket{src: cli4, dst: srv4, proto: 17, sport: 5000, dport: 6000, ecn: e, id: uint32(i), payload: 100, seq: uint32(i)}.build()
+				at := scenarioStart + int64(i)*1_000_000
+				for _, iface := range []int{up.In, up.Out} {
+					if !c.Offer(iface, at, pkt, nil) {
+						t.Fatal("capture refused a record")
+					}
+					at += 100_000
+				}
+			}
+			if err := c.Close(); err != nil {
+				t.Fatal(err)
+			}
+			res, err := Analyze([]Input{{Path: path}}, AnalyzeOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := res.Direction("up")
+			if d == nil || len(d.Flows) != 1 {
+				t.Fatalf("want one flow up, got %+v", d)
+			}
+			if f := d.Flows[0]; f.Class != tt.want || f.In.Total().Packets != uint64(len(tt.ecns)) {
+				t.Errorf("flow class %q with %d packets in, want %q with %d", f.Class, f.In.Total().Packets, tt.want, len(tt.ecns))
+			}
+		})
+	}
+}

@@ -174,7 +174,7 @@ func (c *ECNCounts) Total() ECNCount {
 type FlowResult struct {
 	Flow    string    `json:"flow"` // "tcp 10.0.0.1:5000 > 10.0.1.1:80"
 	Key     FlowKey   `json:"-"`
-	Class   string    `json:"class"` // of the last packet seen
+	Class   string    `json:"class"` // "C", "L", or both in the order seen ("C+L")
 	In      ECNCounts `json:"in"`
 	Out     ECNCounts `json:"out"`
 	Marked  uint64    `json:"marked"` // CE marks made by the hop

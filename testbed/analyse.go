@@ -202,6 +202,12 @@ func analyseQueues(run *report.Run, res *runResult, from, to time.Duration) {
 	}
 	late := b.late.Sub(&a.late)
 	run.HopLatenessMs = histDist(&late)
+	worst, floor, rt := worstIn(s, a.at, b.at)
+	run.HopWorstMs, run.FloorWorstMs, run.FloorRealTime = dist.Ms(time.Duration(worst)), -1, rt
+	if floor >= 0 {
+		run.FloorWorstMs = dist.Ms(time.Duration(floor))
+	}
+	run.Series.HopWorstMs, run.Series.FloorWorstMs = worstPerSecond(s)
 	queues := []string{"L", "C"}
 	if res.spec.Queue.Kind == aqm.KindFIFO {
 		queues = []string{"C"} // a FIFO sorts nothing: all is Classic

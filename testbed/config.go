@@ -19,6 +19,9 @@ type Config struct {
 	Duration time.Duration `json:"-"`        // traffic time of each run, warm-up included
 	Warmup   time.Duration `json:"-"`        // left out of every figure (§6: 5 s)
 	Seed     uint64        `json:"seed"`     // AQM randomness and video frame sizes
+	// Repeat runs each run this many times, interleaved (all runs once,
+	// then again); the report gives medians and ranges. 0 means 1.
+	Repeat int `json:"repeat"`
 	// MinQlenStep is DualPI2's min_qlen_step; nil = DefaultMinQlenStep.
 	MinQlenStep *uint32 `json:"min_qlen_step"`
 
@@ -105,6 +108,12 @@ func (c Config) Resolve() (Config, error) {
 	if c.Seed == 0 {
 		c.Seed = d.Seed
 	}
+	if c.Repeat == 0 {
+		c.Repeat = 1
+	}
+	if c.Repeat < 1 || c.Repeat > maxRepeat {
+		return c, fmt.Errorf("repeat %d: want 1..%d", c.Repeat, maxRepeat)
+	}
 	if c.MinQlenStep == nil {
 		m := uint32(DefaultMinQlenStep)
 		c.MinQlenStep = &m
@@ -149,3 +158,6 @@ func (c Config) validate() error {
 	}
 	return nil
 }
+
+// maxRepeat bounds Config.Repeat: a default lab takes ~3 minutes a time.
+const maxRepeat = 20

@@ -127,3 +127,19 @@ func TestConfigString(t *testing.T) {
 		}
 	}
 }
+
+func TestConfigRepeat(t *testing.T) {
+	one, err := Config{}.Resolve()
+	if err != nil || one.Repeat != 1 {
+		t.Fatalf("default repeat %d (err %v), want 1", one.Repeat, err)
+	}
+	three, _ := Config{Repeat: 3}.Resolve()
+	if got, want := three.PlannedDuration(), 3*one.PlannedDuration(); got != want {
+		t.Errorf("planned with repeat 3: %v, want 3 x %v", got, one.PlannedDuration())
+	}
+	for _, n := range []int{-1, maxRepeat + 1} {
+		if _, err := (Config{Repeat: n}).Resolve(); err == nil {
+			t.Errorf("repeat %d accepted", n)
+		}
+	}
+}

@@ -49,7 +49,7 @@ func (c Config) PlannedDuration() time.Duration {
 	for _, r := range c.Runs() {
 		d += r.Duration + setupAllowance
 	}
-	return d
+	return d * time.Duration(max(c.Repeat, 1))
 }
 
 // Run runs every run of cfg's scenario, each in a fresh topology torn
@@ -71,19 +71,37 @@ func Run(ctx context.Context, cfg Config, opt Options) (*report.Report, error) {
 	rep := &report.Report{Scenario: cfg.Scenario, Title: sc.title, About: sc.doc, Started: time.Now(), Quick: cfg.Quick,
 		Config: cfg, Versions: report.CurrentVersions()}
 	runs := cfg.Runs()
-	for i, sp := range runs {
-		opt.Progress.Phase(fmt.Sprintf("run %d/%d: %s", i+1, len(runs), sp.Title), sp.Duration+setupAllowance)
-		var tap hop.Tap
-		if opt.Capture != nil {
-			tap = pcap.NewHopTap(opt.Capture, sp.Name+".")
+	// Repetitions interleave (a b c, a b c), so a slow spell of the
+	// machine spreads over the runs instead of sinking one.
+	reps := make([][]report.Run, len(runs))
+	for r := range cfg.Repeat {
+		for i, sp := range runs {
+			title, name := sp.Title, sp.Name+"."
+			if cfg.Repeat > 1 {
+				title = fmt.Sprintf("%s (repetition %d/%d)", sp.Title, r+1, cfg.Repeat)
+				name = fmt.Sprintf("%s-%d.", sp.Name, r+1)
+			}
+			k := r*len(runs) + i
+			opt.Progress.Phase(fmt.Sprintf("run %d/%d: %s", k+1, cfg.Repeat*len(runs), title), sp.Duration+setupAllowance)
+			var tap hop.Tap
+			if opt.Capture != nil {
+				tap = pcap.NewHopTap(opt.Capture, name)
+			}
+			res, err := runOne(ctx, sp, fmt.Sprintf("%s%c", prefix, 'a'+k%26), tap, opt.CPULatency, opt.Journal)
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			run := analyse(res)
+			if err != nil {
+				run.Error = err.Error()
+			}
+			reps[i] = append(reps[i], run)
 		}
-		res, err := runOne(ctx, sp, fmt.Sprintf("%s%c", prefix, 'a'+i%26), tap, opt.CPULatency, opt.Journal)
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		run := analyse(res)
+	}
+	for i := range runs {
+		run, err := report.Combine(reps[i])
 		if err != nil {
-			run.Error = err.Error()
+			return nil, err
 		}
 		rep.Runs = append(rep.Runs, run)
 	}
@@ -127,7 +145,7 @@ func runOne(ctx context.Context, sp RunSpec, prefix string, tap hop.Tap, cpuLate
 		Queue: sp.Queue,
 	}
 	pair, err := hop.NewPairWith(ctx, hop.PairSpec{ClientNS: prefix + "c", ServerNS: prefix + "s", Tap: tap, Journal: j},
-		hop.Config{Name: sp.Name, Up: dir, Down: dir, Seed: sp.Seed, CPULatency: cpuLatency})
+		hop.Config{Name: sp.Name, Up: dir, Down: dir, Seed: sp.Seed, CPULatency: cpuLatency, FloorProbe: true})
 	if err != nil {
 		return res, fmt.Errorf("topology: %w", err)
 	}

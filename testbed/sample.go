@@ -18,11 +18,64 @@ type queueSample struct {
 	l, c     hop.Histogram // sojourn of forwarded packets per queue, ns
 	late     hop.Histogram // how late the owner handled link events, ns
 	lq, cq   aqm.ClassCounters
+	// The worst lateness of the owners (either direction) and the worst
+	// wake-up of the floor probe since the previous sample, ns (floor -1:
+	// no probe); measured values, see hop.Worst.
+	worst, floor int64
+	floorRT      bool
 }
 
 func sampleOf(d *hop.DirStats, at time.Duration) queueSample {
 	return queueSample{at: at, elapsed: d.Elapsed, outBytes: d.OutBytes,
-		l: d.SojournL, c: d.SojournC, late: d.Lateness, lq: d.Queue.L, cq: d.Queue.C}
+		l: d.SojournL, c: d.SojournC, late: d.Lateness, lq: d.Queue.L, cq: d.Queue.C, floor: -1}
+}
+
+// worsts fills s's worst figures from snapshot cur against prev.
+func (s *queueSample) worsts(cur, prev *hop.Snapshot) {
+	up, _ := cur.Up.Worst.Since(&prev.Up.Worst)
+	down, _ := cur.Down.Worst.Since(&prev.Down.Worst)
+	s.worst = max(up, down)
+	if cur.Floor.Running || cur.Floor.Wakes > 0 {
+		s.floor, _ = cur.Floor.Worst.Since(&prev.Floor.Worst)
+		s.floorRT = cur.Floor.RealTime
+	}
+}
+
+// worstIn returns the worst owner lateness and floor wake-up (ns; floor -1
+// without a probe) of the samples taken after from up to to, and whether
+// the probe ran real-time throughout.
+func worstIn(s []queueSample, from, to time.Duration) (worst, floor int64, rt bool) {
+	floor, rt = -1, true
+	for _, x := range s {
+		if x.at <= from || x.at > to {
+			continue
+		}
+		worst = max(worst, x.worst)
+		if x.floor >= 0 {
+			floor = max(floor, x.floor)
+			rt = rt && x.floorRT
+		}
+	}
+	return worst, floor, rt && floor >= 0
+}
+
+// worstPerSecond bins the samples' worst figures by the second of their
+// time (window k covers (k, k+1] s), in ms.
+func worstPerSecond(s []queueSample) (hopMs, floorMs []float64) {
+	for _, x := range s {
+		if x.at <= 0 {
+			continue
+		}
+		k := int((x.at - 1) / time.Second)
+		for len(hopMs) <= k {
+			hopMs, floorMs = append(hopMs, 0), append(floorMs, -1)
+		}
+		hopMs[k] = max(hopMs[k], dist.Ms(time.Duration(x.worst)))
+		if x.floor >= 0 {
+			floorMs[k] = max(floorMs[k], dist.Ms(time.Duration(x.floor)))
+		}
+	}
+	return hopMs, floorMs
 }
 
 // sampleAt returns the first sample taken at or after t, or the last one.
@@ -73,6 +126,7 @@ func startSampler(pair *hop.Pair) *sampler {
 	first := pair.Hop.Stats()
 	start, seq := first.Down.Elapsed, first.Down.Seq
 	s.samples = append(s.samples, sampleOf(&first.Down, 0))
+	prev := first
 	go func() {
 		defer close(s.stopped)
 		t := time.NewTicker(samplePoll)
@@ -85,7 +139,10 @@ func startSampler(pair *hop.Pair) *sampler {
 				snap := pair.Hop.Stats()
 				if snap.Down.Seq != seq {
 					seq = snap.Down.Seq
-					s.samples = append(s.samples, sampleOf(&snap.Down, time.Duration(snap.Down.Elapsed-start)))
+					x := sampleOf(&snap.Down, time.Duration(snap.Down.Elapsed-start))
+					x.worsts(&snap, &prev)
+					s.samples = append(s.samples, x)
+					prev = snap
 				}
 			}
 		}

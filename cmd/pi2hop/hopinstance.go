@@ -23,6 +23,7 @@ type instanceFlags struct {
 	metrics    string
 	verbose    bool
 	cpuLatency flagvalue.CPULatency
+	floorProbe bool
 }
 
 func addInstanceFlags(fs *pflag.FlagSet) *instanceFlags {
@@ -31,6 +32,7 @@ func addInstanceFlags(fs *pflag.FlagSet) *instanceFlags {
 	fs.StringVar(&f.metrics, "metrics", "", "serve Prometheus /metrics on `ADDR` (host:port; a bare :port binds to loopback)")
 	fs.BoolVarP(&f.verbose, "verbose", "v", false, "log debug messages")
 	fs.Var(&f.cpuLatency, "cpu-latency", cpuLatencyUsage)
+	fs.BoolVar(&f.floorProbe, "floor-probe", true, "measure the machine's own timing floor beside the hop (a SCHED_FIFO process that wakes every 200us, ~1-3% of a core); stats shows its worst wake-up next to the hop's")
 	return f
 }
 
@@ -53,6 +55,7 @@ func runInstance(ctx context.Context, env *cmdEnv, command string, inst *instanc
 		return usagef("%s: %v", command, err)
 	}
 	cfg.CPULatency = inst.cpuLatency.D
+	cfg.FloorProbe = inst.floorProbe
 	err = instance.Run(ctx, instance.Options{
 		Name: inst.name, Command: command,
 		Settings: link.settings(), Config: cfg,

@@ -43,6 +43,7 @@ type labArgs struct {
 	bulk        int
 	fifoLimit   flagvalue.Count
 	seed        uint64
+	repeat      int
 	minQlenStep uint32
 	rtts        []time.Duration
 	windows     []string
@@ -87,6 +88,7 @@ func addLabFlags(fs *pflag.FlagSet) *labArgs {
 	fs.IntVar(&a.bulk, "bulk", 0, "l4s-demo: classic bulk downloads beside the call (default 4)")
 	fs.Var(&a.fifoLimit, "fifo-limit", "l4s-demo: the FIFO run's tail-drop buffer in `packets` (default 100)")
 	fs.Uint64Var(&a.seed, "seed", 0, "seed of the AQM's and the video frames' randomness (default 1)")
+	fs.IntVar(&a.repeat, "repeat", 1, "run each run `N` times, interleaved; the report gives each figure's median and min-max, judges the checks on the medians and plots the median run")
 	fs.Uint32Var(&a.minQlenStep, "min-qlen-step", testbed.DefaultMinQlenStep,
 		"DualPI2 min_qlen_step in `packets` (the kernel's default is 0; see pi2hop lab --list)")
 	fs.DurationSliceVar(&a.rtts, "rtts", nil, "bdp: comma-separated RTTs, one run per RTT and window (default 15ms,50ms,120ms)")
@@ -128,7 +130,10 @@ func (a *labArgs) config(fs *pflag.FlagSet, args []string) (testbed.Config, erro
 	if fs.Changed("fifo-limit") {
 		cfg.FIFOLimit = a.fifoLimit.N
 	}
-	cfg.Bulk, cfg.Seed, cfg.RTTs = a.bulk, a.seed, a.rtts
+	if a.repeat < 1 {
+		return cfg, usagef("lab: --repeat %d: want 1 or more", a.repeat)
+	}
+	cfg.Bulk, cfg.Seed, cfg.RTTs, cfg.Repeat = a.bulk, a.seed, a.rtts, a.repeat
 	for _, w := range a.windows {
 		n, err := shaper.ParseSize(w)
 		if err != nil {

@@ -59,12 +59,18 @@ func runStats(ctx context.Context, w io.Writer, a *statsArgs) error {
 			return err
 		}
 		views := [2]hop.View{cur.Up.View(prevDir(prev, hop.Up)), cur.Down.View(prevDir(prev, hop.Down))}
+		var prevFloor *hop.FloorStats
+		if prev != nil {
+			prevFloor = &prev.Floor
+		}
+		fl := cur.Floor.View(prevFloor)
 		if a.json {
 			b, err := json.Marshal(struct {
-				Name string      `json:"name"`
-				Time time.Time   `json:"time"`
-				Dirs [2]hop.View `json:"directions"`
-			}{cur.Name, cur.Up.Taken, views})
+				Name  string         `json:"name"`
+				Time  time.Time      `json:"time"`
+				Dirs  [2]hop.View    `json:"directions"`
+				Floor *hop.FloorView `json:"floor,omitempty"`
+			}{cur.Name, cur.Up.Taken, views, fl})
 			if err != nil {
 				return err
 			}
@@ -77,6 +83,7 @@ func runStats(ctx context.Context, w io.Writer, a *statsArgs) error {
 			for _, v := range views {
 				writeDirView(w, &v)
 			}
+			writeFloorView(w, fl)
 		}
 		if a.every == 0 {
 			return nil
@@ -117,6 +124,18 @@ func writeDirView(w io.Writer, v *hop.View) {
 		drops = append(drops, fmt.Sprintf("%s %d", r, v.Drops[r]))
 	}
 	fmt.Fprintf(w, "  drops: %s; TUN ring drops %d\n", strings.Join(drops, ", "), v.RingDrops)
-	fmt.Fprintf(w, "  sojourn C p50 %.2fms p99 %.2fms, L p50 %.2fms p99 %.2fms; pacing lateness p50 %.0fus p99 %.0fus; cpu %.1fus/pkt\n",
-		v.SojournC[0], v.SojournC[1], v.SojournL[0], v.SojournL[1], v.Lateness[0], v.Lateness[1], v.CPUPerPkt)
+	fmt.Fprintf(w, "  sojourn C p50 %.2fms p99 %.2fms, L p50 %.2fms p99 %.2fms; pacing lateness p50 %.0fus p99 %.0fus worst %.0fus; cpu %.1fus/pkt\n",
+		v.SojournC[0], v.SojournC[1], v.SojournL[0], v.SojournL[1], v.Lateness[0], v.Lateness[1], v.WorstLate, v.CPUPerPkt)
+}
+
+// writeFloorView prints the floor probe's line (nothing without a probe).
+func writeFloorView(w io.Writer, v *hop.FloorView) {
+	if v == nil {
+		return
+	}
+	class := "SCHED_FIFO"
+	if !v.RealTime {
+		class = "normal (no real-time privilege)"
+	}
+	fmt.Fprintf(w, "machine floor: a %s probe sleeping %.0fus woke at worst %.0fus late\n", class, v.PeriodUs, v.WorstLate)
 }

@@ -72,11 +72,27 @@ type Run struct {
 	// server→client direction: its timing error, which every delay above
 	// includes. A large tail means the machine was too busy to measure.
 	HopLatenessMs dist.Summary `json:"hop_lateness_ms"`
-	Series        Series       `json:"series"`
+	// HopWorstMs is the largest of those latenesses in either direction,
+	// measured (not a histogram bound), over the same time; FloorWorstMs
+	// is how late the machine's floor probe (a SCHED_FIFO thread at the
+	// owners' priority that only sleeps 200 µs and wakes, as cyclictest)
+	// woke at worst meanwhile, -1 without a probe. Lateness up to the
+	// floor was the machine's; beyond it, the hop's.
+	HopWorstMs    float64 `json:"hop_worst_lateness_ms"`
+	FloorWorstMs  float64 `json:"floor_worst_lateness_ms"`
+	FloorRealTime bool    `json:"floor_realtime"` // the probe ran SCHED_FIFO
+	Series        Series  `json:"series"`
 	// RTTMs holds raw RTT samples (ms, after warm-up) per flow label for
 	// the CDF plots; too bulky for report.json, whose Dists summarise them.
 	RTTMs map[string][]float64 `json:"-"`
-	Error string               `json:"error,omitempty"` // set when the run failed
+	// With lab --repeat N (N > 1): every figure above is the median of the
+	// N repetitions, Spread holds each one's median and min-max by its
+	// path in this JSON, and the series and plots are those of repetition
+	// MedianRun (1-based), the one closest to the medians (see Combine).
+	Repeats   int              `json:"repeats,omitempty"`
+	MedianRun int              `json:"median_run,omitempty"`
+	Spread    map[string]Range `json:"spread,omitempty"`
+	Error     string           `json:"error,omitempty"` // set when the run failed
 }
 
 // Call is the video call's experience (l4s-endpoints §6).
@@ -131,8 +147,11 @@ type Fairness struct {
 // the run's traffic started.
 type Series struct {
 	// Per second (window k covers [k, k+1) s).
-	FPS        []int                `json:"fps,omitempty"`
-	Throughput map[string][]float64 `json:"throughput_bps,omitempty"` // per flow label
+	FPS []int `json:"fps,omitempty"`
+	// The hop's worst lateness and the floor probe's worst wake-up, ms.
+	HopWorstMs   []float64            `json:"hop_worst_lateness_ms,omitempty"`
+	FloorWorstMs []float64            `json:"floor_worst_lateness_ms,omitempty"`
+	Throughput   map[string][]float64 `json:"throughput_bps,omitempty"` // per flow label
 	// Queue delay per queue: the median sojourn of the packets forwarded
 	// between two stats snapshots (about QueueBinS apart, 0 where none
 	// was), at times QueueT.

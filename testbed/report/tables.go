@@ -3,6 +3,8 @@ package report
 import (
 	"fmt"
 	"math"
+	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -27,7 +29,7 @@ func (r *Report) Tables() []Table {
 	if len(r.Checks) > 0 {
 		ts = append(ts, r.checkTable())
 	}
-	return ts
+	return append(ts, r.spreadTables()...)
 }
 
 // Summary returns the tables worth printing on the terminal at the end of
@@ -135,9 +137,10 @@ func (r *Report) callTable() (Table, bool) {
 	}
 	row("bulk goodput (Mbit/s)", func(run *Run) string { return mbit(run.BulkGoodput()) })
 	row("utilisation", func(run *Run) string { return pct(run.Utilisation) })
-	row("hop timing error p99 / max (ms)", func(run *Run) string {
-		return fmt.Sprintf("%.2f / %.1f", run.HopLatenessMs.P99, run.HopLatenessMs.Max)
+	row("hop timing error p99 / worst (ms)", func(run *Run) string {
+		return fmt.Sprintf("%.2f / %.1f", run.HopLatenessMs.P99, run.HopWorstMs)
 	})
+	row("machine floor, worst wake-up (ms)", func(run *Run) string { return floorMs(run) })
 	return t, true
 }
 
@@ -198,11 +201,12 @@ func (r *Report) flowTable() Table {
 
 func (r *Report) queueTable() Table {
 	t := Table{Title: "Bottleneck queues (server→client; sojourn = dequeue − enqueue)",
-		Header: []string{"run", "queue", "p50 (ms)", "p99 (ms)", "max (ms)", "packets", "CE marked", "dropped", "utilisation", "hop timing error p99 (ms)"}}
+		Header: []string{"run", "queue", "p50 (ms)", "p99 (ms)", "max (ms)", "packets", "CE marked", "dropped", "utilisation", "hop timing error p99 (ms)", "hop worst (ms)", "machine floor worst (ms)"}}
 	for _, run := range r.Runs {
 		for _, q := range run.Queues {
 			t.Rows = append(t.Rows, []string{run.Title, q.Name, ms(q.SojournMs.P50), ms(q.SojournMs.P99), ms(q.SojournMs.Max),
-				fmt.Sprint(q.Packets), fmt.Sprint(q.Marked), fmt.Sprint(q.Dropped), pct(run.Utilisation), fmt.Sprintf("%.2f", run.HopLatenessMs.P99)})
+				fmt.Sprint(q.Packets), fmt.Sprint(q.Marked), fmt.Sprint(q.Dropped), pct(run.Utilisation), fmt.Sprintf("%.2f", run.HopLatenessMs.P99),
+				fmt.Sprintf("%.1f", run.HopWorstMs), floorMs(&run)})
 		}
 	}
 	return t
@@ -219,3 +223,43 @@ func (r *Report) checkTable() Table {
 	}
 	return t
 }
+
+// floorMs is the floor probe's worst wake-up of a run, marked when the
+// probe could not run real-time (then it is no floor for the owners).
+func floorMs(run *Run) string {
+	switch {
+	case run.FloorWorstMs < 0:
+		return "–"
+	case !run.FloorRealTime:
+		return fmt.Sprintf("%.1f (not real-time)", run.FloorWorstMs)
+	}
+	return fmt.Sprintf("%.1f", run.FloorWorstMs)
+}
+
+// spreadTables are, for lab --repeat N, one table per run with every
+// figure's median and min-max over the N repetitions (the other tables
+// show the medians).
+func (r *Report) spreadTables() []Table {
+	var ts []Table
+	for _, run := range r.Runs {
+		if run.Repeats < 2 {
+			continue
+		}
+		t := Table{Title: fmt.Sprintf("%s: %d repetitions (plots from repetition %d, the closest to the medians)", run.Title, run.Repeats, run.MedianRun),
+			Header: []string{"figure (report.json path)", "median", "min", "max"}}
+		paths := make([]string, 0, len(run.Spread))
+		for p := range run.Spread {
+			paths = append(paths, p)
+		}
+		slices.Sort(paths)
+		for _, p := range paths {
+			s := run.Spread[p]
+			t.Rows = append(t.Rows, []string{p, num(s.Median), num(s.Min), num(s.Max)})
+		}
+		ts = append(ts, t)
+	}
+	return ts
+}
+
+// num prints a figure of any size with 4 significant digits.
+func num(x float64) string { return strconv.FormatFloat(x, 'g', 4, 64) }

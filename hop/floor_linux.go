@@ -1,0 +1,154 @@
+package hop
+
+import (
+	"encoding/binary"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// The floor probe is a process of its own (this executable again, with
+// floorProbeEnv set) because a thread of the hop's process would share its
+// runtime: a stop-the-world or a wait for a P would show in both, and the
+// probe could no longer tell the machine's stalls from ours.
+
+func init() {
+	if v := os.Getenv(floorProbeEnv); v != "" {
+		prio, _ := strconv.Atoi(v)
+		os.Exit(floorProbeMain(prio))
+	}
+}
+
+// floorRecord is one report of the probe on its stdout: the interval's
+// sequence number, its worst wake-up lateness (ns), wake-ups so far and
+// whether the thread runs SCHED_FIFO; little-endian uint64s.
+const floorRecord = 4 * 8
+
+// floorProbeMain is the probe process: a thread at SCHED_FIFO prio (when
+// permitted), timer slack 1 ns, memory locked, that sleeps floorPeriod on
+// an absolute CLOCK_MONOTONIC schedule with clock_nanosleep and records
+// how late each wake-up is, as cyclictest does. Its loop allocates
+// nothing (its garbage collector never runs) and makes only raw system
+// calls, so the Go scheduler never sees it blocked; with one P and no
+// other goroutine it stays on its thread (checked each report) and a
+// preemption is a reschedule in place. The goroutine is not locked to its
+// thread on purpose: a locked one would be handed back through another
+// thread at each preemption (see rawPpoll). It returns when the hop stops
+// reading its reports.
+func floorProbeMain(prio int) int {
+	_ = unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(unix.SIGKILL), 0, 0, 0)
+	_ = unix.Mlockall(unix.MCL_CURRENT | unix.MCL_FUTURE)
+	var tid int
+	var rt uint64
+	setup := func() {
+		tid = unix.Gettid()
+		_ = unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0)
+		rt = 0
+		if prio > 0 {
+			attr := unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_FIFO, Priority: uint32(prio), Flags: unix.SCHED_FLAG_RESET_ON_FORK}
+			if unix.SchedSetAttr(0, &attr, 0) == nil {
+				rt = 1
+			}
+		}
+	}
+	setup()
+	base := time.Now()
+	now := func() int64 { return int64(time.Since(base)) } // vDSO: no system call
+	var rec [floorRecord]byte
+	var seq, wakes uint64
+	var worst int64
+	var ts unix.Timespec
+	mono := func(t int64) unix.Timespec { return unix.NsecToTimespec(t) }
+	unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	offset := ts.Nano() - now() // CLOCK_MONOTONIC at our time 0 (Go's clock is CLOCK_MONOTONIC too)
+	next := now()
+	report := next + floorReport
+	for {
+		next += floorPeriod
+		ts = mono(next + offset)
+		unix.RawSyscall6(unix.SYS_CLOCK_NANOSLEEP, unix.CLOCK_MONOTONIC, unix.TIMER_ABSTIME,
+			uintptr(unsafe.Pointer(&ts)), 0, 0, 0) // EINTR: woke early, never late
+		woke := now()
+		if woke < next {
+			next -= floorPeriod // interrupted early: sleep to the same deadline again
+			continue
+		}
+		wakes++
+		worst = max(worst, woke-next)
+		if woke > next+floorPeriod {
+			next = woke // missed wake-ups are not late wake-ups: start over from now
+		}
+		if woke >= report {
+			seq++
+			binary.LittleEndian.PutUint64(rec[0:], seq)
+			binary.LittleEndian.PutUint64(rec[8:], uint64(worst))
+			binary.LittleEndian.PutUint64(rec[16:], wakes)
+			binary.LittleEndian.PutUint64(rec[24:], rt)
+			if _, _, errno := unix.RawSyscall(unix.SYS_WRITE, 1, uintptr(unsafe.Pointer(&rec[0])), floorRecord); errno != 0 {
+				return 0
+			}
+			worst = 0
+			report = woke + floorReport
+			if t, _, _ := unix.RawSyscall(unix.SYS_GETTID, 0, 0, 0); int(t) != tid {
+				setup() // moved to another thread after all: make that one real-time
+			}
+		}
+	}
+}
+
+// startFloor starts the probe at prio and follows its reports.
+func startFloor(prio int) (*floor, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("floor probe: %w", err)
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("floor probe: %w", err)
+	}
+	cmd := exec.Command(exe)
+	cmd.Env = append(os.Environ(), floorProbeEnv+"="+strconv.Itoa(max(prio, 0)), "GOMAXPROCS=1", "GOGC=off")
+	cmd.Stdout = w
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		r.Close()
+		w.Close()
+		return nil, fmt.Errorf("floor probe: start %s: %w", exe, err)
+	}
+	w.Close()
+	f := &floor{}
+	f.st.Running, f.st.Period = true, floorPeriod
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		var rec [floorRecord]byte
+		for {
+			if _, err := io.ReadFull(r, rec[:]); err != nil {
+				f.mu.Lock()
+				f.st.Running = false // killed, or it died
+				f.mu.Unlock()
+				return
+			}
+			f.mu.Lock()
+			f.st.Worst.Add(int64(binary.LittleEndian.Uint64(rec[8:])))
+			f.st.Worst.Close()
+			f.st.Wakes = binary.LittleEndian.Uint64(rec[16:])
+			f.st.RealTime = binary.LittleEndian.Uint64(rec[24:]) == 1
+			f.mu.Unlock()
+		}
+	}()
+	f.stop = func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+		r.Close()
+		<-done
+	}
+	return f, nil
+}
