@@ -75,13 +75,24 @@ func blastUDP(t *testing.T, p *hop.Pair, to netip.AddrPort, ecn aqm.ECN, bps flo
 }
 
 // paceUDP writes 1200-byte datagrams on conn at about bps (IP rate) for d.
+// A sender that fell behind (descheduled, or its sleep overslept) does not
+// catch up with a burst: it starts a new schedule from now. Catching up
+// after a 30 ms stall would send 30 ms worth of packets at once, a
+// burst at line rate that builds a queue the hop rightly drops from; the
+// load must stay what the test says it is in every window.
 func paceUDP(conn *net.UDPConn, bps float64, d time.Duration) {
 	payload := make([]byte, 1200)
 	gap := time.Duration(float64(len(payload)+28) * 8 / bps * 1e9)
 	start := time.Now()
-	for i := 0; time.Since(start) < d; i++ {
+	end := start.Add(d)
+	next := start
+	for now := start; now.Before(end); now = time.Now() {
 		conn.Write(payload)
-		if wait := time.Until(start.Add(time.Duration(i+1) * gap)); wait > 0 {
+		next = next.Add(gap)
+		if now.Sub(next) > time.Millisecond {
+			next = now // behind by more than a millisecond: drop the deficit
+		}
+		if wait := next.Sub(now); wait > 0 {
 			time.Sleep(wait)
 		}
 	}
@@ -406,7 +417,9 @@ func captureAt100Mbit(t *testing.T, prefix string) (lost string) {
 	p.Close()
 	capt.Close()
 	for _, ds := range []*hop.DirStats{&snap.Up, &snap.Down} {
-		t.Logf("%s: in %d out %d dropped %d ring drops %d qdrops %v nobuf %d werr %d", ds.Dir, ds.In, ds.Out, ds.Dropped(), ds.RingDrops, ds.QueueDrops, ds.NoBuffer, ds.WriteErrors)
+		t.Logf("%s: in %d out %d dropped %d ring drops %d qdrops %v nobuf %d werr %d; owner worst lateness %v, sojourn C max %v",
+			ds.Dir, ds.In, ds.Out, ds.Dropped(), ds.RingDrops, ds.QueueDrops, ds.NoBuffer, ds.WriteErrors,
+			time.Duration(ds.Worst.Max), time.Duration(ds.SojournC.Quantile(1)))
 		if ds.In < 10000 {
 			lost += fmt.Sprintf("%s: only %d packets crossed, the senders were starved; ", ds.Dir, ds.In)
 		}
