@@ -233,8 +233,9 @@ rate ratio Prague/cubic and both flows' queue delay (one queue, so one delay).`,
 		name:  "wifi",
 		title: "The l4s-demo call through a Wi-Fi-like aggregating link, DualPI2 vs FIFO",
 		doc: `The l4s-demo load through a link that sends in bursts, as a Wi-Fi station with
-frame aggregation does: 40 Mbit/s on the air, a burst every 4 ms of at most
-5000 bytes (10 Mbit/s on average), 20 ms base RTT. Between bursts packets wait
+frame aggregation does: 40 Mbit/s on the air, a burst every 4 ms that ends
+with the packet crossing 5000 bytes, as netem's slot (four 1500-byte
+packets: at most 12 Mbit/s on average), 20 ms base RTT. Between bursts packets wait
 in the queue, so the L queue's sojourn jumps by up to a burst interval: the
 main source of L4S marking in the field (heistp/l4s-tests). Runs: DualPI2 with
 the call on L4S, DualPI2 with it classic, a FIFO with it classic.`,
@@ -311,14 +312,15 @@ func classicECNRuns(c Config) []RunSpec {
 	return runs
 }
 
-// wifiAggregate: a burst every 4 ms of at most 5000 bytes.
+// wifiAggregate: a burst every 4 ms, ending with the packet that crosses
+// 5000 bytes (shaper.Aggregate).
 var wifiAggregate = shaper.Aggregate{Interval: 4_000_000, Bytes: 5000}
 
 func wifiRuns(c Config) []RunSpec {
 	runs := l4sDemoRuns(c)
 	for i := range runs {
 		runs[i].Aggregate = wifiAggregate
-		runs[i].Buffer += fmt.Sprintf("; link bursts of ≤ %d B every %v", wifiAggregate.Bytes, time.Duration(wifiAggregate.Interval))
+		runs[i].Buffer += fmt.Sprintf("; link bursts every %v, each ending with the packet that crosses %d B", time.Duration(wifiAggregate.Interval), wifiAggregate.Bytes)
 	}
 	return runs
 }
