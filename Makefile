@@ -44,6 +44,8 @@ BENCH_SUMMARY = \
   /^BenchmarkCoDelEnqueueDequeue/   { cd = $$3 } \
   /^BenchmarkPIEEnqueueDequeue/     { pie = $$3 } \
   /^BenchmarkFQCodelEnqueueDequeue/ { fq = $$3 } \
+  /^BenchmarkCoDelDroppingEnqueueDequeue/   { cdd = $$3 } \
+  /^BenchmarkFQCodelDroppingEnqueueDequeue/ { fqd = $$3 } \
   /^BenchmarkDOCSISEnqueueDequeue/  { dc = $$3 } \
   /^BenchmarkLinkPacket\/fake/      { lf = $$3 } \
   /^BenchmarkLinkPacket\/dualpi2/   { ld = $$3 } \
@@ -56,6 +58,8 @@ BENCH_SUMMARY = \
     if (cd && f)  printf "  CoDel enqueue+dequeue    %7.1f ns/packet   %.2fx the tail-drop FIFO; target <= 200 ns\n", cd, cd/f; \
     if (pie && f) printf "  PIE enqueue+dequeue      %7.1f ns/packet   %.2fx the tail-drop FIFO; target <= 200 ns\n", pie, pie/f; \
     if (fq && f)  printf "  fq_codel enqueue+dequeue %7.1f ns/packet   %.2fx the tail-drop FIFO; target <= 200 ns\n", fq, fq/f; \
+    if (cdd && f) printf "    CoDel, dropping state  %7.1f ns/packet   %.2fx the tail-drop FIFO; target <= 200 ns\n", cdd, cdd/f; \
+    if (fqd && f) printf "    fq_codel, dropping     %7.1f ns/packet   %.2fx the tail-drop FIFO; target <= 200 ns\n", fqd, fqd/f; \
     if (dc && f)  printf "  docsis enqueue+dequeue   %7.1f ns/packet   %.2fx the tail-drop FIFO; target <= 200 ns\n", dc, dc/f; \
     if (ld && lf) printf "  link + DualPI2           %7.1f ns/packet   %.2fx link + bare queue (%.1f ns)\n", ld, ld/lf, lf; \
     if (r)        printf "  replay, 80k packets      %7.3f s           %.2fx the 1 s target\n", r/1e9, r/1e9; \

@@ -62,6 +62,45 @@ func BenchmarkCoDelEnqueueDequeue(b *testing.B) {
 	runQueue(b, q)
 }
 
+// runLoaded is runQueue with the queue topped up to 32 packets before
+// each dequeue, so drops do not drain it: the sojourn stays at 32 µs.
+// An op is one packet sent (plus those dropped meanwhile).
+func runLoaded(b *testing.B, q Queue) {
+	now := int64(0)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		now += 1000
+		if now >= q.NextUpdate() {
+			q.Advance(now)
+		}
+		for j := 0; ; j++ {
+			if n, _ := q.Len(); n >= 32 {
+				break
+			}
+			q.Enqueue(benchPackets[(i+j)&63], now)
+		}
+		for {
+			_, v, ok := q.Dequeue(now)
+			if !ok || v.Action != Drop {
+				break
+			}
+		}
+	}
+}
+
+// The CoDel benchmark above never leaves CoDel's fast path: its packets
+// wait 32 µs, far below the 5 ms target. This one sets target (10 µs)
+// and interval (100 µs) below that sojourn, so the control law runs as
+// at a loaded bottleneck: ECT packets marked, Not-ECT ones dropped, ever
+// more often (interval/√count). signals/op says how often it acted.
+func BenchmarkCoDelDroppingEnqueueDequeue(b *testing.B) {
+	q := newTestCoDel(b, func(c *CodelConfig) { c.Target, c.Interval, c.ECN = 10_000, 100_000, true })
+	runLoaded(b, q)
+	s := q.Stats(0)
+	b.ReportMetric(float64(s.CoDel.ECNMark+s.Dropped)/float64(b.N), "signals/op")
+}
+
 func BenchmarkPIEEnqueueDequeue(b *testing.B) {
 	cfg := DefaultPIEConfig()
 	cfg.ECN = true
@@ -78,6 +117,15 @@ func BenchmarkFQCodelEnqueueDequeue(b *testing.B) {
 		b.Fatal(err)
 	}
 	runQueue(b, q)
+}
+
+// fq_codel with every flow's CoDel in its dropping state (see
+// BenchmarkCoDelDroppingEnqueueDequeue).
+func BenchmarkFQCodelDroppingEnqueueDequeue(b *testing.B) {
+	q := newTestFQCodel(b, func(c *FQCodelConfig) { c.Target, c.Interval = 10_000, 100_000 })
+	runLoaded(b, q)
+	s := q.Stats(0)
+	b.ReportMetric(float64(s.FQ.ECNMark+s.Dropped)/float64(b.N), "signals/op")
 }
 
 func BenchmarkDOCSISEnqueueDequeue(b *testing.B) {

@@ -269,28 +269,36 @@ func TestRunStopsWithContext(t *testing.T) {
 	}
 }
 
+// Every queue kind: the hop's packet path allocates nothing per packet.
 func TestNoAllocationPerPacket(t *testing.T) {
 	if raceEnabled {
 		t.Skip("allocation counts are meaningless under the race detector")
 	}
-	h := startHop(t, testConfig(1_000_000_000, 0))
-	pkt := udp4(500, aqm.ECT1, 3)
-	warm := func(n int) {
-		for i := 0; i < n; i++ {
-			h.client.Inject(pkt)
-		}
-		receive(t, h.server.Outbound, n, 2*time.Second)
-	}
-	warm(200)
-	var m0, m1 runtime.MemStats
-	runtime.ReadMemStats(&m0)
-	warm(2000)
-	runtime.ReadMemStats(&m1)
-	// The test's channel device copies each packet written (one
-	// allocation); the hop itself must add nothing per packet. Stats
-	// snapshots every 100 ms allocate a little.
-	if per := float64(m1.Mallocs-m0.Mallocs) / 2000; per > 1.5 {
-		t.Errorf("%.2f allocations per packet, want ~1 (the test device's copy)", per)
+	for _, kind := range aqm.Kinds {
+		t.Run(kind, func(t *testing.T) {
+			cfg := testConfig(1_000_000_000, 0)
+			spec, _ := aqm.DefaultSpec(kind)
+			cfg.Up.Queue, cfg.Down.Queue = spec, spec
+			h := startHop(t, cfg)
+			pkt := udp4(500, aqm.ECT1, 3)
+			warm := func(n int) {
+				for i := 0; i < n; i++ {
+					h.client.Inject(pkt)
+				}
+				receive(t, h.server.Outbound, n, 2*time.Second)
+			}
+			warm(200)
+			var m0, m1 runtime.MemStats
+			runtime.ReadMemStats(&m0)
+			warm(2000)
+			runtime.ReadMemStats(&m1)
+			// The test's channel device copies each packet written (one
+			// allocation); the hop itself must add nothing per packet. Stats
+			// snapshots every 100 ms allocate a little.
+			if per := float64(m1.Mallocs-m0.Mallocs) / 2000; per > 1.5 {
+				t.Errorf("%.2f allocations per packet, want ~1 (the test device's copy)", per)
+			}
+		})
 	}
 }
 

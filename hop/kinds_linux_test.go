@@ -1,15 +1,25 @@
 package hop
 
 import (
+	"errors"
+	"io"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/pi2hop/pi2hop/aqm"
+	"github.com/pi2hop/pi2hop/pcap"
 )
 
 // Every queue kind through the live hop, with an unresponsive ECT(1) flow
 // and then a Not-ECT flow offered at twice the 10 Mbit/s rate, each
 // judged by its own queue's rules:
+//   - fifo (100 packets, 120 ms at this rate): nothing is marked, every
+//     drop is a tail drop at the limit;
+//   - dualpi2: ECT(1) is marked (step, coupled) and, as p' rises into
+//     overload (k·p' > 1), dropped for it (RFC 9332 §4.2.3); Not-ECT is
+//     dropped with p'²;
 //   - codel (ecn) and fq_codel (ecn by default): ECT(1) is only ever
 //     CE-marked by CoDel, never dropped by it; Not-ECT is CoDel-dropped;
 //   - pie (ecn): ECT(1) is marked while p <= 10 % and dropped above it,
@@ -20,22 +30,29 @@ import (
 //     dropped by p'².
 //
 // In all, Not-ECT is never marked and the hop's counters balance. Between
-// the floods the hop drains, so each count is of one flood only.
+// the floods the hop drains, so each count is of one flood only. Both
+// floods are captured (pcap.HopTap), and the capture's annotations must
+// count exactly what the hop's and the queue's counters count
+// (checkCaptureMatches).
 func TestPairQueueKinds(t *testing.T) {
 	needRoot(t)
 	const bps = 10_000_000
 	for _, tc := range []struct {
-		kind   string
-		mod    func(*aqm.Spec)
-		ectAQM aqm.Reason // the reason of the AQM's drops of ECT(1), or ReasonNone: none allowed
-		notECT aqm.Reason // the reason Not-ECT packets are dropped for
+		kind     string
+		mod      func(*aqm.Spec)
+		ectMarks bool       // ECT(1) is CE-marked
+		ectAQM   aqm.Reason // the reason of the AQM's drops of ECT(1), or ReasonNone: none allowed
+		notECT   aqm.Reason // the reason Not-ECT packets are dropped for
 	}{
-		{aqm.KindCoDel, func(s *aqm.Spec) { s.CoDel.ECN = true }, aqm.ReasonNone, aqm.ReasonCodel},
-		{aqm.KindPIE, func(s *aqm.Spec) { s.PIE.ECN = true }, aqm.ReasonPIE, aqm.ReasonPIE},
-		{aqm.KindFQCodel, nil, aqm.ReasonNone, aqm.ReasonCodel},
+		// 100 packets fill in 0.1 s of a 2x flood: tail drops for sure.
+		{aqm.KindFIFO, func(s *aqm.Spec) { s.FIFO.Limit = 100 }, false, aqm.ReasonNone, aqm.ReasonLimit},
+		{aqm.KindDualPI2, nil, true, aqm.ReasonOverload, aqm.ReasonClassic},
+		{aqm.KindCoDel, func(s *aqm.Spec) { s.CoDel.ECN = true }, true, aqm.ReasonNone, aqm.ReasonCodel},
+		{aqm.KindPIE, func(s *aqm.Spec) { s.PIE.ECN = true }, true, aqm.ReasonPIE, aqm.ReasonPIE},
+		{aqm.KindFQCodel, nil, true, aqm.ReasonNone, aqm.ReasonCodel},
 		// Sanctioned ECT(1) packets fill the C-queue: p' rises until
 		// k·p' > 1, where DualPI2's overload rule drops instead of marking.
-		{aqm.KindDOCSIS, func(s *aqm.Spec) { s.DOCSIS.Rate = bps }, aqm.ReasonOverload, aqm.ReasonClassic},
+		{aqm.KindDOCSIS, func(s *aqm.Spec) { s.DOCSIS.Rate = bps }, true, aqm.ReasonOverload, aqm.ReasonClassic},
 	} {
 		t.Run(tc.kind, func(t *testing.T) {
 			cfg := testConfig(bps, 0)
@@ -44,13 +61,23 @@ func TestPairQueueKinds(t *testing.T) {
 				tc.mod(&spec)
 			}
 			cfg.Up.Queue, cfg.Down.Queue = spec, spec
-			p := newTestPair(t, cfg)
+			path := filepath.Join(t.TempDir(), "kinds.pcapng")
+			capt, err := pcap.NewCapture(path, pcap.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { capt.Close() })
+			p := newTestPairWith(t, cfg, pcap.NewHopTap(capt, ""))
 
 			got := ecnFlood(t, p, false, aqm.ECT1, 2*bps, 3*time.Second, nil)
 			s := p.Hop.Stats().Up
 			t.Logf("ECT(1) at 2x: received ECT(1) %d CE %d; hop marked %d, drops %v, queue %+v",
 				got[aqm.ECT1], got[aqm.CE], s.Marked, s.QueueDrops, s.Queue.QProt)
-			if got[aqm.CE] == 0 || uint64(got[aqm.CE]) > s.Marked {
+			if !tc.ectMarks {
+				if got[aqm.CE] != 0 || s.Marked != 0 {
+					t.Errorf("%d CE at the receiver, %d marked by the hop: %s does not mark", got[aqm.CE], s.Marked, tc.kind)
+				}
+			} else if got[aqm.CE] == 0 || uint64(got[aqm.CE]) > s.Marked {
 				t.Errorf("%d CE at the receiver, %d marked by the hop; want some, no more than marked", got[aqm.CE], s.Marked)
 			}
 			for r, n := range s.QueueDrops {
@@ -81,7 +108,164 @@ func TestPairQueueKinds(t *testing.T) {
 				t.Errorf("no %v drops of Not-ECT offered at twice the rate", tc.notECT)
 			}
 			checkBalance(t, s)
+
+			// Closed, the hop has published its last counters and the
+			// capture holds every packet it tapped.
+			if err := p.Close(); err != nil {
+				t.Fatal(err)
+			}
+			final := p.Hop.Stats()
+			if err := capt.Close(); err != nil {
+				t.Fatal(err)
+			}
+			for _, st := range capt.Stats() {
+				if st.Dropped != 0 {
+					t.Fatalf("capture dropped %d records at %s: an exact comparison is impossible", st.Dropped, st.Name)
+				}
+			}
+			checkCaptureMatches(t, path, final)
 		})
+	}
+}
+
+// tapCounts is what a capture's annotations say of one direction: the
+// in tap's packets, and each decision at the out and drop taps.
+type tapCounts struct {
+	in, out, marked uint64
+	marksBy         [aqm.NumReasons]uint64 // out tap, verdict marked
+	passBy          [aqm.NumReasons]uint64 // out tap, verdict sent (docsis: sanction)
+	dropsBy         [aqm.NumReasons]uint64 // drop tap, verdict dropped
+	writeErrors     uint64                 // drop tap with a sent or marked verdict: the device refused it
+	class           [2]aqm.ClassCounters   // by the annotation's queue: C, L (Sent, Marked, Dropped)
+	unannotated     uint64                 // out or drop packets without a decision
+}
+
+// readTaps counts the annotations of the capture at path by direction
+// ("up", "down").
+func readTaps(t *testing.T, path string) map[string]*tapCounts {
+	t.Helper()
+	r, err := pcap.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	dirs := map[string]*tapCounts{"up": {}, "down": {}}
+	for {
+		pkt, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("reading the capture: %v", err)
+		}
+		dir, point, ok := strings.Cut(pkt.Interface, "-")
+		c := dirs[dir]
+		if !ok || c == nil {
+			t.Fatalf("capture interface %q is none of the hop's taps", pkt.Interface)
+		}
+		if point == "in" {
+			c.in++
+			continue
+		}
+		a := pkt.Ann
+		if !pkt.HasAnn || !a.HasDecision {
+			c.unannotated++
+			continue
+		}
+		cc := &c.class[0]
+		if a.Verdict.Class != aqm.Classic {
+			cc = &c.class[1]
+		}
+		switch {
+		case point == "drop" && a.Verdict.Action == aqm.Drop:
+			c.dropsBy[a.Verdict.Reason]++
+			cc.Dropped++
+		case point == "drop":
+			c.writeErrors++
+		case a.Verdict.Action == aqm.Mark:
+			c.out++
+			c.marked++
+			c.marksBy[a.Verdict.Reason]++
+			cc.Sent++
+			cc.Marked++
+		default:
+			c.out++
+			c.passBy[a.Verdict.Reason]++
+			cc.Sent++
+		}
+	}
+	if r.Truncated != nil || r.BadComments != 0 {
+		t.Fatalf("capture cut (%v) or with %d unreadable annotations", r.Truncated, r.BadComments)
+	}
+	return dirs
+}
+
+// checkCaptureMatches holds the capture at path to the hop's final
+// counters s, direction by direction: packets in and out, CE marks, drops
+// by reason (the hop's QueueDrops; a drop without a reason is a packet
+// refused for want of a buffer), the queue's own per-class counters, and
+// each kind's tc -s mark counters against the marks annotated with that
+// kind's reasons. Every figure is an exact count on both sides (no CE
+// arrives, so every mark verdict is a CE the hop set).
+func checkCaptureMatches(t *testing.T, path string, s Snapshot) {
+	t.Helper()
+	caps := readTaps(t, path)
+	for _, ds := range []*DirStats{&s.Up, &s.Down} {
+		c := caps[ds.Dir.String()]
+		t.Logf("%s capture: in %d out %d marked %d marks %v drops %v passes %v; hop: in %d out %d marked %d drops %v no-buffer %d",
+			ds.Dir, c.in, c.out, c.marked, c.marksBy, c.dropsBy, c.passBy, ds.In, ds.Out, ds.Marked, ds.QueueDrops, ds.NoBuffer)
+		eq := func(what string, capture, hop uint64) {
+			if capture != hop {
+				t.Errorf("%s %s: capture %d, hop %d", ds.Dir, what, capture, hop)
+			}
+		}
+		// A packet refused for want of a buffer is tapped at drop only.
+		eq("packets in (given a buffer)", c.in, ds.In-ds.NoBuffer)
+		eq("packets out", c.out, ds.Out)
+		eq("CE marks", c.marked, ds.Marked)
+		eq("packets without a decision", c.unannotated, 0)
+		eq("drops without a reason (no buffer)", c.dropsBy[aqm.ReasonNone], ds.NoBuffer)
+		eq("write errors", c.writeErrors, ds.WriteErrors)
+		for r := aqm.ReasonNone + 1; int(r) < aqm.NumReasons; r++ {
+			eq("drops for "+r.String(), c.dropsBy[r], ds.QueueDrops[r])
+		}
+		q := ds.Queue
+		for i, qc := range []aqm.ClassCounters{q.C, q.L} {
+			name := [2]string{"C", "L"}[i]
+			eq(name+"-queue sent", c.class[i].Sent, qc.Sent)
+			eq(name+"-queue marked", c.class[i].Marked, qc.Marked)
+			eq(name+"-queue dropped", c.class[i].Dropped, qc.Dropped)
+		}
+		// The kind's own tc -s figures, by the reasons that make them.
+		switch q.Kind {
+		case aqm.KindFIFO:
+			eq("marks", c.marked, 0)
+		case aqm.KindDualPI2:
+			eq("step marks (step_marks)", c.marksBy[aqm.ReasonStep], q.StepMarks)
+			// ecn_mark counts a packet the PI marked and the step marked
+			// again twice (the kernel's second INET_ECN_set_ce on CE); its
+			// verdict names the step.
+			if q.ECNMark < c.marked || q.ECNMark > c.marked+q.StepMarks {
+				t.Errorf("%s: ecn_mark %d, want between the %d marks annotated and those plus the %d step marks", ds.Dir, q.ECNMark, c.marked, q.StepMarks)
+			}
+		case aqm.KindCoDel:
+			eq("control-law marks (ecn_mark)", c.marksBy[aqm.ReasonCodel], q.CoDel.ECNMark)
+			eq("ce_threshold marks (ce_mark)", c.marksBy[aqm.ReasonCEThreshold], q.CoDel.CEMark)
+		case aqm.KindFQCodel:
+			eq("control-law marks (ecn_mark)", c.marksBy[aqm.ReasonCodel], q.FQ.ECNMark)
+			eq("ce_threshold marks (ce_mark)", c.marksBy[aqm.ReasonCEThreshold], q.FQ.CEMark)
+		case aqm.KindPIE:
+			eq("marks (ecn_mark)", c.marksBy[aqm.ReasonPIE], q.PIE.ECNMark)
+		case aqm.KindDOCSIS:
+			// A sanctioned packet is counted when Queue Protection moves
+			// it; it leaves annotated "sanction" unless the C-queue then
+			// marks or drops it for its own reason.
+			if n := c.passBy[aqm.ReasonSanction]; (ds.Dir == Up && n == 0) || n > q.QProt.SanctionedPackets {
+				t.Errorf("%s: %d packets sent annotated sanction, %d sanctioned; want some, no more", ds.Dir, n, q.QProt.SanctionedPackets)
+			}
+		default:
+			t.Errorf("%s: queue kind %q has no mark counters to compare", ds.Dir, q.Kind)
+		}
 	}
 }
 

@@ -30,8 +30,14 @@ func needRoot(t *testing.T, tools ...string) {
 
 func newTestPair(t *testing.T, cfg Config) *Pair {
 	t.Helper()
+	return newTestPairWith(t, cfg, nil)
+}
+
+// newTestPairWith is newTestPair with tap (if not nil) on the hop.
+func newTestPairWith(t *testing.T, cfg Config, tap Tap) *Pair {
+	t.Helper()
 	prefix := fmt.Sprintf("p2t%d%d", os.Getpid()%10000, pairSeq.Add(1))
-	p, err := NewPair(context.Background(), prefix, cfg)
+	p, err := NewPairWith(context.Background(), PairSpec{ClientNS: prefix + "c", ServerNS: prefix + "s", Tap: tap}, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

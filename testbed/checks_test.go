@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pi2hop/pi2hop/aqm"
 	"github.com/pi2hop/pi2hop/dist"
 	"github.com/pi2hop/pi2hop/testbed/report"
 )
@@ -29,11 +30,30 @@ func TestChecks(t *testing.T) {
 		r.Queues = []report.Queue{{Name: "L", SojournMs: dist.Summary{N: 1, P99: l}}, {Name: "C", SojournMs: dist.Summary{N: 1, P99: c}}}
 		return r
 	}
+	zoo := func(fifoP50 float64, docsisL4S float64) report.Report {
+		fifo := callRun("fifo-classic", fifoP50+10, 0.01)
+		fifo.Call.RTTMs.P50 = fifoP50
+		fifo.Setup = RunSpec{Queue: aqm.Spec{Kind: aqm.KindFIFO, FIFO: aqm.FIFOConfig{Limit: 100}}, RateBps: 10_000_000}
+		return report.Report{Scenario: "aqm-zoo", Runs: []report.Run{fifo,
+			callRun("dualpi2-l4s", 24, 0), callRun("dualpi2-classic", 50, 0.02),
+			callRun("docsis-l4s", docsisL4S, 0), callRun("docsis-classic", 44, 0.02)}}
+	}
+	ecnRun := func(title string, ratio float64) report.Run {
+		return report.Run{Name: title, Title: title, Fairness: &report.Fairness{Ratio: ratio, Jain: 0.9}}
+	}
 	tests := []struct {
 		name  string
 		r     report.Report
 		fails []string // names of failing checks, by prefix
 	}{
+		// 100 packets at 10 Mbit/s drain in 120 ms: the median must be
+		// at least 20 + 60 ms.
+		{"aqm-zoo good", zoo(80, 24), nil},
+		{"aqm-zoo shallow FIFO, DOCSIS L4S no better", zoo(79.9, 44),
+			[]string{"FIFO classic call RTT p50 ≥ base RTT + half the FIFO's 120 ms", "DOCSIS LL: L4S call"}},
+		{"aqm-zoo missing run", report.Report{Scenario: "aqm-zoo", Runs: zoo(80, 24).Runs[:4]}, []string{"runs complete"}},
+		{"classic-ecn", report.Report{Scenario: "classic-ecn", Runs: []report.Run{ecnRun("CoDel-ECN", 2.2), ecnRun("PIE-ECN", 0.9),
+			{Title: "empty"}}}, []string{"PIE-ECN: Prague's rate ≥ cubic's", "empty: both flows carried traffic"}},
 		{"l4s-demo good", report.Report{Scenario: "l4s-demo", Runs: []report.Run{callRun("dualpi2-l4s", 23, 0.001), callRun("dualpi2-classic", 40, 0.05)}}, nil},
 		{"l4s-demo slow L4S call", report.Report{Scenario: "l4s-demo", Runs: []report.Run{callRun("dualpi2-l4s", 30, 0.02), callRun("dualpi2-classic", 40, 0.05)}},
 			[]string{"L4S call RTT p99 ≤", "L4S call loss"}},

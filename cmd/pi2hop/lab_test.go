@@ -142,7 +142,11 @@ func runLabCLI(t *testing.T, ctx context.Context, args ...string) *report.Report
 // and ≤ base RTT + 5 ms, L4S call loss < 1 %; coexist rate ratio in
 // [0.5, 2] with the L queue's p99 below the C queue's; window-limited TCP
 // within 15 % of window/RTT; Prague alone ≥ 90 % utilisation with L
-// sojourn p99 ≤ 2 ms.
+// sojourn p99 ≤ 2 ms. And issue 11's: aqm-zoo's L4S call behind DualPI2
+// below the classic one behind a FIFO, the FIFO's call waiting at least
+// half its buffer, the L4S call below the classic one in both dual
+// queues; classic-ecn's Prague taking at least cubic's rate through each
+// Classic-ECN queue (testbed.zooChecks and the classic-ecn case say why).
 func TestLabScenarios(t *testing.T) {
 	needLabRoot(t)
 	for _, tt := range []struct {
@@ -158,6 +162,8 @@ func TestLabScenarios(t *testing.T) {
 		{scenario: "coexist", runs: 1, plots: []string{"rtt_cdf.png", "queue_delay_coexist.png", "throughput_coexist.png"}},
 		{scenario: "bdp", runs: 6, plots: []string{"bdp.png"}},
 		{scenario: "prague", runs: 1, plots: []string{"queue_delay_prague.png"}, gap: "L-queue sojourn p99 ≤ 2 ms", gapCheck: pragueGap},
+		{scenario: "aqm-zoo", runs: 12, plots: []string{"rtt_cdf.png", "fps.png", "queue_delay_docsis-l4s.png", "queue_delay_fq_codel-l4s.png", "throughput_fifo-classic.png"}},
+		{scenario: "classic-ecn", runs: 2, plots: []string{"queue_delay_codel-ecn.png", "throughput_pie-ecn.png"}},
 	} {
 		t.Run(tt.scenario, func(t *testing.T) {
 			// One run, no second try: the checks are judged as they stand.
