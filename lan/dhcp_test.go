@@ -152,9 +152,9 @@ func TestRequestRules(t *testing.T) {
 	tb := testTable(t, "192.168.2.0/24")
 	a := lease(t, tb, macA, t0) // 192.168.2.2
 	for _, c := range []struct {
-		name               string
+		name                string
 		mac, sid, asked, ci string
-		want               dhcpv4.MessageType // 0: no reply
+		want                dhcpv4.MessageType // 0: no reply
 	}{
 		{"another server's offer chosen", macB, "192.168.2.200", "192.168.2.3", "", 0},
 		{"address leased to another", macB, "", a, "", dhcpv4.MessageTypeNak},

@@ -31,7 +31,7 @@ func RouterAddr6(p netip.Prefix) netip.Addr {
 const (
 	DefaultRAInterval   = 600 * time.Second
 	initialRAInterval   = 16 * time.Second
-	initialRACount      = 3    // MAX_INITIAL_RTR_ADVERTISEMENTS
+	initialRACount      = 3                      // MAX_INITIAL_RTR_ADVERTISEMENTS
 	minDelayBetweenRAs  = 3 * time.Second        // MIN_DELAY_BETWEEN_RAS
 	maxRADelay          = 500 * time.Millisecond // MAX_RA_DELAY_TIME
 	prefixValidLife     = 24 * time.Hour
