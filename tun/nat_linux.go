@@ -18,37 +18,41 @@ var nftNameRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_-]{0,31}$`)
 // source prefixes, whatever device they leave by, so that a namespace
 // behind the hop reaches the network with the host's address.
 func (j *Journal) AddMasquerade(ns, name string, srcs ...netip.Prefix) error {
-	return j.AddMasqueradeOut(ns, name, "", srcs...)
+	return j.AddNAT(ns, NAT{Table: name, Sources: srcs})
 }
 
 // AddMasqueradeOut is AddMasquerade for packets that leave by device oif
 // only ("" = any device): the source NAT of a router whose WAN is oif.
-// An IPv6 source prefix gets NAT66 the same way (masquerade to the
-// address of oif), for a ULA prefix that the WAN would not route back.
-//
-// The table is made over netlink (google/nftables) in one batch, so it
-// is there whole or not at all; it is recorded first, so a crash in
-// between leaves a record for Undo.
 func (j *Journal) AddMasqueradeOut(ns, name, oif string, srcs ...netip.Prefix) error {
-	if !nftNameRE.MatchString(name) {
-		return fmt.Errorf("tun: nftables table name %q: want a letter, then letters, digits, '_' or '-' (at most 32)", name)
+	return j.AddNAT(ns, NAT{Table: name, Out: oif, Sources: srcs})
+}
+
+// AddNAT creates table n.Table in namespace ns. The table is made over
+// netlink (google/nftables) in one batch, so it is there whole or not at
+// all; it is recorded first, so a crash in between leaves a record for
+// Undo, which deletes the table.
+func (j *Journal) AddNAT(ns string, n NAT) error {
+	if !nftNameRE.MatchString(n.Table) {
+		return fmt.Errorf("tun: nftables table name %q: want a letter, then letters, digits, '_' or '-' (at most 32)", n.Table)
 	}
-	if len(oif) >= unix.IFNAMSIZ {
-		return fmt.Errorf("tun: masquerade out of %q: device names are at most %d bytes", oif, unix.IFNAMSIZ-1)
+	for _, d := range []string{n.Out, n.CountLAN} {
+		if len(d) >= unix.IFNAMSIZ {
+			return fmt.Errorf("tun: NAT device %q: device names are at most %d bytes", d, unix.IFNAMSIZ-1)
+		}
 	}
-	if len(srcs) == 0 {
+	if len(n.Sources) == 0 {
 		return errors.New("tun: masquerade: no source prefix")
 	}
-	for _, p := range srcs {
+	for _, p := range n.Sources {
 		if !p.IsValid() {
 			return fmt.Errorf("tun: masquerade source %v: want ADDR/LEN", p)
 		}
 	}
-	forget, err := j.record(Entry{Kind: KindNftTable, NS: ns, Name: name})
+	forget, err := j.record(Entry{Kind: KindNftTable, NS: ns, Name: n.Table})
 	if err != nil {
 		return err
 	}
-	if err := addMasqTable(ns, name, oif, srcs); err != nil {
+	if err := addNATTable(ns, n); err != nil {
 		forget()
 		return err
 	}
@@ -69,9 +73,9 @@ func nftConn(ns string, f func(c *nftables.Conn) error) error {
 	return f(c)
 }
 
-func addMasqTable(ns, name, oif string, srcs []netip.Prefix) error {
+func addNATTable(ns string, n NAT) error {
 	return nftConn(ns, func(c *nftables.Conn) error {
-		t := c.AddTable(&nftables.Table{Family: nftables.TableFamilyINet, Name: name})
+		t := c.AddTable(&nftables.Table{Family: nftables.TableFamilyINet, Name: n.Table})
 		accept := nftables.ChainPolicyAccept
 		ch := c.AddChain(&nftables.Chain{
 			Name:     "postrouting",
@@ -81,14 +85,114 @@ func addMasqTable(ns, name, oif string, srcs []netip.Prefix) error {
 			Priority: nftables.ChainPriorityNATSource,
 			Policy:   &accept,
 		})
-		for _, p := range srcs {
-			c.AddRule(&nftables.Rule{Table: t, Chain: ch, Exprs: masqExprs(oif, p)})
+		for _, p := range n.Sources {
+			c.AddRule(&nftables.Rule{Table: t, Chain: ch, Exprs: masqExprs(n.Out, p)})
+		}
+		if n.CountLAN != "" {
+			if err := addCounting(c, t, n.CountLAN); err != nil {
+				return err
+			}
 		}
 		if err := c.Flush(); err != nil {
-			return fmt.Errorf("tun: create nftables table inet %s in namespace %q: %w", name, ns, err)
+			return fmt.Errorf("tun: create nftables table inet %s in namespace %q: %w", n.Table, ns, err)
 		}
 		return nil
 	})
+}
+
+// Per-address byte counting: four dynamic sets (up and down, IPv4 and
+// IPv6) whose elements each carry a counter, filled by a forward chain:
+//
+//	meta nfproto ipv4 iifname LAN update @up4 { ip saddr counter }
+//	meta nfproto ipv4 oifname LAN update @down4 { ip daddr counter }
+//
+// and the same for ip6. A set holds at most countSetSize addresses; past
+// that a new address is forwarded but not counted.
+const countSetSize = 4096
+
+var countSets = []struct {
+	name  string
+	v6    bool
+	up    bool
+	off   uint32 // source (up) or destination (down) address in the header
+	proto byte
+}{
+	{"up4", false, true, 12, unix.NFPROTO_IPV4},
+	{"down4", false, false, 16, unix.NFPROTO_IPV4},
+	{"up6", true, true, 8, unix.NFPROTO_IPV6},
+	{"down6", true, false, 24, unix.NFPROTO_IPV6},
+}
+
+func addCounting(c *nftables.Conn, t *nftables.Table, lan string) error {
+	accept := nftables.ChainPolicyAccept
+	ch := c.AddChain(&nftables.Chain{
+		Name:     "count",
+		Table:    t,
+		Type:     nftables.ChainTypeFilter,
+		Hooknum:  nftables.ChainHookForward,
+		Priority: nftables.ChainPriorityFilter,
+		Policy:   &accept,
+	})
+	name := make([]byte, unix.IFNAMSIZ)
+	copy(name, lan)
+	for _, cs := range countSets {
+		kt, alen := nftables.TypeIPAddr, uint32(4)
+		if cs.v6 {
+			kt, alen = nftables.TypeIP6Addr, 16
+		}
+		set := &nftables.Set{Table: t, Name: cs.name, KeyType: kt, Dynamic: true, Size: countSetSize}
+		if err := c.AddSet(set, nil); err != nil {
+			return fmt.Errorf("tun: nftables set %s: %w", cs.name, err)
+		}
+		dev := expr.MetaKeyIIFNAME
+		if !cs.up {
+			dev = expr.MetaKeyOIFNAME
+		}
+		c.AddRule(&nftables.Rule{Table: t, Chain: ch, Exprs: []expr.Any{
+			&expr.Meta{Key: expr.MetaKeyNFPROTO, Register: 1},
+			&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{cs.proto}},
+			&expr.Meta{Key: dev, Register: 1},
+			&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: name},
+			&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseNetworkHeader, Offset: cs.off, Len: alen},
+			&expr.Dynset{SrcRegKey: 1, SetName: set.Name, SetID: set.ID, Operation: uint32(unix.NFT_DYNSET_OP_UPDATE),
+				Exprs: []expr.Any{&expr.Counter{}}},
+		}})
+	}
+	return nil
+}
+
+// ClientBytes reads the per-address counters of a NAT table made with
+// CountLAN.
+func ClientBytes(ns, table string) (map[netip.Addr]Bytes, error) {
+	out := map[netip.Addr]Bytes{}
+	err := nftConn(ns, func(c *nftables.Conn) error {
+		t := &nftables.Table{Family: nftables.TableFamilyINet, Name: table}
+		for _, cs := range countSets {
+			set, err := c.GetSetByName(t, cs.name)
+			if err != nil {
+				return fmt.Errorf("tun: nftables set %s of table %s: %w", cs.name, table, err)
+			}
+			els, err := c.GetSetElements(set)
+			if err != nil {
+				return fmt.Errorf("tun: elements of nftables set %s: %w", cs.name, err)
+			}
+			for _, e := range els {
+				a, ok := netip.AddrFromSlice(e.Key)
+				if !ok || e.Counter == nil {
+					continue
+				}
+				b := out[a]
+				if cs.up {
+					b.Up += e.Counter.Bytes
+				} else {
+					b.Down += e.Counter.Bytes
+				}
+				out[a] = b
+			}
+		}
+		return nil
+	})
+	return out, err
 }
 
 // masqExprs is the rule `[oifname OIF] ip saddr P masquerade` (ip6 for an

@@ -2,6 +2,7 @@ package tun
 
 import (
 	"bufio"
+	"io"
 	"net"
 	"net/netip"
 	"strings"
@@ -196,5 +197,80 @@ func TestMasqueradeBadInput(t *testing.T) {
 	}
 	if len(j.Entries()) != 0 {
 		t.Errorf("refused input left %v on record", j.Entries())
+	}
+}
+
+// transfer sends up bytes from the device to a TCP server in inet at
+// dst, which then sends down bytes back, and waits for both.
+func transfer(t *testing.T, n natTopology, dst netip.Addr, up, down int) {
+	t.Helper()
+	var ln net.Listener
+	if err := Do(n.inet, func() (err error) { ln, err = net.Listen("tcp", netip.AddrPortFrom(dst, 0).String()); return }); err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	srv := make(chan error, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			srv <- err
+			return
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(5 * time.Second))
+		if _, err := io.ReadFull(c, make([]byte, up)); err != nil {
+			srv <- err
+			return
+		}
+		_, err = c.Write(make([]byte, down))
+		srv <- err
+	}()
+	var c net.Conn
+	if err := Do(n.dev, func() (err error) { c, err = net.DialTimeout("tcp", ln.Addr().String(), 3*time.Second); return }); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := c.Write(make([]byte, up)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.ReadFull(c, make([]byte, down)); err != nil {
+		t.Fatalf("download of %d bytes: %v", down, err)
+	}
+	if err := <-srv; err != nil {
+		t.Fatalf("server side: %v", err)
+	}
+}
+
+func TestNATCountsBytesPerClient(t *testing.T) {
+	needRoot(t)
+	j := NewJournal(nil)
+	t.Cleanup(func() { j.Undo() })
+	n := newNATTopology(t, j)
+	if err := j.AddNAT(n.box, NAT{Table: "p2t-nat", Out: n.wan, Sources: []netip.Prefix{natLAN4.Masked(), natLAN6.Masked()}, CountLAN: "lan0"}); err != nil {
+		t.Fatal(err)
+	}
+	const up, down = 100_000, 300_000
+	transfer(t, n, natInet4.Addr(), up, down)
+	transfer(t, n, natInet6.Addr(), up/2, down/2)
+	got, err := ClientBytes(n.box, "p2t-nat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Counted at the IP layer: the payload plus at most 10 % of headers,
+	// handshake and acknowledgements (TCP/IP headers with timestamps are
+	// 52-72 bytes per segment of up to 1448).
+	for _, c := range []struct {
+		addr     netip.Addr
+		up, down int
+	}{{natDevAddr4.Addr(), up, down}, {natDevAddr6.Addr(), up / 2, down / 2}} {
+		b := got[c.addr]
+		if b.Up < uint64(c.up) || b.Up > uint64(c.up)*11/10 || b.Down < uint64(c.down) || b.Down > uint64(c.down)*11/10 {
+			t.Errorf("%v: up %d down %d bytes, want %d..%d up and %d..%d down", c.addr, b.Up, b.Down, c.up, c.up*11/10, c.down, c.down*11/10)
+		}
+	}
+	t.Logf("counted: %v", got)
+	if len(got) != 2 {
+		t.Errorf("counted addresses %v, want only the device's two", got)
 	}
 }
