@@ -16,9 +16,9 @@ import (
 
 // DNSConfig is a forwarder on the LAN address to the box's resolvers.
 type DNSConfig struct {
-	// Listen is the box's LAN address and port 53, where the devices
-	// ask (port 0 picks a free one, for tests).
-	Listen    netip.AddrPort
+	// Listen are the box's LAN addresses with port 53, where the
+	// devices ask (port 0 picks a free one, for tests).
+	Listen    []netip.AddrPort
 	Upstreams []netip.AddrPort // default Resolvers(ResolvConf)
 	// Dial opens a connection to an upstream ("udp" or "tcp"); default a
 	// net.Dialer in the calling goroutine's namespace, the host's.
@@ -65,15 +65,14 @@ type DNSForwarder struct {
 	cfg     DNSConfig
 	cache   *dnsCache
 	log     *slog.Logger
-	udp     *dns.Server
-	tcp     *dns.Server
+	servers []*dns.Server // UDP and TCP for each listen address
 	closing atomic.Bool
 }
 
-// NewDNSForwarder binds UDP and TCP on cfg.Listen in the namespace of the
-// calling thread. Serve answers.
+// NewDNSForwarder binds UDP and TCP on each of cfg.Listen in the
+// namespace of the calling thread. Serve answers.
 func NewDNSForwarder(cfg DNSConfig, log *slog.Logger) (*DNSForwarder, error) {
-	if !cfg.Listen.IsValid() {
+	if len(cfg.Listen) == 0 {
 		return nil, errors.New("lan: DNS forwarder: no listen address")
 	}
 	if len(cfg.Upstreams) == 0 {
@@ -83,10 +82,11 @@ func NewDNSForwarder(cfg DNSConfig, log *slog.Logger) (*DNSForwarder, error) {
 		}
 		cfg.Upstreams = ups
 	}
-	self := cfg.Listen
 	for _, u := range cfg.Upstreams {
-		if u == self {
-			return nil, fmt.Errorf("lan: DNS upstream %v is the forwarder itself", u)
+		for _, l := range cfg.Listen {
+			if u == l {
+				return nil, fmt.Errorf("lan: DNS upstream %v is the forwarder itself", u)
+			}
 		}
 	}
 	if cfg.Dial == nil {
@@ -105,60 +105,76 @@ func NewDNSForwarder(cfg DNSConfig, log *slog.Logger) (*DNSForwarder, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	addr := self.String()
-	pc, err := net.ListenPacket("udp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("lan: DNS forwarder: %w", err)
-	}
-	ln, err := net.Listen("tcp", pc.LocalAddr().String()) // the same port, also when it was 0
-	if err != nil {
-		pc.Close()
-		return nil, fmt.Errorf("lan: DNS forwarder: %w", err)
-	}
 	f := &DNSForwarder{cfg: cfg, cache: newDNSCache(cfg.CacheSize), log: log}
-	f.udp = &dns.Server{PacketConn: pc, Handler: dns.HandlerFunc(f.serve)}
-	f.tcp = &dns.Server{Listener: ln, Handler: dns.HandlerFunc(f.serve)}
+	h := dns.HandlerFunc(f.serve)
+	for _, l := range cfg.Listen {
+		pc, err := net.ListenPacket("udp", l.String())
+		if err != nil {
+			f.closeSockets()
+			return nil, fmt.Errorf("lan: DNS forwarder: %w", err)
+		}
+		f.servers = append(f.servers, &dns.Server{PacketConn: pc, Handler: h})
+		ln, err := net.Listen("tcp", pc.LocalAddr().String()) // the same port, also when it was 0
+		if err != nil {
+			f.closeSockets()
+			return nil, fmt.Errorf("lan: DNS forwarder: %w", err)
+		}
+		f.servers = append(f.servers, &dns.Server{Listener: ln, Handler: h})
+	}
 	return f, nil
 }
 
-// Addr is the forwarder's UDP address (TCP is the same).
+// Addr is the forwarder's first UDP address (TCP is the same).
 func (f *DNSForwarder) Addr() netip.AddrPort {
-	return f.udp.PacketConn.LocalAddr().(*net.UDPAddr).AddrPort()
+	return f.servers[0].PacketConn.LocalAddr().(*net.UDPAddr).AddrPort()
 }
 
-// Serve answers until Close; it returns nil after Close. If either
-// server fails, it stops the other and returns the failure.
+// Serve answers until Close; it returns nil after Close. If a server
+// fails, it stops the others and returns the failure.
 func (f *DNSForwarder) Serve() error {
-	errc := make(chan error, 2)
-	go func() { errc <- f.udp.ActivateAndServe() }()
-	go func() { errc <- f.tcp.ActivateAndServe() }()
+	errc := make(chan error, len(f.servers))
+	for _, s := range f.servers {
+		go func() { errc <- s.ActivateAndServe() }()
+	}
 	err := <-errc
-	if f.closing.Load() {
+	closing := f.closing.Load()
+	f.Close()
+	for range f.servers[1:] {
 		<-errc
+	}
+	if closing {
 		return nil
 	}
-	f.Close()
-	<-errc
 	return fmt.Errorf("lan: DNS forwarder: %w", err)
 }
 
-// Close stops both servers; Serve returns.
+// Close stops the servers; Serve returns.
 func (f *DNSForwarder) Close() error {
 	if !f.closing.CompareAndSwap(false, true) {
 		return nil
 	}
-	for _, s := range []*dns.Server{f.udp, f.tcp} {
+	for _, s := range f.servers {
 		if s.Shutdown() != nil {
 			// Not started (yet): close the socket, so Serve returns at once.
-			if s.PacketConn != nil {
-				s.PacketConn.Close()
-			}
-			if s.Listener != nil {
-				s.Listener.Close()
-			}
+			closeSocket(s)
 		}
 	}
 	return nil
+}
+
+func (f *DNSForwarder) closeSockets() {
+	for _, s := range f.servers {
+		closeSocket(s)
+	}
+}
+
+func closeSocket(s *dns.Server) {
+	if s.PacketConn != nil {
+		s.PacketConn.Close()
+	}
+	if s.Listener != nil {
+		s.Listener.Close()
+	}
 }
 
 // serve answers one query.

@@ -92,7 +92,7 @@ func (c *fakeClock) add(d time.Duration) {
 
 func startForwarder(t *testing.T, clock *fakeClock, size int, ups ...netip.AddrPort) *DNSForwarder {
 	t.Helper()
-	f, err := NewDNSForwarder(DNSConfig{Listen: netip.MustParseAddrPort("127.0.0.1:0"), Upstreams: ups, CacheSize: size, Timeout: 500 * time.Millisecond, Now: clock.now}, nil)
+	f, err := NewDNSForwarder(DNSConfig{Listen: []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:0")}, Upstreams: ups, CacheSize: size, Timeout: 500 * time.Millisecond, Now: clock.now}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,7 +257,7 @@ func TestResolvers(t *testing.T) {
 	if _, err := Resolvers(path); err == nil || !strings.Contains(err.Error(), "--dns") {
 		t.Errorf("no nameserver: %v, want an error pointing at --dns", err)
 	}
-	_, err = NewDNSForwarder(DNSConfig{Listen: netip.MustParseAddrPort("127.0.0.1:5353"), Upstreams: []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:5353")}}, nil)
+	_, err = NewDNSForwarder(DNSConfig{Listen: []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:5353")}, Upstreams: []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:5353")}}, nil)
 	if err == nil || !strings.Contains(err.Error(), "forwarder itself") {
 		t.Errorf("upstream = listen address: %v, want refused", err)
 	}

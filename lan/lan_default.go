@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"net/netip"
 	"time"
+
+	"github.com/pi2hop/pi2hop/tun"
 )
 
 var errUnsupported = errors.New("lan: needs Linux")
@@ -35,3 +37,9 @@ func NewAdvertiser(cfg RAConfig, wait time.Duration, log *slog.Logger) (*Adverti
 }
 func (a *Advertiser) Serve() error { return errUnsupported }
 func (a *Advertiser) Close() error { return nil }
+
+func StartShare(j *tun.Journal, cfg ShareConfig) (*Share, error) { return nil, errUnsupported }
+func (s *Share) Close() error                                    { return nil }
+func (s *Share) Err() <-chan error                               { return nil }
+func (s *Share) Leases() []Lease                                 { return nil }
+func (s *Share) Clients() ([]Client, error)                      { return nil, errUnsupported }

@@ -17,6 +17,7 @@ import (
 	"github.com/miekg/dns"
 	"github.com/pi2hop/pi2hop/tun"
 	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 )
 
 func needRoot(t *testing.T) {
@@ -41,7 +42,9 @@ var (
 	inetAddr   = netip.MustParsePrefix("10.78.0.2/24")
 )
 
-func newLANTopology(t *testing.T) lanTopology {
+// newLANTopology builds it; the box has 192.168.2.1 on br0 unless bare
+// (for a share, which addresses the LAN itself).
+func newLANTopology(t *testing.T, bare bool) lanTopology {
 	t.Helper()
 	nameSeq++
 	base := fmt.Sprintf("p2l%d%d", os.Getpid()%10000, nameSeq)
@@ -81,7 +84,9 @@ func newLANTopology(t *testing.T) lanTopology {
 		}
 		return netlink.LinkSetUp(br)
 	}))
-	must(j.AddAddr(n.box, "br0", boxLAN))
+	if !bare {
+		must(j.AddAddr(n.box, "br0", boxLAN))
+	}
 	must(j.AddAddr(n.box, "wan0", boxWAN))
 	must(j.AddAddr(n.inet, "eth0", inetAddr))
 	return n
@@ -244,7 +249,7 @@ func hwAddr(t *testing.T, ns, dev string) string {
 
 func TestRealClientsGetLeases(t *testing.T) {
 	needRoot(t)
-	n := newLANTopology(t)
+	n := newLANTopology(t, false)
 	leaseFile := filepath.Join(t.TempDir(), "leases.json")
 	cfg := DHCPConfig{Iface: "br0", Subnet: testSubnet, LeaseTime: time.Minute,
 		OnChange: func(ls []Lease) {
@@ -339,7 +344,7 @@ func TestRealClientsGetLeases(t *testing.T) {
 
 func TestProbeNamesAnotherServer(t *testing.T) {
 	needRoot(t)
-	n := newLANTopology(t)
+	n := newLANTopology(t, false)
 	var o *OtherServer
 	probe := func() {
 		t.Helper()
@@ -365,9 +370,12 @@ func TestProbeNamesAnotherServer(t *testing.T) {
 	}
 }
 
-// dialIn dials from namespace ns; the connection stays there.
+// dialIn dials from namespace ns, for at most 3 s; the connection stays
+// there.
 func dialIn(ns string) func(ctx context.Context, network, addr string) (net.Conn, error) {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		defer cancel()
 		var c net.Conn
 		err := tun.Do(ns, func() (err error) {
 			var d net.Dialer
@@ -380,7 +388,7 @@ func dialIn(ns string) func(ctx context.Context, network, addr string) (net.Conn
 
 func TestDNSFromDeviceThroughForwarder(t *testing.T) {
 	needRoot(t)
-	n := newLANTopology(t)
+	n := newLANTopology(t, false)
 	j := tun.NewJournal(nil)
 	t.Cleanup(func() { j.Undo() })
 	if err := j.AddAddr(n.a, "eth0", netip.MustParsePrefix("192.168.2.50/24")); err != nil {
@@ -413,7 +421,7 @@ func TestDNSFromDeviceThroughForwarder(t *testing.T) {
 
 	var f *DNSForwarder
 	inNS(t, n.box, func() (err error) {
-		f, err = NewDNSForwarder(DNSConfig{Listen: netip.MustParseAddrPort("192.168.2.1:53"),
+		f, err = NewDNSForwarder(DNSConfig{Listen: []netip.AddrPort{netip.MustParseAddrPort("192.168.2.1:53")},
 			Upstreams: []netip.AddrPort{netip.MustParseAddrPort("10.78.0.2:53")}, Dial: dialIn(n.box)}, nil)
 		return
 	})
@@ -449,7 +457,7 @@ func TestDNSFromDeviceThroughForwarder(t *testing.T) {
 }
 
 // v6State is what a device learnt from the box's advertisements: its
-// SLAAC address in prefix and whether its default route is the box.
+// SLAAC address in prefix (once usable) and whether its default route is the box.
 func v6State(t *testing.T, ns string, prefix netip.Prefix) (addr netip.Addr, defRoute bool) {
 	t.Helper()
 	inNS(t, ns, func() error {
@@ -459,7 +467,8 @@ func v6State(t *testing.T, ns string, prefix netip.Prefix) (addr netip.Addr, def
 		}
 		as, _ := netlink.AddrList(l, netlink.FAMILY_V6)
 		for _, a := range as {
-			if ip, _ := netip.AddrFromSlice(a.IP); prefix.Contains(ip) {
+			// Usable once duplicate address detection is done.
+			if ip, _ := netip.AddrFromSlice(a.IP); prefix.Contains(ip) && a.Flags&unix.IFA_F_TENTATIVE == 0 {
 				addr = ip
 			}
 		}
@@ -491,7 +500,7 @@ func waitV6(t *testing.T, ns string, prefix netip.Prefix, wantAddr, wantRoute bo
 
 func TestRouterAdvertisementsGiveDevicesIPv6(t *testing.T) {
 	needRoot(t)
-	n := newLANTopology(t)
+	n := newLANTopology(t, false)
 	prefix := NewULA()
 	j := tun.NewJournal(nil)
 	t.Cleanup(func() { j.Undo() })
@@ -545,7 +554,7 @@ func TestRouterAdvertisementsGiveDevicesIPv6(t *testing.T) {
 
 func TestBoxInUse(t *testing.T) {
 	needRoot(t)
-	n := newLANTopology(t)
+	n := newLANTopology(t, false)
 	used, err := BoxInUse(n.box)
 	if err != nil {
 		t.Fatal(err)

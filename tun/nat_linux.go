@@ -89,7 +89,7 @@ func addNATTable(ns string, n NAT) error {
 			c.AddRule(&nftables.Rule{Table: t, Chain: ch, Exprs: masqExprs(n.Out, p)})
 		}
 		if n.CountLAN != "" {
-			if err := addCounting(c, t, n.CountLAN); err != nil {
+			if err := addCounting(c, t, n.CountLAN, n.Sources); err != nil {
 				return err
 			}
 		}
@@ -101,29 +101,26 @@ func addNATTable(ns string, n NAT) error {
 }
 
 // Per-address byte counting: four dynamic sets (up and down, IPv4 and
-// IPv6) whose elements each carry a counter, filled by a forward chain:
+// IPv6) whose elements each carry a counter, filled by a forward chain
+// with, for each source prefix P of the LAN:
 //
-//	meta nfproto ipv4 iifname LAN update @up4 { ip saddr counter }
-//	meta nfproto ipv4 oifname LAN update @down4 { ip daddr counter }
+//	iifname LAN oifname != LAN ip saddr P update @up4 { ip saddr counter }
+//	oifname LAN iifname != LAN ip daddr P update @down4 { ip daddr counter }
 //
-// and the same for ip6. A set holds at most countSetSize addresses; past
-// that a new address is forwarded but not counted.
+// (ip6 and @up6, @down6 for an IPv6 prefix). Only the LAN's own unicast
+// addresses are counted, and only traffic that crosses the box: on a
+// bridge with br_netfilter, frames between two ports of the LAN and its
+// multicast pass this hook too. A set holds at most countSetSize
+// addresses; past that a new address is forwarded but not counted.
 const countSetSize = 4096
 
 var countSets = []struct {
-	name  string
-	v6    bool
-	up    bool
-	off   uint32 // source (up) or destination (down) address in the header
-	proto byte
-}{
-	{"up4", false, true, 12, unix.NFPROTO_IPV4},
-	{"down4", false, false, 16, unix.NFPROTO_IPV4},
-	{"up6", true, true, 8, unix.NFPROTO_IPV6},
-	{"down6", true, false, 24, unix.NFPROTO_IPV6},
-}
+	name string
+	v6   bool
+	up   bool
+}{{"up4", false, true}, {"down4", false, false}, {"up6", true, true}, {"down6", true, false}}
 
-func addCounting(c *nftables.Conn, t *nftables.Table, lan string) error {
+func addCounting(c *nftables.Conn, t *nftables.Table, lan string, srcs []netip.Prefix) error {
 	accept := nftables.ChainPolicyAccept
 	ch := c.AddChain(&nftables.Chain{
 		Name:     "count",
@@ -136,29 +133,74 @@ func addCounting(c *nftables.Conn, t *nftables.Table, lan string) error {
 	name := make([]byte, unix.IFNAMSIZ)
 	copy(name, lan)
 	for _, cs := range countSets {
-		kt, alen := nftables.TypeIPAddr, uint32(4)
+		kt := nftables.TypeIPAddr
 		if cs.v6 {
-			kt, alen = nftables.TypeIP6Addr, 16
+			kt = nftables.TypeIP6Addr
 		}
 		set := &nftables.Set{Table: t, Name: cs.name, KeyType: kt, Dynamic: true, Size: countSetSize}
 		if err := c.AddSet(set, nil); err != nil {
 			return fmt.Errorf("tun: nftables set %s: %w", cs.name, err)
 		}
-		dev := expr.MetaKeyIIFNAME
+		in, out := expr.MetaKeyIIFNAME, expr.MetaKeyOIFNAME
 		if !cs.up {
-			dev = expr.MetaKeyOIFNAME
+			in, out = out, in
 		}
-		c.AddRule(&nftables.Rule{Table: t, Chain: ch, Exprs: []expr.Any{
-			&expr.Meta{Key: expr.MetaKeyNFPROTO, Register: 1},
-			&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{cs.proto}},
-			&expr.Meta{Key: dev, Register: 1},
-			&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: name},
-			&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseNetworkHeader, Offset: cs.off, Len: alen},
-			&expr.Dynset{SrcRegKey: 1, SetName: set.Name, SetID: set.ID, Operation: uint32(unix.NFT_DYNSET_OP_UPDATE),
-				Exprs: []expr.Any{&expr.Counter{}}},
-		}})
+		for _, p := range srcs {
+			if p.Addr().Is6() != cs.v6 {
+				continue
+			}
+			off := addrOffset(p, cs.up)
+			es := []expr.Any{
+				&expr.Meta{Key: in, Register: 1},
+				&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: name},
+				&expr.Meta{Key: out, Register: 1},
+				&expr.Cmp{Op: expr.CmpOpNeq, Register: 1, Data: name},
+			}
+			es = append(es, prefixMatch(p, off)...)
+			es = append(es,
+				&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseNetworkHeader, Offset: off, Len: uint32(p.Addr().BitLen() / 8)},
+				&expr.Dynset{SrcRegKey: 1, SetName: set.Name, SetID: set.ID, Operation: uint32(unix.NFT_DYNSET_OP_UPDATE),
+					Exprs: []expr.Any{&expr.Counter{}}})
+			c.AddRule(&nftables.Rule{Table: t, Chain: ch, Exprs: es})
+		}
 	}
 	return nil
+}
+
+// addrOffset is where the source (src) or destination address of p's
+// family is in the network header: 12 or 16 in IPv4, 8 or 24 in IPv6.
+func addrOffset(p netip.Prefix, src bool) uint32 {
+	switch {
+	case p.Addr().Is4() && src:
+		return 12
+	case p.Addr().Is4():
+		return 16
+	case src:
+		return 8
+	}
+	return 24
+}
+
+// prefixMatch is `meta nfproto F` and `ip[6] saddr|daddr P` (the address
+// at off): the packet's family first, then its masked address.
+func prefixMatch(p netip.Prefix, off uint32) []expr.Any {
+	p = p.Masked()
+	proto := byte(unix.NFPROTO_IPV4)
+	if p.Addr().Is6() {
+		proto = unix.NFPROTO_IPV6
+	}
+	addr := p.Addr().AsSlice()
+	mask := make([]byte, len(addr))
+	for i := 0; i < p.Bits(); i++ {
+		mask[i/8] |= 0x80 >> (i % 8)
+	}
+	return []expr.Any{
+		&expr.Meta{Key: expr.MetaKeyNFPROTO, Register: 1},
+		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{proto}},
+		&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseNetworkHeader, Offset: off, Len: uint32(len(addr))},
+		&expr.Bitwise{SourceRegister: 1, DestRegister: 1, Len: uint32(len(addr)), Mask: mask, Xor: make([]byte, len(addr))},
+		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: addr},
+	}
 }
 
 // ClientBytes reads the per-address counters of a NAT table made with
@@ -195,21 +237,9 @@ func ClientBytes(ns, table string) (map[netip.Addr]Bytes, error) {
 	return out, err
 }
 
-// masqExprs is the rule `[oifname OIF] ip saddr P masquerade` (ip6 for an
-// IPv6 prefix) as nftables expressions: in an inet table the rule first
-// matches the packet's family (meta nfproto), then the masked source
-// address at its offset in the IPv4 (12) or IPv6 (8) header.
+// masqExprs is the rule `[oifname OIF] ip saddr P masquerade` (ip6 for
+// an IPv6 prefix) as nftables expressions.
 func masqExprs(oif string, p netip.Prefix) []expr.Any {
-	p = p.Masked()
-	proto, off := byte(unix.NFPROTO_IPV4), uint32(12)
-	if p.Addr().Is6() {
-		proto, off = unix.NFPROTO_IPV6, 8
-	}
-	addr := p.Addr().AsSlice()
-	mask := make([]byte, len(addr))
-	for i := 0; i < p.Bits(); i++ {
-		mask[i/8] |= 0x80 >> (i % 8)
-	}
 	var es []expr.Any
 	if oif != "" {
 		name := make([]byte, unix.IFNAMSIZ) // NUL-padded, as the kernel compares it
@@ -218,14 +248,8 @@ func masqExprs(oif string, p netip.Prefix) []expr.Any {
 			&expr.Meta{Key: expr.MetaKeyOIFNAME, Register: 1},
 			&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: name})
 	}
-	es = append(es,
-		&expr.Meta{Key: expr.MetaKeyNFPROTO, Register: 1},
-		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{proto}},
-		&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseNetworkHeader, Offset: off, Len: uint32(len(addr))},
-		&expr.Bitwise{SourceRegister: 1, DestRegister: 1, Len: uint32(len(addr)), Mask: mask, Xor: make([]byte, len(addr))},
-		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: addr},
-		&expr.Masq{})
-	return es
+	es = append(es, prefixMatch(p, addrOffset(p, true))...)
+	return append(es, &expr.Masq{})
 }
 
 // NftTableExists reports whether table name (family inet) is in ns.
