@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -272,5 +273,32 @@ func TestNATCountsBytesPerClient(t *testing.T) {
 	t.Logf("counted: %v", got)
 	if len(got) != 2 {
 		t.Errorf("counted addresses %v, want only the device's two", got)
+	}
+}
+
+// A process killed with its table in place leaves a state file; a later
+// cleanup (`--cleanup`) undoes the table from the file alone.
+func TestNATTableUndoneFromTheStateFile(t *testing.T) {
+	needRoot(t)
+	outer := NewJournal(nil)
+	t.Cleanup(func() { outer.Undo() })
+	ns := testName(t)
+	if err := outer.NewNamespace(ns); err != nil {
+		t.Fatal(err)
+	}
+	state := filepath.Join(t.TempDir(), "state.json")
+	j := NewJournal(SaveFile(state))
+	if err := j.AddNAT(ns, NAT{Table: "p2t-left", Sources: []netip.Prefix{natLAN4.Masked()}, CountLAN: "lo"}); err != nil {
+		t.Fatal(err)
+	}
+	es, err := LoadFile(state)
+	if err != nil || len(es) != 1 || es[0].Kind != KindNftTable {
+		t.Fatalf("state file: %v, %v; want the one table", es, err)
+	}
+	if err := UndoEntries(es); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := NftTableExists(ns, "p2t-left"); err != nil || ok {
+		t.Errorf("table after cleanup from the state file: exists %v, err %v", ok, err)
 	}
 }
