@@ -15,16 +15,17 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+	"github.com/pi2hop/pi2hop/internal/roottest"
 	"github.com/pi2hop/pi2hop/tun"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 )
 
-func needRoot(t *testing.T) {
+// needRoot skips t unless it runs as root (and fails it in CI when one
+// of tools is missing): see roottest.
+func needRoot(t *testing.T, tools ...string) {
 	t.Helper()
-	if os.Geteuid() != 0 || testing.Short() {
-		t.Skip("needs root and network namespaces")
-	}
+	roottest.Need(t, tools...)
 }
 
 var nameSeq int
@@ -158,7 +159,7 @@ func startClient(t *testing.T, ns, name string) *client {
 	t.Helper()
 	path, err := exec.LookPath("udhcpc")
 	if err != nil {
-		t.Skip("needs udhcpc (Debian: apt install udhcpc)")
+		t.Fatalf("needs udhcpc (the test asks for it with needRoot): %v", err)
 	}
 	dir := t.TempDir()
 	script := filepath.Join(dir, "script")
@@ -248,7 +249,7 @@ func hwAddr(t *testing.T, ns, dev string) string {
 }
 
 func TestRealClientsGetLeases(t *testing.T) {
-	needRoot(t)
+	needRoot(t, "udhcpc", "ip") // ip: udhcpc's script configures the device
 	n := newLANTopology(t, false)
 	leaseFile := filepath.Join(t.TempDir(), "leases.json")
 	cfg := DHCPConfig{Iface: "br0", Subnet: testSubnet, LeaseTime: time.Minute,

@@ -116,7 +116,7 @@ func download(t *testing.T, ns string, dst netip.Addr) int {
 }
 
 func TestShareServesADevice(t *testing.T) {
-	needRoot(t)
+	needRoot(t, "udhcpc", "ip")
 	n := newLANTopology(t, true)
 	withWAN6(t, n)
 	seen := inetServers(t, n)
