@@ -29,7 +29,11 @@ type ShareConfig struct {
 	ProbeWait  time.Duration
 	RAInterval time.Duration // zero: DefaultRAInterval
 	Table      string        // nftables table for NAT and counting, e.g. "pi2hop-NAME"
-	Log        *slog.Logger
+	// WANSide, when a hop loops the LAN's traffic through TUN devices of
+	// this box (hop.Gateway), are the WAN and the TUN the hop writes
+	// uplink packets into: see tun.NAT.WANSide. Empty without such a hop.
+	WANSide []string
+	Log     *slog.Logger
 }
 
 // Share is a running shared LAN.

@@ -106,7 +106,7 @@ func StartShare(j *tun.Journal, cfg ShareConfig) (*Share, error) {
 			return nil, err
 		}
 	}
-	if err := j.AddNAT(cfg.NS, tun.NAT{Table: cfg.Table, Out: cfg.WAN, Sources: srcs, CountLAN: cfg.LAN}); err != nil {
+	if err := j.AddNAT(cfg.NS, tun.NAT{Table: cfg.Table, Out: cfg.WAN, Sources: srcs, CountLAN: cfg.LAN, WANSide: cfg.WANSide}); err != nil {
 		return nil, err
 	}
 

@@ -16,6 +16,14 @@ type NAT struct {
 	// address on that device (ClientBytes reads them): per-device
 	// traffic for stats, kept by the kernel, off the hop's packet path.
 	CountLAN string
+	// WANSide, if set, are the devices on the WAN side of a hop that
+	// loops the LAN's traffic through TUN devices of this same box
+	// (hop.Gateway): the WAN itself and the TUN the hop writes uplink
+	// packets into. Their packets (and the box's own out of Out) get
+	// conntrack zone 1, so each pass through the box is tracked in its
+	// own zone: otherwise the first pass (LAN to TUN) fixes the
+	// connection's NAT as "none" before the second one reaches the WAN.
+	WANSide []string
 }
 
 // Bytes is what was forwarded from (Up) and to (Down) one address.

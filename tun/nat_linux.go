@@ -7,6 +7,7 @@ import (
 	"regexp"
 
 	"github.com/google/nftables"
+	"github.com/google/nftables/binaryutil"
 	"github.com/google/nftables/expr"
 	"golang.org/x/sys/unix"
 )
@@ -35,7 +36,7 @@ func (j *Journal) AddNAT(ns string, n NAT) error {
 	if !nftNameRE.MatchString(n.Table) {
 		return fmt.Errorf("tun: nftables table name %q: want a letter, then letters, digits, '_' or '-' (at most 32)", n.Table)
 	}
-	for _, d := range []string{n.Out, n.CountLAN} {
+	for _, d := range append([]string{n.Out, n.CountLAN}, n.WANSide...) {
 		if len(d) >= unix.IFNAMSIZ {
 			return fmt.Errorf("tun: NAT device %q: device names are at most %d bytes", d, unix.IFNAMSIZ-1)
 		}
@@ -92,6 +93,9 @@ func addNATTable(ns string, n NAT) error {
 			if err := addCounting(c, t, n.CountLAN, n.Sources); err != nil {
 				return err
 			}
+		}
+		if len(n.WANSide) > 0 {
+			addZones(c, t, n.Out, n.WANSide)
 		}
 		if err := c.Flush(); err != nil {
 			return fmt.Errorf("tun: create nftables table inet %s in namespace %q: %w", n.Table, ns, err)
@@ -165,6 +169,44 @@ func addCounting(c *nftables.Conn, t *nftables.Table, lan string, srcs []netip.P
 		}
 	}
 	return nil
+}
+
+// wanZone is the conntrack zone of the WAN side (zone 0, the default, is
+// the LAN side's).
+const wanZone = 1
+
+// addZones puts the WAN side in conntrack zone wanZone before conntrack
+// sees a packet (priority raw, -300):
+//
+//	prerouting: iifname DEV ct zone set 1   (each of wanSide)
+//	output:     oifname OUT ct zone set 1   (the box's own traffic)
+func addZones(c *nftables.Conn, t *nftables.Table, out string, wanSide []string) {
+	accept := nftables.ChainPolicyAccept
+	for _, h := range []struct {
+		name string
+		hook *nftables.ChainHook
+		key  expr.MetaKey
+		devs []string
+	}{
+		{"zone-in", nftables.ChainHookPrerouting, expr.MetaKeyIIFNAME, wanSide},
+		{"zone-out", nftables.ChainHookOutput, expr.MetaKeyOIFNAME, []string{out}},
+	} {
+		if out == "" && h.key == expr.MetaKeyOIFNAME {
+			continue
+		}
+		ch := c.AddChain(&nftables.Chain{Name: h.name, Table: t, Type: nftables.ChainTypeFilter,
+			Hooknum: h.hook, Priority: nftables.ChainPriorityRaw, Policy: &accept})
+		for _, d := range h.devs {
+			name := make([]byte, unix.IFNAMSIZ)
+			copy(name, d)
+			c.AddRule(&nftables.Rule{Table: t, Chain: ch, Exprs: []expr.Any{
+				&expr.Meta{Key: h.key, Register: 1},
+				&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: name},
+				&expr.Immediate{Register: 1, Data: binaryutil.NativeEndian.PutUint16(wanZone)},
+				&expr.Ct{Key: expr.CtKeyZONE, Register: 1, SourceRegister: true},
+			}})
+		}
+	}
 }
 
 // addrOffset is where the source (src) or destination address of p's
