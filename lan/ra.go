@@ -67,20 +67,29 @@ func (c *RAConfig) fill() error {
 // (at most 9000 s).
 func (c *RAConfig) routerLifetime() time.Duration { return 3 * c.Interval }
 
-// message is the advertisement: the box as default router for routerLife
-// (0 = stop using it), the prefix on-link and for SLAAC, the DNS
-// servers, the box's hardware address and the link MTU.
-func (c *RAConfig) message(routerLife time.Duration, hw []byte, mtu int) *ndp.RouterAdvertisement {
+// message is the advertisement: the box as default router, the prefix
+// on-link and for SLAAC, the DNS servers, the box's hardware address and
+// the link MTU. The final one (the box stops sharing) has every lifetime
+// 0: devices stop routing through the box (RFC 4861 section 6.2.5),
+// deprecate their addresses in the prefix (RFC 4862 section 5.5.3 keeps
+// them two more hours, but no new connection uses them) and forget the
+// DNS server (RFC 8106 section 5.1); and the box itself, which may hear
+// its own multicast, forms no address from it.
+func (c *RAConfig) message(final bool, hw []byte, mtu int) *ndp.RouterAdvertisement {
+	routerLife, valid, preferred, dnsLife := c.routerLifetime(), prefixValidLife, prefixPreferredLife, c.routerLifetime()
+	if final {
+		routerLife, valid, preferred, dnsLife = 0, 0, 0, 0
+	}
 	opts := []ndp.Option{
 		&ndp.PrefixInformation{
 			PrefixLength:                   64,
 			OnLink:                         true,
 			AutonomousAddressConfiguration: true,
-			ValidLifetime:                  prefixValidLife,
-			PreferredLifetime:              prefixPreferredLife,
+			ValidLifetime:                  valid,
+			PreferredLifetime:              preferred,
 			Prefix:                         c.Prefix.Addr(),
 		},
-		&ndp.RecursiveDNSServer{Lifetime: c.routerLifetime(), Servers: c.DNS},
+		&ndp.RecursiveDNSServer{Lifetime: dnsLife, Servers: c.DNS},
 	}
 	if len(hw) > 0 {
 		opts = append(opts, &ndp.LinkLayerAddress{Direction: ndp.Source, Addr: hw})

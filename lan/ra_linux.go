@@ -114,7 +114,7 @@ func (a *Advertiser) Serve() error {
 			continue
 		case <-timer.C:
 		}
-		if err := a.send(a.cfg.routerLifetime()); err != nil {
+		if err := a.send(false); err != nil {
 			a.log.Warn("ra: send", "iface", a.cfg.Iface, "err", err)
 		}
 		last = time.Now()
@@ -128,8 +128,8 @@ func (a *Advertiser) Serve() error {
 	}
 }
 
-func (a *Advertiser) send(life time.Duration) error {
-	return a.c.WriteTo(a.cfg.message(life, a.ifi.HardwareAddr, a.ifi.MTU), nil, allNodes)
+func (a *Advertiser) send(final bool) error {
+	return a.c.WriteTo(a.cfg.message(final, a.ifi.HardwareAddr, a.ifi.MTU), nil, allNodes)
 }
 
 func (a *Advertiser) readSolicitations() {
@@ -149,8 +149,8 @@ func (a *Advertiser) readSolicitations() {
 	}
 }
 
-// Close sends a final advertisement with router lifetime 0, so devices
-// stop routing through the box at once (RFC 4861 section 6.2.5), and
+// Close sends a final advertisement with every lifetime 0, so devices
+// stop routing through the box at once (see RAConfig.message), and
 // closes the socket.
 func (a *Advertiser) Close() error {
 	var err error
@@ -163,7 +163,7 @@ func (a *Advertiser) Close() error {
 		if served {
 			<-a.done
 		}
-		err = a.send(0)
+		err = a.send(true)
 		if cerr := a.c.Close(); cerr != nil && !errors.Is(cerr, net.ErrClosed) {
 			err = errors.Join(err, cerr)
 		}

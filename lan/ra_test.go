@@ -15,7 +15,7 @@ func TestRouterAdvertisementMessage(t *testing.T) {
 		t.Fatal(err)
 	}
 	hw, _ := net.ParseMAC("02:00:00:00:00:01")
-	b, err := ndp.MarshalMessage(cfg.message(cfg.routerLifetime(), hw, 1500))
+	b, err := ndp.MarshalMessage(cfg.message(false, hw, 1500))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,9 +56,11 @@ func TestRouterAdvertisementMessage(t *testing.T) {
 	if mtu == nil || mtu.MTU != 1500 {
 		t.Errorf("MTU option %+v, want 1500", mtu)
 	}
-	final := cfg.message(0, hw, 1500)
-	if final.RouterLifetime != 0 {
-		t.Errorf("final RA router lifetime %v, want 0", final.RouterLifetime)
+	final := cfg.message(true, hw, 1500)
+	fpi := final.Options[0].(*ndp.PrefixInformation)
+	frd := final.Options[1].(*ndp.RecursiveDNSServer)
+	if final.RouterLifetime != 0 || fpi.ValidLifetime != 0 || fpi.PreferredLifetime != 0 || frd.Lifetime != 0 {
+		t.Errorf("final RA: router %v, prefix valid %v preferred %v, RDNSS %v; want all 0", final.RouterLifetime, fpi.ValidLifetime, fpi.PreferredLifetime, frd.Lifetime)
 	}
 }
 

@@ -96,8 +96,11 @@ func StartShare(j *tun.Journal, cfg ShareConfig) (*Share, error) {
 		}
 		// A router ignores RAs (forwarding=1) unless accept_ra is 2:
 		// the WAN keeps the address and default route it learnt by SLAAC.
+		// The box must not form addresses from its own advertisements,
+		// which it may hear (multicast loopback).
 		sysctls = append(sysctls,
 			[2]string{"net/ipv6/conf/" + cfg.WAN + "/accept_ra", "2"},
+			[2]string{"net/ipv6/conf/" + cfg.LAN + "/accept_ra", "0"},
 			[2]string{"net/ipv6/conf/all/forwarding", "1"})
 		srcs = append(srcs, s.ULA)
 	}
