@@ -164,7 +164,22 @@ func (t *leaseTable) recorded(a netip.Addr, mac string) bool {
 	return false
 }
 
-// Leases returns the table sorted by address.
+// prune forgets offers and declines that ran out, so clients that only
+// ever DISCOVER (a MAC that changes each time) leave nothing behind.
+func (t *leaseTable) prune(now time.Time) {
+	for m, o := range t.offers {
+		if !now.Before(o.until) {
+			delete(t.offers, m)
+		}
+	}
+	for a, until := range t.declined {
+		if !now.Before(until) {
+			delete(t.declined, a)
+		}
+	}
+}
+
+// list returns the table sorted by address.
 func (t *leaseTable) list() []Lease {
 	ls := make([]Lease, 0, len(t.leases))
 	for _, l := range t.leases {
@@ -188,6 +203,7 @@ func (t *leaseTable) handle(req *dhcpv4.DHCPv4, now time.Time) (*dhcpv4.DHCPv4, 
 	if !req.GatewayIPAddr.IsUnspecified() && req.GatewayIPAddr != nil {
 		return nil, false, fmt.Errorf("%w: relayed by %v (relays are not served)", errIgnore, req.GatewayIPAddr)
 	}
+	t.prune(now)
 	mac := req.ClientHWAddr.String()
 	router := net.IP(t.cfg.Router.AsSlice())
 	switch req.MessageType() {

@@ -286,3 +286,18 @@ func TestDHCPConfigErrors(t *testing.T) {
 		}
 	}
 }
+
+func TestOffersRunOut(t *testing.T) {
+	tb := testTable(t, "192.168.2.0/24")
+	for i := 0; i < 50; i++ {
+		tb.handle(discover(t, net.HardwareAddr{2, 0, 0, 0, 2, byte(i)}.String()), t0)
+	}
+	if len(tb.offers) != 50 {
+		t.Fatalf("%d offers pending, want 50", len(tb.offers))
+	}
+	// Past offerHold nobody took them: the next message prunes them, and
+	// the lowest address is free again.
+	if a := lease(t, tb, macA, t0.Add(offerHold)); a != "192.168.2.2" || len(tb.offers) != 0 {
+		t.Errorf("after the offers ran out: leased %s with %d offers left, want 192.168.2.2 and none", a, len(tb.offers))
+	}
+}

@@ -113,14 +113,19 @@ func StartShare(j *tun.Journal, cfg ShareConfig) (*Share, error) {
 		return nil, err
 	}
 
-	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
-		var c net.Conn
-		err := tun.Do(cfg.NS, func() (err error) {
-			var d net.Dialer
-			c, err = d.DialContext(ctx, network, addr)
-			return
-		})
-		return c, err
+	// Upstream queries leave from the box's namespace: that of the
+	// process when NS is "" (any goroutine's thread is in it).
+	var dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	if cfg.NS != "" {
+		dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			var c net.Conn
+			err := tun.Do(cfg.NS, func() (err error) {
+				var d net.Dialer
+				c, err = d.DialContext(ctx, network, addr)
+				return
+			})
+			return c, err
+		}
 	}
 	err = tun.Do(cfg.NS, func() error {
 		var err error
