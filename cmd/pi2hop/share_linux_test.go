@@ -378,6 +378,17 @@ func TestShareWholePath(t *testing.T) {
 		t.Errorf("IPv6 through NAT66: %d bytes in 3 s, want 100 kB", n)
 	}
 
+	// The idle RTT is the path's: 2 x --delay, plus at most 0.3 ms of hop
+	// (the median of 40 pings, timed by kernel receive timestamps).
+	for _, dst := range []string{"10.254.30.2"} { // MedianPing is IPv4 only
+		hop.MedianPing(l.device, netip.MustParseAddr(dst), 3, 10*time.Millisecond) // warm up: neighbours, conntrack
+		rtt, err := hop.MedianPing(l.device, netip.MustParseAddr(dst), 40, 10*time.Millisecond)
+		t.Logf("idle RTT to %s through share with --delay 5ms: median %v", dst, rtt)
+		if err != nil || rtt < 10*time.Millisecond || rtt > 10*time.Millisecond+300*time.Microsecond {
+			t.Errorf("idle RTT to %s: %v, %v; want 10 ms + at most 0.3 ms", dst, rtt, err)
+		}
+	}
+
 	// A download through the bottleneck, at the shaped rate.
 	l.download(t, "10.254.30.2:5010")
 	time.Sleep(2 * time.Second) // past slow start
