@@ -115,8 +115,8 @@ func (l *shareLab) internet(t *testing.T) {
 }
 
 // download reads from the internet's server at addr on the device until
-// the test ends.
-func (l *shareLab) download(t *testing.T, addr string) {
+// stop (or the end of the test).
+func (l *shareLab) download(t *testing.T, addr string) (stop func()) {
 	t.Helper()
 	var c net.Conn
 	if err := tun.Do(l.device, func() (err error) { c, err = net.DialTimeout("tcp", addr, 5*time.Second); return }); err != nil {
@@ -124,6 +124,87 @@ func (l *shareLab) download(t *testing.T, addr string) {
 	}
 	t.Cleanup(func() { c.Close() })
 	go io.Copy(io.Discard, c)
+	return func() { c.Close() }
+}
+
+// udpBlaster answers a datagram "TOS RATE" from the device with a second
+// of 1200-byte datagrams at RATE bit/s carrying ECN codepoint TOS, back to
+// where it came from: a flow from the internet to the device, through
+// the NAT's mapping.
+func (l *shareLab) udpBlaster(t *testing.T, addr string) {
+	t.Helper()
+	var pc net.PacketConn
+	if err := tun.Do(l.inet, func() (err error) { pc, err = net.ListenPacket("udp", addr); return }); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pc.Close() })
+	uc := pc.(*net.UDPConn)
+	v6 := uc.LocalAddr().(*net.UDPAddr).IP.To4() == nil
+	go func() {
+		buf := make([]byte, 1200)
+		for {
+			n, peer, err := uc.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			var tos int
+			var rate float64
+			fmt.Sscanf(string(buf[:n]), "%d %g", &tos, &rate)
+			raw, _ := uc.SyscallConn()
+			raw.Control(func(fd uintptr) {
+				if v6 {
+					unix.SetsockoptInt(int(fd), unix.IPPROTO_IPV6, unix.IPV6_TCLASS, tos)
+				} else {
+					unix.SetsockoptInt(int(fd), unix.IPPROTO_IP, unix.IP_TOS, tos)
+				}
+			})
+			start, sent := time.Now(), 0
+			for time.Since(start) < time.Second {
+				for float64(sent)*1200*8 < rate*time.Since(start).Seconds() {
+					uc.WriteTo(buf, peer)
+					sent++
+				}
+				time.Sleep(200 * time.Microsecond)
+			}
+		}
+	}()
+}
+
+// blast asks the blaster at addr for its second of datagrams and reads
+// them on the device; it returns how many arrived.
+func (l *shareLab) blast(t *testing.T, addr string, tos int, rate float64) int {
+	t.Helper()
+	var c net.Conn
+	if err := tun.Do(l.device, func() (err error) { c, err = net.Dial("udp", addr); return }); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Fprintf(c, "%d %g", tos, rate)
+	c.SetReadDeadline(time.Now().Add(1500 * time.Millisecond))
+	buf := make([]byte, 1500)
+	n := 0
+	for {
+		if _, err := c.Read(buf); err != nil {
+			return n
+		}
+		n++
+	}
+}
+
+// downCounts are the downlink's ECN marks and AQM drops so far.
+func downCounts(t *testing.T, bin, name string) (marks, drops uint64) {
+	t.Helper()
+	out, err := exec.Command(bin, "stats", "--name", name, "--json").Output()
+	var s struct {
+		Dirs []struct {
+			ECNMark uint64 `json:"ecn_mark"`
+			Dropped uint64 `json:"dropped"`
+		} `json:"directions"`
+	}
+	if err != nil || json.Unmarshal(out, &s) != nil || len(s.Dirs) != 2 {
+		t.Fatalf("pi2hop stats --json: %v\n%s", err, out)
+	}
+	return s.Dirs[1].ECNMark, s.Dirs[1].Dropped
 }
 
 // waitSLAAC waits until the device has a usable (DAD done) address in a
@@ -390,7 +471,7 @@ func TestShareWholePath(t *testing.T) {
 	}
 
 	// A download through the bottleneck, at the shaped rate.
-	l.download(t, "10.254.30.2:5010")
+	stopDownload := l.download(t, "10.254.30.2:5010")
 	time.Sleep(2 * time.Second) // past slow start
 	got := l.rateOver(t, 5*time.Second)
 	t.Logf("download at --rate 20mbit: %.2f Mbit/s IP at the device (%.1f %%)", got/1e6, got/rate*100)
@@ -415,6 +496,29 @@ func TestShareWholePath(t *testing.T) {
 	t.Logf("one second after set --rate 10mbit: %.2f Mbit/s", got/1e6)
 	if got < 0.9*10e6 || got > 1.01*10e6 {
 		t.Errorf("after set --rate 10mbit: %.0f bit/s, want 90..101 %% of 10 Mbit/s", got)
+	}
+
+	// DualPI2 through the NAT, both families: an ECT(1) flow from the
+	// internet at twice the 10 Mbit/s is marked; a Not-ECT one at the
+	// same rate is dropped and never marked.
+	stopDownload()
+	time.Sleep(200 * time.Millisecond)
+	l.udpBlaster(t, "10.254.30.2:5020")
+	l.udpBlaster(t, "[fd00:254:30::2]:5020")
+	for _, dst := range []string{"10.254.30.2:5020", "[fd00:254:30::2]:5020"} {
+		m0, d0 := downCounts(t, bin, name)
+		got := l.blast(t, dst, 0x01, 20e6)
+		m1, d1 := downCounts(t, bin, name)
+		t.Logf("ECT(1) at 20 Mbit/s from %s: %d datagrams arrived, %d marked, %d dropped", dst, got, m1-m0, d1-d0)
+		if got == 0 || m1 == m0 {
+			t.Errorf("ECT(1) flow from %s: %d arrived, %d marks; want CE marks", dst, got, m1-m0)
+		}
+		got = l.blast(t, dst, 0x00, 20e6)
+		m2, d2 := downCounts(t, bin, name)
+		t.Logf("Not-ECT at 20 Mbit/s from %s: %d datagrams arrived, %d marked, %d dropped", dst, got, m2-m1, d2-d1)
+		if got == 0 || m2 != m1 || d2 == d1 {
+			t.Errorf("Not-ECT flow from %s: %d arrived, %d marks, %d drops; want drops and no mark", dst, got, m2-m1, d2-d1)
+		}
 	}
 
 	// stats lists the device with its lease and bytes.
