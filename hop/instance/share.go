@@ -65,21 +65,20 @@ func readShareFile(name string) (shareFile, error) {
 func (t *Share) Kind() string { return "share" }
 
 func (t *Share) Start(ctx context.Context, env *Env) (*hop.Hop, error) {
-	var saved shareFile
-	var save func([]lan.Lease)
-	if env.Name != "" {
-		var err error
-		if saved, err = readShareFile(env.Name); err != nil {
-			return nil, err
-		}
-		var mu sync.Mutex
-		save = func(ls []lan.Lease) {
-			mu.Lock()
-			defer mu.Unlock()
-			saved.Leases = ls
-			if err := writeShareFile(env.Name, saved); err != nil {
-				env.Log.Warn("share: save leases", "err", err)
-			}
+	if env.Name == "" {
+		return nil, errors.New("share: needs an instance name (its devices, table and lease file are named after it)")
+	}
+	saved, err := readShareFile(env.Name)
+	if err != nil {
+		return nil, err
+	}
+	var mu sync.Mutex
+	save := func(ls []lan.Lease) {
+		mu.Lock()
+		defer mu.Unlock()
+		saved.Leases = ls
+		if err := writeShareFile(env.Name, saved); err != nil {
+			env.Log.Warn("share: save leases", "err", err)
 		}
 	}
 	sh, err := lan.StartShare(env.Journal, lan.ShareConfig{
@@ -93,9 +92,12 @@ func (t *Share) Start(ctx context.Context, env *Env) (*hop.Hop, error) {
 		return nil, err
 	}
 	t.sh = sh
-	if env.Name != "" && sh.ULA != saved.ULA {
+	if sh.ULA.IsValid() && sh.ULA != saved.ULA {
+		mu.Lock()
 		saved.ULA = sh.ULA
-		if err := writeShareFile(env.Name, saved); err != nil {
+		err := writeShareFile(env.Name, saved)
+		mu.Unlock()
+		if err != nil {
 			return nil, err
 		}
 	}
