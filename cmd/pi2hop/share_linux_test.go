@@ -539,7 +539,7 @@ func TestShareWholePath(t *testing.T) {
 	}
 
 	cmd.Process.Signal(syscall.SIGTERM)
-	if err := cmd.Wait(); err != nil {
+	if err := waitExit(t, cmd, 10*time.Second); err != nil {
 		t.Errorf("pi2hop share after SIGTERM: %v\n%s", err, out)
 	}
 	if after := l.boxState(t, name); after != before {
@@ -553,7 +553,7 @@ func TestShareWholePath(t *testing.T) {
 		t.Errorf("after a restart the device got %s, want its %s", again["ip"], lease["ip"])
 	}
 	cmd.Process.Signal(syscall.SIGHUP)
-	if err := cmd.Wait(); err != nil {
+	if err := waitExit(t, cmd, 10*time.Second); err != nil {
 		t.Errorf("pi2hop share after SIGHUP: %v", err)
 	}
 	if after := l.boxState(t, name); after != before {
@@ -563,7 +563,7 @@ func TestShareWholePath(t *testing.T) {
 	// Killed: share --cleanup takes everything away.
 	cmd, _ = l.startShare(t, bin, name)
 	cmd.Process.Kill()
-	cmd.Wait()
+	waitExit(t, cmd, 10*time.Second)
 	if out, err := exec.Command("ip", "netns", "exec", l.box, bin, "share", "--cleanup", "--name", name).CombinedOutput(); err != nil {
 		t.Fatalf("share --cleanup: %v\n%s", err, out)
 	}
