@@ -20,6 +20,7 @@ import (
 	"github.com/miekg/dns"
 	"github.com/pi2hop/pi2hop/hop"
 	"github.com/pi2hop/pi2hop/hop/instance"
+	"github.com/pi2hop/pi2hop/lan"
 	"github.com/pi2hop/pi2hop/tun"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
@@ -585,5 +586,55 @@ func TestShareIdleRTT(t *testing.T) {
 	cmd.Process.Signal(syscall.SIGTERM)
 	if err := waitExit(t, cmd, 10*time.Second); err != nil {
 		t.Errorf("pi2hop share after SIGTERM: %v", err)
+	}
+}
+
+// share refuses a --subnet over a route of the box, naming the route, and
+// a LAN where another DHCP server answers, naming it; neither leaves a
+// trace.
+func TestShareRefuses(t *testing.T) {
+	needRoot(t, "ip")
+	bin := buildPi2hop(t)
+	name := testInstance(11)
+	os.Remove(instance.SharePath(name))
+	t.Cleanup(func() { os.Remove(instance.SharePath(name)) })
+	l := newShareLab(t, name)
+	before := l.boxState(t, name)
+	share := func(extra ...string) string {
+		t.Helper()
+		args := append([]string{"netns", "exec", l.box, bin, "share", "--name", name, "--lan", "bl", "--wan", "bw", "--dns", "10.254.30.2"}, extra...)
+		cmd := exec.Command("ip", args...)
+		out := &lockedBuffer{}
+		cmd.Stdout, cmd.Stderr = out, out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		if err := waitExit(t, cmd, 15*time.Second); err == nil {
+			t.Errorf("share %v started:\n%s", extra, out)
+		}
+		if after := l.boxState(t, name); after != before {
+			t.Errorf("refused share %v left\n  %s\nwas\n  %s", extra, after, before)
+		}
+		return out.String()
+	}
+	if out := share("--subnet", "10.254.0.0/16"); !strings.Contains(out, "--subnet") || !strings.Contains(out, "route 10.254.30.0/24 dev bw") {
+		t.Errorf("--subnet over the WAN's route: want it refused naming route 10.254.30.0/24 dev bw:\n%s", out)
+	}
+
+	// Another DHCP server, on the device's side of the LAN.
+	if err := l.j.AddAddr(l.device, "eth0", netip.MustParsePrefix("192.168.7.1/24")); err != nil {
+		t.Fatal(err)
+	}
+	var srv *lan.DHCPServer
+	if err := tun.Do(l.device, func() (err error) {
+		srv, err = lan.NewDHCPServer(lan.DHCPConfig{Iface: "eth0", Subnet: netip.MustParsePrefix("192.168.7.0/24")}, nil)
+		return
+	}); err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve()
+	t.Cleanup(func() { srv.Close() })
+	if out := share(); !strings.Contains(out, "another DHCP server answers on bl: 192.168.7.1") {
+		t.Errorf("with another DHCP server on the LAN: want it refused naming 192.168.7.1:\n%s", out)
 	}
 }
