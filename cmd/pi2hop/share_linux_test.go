@@ -192,20 +192,34 @@ func (l *shareLab) blast(t *testing.T, addr string, tos int, rate float64) int {
 	}
 }
 
-// downCounts are the downlink's ECN marks and AQM drops so far.
+// downCounts are the downlink's ECN marks and AQM drops once it is idle
+// (queue and delay line empty: every packet of a flow has its verdict),
+// which it must be within 5 s.
 func downCounts(t *testing.T, bin, name string) (marks, drops uint64) {
 	t.Helper()
-	out, err := exec.Command(bin, "stats", "--name", name, "--json").Output()
-	var s struct {
-		Dirs []struct {
-			ECNMark uint64 `json:"ecn_mark"`
-			Dropped uint64 `json:"dropped"`
-		} `json:"directions"`
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		out, err := exec.Command(bin, "stats", "--name", name, "--json").Output()
+		var s struct {
+			Dirs []struct {
+				ECNMark uint64 `json:"ecn_mark"`
+				Dropped uint64 `json:"dropped"`
+				Backlog int    `json:"backlog_packets"`
+				Pending int    `json:"pending"`
+			} `json:"directions"`
+		}
+		if err != nil || json.Unmarshal(out, &s) != nil || len(s.Dirs) != 2 {
+			t.Fatalf("pi2hop stats --json: %v\n%s", err, out)
+		}
+		d := s.Dirs[1]
+		if d.Backlog == 0 && d.Pending == 0 {
+			return d.ECNMark, d.Dropped
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the downlink still holds %d queued and %d pending packets after 5 s", d.Backlog, d.Pending)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
-	if err != nil || json.Unmarshal(out, &s) != nil || len(s.Dirs) != 2 {
-		t.Fatalf("pi2hop stats --json: %v\n%s", err, out)
-	}
-	return s.Dirs[1].ECNMark, s.Dirs[1].Dropped
 }
 
 // waitSLAAC waits until the device has a usable (DAD done) address in a

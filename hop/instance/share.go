@@ -101,7 +101,11 @@ func (t *Share) Start(ctx context.Context, env *Env) (*hop.Hop, error) {
 			return nil, err
 		}
 	}
-	g, err := hop.NewGateway(ctx, hop.GatewaySpec{Name: env.Name, LAN: t.LAN, WAN: t.WAN, Journal: env.Journal, Tap: env.Tap("")}, env.Config)
+	// Unthrottling live (set --rate unlimited) is how a share is used:
+	// size the delay line for it.
+	cfg := env.Config
+	cfg.LineRate = max(cfg.LineRate, hop.UnlimitedLineRate)
+	g, err := hop.NewGateway(ctx, hop.GatewaySpec{Name: env.Name, LAN: t.LAN, WAN: t.WAN, Journal: env.Journal, Tap: env.Tap("")}, cfg)
 	if err != nil {
 		return nil, err
 	}
