@@ -250,3 +250,39 @@ func TestShareRefuses(t *testing.T) {
 		t.Errorf("refused shares left %v in the journal, want only the test's own address", es)
 	}
 }
+
+// A WAN without IPv6: no ULA, no IPv6 address on the LAN, no router
+// advertisements and no NAT66 (the NAT's sources are the IPv4 subnet).
+func TestShareWithoutWANIPv6(t *testing.T) {
+	needRoot(t)
+	n := newLANTopology(t, true) // wan0 has only 10.78.0.1/24
+	j := tun.NewJournal(nil)
+	t.Cleanup(func() { j.Undo() })
+	sh, err := StartShare(j, ShareConfig{NS: n.box, LAN: "br0", WAN: "wan0", Table: "p2l-share4",
+		DNS: []netip.AddrPort{netip.MustParseAddrPort("10.78.0.2:53")}, ProbeWait: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sh.Close() })
+	if sh.ULA.IsValid() || sh.Router6.IsValid() || sh.ra != nil {
+		t.Errorf("ULA %v, router %v, advertiser %v: want none on an IPv4-only WAN", sh.ULA, sh.Router6, sh.ra)
+	}
+	for _, e := range j.Entries() {
+		if strings.Contains(e.Name, "ipv6") || strings.Contains(e.Prefix, ":") {
+			t.Errorf("journal entry %s: want no IPv6 change", e)
+		}
+	}
+	inNS(t, n.box, func() error {
+		l, err := netlink.LinkByName("br0")
+		if err != nil {
+			return err
+		}
+		as, _ := netlink.AddrList(l, netlink.FAMILY_V6)
+		for _, a := range as {
+			if !a.IP.IsLinkLocalUnicast() {
+				t.Errorf("IPv6 address %v on the LAN of an IPv4-only WAN", a.IPNet)
+			}
+		}
+		return nil
+	})
+}
