@@ -25,8 +25,13 @@ type Config struct {
 	MTU      int    // largest packet, bytes (default 1500); sizes the buffers
 
 	// Tuning; zero means the default.
-	Batch         int           // packets read per wake (default 64)
-	Slots         int           // packet buffers per direction (default: from queue limit, rate and delay)
+	Batch int // packets read per wake (default 64)
+	Slots int // packet buffers per direction (default: from queue limit, rate and delay)
+	// LineRate, if more than the link's rate, is the rate the delay line
+	// is sized for (bit/s): a topology whose users unthrottle live (`set
+	// --rate unlimited`, the share's documented workflow) passes
+	// UnlimitedLineRate, so that edit fits the buffers at the delay given.
+	LineRate      uint64
 	StatsInterval time.Duration // how often the owners publish stats (default 100ms)
 	// Spin is how long before a lone deadline (nothing else due within
 	// 200 µs) the owner stops sleeping and spins, to cut wake-up lateness.
@@ -63,6 +68,9 @@ const (
 	maxSlots             = 1 << 16
 	// assumedPeakRate sizes the delay line for rates that are not constant.
 	assumedPeakRate = 1_000_000_000
+	// UnlimitedLineRate is what the delay line of a link that is not a
+	// constant rate (shaper.Unlimited, a trace) is sized for.
+	UnlimitedLineRate = assumedPeakRate
 )
 
 // withDefaults fills in the zero tuning fields.
@@ -137,7 +145,7 @@ func (c Config) slots(d DirConfig) int {
 	if c.Slots > 0 {
 		return c.Slots
 	}
-	n := float64(c.fixedSlots(d)) + max(math.Ceil(c.inFlight(d, peakRate(d), d.Link.Delay)), minLineSlots)
+	n := float64(c.fixedSlots(d)) + max(math.Ceil(c.inFlight(d, c.lineRate(d), d.Link.Delay)), minLineSlots)
 	return int(min(n, maxSlots))
 }
 
@@ -159,7 +167,11 @@ func (c Config) inFlight(d DirConfig, rate uint64, delay int64) float64 {
 	return float64(rate) / 8 * float64(delay) / 1e9 / float64(c.MTU)
 }
 
-// peakRate is the rate the delay line is sized for.
+// lineRate is the rate the delay line is sized for: the link's peak, or
+// LineRate if that is more.
+func (c Config) lineRate(d DirConfig) uint64 { return max(peakRate(d), c.LineRate) }
+
+// peakRate is the link's highest rate: a constant one's, else assumed.
 func peakRate(d DirConfig) uint64 {
 	if r, ok := d.Link.Rate.(shaper.Const); ok {
 		return r.BitsPerSecond
@@ -176,7 +188,7 @@ func (c Config) fits(next DirConfig, have int) error {
 	if c.Slots > 0 || c.slots(next) <= have {
 		return nil
 	}
-	rate, delay := peakRate(next), next.Link.Delay
+	rate, delay := c.lineRate(next), next.Link.Delay
 	line := have - c.fixedSlots(next) // full-size packets the delay line can hold
 	if line < 0 {
 		line = 0

@@ -340,3 +340,25 @@ func TestSetRefusesBeyondBuffers(t *testing.T) {
 		t.Errorf("1gbit at 30ms: %v, want it refused with what the buffers hold", err)
 	}
 }
+
+// LineRate sizes the delay line for a rate the hop may be set to live:
+// at 20 Mbit/s and 5 ms the buffers are 10000 + 2·64 + 16 + the floor of
+// 256 = 10400, and unlimited (sized as 1 Gbit/s: 5 ms is 417 full-size
+// packets) needs 10561; with LineRate = UnlimitedLineRate the hop is
+// built with those 10561 and the edit fits.
+func TestLineRateMakesRoomForUnlimited(t *testing.T) {
+	unlimited := Edit{Up: DirEdit{Rate: shaper.Unlimited{}}, Down: DirEdit{Rate: shaper.Unlimited{}}}
+	h := startHop(t, testConfig(20_000_000, 5*time.Millisecond))
+	if err := h.Set(unlimited); err == nil || !strings.Contains(err.Error(), "needs 10561 packet buffers, the hop has 10400") {
+		t.Errorf("unlimited on a hop sized for 20 Mbit/s: %v, want refused (10561 > 10400)", err)
+	}
+	cfg := testConfig(20_000_000, 5*time.Millisecond)
+	cfg.LineRate = UnlimitedLineRate
+	h = startHop(t, cfg)
+	if err := h.Set(unlimited); err != nil {
+		t.Errorf("unlimited with LineRate: %v, want it accepted", err)
+	}
+	if s := h.Stats(); s.Up.Rate != "unlimited" || s.Down.Rate != "unlimited" {
+		t.Errorf("rates after the edit: %q, %q; want unlimited", s.Up.Rate, s.Down.Rate)
+	}
+}

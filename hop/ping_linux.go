@@ -16,22 +16,29 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// MedianPing sends n ICMPv4 echo requests, gap apart, from network
-// namespace ns ("" = the one the process started in) to dst and returns
-// the median round-trip time (nearest-rank p50, dist.Quantile): the idle
-// RTT of a path, for tests and benchmarks.
+// MedianPing sends n ICMP echo requests (ICMPv4, or ICMPv6 to an IPv6
+// dst), gap apart, from network namespace ns ("" = the one the process
+// started in) to dst and returns the median round-trip time (nearest-rank
+// p50, dist.Quantile): the idle RTT of a path, for tests and benchmarks.
 //
 // Like ping(8) it times a reply by its kernel receive timestamp
 // (SO_TIMESTAMPNS), so the caller's own wake-up after the reply arrived,
 // 40-100 µs through the Go netpoller on a VM and no part of the path, is
 // not counted.
 func MedianPing(ns string, dst netip.Addr, n int, gap time.Duration) (time.Duration, error) {
-	if !dst.Is4() || n < 1 {
-		return 0, fmt.Errorf("hop: ping %v %d times: want an IPv4 address and n >= 1", dst, n)
+	if !dst.IsValid() || dst.Is4In6() || n < 1 {
+		return 0, fmt.Errorf("hop: ping %v %d times: want an IPv4 or IPv6 address and n >= 1", dst, n)
+	}
+	// Echo request and reply types: RFC 792's 8 and 0, RFC 4443's 128
+	// and 129. The kernel computes an ICMPv6 raw socket's checksum
+	// (RFC 3542 section 3.1) and strips the IPv6 header from what it reads.
+	network, laddr, echo, reply := "ip4:icmp", "0.0.0.0", byte(8), byte(0)
+	if dst.Is6() {
+		network, laddr, echo, reply = "ip6:ipv6-icmp", "::", 128, 129
 	}
 	var c *net.IPConn
 	if err := tun.Do(ns, func() error {
-		pc, err := net.ListenPacket("ip4:icmp", "0.0.0.0")
+		pc, err := net.ListenPacket(network, laddr)
 		if err != nil {
 			return err
 		}
@@ -48,12 +55,14 @@ func MedianPing(ns string, dst netip.Addr, n int, gap time.Duration) (time.Durat
 	rtts := make([]time.Duration, 0, n)
 	req, buf, oob := make([]byte, 64), make([]byte, 1500), make([]byte, 128)
 	for i := 0; i < n; i++ {
-		// Echo request (RFC 792): type 8, code 0, checksum, id, sequence.
+		// Echo request: type, code 0, checksum, id, sequence.
 		clear(req)
-		req[0] = 8
+		req[0] = echo
 		binary.BigEndian.PutUint16(req[4:], id)
 		binary.BigEndian.PutUint16(req[6:], uint16(i))
-		binary.BigEndian.PutUint16(req[2:], aqm.Checksum(req))
+		if dst.Is4() {
+			binary.BigEndian.PutUint16(req[2:], aqm.Checksum(req))
+		}
 		start := time.Now()
 		if _, err := c.WriteTo(req, &net.IPAddr{IP: dst.AsSlice()}); err != nil {
 			return 0, fmt.Errorf("hop: ping %v: %w", dst, err)
@@ -65,10 +74,10 @@ func MedianPing(ns string, dst netip.Addr, n int, gap time.Duration) (time.Durat
 				return 0, fmt.Errorf("hop: ping %v, reply %d: %w", dst, i, err)
 			}
 			icmp := buf[:m]
-			if m > 0 && buf[0]>>4 == 4 { // ReadMsgIP keeps the IPv4 header
+			if dst.Is4() && m > 0 && buf[0]>>4 == 4 { // ReadMsgIP keeps the IPv4 header
 				icmp = buf[min(int(buf[0]&15)*4, m):m]
 			}
-			if len(icmp) < 8 || icmp[0] != 0 || binary.BigEndian.Uint16(icmp[4:]) != id ||
+			if len(icmp) < 8 || icmp[0] != reply || binary.BigEndian.Uint16(icmp[4:]) != id ||
 				binary.BigEndian.Uint16(icmp[6:]) != uint16(i) {
 				continue
 			}

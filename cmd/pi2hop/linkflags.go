@@ -23,13 +23,13 @@ type linkFlags struct {
 	fs    *pflag.FlagSet
 	bidir bool
 
-	rate      flagvalue.Rate
+	rate      flagvalue.LinkRate
 	delay     flagvalue.Duration
 	loss      flagvalue.Loss
 	rateTrace string
 
 	// Per direction, only with bidir; they override the shared flags.
-	upRate, downRate           flagvalue.Rate
+	upRate, downRate           flagvalue.LinkRate
 	upDelay, downDelay         flagvalue.Duration
 	upRateTrace, downRateTrace string
 
@@ -67,7 +67,7 @@ func addLinkFlags(fs *pflag.FlagSet, bidir bool) *linkFlags {
 	f := &linkFlags{
 		fs:                fs,
 		bidir:             bidir,
-		rate:              flagvalue.Rate{BPS: instance.DefaultRate},
+		rate:              flagvalue.LinkRate{Rate: flagvalue.Rate{BPS: instance.DefaultRate}},
 		aqmKind:           flagvalue.Choice{Val: aqm.KindDualPI2, Choices: aqm.Kinds},
 		limit:             flagvalue.Count{N: def.Limit, Min: 1, Max: math.MaxUint32},
 		memlimit:          flagvalue.Size{Max: math.MaxUint32},
@@ -107,7 +107,7 @@ func addLinkFlags(fs *pflag.FlagSet, bidir bool) *linkFlags {
 		f.stepThresh = flagvalue.Step{Packets: uint32(def.StepThresh), InPackets: true}
 	}
 
-	fs.Var(&f.rate, "rate", "link `rate` in tc units: bit, kbit, mbit, gbit, or bps, kbps, mbps (bytes/s)")
+	fs.Var(&f.rate, "rate", "link `rate` in tc units: bit, kbit, mbit, gbit, or bps, kbps, mbps (bytes/s); unlimited: no shaping")
 	fs.Var(&f.delay, "delay", "one-way `delay` added after the link (a FIFO delay line; never reorders)")
 	fs.Var(&f.loss, "loss", "random `loss` after the link: 1%, 0.01, or Gilbert-Elliott ge:p=1%,r=30%[,h=0,k=100%] (default none)")
 	fs.StringVar(&f.rateTrace, "rate-trace", "", "vary the rate over time from `FILE`: a mahimahi trace (ms per 1500-byte opportunity, looping) or time,rate CSV; replaces --rate")

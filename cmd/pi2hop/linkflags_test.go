@@ -6,6 +6,7 @@ import (
 
 	"github.com/pi2hop/pi2hop/aqm"
 	"github.com/pi2hop/pi2hop/hop/instance"
+	"github.com/pi2hop/pi2hop/internal/flagvalue"
 	"github.com/pi2hop/pi2hop/shaper"
 	"github.com/spf13/pflag"
 )
@@ -231,5 +232,32 @@ func TestLinkFlagsTuneWarning(t *testing.T) {
 		if tt.want != "" && !strings.Contains(w, "rtt_max is specified, ignore alpha/beta/tupdate/target") {
 			t.Errorf("%v: warning %q does not quote tc's", tt.args, w)
 		}
+	}
+}
+
+func TestLinkFlagsUnlimited(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		dir  string
+		want shaper.Rate
+	}{
+		{[]string{"--rate", "unlimited"}, "up", shaper.Unlimited{}},
+		{[]string{"--rate", "UNLIMITED"}, "down", shaper.Unlimited{}},
+		{[]string{"--rate", "unlimited", "--down-rate", "5mbit"}, "down", shaper.Const{BitsPerSecond: 5e6}},
+		{[]string{"--rate", "unlimited", "--down-rate", "5mbit"}, "up", shaper.Unlimited{}},
+		{[]string{"--rate", "5mbit", "--up-rate", "unlimited"}, "up", shaper.Unlimited{}},
+	} {
+		cfg, _, err := parseLinkFlags(t, true, c.dir, c.args...)
+		if err != nil || cfg.Rate != c.want {
+			t.Errorf("%v (%s): rate %v, %v; want %v", c.args, c.dir, cfg.Rate, err, c.want)
+		}
+	}
+	if _, _, err := parseLinkFlags(t, true, "up", "--rate", "0"); err == nil {
+		t.Error("--rate 0 accepted: 0 is not how to say unlimited")
+	}
+	var v flagvalue.LinkRate
+	v.Set("unlimited")
+	if v.String() != "unlimited" {
+		t.Errorf("String() = %q, want unlimited (the flag's value as given)", v.String())
 	}
 }

@@ -36,7 +36,7 @@ type shellArgs struct {
 
 func shellFlags(fs *pflag.FlagSet) func(context.Context, *cmdEnv, []string) error {
 	a := &shellArgs{}
-	fs.BoolVar(&a.nat, "nat", false, "give the namespace the host's onward connectivity (forwarding + nftables masquerade; needs nft)")
+	fs.BoolVar(&a.nat, "nat", false, "give the namespace the host's onward connectivity (forwarding + an nftables masquerade, made over netlink)")
 	fs.BoolVar(&a.cleanup, "cleanup", false, cleanupUsage)
 	fs.StringVar(&a.user, "user", "", "run the command as `user` (name or uid; default: the user behind sudo, from SUDO_UID and SUDO_GID)")
 	fs.BoolVar(&a.asRoot, "as-root", false, "run the command as root with pi2hop's environment: it can then leave the namespace and re-shape its own link")

@@ -54,7 +54,7 @@ func statsFlags(fs *pflag.FlagSet) func(context.Context, *cmdEnv, []string) erro
 func runStats(ctx context.Context, w io.Writer, a *statsArgs) error {
 	var prev *hop.Snapshot
 	for {
-		cur, err := instance.Stats(a.name)
+		cur, clients, err := instance.StatsAndClients(a.name)
 		if err != nil {
 			return err
 		}
@@ -66,11 +66,12 @@ func runStats(ctx context.Context, w io.Writer, a *statsArgs) error {
 		fl := cur.Floor.View(prevFloor)
 		if a.json {
 			b, err := json.Marshal(struct {
-				Name  string         `json:"name"`
-				Time  time.Time      `json:"time"`
-				Dirs  [2]hop.View    `json:"directions"`
-				Floor *hop.FloorView `json:"floor,omitempty"`
-			}{cur.Name, cur.Up.Taken, views, fl})
+				Name    string         `json:"name"`
+				Time    time.Time      `json:"time"`
+				Dirs    [2]hop.View    `json:"directions"`
+				Floor   *hop.FloorView `json:"floor,omitempty"`
+				Clients []clientView   `json:"clients,omitempty"`
+			}{cur.Name, cur.Up.Taken, views, fl, clientViews(clients, cur.Up.Taken)})
 			if err != nil {
 				return err
 			}
@@ -84,6 +85,7 @@ func runStats(ctx context.Context, w io.Writer, a *statsArgs) error {
 				writeDirView(w, &v)
 			}
 			writeFloorView(w, fl)
+			writeClients(w, clientViews(clients, cur.Up.Taken))
 		}
 		if a.every == 0 {
 			return nil

@@ -19,6 +19,7 @@ import (
 var leftovers = map[string]func(name string) []tun.Entry{
 	"shell": shellLeftovers,
 	"lab":   labLeftovers,
+	"share": shareLeftovers,
 }
 
 // Cleanup undoes what a dead instance left, from its state file, then

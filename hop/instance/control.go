@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/pi2hop/pi2hop/hop"
+	"github.com/pi2hop/pi2hop/lan"
 )
 
 // The control socket speaks one JSON request and one JSON response per
@@ -38,11 +39,14 @@ type Response struct {
 	Field    string        `json:"field,omitempty"`
 	Warnings []string      `json:"warnings,omitempty"` // set: settings given without effect
 	Stats    *hop.Snapshot `json:"stats,omitempty"`
+	// Clients are the LAN's devices of a share (stats): leases and bytes.
+	Clients []lan.Client `json:"clients,omitempty"`
 }
 
 // handler is what the control server asks of an instance.
 type handler interface {
 	stats() hop.Snapshot
+	clients() ([]lan.Client, error)
 	set(Settings) ([]string, error)
 }
 
@@ -128,6 +132,11 @@ func (s *controlServer) serve(req Request) Response {
 	case OpStats:
 		snap := s.h.stats()
 		resp.Stats = &snap
+		cl, err := s.h.clients()
+		if err != nil {
+			resp.Error = "clients: " + err.Error()
+		}
+		resp.Clients = cl
 	case OpSet:
 		if req.Set == nil {
 			resp.Error = "set: no settings"
@@ -212,14 +221,21 @@ func Call(name string, req Request) (*Response, error) {
 
 // Stats asks instance name for a stats snapshot.
 func Stats(name string) (*hop.Snapshot, error) {
+	snap, _, err := StatsAndClients(name)
+	return snap, err
+}
+
+// StatsAndClients asks instance name for a stats snapshot and, from a
+// share, the LAN's devices.
+func StatsAndClients(name string) (*hop.Snapshot, []lan.Client, error) {
 	resp, err := Call(name, Request{Op: OpStats})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if resp.Stats == nil {
-		return nil, fmt.Errorf("instance %q: answer without stats", name)
+		return nil, nil, fmt.Errorf("instance %q: answer without stats", name)
 	}
-	return resp.Stats, nil
+	return resp.Stats, resp.Clients, nil
 }
 
 // Set sends a typed edit to instance name, which merges it over its

@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/pi2hop/pi2hop/hop"
+	"github.com/pi2hop/pi2hop/lan"
 	"github.com/pi2hop/pi2hop/pcap"
 	"github.com/pi2hop/pi2hop/tun"
 )
@@ -81,8 +82,9 @@ type Options struct {
 
 // instance is a running instance: what the control socket edits.
 type instance struct {
-	log *slog.Logger
-	hop *hop.Hop
+	log  *slog.Logger
+	hop  *hop.Hop
+	topo Topology
 
 	mu       sync.Mutex // serialises set requests: base and the hop's config move together
 	settings Settings
@@ -117,7 +119,7 @@ func Run(ctx context.Context, opt Options, topo Topology) (err error) {
 		}
 	}
 	warnLeftovers(log, opt.Name)
-	in := &instance{log: log, settings: opt.Settings}
+	in := &instance{log: log, settings: opt.Settings, topo: topo}
 	env := &Env{Name: opt.Name, Config: opt.Config, Journal: j, Log: log}
 	env.Config.Logger = log
 	var closers []io.Closer
@@ -201,6 +203,18 @@ func warnLeftovers(log *slog.Logger, self string) {
 }
 
 func (in *instance) stats() hop.Snapshot { return in.hop.Stats() }
+
+// clientLister is a topology with devices of its own to list (Share).
+type clientLister interface {
+	Clients() ([]lan.Client, error)
+}
+
+func (in *instance) clients() ([]lan.Client, error) {
+	if cl, ok := in.topo.(clientLister); ok {
+		return cl.Clients()
+	}
+	return nil, nil
+}
 
 // set applies a set request: its settings over the instance's, checked as
 // a whole and applied all or nothing.

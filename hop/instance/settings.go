@@ -26,7 +26,7 @@ import (
 // tupdate, alpha and beta win over explicit ones, as in tc (Warnings says
 // so).
 type Settings struct {
-	Rate          *uint64        `json:"rate,omitempty"` // bit/s, both directions
+	Rate          *uint64        `json:"rate,omitempty"` // bit/s, both directions; 0 = unlimited (shaper.Unlimited)
 	UpRate        *uint64        `json:"up-rate,omitempty"`
 	DownRate      *uint64        `json:"down-rate,omitempty"`
 	RateTrace     *string        `json:"rate-trace,omitempty"` // file read by whoever resolves: give an absolute path
@@ -318,7 +318,7 @@ func (s Settings) rateFor(dir string) (shaper.Rate, error) {
 			return r, nil
 		case l.rate != nil:
 			if *l.rate == 0 {
-				return nil, &FieldError{l.rateKey, errors.New("must be more than 0 bit/s")}
+				return shaper.Unlimited{}, nil // --rate unlimited
 			}
 			return shaper.Const{BitsPerSecond: *l.rate}, nil
 		}

@@ -62,11 +62,11 @@ func StatePath(name string) string  { return filepath.Join(RunDir, name+".json")
 func SocketPath(name string) string { return filepath.Join(RunDir, name+".sock") }
 
 // CleanupCommand is the command that removes what a dead instance of
-// command ("run", "shell", "lab") named name left: every such command has
+// command ("run", "shell", "lab", "share") named name left: every such command has
 // --cleanup, and each removes any instance's leftovers.
 func CleanupCommand(command, name string) string {
 	switch command {
-	case "run", "shell", "lab":
+	case "run", "shell", "lab", "share":
 	default:
 		command = "run"
 	}

@@ -71,6 +71,7 @@ func TestCleanupCommand(t *testing.T) {
 		"run":   "pi2hop run --cleanup --name x",
 		"shell": "pi2hop shell --cleanup --name x",
 		"lab":   "pi2hop lab --cleanup --name x",
+		"share": "pi2hop share --cleanup --name x",
 		"":      "pi2hop run --cleanup --name x",
 	} {
 		if got := CleanupCommand(cmd, "x"); got != want {

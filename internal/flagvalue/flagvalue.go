@@ -45,6 +45,30 @@ func (v *Rate) String() string {
 }
 func (v *Rate) Type() string { return "rate" }
 
+// LinkRate is a link's rate: a Rate, or "unlimited" for no shaping
+// (shaper.Unlimited: the Mac's tbr 0), which instance.Settings carries as
+// 0 bit/s.
+type LinkRate struct {
+	Rate
+	Unlimited bool
+}
+
+func (v *LinkRate) Set(s string) error {
+	if strings.EqualFold(strings.TrimSpace(s), shaper.UnlimitedName) {
+		v.BPS, v.Unlimited = 0, true
+		return nil
+	}
+	v.Unlimited = false
+	return v.Rate.Set(s)
+}
+
+func (v *LinkRate) String() string {
+	if v.Unlimited {
+		return shaper.UnlimitedName
+	}
+	return v.Rate.String()
+}
+
 // Size is a byte count in tc(8) units (64k, 32m, 1500b); tc's k is 1024.
 // Zero means "not given"; Set rejects 0 and anything above Max.
 type Size struct {
