@@ -129,6 +129,12 @@ func rawPpoll(fds *[2]unix.PollFd, ts *unix.Timespec) (int, error) {
 	return int(n), nil
 }
 
+// pause sleeps d ns, by a raw system call for the reason rawPpoll gives.
+func pause(d int64) {
+	ts := unix.NsecToTimespec(d)
+	unix.RawSyscall(unix.SYS_NANOSLEEP, uintptr(unsafe.Pointer(&ts)), 0, 0)
+}
+
 // spinAbove is the shortest wait after which the owner spins (see wait).
 const spinAbove = 200_000 // ns
 
