@@ -76,8 +76,9 @@ type Run struct {
 	// measured (not a histogram bound), over the same time; FloorWorstMs
 	// is how late the machine's floor probe (a SCHED_FIFO thread pinned
 	// to each CPU at the owners' priority that only sleeps 200 µs and
-	// wakes, as cyclictest -S) woke at worst meanwhile, -1 without a probe. Lateness up to the
-	// floor was the machine's; beyond it, the hop's.
+	// wakes, as cyclictest -S) woke at worst meanwhile, -1 without a
+	// probe. Lateness up to the floor was the machine's; beyond it, the
+	// hop's.
 	HopWorstMs    float64 `json:"hop_worst_lateness_ms"`
 	FloorWorstMs  float64 `json:"floor_worst_lateness_ms"`
 	FloorRealTime bool    `json:"floor_realtime"` // the probe ran SCHED_FIFO
