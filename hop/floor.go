@@ -3,16 +3,24 @@ package hop
 import "sync"
 
 // FloorStats is the machine's own timing floor while the hop runs: how
-// late a real-time thread that does nothing but sleep and wake (the
-// floor probe, as cyclictest) woke up. Lateness of the owners beyond it
-// is the hop's; up to it, the machine's (other real-time work, the
-// kernel, the hypervisor).
+// late real-time threads that do nothing but sleep and wake (the floor
+// probe, as cyclictest -S: one thread pinned to each CPU) woke up.
+// Lateness of the owners beyond it is the hop's; up to it, the
+// machine's (other real-time work, the kernel, the hypervisor).
+//
+// One thread per CPU, because a stall can be one CPU's alone: on a VM the
+// host deschedules one virtual CPU for ms at a time (seen with
+// sched_switch tracing: no event on one CPU for 5-9 ms while an owner
+// woken there waited, the other CPU idle and on time), and an owner waits
+// wherever its wake-up landed. A single unpinned probe sees only the CPU
+// it happens to sleep on.
 type FloorStats struct {
-	Running  bool  // the probe runs (Config.FloorProbe and it could start)
-	RealTime bool  // it runs SCHED_FIFO at the owners' priority
-	Period   int64 // its sleep, ns
+	Running  bool  // the probes run (Config.FloorProbe and they could start)
+	RealTime bool  // they run SCHED_FIFO at the owners' priority
+	CPUs     int   // CPUs probed, one probe thread pinned to each
+	Period   int64 // their sleep, ns
 	Wakes    uint64
-	Worst    Worst // how late it woke, ns
+	Worst    Worst // how late the latest of them woke, ns
 }
 
 // floorProbeEnv names the probe process: the hop runs its own executable
@@ -27,11 +35,40 @@ const floorPeriod = 200_000 // ns
 // intervals of its Worst.
 const floorReport = 20_000_000 // ns
 
-// floor is the parent's side of a running probe.
+// floor is the parent's side of the running probes.
 type floor struct {
-	mu   sync.Mutex
-	st   FloorStats
-	stop func()
+	mu    sync.Mutex
+	st    FloorStats
+	wakes []uint64 // per probe
+	rt    []bool   // per probe
+	stop  func()
+}
+
+// record takes probe i's report: its worst wake-up over its last
+// interval, its wake-ups so far and whether it runs real-time. Probe 0's
+// reports close the intervals of st.Worst; the others' values fall into
+// the interval open when they arrive, so an interval's worst is the
+// worst of every CPU over about floorReport.
+func (f *floor) record(i int, worst int64, wakes uint64, rt bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.st.Worst.Add(worst)
+	if i == 0 {
+		f.st.Worst.Close()
+	}
+	f.wakes[i], f.rt[i] = wakes, rt
+	f.st.Wakes, f.st.RealTime = 0, true
+	for k := range f.wakes {
+		f.st.Wakes += f.wakes[k]
+		f.st.RealTime = f.st.RealTime && f.rt[k]
+	}
+}
+
+// exited notes that a probe is gone (killed, or it died).
+func (f *floor) exited() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.st.Running = false
 }
 
 func (f *floor) stats() FloorStats {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 	"unsafe"
@@ -21,8 +22,14 @@ import (
 
 func init() {
 	if v := os.Getenv(floorProbeEnv); v != "" {
-		prio, _ := strconv.Atoi(v)
-		os.Exit(floorProbeMain(prio))
+		// "prio,cpu", as startFloor sets it.
+		p, c, _ := strings.Cut(v, ",")
+		prio, _ := strconv.Atoi(p)
+		cpu, err := strconv.Atoi(c)
+		if err != nil {
+			cpu = -1
+		}
+		os.Exit(floorProbeMain(prio, cpu))
 	}
 }
 
@@ -31,8 +38,9 @@ func init() {
 // whether the thread runs SCHED_FIFO; little-endian uint64s.
 const floorRecord = 4 * 8
 
-// floorProbeMain is the probe process: a thread at SCHED_FIFO prio (when
-// permitted), timer slack 1 ns, memory locked, that sleeps floorPeriod on
+// floorProbeMain is the probe process for one CPU: a thread pinned to cpu
+// (none when cpu < 0), at SCHED_FIFO prio (when permitted), timer slack
+// 1 ns, memory locked, that sleeps floorPeriod on
 // an absolute CLOCK_MONOTONIC schedule with clock_nanosleep and records
 // how late each wake-up is, as cyclictest does. Its loop allocates
 // nothing (its garbage collector never runs) and makes only raw system
@@ -42,13 +50,18 @@ const floorRecord = 4 * 8
 // thread on purpose: a locked one would be handed back through another
 // thread at each preemption (see rawPpoll). It returns when the hop stops
 // reading its reports.
-func floorProbeMain(prio int) int {
+func floorProbeMain(prio, cpu int) int {
 	_ = unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(unix.SIGKILL), 0, 0, 0)
 	_ = unix.Mlockall(unix.MCL_CURRENT | unix.MCL_FUTURE)
 	var tid int
 	var rt uint64
 	setup := func() {
 		tid = unix.Gettid()
+		if cpu >= 0 {
+			var set unix.CPUSet
+			set.Set(cpu)
+			_ = unix.SchedSetaffinity(0, &set)
+		}
 		_ = unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0)
 		rt = 0
 		if prio > 0 {
@@ -103,18 +116,52 @@ func floorProbeMain(prio int) int {
 	}
 }
 
-// startFloor starts the probe at prio and follows its reports.
+// startFloor starts a probe at prio on each CPU this process may run on
+// and follows their reports.
 func startFloor(prio int) (*floor, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("floor probe: %w", err)
 	}
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &set); err != nil {
+		return nil, fmt.Errorf("floor probe: CPUs: %w", err)
+	}
+	var cpus []int
+	for c := 0; c < len(set)*64 && len(cpus) < set.Count(); c++ {
+		if set.IsSet(c) {
+			cpus = append(cpus, c)
+		}
+	}
+	f := &floor{wakes: make([]uint64, len(cpus)), rt: make([]bool, len(cpus))}
+	f.st.Running, f.st.CPUs, f.st.Period = true, len(cpus), floorPeriod
+	var stops []func()
+	f.stop = func() {
+		for _, s := range stops {
+			s()
+		}
+	}
+	for i, c := range cpus {
+		s, err := startProbe(exe, prio, c, func(worst int64, wakes uint64, rt bool) { f.record(i, worst, wakes, rt) }, f.exited)
+		if err != nil {
+			f.stop()
+			return nil, err
+		}
+		stops = append(stops, s)
+	}
+	return f, nil
+}
+
+// startProbe starts the probe process for cpu and a goroutine that hands
+// each of its reports to rec, and exited when it ends. stop kills it and
+// waits for both.
+func startProbe(exe string, prio, cpu int, rec func(worst int64, wakes uint64, rt bool), exited func()) (stop func(), err error) {
 	r, w, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("floor probe: %w", err)
 	}
 	cmd := exec.Command(exe)
-	cmd.Env = append(os.Environ(), floorProbeEnv+"="+strconv.Itoa(max(prio, 0)), "GOMAXPROCS=1", "GOGC=off")
+	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%d,%d", floorProbeEnv, max(prio, 0), cpu), "GOMAXPROCS=1", "GOGC=off")
 	cmd.Stdout = w
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
@@ -123,32 +170,22 @@ func startFloor(prio int) (*floor, error) {
 		return nil, fmt.Errorf("floor probe: start %s: %w", exe, err)
 	}
 	w.Close()
-	f := &floor{}
-	f.st.Running, f.st.Period = true, floorPeriod
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		var rec [floorRecord]byte
+		var b [floorRecord]byte
 		for {
-			if _, err := io.ReadFull(r, rec[:]); err != nil {
-				f.mu.Lock()
-				f.st.Running = false // killed, or it died
-				f.mu.Unlock()
+			if _, err := io.ReadFull(r, b[:]); err != nil {
+				exited()
 				return
 			}
-			f.mu.Lock()
-			f.st.Worst.Add(int64(binary.LittleEndian.Uint64(rec[8:])))
-			f.st.Worst.Close()
-			f.st.Wakes = binary.LittleEndian.Uint64(rec[16:])
-			f.st.RealTime = binary.LittleEndian.Uint64(rec[24:]) == 1
-			f.mu.Unlock()
+			rec(int64(binary.LittleEndian.Uint64(b[8:])), binary.LittleEndian.Uint64(b[16:]), binary.LittleEndian.Uint64(b[24:]) == 1)
 		}
 	}()
-	f.stop = func() {
+	return func() {
 		cmd.Process.Kill()
 		cmd.Wait()
 		r.Close()
 		<-done
-	}
-	return f, nil
+	}, nil
 }

@@ -108,6 +108,7 @@ func (s *DirStats) View(prev *DirStats) View {
 // floor probe's worst wake-up.
 type FloorView struct {
 	RealTime  bool    `json:"realtime"`
+	CPUs      int     `json:"cpus"` // one probe thread pinned to each
 	PeriodUs  float64 `json:"period_us"`
 	WorstLate float64 `json:"worst_lateness_us"`
 }
@@ -122,7 +123,7 @@ func (f *FloorStats) View(prev *FloorStats) *FloorView {
 	if prev != nil {
 		worst, _ = f.Worst.Since(&prev.Worst)
 	}
-	return &FloorView{RealTime: f.RealTime, PeriodUs: float64(f.Period) / 1e3, WorstLate: float64(worst) / 1e3}
+	return &FloorView{RealTime: f.RealTime, CPUs: f.CPUs, PeriodUs: float64(f.Period) / 1e3, WorstLate: float64(worst) / 1e3}
 }
 
 // since returns the counters View turns into rates, over the interval

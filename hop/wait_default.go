@@ -23,6 +23,8 @@ func (w *waker) close()      {}
 
 func threadCPU(tid int32) int64 { return 0 }
 
+func pause(d int64) { time.Sleep(time.Duration(d)) }
+
 func requestCPULatency(time.Duration) (io.Closer, error) { return nil, tun.ErrUnsupported }
 
 func raiseSysmon(int) (bool, error) { return false, tun.ErrUnsupported }

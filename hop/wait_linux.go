@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -82,7 +83,7 @@ func (o *owner) wait(deadline int64) error {
 		d -= lead
 	}
 	ts := unix.NsecToTimespec(d)
-	n, err := unix.Ppoll(fds[:], &ts, nil)
+	n, err := rawPpoll(&fds, &ts)
 	if err == unix.EINTR {
 		return nil
 	}
@@ -99,6 +100,39 @@ func (o *owner) wait(deadline int64) error {
 	for clock() < deadline {
 	}
 	return nil
+}
+
+// rawPpoll is ppoll(2) on the owner's two descriptors, made as a raw
+// system call: the Go scheduler does not see the owner blocked, so it
+// stays _Grunning with its P for the whole sleep. Through Syscall
+// (entersyscall/exitsyscall) the goroutine would sit in _Gsyscall, and
+// the garbage collector scans such a goroutine's stack by taking its
+// scan bit, from whatever normal thread runs the mark worker. An owner
+// woken meanwhile spins in exitsyscall (casgstatus: procyield, then
+// sched_yield) until the bit is back; it is SCHED_FIFO, so on the
+// worker's CPU the worker never runs again, and with the other owner
+// busy on the other CPU only the kernel's fair server (50 ms a second,
+// after 950 ms) frees it. Seen with perf and sched_switch tracing in the
+// capture test: an owner 147 ms in runtime.casgstatus under exitsyscall
+// after ppoll while the mark worker sat preempted in scanstack, and a
+// 967 ms stall of both owners at once. With the raw call the collector
+// must preempt the owner instead (a signal ends the ppoll with EINTR);
+// the owner then parks on a futex until the scan is done, and a parked
+// thread leaves its CPU to the worker. The owner also keeps its P across
+// the sleep, so it never waits for an idle P when it wakes (seen too: an
+// owner 5 ms in futex after ppoll, every P busy with the test's senders).
+func rawPpoll(fds *[2]unix.PollFd, ts *unix.Timespec) (int, error) {
+	n, _, e := unix.RawSyscall6(unix.SYS_PPOLL, uintptr(unsafe.Pointer(&fds[0])), uintptr(len(fds)), uintptr(unsafe.Pointer(ts)), 0, 0, 0)
+	if e != 0 {
+		return 0, e
+	}
+	return int(n), nil
+}
+
+// pause sleeps d ns, by a raw system call for the reason rawPpoll gives.
+func pause(d int64) {
+	ts := unix.NsecToTimespec(d)
+	unix.RawSyscall(unix.SYS_NANOSLEEP, uintptr(unsafe.Pointer(&ts)), 0, 0)
 }
 
 // spinAbove is the shortest wait after which the owner spins (see wait).

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -76,6 +77,62 @@ func TestShellDrainsAtExit(t *testing.T) {
 	if in < burst || sent != in || dropped != 0 || unseen != 0 {
 		t.Errorf("analyze, up: in %d, sent %d, dropped %d (unseen %d); want in >= %d, all sent, 0 dropped",
 			in, sent, dropped, unseen, burst)
+	}
+	checkGone(t, name)
+}
+
+// TestShellIperf3LeavesNothingUnseen: after `shell -- iperf3 ...` exits,
+// analyze of its capture matches every packet the hop read with its
+// fate: with a queue that never overflows (FIFO, 10 000 packets) the hop
+// drops nothing, so no drop may show, "unseen" ones (an ingress packet
+// with no egress or drop record: what the capture lost when the hop
+// stopped with packets in flight) included. The TCP flow's last packets,
+// FIN and ACK, are the ones a hop that stopped at once would lose.
+func TestShellIperf3LeavesNothingUnseen(t *testing.T) {
+	needRoot(t, "iperf3")
+	name := testInstance(10)
+	t.Cleanup(func() { cleanupInstance(name, nil, &bytes.Buffer{}) })
+	ln, err := net.Listen("tcp", ":0") // a free port for the server
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	server := exec.CommandContext(ctx, "iperf3", "-s", "-1", "-p", fmt.Sprint(port))
+	var serverOut bytes.Buffer
+	server.Stdout, server.Stderr = &serverOut, &serverOut
+	if err := server.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer server.Process.Kill()
+	time.Sleep(200 * time.Millisecond) // iperf3 -s has no readiness signal; the client retries nothing, so give it time to listen
+	capFile := filepath.Join(t.TempDir(), "iperf3.pcapng")
+	var stdout, stderr bytes.Buffer
+	err = Run(ctx, []string{"shell", "--name", name, "--rate", "20mbit", "--delay", "10ms", "--aqm", "fifo", "--limit", "10000",
+		"--capture", capFile, "--", "/bin/sh", "-c", fmt.Sprintf("iperf3 -c $PI2HOP_HOST -p %d -t 3", port)}, strings.NewReader(""), &stdout, &stderr)
+	if err != nil {
+		t.Fatalf("shell: %v; stdout:\n%s\nstderr:\n%s\nserver:\n%s", err, stdout.String(), stderr.String(), serverOut.String())
+	}
+	res, err := pcap.Analyze([]pcap.Input{{Path: capFile}}, pcap.AnalyzeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range []string{"up", "down"} {
+		d := res.Direction(dir)
+		if d == nil {
+			t.Fatalf("no %s direction in the capture: %+v", dir, res.Directions)
+		}
+		var in, sent, dropped, unseen uint64
+		for _, c := range d.Classes {
+			in, sent, dropped, unseen = in+c.In, sent+c.Sent, dropped+c.Dropped, unseen+c.DropsBy["unseen"]
+		}
+		t.Logf("%s: in %d, sent %d, dropped %d (unseen %d)", dir, in, sent, dropped, unseen)
+		if in < 100 || sent != in || dropped != 0 || unseen != 0 {
+			t.Errorf("analyze, %s: in %d, sent %d, dropped %d (unseen %d); want in >= 100, all sent, 0 dropped, 0 unseen",
+				dir, in, sent, dropped, unseen)
+		}
 	}
 	checkGone(t, name)
 }

@@ -32,7 +32,7 @@ func addInstanceFlags(fs *pflag.FlagSet) *instanceFlags {
 	fs.StringVar(&f.metrics, "metrics", "", "serve Prometheus /metrics on `ADDR` (host:port; a bare :port binds to loopback)")
 	fs.BoolVarP(&f.verbose, "verbose", "v", false, "log debug messages")
 	fs.Var(&f.cpuLatency, "cpu-latency", cpuLatencyUsage)
-	fs.BoolVar(&f.floorProbe, "floor-probe", true, "measure the machine's own timing floor beside the hop (a SCHED_FIFO process that wakes every 200us, ~1-3% of a core); stats shows its worst wake-up next to the hop's")
+	fs.BoolVar(&f.floorProbe, "floor-probe", true, "measure the machine's own timing floor beside the hop (a SCHED_FIFO process per CPU that wakes every 200us, ~1-3% of a core each); stats shows its worst wake-up next to the hop's")
 	return f
 }
 

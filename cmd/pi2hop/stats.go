@@ -139,5 +139,5 @@ func writeFloorView(w io.Writer, v *hop.FloorView) {
 	if !v.RealTime {
 		class = "normal (no real-time privilege)"
 	}
-	fmt.Fprintf(w, "machine floor: a %s probe sleeping %.0fus woke at worst %.0fus late\n", class, v.PeriodUs, v.WorstLate)
+	fmt.Fprintf(w, "machine floor: %s probes on %d CPUs sleeping %.0fus woke at worst %.0fus late\n", class, v.CPUs, v.PeriodUs, v.WorstLate)
 }

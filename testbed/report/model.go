@@ -74,10 +74,11 @@ type Run struct {
 	HopLatenessMs dist.Summary `json:"hop_lateness_ms"`
 	// HopWorstMs is the largest of those latenesses in either direction,
 	// measured (not a histogram bound), over the same time; FloorWorstMs
-	// is how late the machine's floor probe (a SCHED_FIFO thread at the
-	// owners' priority that only sleeps 200 µs and wakes, as cyclictest)
-	// woke at worst meanwhile, -1 without a probe. Lateness up to the
-	// floor was the machine's; beyond it, the hop's.
+	// is how late the machine's floor probe (a SCHED_FIFO thread pinned
+	// to each CPU at the owners' priority that only sleeps 200 µs and
+	// wakes, as cyclictest -S) woke at worst meanwhile, -1 without a
+	// probe. Lateness up to the floor was the machine's; beyond it, the
+	// hop's.
 	HopWorstMs    float64 `json:"hop_worst_lateness_ms"`
 	FloorWorstMs  float64 `json:"floor_worst_lateness_ms"`
 	FloorRealTime bool    `json:"floor_realtime"` // the probe ran SCHED_FIFO

@@ -1,6 +1,10 @@
 package report
 
 import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/pi2hop/pi2hop/dist"
@@ -48,4 +52,74 @@ func TestCombine(t *testing.T) {
 	if one.Repeats != 0 || one.Spread != nil || one.Utilisation != 0.90 {
 		t.Errorf("one repetition changed: %+v", one)
 	}
+}
+
+// TestRepeatReportHasEveryFigure: a lab --repeat 3 report gives, for
+// every figure of a run, its median and range in report.json ("spread")
+// and in report.md (the run's repetitions table).
+func TestRepeatReportHasEveryFigure(t *testing.T) {
+	rep := func(util, worst, floor, rtt99, loss float64) Run {
+		return Run{Name: "l4s", Title: "L4S", Utilisation: util, HopWorstMs: worst, FloorWorstMs: floor,
+			Call:   &Call{Label: "call", RTTMs: dist.Summary{N: 50, P50: 20, P99: rtt99}, Loss: loss},
+			Queues: []Queue{{Name: "L", SojournMs: dist.Summary{N: 100, P99: 1}}, {Name: "C", SojournMs: dist.Summary{N: 90, P99: 12}}},
+			Flows:  []Flow{{Label: "bulk-1", GoodputBps: 4e6}, {Label: "bulk-2", GoodputBps: 5e6}}}
+	}
+	combined, err := Combine([]Run{rep(0.97, 40, 38, 25, 0.01), rep(0.95, 3, 2.5, 22, 0), rep(0.99, 5, 4, 30, 0.02)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &Report{Scenario: "l4s-demo", Title: "test", Runs: []Run{combined}}
+	js, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back struct {
+		Runs []map[string]any `json:"runs"`
+	}
+	if err := json.Unmarshal(js, &back); err != nil {
+		t.Fatal(err)
+	}
+	var md bytes.Buffer
+	if err := r.Markdown(&md); err != nil {
+		t.Fatal(err)
+	}
+	// Medians and ranges worked out from the three repetitions above.
+	want := map[string]Range{
+		"utilisation":               {0.97, 0.95, 0.99},
+		"hop_worst_lateness_ms":     {5, 3, 40},
+		"floor_worst_lateness_ms":   {4, 2.5, 38},
+		"call.rtt_ms.p99":           {25, 22, 30},
+		"call.loss":                 {0.01, 0, 0.02},
+		"flows[bulk-2].goodput_bps": {5e6, 5e6, 5e6},
+		"queues[C].sojourn_ms.p99":  {12, 12, 12},
+		"queues[L].sojourn_ms.n":    {100, 100, 100},
+	}
+	spread, _ := back.Runs[0]["spread"].(map[string]any)
+	for path, w := range want {
+		g, ok := spread[path].(map[string]any)
+		if !ok {
+			t.Errorf("report.json: no spread for %s", path)
+			continue
+		}
+		if g["median"] != w.Median || g["min"] != w.Min || g["max"] != w.Max {
+			t.Errorf("report.json: spread %s = %v, want median %v, min %v, max %v", path, g, w.Median, w.Min, w.Max)
+		}
+		row := fmt.Sprintf("| %s | %s | %s | %s |", path, num(w.Median), num(w.Min), num(w.Max))
+		if !strings.Contains(md.String(), row) {
+			t.Errorf("report.md lacks the row %q", row)
+		}
+	}
+	// Every figure of the run, not only those above: each number in the
+	// run's JSON (but the spread itself) has its range.
+	run := back.Runs[0]
+	delete(run, "spread")
+	walk("", run, func(path string, v float64) float64 {
+		if path == "repeats" || path == "median_run" {
+			return v
+		}
+		if _, ok := spread[path]; !ok {
+			t.Errorf("report.json: figure %s has no spread", path)
+		}
+		return v
+	})
 }
