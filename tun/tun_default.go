@@ -24,6 +24,7 @@ func (j *Journal) AddAddr(ns, dev string, p netip.Prefix) error { return ErrUnsu
 func (j *Journal) AddRoute(ns string, r Route) error            { return ErrUnsupported }
 func (j *Journal) AddRule(ns string, r Rule) error              { return ErrUnsupported }
 func (j *Journal) SetSysctl(ns, key, value string) error        { return ErrUnsupported }
+func (j *Journal) BaseSysctl(ns, key string) (string, error)    { return "", ErrUnsupported }
 func (j *Journal) AddMasquerade(ns, name string, srcs ...netip.Prefix) error {
 	return ErrUnsupported
 }
