@@ -91,6 +91,7 @@ type stepBottleneck struct {
 	linkFree int64
 	sojourns []int64
 	busy     float64 // µs
+	bytes    float64
 }
 
 func (b *stepBottleneck) send(now int64, size int) (int64, bool) {
@@ -100,26 +101,33 @@ func (b *stepBottleneck) send(now int64, size int) (int64, bool) {
 	if now >= b.from {
 		b.sojourns = append(b.sojourns, start-now)
 		b.busy += tx
+		b.bytes += float64(size)
 	}
 	return b.linkFree + 2*b.owd, start-now > b.step
 }
 
 // One flow under DualPI2's step marking alone (1 ms threshold, 20 ms base
-// RTT) fills the link and keeps the L queue short. At 10 Mbit/s the queue
-// peaks near threshold + one additive increase: the first marks come back
-// a RTT after the queue crossed 1 ms, and meanwhile the window grew by
-// about one MTU·(srtt/vRTT)², 0.8 ms of queue at that rate. The lab
-// measures the same through the live hop (scenario prague).
+// RTT) fills the link and keeps the L queue short, with full 1400-byte
+// packets. The bounds are issue 12's, from udp_prague through the hop
+// (10 Mbit/s: 97.4 % and p99 2.50 ms; 50 Mbit/s: 98.9-99.4 % and p99
+// 1.22-1.77 ms), except the utilisation at 10 Mbit/s, where this ideal
+// model of the reference's law gives 95.6 %: a 1400 B packet takes 1.12 ms
+// there, longer than the step threshold, so the queue that marks is under
+// one packet, and each CE cut (alpha/2 ≈ 9 % of an 18-packet window, 1.7
+// packets) empties it and idles the link: 2.8 % of the time after cuts
+// and 1.6 % in the −3 % pacing half-cycles. The queue peaks near the
+// threshold plus one RTT's growth (MTU·(srtt/vRTT)², 0.7 ms at 10 Mbit/s).
+// The lab measures the same through the live hop (scenario prague).
 func TestStepMarkingSingleFlow(t *testing.T) {
 	for _, tt := range []struct {
 		mbit    float64
 		maxP99  int64 // µs
 		minUtil float64
 	}{
-		{10, 2300, 0.92},
-		{20, 2300, 0.92},
-		{50, 2000, 0.94},
-		{100, 2000, 0.94},
+		{10, 2600, 0.95},
+		{20, 2600, 0.97},
+		{50, 1800, 0.985},
+		{100, 1800, 0.985},
 	} {
 		cc, err := New(Config{}, 0)
 		if err != nil {
@@ -130,9 +138,13 @@ func TestStepMarkingSingleFlow(t *testing.T) {
 		simulate(cc, b, end)
 		slices.Sort(b.sojourns)
 		p99, util := b.sojourns[len(b.sojourns)*99/100], b.busy/(end-warmup)
-		t.Logf("%3.0f Mbit/s: L sojourn p99 %.2f ms, utilisation %.1f %%", tt.mbit, float64(p99)/1000, util*100)
+		mean := b.bytes / float64(len(b.sojourns))
+		t.Logf("%3.0f Mbit/s: L sojourn p99 %.2f ms, utilisation %.1f %%, mean packet %.0f B", tt.mbit, float64(p99)/1000, util*100, mean)
 		if p99 > tt.maxP99 || util < tt.minUtil {
-			t.Errorf("%v Mbit/s: p99 %d µs, utilisation %.3f; want p99 <= %d µs and utilisation >= %.2f", tt.mbit, p99, util, tt.maxP99, tt.minUtil)
+			t.Errorf("%v Mbit/s: p99 %d µs, utilisation %.3f; want p99 <= %d µs and utilisation >= %.3f", tt.mbit, p99, util, tt.maxP99, tt.minUtil)
+		}
+		if mean != DefaultMTU {
+			t.Errorf("%v Mbit/s: mean packet %.1f B, want %d (rate·vRTT/2 is above the MTU from 0.9 Mbit/s)", tt.mbit, mean, DefaultMTU)
 		}
 	}
 }
