@@ -189,5 +189,11 @@ func (c *CC) derive() {
 	if c.rateMode {
 		inflight = max(inflight, c.rate*float64(c.vrtt)/1e6)
 	}
+	// Block feedback reports a packet up to one period after it arrived,
+	// so packets stay unreported for RTT + period; udp_prague's window
+	// (rate·srtt) ignores the period, and at a 20 ms RTT with its 25 ms
+	// period its --rfc8888 flow is window-limited well below its rate.
+	// The window here covers the period too.
+	inflight += c.rate * float64(c.hold) / 1e6
 	c.pktWindow = max(minPktWindow, int(inflight*rateOffset/size)+1)
 }

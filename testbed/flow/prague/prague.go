@@ -82,6 +82,9 @@ type Config struct {
 	// Classic makes the flow Not-ECT from the start and deaf to CE: the
 	// same control law with a loss-only response (the C-queue A/B case).
 	Classic bool
+	// FeedbackHold is the longest the receiver holds a packet's feedback,
+	// µs: 0 for per-packet ACKs, the report period for block feedback.
+	FeedbackHold int64
 }
 
 // Feedback is the content of an ACK: the receiver's cumulative counters.
@@ -114,6 +117,7 @@ type CC struct {
 	frameInterval    int64 // µs, 0 outside frame mode
 	gain             float64
 	classic          bool
+	hold             int64 // µs, Config.FeedbackHold
 
 	state    State
 	ecn      aqm.ECN
@@ -169,6 +173,10 @@ func New(cfg Config, now int64) (*CC, error) {
 	if c.minRate < 0 || c.maxRate < c.minRate {
 		return nil, fmt.Errorf("prague: rate range %.0f..%.0f B/s is empty", c.minRate, c.maxRate)
 	}
+	if cfg.FeedbackHold < 0 || cfg.FeedbackHold > TimeoutAfter/2 {
+		return nil, fmt.Errorf("prague: feedback hold %d µs not in 0..%d", cfg.FeedbackHold, TimeoutAfter/2)
+	}
+	c.hold = cfg.FeedbackHold
 	if cfg.FPS < 0 || cfg.FPS > 1000 {
 		return nil, fmt.Errorf("prague: FPS %d not in 0..1000", cfg.FPS)
 	}

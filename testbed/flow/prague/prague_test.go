@@ -269,7 +269,7 @@ func TestFrameModeVRTTFloor(t *testing.T) {
 }
 
 func TestConfigErrors(t *testing.T) {
-	for _, cfg := range []Config{{MTU: 100}, {MTU: 70000}, {MinRate: 2e6, MaxRate: 1e6}, {FPS: -1}} {
+	for _, cfg := range []Config{{MTU: 100}, {MTU: 70000}, {MinRate: 2e6, MaxRate: 1e6}, {FPS: -1}, {FeedbackHold: -1}, {FeedbackHold: 600000}} {
 		if _, err := New(cfg, 0); err == nil {
 			t.Errorf("New(%+v) accepted", cfg)
 		}
@@ -328,9 +328,20 @@ func TestPacketLaw(t *testing.T) {
 			t.Errorf("%v Mbit/s: second-half pacing %.5f of the rate, want 1/1.03", tc.mbit, r)
 		}
 	}
+	// Block feedback held up to 25 ms: the window covers it too. At 10
+	// Mbit/s: (25 000 + 1.25e6·0.025)·1.03/1400 = 56 250·1.03/1400 = 41.4 -> 42.
+	cc, err := New(Config{FeedbackHold: 25000}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc.srtt, cc.vrtt, cc.rate, cc.window = 20000, 25000, 1.25e6, 25000
+	cc.derive()
+	if got := cc.Info(0).PacketWindow; got != 42 {
+		t.Errorf("10 Mbit/s with 25 ms block feedback: window %d packets, want 42", got)
+	}
 	// Frame mode (30 fps): the vRTT floor is a frame interval, 33 333 µs.
 	// 30 000 B/s: 30000·0.033333/2 = 499.995 -> 499 B.
-	cc, err := New(Config{FPS: 30}, 0)
+	cc, err = New(Config{FPS: 30}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
