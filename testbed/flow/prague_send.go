@@ -13,8 +13,10 @@ import (
 
 // PragueSend sends DATA packets to peer over conn under Prague congestion
 // control until ctx is done or cfg.Duration has passed, and reads the
-// receiver's ACKs from the same socket. In classic mode the packets are
-// Not-ECT and only loss slows the flow.
+// receiver's feedback from the same socket: type-17 ACKs, or with
+// cfg.RFC8888 type-18 block reports (a sender that hears the other kind
+// says so and stops). In classic mode the packets are Not-ECT and only
+// loss slows the flow.
 //
 // The loop runs on a thread of its own with 1 ns timer slack and waits
 // with ppoll, so packets leave within some 10-50 µs of their pacing time
@@ -24,11 +26,12 @@ func PragueSend(ctx context.Context, conn *net.UDPConn, peer netip.AddrPort, cfg
 	if err != nil {
 		return SenderSummary{}, err
 	}
-	cc, err := prague.New(prague.Config{MTU: cfg.MTU, MaxRate: float64(cfg.MaxRate) / 8, Classic: classic}, 0)
+	cc, err := prague.New(prague.Config{MTU: cfg.MTU, MaxRate: float64(cfg.MaxRate) / 8, Classic: classic,
+		FeedbackHold: cfg.feedbackHold()}, 0)
 	if err != nil {
 		return SenderSummary{}, err
 	}
-	s, err := newSender(conn, peer, cc, "prague-send", cfg.Label, cfg.Interval, report)
+	s, err := newSender(conn, peer, cc, "prague-send", cfg.Label, cfg.Interval, cfg.RFC8888, report)
 	if err != nil {
 		return SenderSummary{}, err
 	}
@@ -78,7 +81,7 @@ func (s *sender) runBulk(ctx context.Context, duration time.Duration, mtu int) (
 			for n := 0; n < info.PacketBurst && s.cc.Inflight() < info.PacketWindow; n++ {
 				p := wire.AppendData(buf[:0], s.dataHeader(now))
 				p = p[:info.PacketSize] // padding: buf beyond the header stays zero
-				if err := s.write(p); err != nil {
+				if err := s.write(now, p); err != nil {
 					return s.summary(now), err
 				}
 				next += float64(info.PacketSize) / info.PacingRate * 1e6

@@ -63,10 +63,12 @@ func (a *ackState) data(now int64, d wire.Data, e aqm.ECN, n int) wire.ACK {
 
 // recvLoop reads datagrams from conn until ctx is done or duration has
 // passed (0 = no limit), calling onPacket for each one with the
-// receiver's clock in µs, tick at least every 20 ms, and tick with final
+// receiver's clock in µs, tick at least every 20 ms (and by the time wake
+// returns, when it is not nil and returns a time > 0), and tick with final
 // set at the end.
 func recvLoop(ctx context.Context, conn *net.UDPConn, clock wire.Clock, duration time.Duration,
-	onPacket func(now int64, p []byte, from netip.AddrPort, e aqm.ECN) error, tick func(now int64, final bool) error) error {
+	onPacket func(now int64, p []byte, from netip.AddrPort, e aqm.ECN) error, tick func(now int64, final bool) error,
+	wake func() int64) error {
 	if err := ecnudp.EnableReceive(conn); err != nil {
 		return err
 	}
@@ -87,11 +89,21 @@ func recvLoop(ctx context.Context, conn *net.UDPConn, clock wire.Clock, duration
 		if err := tick(now, false); err != nil {
 			return err
 		}
-		// Re-arm the deadline only now and then: each call costs a timer.
+		// Re-arm the deadline only now and then (each call costs a timer),
+		// or when something is due before it.
+		deadline := lastDeadline
 		if now+10000 > lastDeadline {
-			lastDeadline = now + 20000
+			deadline = now + 20000
+		}
+		if wake != nil {
+			if w := wake(); w > 0 && w < deadline {
+				deadline = max(w, now)
+			}
+		}
+		if deadline != lastDeadline {
+			lastDeadline = deadline
 			if ctx.Err() == nil {
-				conn.SetReadDeadline(time.Now().Add(20 * time.Millisecond))
+				conn.SetReadDeadline(time.Now().Add(time.Duration(deadline-now) * time.Microsecond))
 			}
 		}
 		n, oobn, _, from, err := conn.ReadMsgUDPAddrPort(buf, oob)
