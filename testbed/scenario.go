@@ -181,8 +181,8 @@ rows, ≤ 9.3 Mbit/s, are unaffected).`,
 		name:  "prague",
 		title: "One Prague flow alone on a DualPI2 bottleneck",
 		doc: `A single UDP Prague flow (ECT(1)) through a 10 Mbit/s, 20 ms DualPI2
-bottleneck: the scalable sender should keep the link busy (utilisation ≥ 90 %)
-while the L queue stays short (sojourn p99 ≤ 2 ms).`,
+bottleneck: the scalable sender should keep the link busy (utilisation ≥ 97 %)
+while the L queue stays short (sojourn p99 ≤ 2.6 ms), as udp_prague does.`,
 		defaults: Config{RateBps: 10_000_000, RTT: 20 * time.Millisecond, Duration: 30 * time.Second,
 			Warmup: 5 * time.Second, Seed: 1},
 		quick: Config{RateBps: 10_000_000, RTT: 20 * time.Millisecond, Duration: 12 * time.Second,
