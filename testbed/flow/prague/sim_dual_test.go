@@ -3,6 +3,7 @@ package prague
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/pi2hop/pi2hop/aqm"
@@ -66,20 +67,28 @@ type dualEvent struct {
 	fb      Feedback // Prague's cumulative counters as of this packet
 }
 
-// Beside one cubic flow through kernel-default DualPI2 (the aqm package's)
-// at 10 Mbit/s and 20 ms RTT, the Prague flow keeps the reference's packet
-// sizes: its mean packet is within 10 % of the law, rate·vRTT/2 between
-// 150 B and 1400 B, for the rate it gets. (pi2hop's old 0.5 ms
-// serialisation cap made it ~180 B there.)
-func TestBesideCubicPacketLaw(t *testing.T) {
+// dualResult is what runDual measures after the warm-up.
+type dualResult struct {
+	pragueBps, cubicBps float64 // payload / IP bytes delivered per second
+	meanPacket          float64 // Prague payload bytes per packet sent
+	util                float64 // link busy share
+	lP99                float64 // ms, L-queue sojourn p99
+}
+
+// runDual runs a Prague flow (and, with cubic, a CUBIC flow) through the
+// aqm package's DualPI2 (the hop's) with configuration qc, on a link of
+// mbit Mbit/s (IP bytes) and a 20 ms RTT that lies wholly after the
+// bottleneck, for 40 s of virtual time, measuring from 10 s on.
+func runDual(t *testing.T, qc aqm.Config, mbit float64, cubic bool) dualResult {
+	t.Helper()
 	const (
-		rate   = 10e6 / 8 // bytes/s, IP bytes on the link
-		rtt    = 20000    // µs, all of it after the bottleneck
-		hdr    = 28       // IPv4 + UDP header on a Prague payload
+		rtt    = 20000 // µs, all of it after the bottleneck
+		hdr    = 28    // IPv4 + UDP header on a Prague payload
 		warmup = 10e6
 		end    = 40e6
 	)
-	q, err := aqm.NewDualPI2(aqm.DefaultConfig(), rand.New(rand.NewPCG(3, 4)))
+	rate := mbit * 1e6 / 8
+	q, err := aqm.NewDualPI2(qc, rand.New(rand.NewPCG(3, 4)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,19 +99,19 @@ func TestBesideCubicPacketLaw(t *testing.T) {
 	cub := newCubic()
 	var (
 		now, next, linkFree int64
+		linkAt              float64 // µs: when the link is done with what it sent
 		fb                  Feedback
 		pEvents, cEvents    []dualEvent
 		pBytes, pPkts       float64 // Prague payload sent after warmup
-		pAcked              float64 // Prague payload delivered after warmup
-		cAcked              float64
+		pAcked, cAcked      float64 // delivered after warmup
+		busy                float64 // µs
+		sojourns            []int64 // µs, L queue
 	)
-	enqueue := func(m aqm.Meta) {
-		if v := q.Enqueue(m, now*1000); v.Action == aqm.Drop {
-			if m.Slot == 0 {
-				fb.Lost++
-			} else {
-				cEvents = append(cEvents, dualEvent{at: now + rtt, seq: int64(m.Slot), lost: true})
-			}
+	lost := func(m aqm.Meta) {
+		if m.Slot == 0 {
+			fb.Lost++ // reported with the next packet's ACK
+		} else {
+			cEvents = append(cEvents, dualEvent{at: now + rtt, seq: int64(m.Slot), lost: true})
 		}
 	}
 	for now < end {
@@ -114,28 +123,32 @@ func TestBesideCubicPacketLaw(t *testing.T) {
 				break
 			}
 			if v.Action == aqm.Drop {
-				if m.Slot == 0 {
-					fb.Lost++
-				} else {
-					cEvents = append(cEvents, dualEvent{at: now + rtt, seq: int64(m.Slot), lost: true})
-				}
+				lost(m)
 				continue
 			}
-			done := now + int64(float64(m.Len)/rate*1e6)
+			// The link's clock runs in fractional µs (rounding each
+			// transmission would speed the link up).
+			tx := float64(m.Len) / rate * 1e6
+			linkAt = max(linkAt, float64(now)) + tx
+			done := int64(math.Ceil(linkAt))
 			linkFree = done
+			sent := m.Arrival / 1000
+			if sent >= warmup {
+				busy += tx
+			}
 			if m.Slot == 0 {
 				fb.Received++
 				if v.Action == aqm.Mark {
 					fb.CE++
 				}
-				sent := m.Arrival / 1000
 				pEvents = append(pEvents, dualEvent{at: done + rtt, rtt: done + rtt - sent, fb: fb})
 				if sent >= warmup {
 					pAcked += float64(m.Len - hdr)
+					sojourns = append(sojourns, now-sent)
 				}
 			} else {
-				cEvents = append(cEvents, dualEvent{at: done + rtt, seq: int64(m.Slot), rtt: done + rtt - m.Arrival/1000})
-				if m.Arrival/1000 >= warmup {
+				cEvents = append(cEvents, dualEvent{at: done + rtt, seq: int64(m.Slot), rtt: done + rtt - sent})
+				if sent >= warmup {
 					cAcked += float64(m.Len)
 				}
 			}
@@ -153,9 +166,11 @@ func TestBesideCubicPacketLaw(t *testing.T) {
 			}
 			cEvents = cEvents[1:]
 		}
-		for float64(cub.inflight()) < cub.cwnd {
+		for cubic && float64(cub.inflight()) < cub.cwnd {
 			cub.sent++
-			enqueue(aqm.Meta{ECN: aqm.NotECT, Len: cubicLen, Slot: int32(cub.sent)})
+			if v := q.Enqueue(aqm.Meta{ECN: aqm.NotECT, Len: cubicLen, Slot: int32(cub.sent)}, now*1000); v.Action == aqm.Drop {
+				lost(aqm.Meta{Slot: int32(cub.sent)})
+			}
 		}
 		info := cc.Info(now)
 		if cc.Inflight() < info.PacketWindow && now >= next {
@@ -165,7 +180,9 @@ func TestBesideCubicPacketLaw(t *testing.T) {
 					pBytes += float64(info.PacketSize)
 					pPkts++
 				}
-				enqueue(aqm.Meta{ECN: info.ECN, Len: int32(info.PacketSize + hdr)})
+				if v := q.Enqueue(aqm.Meta{ECN: info.ECN, Len: int32(info.PacketSize + hdr)}, now*1000); v.Action == aqm.Drop {
+					fb.Lost++
+				}
 				next = max(next, now-BurstTime) + int64(float64(info.PacketSize)/info.PacingRate*1e6)
 			}
 		}
@@ -183,21 +200,61 @@ func TestBesideCubicPacketLaw(t *testing.T) {
 		if cc.Inflight() < cc.Info(now).PacketWindow {
 			wake = min(wake, next)
 		}
-		if wake <= now {
-			wake = now + 1
-		}
-		now = wake
+		now = max(wake, now+1)
 	}
 	secs := (end - warmup) / 1e6
-	pRate := pAcked / secs
-	law := min(max(pRate*RefRTT/1e6/2, MinPacketSize), DefaultMTU)
-	mean := pBytes / pPkts
-	t.Logf("Prague %.2f Mbit/s (mean packet %.0f B, law %.0f B), cubic %.2f Mbit/s, p' %.4f",
-		pRate*8/1e6, mean, law, cAcked/secs*8/1e6, aqm.ProbFloat(q.Prob()))
-	if pRate < 1e6/8 || cAcked < 1e6/8*secs {
-		t.Fatalf("Prague %.2f Mbit/s, cubic %.2f Mbit/s: want both flows to get through", pRate*8/1e6, cAcked/secs*8/1e6)
+	slices.Sort(sojourns)
+	r := dualResult{pragueBps: pAcked / secs, cubicBps: cAcked / secs, meanPacket: pBytes / max(pPkts, 1), util: busy / (end - warmup)}
+	if len(sojourns) > 0 {
+		r.lP99 = float64(sojourns[len(sojourns)*99/100]) / 1000
 	}
-	if math.Abs(mean/law-1) > 0.10 {
-		t.Errorf("mean packet %.0f B, the law gives %.0f B at %.2f Mbit/s; want within 10 %%", mean, law, pRate*8/1e6)
+	return r
+}
+
+// Beside one cubic flow through kernel-default DualPI2 (the aqm package's)
+// at 10 Mbit/s and 20 ms RTT, the Prague flow keeps the reference's packet
+// sizes: its mean packet is within 10 % of the law, rate·vRTT/2 between
+// 150 B and 1400 B, for the rate it gets. (pi2hop's old 0.5 ms
+// serialisation cap made it ~180 B there.) The lab's min_qlen_step 1 too.
+func TestBesideCubicPacketLaw(t *testing.T) {
+	for _, minQlen := range []uint32{0, 1} {
+		qc := aqm.DefaultConfig()
+		qc.MinQlenStep = minQlen
+		r := runDual(t, qc, 10, true)
+		law := min(max(r.pragueBps*RefRTT/1e6/2, MinPacketSize), DefaultMTU)
+		t.Logf("min_qlen_step %d: Prague %.2f Mbit/s (mean packet %.0f B, law %.0f B), cubic %.2f Mbit/s",
+			minQlen, r.pragueBps*8/1e6, r.meanPacket, law, r.cubicBps*8/1e6)
+		if r.pragueBps < 1e6/8 || r.cubicBps < 1e6/8 {
+			t.Fatalf("Prague %.2f Mbit/s, cubic %.2f Mbit/s: want both flows to get through", r.pragueBps*8/1e6, r.cubicBps*8/1e6)
+		}
+		if math.Abs(r.meanPacket/law-1) > 0.10 {
+			t.Errorf("min_qlen_step %d: mean packet %.0f B, the law gives %.0f B at %.2f Mbit/s; want within 10 %%", minQlen, r.meanPacket, law, r.pragueBps*8/1e6)
+		}
+	}
+}
+
+// Prague alone through the aqm package's DualPI2 at issue 12's rates and
+// bounds, with the kernel's defaults, as the issue measured udp_prague
+// (10 Mbit/s ≥ 97 %, L p99 ≤ 2.6 ms; 50 Mbit/s ≥ 98.5 %, p99 ≤ 1.8 ms;
+// 1400 B payloads). With the lab's min_qlen_step 1 the first packet
+// queued behind one on the wire is not step-marked, so at 10 Mbit/s the
+// queue runs one packet longer before the marks start: this model then
+// gives p99 2.83 ms (logged, not held to the kernel-default bound).
+func TestAloneThroughDualPI2(t *testing.T) {
+	for _, tt := range []struct {
+		mbit    float64
+		minQlen uint32
+		minUtil float64
+		maxP99  float64 // ms; 0: not checked
+	}{{10, 0, 0.97, 2.6}, {50, 0, 0.985, 1.8}, {10, 1, 0.97, 0}, {50, 1, 0.985, 1.8}} {
+		qc := aqm.DefaultConfig()
+		qc.MinQlenStep = tt.minQlen
+		r := runDual(t, qc, tt.mbit, false)
+		t.Logf("%v Mbit/s, min_qlen_step %d: utilisation %.1f %%, L sojourn p99 %.2f ms, mean packet %.0f B",
+			tt.mbit, tt.minQlen, r.util*100, r.lP99, r.meanPacket)
+		if r.util < tt.minUtil || (tt.maxP99 > 0 && r.lP99 > tt.maxP99) || r.meanPacket != DefaultMTU {
+			t.Errorf("%v Mbit/s, min_qlen_step %d: utilisation %.3f, p99 %.2f ms, mean packet %.0f B; want >= %.3f, <= %.1f ms, 1400 B",
+				tt.mbit, tt.minQlen, r.util, r.lP99, r.meanPacket, tt.minUtil, tt.maxP99)
+		}
 	}
 }
