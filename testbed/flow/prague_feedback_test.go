@@ -110,6 +110,25 @@ func TestBlockFeedbackCounters(t *testing.T) {
 	if tx.received != 7 || tx.lost != 1 || tx.lastAck != 8 {
 		t.Errorf("after the late packet: received %d, lost %d, last %d; want 7, 1 (seq 7), 8", tx.received, tx.lost, tx.lastAck)
 	}
+	// 9 and 10 arrive, then 7 late while they wait to be reported: the
+	// range reopens at 7, and 8 (reported 60 ms ago, within 250 ms) is
+	// reported again as received; the sender counts 7, 9 and 10 once.
+	tx.sent(90000, 9)
+	tx.sent(91000, 10)
+	rx.arrived(100000, 9, aqm.ECT1)
+	rx.arrived(101000, 10, aqm.ECT1)
+	rx.arrived(102000, 7, aqm.ECT1)
+	if err := rx.flush(110000, false, send); err != nil || len(msgs) != 1 {
+		t.Fatalf("at 110 ms: %d reports, %v", len(msgs), err)
+	}
+	a, _ = wire.DecodeBlockACK(msgs[0], nil)
+	if a.Begin != 7 || len(a.Reports) != 4 || !a.Reports[0].Received || !a.Reports[1].Received || a.Reports[1].ATO != 58 {
+		// 8 arrived at 51 ms: (110000 − 51000 + 512) >> 10 = 58.
+		t.Errorf("reopened block %+v; want 7..10 all received, 8 with ATO 58", a)
+	}
+	if _, got := deliver(120000); len(got) != 3 || tx.received != 10 || tx.lost != 0 || tx.lastAck != 10 {
+		t.Errorf("newly received %v; received %d, lost %d, last %d; want [7 9 10], 10, 0, 10", got, tx.received, tx.lost, tx.lastAck)
+	}
 }
 
 // A long run of packets is reported in messages of at most the packet

@@ -115,6 +115,48 @@ func TestLossHalvesOncePerVRTTAndUndo(t *testing.T) {
 	}
 }
 
+// udp_prague keeps what a loss cut took until the next loss, so a packet
+// that turns up after the loss state ended (a vRTT and a window later)
+// still undoes the cut: the window gets back the half it lost.
+func TestLossUndoAfterLossState(t *testing.T) {
+	cc, fb, now := steady(t, Config{})
+	before := cc.Info(now).Window
+	now += 1000
+	cc.Sent(2)
+	fb.Received++
+	fb.Lost++
+	cc.RTT(20000)
+	cc.ACK(now, fb)
+	cut := cc.Info(now).Window
+	if r := cut / before; math.Abs(r-0.5) > 0.01 {
+		t.Fatalf("window after loss %.3f of before, want 0.5", r)
+	}
+	// 30 ms of clean ACKs: more than a vRTT (25 ms) and the window sent
+	// before the cut; the loss state ends and the window grows again.
+	for i := 0; i < 30; i++ {
+		now += 1000
+		cc.Sent(1)
+		fb.Received++
+		cc.RTT(20000)
+		cc.ACK(now, fb)
+	}
+	mid := cc.Info(now)
+	if mid.State != StateCA {
+		t.Fatalf("state %v 30 ms after the loss, want ca", mid.State)
+	}
+	// The "lost" packet arrives late: the receiver's lost count goes back.
+	now += 1000
+	fb.Received++
+	fb.Lost--
+	cc.ACK(now, fb)
+	got := cc.Info(now).Window
+	// Window mode: the rate follows W/srtt and W = rate·srtt again, so
+	// the undo shows as the cut's half-window added back.
+	if want := mid.Window + before/2; math.Abs(got/want-1) > 0.02 {
+		t.Errorf("window after the late packet %.0f B, want %.0f (%.0f + the %.0f B the cut took)", got, want, mid.Window, before/2)
+	}
+}
+
 func TestLossInRateMode(t *testing.T) {
 	cc, err := New(Config{}, 0)
 	if err != nil {
