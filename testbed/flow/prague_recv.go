@@ -15,8 +15,8 @@ import (
 // PragueRecv receives a Prague flow on conn and ACKs every packet with the
 // cumulative received / CE / lost counters (type 17), or with cfg.RFC8888
 // reports the packets in type-18 blocks every cfg.RFC8888Period, until
-// ctx is done or cfg.Duration has passed. ACKs are ECT(1) in L4S mode (as udp_prague's)
-// and Not-ECT in classic mode. A packet arriving neither ECT(1) nor CE
+// ctx is done or cfg.Duration has passed. ACKs and blocks are ECT(1) in
+// L4S mode (as udp_prague's) and Not-ECT in classic mode. A packet arriving neither ECT(1) nor CE
 // latches error_L4S, which makes an L4S sender fall back to Not-ECT.
 // A packet from a new source address starts a new flow.
 func PragueRecv(ctx context.Context, conn *net.UDPConn, cfg PragueConfig, report func(Interval)) (ReceiverSummary, error) {
