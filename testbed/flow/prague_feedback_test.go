@@ -2,6 +2,7 @@ package flow
 
 import (
 	"context"
+	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -157,6 +158,10 @@ func TestBlockFeedbackSplitsBySize(t *testing.T) {
 func runPair(t *testing.T, scfg, rcfg PragueConfig) (SenderSummary, ReceiverSummary, error, error) {
 	t.Helper()
 	tx, rx := udpPair(t, "127.0.0.1:0")
+	return runPairOn(tx, rx, scfg, rcfg)
+}
+
+func runPairOn(tx, rx *net.UDPConn, scfg, rcfg PragueConfig) (SenderSummary, ReceiverSummary, error, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	rctx, stopRecv := context.WithCancel(ctx)
@@ -177,20 +182,40 @@ func runPair(t *testing.T, scfg, rcfg PragueConfig) (SenderSummary, ReceiverSumm
 	return ss, rs, err, rerr
 }
 
-// At a paced rate (20 Mbit/s, below what loopback carries) block feedback
+// At a paced rate (10 Mbit/s, below what loopback carries) block feedback
 // delivers what per-packet ACKs do, ±5 %, once both reached the rate (the
-// ramp from 100 kbit/s takes about a second: 17.9 Mbit/s per second of
-// additive growth at vRTT 25 ms, faster past 11.2 Mbit/s), and the
-// sender's counters agree with the receiver's.
+// ramp from 100 kbit/s takes about half a second: 17.9 Mbit/s per second
+// of additive growth at vRTT 25 ms), and the sender's counters agree with
+// the receiver's. The two pairs run at the same time, so that whatever
+// else the machine does slows both alike.
 func TestBlockFeedbackGoodput(t *testing.T) {
-	goodput := map[bool]float64{}
-	for _, block := range []bool{false, true} {
-		cfg := PragueConfig{MaxRate: 20_000_000, Duration: 4 * time.Second, Interval: 500 * time.Millisecond, RFC8888: block}
+	type result struct {
+		ss       SenderSummary
+		rs       ReceiverSummary
+		err, rer error
+	}
+	var (
+		wg  sync.WaitGroup
+		res [2]result
+	)
+	for i, block := range []bool{false, true} {
+		cfg := PragueConfig{MaxRate: 10_000_000, Duration: 5 * time.Second, Interval: 500 * time.Millisecond, RFC8888: block}
 		rcfg := cfg
 		rcfg.Duration = 0
-		ss, rs, err, rerr := runPair(t, cfg, rcfg)
-		if err != nil || rerr != nil {
-			t.Fatalf("rfc8888 %v: send: %v, recv: %v", block, err, rerr)
+		tx, rx := udpPair(t, "127.0.0.1:0")
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := &res[i]
+			r.ss, r.rs, r.err, r.rer = runPairOn(tx, rx, cfg, rcfg)
+		}()
+	}
+	wg.Wait()
+	var goodput [2]float64
+	for i, block := range []bool{false, true} {
+		ss, rs := res[i].ss, res[i].rs
+		if res[i].err != nil || res[i].rer != nil {
+			t.Fatalf("rfc8888 %v: send: %v, recv: %v", block, res[i].err, res[i].rer)
 		}
 		t.Logf("rfc8888 %v: sender goodput %.2f Mbit/s, %d RTT samples, received %d, lost %d, timeouts %d; receiver %.2f Mbit/s, %d pkts",
 			block, ss.GoodputBps/1e6, len(ss.RTT), ss.Received, ss.Lost, ss.Timeouts, rs.GoodputBps/1e6, rs.Packets)
@@ -200,27 +225,30 @@ func TestBlockFeedbackGoodput(t *testing.T) {
 		if len(ss.RTT) < int(ss.Received)/2 {
 			t.Errorf("rfc8888 %v: %d RTT samples for %d packets", block, len(ss.RTT), ss.Received)
 		}
+		// Sane samples: a packet matched to the wrong send time (a ring or
+		// offset mix-up) would be off by seconds; a busy machine can hold
+		// a loopback packet back some 100 ms.
 		for _, r := range ss.RTT {
-			if r <= 0 || r > 200*time.Millisecond {
+			if r <= 0 || r > time.Second {
 				t.Fatalf("rfc8888 %v: RTT sample %v on loopback", block, r)
 			}
 		}
 		var bytes, secs float64
 		for _, iv := range rs.Intervals {
-			if iv.T > 2 && iv.T <= 4.01 {
+			if iv.T > 1.5 && iv.T <= 5.01 {
 				bytes += iv.GoodputBps * iv.Dur
 				secs += iv.Dur
 			}
 		}
-		if secs < 1.4 {
-			t.Fatalf("rfc8888 %v: %.2f s of receiver intervals in 2..4 s: %+v", block, secs, rs.Intervals)
+		if secs < 3 {
+			t.Fatalf("rfc8888 %v: %.2f s of receiver intervals in 1.5..5 s: %+v", block, secs, rs.Intervals)
 		}
-		goodput[block] = bytes / secs
-		t.Logf("rfc8888 %v: %.2f Mbit/s from 2 to 4 s", block, goodput[block]/1e6)
+		goodput[i] = bytes / secs
+		t.Logf("rfc8888 %v: %.2f Mbit/s from 1.5 to 5 s", block, goodput[i]/1e6)
 	}
-	if r := goodput[true] / goodput[false]; r < 0.95 || r > 1.05 {
+	if r := goodput[1] / goodput[0]; r < 0.95 || r > 1.05 {
 		t.Errorf("goodput with block feedback %.2f Mbit/s, with per-packet ACKs %.2f (ratio %.3f); want ±5 %%",
-			goodput[true]/1e6, goodput[false]/1e6, r)
+			goodput[1]/1e6, goodput[0]/1e6, r)
 	}
 }
 
