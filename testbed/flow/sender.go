@@ -22,7 +22,10 @@ const maxQuietTimeouts = 4
 // maxLateness is how much of a late wake-up the pacer makes up for by
 // sending early: enough to absorb timer and scheduling jitter; at 10 Mbit/s
 // it is less than one packet, so it never sends two back to back (which
-// would exceed the L queue's 1 ms step threshold).
+// would exceed the L queue's 1 ms step threshold). Here we differ from
+// udp_prague on purpose: its sender carries all of its lateness over
+// (compRecv) and, after a 10 ms stall, sends 10 ms of packets at once (up
+// to its window), a queue spike the step marks and the flow then cuts for.
 const maxLateness = 1000 // µs
 
 // sender is what the bulk and video Prague senders share: the controller,
