@@ -206,8 +206,15 @@ func (b *blockSender) sent(now int64, seq int32) {
 // (valid until the next call) and the sequence numbers newly received,
 // through each. As udp_prague: packets before the block's start that were
 // never reported are lost, a report of a packet counted lost un-loses it,
-// and an RTT sample is now − ATO − send time.
-func (b *blockSender) report(now int64, a wire.BlockACK, received func(seq int32)) []int64 {
+// and an RTT sample is now − ATO − send time. sent is the highest sequence
+// number sent; a block that reports beyond it, or further back than the
+// ring remembers, is not from our receiver and is ignored (ok false):
+// udp_prague would walk a bogus begin_seq's whole gap.
+func (b *blockSender) report(now int64, a wire.BlockACK, sent int32, received func(seq int32)) (rtts []int64, ok bool) {
+	last := a.Begin + int32(len(a.Reports)) - 1
+	if a.Begin <= 0 || last-sent > 0 || sent-a.Begin >= blockRing {
+		return nil, false
+	}
 	b.rtts = b.rtts[:0]
 	for ; b.lastAck+1-a.Begin < 0; b.lastAck++ {
 		if i := uint16(b.lastAck + 1); b.st[i] == sndSent {
@@ -244,10 +251,10 @@ func (b *blockSender) report(now int64, a wire.BlockACK, received func(seq int32
 	// udp_prague moves its last-acked mark by the number of reports even
 	// when a block re-covers older packets, which can skip a later gap;
 	// here it only moves forward, to the block's last packet.
-	if end := a.Begin + int32(len(a.Reports)) - 1; end-b.lastAck > 0 {
-		b.lastAck = end
+	if last-b.lastAck > 0 {
+		b.lastAck = last
 	}
-	return b.rtts
+	return b.rtts, true
 }
 
 // feedbackMismatch is the error of a sender that hears the other format

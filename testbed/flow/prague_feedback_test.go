@@ -19,6 +19,7 @@ import (
 func TestBlockFeedbackCounters(t *testing.T) {
 	rx := newBlockReceiver(25*time.Millisecond, 1400)
 	var tx blockSender
+	var sent int32 // highest sequence number sent
 	var msgs [][]byte
 	send := func(p []byte) error { msgs = append(msgs, append([]byte(nil), p...)); return nil }
 	deliver := func(now int64) (rtts []int64, got []int32) {
@@ -27,7 +28,11 @@ func TestBlockFeedbackCounters(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			rtts = append(rtts, tx.report(now, a, func(seq int32) { got = append(got, seq) })...)
+			r, ok := tx.report(now, a, sent, func(seq int32) { got = append(got, seq) })
+			if !ok {
+				t.Fatalf("block %+v refused with %d sent", a, sent)
+			}
+			rtts = append(rtts, r...)
 		}
 		msgs = nil
 		return rtts, got
@@ -36,6 +41,7 @@ func TestBlockFeedbackCounters(t *testing.T) {
 	for seq := int32(1); seq <= 6; seq++ {
 		tx.sent(int64(seq-1)*1000, seq)
 	}
+	sent = 6
 	for _, a := range []struct {
 		seq int32
 		at  int64
@@ -81,6 +87,7 @@ func TestBlockFeedbackCounters(t *testing.T) {
 	// (bleached); the next report goes out at 60 ms (due 35 + 25).
 	tx.sent(40000, 7)
 	tx.sent(41000, 8)
+	sent = 8
 	rx.arrived(51000, 8, aqm.NotECT)
 	if err := rx.flush(59999, false, send); err != nil || len(msgs) != 0 {
 		t.Fatalf("report before the period: %d, %v", len(msgs), err)
@@ -116,6 +123,7 @@ func TestBlockFeedbackCounters(t *testing.T) {
 	// reported again as received; the sender counts 7, 9 and 10 once.
 	tx.sent(90000, 9)
 	tx.sent(91000, 10)
+	sent = 10
 	rx.arrived(100000, 9, aqm.ECT1)
 	rx.arrived(101000, 10, aqm.ECT1)
 	rx.arrived(102000, 7, aqm.ECT1)
@@ -129,6 +137,30 @@ func TestBlockFeedbackCounters(t *testing.T) {
 	}
 	if _, got := deliver(120000); len(got) != 3 || tx.received != 10 || tx.lost != 0 || tx.lastAck != 10 {
 		t.Errorf("newly received %v; received %d, lost %d, last %d; want [7 9 10], 10, 0, 10", got, tx.received, tx.lost, tx.lastAck)
+	}
+}
+
+// A block that is not our receiver's (reports past what was sent, a
+// begin far in the past or the future, 0) changes nothing.
+func TestBlockFeedbackRefusesBogus(t *testing.T) {
+	var tx blockSender
+	for seq := int32(1); seq <= 10; seq++ {
+		tx.sent(int64(seq), seq)
+	}
+	one := []wire.BlockReport{{Received: true, ECN: aqm.ECT1}}
+	for _, a := range []wire.BlockACK{
+		{Begin: 11, Reports: one},                        // not sent yet
+		{Begin: 9, Reports: make([]wire.BlockReport, 3)}, // 9..11
+		{Begin: 0x7fffff00, Reports: one},                // far ahead: udp_prague would walk the gap
+		{Begin: 10 - blockRing, Reports: one},            // older than the ring
+		{Begin: 0, Reports: one},                         // sequence numbers start at 1
+	} {
+		if rtts, ok := tx.report(100, a, 10, func(int32) { t.Errorf("block at %d: a packet counted received", a.Begin) }); ok || rtts != nil {
+			t.Errorf("block at %d with %d reports accepted", a.Begin, len(a.Reports))
+		}
+	}
+	if tx.received != 0 || tx.lost != 0 || tx.lastAck != 0 {
+		t.Errorf("after bogus blocks: received %d, lost %d, last %d; want 0, 0, 0", tx.received, tx.lost, tx.lastAck)
 	}
 }
 

@@ -198,7 +198,10 @@ func (s *sender) onACK(now int64, a wire.ACK) {
 // per newly received packet, and (as udp_prague, only when it gave a
 // sample) the controller's ACK step.
 func (s *sender) onBlock(now int64, a wire.BlockACK) {
-	rtts := s.block.report(now, a, func(seq int32) { s.ackedBytes += int64(s.sizes[uint16(seq)]) })
+	rtts, ok := s.block.report(now, a, s.seq, func(seq int32) { s.ackedBytes += int64(s.sizes[uint16(seq)]) })
+	if !ok {
+		return
+	}
 	for _, rtt := range rtts {
 		s.cc.RTT(rtt)
 		s.rtt = append(s.rtt, time.Duration(rtt)*time.Microsecond)
