@@ -18,7 +18,7 @@ import (
 // says so and stops). In classic mode the packets are Not-ECT and only
 // loss slows the flow.
 //
-// The loop runs on a thread of its own with 1 ns timer slack, SCHED_RR
+// The loop runs on a thread of its own with 1 ns timer slack, at nice -20
 // where permitted, and waits with ppoll, so packets leave within some
 // 10-50 µs of their pacing time at a modest CPU cost.
 func PragueSend(ctx context.Context, conn *net.UDPConn, peer netip.AddrPort, cfg PragueConfig, report func(Interval)) (SenderSummary, error) {
@@ -38,16 +38,9 @@ func PragueSend(ctx context.Context, conn *net.UDPConn, peer netip.AddrPort, cfg
 	return onPreciseThread(func() (SenderSummary, error) { return s.runBulk(ctx, cfg.Duration, cfg.MTU) })
 }
 
-// endpointPriority is the SCHED_RR priority of the endpoints' threads
-// when the process may have one (ecnudp.RealTime): below the hop's owner
-// threads (hop.DefaultPriority, SCHED_FIFO 10), so that endpoints on the
-// same machine as the hop never delay the bottleneck they measure.
-// Here we differ from udp_prague on purpose, which takes the highest.
-const endpointPriority = 5
-
 // onPreciseThread runs f on a fresh locked thread with 1 ns timer slack,
-// real-time where permitted (the thread is dropped afterwards), and
-// returns its results.
+// at nice -20 where permitted (ecnudp.Favour; the thread is dropped
+// afterwards), and returns its results.
 func onPreciseThread[T any](f func() (T, error)) (T, error) {
 	type result struct {
 		v   T
@@ -56,7 +49,7 @@ func onPreciseThread[T any](f func() (T, error)) (T, error) {
 	done := make(chan result, 1)
 	go func() {
 		ecnudp.Precise()
-		ecnudp.RealTime(endpointPriority)
+		ecnudp.Favour()
 		v, err := f()
 		done <- result{v, err}
 	}()

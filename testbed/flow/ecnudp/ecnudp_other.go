@@ -25,7 +25,7 @@ type Waiter struct{ c *net.UDPConn }
 
 func NewWaiter(c *net.UDPConn) *Waiter { return &Waiter{c: c} }
 func Precise()                         {}
-func RealTime(int) bool                { return false }
+func Favour() bool                     { return false }
 
 // Wait falls back to the netpoller's millisecond precision.
 func (w *Waiter) Wait(d time.Duration) (bool, error) {
