@@ -20,8 +20,16 @@ const (
 	// TCP's ramp-up and the AQM's drops decide as much (measured at
 	// 1 Gbit/s: 6 553 500 B at 120 ms gets 280 of a predicted 437 Mbit/s).
 	windowLimitedBy = 0.25
-	pragueMinUtil   = 0.90 // Prague alone keeps the link ≥ 90 % busy
-	pragueMaxLP99Ms = 2.0  // with L-queue sojourn p99 ≤ 2 ms
+	// Prague alone at 10 Mbit/s, 20 ms (issue 12, replacing issue 4's
+	// 90 % and 2 ms): what udp_prague, the reference, measured through the
+	// hop over 30 s (97.4 %, p99 2.50 ms). The --quick run measures 8 s
+	// after a 4 s warm-up: the flow reaches the link rate within about a
+	// second (additive growth of MTU/vRTT² = 17.9 Mbit/s per second, faster
+	// once new growth starts) and its sawtooth repeats every one or two
+	// vRTTs (25-50 ms), so 8 s hold some 200 cycles and ~7 000 packets (70
+	// above the p99): the same bounds apply to it.
+	pragueMinUtil   = 0.97 // Prague alone keeps the link ≥ 97 % busy
+	pragueMaxLP99Ms = 2.6  // with L-queue sojourn p99 ≤ 2.6 ms
 )
 
 func runNamed(r *report.Report, name string) *report.Run {
@@ -116,8 +124,8 @@ func checks(r *report.Report) []report.Check {
 		}
 		lp, ok := queueP99(run, "L")
 		cs = append(cs,
-			check("Prague utilisation ≥ 90 %", run.Utilisation >= pragueMinUtil, "%.1f %%", 100*run.Utilisation),
-			check("L-queue sojourn p99 ≤ 2 ms", ok && lp <= pragueMaxLP99Ms, "%.2f ms", lp))
+			check(fmt.Sprintf("Prague utilisation ≥ %.0f %%", 100*pragueMinUtil), run.Utilisation >= pragueMinUtil, "%.1f %%", 100*run.Utilisation),
+			check(fmt.Sprintf("L-queue sojourn p99 ≤ %.1f ms", pragueMaxLP99Ms), ok && lp <= pragueMaxLP99Ms, "%.2f ms", lp))
 	}
 	for _, run := range r.Runs {
 		if run.Error != "" {

@@ -70,8 +70,13 @@ func TestChecks(t *testing.T) {
 			{WindowBytes: 6553500, RTTMs: 15, LinkBps: 1e8, PredictedBps: 1e8, MeasuredBps: 5e7, RelErr: 0.5},         // link-limited: not checked
 			{WindowBytes: 6553500, RTTMs: 120, LinkBps: 1e9, PredictedBps: 4.369e8, MeasuredBps: 2.8e8, RelErr: 0.36}, // 44 % of the link: not checked
 		}}, []string{"window 17520 B at 50 ms"}},
-		{"prague", report.Report{Scenario: "prague", Runs: []report.Run{withQueues(report.Run{Name: "prague", Utilisation: 0.95}, 2.5, 0)}},
+		// Issue 12's bounds: ≥ 97 % and p99 ≤ 2.6 ms, both inclusive.
+		{"prague at the bounds", report.Report{Scenario: "prague", Runs: []report.Run{withQueues(report.Run{Name: "prague", Utilisation: 0.97}, 2.6, 0)}},
+			nil},
+		{"prague queue", report.Report{Scenario: "prague", Runs: []report.Run{withQueues(report.Run{Name: "prague", Utilisation: 0.98}, 2.61, 0)}},
 			[]string{"L-queue sojourn"}},
+		{"prague utilisation", report.Report{Scenario: "prague", Runs: []report.Run{withQueues(report.Run{Name: "prague", Utilisation: 0.969}, 2.5, 0)}},
+			[]string{"Prague utilisation"}},
 		{"failed run", report.Report{Scenario: "coexist", Runs: []report.Run{withQueues(report.Run{Name: "coexist", Title: "C", Error: "boom",
 			Fairness: &report.Fairness{Ratio: 1}}, 1, 15)}}, []string{"C ran"}},
 	}

@@ -115,6 +115,9 @@ func (c Config) Resolve() (Config, error) {
 		return c, fmt.Errorf("repeat %d: want 1..%d", c.Repeat, maxRepeat)
 	}
 	if c.MinQlenStep == nil {
+		c.MinQlenStep = d.MinQlenStep // a scenario's own, if it has one
+	}
+	if c.MinQlenStep == nil {
 		m := uint32(DefaultMinQlenStep)
 		c.MinQlenStep = &m
 	}

@@ -76,6 +76,30 @@ func TestL4SDemoRuns(t *testing.T) {
 	}
 }
 
+// The prague scenario keeps the kernel's min_qlen_step 0 (issue 12's
+// bounds are udp_prague's at kernel defaults) unless asked otherwise; the
+// others take the lab's 1.
+func TestPragueScenarioMinQlenStep(t *testing.T) {
+	one := uint32(1)
+	for _, tc := range []struct {
+		cfg  Config
+		want uint32
+	}{
+		{Config{Scenario: "prague"}, 0},
+		{Config{Scenario: "prague", Quick: true}, 0},
+		{Config{Scenario: "prague", MinQlenStep: &one}, 1},
+		{Config{Scenario: "coexist"}, DefaultMinQlenStep},
+	} {
+		c, err := tc.cfg.Resolve()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := c.Runs()[0].Queue.DualPI2.MinQlenStep; got != tc.want || *c.MinQlenStep != tc.want {
+			t.Errorf("%s (quick %v, flag %v): min_qlen_step %d, want %d", tc.cfg.Scenario, tc.cfg.Quick, tc.cfg.MinQlenStep != nil, got, tc.want)
+		}
+	}
+}
+
 func TestResolveRejects(t *testing.T) {
 	tests := []struct {
 		in   Config

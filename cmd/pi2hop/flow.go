@@ -22,8 +22,8 @@ func init() {
 		usage: "flow SUBCOMMAND [flags]",
 		long:  "Each works across real networks too, not only in pi2hop lab.",
 		subs: []*command{
-			flowSub("prague-send", "--to ADDR:PORT [--ecn l4s|classic] [--max-rate R]", "send a UDP Prague flow (udp_prague wire format) to a prague-recv", pragueSendCmd),
-			flowSub("prague-recv", "--listen ADDR:PORT [--ecn l4s|classic]", "receive a UDP Prague flow and ACK every packet", pragueRecvCmd),
+			flowSub("prague-send", "--to ADDR:PORT [--ecn l4s|classic] [--max-rate R] [--rfc8888]", "send a UDP Prague flow (udp_prague wire format) to a prague-recv", pragueSendCmd),
+			flowSub("prague-recv", "--listen ADDR:PORT [--ecn l4s|classic] [--rfc8888]", "receive a UDP Prague flow and ACK every packet (or report them in blocks)", pragueRecvCmd),
 			flowSub("video-send", "--to ADDR:PORT [--ecn l4s|classic] [--fps N]", "send a 30 fps video call over Prague congestion control", videoSendCmd),
 			flowSub("video-recv", "--listen ADDR:PORT [--ecn l4s|classic]", "receive a video call: fps, stalls, frame delay, loss", videoRecvCmd),
 			flowSub("bulk", "--listen ADDR:PORT [--cc cubic] | --to ADDR:PORT", "kernel TCP bulk transfer: the server sends, the client measures goodput", bulkCmd),
@@ -56,6 +56,7 @@ func flowSub(name, synopsis, short string, setup func(fs *pflag.FlagSet) func(co
 type flowArgs struct {
 	to, listen, bind string
 	ecn              string
+	rfc8888          bool // block feedback (type 18) instead of an ACK per packet
 	duration         flagvalue.Duration
 	every            flagvalue.Duration // interval reports
 	json             bool
@@ -73,6 +74,7 @@ func (a *flowArgs) listenFlag(fs *pflag.FlagSet) {
 
 func (a *flowArgs) ecnFlag(fs *pflag.FlagSet) {
 	fs.StringVar(&a.ecn, "ecn", flow.ECNL4S, "`mode`: l4s (ECT(1), Prague response) or classic (Not-ECT, loss-only); must match on both ends")
+	fs.BoolVar(&a.rfc8888, "rfc8888", false, "feedback in RFC 8888-style blocks every 25 ms (udp_prague's --rfc8888, type 18) instead of an ACK per packet; must match on both ends")
 }
 
 // outputFlags declares --duration, --json, --label and, when the
@@ -155,7 +157,7 @@ func pragueSendCmd(fs *pflag.FlagSet) func(context.Context, *cmdEnv) error {
 		}
 		defer conn.Close()
 		out := a.reporter(env)
-		cfg := flow.PragueConfig{ECN: a.ecn, MaxRate: maxRate.BPS, MTU: mtu.N, Duration: a.duration.D, Interval: a.every.D, Label: a.label}
+		cfg := flow.PragueConfig{ECN: a.ecn, MaxRate: maxRate.BPS, MTU: mtu.N, Duration: a.duration.D, Interval: a.every.D, Label: a.label, RFC8888: a.rfc8888}
 		s, err := flow.PragueSend(ctx, conn, peer, cfg, out.Interval)
 		out.SenderSummary("prague-send", s)
 		return err
@@ -173,7 +175,7 @@ func pragueRecvCmd(fs *pflag.FlagSet) func(context.Context, *cmdEnv) error {
 			return err
 		}
 		defer conn.Close()
-		cfg := flow.PragueConfig{ECN: a.ecn, Duration: a.duration.D, Interval: a.every.D, Label: a.label}
+		cfg := flow.PragueConfig{ECN: a.ecn, Duration: a.duration.D, Interval: a.every.D, Label: a.label, RFC8888: a.rfc8888}
 		s, err := flow.PragueRecv(ctx, conn, cfg, out.Interval)
 		out.ReceiverSummary(s)
 		return err
@@ -215,7 +217,7 @@ func videoSendCmd(fs *pflag.FlagSet) func(context.Context, *cmdEnv) error {
 		}
 		defer conn.Close()
 		out := a.reporter(env)
-		cfg.ECN, cfg.FPS, cfg.MinRate, cfg.MaxRate = a.ecn, fps.N, minRate.BPS, maxRate.BPS
+		cfg.ECN, cfg.RFC8888, cfg.FPS, cfg.MinRate, cfg.MaxRate = a.ecn, a.rfc8888, fps.N, minRate.BPS, maxRate.BPS
 		cfg.KeyframeEvery, cfg.FrameBudget = keyEvery.D, budget.D
 		cfg.Duration, cfg.Interval, cfg.Label = a.duration.D, a.every.D, a.label
 		s, err := flow.VideoSend(ctx, conn, peer, cfg, out.Interval)
@@ -239,7 +241,7 @@ func videoRecvCmd(fs *pflag.FlagSet) func(context.Context, *cmdEnv) error {
 			return err
 		}
 		defer conn.Close()
-		cfg.ECN, cfg.FPS, cfg.Playout = a.ecn, fps.N, playout.D
+		cfg.ECN, cfg.RFC8888, cfg.FPS, cfg.Playout = a.ecn, a.rfc8888, fps.N, playout.D
 		cfg.Duration, cfg.Interval, cfg.Label = a.duration.D, a.every.D, a.label
 		s, err := flow.VideoRecv(ctx, conn, cfg, out.Interval)
 		out.VideoSummary(s)

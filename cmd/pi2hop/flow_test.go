@@ -123,3 +123,58 @@ func TestFlowPragueJSON(t *testing.T) {
 		t.Errorf("sender output lacks the label or RTT percentiles:\n%s", sendOut)
 	}
 }
+
+// --rfc8888 reaches both ends: a receiver with it and a sender without
+// (and the reverse) end the sender with the mismatch, within 4 s, and
+// matching flags carry a flow.
+func TestFlowRFC8888(t *testing.T) {
+	for _, tc := range []struct {
+		send, recv []string
+		want       string // in the sender's error; "" = no error
+	}{
+		{nil, []string{"--rfc8888"}, "prague-send: receiver sends type-18 block feedback: run with --rfc8888"},
+		{[]string{"--rfc8888"}, nil, "prague-send: receiver sends type-17 per-packet ACKs: run without --rfc8888"},
+		{[]string{"--rfc8888"}, []string{"--rfc8888"}, ""},
+	} {
+		ln, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := ln.LocalAddr().String()
+		ln.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		rctx, stopRecv := context.WithCancel(ctx)
+		var wg sync.WaitGroup
+		var recvErr error
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var b strings.Builder
+			recvErr = Run(rctx, append([]string{"flow", "prague-recv", "--listen", addr, "--json"}, tc.recv...), strings.NewReader(""), &b, &b)
+		}()
+		time.Sleep(100 * time.Millisecond)
+		start := time.Now()
+		out, _, err := runOut(append([]string{"flow", "prague-send", "--to", addr, "--duration", "1s", "--json", "--max-rate", "5mbit"}, tc.send...)...)
+		took := time.Since(start)
+		stopRecv()
+		wg.Wait()
+		cancel()
+		if recvErr != nil {
+			t.Errorf("receiver %v: %v", tc.recv, recvErr)
+		}
+		var summary struct {
+			Summary bool    `json:"summary"`
+			Goodput float64 `json:"goodput_bps"`
+		}
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		json.Unmarshal([]byte(lines[len(lines)-1]), &summary)
+		switch {
+		case tc.want == "" && (err != nil || !summary.Summary || summary.Goodput <= 0):
+			t.Errorf("send %v, recv %v: err %v, summary %+v, output:\n%s", tc.send, tc.recv, err, summary, out)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("send %v, recv %v: err %v, want %q", tc.send, tc.recv, err, tc.want)
+		case took > 4*time.Second:
+			t.Errorf("send %v, recv %v: took %v", tc.send, tc.recv, took)
+		}
+	}
+}

@@ -52,8 +52,33 @@ func (c PragueConfig) withDefaults() (PragueConfig, bool, error) {
 	if c.Interval < time.Millisecond {
 		return c, false, fmt.Errorf("interval %v: want at least 1ms", c.Interval)
 	}
+	if c.RFC8888Period, err = blockPeriod(c.RFC8888Period); err != nil {
+		return c, false, err
+	}
 	return c, classic, nil
 }
+
+// blockPeriod checks a block feedback period, 0 taking the default.
+func blockPeriod(d time.Duration) (time.Duration, error) {
+	if d == 0 {
+		return defaultBlockPeriod, nil
+	}
+	if d < time.Millisecond || d > 500*time.Millisecond {
+		return d, fmt.Errorf("RFC 8888 feedback period %v: want 1ms..500ms", d)
+	}
+	return d, nil
+}
+
+// feedbackHold is what the controller must allow for the receiver holding
+// feedback back: one block period, or nothing with per-packet ACKs.
+func feedbackHold(block bool, period time.Duration) int64 {
+	if !block {
+		return 0
+	}
+	return period.Microseconds()
+}
+
+func (c PragueConfig) feedbackHold() int64 { return feedbackHold(c.RFC8888, c.RFC8888Period) }
 
 func (c VideoConfig) withDefaults() (VideoConfig, bool, error) {
 	classic, err := classicMode(c.ECN)
@@ -97,6 +122,9 @@ func (c VideoConfig) withDefaults() (VideoConfig, bool, error) {
 	}
 	if c.Duration < 0 {
 		return c, false, fmt.Errorf("duration %v: must not be negative", c.Duration)
+	}
+	if c.RFC8888Period, err = blockPeriod(c.RFC8888Period); err != nil {
+		return c, false, err
 	}
 	return c, classic, nil
 }

@@ -13,9 +13,10 @@ import (
 )
 
 // PragueRecv receives a Prague flow on conn and ACKs every packet with the
-// cumulative received / CE / lost counters, until ctx is done or
-// cfg.Duration has passed. ACKs are ECT(1) in L4S mode (as udp_prague's)
-// and Not-ECT in classic mode. A packet arriving neither ECT(1) nor CE
+// cumulative received / CE / lost counters (type 17), or with cfg.RFC8888
+// reports the packets in type-18 blocks every cfg.RFC8888Period, until
+// ctx is done or cfg.Duration has passed. ACKs and blocks are ECT(1) in
+// L4S mode (as udp_prague's) and Not-ECT in classic mode. A packet arriving neither ECT(1) nor CE
 // latches error_L4S, which makes an L4S sender fall back to Not-ECT.
 // A packet from a new source address starts a new flow.
 func PragueRecv(ctx context.Context, conn *net.UDPConn, cfg PragueConfig, report func(Interval)) (ReceiverSummary, error) {
@@ -32,8 +33,11 @@ func PragueRecv(ctx context.Context, conn *net.UDPConn, cfg PragueConfig, report
 	}
 	r := &pragueReceiver{conn: conn, clock: wire.NewClock(), label: cfg.Label, report: report,
 		interval: cfg.Interval.Microseconds(), out: make([]byte, 0, wire.ACKSize)}
+	if cfg.RFC8888 {
+		r.fb = newBlockFeedback(conn, "prague-recv", cfg.RFC8888Period, cfg.MTU)
+	}
 	r.nextReport = r.interval
-	err = recvLoop(ctx, conn, r.clock, cfg.Duration, r.packet, r.tick)
+	err = recvLoop(ctx, conn, r.clock, cfg.Duration, r.packet, r.tick, r.fb.wake)
 	return r.summary(), err
 }
 
@@ -45,7 +49,8 @@ type pragueReceiver struct {
 	interval int64
 
 	st          ackState
-	first, last int64 // µs: first and last data packet
+	fb          *blockFeedback // nil: an ACK per packet
+	first, last int64          // µs: first and last data packet
 	out         []byte
 
 	nextReport, ivStart  int64
@@ -62,6 +67,7 @@ func (r *pragueReceiver) packet(now int64, p []byte, from netip.AddrPort, e aqm.
 	if r.st.started && from != r.st.peer {
 		r.st = ackState{} // a new sender: a new flow
 		r.ivRecv, r.ivCE, r.ivLost = 0, 0, 0
+		r.fb.restart()
 	}
 	if !r.st.started {
 		r.first = now
@@ -69,9 +75,15 @@ func (r *pragueReceiver) packet(now int64, p []byte, from netip.AddrPort, e aqm.
 	}
 	r.last = now
 	ack := r.st.data(now, d, e, len(p))
-	r.out = wire.AppendACK(r.out[:0], ack)
-	if _, err := r.conn.WriteToUDPAddrPort(r.out, from); err != nil && !isTransient(err) {
-		return fmt.Errorf("prague-recv: ACK to %v: %w", from, err)
+	if r.fb != nil {
+		if err := r.fb.arrived(now, from, d.Seq, e); err != nil {
+			return err
+		}
+	} else {
+		r.out = wire.AppendACK(r.out[:0], ack)
+		if _, err := r.conn.WriteToUDPAddrPort(r.out, from); err != nil && !isTransient(err) {
+			return fmt.Errorf("prague-recv: ACK to %v: %w", from, err)
+		}
 	}
 	r.ivBytes += int64(len(p))
 	r.ivPkts++
@@ -79,6 +91,9 @@ func (r *pragueReceiver) packet(now int64, p []byte, from netip.AddrPort, e aqm.
 }
 
 func (r *pragueReceiver) tick(now int64, final bool) error {
+	if err := r.fb.tick(now, final); err != nil {
+		return err
+	}
 	if now < r.nextReport && (!final || now == r.ivStart) {
 		return nil
 	}

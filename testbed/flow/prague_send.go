@@ -13,30 +13,34 @@ import (
 
 // PragueSend sends DATA packets to peer over conn under Prague congestion
 // control until ctx is done or cfg.Duration has passed, and reads the
-// receiver's ACKs from the same socket. In classic mode the packets are
-// Not-ECT and only loss slows the flow.
+// receiver's feedback from the same socket: type-17 ACKs, or with
+// cfg.RFC8888 type-18 block reports (a sender that hears the other kind
+// says so and stops). In classic mode the packets are Not-ECT and only
+// loss slows the flow.
 //
-// The loop runs on a thread of its own with 1 ns timer slack and waits
-// with ppoll, so packets leave within some 10-50 µs of their pacing time
-// at a modest CPU cost.
+// The loop runs on a thread of its own with 1 ns timer slack, at nice -20
+// where permitted, and waits with ppoll, so packets leave within some
+// 10-50 µs of their pacing time at a modest CPU cost.
 func PragueSend(ctx context.Context, conn *net.UDPConn, peer netip.AddrPort, cfg PragueConfig, report func(Interval)) (SenderSummary, error) {
 	cfg, classic, err := cfg.withDefaults()
 	if err != nil {
 		return SenderSummary{}, err
 	}
-	cc, err := prague.New(prague.Config{MTU: cfg.MTU, MaxRate: float64(cfg.MaxRate) / 8, Classic: classic}, 0)
+	cc, err := prague.New(prague.Config{MTU: cfg.MTU, MaxRate: float64(cfg.MaxRate) / 8, Classic: classic,
+		FeedbackHold: cfg.feedbackHold()}, 0)
 	if err != nil {
 		return SenderSummary{}, err
 	}
-	s, err := newSender(conn, peer, cc, "prague-send", cfg.Label, cfg.Interval, report)
+	s, err := newSender(conn, peer, cc, "prague-send", cfg.Label, cfg.Interval, cfg.RFC8888, report)
 	if err != nil {
 		return SenderSummary{}, err
 	}
 	return onPreciseThread(func() (SenderSummary, error) { return s.runBulk(ctx, cfg.Duration, cfg.MTU) })
 }
 
-// onPreciseThread runs f on a fresh locked thread with 1 ns timer slack
-// (the thread is dropped afterwards) and returns its results.
+// onPreciseThread runs f on a fresh locked thread with 1 ns timer slack,
+// at nice -20 where permitted (ecnudp.Favour; the thread is dropped
+// afterwards), and returns its results.
 func onPreciseThread[T any](f func() (T, error)) (T, error) {
 	type result struct {
 		v   T
@@ -45,6 +49,7 @@ func onPreciseThread[T any](f func() (T, error)) (T, error) {
 	done := make(chan result, 1)
 	go func() {
 		ecnudp.Precise()
+		ecnudp.Favour()
 		v, err := f()
 		done <- result{v, err}
 	}()
@@ -78,7 +83,7 @@ func (s *sender) runBulk(ctx context.Context, duration time.Duration, mtu int) (
 			for n := 0; n < info.PacketBurst && s.cc.Inflight() < info.PacketWindow; n++ {
 				p := wire.AppendData(buf[:0], s.dataHeader(now))
 				p = p[:info.PacketSize] // padding: buf beyond the header stays zero
-				if err := s.write(p); err != nil {
+				if err := s.write(now, p); err != nil {
 					return s.summary(now), err
 				}
 				next += float64(info.PacketSize) / info.PacingRate * 1e6

@@ -2,11 +2,9 @@ package flow
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/netip"
-	"os"
 	"time"
 
 	"github.com/pi2hop/pi2hop/aqm"
@@ -63,47 +61,60 @@ func (a *ackState) data(now int64, d wire.Data, e aqm.ECN, n int) wire.ACK {
 
 // recvLoop reads datagrams from conn until ctx is done or duration has
 // passed (0 = no limit), calling onPacket for each one with the
-// receiver's clock in µs, tick at least every 20 ms, and tick with final
-// set at the end.
+// receiver's clock in µs, tick at least every 20 ms (and by the time wake
+// returns, when it is not nil and returns a time > 0), and tick with final
+// set at the end. It runs on a thread of its own (onPreciseThread) and
+// waits with ppoll rather than the netpoller, so an ACK leaves within
+// some 10-50 µs of its packet's arrival instead of after the runtime got
+// round to the goroutine (measured through the hop on a busy 2-core VM:
+// p90 0.6 ms, p99 2.4 ms that way), which Prague's window counts as
+// RTT that srtt does not.
 func recvLoop(ctx context.Context, conn *net.UDPConn, clock wire.Clock, duration time.Duration,
-	onPacket func(now int64, p []byte, from netip.AddrPort, e aqm.ECN) error, tick func(now int64, final bool) error) error {
+	onPacket func(now int64, p []byte, from netip.AddrPort, e aqm.ECN) error, tick func(now int64, final bool) error,
+	wake func() int64) error {
 	if err := ecnudp.EnableReceive(conn); err != nil {
 		return err
 	}
-	defer conn.SetReadDeadline(time.Time{})
-	stop := context.AfterFunc(ctx, func() { conn.SetReadDeadline(time.Unix(1, 0)) })
-	defer stop()
 	end := int64(1) << 62
 	if duration > 0 {
 		end = duration.Microseconds()
 	}
-	buf, oob := make([]byte, 65536), make([]byte, ecnudp.OOBSize)
-	var lastDeadline int64
-	for {
-		now := clock.Micros()
-		if ctx.Err() != nil || now >= end {
-			return tick(now, true)
-		}
-		if err := tick(now, false); err != nil {
-			return err
-		}
-		// Re-arm the deadline only now and then: each call costs a timer.
-		if now+10000 > lastDeadline {
-			lastDeadline = now + 20000
-			if ctx.Err() == nil {
-				conn.SetReadDeadline(time.Now().Add(20 * time.Millisecond))
+	_, err := onPreciseThread(func() (struct{}, error) {
+		w := ecnudp.NewWaiter(conn)
+		buf, oob := make([]byte, 65536), make([]byte, ecnudp.OOBSize)
+		for {
+			now := clock.Micros()
+			if ctx.Err() != nil || now >= end {
+				return struct{}{}, tick(now, true)
+			}
+			if err := tick(now, false); err != nil {
+				return struct{}{}, err
+			}
+			// Look at ctx every 20 ms at least.
+			until := min(now+20000, end)
+			if wake != nil {
+				if w := wake(); w > 0 && w < until {
+					until = max(w, now)
+				}
+			}
+			readable, err := w.Wait(time.Duration(until-now) * time.Microsecond)
+			if err != nil {
+				return struct{}{}, err
+			}
+			for readable {
+				n, oobn, from, ok, err := w.TryReadMsg(buf, oob)
+				if err != nil {
+					return struct{}{}, fmt.Errorf("read: %w", err)
+				}
+				if !ok {
+					break
+				}
+				e, _ := ecnudp.ParseECN(oob[:oobn])
+				if err := onPacket(clock.Micros(), buf[:n], from, e); err != nil {
+					return struct{}{}, err
+				}
 			}
 		}
-		n, oobn, _, from, err := conn.ReadMsgUDPAddrPort(buf, oob)
-		if err != nil {
-			if errors.Is(err, os.ErrDeadlineExceeded) || isTransient(err) {
-				continue
-			}
-			return fmt.Errorf("read: %w", err)
-		}
-		e, _ := ecnudp.ParseECN(oob[:oobn])
-		if err := onPacket(clock.Micros(), buf[:n], from, e); err != nil {
-			return err
-		}
-	}
+	})
+	return err
 }

@@ -22,7 +22,10 @@ const maxQuietTimeouts = 4
 // maxLateness is how much of a late wake-up the pacer makes up for by
 // sending early: enough to absorb timer and scheduling jitter; at 10 Mbit/s
 // it is less than one packet, so it never sends two back to back (which
-// would exceed the L queue's 1 ms step threshold).
+// would exceed the L queue's 1 ms step threshold). Here we differ from
+// udp_prague on purpose: its sender carries all of its lateness over
+// (compRecv) and, after a 10 ms stall, sends 10 ms of packets at once (up
+// to its window), a queue spike the step marks and the flow then cuts for.
 const maxLateness = 1000 // µs
 
 // sender is what the bulk and video Prague senders share: the controller,
@@ -41,10 +44,14 @@ type sender struct {
 	interval    int64 // µs
 	report      func(Interval)
 	onPLI       func(now int64, m wire.PLI)
+	// block is the state of block (type-18) feedback, nil when the
+	// receiver ACKs every packet (type 17).
+	block *blockSender
 
-	seq   int32
-	sizes [1 << 16]uint16 // payload bytes by sequence number (mod 2^16)
-	rbuf  []byte
+	seq          int32
+	sizes        [1 << 16]uint16 // payload bytes by sequence number (mod 2^16)
+	rbuf         []byte
+	blockReports []wire.BlockReport // reused by every block decoded
 
 	lastACK         int64 // µs
 	timeouts, quiet int
@@ -63,14 +70,19 @@ type sender struct {
 	extra                          func(iv *Interval) // video fields
 }
 
-func newSender(conn *net.UDPConn, peer netip.AddrPort, cc *prague.CC, flow, label string, interval time.Duration, report func(Interval)) (*sender, error) {
+// newSender sets up the shared sender; block selects type-18 block
+// feedback rather than type-17 ACKs.
+func newSender(conn *net.UDPConn, peer netip.AddrPort, cc *prague.CC, flow, label string, interval time.Duration, block bool, report func(Interval)) (*sender, error) {
 	if !peer.IsValid() {
 		return nil, fmt.Errorf("%s: no peer address", flow)
 	}
 	s := &sender{
 		conn: conn, peer: peer, cc: cc, clock: wire.NewClock(), waiter: ecnudp.NewWaiter(conn),
 		flow: flow, label: label, interval: interval.Microseconds(), report: report,
-		rbuf: make([]byte, 2048),
+		rbuf: make([]byte, 65536), // a block report may fill a large datagram
+	}
+	if block {
+		s.block = new(blockSender)
 	}
 	s.ecn = cc.Info(0).ECN
 	if err := ecnudp.SetECN(conn, s.ecn); err != nil {
@@ -88,8 +100,9 @@ func (s *sender) dataHeader(now int64) wire.Data {
 	return wire.Data{TS: wire.Stamp(now), EchoedTS: s.echo.Echoed(now), Seq: s.seq + 1}
 }
 
-// write sends p (whose header carries sequence number s.seq+1) and counts it.
-func (s *sender) write(p []byte) error {
+// write sends p (whose header carries sequence number s.seq+1, stamped
+// at now) and counts it.
+func (s *sender) write(now int64, p []byte) error {
 	if _, err := s.conn.WriteToUDPAddrPort(p, s.peer); err != nil {
 		if isTransient(err) {
 			return nil // not sent: the pacer moves on, as if it had been lost at once
@@ -97,6 +110,9 @@ func (s *sender) write(p []byte) error {
 		return fmt.Errorf("%s: send to %v: %w", s.flow, s.peer, err)
 	}
 	s.seq++
+	if s.block != nil {
+		s.block.sent(now, s.seq)
+	}
 	s.cc.Sent(1)
 	s.sizes[uint16(s.seq)] = uint16(len(p))
 	s.packetsSent++
@@ -136,7 +152,18 @@ func (s *sender) drain() error {
 		switch p := s.rbuf[:n]; p[0] {
 		case wire.TypeACK:
 			if a, err := wire.DecodeACK(p); err == nil {
+				if s.block != nil {
+					return feedbackMismatch(s.flow, wire.TypeACK)
+				}
 				s.onACK(s.now(), a)
+			}
+		case wire.TypeBlockACK:
+			if a, err := wire.DecodeBlockACK(p, s.blockReports); err == nil {
+				if s.block == nil {
+					return feedbackMismatch(s.flow, wire.TypeBlockACK)
+				}
+				s.blockReports = a.Reports
+				s.onBlock(s.now(), a)
 			}
 		case wire.TypePLI:
 			if m, err := wire.DecodePLI(p); err == nil && s.onPLI != nil {
@@ -163,6 +190,28 @@ func (s *sender) onACK(now int64, a wire.ACK) {
 		s.fb = fb
 	}
 	s.cc.ACK(now, fb)
+	s.lastACK = now
+	s.quiet = 0
+}
+
+// onBlock applies a block report: the counters it updates, one RTT sample
+// per newly received packet, and (as udp_prague, only when it gave a
+// sample) the controller's ACK step.
+func (s *sender) onBlock(now int64, a wire.BlockACK) {
+	rtts, ok := s.block.report(now, a, s.seq, func(seq int32) { s.ackedBytes += int64(s.sizes[uint16(seq)]) })
+	if !ok {
+		return
+	}
+	for _, rtt := range rtts {
+		s.cc.RTT(rtt)
+		s.rtt = append(s.rtt, time.Duration(rtt)*time.Microsecond)
+		s.rttAt = append(s.rttAt, time.Duration(now)*time.Microsecond)
+	}
+	b := s.block
+	s.fb = prague.Feedback{Received: b.received, CE: b.ce, Lost: b.lost, ErrorL4S: b.errorL4S}
+	if len(rtts) > 0 {
+		s.cc.ACK(now, s.fb)
+	}
 	s.lastACK = now
 	s.quiet = 0
 }

@@ -16,6 +16,11 @@ type PragueConfig struct {
 	Duration time.Duration // how long to send; 0 = until ctx is done
 	Interval time.Duration // report period; 0 = 1 s
 	Label    string        // copied into every Interval and the summary
+	// RFC8888 selects udp_prague's RFC 8888-style block feedback (type 18,
+	// its --rfc8888) instead of an ACK per packet (type 17): the receiver
+	// sends it, the sender expects it. Both ends must agree.
+	RFC8888       bool
+	RFC8888Period time.Duration // block report period; 0 = 25 ms (udp_prague's default)
 }
 
 // VideoConfig configures VideoSend and VideoRecv (l4s-endpoints.md §4.2).
@@ -32,6 +37,8 @@ type VideoConfig struct {
 	Duration      time.Duration // 0 = until ctx is done
 	Interval      time.Duration // report period; 0 = 1 s
 	Label         string
+	RFC8888       bool          // block feedback, as PragueConfig.RFC8888
+	RFC8888Period time.Duration // 0 = 25 ms
 }
 
 // Interval is one periodic report, the row of the JSON lines the CLI prints

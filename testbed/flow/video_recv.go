@@ -19,7 +19,7 @@ import (
 const pliAfter = 100_000 // µs
 
 // VideoRecv runs the receiving side of a video call: it ACKs every packet
-// like PragueRecv, rebuilds frames, decides which are displayed (complete,
+// (or sends block feedback) like PragueRecv, rebuilds frames, decides which are displayed (complete,
 // decodable, by capture + 400 ms) and when (capture + Playout at the
 // earliest), sends a PLI once the decoding chain has been broken for
 // 100 ms without a decodable frame, and measures displayed fps per second,
@@ -44,8 +44,11 @@ func VideoRecv(ctx context.Context, conn *net.UDPConn, cfg VideoConfig, report f
 		label: cfg.Label, report: report, interval: cfg.Interval.Microseconds(),
 		freeze: freezeDetector{nominal: period}}
 	r.frames = newFrameTracker(period, cfg.Playout.Microseconds(), r.decided)
+	if cfg.RFC8888 {
+		r.fb = newBlockFeedback(conn, "video-recv", cfg.RFC8888Period, videoMTU)
+	}
 	r.nextReport = r.interval
-	err = recvLoop(ctx, conn, r.clock, cfg.Duration, r.packet, r.tick)
+	err = recvLoop(ctx, conn, r.clock, cfg.Duration, r.packet, r.tick, r.fb.wake)
 	return r.summary(), err
 }
 
@@ -58,6 +61,7 @@ type videoReceiver struct {
 	interval  int64
 
 	st          ackState
+	fb          *blockFeedback // nil: an ACK per packet
 	frames      *frameTracker
 	freeze      freezeDetector
 	first, last int64 // Unix µs of the first and last packet
@@ -95,9 +99,15 @@ func (r *videoReceiver) packet(now int64, p []byte, from netip.AddrPort, e aqm.E
 	}
 	r.last = wall
 	ack := r.st.data(now, d, e, len(p))
-	r.out = wire.AppendACK(r.out[:0], ack)
-	if _, err := r.conn.WriteToUDPAddrPort(r.out, from); err != nil && !isTransient(err) {
-		return fmt.Errorf("video-recv: ACK to %v: %w", from, err)
+	if r.fb != nil {
+		if err := r.fb.arrived(now, from, d.Seq, e); err != nil {
+			return err
+		}
+	} else {
+		r.out = wire.AppendACK(r.out[:0], ack)
+		if _, err := r.conn.WriteToUDPAddrPort(r.out, from); err != nil && !isTransient(err) {
+			return fmt.Errorf("video-recv: ACK to %v: %w", from, err)
+		}
 	}
 	r.ivBytes += int64(len(p))
 	r.ivPkts++
@@ -141,6 +151,9 @@ func (r *videoReceiver) decided(nr int32, fate frameFate, key bool, at, captured
 }
 
 func (r *videoReceiver) tick(now int64, final bool) error {
+	if err := r.fb.tick(now, final); err != nil {
+		return err
+	}
 	wall := r.wallStart + now
 	if r.st.started {
 		// Deadlines run on packet arrivals: when the sender stops (or the

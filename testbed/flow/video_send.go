@@ -41,12 +41,13 @@ func VideoSend(ctx context.Context, conn *net.UDPConn, peer netip.AddrPort, cfg 
 	cc, err := prague.New(prague.Config{
 		MTU: videoMTU, FPS: cfg.FPS, Classic: classic,
 		// No use growing beyond what the encoder can fill.
-		MaxRate: float64(cfg.MaxRate) / 8 / targetShare,
+		MaxRate:      float64(cfg.MaxRate) / 8 / targetShare,
+		FeedbackHold: feedbackHold(cfg.RFC8888, cfg.RFC8888Period),
 	}, 0)
 	if err != nil {
 		return VideoSenderSummary{}, err
 	}
-	s, err := newSender(conn, peer, cc, "video-send", cfg.Label, cfg.Interval, report)
+	s, err := newSender(conn, peer, cc, "video-send", cfg.Label, cfg.Interval, cfg.RFC8888, report)
 	if err != nil {
 		return VideoSenderSummary{}, err
 	}
@@ -129,7 +130,7 @@ func (v *videoSender) run(ctx context.Context) (VideoSenderSummary, error) {
 				p := v.queue[0]
 				v.queue = v.queue[1:]
 				pkt := v.packet(buf, now, p)
-				if err := v.write(pkt); err != nil {
+				if err := v.write(now, pkt); err != nil {
 					return v.summary(now), err
 				}
 				if p.frameNr == v.keyNr && int(p.idx)+1 == int(p.count) {

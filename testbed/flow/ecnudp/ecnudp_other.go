@@ -25,6 +25,7 @@ type Waiter struct{ c *net.UDPConn }
 
 func NewWaiter(c *net.UDPConn) *Waiter { return &Waiter{c: c} }
 func Precise()                         {}
+func Favour() bool                     { return false }
 
 // Wait falls back to the netpoller's millisecond precision.
 func (w *Waiter) Wait(d time.Duration) (bool, error) {
@@ -34,4 +35,8 @@ func (w *Waiter) Wait(d time.Duration) (bool, error) {
 
 func (w *Waiter) TryRead(buf []byte) (int, netip.AddrPort, bool, error) {
 	return 0, netip.AddrPort{}, false, errUnsupported
+}
+
+func (w *Waiter) TryReadMsg(buf, oob []byte) (int, int, netip.AddrPort, bool, error) {
+	return 0, 0, netip.AddrPort{}, false, errUnsupported
 }

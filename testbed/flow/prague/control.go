@@ -3,7 +3,8 @@ package prague
 import "github.com/pi2hop/pi2hop/aqm"
 
 // ACK applies one ACK's feedback at time now (µs). Call RTT with the ACK's
-// round-trip sample first.
+// round-trip sample(s) first. The steps and their order are udp_prague's
+// PragueCC::ACKReceived (prague_cc.cpp).
 func (c *CC) ACK(now int64, fb Feedback) {
 	if fb.Received < c.last.Received || (!c.classic && fb.CE < c.last.CE) {
 		return // an older ACK overtaken by a newer one
@@ -21,8 +22,17 @@ func (c *CC) ACK(now int64, fb Feedback) {
 		c.window = srtt * c.rate
 		c.state = StateCA
 	}
-	// At tiny RTTs the window is under a packet or two: control the rate.
-	c.rateMode = c.srtt <= rateModeSRTT || srtt <= c.pktSize/c.rate
+	// At tiny RTTs (or below one packet's pacing interval) the RTT is too
+	// noisy to derive a rate from a window: control the rate itself. On the
+	// way back, restart the window from the rate so that the rate holds.
+	if c.srtt <= rateModeSRTT || srtt <= float64(c.pktSize)/c.rate {
+		c.rateMode = true
+	} else {
+		if c.rateMode {
+			c.window = srtt * c.rate
+		}
+		c.rateMode = false
+	}
 
 	c.updateAlpha(now, fb)
 	c.onLoss(now, fb)
@@ -38,12 +48,20 @@ func (c *CC) ACK(now int64, fb Feedback) {
 	c.derive()
 }
 
+// growthDelay is the number of vRTTs to wait after a CE reduction (and at
+// the start) before the faster "new growth": 7, plus one per 1.92 MB/s
+// (15.36 Mbit/s) of rate.
+func growthDelay(rate float64) int64 { return minStep + int64(rate/rateStep) }
+
 // updateAlpha folds the CE fraction of the last round into alpha, once per
 // vRTT and only after a full window sent since the last update came back.
 func (c *CC) updateAlpha(now int64, fb Feedback) {
 	if fb.Received+fb.Lost <= c.alphaSent || now-c.alphaAt < c.vrtt {
 		return
 	}
+	// udp_prague divides by the packets received since the last update
+	// unguarded; a round of nothing but losses would divide by zero, so
+	// such a round leaves alpha alone here.
 	if dr := fb.Received - c.alphaRecv; dr > 0 {
 		p := float64(fb.CE-c.alphaCE) / float64(dr)
 		c.alpha += (p - c.alpha) * c.gain
@@ -61,39 +79,50 @@ func (c *CC) updateAlpha(now int64, fb Feedback) {
 // loss state after a vRTT and a window, and halves on new loss (once per
 // vRTT, like Reno: RFC 9331 §4.3 asks for a Reno-friendly loss response).
 func (c *CC) onLoss(now int64, fb Feedback) {
-	if c.state == StateLoss && c.undoValid && fb.Lost <= c.undoLost {
-		// The "lost" packets arrived late: the cut was for nothing.
-		c.rate, c.window, c.rttsToGrowth = c.undoRate, c.undoWindow, c.undoGrowth
-		c.undoValid = false
+	if (c.lostWindow > 0 || c.lostRate > 0) && fb.Lost <= c.lossLost {
+		// The "lost" packets arrived late: give back what the cut took,
+		// in the mode it took it, and the growth delay it added.
+		c.rateMode = c.lostRateMode
+		if c.rateMode {
+			c.rate += c.lostRate
+		} else {
+			c.window += c.lostWindow
+		}
+		c.lostRate, c.lostWindow = 0, 0
+		c.rttsToGrowth = max(0, c.rttsToGrowth-c.lostGrowth)
+		c.lostGrowth = 0
 		c.state = StateCA
-		return
 	}
 	if c.state == StateLoss && now-c.cutAt >= c.vrtt && fb.Received+fb.Lost > c.cutSent {
-		c.state = StateCA
-		c.undoValid = false
+		c.state = StateCA // the undo information stays, for a late reordering
 	}
 	if fb.Lost <= c.last.Lost || c.state == StateLoss {
 		return
 	}
-	c.undoValid = true
-	c.undoLost = c.last.Lost
-	c.undoRate, c.undoWindow, c.undoGrowth = c.rate, c.window, c.rttsToGrowth
+	// Wait the vRTTs a 25 ms Reno flow would take to regrow the halved
+	// rate before growing faster again, in udp_prague's integer steps.
+	g := int64(c.rate) / 2 / int64(c.mtu) * RefRTT / c.vrtt * RefRTT / 1e6
+	c.lostGrowth = min(c.lostGrowth+g-c.rttsToGrowth, g)
+	c.rttsToGrowth = g
+	c.lostRateMode = c.rateMode
 	if c.rateMode {
-		c.rate -= c.rate / 2
+		c.lostRate = c.rate / 2
+		c.rate -= c.lostRate
 	} else {
-		c.window -= c.window / 2
+		c.lostWindow = c.window / 2
+		c.window -= c.lostWindow
 	}
-	// Like Reno, wait about as many RTTs as it takes to regrow half a
-	// window before growing faster again.
-	half := c.undoRate / 2
-	c.rttsToGrowth = int64(half / c.mtu * (RefRTT / float64(c.vrtt)) * RefRTT / 1e6)
+	c.lossLost = c.last.Lost
 	c.state = StateLoss
 	c.cutAt = now
 	c.cutSent = c.sent
 }
 
 // increase grows the window (or rate) for the ACKed packets that were not
-// CE-marked, so that d(rate)/dt = inc/vRTT² at any RTT below 25 ms.
+// CE-marked: per packet of the current size, inc·size/W·(srtt/vRTT)², so
+// that d(rate)/dt = inc/vRTT² at any RTT, and every flow below 25 ms grows
+// like a 25 ms Reno flow. inc is one MTU, or 1 ms of queue at the current
+// rate once the growth delay has passed ("new growth").
 func (c *CC) increase(fb Feedback) {
 	acks := (fb.Received - c.last.Received) - (fb.CE - c.last.CE)
 	if c.state == StateLoss || acks <= 0 {
@@ -101,76 +130,70 @@ func (c *CC) increase(fb Feedback) {
 	}
 	inc := c.mtu
 	if g := c.rate * queueGrowth / 1e6; c.rttsToGrowth == 0 && g > c.mtu {
-		inc = g // "new growth": probe with 1 ms of queue per RTT
+		inc = g
 	}
 	vrtt := float64(c.vrtt) / 1e6
+	size := float64(c.pktSize)
 	if c.rateMode {
-		c.rate += float64(acks) * inc * c.pktSize / (c.rate * vrtt * vrtt)
+		c.rate += float64(acks) * inc * size / (c.rate * vrtt * vrtt)
 		return
 	}
 	ratio := float64(max(c.srtt, 1)) / float64(c.vrtt)
-	c.window += float64(acks) * c.pktSize * inc / c.window * ratio * ratio
+	c.window += float64(acks) * size * inc / c.window * ratio * ratio
 }
 
-// onCE reduces by alpha/2 at most once per vRTT: a reduction holds until
-// a vRTT has passed and the packets sent before it are accounted for.
-// Marks that arrived meanwhile count toward the next reduction (as in
-// DCTCP's once-per-window response), so with steady marking p the flow
-// reduces once per vRTT and settles at rate = 2·MTU/(p·vRTT).
+// onCE reduces by alpha/2 when an ACK brings new CE marks, at most once
+// per vRTT: a reduction holds until a vRTT has passed and the packets sent
+// before it are accounted for. As in udp_prague, marks that come back
+// during that time cause no later reduction of their own; alpha already
+// counts them. With steady marking p the flow settles where one cut of
+// rate·p/2 per vRTT balances one MTU of growth: rate = 2·MTU/(p·vRTT).
 func (c *CC) onCE(now int64, fb Feedback) {
-	switch c.state {
-	case StateCA:
-		c.ceRef = c.last.CE
-	case StateCWR:
-		if now-c.cutAt < c.vrtt || fb.Received+fb.Lost <= c.cutSent {
-			return
-		}
+	if c.state == StateCWR && now-c.cutAt >= c.vrtt && fb.Received+fb.Lost > c.cutSent {
 		c.state = StateCA
-	default:
+	}
+	if c.state != StateCA || fb.CE <= c.last.CE {
 		return
 	}
-	if fb.CE <= c.ceRef {
-		return
-	}
+	c.rttsToGrowth = growthDelay(c.rate) // from the rate before the cut, as udp_prague
 	if c.rateMode {
 		c.rate -= c.rate * c.alpha / 2
 	} else {
 		c.window -= c.window * c.alpha / 2
 	}
-	c.rttsToGrowth = minStep + int64(c.rate/rateStep)
 	c.state = StateCWR
-	c.ceRef = fb.CE
 	c.cutAt = now
 	c.cutSent = c.sent
 }
 
 // derive computes the packet size, burst and packet window from the rate
-// and window.
+// and window, as udp_prague does after every ACK (integer bytes and
+// packets, rounded down):
+//
+//	size   = rate·vRTT/2, within [150 B, MTU]   (at least two packets per vRTT)
+//	burst  = max(1, rate·250 µs / size)
+//	window = max(2, W·1.03/size + 1)            (room for the +3 % pacing phase)
+//
+// At 20 ms RTT (vRTT 25 ms) a flow uses full 1400 B packets from
+// 2·1400 B / 25 ms = 112 kB/s (0.9 Mbit/s) up.
 func (c *CC) derive() {
-	vrtt := float64(c.vrtt) / 1e6
-	// At low rates shrink packets to keep at least two per vRTT
-	// (l4s-endpoints.md §1.1).
-	c.pktSize = min(max(c.rate*vrtt/2, MinPacketSize), c.mtu)
-	if c.frameInterval == 0 {
-		// Also keep one packet's serialisation at the flow's own rate (an
-		// upper bound on it at any bottleneck the flow fills) to half the
-		// L queue's 1 ms step (DualPI2's default step threshold): a full
-		// MTU at 10 Mbit/s takes 1.14 ms, so one packet ahead already
-		// exceeds the step, and each packet of the sawtooth's queue adds
-		// that much delay. Measured through the hop at 10 Mbit/s: L
-		// sojourn p99 2.49-2.62 -> 2.36 ms, utilisation 92-93 -> 94 %.
-		// Frame mode keeps udp_prague's sizes: the video sender cuts its
-		// frames by them, and small packets would multiply its headers.
-		c.pktSize = min(max(c.rate*maxSerialisation/1e6, MinPacketSize), c.pktSize)
-	}
-	c.pktBurst = max(1, int(c.rate*BurstTime/1e6/c.pktSize))
+	c.pktSize = min(max(int(c.rate*float64(c.vrtt)/1e6/2), MinPacketSize), int(c.mtu))
+	size := float64(c.pktSize)
+	c.pktBurst = max(1, int(c.rate*BurstTime/1e6/size))
 	// In rate mode the pacing rate governs and the window is only a safety
-	// cap: a window of rate·srtt at a sub-2 ms RTT would be two packets,
-	// and any jitter in the peer's ACKs would throttle the flow. Allow one
-	// vRTT of data instead.
+	// cap. Here we differ from udp_prague on purpose: its window of
+	// rate·srtt at a sub-2 ms RTT is two packets, and any jitter in the
+	// peer's ACKs (a Go receiver's scheduling, the hop's batches) would
+	// throttle the flow below its rate. Allow one vRTT of data instead.
 	inflight := c.window
 	if c.rateMode {
-		inflight = max(inflight, c.rate*vrtt)
+		inflight = max(inflight, c.rate*float64(c.vrtt)/1e6)
 	}
-	c.pktWindow = max(minPktWindow, int(inflight*rateOffset/c.pktSize)+1)
+	// Block feedback reports a packet up to one period after it arrived,
+	// so packets stay unreported for RTT + period; udp_prague's window
+	// (rate·srtt) ignores the period, and at a 20 ms RTT with its 25 ms
+	// period its --rfc8888 flow is window-limited well below its rate.
+	// The window here covers the period too.
+	inflight += c.rate * float64(c.hold) / 1e6
+	c.pktWindow = max(minPktWindow, int(inflight*rateOffset/size)+1)
 }

@@ -3,16 +3,23 @@
 // so the same code runs in real time in the endpoints and in virtual time
 // in the tests.
 //
-// It follows the control law of L4STeam's udp_prague (PragueCC) as
-// described in l4s-endpoints.md §1.1 and RFC 9331 §4.3:
+// It follows the control law of L4STeam's udp_prague (PragueCC in
+// prague_cc.cpp, read at commit 9a5c6d8), as l4s-endpoints.md §1.1 sums it
+// up, and RFC 9331 §4.3; deliberate differences are commented where they
+// are:
 //   - alpha is an EWMA (gain 1/16) of the CE fraction, updated once per
 //     virtual RTT and only after a full window was acknowledged;
-//   - on CE, at most one reduction per vRTT, by W·alpha/2;
+//   - on an ACK with new CE marks, at most one reduction per vRTT, by
+//     W·alpha/2;
 //   - on loss, a Reno-like halving, at most once per vRTT, undone when the
 //     "lost" packet turns up late (reordering);
 //   - additive increase per non-CE ACK, scaled so that every flow with an
 //     RTT below 25 ms grows like a 25 ms Reno flow (vRTT = max(srtt, 25 ms));
-//     after a quiet period the step grows to 1 ms of queue per RTT;
+//     after 7 + rate/(1.92 MB/s) vRTTs without a CE cut (or the Reno
+//     regrowth time after a loss cut) the step grows to 1 ms of queue per
+//     RTT ("new growth");
+//   - packet size rate·vRTT/2 between 150 B and the MTU, bursts of at
+//     most 250 µs, a packet window of W·1.03/size + 1 (derive);
 //   - pacing at rate·1.03 for the first half of each vRTT after an alpha
 //     update and rate/1.03 for the second half;
 //   - ECT(1) until the receiver reports error_L4S, then Not-ECT for good.
@@ -46,11 +53,6 @@ const (
 	TimeoutAfter  = 1000000 // µs without an ACK while window-limited: reset
 )
 
-// maxSerialisation is the longest a packet may take at the flow's own rate
-// outside frame mode (pi2hop's bound; udp_prague has none): half the L
-// queue's default 1 ms step threshold.
-const maxSerialisation = 500 // µs
-
 // State is where the controller is in its cycle.
 type State uint8
 
@@ -80,6 +82,9 @@ type Config struct {
 	// Classic makes the flow Not-ECT from the start and deaf to CE: the
 	// same control law with a loss-only response (the C-queue A/B case).
 	Classic bool
+	// FeedbackHold is the longest the receiver holds a packet's feedback,
+	// µs: 0 for per-packet ACKs, the report period for block feedback.
+	FeedbackHold int64
 }
 
 // Feedback is the content of an ACK: the receiver's cumulative counters.
@@ -112,6 +117,7 @@ type CC struct {
 	frameInterval    int64 // µs, 0 outside frame mode
 	gain             float64
 	classic          bool
+	hold             int64 // µs, Config.FeedbackHold
 
 	state    State
 	ecn      aqm.ECN
@@ -134,16 +140,16 @@ type CC struct {
 
 	cutAt   int64 // µs of the last reduction (CE or loss)
 	cutSent int32 // packets sent at the last reduction
-	ceRef   int32 // CE marks above this are new (since the last ACK, or the last CE reduction)
-	// Loss-cut undo: the state before the last loss halving, valid while
-	// still in StateLoss.
-	undoValid  bool
-	undoLost   int32
-	undoRate   float64
-	undoWindow float64
-	undoGrowth int64
+	// Loss-cut undo (udp_prague keeps it until the next loss, also after
+	// the loss state ended): what the last halving took, which mode it
+	// took it in, the receiver's lost count before it, and the growth
+	// delay it added.
+	lostRate, lostWindow float64
+	lostRateMode         bool
+	lossLost             int32
+	lostGrowth           int64
 
-	pktSize   float64
+	pktSize   int
 	pktBurst  int
 	pktWindow int
 }
@@ -167,6 +173,10 @@ func New(cfg Config, now int64) (*CC, error) {
 	if c.minRate < 0 || c.maxRate < c.minRate {
 		return nil, fmt.Errorf("prague: rate range %.0f..%.0f B/s is empty", c.minRate, c.maxRate)
 	}
+	if cfg.FeedbackHold < 0 || cfg.FeedbackHold > TimeoutAfter/2 {
+		return nil, fmt.Errorf("prague: feedback hold %d µs not in 0..%d", cfg.FeedbackHold, TimeoutAfter/2)
+	}
+	c.hold = cfg.FeedbackHold
 	if cfg.FPS < 0 || cfg.FPS > 1000 {
 		return nil, fmt.Errorf("prague: FPS %d not in 0..1000", cfg.FPS)
 	}
@@ -192,8 +202,9 @@ func (c *CC) reset(now int64) {
 	c.alphaAt = now
 	c.alphaSent = c.sent
 	c.alphaRecv, c.alphaCE = c.last.Received, c.last.CE
-	c.rttsToGrowth = 0
-	c.undoValid = false
+	c.rttsToGrowth = growthDelay(c.rate)
+	c.lostGrowth = 0
+	c.rateMode = false
 	c.vrtt = c.vrttOf(c.srtt)
 	c.derive()
 }
@@ -206,8 +217,10 @@ func (c *CC) reset(now int64) {
 func (c *CC) Timeout(now int64) {
 	c.writtenOff = c.sent
 	c.reset(now)
+	// udp_prague restarts from one MTU-sized packet in a 2-packet window,
+	// until the next ACK derives the sizes from the rate again.
 	c.window = c.mtu
-	c.derive()
+	c.pktSize, c.pktBurst, c.pktWindow = int(c.mtu), 1, minPktWindow
 }
 
 // Sent records that n more packets (sequence numbers) went out.
@@ -250,7 +263,7 @@ func (c *CC) Info(now int64) Info {
 	}
 	return Info{
 		PacingRate: pacing, Rate: c.rate, Window: c.window,
-		PacketSize: int(c.pktSize), PacketBurst: c.pktBurst, PacketWindow: c.pktWindow,
+		PacketSize: c.pktSize, PacketBurst: c.pktBurst, PacketWindow: c.pktWindow,
 		Alpha: c.alpha, SRTT: c.srtt, VRTT: c.vrtt, ECN: c.ecn, State: c.state,
 	}
 }

@@ -1,6 +1,7 @@
 package prague
 
 import (
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -14,15 +15,22 @@ type simPath interface {
 }
 
 type simACK struct {
-	at, sent int64
-	fb       Feedback
+	at, rtt int64
+	fb      Feedback
 }
 
 // simulate runs a sender paced by cc into path until end (µs), in virtual
 // time, the way the bulk sender runs: up to a burst while the window
 // allows and the pacing time has come, else wait for the next ACK or
 // pacing time. Every packet is ACKed, in order.
-func simulate(cc *CC, path simPath, end int64) {
+func simulate(cc *CC, path simPath, end int64) { simulateFeedback(cc, path, end, 0, 0) }
+
+// simulateFeedback is simulate with block feedback when period > 0: the
+// receiver, back µs from the sender, reports at multiples of period what
+// arrived since its last report, and the sender applies all of a report's
+// RTT samples (exact: the arrival time offset's 1 ms rounding is left
+// out) and then its counters, once.
+func simulateFeedback(cc *CC, path simPath, end, period, back int64) {
 	var (
 		now, next int64
 		fb        Feedback
@@ -39,7 +47,12 @@ func simulate(cc *CC, path simPath, end int64) {
 					fb.CE++
 				}
 				fb.Received++
-				acks = append(acks, simACK{at: at, sent: now, fb: fb})
+				a := simACK{at: at, rtt: at - now, fb: fb}
+				if period > 0 {
+					arrival := at - back
+					a.at = (arrival+period-1)/period*period + back
+				}
+				acks = append(acks, a)
 				next = max(next, now-BurstTime) + int64(float64(info.PacketSize)/info.PacingRate*1e6)
 			}
 			continue
@@ -52,11 +65,18 @@ func simulate(cc *CC, path simPath, end int64) {
 			wake = acks[0].at
 		}
 		now = max(now, wake)
-		for len(acks) > 0 && acks[0].at <= now {
-			cc.RTT(acks[0].at - acks[0].sent)
-			cc.ACK(now, acks[0].fb)
-			acks = acks[1:]
+		n := 0
+		for n < len(acks) && acks[n].at <= now {
+			cc.RTT(acks[n].rtt)
+			if period == 0 {
+				cc.ACK(now, acks[n].fb)
+			}
+			n++
 		}
+		if period > 0 && n > 0 {
+			cc.ACK(now, acks[n-1].fb)
+		}
+		acks = acks[n:]
 	}
 }
 
@@ -78,7 +98,7 @@ func (r *randomMarking) send(now int64, size int) (int64, bool) {
 	return now + r.rtt, r.rng.Float64() < r.p
 }
 
-// stepBottleneck is a link of rate bytes/s behind a FIFO that CE-marks a
+// stepBottleneck is a link of rate bytes/s (IP bytes) behind a FIFO that CE-marks a
 // packet whose sojourn exceeds step µs (DualPI2's L queue alone: no
 // coupled marks from an idle Classic queue). The path adds owd µs each
 // way after the link. From time from on it records each packet's sojourn
@@ -88,38 +108,53 @@ type stepBottleneck struct {
 	owd      int64   // µs each way
 	step     int64   // µs
 	from     int64   // µs
-	linkFree int64
+	linkFree float64 // µs
 	sojourns []int64
 	busy     float64 // µs
+	bytes    float64
 }
 
+// ipUDPHeader is what the link carries on top of a UDP payload (IPv4 20 B
+// + UDP 8 B): the hop's rate and utilisation count IP bytes.
+const ipUDPHeader = 28
+
 func (b *stepBottleneck) send(now int64, size int) (int64, bool) {
-	start := max(now, b.linkFree)
-	tx := float64(size) / b.rate * 1e6
-	b.linkFree = start + int64(tx)
+	// The link's clock is kept in fractional µs: rounding each packet's
+	// transmission time would speed the link up (0.4 % at 100 Mbit/s).
+	start := max(float64(now), b.linkFree)
+	tx := float64(size+ipUDPHeader) / b.rate * 1e6
+	b.linkFree = start + tx
+	wait := int64(start) - now
 	if now >= b.from {
-		b.sojourns = append(b.sojourns, start-now)
+		b.sojourns = append(b.sojourns, wait)
 		b.busy += tx
+		b.bytes += float64(size)
 	}
-	return b.linkFree + 2*b.owd, start-now > b.step
+	return int64(math.Ceil(b.linkFree)) + 2*b.owd, wait > b.step
 }
 
 // One flow under DualPI2's step marking alone (1 ms threshold, 20 ms base
-// RTT) fills the link and keeps the L queue short. At 10 Mbit/s the queue
-// peaks near threshold + one additive increase: the first marks come back
-// a RTT after the queue crossed 1 ms, and meanwhile the window grew by
-// about one MTU·(srtt/vRTT)², 0.8 ms of queue at that rate. The lab
-// measures the same through the live hop (scenario prague).
+// RTT) fills the link and keeps the L queue short, with full 1400-byte
+// packets: issue 12's bounds, from udp_prague through the hop (10 Mbit/s:
+// 97.4 % and p99 2.50 ms; 50 Mbit/s: 98.9-99.4 % and p99 1.22-1.77 ms).
+// The queue peaks near the threshold plus one RTT's growth
+// (MTU·(srtt/vRTT)², 0.7 ms at 10 Mbit/s) plus the packet ahead. The
+// 28 bytes of IP and UDP header matter at 10 Mbit/s: they make a packet
+// 1.142 ms on the wire, and without them (payload-only link accounting)
+// this model gives 95.6 % and p99 2.00 ms, as a 1400 B packet (1.12 ms)
+// holds less queue above the 1 ms threshold than a CE cut (alpha/2 ≈ 9 %
+// of an 18-packet window) takes away. The lab measures the same through
+// the live hop (scenario prague).
 func TestStepMarkingSingleFlow(t *testing.T) {
 	for _, tt := range []struct {
 		mbit    float64
 		maxP99  int64 // µs
 		minUtil float64
 	}{
-		{10, 2300, 0.92},
-		{20, 2300, 0.92},
-		{50, 2000, 0.94},
-		{100, 2000, 0.94},
+		{10, 2600, 0.97},
+		{20, 2600, 0.97},
+		{50, 1800, 0.985},
+		{100, 1800, 0.985},
 	} {
 		cc, err := New(Config{}, 0)
 		if err != nil {
@@ -130,9 +165,45 @@ func TestStepMarkingSingleFlow(t *testing.T) {
 		simulate(cc, b, end)
 		slices.Sort(b.sojourns)
 		p99, util := b.sojourns[len(b.sojourns)*99/100], b.busy/(end-warmup)
-		t.Logf("%3.0f Mbit/s: L sojourn p99 %.2f ms, utilisation %.1f %%", tt.mbit, float64(p99)/1000, util*100)
+		mean := b.bytes / float64(len(b.sojourns))
+		t.Logf("%3.0f Mbit/s: L sojourn p99 %.2f ms, utilisation %.1f %%, mean packet %.0f B", tt.mbit, float64(p99)/1000, util*100, mean)
 		if p99 > tt.maxP99 || util < tt.minUtil {
-			t.Errorf("%v Mbit/s: p99 %d µs, utilisation %.3f; want p99 <= %d µs and utilisation >= %.2f", tt.mbit, p99, util, tt.maxP99, tt.minUtil)
+			t.Errorf("%v Mbit/s: p99 %d µs, utilisation %.3f; want p99 <= %d µs and utilisation >= %.3f", tt.mbit, p99, util, tt.maxP99, tt.minUtil)
+		}
+		if mean != DefaultMTU {
+			t.Errorf("%v Mbit/s: mean packet %.1f B, want %d (rate·vRTT/2 is above the MTU from 0.9 Mbit/s)", tt.mbit, mean, DefaultMTU)
+		}
+	}
+}
+
+// Block feedback every 25 ms (udp_prague's --rfc8888 period) holds each
+// packet's report back by up to a period, so packets stay unreported for
+// RTT + up to 25 ms (32.5 ms on average at a 20 ms RTT). udp_prague's
+// window, rate·srtt·1.03 = 20.6 ms of data, then caps the flow at about
+// 20.6/32.5 = 63 % of its rate. With the window covering the period
+// (Config.FeedbackHold) the flow fills most of the link; what it still
+// loses is the control loop's extra delay: marks come back up to 25 ms
+// later, the queue overshoots further (p99 3.5-4.3 ms here) and the cuts
+// deepen (the model gives 89-90 % at 10 and 50 Mbit/s).
+func TestBlockFeedbackWindow(t *testing.T) {
+	for _, mbit := range []float64{10, 50} {
+		util := map[int64]float64{}
+		for _, hold := range []int64{0, 25000} {
+			cc, err := New(Config{FeedbackHold: hold}, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			const warmup, end = 5e6, 30e6
+			b := &stepBottleneck{rate: mbit * 1e6 / 8, owd: 10000, step: 1000, from: warmup}
+			simulateFeedback(cc, b, end, 25000, b.owd)
+			util[hold] = b.busy / (end - warmup)
+			slices.Sort(b.sojourns)
+			t.Logf("%v Mbit/s, 25 ms blocks, window hold %d µs: utilisation %.1f %%, L sojourn p99 %.2f ms",
+				mbit, hold, util[hold]*100, float64(b.sojourns[len(b.sojourns)*99/100])/1000)
+		}
+		if util[0] > 0.65 || util[25000] < 0.85 {
+			t.Errorf("%v Mbit/s: utilisation %.3f with udp_prague's window, %.3f with the period in it; want <= 0.65 and >= 0.85",
+				mbit, util[0], util[25000])
 		}
 	}
 }

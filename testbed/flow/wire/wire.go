@@ -7,6 +7,7 @@
 //	RT DATA  (type 2)  DATA fields | frame_nr i32 | frame_sent i32 | frame_size i32   25 B + padding
 //	ACK      (type 17) type u8 | ack_seq i32 | ts i32 | echoed_ts i32 |
 //	                   pkts_received i32 | pkts_CE i32 | pkts_lost i32 | error_L4S u8   26 B
+//	BLOCK    (type 18) type u8 | begin_seq i32 | num_reports u16 | reports u16…   7 B + 2 B a report (block.go)
 //
 // pi2hop's video call adds, inside the RT DATA padding (which udp_prague
 // ignores), a Video extension, and a PLI message of its own type.
