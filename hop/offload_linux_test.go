@@ -2,6 +2,7 @@ package hop
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"net"
 	"net/netip"
@@ -300,6 +301,13 @@ func TestBackendMarksSegments(t *testing.T) {
 					}
 					if recv.total != recv.expected || recv.total == 0 {
 						t.Errorf("receiver got %d datagrams, the hop sent %d of the flow", recv.total, recv.expected)
+						var miss []uint32 // meaningful when the hop dropped none of the flow
+						for i := uint32(0); i < uint32(recv.expected); i++ {
+							if !recv.seen[i] {
+								miss = append(miss, i)
+							}
+						}
+						t.Logf("datagrams missing (by sequence number): %v", miss[:min(len(miss), 50)])
 					}
 					checkBalance(t, s.Up)
 					checkTap(t, tap, s)
@@ -327,10 +335,12 @@ func TestBackendMarksSegments(t *testing.T) {
 type floodResult struct {
 	ecn             [4]int
 	total, expected int
+	seen            map[uint32]bool
 }
 
 // gsoFlood offers UDP with codepoint ecn at bps for d, in UDP_SEGMENT
-// sends of perSend datagrams of 1200 bytes, and counts at the server what
+// sends of perSend datagrams of 1200 bytes, each numbered in its first 4
+// bytes, and counts at the server what
 // arrived by ECN field. It waits until the hop has sent everything and the
 // receiver has read as many datagrams of the flow as the hop wrote.
 func gsoFlood(t *testing.T, p *Pair, tap *countTap, v6 bool, ecn aqm.ECN, bps uint64, perSend int, d time.Duration) floodResult {
@@ -355,19 +365,22 @@ func gsoFlood(t *testing.T, p *Pair, tap *countTap, v6 bool, ecn aqm.ECN, bps ui
 		}
 		return unix.SetsockoptInt(fd, unix.IPPROTO_IP, unix.IP_RECVTOS, 1)
 	})
-	var res floodResult
+	res := floodResult{seen: map[uint32]bool{}}
 	var mu sync.Mutex
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		buf, oob := make([]byte, 2048), make([]byte, 128)
 		for {
-			_, oobn, _, _, err := rc.ReadMsgUDP(buf, oob)
+			n, oobn, _, _, err := rc.ReadMsgUDP(buf, oob)
 			if err != nil {
 				return
 			}
 			msgs, _ := unix.ParseSocketControlMessage(oob[:oobn])
 			mu.Lock()
+			if n >= 4 {
+				res.seen[binary.BigEndian.Uint32(buf)] = true
+			}
 			res.total++
 			for _, m := range msgs {
 				if (m.Header.Level == unix.IPPROTO_IP && m.Header.Type == unix.IP_TOS && len(m.Data) >= 1) ||
@@ -396,6 +409,9 @@ func gsoFlood(t *testing.T, p *Pair, tap *countTap, v6 bool, ecn aqm.ECN, bps ui
 	gap := time.Duration(float64(8*perSend*(seg+hdr)) / float64(bps) * 1e9)
 	start := time.Now()
 	for i := 0; time.Since(start) < d; i++ {
+		for k := 0; k < perSend; k++ {
+			binary.BigEndian.PutUint32(payload[k*seg:], uint32(i*perSend+k))
+		}
 		sc.Write(payload)
 		if ahead := time.Duration(i+1)*gap - time.Since(start); ahead > 0 {
 			time.Sleep(ahead)
