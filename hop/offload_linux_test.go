@@ -4,15 +4,18 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"io"
 	"net"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/pi2hop/pi2hop/aqm"
+	"github.com/pi2hop/pi2hop/pcap"
 	"github.com/pi2hop/pi2hop/shaper"
 	"github.com/pi2hop/pi2hop/tun"
 	"golang.org/x/sys/unix"
@@ -23,14 +26,24 @@ import (
 // segment is its own packet for the AQM, and what comes out is coalesced
 // only where no packet changes.
 
-// backendPair is newTestPair with the given backend and a tap counting
-// what the hop's taps saw.
-func backendPair(t *testing.T, b tun.Backend, cfg Config) (*Pair, *countTap) {
+// backendPair is newTestPair with the given backend, a tap counting what
+// the hop's taps saw, and a capture of every tap point to a pcapng file
+// (checkCapture reads it).
+func backendPair(t *testing.T, b tun.Backend, cfg Config) (*Pair, *countTap, *backendCapture) {
 	t.Helper()
 	cfg.TUN = b
 	prefix := fmt.Sprintf("p2t%d%d", os.Getpid()%10000, pairSeq.Add(1))
+	bc := &backendCapture{path: filepath.Join(t.TempDir(), "hop.pcapng")}
+	var err error
+	// Records of 64 bytes hold IP and TCP headers; 64 Ki of them ride out
+	// any stall of the writer at these rates, so analyze sees them all.
+	bc.c, err = pcap.NewCapture(bc.path, pcap.Options{Snaplen: 64, BufferRecords: 1 << 16, TimeOffset: UnixOffset()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { bc.c.Close() })
 	tap := &countTap{}
-	p, err := NewPairWith(context.Background(), PairSpec{ClientNS: prefix + "c", ServerNS: prefix + "s", Tap: tap}, cfg)
+	p, err := NewPairWith(context.Background(), PairSpec{ClientNS: prefix + "c", ServerNS: prefix + "s", Tap: bothTaps{tap, pcap.NewHopTap(bc.c, "")}}, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +61,90 @@ func backendPair(t *testing.T, b tun.Backend, cfg Config) (*Pair, *countTap) {
 	if _, off := up.(tun.OffloadCounter); off != (b == tun.BackendOffload) {
 		t.Fatalf("asked for %s, got %s", b, desc)
 	}
-	return p, tap
+	return p, tap, bc
+}
+
+// bothTaps hands every packet to two taps.
+type bothTaps [2]Tap
+
+func (b bothTaps) Packet(dir, point int, at int64, pkt []byte, ev *shaper.Event) {
+	b[0].Packet(dir, point, at, pkt, ev)
+	b[1].Packet(dir, point, at, pkt, ev)
+}
+
+// backendCapture is the pcapng capture of a backendPair's taps.
+type backendCapture struct {
+	path string
+	c    *pcap.Capture
+}
+
+// checkCapture stops the pair and its capture, then reads the file: every
+// packet in it is a segment (at most the MTU), and analyze finds exactly
+// the hop's counters, per direction and queue.
+func checkCapture(t *testing.T, p *Pair, bc *backendCapture) {
+	t.Helper()
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := bc.c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	snap := p.Hop.Stats()
+	r, err := pcap.Open(bc.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n, largest int
+	for {
+		pk, err := r.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("reading the capture: %v", err)
+		}
+		n, largest = n+1, max(largest, pk.Length)
+	}
+	r.Close()
+	if n == 0 || largest > DefaultMTU {
+		t.Errorf("capture: %d packets, the largest %d bytes; want segments of at most the MTU (%d)", n, largest, DefaultMTU)
+	}
+	res, err := pcap.Analyze([]pcap.Input{{Path: bc.path}}, pcap.AnalyzeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ifc := range res.Interfaces {
+		if ifc.CaptureDropped != 0 {
+			t.Fatalf("capture dropped %d records at %s: exact comparison impossible", ifc.CaptureDropped, ifc.Name)
+		}
+	}
+	for _, ds := range []*DirStats{&snap.Up, &snap.Down} {
+		if ds.In == 0 {
+			continue
+		}
+		d := res.Direction(ds.Dir.String())
+		if d == nil {
+			t.Errorf("no %s direction in the capture", ds.Dir)
+			continue
+		}
+		var in, sent, marked, dropped uint64
+		for _, c := range d.Classes {
+			hc := ds.Queue.C
+			if c.Class == "L" {
+				hc = ds.Queue.L
+			}
+			in, sent, marked, dropped = in+c.In, sent+c.Sent, marked+c.Marked, dropped+c.Dropped
+			if c.Sent != hc.Sent || c.Marked != hc.Marked || c.Dropped != hc.Dropped {
+				t.Errorf("%s %s: analyze sent/marked/dropped %d/%d/%d, the hop's queue %d/%d/%d",
+					ds.Dir, c.Class, c.Sent, c.Marked, c.Dropped, hc.Sent, hc.Marked, hc.Dropped)
+			}
+		}
+		t.Logf("%s: analyze in %d sent %d marked %d dropped %d", ds.Dir, in, sent, marked, dropped)
+		if in != ds.In || sent != ds.Out || marked != ds.Marked || dropped != ds.Dropped() {
+			t.Errorf("%s: analyze in/sent/marked/dropped %d/%d/%d/%d, the hop %d/%d/%d/%d",
+				ds.Dir, in, sent, marked, dropped, ds.In, ds.Out, ds.Marked, ds.Dropped())
+		}
+	}
 }
 
 // countTap counts tapped packets per direction and point, the largest,
@@ -173,8 +269,8 @@ func TestBackendTCPRate(t *testing.T) {
 	for _, b := range []tun.Backend{tun.BackendOffload, tun.BackendWater} {
 		for _, bps := range []uint64{10_000_000, 100_000_000} {
 			t.Run(fmt.Sprintf("%s/%dMbit", b, bps/1_000_000), func(t *testing.T) {
-				p, tap := backendPair(t, b, testConfig(bps, 0))
-				csum0 := csumCounters(t, p.ServerNS)
+				p, tap, bc := backendPair(t, b, testConfig(bps, 0))
+				csum0, ccsum0 := csumCounters(t, p.ServerNS), csumCounters(t, p.ClientNS)
 				got := tcpRate(t, p, time.Second, 8*time.Second)
 				ratio := got / float64(bps)
 				t.Logf("TCP at %d bit/s: received %.0f bit/s IP (%.2f %%)", bps, got, 100*ratio)
@@ -188,6 +284,7 @@ func TestBackendTCPRate(t *testing.T) {
 				checkBalance(t, s.Down)
 				checkTap(t, tap, s)
 				checkNoCsumErrors(t, csum0, csumCounters(t, p.ServerNS))
+				checkNoCsumErrors(t, ccsum0, csumCounters(t, p.ClientNS)) // the ACKs
 				if b == tun.BackendOffload {
 					up, down := p.Hop.Devices()
 					su, sd := up.(tun.OffloadCounter).OffloadStats(), down.(tun.OffloadCounter).OffloadStats()
@@ -200,6 +297,7 @@ func TestBackendTCPRate(t *testing.T) {
 						t.Errorf("offload backend dropped %d packets", su.Dropped()+sd.Dropped())
 					}
 				}
+				checkCapture(t, p, bc)
 			})
 		}
 	}
@@ -284,7 +382,7 @@ func TestBackendMarksSegments(t *testing.T) {
 				t.Run(fmt.Sprintf("%s/%s/v6=%v", b, fl.name, v6), func(t *testing.T) {
 					cfg := testConfig(fl.link, 0)
 					cfg.Up.Queue.DualPI2 = fl.q
-					p, tap := backendPair(t, b, cfg)
+					p, tap, bc := backendPair(t, b, cfg)
 					csum0 := csumCounters(t, p.ServerNS)
 					recv := gsoFlood(t, p, tap, v6, aqm.ECT1, fl.offer, fl.perSend, 2*time.Second)
 					s := p.Hop.Stats()
@@ -312,6 +410,7 @@ func TestBackendMarksSegments(t *testing.T) {
 					checkBalance(t, s.Up)
 					checkTap(t, tap, s)
 					checkNoCsumErrors(t, csum0, csumCounters(t, p.ServerNS))
+					defer checkCapture(t, p, bc)
 					if b != tun.BackendOffload {
 						return
 					}
