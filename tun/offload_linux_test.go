@@ -480,3 +480,104 @@ func TestOffloadDeviceAllocatesNothing(t *testing.T) {
 		t.Errorf("no coalesced write: %+v", st)
 	}
 }
+
+// Reading allocates nothing either: a USO super-packet the namespace's
+// stack sends into the device, split into its segments over two calls
+// (the second takes what did not fit the first's buffers), and a single
+// datagram whose partial checksum is completed.
+func TestOffloadReadAllocatesNothing(t *testing.T) {
+	needRoot(t)
+	ns := testName(t)
+	j := NewJournal(nil)
+	t.Cleanup(func() { j.Undo() })
+	if err := j.NewNamespace(ns); err != nil {
+		t.Fatal(err)
+	}
+	// No IPv6 in the namespace: its router solicitations and MLD reports
+	// would be read in place of the packets counted here.
+	err := Do(ns, func() error {
+		for _, c := range []string{"all", "default"} {
+			if err := os.WriteFile("/proc/sys/net/ipv6/conf/"+c+"/disable_ipv6", []byte("1"), 0o644); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := j.OpenTUNBackend(ns, "p2o0", 1500, BackendOffload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	// Without USO (Linux < 6.2) the stack cuts the datagrams itself and
+	// the device reads 8 single packets per send instead.
+	uso := d.(*offloadDevice).Offloads()&OffloadUSO4 != 0
+	if err := j.AddAddr(ns, "p2o0", netip.MustParsePrefix("10.9.0.1/24")); err != nil {
+		t.Fatal(err)
+	}
+	// A socket sending to 10.9.0.2, which the namespace routes into the
+	// device: UDP_SEGMENT turns each send of 8 x 1200 bytes into one
+	// super-packet.
+	var fd int
+	err = Do(ns, func() error {
+		var err error
+		if fd, err = unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0); err != nil {
+			return err
+		}
+		if err := unix.SetsockoptInt(fd, unix.SOL_UDP, unix.UDP_SEGMENT, 1200); err != nil {
+			return err
+		}
+		return unix.Connect(fd, &unix.SockaddrInet4{Port: 9, Addr: [4]byte{10, 9, 0, 2}})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	p := d.(Pollable)
+	super, single := make([]byte, 8*1200), make([]byte, 100)
+	bufs, sizes := make([][]byte, 5), make([]int, 5)
+	for i := range bufs {
+		bufs[i] = make([]byte, 1536)
+	}
+	// read takes want packets in calls of at most 5, within a deadline
+	// (the kernel queues the packet on the device at once, but say so).
+	read := func(want int) {
+		got := 0
+		for deadline := time.Now().Add(2 * time.Second); got < want; {
+			n, err := p.TryRead(bufs[:min(5, want-got)], sizes)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got += n
+			if n == 0 && time.Now().After(deadline) {
+				t.Fatalf("read %d of %d packets in 2 s", got, want)
+			}
+		}
+	}
+	step := func() {
+		if _, err := unix.Write(fd, super); err != nil {
+			t.Fatal(err)
+		}
+		read(8)
+		if _, err := unix.Write(fd, single); err != nil {
+			t.Fatal(err)
+		}
+		read(1)
+	}
+	step()
+	if allocs := testing.AllocsPerRun(50, step); allocs != 0 {
+		t.Errorf("%v allocations per super-packet and single packet read, want 0", allocs)
+	}
+	st := d.(OffloadCounter).OffloadStats()
+	switch {
+	case st.Dropped() != 0:
+		t.Errorf("counters %+v: want no drop", st)
+	// 52 steps: ours, AllocsPerRun's warm-up, its 50.
+	case uso && (st.SuperPackets != 52 || st.Segments != 52*8 || st.Completed != 52):
+		t.Errorf("counters %+v: want 52 super-packets of 8 segments and 52 checksums completed", st)
+	case !uso && st.Completed != 52*9:
+		t.Errorf("counters %+v without USO: want 52 x 9 checksums completed", st)
+	}
+}
