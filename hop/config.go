@@ -9,6 +9,7 @@ import (
 
 	"github.com/pi2hop/pi2hop/aqm"
 	"github.com/pi2hop/pi2hop/shaper"
+	"github.com/pi2hop/pi2hop/tun"
 )
 
 // DirConfig is one direction's link and queue discipline.
@@ -23,6 +24,9 @@ type Config struct {
 	Up, Down DirConfig
 	Seed     uint64 // random loss and AQM rolls: same seed, same decisions
 	MTU      int    // largest packet, bytes (default 1500); sizes the buffers
+	// TUN is the backend of the devices NewPair opens: tun.BackendOffload
+	// (the default, "") falls back to water when the kernel refuses it.
+	TUN tun.Backend
 
 	// Tuning; zero means the default.
 	Batch int // packets read per wake (default 64)
@@ -113,6 +117,11 @@ func (c Config) Validate() error {
 	}
 	if c.CPULatency > time.Second {
 		return fmt.Errorf("hop: CPU latency %v: want at most 1s (negative: no request)", c.CPULatency)
+	}
+	if c.TUN != "" {
+		if _, err := tun.ParseBackend(string(c.TUN)); err != nil {
+			return fmt.Errorf("hop: %w", err)
+		}
 	}
 	if c.StatsInterval < time.Millisecond {
 		return fmt.Errorf("hop: stats interval %v: want >= 1ms", c.StatsInterval)

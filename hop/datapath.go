@@ -85,27 +85,37 @@ func (o *owner) accept(slot int32, size int, now int64) {
 	}
 }
 
-// release runs the link up to now and finishes every packet it let go.
+// writeBatch is the most packets handed to the output device in one
+// Write: enough for the offload backend to coalesce a 64 KiB super-packet
+// of any segment size down to 256 bytes.
+const writeBatch = 256
+
+// release runs the link up to now and finishes every packet it let go, in
+// one pass: drops counted, marks set, and the packets to send written in
+// batches (one system call each for as many as the device can coalesce).
+// The events slice holds as many packets as the slab, so no pass, however
+// late, makes it grow.
 func (o *owner) release(now int64) {
 	o.events = o.link.Poll(now, o.events[:0])
 	for i := range o.events {
 		o.st.Lateness.Add(now - o.events[i].At)
 		o.st.Worst.Add(now - o.events[i].At)
-		o.finish(&o.events[i])
+		o.finish(&o.events[i], int32(i))
 	}
+	o.flush()
 }
 
-// finish writes out a released packet (setting CE if it was marked) or
-// counts its drop, then frees its slot.
-func (o *owner) finish(ev *shaper.Event) {
+// finish prepares a released packet for writing (setting CE if it was
+// marked) or counts its drop and frees its slot.
+func (o *owner) finish(ev *shaper.Event, i int32) {
 	slot := ev.Meta.Slot
 	pkt := o.slab.buf(slot)[:ev.Meta.Len]
-	defer o.slab.put(slot)
 	if ev.Verdict.Action == aqm.Drop {
 		o.st.QueueDrops[ev.Verdict.Reason]++
 		if o.tap != nil {
 			o.tap.Packet(int(o.dir), int(TapDrop), ev.At, pkt, ev)
 		}
+		o.slab.put(slot)
 		return
 	}
 	if ev.Verdict.Action == aqm.Mark && aqm.View(pkt).SetCE() {
@@ -119,8 +129,35 @@ func (o *owner) finish(ev *shaper.Event) {
 	} else {
 		o.st.SojournL.Add(ev.Deq - ev.Meta.Arrival)
 	}
-	o.one[0] = pkt
-	if _, err := o.out.Write(o.one[:]); err != nil {
+	o.wbufs = append(o.wbufs, pkt)
+	o.wevs = append(o.wevs, i)
+	if len(o.wbufs) == cap(o.wbufs) {
+		o.flush()
+	}
+}
+
+// flush writes the packets finish collected, then counts, taps and frees
+// each. A packet the device refuses is counted as a write error and the
+// rest are written on.
+func (o *owner) flush() {
+	for k := 0; k < len(o.wbufs); {
+		n, err := o.out.Write(o.wbufs[k:])
+		for end := k + n; k < end; k++ {
+			o.sent(&o.events[o.wevs[k]], o.wbufs[k], true)
+		}
+		if k < len(o.wbufs) && (err != nil || n == 0) {
+			o.sent(&o.events[o.wevs[k]], o.wbufs[k], false)
+			k++
+		}
+	}
+	clear(o.wbufs) // hold no slab slices past their packet
+	o.wbufs, o.wevs = o.wbufs[:0], o.wevs[:0]
+}
+
+// sent accounts for one written (ok) or refused packet and frees its slot.
+func (o *owner) sent(ev *shaper.Event, pkt []byte, ok bool) {
+	defer o.slab.put(ev.Meta.Slot)
+	if !ok {
 		o.st.WriteErrors++
 		if o.tap != nil {
 			o.tap.Packet(int(o.dir), int(TapDrop), ev.At, pkt, ev)

@@ -18,10 +18,14 @@
 //  1. edits: drain the eventfd if it woke us, then apply the pending
 //     DirEdits (takeEdits): changes land between batches, never in one
 //  2. release: Link.Poll(now): everything due happens, in time order; each
-//     released packet gets CE in its bytes if marked and is written to
-//     the output TUN, each dropped one is counted by reason; slots freed
+//     released packet gets CE in its bytes if marked, and all of them go
+//     to the output TUN in one Write per pass (up to 256; the offload
+//     backend coalesces runs of one flow into one system call), each
+//     dropped one is counted by reason; slots freed after the write
 //  3. read: if the last wait found the input readable: up to
-//     Config.Batch packets into free slab slots, so the backlog builds
+//     Config.Batch packets into free slab slots (with the offload
+//     backend: the segments of the endpoints' TSO/USO super-packets, each
+//     its own packet for the queue from here on), so the backlog builds
 //     in our AQM, not in the kernel's TUN ring (with no free slot, one
 //     packet is read and counted as a no-buffer drop)
 //  4. enqueue: the clock is read after the read, the link is released up
@@ -33,7 +37,9 @@
 //     on the input TUN's descriptor and the direction's eventfd, with
 //     the timeout running to the link's next event (end of a
 //     transmission, release from the delay line, PI update) or the next
-//     snapshot; short waits are spun through, and the last stretch
+//     snapshot; when packets leave closer than 25 µs apart it sleeps
+//     100 µs and releases them together; short waits are spun through,
+//     and the last stretch
 //     before a lone deadline too, its length learnt from the timer's
 //     lateness (see owner.wait)
 //

@@ -11,9 +11,10 @@ import (
 	"github.com/pi2hop/pi2hop/tun/tuntest"
 )
 
-// stallingDevice is a server-side device whose every 25th write takes
-// 3 ms, as a preempted owner thread or a slow TUN write would. It records
-// when each packet (by source port) came out.
+// stallingDevice is a server-side device whose write of every 25th packet
+// takes 3 ms, as a preempted owner thread or a slow TUN write would. It
+// records when each packet (by source port) came out; the owner writes
+// released packets in batches, so one Write may carry several.
 type stallingDevice struct {
 	*tuntest.ChannelDevice
 	mu  sync.Mutex
@@ -21,12 +22,14 @@ type stallingDevice struct {
 }
 
 func (s *stallingDevice) Write(b [][]byte) (int, error) {
-	port := binary.BigEndian.Uint16(b[0][20:])
-	s.mu.Lock()
-	s.out[port] = time.Now()
-	s.mu.Unlock()
-	if port%25 == 0 {
-		time.Sleep(3 * time.Millisecond)
+	for _, p := range b {
+		port := binary.BigEndian.Uint16(p[20:])
+		s.mu.Lock()
+		s.out[port] = time.Now()
+		s.mu.Unlock()
+		if port%25 == 0 {
+			time.Sleep(3 * time.Millisecond)
+		}
 	}
 	return s.ChannelDevice.Write(b)
 }

@@ -107,7 +107,7 @@ func NewGateway(ctx context.Context, spec GatewaySpec, cfg Config) (g *Gateway, 
 		}
 	}()
 	for _, n := range []string{g.UpDev, g.DownDev} {
-		d, err := j.OpenTUN("", n, cfg.withDefaults().MTU)
+		d, err := j.OpenTUNBackend("", n, cfg.withDefaults().MTU, cfg.TUN)
 		if err != nil {
 			return nil, err
 		}

@@ -52,7 +52,8 @@ type owner struct {
 	slots   []int32
 	scratch []byte // read target when every slot is in use
 	events  []shaper.Event
-	one     [1][]byte
+	wbufs   [][]byte     // released packets to write in one call (see flush)
+	wevs    []int32      // each one's index in events
 	ev      shaper.Event // scratch event for taps of refused packets
 	dropFn  func(aqm.Meta)
 	st      DirStats
@@ -103,7 +104,9 @@ func newOwner(h *Hop, d Dir, dir DirConfig, in, out tun.Device) (*owner, error) 
 		sizes:     make([]int, c.Batch),
 		slots:     make([]int32, c.Batch),
 		scratch:   make([]byte, c.slotSize()),
-		events:    make([]shaper.Event, 0, 4*c.Batch+256),
+		events:    make([]shaper.Event, 0, c.slots(dir)),
+		wbufs:     make([][]byte, 0, writeBatch),
+		wevs:      make([]int32, 0, writeBatch),
 		published: make(chan struct{}, 1),
 		edits:     make(chan editReq),
 		exited:    make(chan struct{}),

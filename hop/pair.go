@@ -68,7 +68,7 @@ func NewPairWith(ctx context.Context, spec PairSpec, cfg Config) (p *Pair, err e
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	mtu := cfg.withDefaults().MTU
+	mtu, backend := cfg.withDefaults().MTU, cfg.TUN
 	j := spec.Journal
 	p = &Pair{
 		ClientNS: spec.ClientNS, ServerNS: spec.ServerNS,
@@ -96,7 +96,7 @@ func NewPairWith(ctx context.Context, spec PairSpec, cfg Config) (p *Pair, err e
 				return nil, err
 			}
 		}
-		d, err := j.OpenTUN(e.ns, e.dev, mtu)
+		d, err := j.OpenTUNBackend(e.ns, e.dev, mtu, backend)
 		if err != nil {
 			return nil, err
 		}

@@ -185,9 +185,20 @@ func (h *ipHeader) ports(b []byte) {
 // across capture points; 40 covers a TCP header with its timestamps.
 const matchWindow = 40
 
+// l4ChecksumAt is where the checksum sits in a TCP or UDP header (0: none).
+func l4ChecksumAt(proto uint8) int {
+	switch proto {
+	case 6:
+		return 16
+	case 17:
+		return 6
+	}
+	return 0
+}
+
 // matchKey identifies one packet at an ingress and an egress capture
 // point: everything the hop or a router on the way does not change
-// (not ECN, TTL or the IPv4 checksum).
+// (not ECN, TTL, the IPv4 checksum, nor the TCP/UDP checksum, see below).
 func (h *ipHeader) matchKey(seed maphash.Seed, b []byte) uint64 {
 	var buf [48 + matchWindow]byte
 	buf[0] = h.version
@@ -204,6 +215,13 @@ func (h *ipHeader) matchKey(seed maphash.Seed, b []byte) uint64 {
 	n := 48
 	if h.l4 < end {
 		n += copy(buf[48:], b[h.l4:end])
+	}
+	// Nor the TCP/UDP checksum: a TUN with checksum offload (the hop's
+	// offload backend) hands the kernel's packets over, and tcpdump on it
+	// records them, with only the pseudo-header sum in that field; the
+	// hop completes it before the packet goes on.
+	if f := l4ChecksumAt(h.flow.Proto); f > 0 && 48+f+2 <= n {
+		buf[48+f], buf[48+f+1] = 0, 0
 	}
 	return maphash.Bytes(seed, buf[:n])
 }

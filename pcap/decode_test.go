@@ -2,6 +2,7 @@ package pcap
 
 import (
 	"encoding/binary"
+	"hash/maphash"
 	"os"
 	"path/filepath"
 	"testing"
@@ -244,5 +245,51 @@ func TestAnalyzeTcpdumpPair(t *testing.T) {
 	d = res.Direction("client.pcap")
 	if d == nil || d.Class(aqm.Classic).In != 5 || d.Class(aqm.L4S).In != 5 || d.Class(aqm.L4S).Dropped != 0 {
 		t.Errorf("single capture: %+v", d)
+	}
+}
+
+// TestMatchKey: a packet is the same packet at both capture points when
+// only what a hop may change differs (ECN, TTL, the IPv4 header checksum,
+// the TCP/UDP checksum that an offload TUN hands over as the
+// pseudo-header sum), and a different one when anything else does.
+func TestMatchKey(t *testing.T) {
+	seed := maphash.MakeSeed()
+	key := func(b []byte) uint64 {
+		h, ok := decodeIP(b)
+		if !ok {
+			t.Fatalf("decodeIP(% x) failed", b)
+		}
+		return h.matchKey(seed, b)
+	}
+	tcp4 := testPacket{src: cli4, dst: srv4, proto: 6, sport: 1000, dport: 2000, ecn: aqm.ECT1, id: 7, payload: 30, seq: 9}
+	udp6 := testPacket{src: cli6, dst: srv6, proto: 17, sport: 53, dport: 5353, ecn: aqm.ECT0, id: 5, payload: 30, seq: 9}
+	// edit returns a copy of b changed by f.
+	edit := func(b []byte, f func(b []byte)) []byte {
+		c := append([]byte(nil), b...)
+		f(c)
+		return c
+	}
+	for _, tc := range []struct {
+		name string
+		base []byte
+		f    func(b []byte)
+		same bool
+	}{
+		{"ipv4 tcp: CE set", tcp4.build(), func(b []byte) { copy(b, setCE(b)) }, true},
+		{"ipv4 tcp: TTL and header checksum", tcp4.build(), func(b []byte) { b[8]--; b[10] ^= 1 }, true},
+		{"ipv4 tcp: checksum field", tcp4.build(), func(b []byte) { b[20+16] ^= 0xff; b[20+17] ^= 0x0f }, true},
+		{"ipv4 tcp: sequence number", tcp4.build(), func(b []byte) { b[20+7] ^= 1 }, false},
+		{"ipv4 tcp: payload byte", tcp4.build(), func(b []byte) { b[45] ^= 1 }, false},
+		{"ipv4 tcp: urgent pointer beside the checksum", tcp4.build(), func(b []byte) { b[20+18] ^= 1 }, false},
+		{"ipv4 tcp: identification", tcp4.build(), func(b []byte) { b[5] ^= 1 }, false},
+		{"ipv6 udp: checksum field", udp6.build(), func(b []byte) { b[40+6] ^= 0xff; b[40+7] ^= 0xff }, true},
+		{"ipv6 udp: hop limit and CE", udp6.build(), func(b []byte) { b[7]--; copy(b, setCE(b)) }, true},
+		{"ipv6 udp: length field of UDP", udp6.build(), func(b []byte) { b[40+5] ^= 1 }, false},
+		{"ipv6 udp: payload byte", udp6.build(), func(b []byte) { b[50] ^= 1 }, false},
+	} {
+		got := key(tc.base) == key(edit(tc.base, tc.f))
+		if got != tc.same {
+			t.Errorf("%s: same key %v, want %v", tc.name, got, tc.same)
+		}
 	}
 }

@@ -3,19 +3,23 @@
 // change recorded in a Journal so that it can be undone in reverse order,
 // by this process on exit or by a later one after a crash.
 //
-// The data path sees only Device (and, on Linux, Pollable); the backend
-// behind it is songgao/water today, one packet per system call, and can be
-// replaced by a faster one (vnet header, offloads) without touching hop.
+// The data path sees only Device (and, on Linux, Pollable). Two backends
+// serve it: the offload one (IFF_VNET_HDR, TSO/USO super-packets split on
+// read and coalesced on write, offload_linux.go) and songgao/water, one
+// packet per system call, the fallback. Either way every buffer holds one
+// IP packet of at most the MTU.
 //
 // Everything that touches the kernel is Linux-only (files *_linux.go); on
 // other systems the same functions return ErrUnsupported.
 package tun
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // Device is one TUN device carrying raw IPv4/IPv6 packets (no packet-info
-// header). Batches follow wireguard-go's shape; this backend moves one
-// packet per system call inside them.
+// header), each at most MTU bytes. Batches follow wireguard-go's shape.
 type Device interface {
 	// Read blocks until at least one packet is available and reads up to
 	// len(bufs) packets, packet i into bufs[i] with its length in sizes[i]
@@ -24,7 +28,10 @@ type Device interface {
 	Read(bufs [][]byte, sizes []int) (n int, err error)
 
 	// Write writes each buffer as one packet and returns how many were
-	// written before the first error.
+	// written before the first error (the packet at that index is the
+	// one that failed). A backend may hand consecutive packets to the
+	// kernel in one system call, but only where the kernel then sees
+	// exactly those packets.
 	Write(bufs [][]byte) (int, error)
 
 	Name() string // interface name
@@ -42,8 +49,45 @@ type Pollable interface {
 	// polling it before calling Close.
 	PollFd() int
 	// TryRead is Read without blocking: it returns n == 0 and a nil error
-	// when no packet is waiting.
+	// when no packet is waiting. It returns n < len(bufs) only when
+	// nothing is left, neither in the kernel nor held back by the device
+	// (the offload backend keeps the segments of a super-packet that did
+	// not fit for the next call, which PollFd may not announce).
 	TryRead(bufs [][]byte, sizes []int) (n int, err error)
+}
+
+// Backend names a TUN backend.
+type Backend string
+
+const (
+	// BackendOffload: vnet header with checksum offload and TSO (USO too
+	// where the kernel has it); falls back to water if refused.
+	BackendOffload Backend = "offload"
+	// BackendWater: songgao/water, one packet per system call.
+	BackendWater Backend = "water"
+)
+
+// ParseBackend reads a --tun value.
+func ParseBackend(s string) (Backend, error) {
+	switch b := Backend(s); b {
+	case BackendOffload, BackendWater:
+		return b, nil
+	}
+	return "", fmt.Errorf("tun backend %q: want %s or %s", s, BackendOffload, BackendWater)
+}
+
+// Describer is implemented by the devices this package opens.
+type Describer interface {
+	// Backend says which backend serves the device, for the start-up
+	// line: "offload (csum tso4 tso6 uso4 uso6)" with the offloads the
+	// kernel accepted, or "water", with the reason when offload was
+	// asked for and refused.
+	Backend() string
+}
+
+// OffloadCounter is implemented by devices of the offload backend.
+type OffloadCounter interface {
+	OffloadStats() OffloadStats
 }
 
 // DropCounter is implemented by devices whose kernel side can drop

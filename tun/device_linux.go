@@ -38,20 +38,42 @@ type waterDevice struct {
 	wErr  error
 	wFunc func(uintptr) bool
 
+	why string // why not the offload backend, when that was asked for
+
 	closeOnce sync.Once
 	closeErr  error
 }
 
 // Open creates TUN device name in the calling thread's network namespace
-// (see OpenIn for another one), sets its MTU and txqueuelen and brings it
-// up. The device disappears when it is closed.
-func Open(name string, mtu int) (Device, error) {
+// (see OpenIn for another one) with the default backend (BackendOffload,
+// falling back to water), sets its MTU and txqueuelen and brings it up.
+// The device disappears when it is closed.
+func Open(name string, mtu int) (Device, error) { return OpenBackend(name, mtu, BackendOffload) }
+
+// OpenBackend is Open with a chosen backend. BackendOffload falls back to
+// water when the kernel refuses the vnet header or the offloads; the
+// device's Backend method then says why.
+func OpenBackend(name string, mtu int, b Backend) (Device, error) {
 	if len(name) == 0 || len(name) >= unix.IFNAMSIZ {
 		return nil, fmt.Errorf("tun: device name %q: want 1 to %d characters", name, unix.IFNAMSIZ-1)
 	}
 	if mtu < 576 || mtu > 65535 {
 		return nil, fmt.Errorf("tun: MTU %d for %s: want 576..65535", mtu, name)
 	}
+	switch b {
+	case BackendWater:
+		return openWater(name, mtu, "")
+	case BackendOffload, "":
+		d, err := openOffload(name, mtu)
+		if err == nil {
+			return d, nil
+		}
+		return openWater(name, mtu, err.Error())
+	}
+	return nil, fmt.Errorf("tun: backend %q: want %s or %s", b, BackendOffload, BackendWater)
+}
+
+func openWater(name string, mtu int, why string) (Device, error) {
 	// water opens /dev/net/tun without O_CLOEXEC, so every program
 	// started after (a shell's command) would inherit the device and
 	// could write packets past the bottleneck. ForkLock keeps a fork
@@ -72,7 +94,7 @@ func Open(name string, mtu int) (Device, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tun: create %s: %w", name, err)
 	}
-	d := &waterDevice{ifce: ifce, name: ifce.Name(), mtu: mtu}
+	d := &waterDevice{ifce: ifce, name: ifce.Name(), mtu: mtu, why: why}
 	f, ok := ifce.ReadWriteCloser.(*os.File)
 	if !ok {
 		ifce.Close()
@@ -116,6 +138,13 @@ func configureLink(h *netlink.Handle, name string, mtu, txqlen int) error {
 func (d *waterDevice) Name() string { return d.name }
 func (d *waterDevice) MTU() int     { return d.mtu }
 func (d *waterDevice) PollFd() int  { return d.fd }
+
+func (d *waterDevice) Backend() string {
+	if d.why != "" {
+		return "water (no offload: " + d.why + ")"
+	}
+	return "water"
+}
 
 func (d *waterDevice) Read(bufs [][]byte, sizes []int) (int, error) {
 	if len(bufs) == 0 {
@@ -185,11 +214,15 @@ func (d *waterDevice) writeRaw(fd uintptr) bool {
 	}
 }
 
-func (d *waterDevice) RingDrops() (uint64, error) {
-	if d.nl == nil {
+func (d *waterDevice) RingDrops() (uint64, error) { return ringDrops(d.nl, d.name) }
+
+// ringDrops reads device name's tx_dropped: packets the kernel could not
+// queue for us because the TUN ring was full.
+func ringDrops(nl *netlink.Handle, name string) (uint64, error) {
+	if nl == nil {
 		return 0, errors.New("tun: no netlink handle")
 	}
-	l, err := d.nl.LinkByName(d.name)
+	l, err := nl.LinkByName(name)
 	if err != nil {
 		return 0, err
 	}

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"time"
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
@@ -99,16 +100,40 @@ func (j *Journal) AddAddr(ns, dev string, p netip.Prefix) error {
 			return err
 		}
 		a := &netlink.Addr{IPNet: ipNet(p)}
-		if p.Addr().Is6() {
-			a.Flags = unix.IFA_F_NODAD
+		if !p.Addr().Is6() {
+			return h.AddrAdd(l, a)
 		}
-		return h.AddrAdd(l, a)
+		a.Flags = unix.IFA_F_NODAD
+		if err := h.AddrAdd(l, a); err != nil {
+			return err
+		}
+		return waitLocal(h, p.Addr())
 	})
 	if err != nil {
 		forget()
 		return fmt.Errorf("tun: add %s: %w", e, err)
 	}
 	return nil
+}
+
+// waitLocal waits until the kernel delivers packets for IPv6 address a
+// locally. An IPv6 address's local route is installed by addrconf's work
+// queue, not by the request that added it (even with NODAD): until that
+// work has run, packets to the address are treated as someone else's and
+// dropped (Ip6InAddrErrors). On a loaded machine that took over 100 ms,
+// and a hop's first packets were lost.
+func waitLocal(h *netlink.Handle, a netip.Addr) error {
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		rs, err := h.RouteGet(a.AsSlice())
+		if err == nil && len(rs) > 0 && rs[0].Type == unix.RTN_LOCAL {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("address %v not local within 5 s (route %v, %v)", a, rs, err)
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 // AddRoute adds r in namespace ns.

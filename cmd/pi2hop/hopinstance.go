@@ -9,6 +9,7 @@ import (
 	"github.com/pi2hop/pi2hop/hop/instance"
 	"github.com/pi2hop/pi2hop/internal/flagvalue"
 	"github.com/pi2hop/pi2hop/pcap"
+	"github.com/pi2hop/pi2hop/tun"
 	"github.com/spf13/pflag"
 )
 
@@ -24,15 +25,20 @@ type instanceFlags struct {
 	verbose    bool
 	cpuLatency flagvalue.CPULatency
 	floorProbe bool
+	tun        flagvalue.Choice
 }
 
 func addInstanceFlags(fs *pflag.FlagSet) *instanceFlags {
-	f := &instanceFlags{}
+	f := &instanceFlags{tun: flagvalue.Choice{
+		Val:     string(tun.BackendOffload),
+		Choices: []string{string(tun.BackendOffload), string(tun.BackendWater)},
+	}}
 	fs.StringVar(&f.name, "name", defaultInstance, "instance `name`: tags devices, rules and files (/run/pi2hop/NAME.*); stats and set find the instance by it")
 	fs.StringVar(&f.metrics, "metrics", "", "serve Prometheus /metrics on `ADDR` (host:port; a bare :port binds to loopback)")
 	fs.BoolVarP(&f.verbose, "verbose", "v", false, "log debug messages")
 	fs.Var(&f.cpuLatency, "cpu-latency", cpuLatencyUsage)
 	fs.BoolVar(&f.floorProbe, "floor-probe", true, "measure the machine's own timing floor beside the hop (a SCHED_FIFO process per CPU that wakes every 200us, ~1-3% of a core each); stats shows its worst wake-up next to the hop's")
+	fs.Var(&f.tun, "tun", "TUN `backend`: offload (vnet header, TSO/USO: the endpoints' super-packets are split into segments for the AQM and coalesced back where no packet changes; water if the kernel refuses, with the reason logged) or water (one packet per system call)")
 	return f
 }
 
@@ -56,6 +62,7 @@ func runInstance(ctx context.Context, env *cmdEnv, command string, inst *instanc
 	}
 	cfg.CPULatency = inst.cpuLatency.D
 	cfg.FloorProbe = inst.floorProbe
+	cfg.TUN = tun.Backend(inst.tun.Val)
 	err = instance.Run(ctx, instance.Options{
 		Name: inst.name, Command: command,
 		Settings: link.settings(), Config: cfg,

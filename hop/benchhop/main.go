@@ -1,8 +1,10 @@
 // Command benchhop measures the live hop against the kernel's own router
-// on this machine, in one run (issue 3, `make bench-hop`): forwarding
-// throughput unshaped (TCP and UDP with 1500-byte packets), shaped TCP at
-// 1 Gbit/s through DualPI2 with 10 ms delay, added idle RTT, pacing
-// lateness at 10, 100 and 1000 Mbit/s, and the hop's CPU time per packet.
+// on this machine, in one run (issues 3 and 10, `make bench-hop`), through
+// each TUN backend (offload and water): forwarding throughput unshaped
+// (TCP and UDP with 1500-byte packets), shaped TCP through DualPI2 with
+// 10 ms delay at 1, 2, 5 and 10 Gbit/s, added idle RTT, pacing lateness at
+// 10, 100 and 1000 Mbit/s, and the hop's CPU time per segment; it says
+// which offloads the kernel accepted, and the load average it ran under.
 //
 // It needs root (namespaces, TUN devices) and a quiet machine; it is not
 // a test and is not run in CI. Run: go run ./hop/benchhop
@@ -18,6 +20,8 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/pi2hop/pi2hop/aqm"
@@ -28,14 +32,15 @@ import (
 )
 
 var (
-	tcpTime = flag.Duration("tcp", 5*time.Second, "length of each TCP measurement (after 1s warm-up)")
-	udpTime = flag.Duration("udp", 3*time.Second, "length of each UDP measurement")
-	spin    = flag.Duration("spin", 0, "hop.Config.Spin (0: learnt from the timer, negative: off)")
-	prio    = flag.Int("priority", 0, "hop.Config.Priority (0: default, negative: normal threads)")
-	cpuLat  = flag.Duration("cpu-latency", 0, "hop.Config.CPULatency (0: idle CPUs poll, negative: no PM QoS request)")
-	cpuProf = flag.String("cpuprofile", "", "write a CPU profile of the run to `file`")
-	only    = flag.String("only", "", "run only this part: tcp, udp, rtt, shaped, pacing")
-	shapedR = flag.Float64("shaped-gbit", 1, "link rate of the shaped TCP measurement, Gbit/s")
+	tcpTime  = flag.Duration("tcp", 5*time.Second, "length of each TCP measurement (after 1s warm-up)")
+	udpTime  = flag.Duration("udp", 3*time.Second, "length of each UDP measurement")
+	spin     = flag.Duration("spin", 0, "hop.Config.Spin (0: learnt from the timer, negative: off)")
+	prio     = flag.Int("priority", 0, "hop.Config.Priority (0: default, negative: normal threads)")
+	cpuLat   = flag.Duration("cpu-latency", 0, "hop.Config.CPULatency (0: idle CPUs poll, negative: no PM QoS request)")
+	cpuProf  = flag.String("cpuprofile", "", "write a CPU profile of the run to `file`")
+	only     = flag.String("only", "", "run only this part: tcp, udp, rtt, shaped, pacing")
+	shapedR  = flag.String("shaped-gbit", "1,2,5,10", "link rates of the shaped TCP measurements, Gbit/s, comma-separated")
+	backends = flag.String("tun", "offload,water", "TUN backends to measure, comma-separated (offload, water)")
 )
 
 func main() {
@@ -71,124 +76,244 @@ type path struct {
 	hop            *hop.Hop
 }
 
+// parseList reads the -tun and -shaped-gbit lists.
+func parseList() ([]tun.Backend, []float64, error) {
+	var bs []tun.Backend
+	for _, s := range strings.Split(*backends, ",") {
+		b, err := tun.ParseBackend(strings.TrimSpace(s))
+		if err != nil {
+			return nil, nil, fmt.Errorf("-tun: %w", err)
+		}
+		bs = append(bs, b)
+	}
+	var rates []float64
+	for _, s := range strings.Split(*shapedR, ",") {
+		g, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+		if err != nil || g <= 0 || g > 100 {
+			return nil, nil, fmt.Errorf("-shaped-gbit %q: want rates in Gbit/s like 1,2,5,10", s)
+		}
+		rates = append(rates, g)
+	}
+	return bs, rates, nil
+}
+
 func run() error {
+	bs, rates, err := parseList()
+	if err != nil {
+		return err
+	}
 	prefix := fmt.Sprintf("p2b%d", os.Getpid()%10000)
-	fmt.Printf("benchhop: %s, GOMAXPROCS %d, TCP %v, UDP %v\n", time.Now().Format(time.RFC3339), runtime.GOMAXPROCS(0), *tcpTime, *udpTime)
-	row("figure", "kernel", "pi2hop", "ratio")
+	fmt.Printf("benchhop: %s, GOMAXPROCS %d, TCP %v, UDP %v, load average %s\n", time.Now().Format(time.RFC3339), runtime.GOMAXPROCS(0), *tcpTime, *udpTime, loadAvg())
+	cols := []string{"figure", "kernel"}
+	for _, b := range bs {
+		cols = append(cols, string(b))
+	}
+	row(append(cols, "ratio "+string(bs[0]))...)
 	var cpu []cpuRow
+	backendSeen := map[tun.Backend]string{}
+	defer func() {
+		fmt.Println()
+		for _, b := range bs {
+			if d, ok := backendSeen[b]; ok {
+				fmt.Printf("backend %s: %s\n", b, d)
+			}
+		}
+	}()
 	if want("tcp") || want("udp") || want("rtt") {
 		kernel, undo, err := kernelRouter(prefix + "k")
 		if err != nil {
 			return err
 		}
 		defer undo()
-		unshaped, err := newPair(prefix+"u", 100_000_000_000, 0)
-		if err != nil {
-			return err
-		}
-		defer unshaped.Close()
-		up := pairPath(unshaped)
-		// Idle RTT first, on a quiet machine.
+		var krtt time.Duration
+		var kt, ku float64
 		if want("rtt") {
-			krtt, err := medianPing(kernel, 100)
-			if err != nil {
+			if krtt, err = medianPing(kernel, 100); err != nil {
 				return err
 			}
-			hrtt, err := medianPing(up, 100)
-			if err != nil {
-				return err
-			}
-			row("idle RTT (median of 100), ms", ms(krtt), ms(hrtt), fmt.Sprintf("+%.3f ms", (hrtt-krtt).Seconds()*1e3))
 		}
 		if want("tcp") {
-			kt, err := tcpRate(kernel)
-			if err != nil {
+			if kt, err = tcpRate(kernel); err != nil {
 				return err
 			}
-			c0 := cpuAndPackets(up.hop)
-			ht, err := tcpRate(up)
-			if err != nil {
-				return err
-			}
-			cpu = append(cpu, cpuRow{"TCP unshaped", cpuAndPackets(up.hop).sub(c0)})
-			row("TCP unshaped, Mbit/s", mbit(kt), mbit(ht), ratio(ht, kt))
 		}
 		if want("udp") {
-			ku, err := udpRate(kernel)
-			if err != nil {
+			if ku, err = udpRate(kernel); err != nil {
 				return err
 			}
-			c0 := cpuAndPackets(up.hop)
-			hu, err := udpRate(up)
-			if err != nil {
-				return err
-			}
-			cpu = append(cpu, cpuRow{"UDP unshaped", cpuAndPackets(up.hop).sub(c0)})
-			row("UDP 1500 B unshaped, Mbit/s", mbit(ku), mbit(hu), ratio(hu, ku))
 		}
-		unshaped.Close()
+		rtt, tcp, udp := []string{"idle RTT (median of 100), ms", ms(krtt)}, []string{"TCP unshaped, Mbit/s", mbit(kt)}, []string{"UDP 1500 B unshaped, Mbit/s", mbit(ku)}
+		var first [3]float64
+		for i, b := range bs {
+			unshaped, err := newPair(prefix+"u", b, 100_000_000_000, 0)
+			if err != nil {
+				return err
+			}
+			up := pairPath(unshaped)
+			backendSeen[b] = describe(unshaped.Hop)
+			if want("rtt") { // idle RTT first, on a quiet machine
+				hrtt, err := medianPing(up, 100)
+				if err != nil {
+					unshaped.Close()
+					return err
+				}
+				rtt = append(rtt, fmt.Sprintf("+%.3f", (hrtt-krtt).Seconds()*1e3))
+			}
+			if want("tcp") {
+				c0 := cpuAndPackets(up.hop)
+				ht, err := tcpRate(up)
+				if err != nil {
+					unshaped.Close()
+					return err
+				}
+				cpu = append(cpu, cpuRow{"TCP unshaped", b, cpuAndPackets(up.hop).sub(c0)})
+				tcp = append(tcp, mbit(ht))
+				if i == 0 {
+					first[1] = ht
+				}
+			}
+			if want("udp") {
+				c0 := cpuAndPackets(up.hop)
+				hu, err := udpRate(up)
+				if err != nil {
+					unshaped.Close()
+					return err
+				}
+				cpu = append(cpu, cpuRow{"UDP unshaped", b, cpuAndPackets(up.hop).sub(c0)})
+				udp = append(udp, mbit(hu))
+				if i == 0 {
+					first[2] = hu
+				}
+			}
+			unshaped.Close()
+		}
+		if want("rtt") {
+			row(append(rtt, "added")...)
+		}
+		if want("tcp") {
+			row(append(tcp, ratio(first[1], kt))...)
+		}
+		if want("udp") {
+			row(append(udp, ratio(first[2], ku))...)
+		}
 	}
 	if want("shaped") {
-		bps := uint64(*shapedR * 1e9)
-		shaped, err := newPair(prefix+"g", bps, 10*time.Millisecond)
-		if err != nil {
-			return err
+		for _, g := range rates {
+			bps := uint64(g * 1e9)
+			r := []string{fmt.Sprintf("TCP at %g Gbit/s, DualPI2, 10 ms, Mbit/s", g), "(" + mbit(float64(bps)) + ")"}
+			var firstRate float64
+			for i, b := range bs {
+				shaped, err := newPair(prefix+"g", b, bps, 10*time.Millisecond)
+				if err != nil {
+					return err
+				}
+				sp := pairPath(shaped)
+				backendSeen[b] = describe(shaped.Hop)
+				if err := bdpBuffers(sp); err != nil {
+					shaped.Close()
+					return err
+				}
+				c0 := cpuAndPackets(sp.hop)
+				st, err := tcpRate(sp)
+				if err != nil {
+					shaped.Close()
+					return err
+				}
+				c := cpuAndPackets(sp.hop).sub(c0)
+				c.ringDrops = ringDrops(sp.hop)
+				cpu = append(cpu, cpuRow{fmt.Sprintf("TCP %g Gbit/s + 10 ms", g), b, c})
+				r = append(r, mbit(st))
+				if i == 0 {
+					firstRate = st
+				}
+				shaped.Close()
+			}
+			row(append(r, fmt.Sprintf("%.3f of rate", firstRate/float64(bps)))...)
 		}
-		defer shaped.Close()
-		sp := pairPath(shaped)
-		if err := bdpBuffers(sp); err != nil {
-			return err
-		}
-		c0 := cpuAndPackets(sp.hop)
-		st, err := tcpRate(sp)
-		if err != nil {
-			return err
-		}
-		cpu = append(cpu, cpuRow{fmt.Sprintf("TCP %g Gbit/s + 10 ms", *shapedR), cpuAndPackets(sp.hop).sub(c0)})
-		row(fmt.Sprintf("TCP at %g Gbit/s, DualPI2, 10 ms delay, Mbit/s", *shapedR), "("+mbit(float64(bps))+")", mbit(st), fmt.Sprintf("%.3f of rate", st/float64(bps)))
-		shaped.Close()
 	}
 	if want("pacing") {
 		fmt.Println()
-		row("pacing lateness (UDP at 1.2x rate)", "p50 µs", "p99 µs", "")
+		row("pacing lateness (UDP at 1.2x rate), p50/p99 µs")
 		for _, bps := range []uint64{10_000_000, 100_000_000, 1_000_000_000} {
-			p50, p99, err := pacing(prefix+"p", bps)
-			if err != nil {
-				return err
+			r := []string{fmt.Sprintf("  at %s", shaper.FormatRate(bps)), ""}
+			for _, b := range bs {
+				p50, p99, err := pacing(prefix+"p", b, bps)
+				if err != nil {
+					return err
+				}
+				r = append(r, us(p50)+"/"+us(p99))
 			}
-			row(fmt.Sprintf("  at %s", shaper.FormatRate(bps)), us(p50), us(p99), "")
+			row(r...)
 		}
 	}
 	if len(cpu) > 0 {
 		fmt.Println()
-		row("hop CPU per packet (owner threads)", "µs/pkt", "packets", "")
+		row("hop CPU per segment (owner threads)", "backend", "µs/segment", "segments", "ring drops")
 		for _, c := range cpu {
-			row("  "+c.name, fmt.Sprintf("%.2f", c.c.perPacket()), fmt.Sprint(c.c.packets), "")
+			row("  "+c.name, string(c.backend), fmt.Sprintf("%.2f", c.c.perPacket()), fmt.Sprint(c.c.packets), fmt.Sprint(c.c.ringDrops))
 		}
 	}
 	return nil
 }
 
+// describe says which backend serves h's devices and, for the offload one,
+// which offloads the kernel accepted.
+func describe(h *hop.Hop) string {
+	up, _ := h.Devices()
+	if d, ok := up.(tun.Describer); ok {
+		return d.Backend()
+	}
+	return "unknown"
+}
+
+// ringDrops is what the kernel dropped at the hop's input TUN rings.
+func ringDrops(h *hop.Hop) uint64 {
+	s := h.Stats()
+	return s.Up.RingDrops + s.Down.RingDrops
+}
+
+// loadAvg is /proc/loadavg's first three fields: measurements taken while
+// other work runs are marked by it.
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
+}
+
 type cpuRow struct {
-	name string
-	c    cpuCount
+	name    string
+	backend tun.Backend
+	c       cpuCount
 }
 
 func want(part string) bool { return *only == "" || *only == part }
 
-func row(a, b, c, d string) { fmt.Printf("%-46s %12s %12s %14s\n", a, b, c, d) }
+// row prints a figure's name and its columns.
+func row(cols ...string) {
+	fmt.Printf("%-46s", cols[0])
+	for _, c := range cols[1:] {
+		fmt.Printf(" %12s", c)
+	}
+	fmt.Println()
+}
 
 func mbit(bps float64) string   { return fmt.Sprintf("%.0f", bps/1e6) }
 func ms(d time.Duration) string { return fmt.Sprintf("%.3f", d.Seconds()*1e3) }
 func us(ns int64) string        { return fmt.Sprintf("%.0f", float64(ns)/1e3) }
 func ratio(a, b float64) string { return fmt.Sprintf("%.3f", a/b) }
 
-func newPair(prefix string, bps uint64, delay time.Duration) (*hop.Pair, error) {
+func newPair(prefix string, b tun.Backend, bps uint64, delay time.Duration) (*hop.Pair, error) {
 	d := hop.DirConfig{
 		Link:  shaper.Config{Rate: shaper.Const{BitsPerSecond: bps}, Delay: int64(delay)},
 		Queue: aqm.Spec{Kind: aqm.KindDualPI2, DualPI2: aqm.DefaultConfig()},
 	}
-	return hop.NewPair(context.Background(), prefix, hop.Config{Name: prefix, Up: d, Down: d, Seed: 1, Spin: *spin, Priority: *prio, CPULatency: *cpuLat})
+	return hop.NewPair(context.Background(), prefix, hop.Config{Name: prefix, Up: d, Down: d, Seed: 1, Spin: *spin, Priority: *prio, CPULatency: *cpuLat, TUN: b})
 }
 
 // bdpBuffers lets TCP in p's namespaces grow its windows to 32 MB. The
@@ -350,8 +475,8 @@ func udpRate(p path) (float64, error) {
 
 // pacing offers UDP at 1.2x bps through a fresh hop at bps for 2 s and
 // returns the driver's lateness quantiles over the last 1.5 s.
-func pacing(prefix string, bps uint64) (p50, p99 int64, err error) {
-	pr, err := newPair(prefix, bps, 0)
+func pacing(prefix string, b tun.Backend, bps uint64) (p50, p99 int64, err error) {
+	pr, err := newPair(prefix, b, bps, 0)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -382,8 +507,9 @@ func pacing(prefix string, bps uint64) (p50, p99 int64, err error) {
 
 // cpuCount is the hop owners' CPU time and the packets they handled.
 type cpuCount struct {
-	cpu     int64
-	packets uint64
+	cpu       int64
+	packets   uint64
+	ringDrops uint64
 }
 
 func cpuAndPackets(h *hop.Hop) cpuCount {
@@ -391,7 +517,9 @@ func cpuAndPackets(h *hop.Hop) cpuCount {
 	return cpuCount{cpu: s.Up.CPU + s.Down.CPU, packets: s.Up.In + s.Down.In}
 }
 
-func (c cpuCount) sub(o cpuCount) cpuCount { return cpuCount{c.cpu - o.cpu, c.packets - o.packets} }
+func (c cpuCount) sub(o cpuCount) cpuCount {
+	return cpuCount{cpu: c.cpu - o.cpu, packets: c.packets - o.packets}
+}
 
 func (c cpuCount) perPacket() float64 {
 	if c.packets == 0 {

@@ -176,7 +176,7 @@ func Run(ctx context.Context, opt Options, topo Topology) (err error) {
 		if c.CPULatency < 0 {
 			cpu = "off"
 		}
-		attrs = append(attrs, "up", c.Up, "down", c.Down, "cpu_latency", cpu)
+		attrs = append(attrs, "up", c.Up, "down", c.Down, "cpu_latency", cpu, "tun", tunBackend(log, c.TUN, in.hop))
 	}
 	log.Info("pi2hop running: "+topo.Kind(), append(append(topo.Attrs(), attrs...), opt.Attrs...)...)
 	for _, w := range opt.Settings.Warnings() {
@@ -214,6 +214,22 @@ func (in *instance) clients() ([]lan.Client, error) {
 		return cl.Clients()
 	}
 	return nil, nil
+}
+
+// tunBackend describes h's TUN backend for the start-up line (with the
+// offloads the kernel accepted), and warns when offload was asked for and
+// the kernel refused it: water costs a system call per packet.
+func tunBackend(log *slog.Logger, asked tun.Backend, h *hop.Hop) string {
+	d, _ := h.Devices()
+	desc, ok := d.(tun.Describer)
+	if !ok {
+		return "unknown"
+	}
+	s := desc.Backend()
+	if _, off := d.(tun.OffloadCounter); !off && asked != tun.BackendWater {
+		log.Warn("TUN offload refused by the kernel: forwarding one packet per system call", "tun", s)
+	}
+	return s
 }
 
 // set applies a set request: its settings over the instance's, checked as
