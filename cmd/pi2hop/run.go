@@ -37,23 +37,32 @@ func runFlags(fs *pflag.FlagSet) func(context.Context, *cmdEnv, []string) error 
 	a.link = addLinkFlags(fs, true)
 	a.capture = addCaptureFlags(fs)
 	return func(ctx context.Context, env *cmdEnv, args []string) error {
-		switch {
-		case len(args) > 0:
-			return usagef("run: unexpected argument %q", args[0])
-		case a.cleanup:
-			var ifaces []string
-			for _, i := range []string{a.lan, a.wan} {
-				if i != "" {
-					ifaces = append(ifaces, i)
-				}
-			}
-			return cleanupInstance(a.inst.name, ifaces, env.stdout)
-		case a.lan == "" || a.wan == "":
-			return usagef("run: give both --lan IF and --wan IF")
-		case a.lan == a.wan:
-			return usagef("run: --lan and --wan are both %q: want two interfaces", a.lan)
+		if done, err := gatewayArgs("run", args, a.lan, a.wan, a.cleanup, a.inst, env); done {
+			return err
 		}
 		return runInstance(ctx, env, "run", a.inst, a.link, a.capture, "pi2hop run "+strings.Join(givenFlags(fs), " "),
 			&instance.Gateway{LAN: a.lan, WAN: a.wan})
 	}
+}
+
+// gatewayArgs checks the --lan/--wan pair run and share take and carries
+// out --cleanup; done says the command has nothing more to do.
+func gatewayArgs(command string, args []string, lanIf, wanIf string, cleanup bool, inst *instanceFlags, env *cmdEnv) (done bool, err error) {
+	switch {
+	case len(args) > 0:
+		return true, usagef("%s: unexpected argument %q", command, args[0])
+	case cleanup:
+		var ifaces []string
+		for _, i := range []string{lanIf, wanIf} {
+			if i != "" {
+				ifaces = append(ifaces, i)
+			}
+		}
+		return true, cleanupInstance(inst.name, ifaces, env.stdout)
+	case lanIf == "" || wanIf == "":
+		return true, usagef("%s: give both --lan IF and --wan IF", command)
+	case lanIf == wanIf:
+		return true, usagef("%s: --lan and --wan are both %q: want two interfaces", command, lanIf)
+	}
+	return false, nil
 }

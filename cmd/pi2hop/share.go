@@ -53,21 +53,8 @@ func shareFlags(fs *pflag.FlagSet) func(context.Context, *cmdEnv, []string) erro
 	a.link = addLinkFlags(fs, true)
 	a.capture = addCaptureFlags(fs)
 	return func(ctx context.Context, env *cmdEnv, args []string) error {
-		switch {
-		case len(args) > 0:
-			return usagef("share: unexpected argument %q", args[0])
-		case a.cleanup:
-			var ifaces []string
-			for _, i := range []string{a.lan, a.wan} {
-				if i != "" {
-					ifaces = append(ifaces, i)
-				}
-			}
-			return cleanupInstance(a.inst.name, ifaces, env.stdout)
-		case a.lan == "" || a.wan == "":
-			return usagef("share: give both --lan IF and --wan IF")
-		case a.lan == a.wan:
-			return usagef("share: --lan and --wan are both %q: want two interfaces", a.lan)
+		if done, err := gatewayArgs("share", args, a.lan, a.wan, a.cleanup, a.inst, env); done {
+			return err
 		}
 		topo := &instance.Share{LAN: a.lan, WAN: a.wan, NoIPv6: a.noIPv6, LeaseTime: a.leaseTime.D}
 		if a.subnet != "" {
