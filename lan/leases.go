@@ -5,9 +5,10 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
-	"path/filepath"
 	"sort"
 	"time"
+
+	"github.com/pi2hop/pi2hop/internal/statefile"
 )
 
 // Lease is one device's address: what `stats` lists and what a restart
@@ -29,20 +30,7 @@ func sortLeases(ls []Lease) {
 
 // SaveLeases writes leases as JSON to path, atomically (mode 0600),
 // creating its directory.
-func SaveLeases(path string, ls []Lease) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return err
-	}
-	b, err := json.MarshalIndent(ls, "", "  ")
-	if err != nil {
-		return err
-	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o600); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
-}
+func SaveLeases(path string, ls []Lease) error { return statefile.WriteJSON(path, ls) }
 
 // LoadLeases reads leases written by SaveLeases. A missing file is an
 // empty table: the first run.

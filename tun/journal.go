@@ -6,8 +6,9 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
-	"path/filepath"
 	"sync"
+
+	"github.com/pi2hop/pi2hop/internal/statefile"
 )
 
 // Kinds of change a Journal records.
@@ -189,20 +190,7 @@ func UndoEntries(es []Entry) error {
 // SaveFile returns a save function for NewJournal that writes the entries
 // as JSON to path (atomically, mode 0600), creating its directory.
 func SaveFile(path string) func([]Entry) error {
-	return func(es []Entry) error {
-		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-			return err
-		}
-		b, err := json.MarshalIndent(es, "", "  ")
-		if err != nil {
-			return err
-		}
-		tmp := path + ".tmp"
-		if err := os.WriteFile(tmp, append(b, '\n'), 0o600); err != nil {
-			return err
-		}
-		return os.Rename(tmp, path)
-	}
+	return func(es []Entry) error { return statefile.WriteJSON(path, es) }
 }
 
 // LoadFile reads entries written by SaveFile.

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/pi2hop/pi2hop/internal/statefile"
 	"golang.org/x/sys/unix"
 )
 
@@ -152,15 +153,7 @@ func withRefs(dir string, f func(refs map[string]*sysctlRef) error) error {
 		}
 		return nil
 	}
-	b, err := json.MarshalIndent(refs, "", "  ")
-	if err != nil {
-		return err
-	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o600); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
+	return statefile.WriteJSON(path, refs)
 }
 
 // ShareSysctls makes the journal's namespace-wide sysctls shared (see
