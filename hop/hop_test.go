@@ -279,6 +279,11 @@ func TestNoAllocationPerPacket(t *testing.T) {
 			cfg := testConfig(1_000_000_000, 0)
 			spec, _ := aqm.DefaultSpec(kind)
 			cfg.Up.Queue, cfg.Down.Queue = spec, spec
+			// No real-time set-up: with a priority the hop looks for Go's
+			// sysmon thread in /proc for up to 2 s after start (raiseSysmon),
+			// allocating as it reads, which this count would charge to the
+			// packets. The packet path is the same either way.
+			cfg.Priority = -1
 			h := startHop(t, cfg)
 			pkt := udp4(500, aqm.ECT1, 3)
 			// In batches of 100, each received before the next is sent: a
@@ -286,11 +291,21 @@ func TestNoAllocationPerPacket(t *testing.T) {
 			// overflows PIE's and CoDel's 1000-packet limit, a drop this
 			// test is not about.
 			warm := func(n int) {
+				// No allocation of the test's own in here: one timer, and
+				// the packets received are dropped, not collected.
+				timeout := time.NewTimer(5 * time.Second)
+				defer timeout.Stop()
 				for sent := 0; sent < n; sent += 100 {
 					for i := 0; i < 100; i++ {
 						h.client.Inject(pkt)
 					}
-					receive(t, h.server.Outbound, 100, 2*time.Second)
+					for got := 0; got < 100; got++ {
+						select {
+						case <-h.server.Outbound:
+						case <-timeout.C:
+							t.Fatalf("received %d of a batch of 100 after %d packets, within 5 s", got, sent)
+						}
+					}
 				}
 			}
 			warm(200)
@@ -300,8 +315,11 @@ func TestNoAllocationPerPacket(t *testing.T) {
 			runtime.ReadMemStats(&m1)
 			// The test's channel device copies each packet written (one
 			// allocation); the hop itself must add nothing per packet. Stats
-			// snapshots every 100 ms allocate a little.
-			if per := float64(m1.Mallocs-m0.Mallocs) / 2000; per > 1.5 {
+			// snapshots every 100 ms allocate a little (measured 1.002-1.008
+			// in all; one allocation per 10 packets would show as 1.1).
+			per := float64(m1.Mallocs-m0.Mallocs) / 2000
+			t.Logf("%.3f allocations per packet", per)
+			if per > 1.05 {
 				t.Errorf("%.2f allocations per packet, want ~1 (the test device's copy)", per)
 			}
 		})
