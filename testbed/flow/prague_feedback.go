@@ -123,6 +123,36 @@ func (b *blockReceiver) flush(now int64, force bool, send func([]byte) error) er
 	return nil
 }
 
+// acker answers a receiver's data packets as it was told to: a type-17
+// ACK per packet, or with --rfc8888 (fb set) a place in the next type-18
+// block.
+type acker struct {
+	fb   *blockFeedback // nil: an ACK per packet
+	conn *net.UDPConn
+	flow string
+	buf  []byte
+}
+
+func newAcker(conn *net.UDPConn, flow string, rfc8888 bool, period time.Duration, mtu int) acker {
+	a := acker{conn: conn, flow: flow, buf: make([]byte, 0, wire.ACKSize)}
+	if rfc8888 {
+		a.fb = newBlockFeedback(conn, flow, period, mtu)
+	}
+	return a
+}
+
+// send answers data packet seq from peer, whose per-packet ACK is ack.
+func (a *acker) send(now int64, peer netip.AddrPort, seq int32, e aqm.ECN, ack wire.ACK) error {
+	if a.fb != nil {
+		return a.fb.arrived(now, peer, seq, e)
+	}
+	a.buf = wire.AppendACK(a.buf[:0], ack)
+	if _, err := a.conn.WriteToUDPAddrPort(a.buf, peer); err != nil && !isTransient(err) {
+		return fmt.Errorf("%s: ACK to %v: %w", a.flow, peer, err)
+	}
+	return nil
+}
+
 // blockFeedback is a receiver's block feedback to its current peer; its
 // methods do nothing on a nil *blockFeedback (per-packet ACKs).
 type blockFeedback struct {

@@ -2,7 +2,6 @@ package flow
 
 import (
 	"context"
-	"fmt"
 	"net"
 	"net/netip"
 	"time"
@@ -32,12 +31,10 @@ func PragueRecv(ctx context.Context, conn *net.UDPConn, cfg PragueConfig, report
 		return ReceiverSummary{}, err
 	}
 	r := &pragueReceiver{conn: conn, clock: wire.NewClock(), label: cfg.Label, report: report,
-		interval: cfg.Interval.Microseconds(), out: make([]byte, 0, wire.ACKSize)}
-	if cfg.RFC8888 {
-		r.fb = newBlockFeedback(conn, "prague-recv", cfg.RFC8888Period, cfg.MTU)
-	}
+		interval: cfg.Interval.Microseconds()}
+	r.acks = newAcker(conn, "prague-recv", cfg.RFC8888, cfg.RFC8888Period, cfg.MTU)
 	r.nextReport = r.interval
-	err = recvLoop(ctx, conn, r.clock, cfg.Duration, r.packet, r.tick, r.fb.wake)
+	err = recvLoop(ctx, conn, r.clock, cfg.Duration, r.packet, r.tick, r.acks.fb.wake)
 	return r.summary(), err
 }
 
@@ -49,9 +46,8 @@ type pragueReceiver struct {
 	interval int64
 
 	st          ackState
-	fb          *blockFeedback // nil: an ACK per packet
-	first, last int64          // µs: first and last data packet
-	out         []byte
+	acks        acker
+	first, last int64 // µs: first and last data packet
 
 	nextReport, ivStart  int64
 	ivBytes, ivPkts      int64
@@ -67,7 +63,7 @@ func (r *pragueReceiver) packet(now int64, p []byte, from netip.AddrPort, e aqm.
 	if r.st.started && from != r.st.peer {
 		r.st = ackState{} // a new sender: a new flow
 		r.ivRecv, r.ivCE, r.ivLost = 0, 0, 0
-		r.fb.restart()
+		r.acks.fb.restart()
 	}
 	if !r.st.started {
 		r.first = now
@@ -75,15 +71,8 @@ func (r *pragueReceiver) packet(now int64, p []byte, from netip.AddrPort, e aqm.
 	}
 	r.last = now
 	ack := r.st.data(now, d, e, len(p))
-	if r.fb != nil {
-		if err := r.fb.arrived(now, from, d.Seq, e); err != nil {
-			return err
-		}
-	} else {
-		r.out = wire.AppendACK(r.out[:0], ack)
-		if _, err := r.conn.WriteToUDPAddrPort(r.out, from); err != nil && !isTransient(err) {
-			return fmt.Errorf("prague-recv: ACK to %v: %w", from, err)
-		}
+	if err := r.acks.send(now, from, d.Seq, e, ack); err != nil {
+		return err
 	}
 	r.ivBytes += int64(len(p))
 	r.ivPkts++
@@ -91,7 +80,7 @@ func (r *pragueReceiver) packet(now int64, p []byte, from netip.AddrPort, e aqm.
 }
 
 func (r *pragueReceiver) tick(now int64, final bool) error {
-	if err := r.fb.tick(now, final); err != nil {
+	if err := r.acks.fb.tick(now, final); err != nil {
 		return err
 	}
 	if now < r.nextReport && (!final || now == r.ivStart) {

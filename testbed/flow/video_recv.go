@@ -44,11 +44,9 @@ func VideoRecv(ctx context.Context, conn *net.UDPConn, cfg VideoConfig, report f
 		label: cfg.Label, report: report, interval: cfg.Interval.Microseconds(),
 		freeze: freezeDetector{nominal: period}}
 	r.frames = newFrameTracker(period, cfg.Playout.Microseconds(), r.decided)
-	if cfg.RFC8888 {
-		r.fb = newBlockFeedback(conn, "video-recv", cfg.RFC8888Period, videoMTU)
-	}
+	r.acks = newAcker(conn, "video-recv", cfg.RFC8888, cfg.RFC8888Period, videoMTU)
 	r.nextReport = r.interval
-	err = recvLoop(ctx, conn, r.clock, cfg.Duration, r.packet, r.tick, r.fb.wake)
+	err = recvLoop(ctx, conn, r.clock, cfg.Duration, r.packet, r.tick, r.acks.fb.wake)
 	return r.summary(), err
 }
 
@@ -61,7 +59,7 @@ type videoReceiver struct {
 	interval  int64
 
 	st          ackState
-	fb          *blockFeedback // nil: an ACK per packet
+	acks        acker
 	frames      *frameTracker
 	freeze      freezeDetector
 	first, last int64 // Unix µs of the first and last packet
@@ -99,15 +97,8 @@ func (r *videoReceiver) packet(now int64, p []byte, from netip.AddrPort, e aqm.E
 	}
 	r.last = wall
 	ack := r.st.data(now, d, e, len(p))
-	if r.fb != nil {
-		if err := r.fb.arrived(now, from, d.Seq, e); err != nil {
-			return err
-		}
-	} else {
-		r.out = wire.AppendACK(r.out[:0], ack)
-		if _, err := r.conn.WriteToUDPAddrPort(r.out, from); err != nil && !isTransient(err) {
-			return fmt.Errorf("video-recv: ACK to %v: %w", from, err)
-		}
+	if err := r.acks.send(now, from, d.Seq, e, ack); err != nil {
+		return err
 	}
 	r.ivBytes += int64(len(p))
 	r.ivPkts++
@@ -151,7 +142,7 @@ func (r *videoReceiver) decided(nr int32, fate frameFate, key bool, at, captured
 }
 
 func (r *videoReceiver) tick(now int64, final bool) error {
-	if err := r.fb.tick(now, final); err != nil {
+	if err := r.acks.fb.tick(now, final); err != nil {
 		return err
 	}
 	wall := r.wallStart + now

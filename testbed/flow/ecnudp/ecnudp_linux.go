@@ -222,25 +222,6 @@ func addrPort(sa unix.Sockaddr) netip.AddrPort {
 // none is waiting. (It bypasses the netpoller, whose read deadlines would
 // refuse to read at all once passed.)
 func (w *Waiter) TryRead(buf []byte) (n int, from netip.AddrPort, ok bool, err error) {
-	err = control(w.c, func(fd int) error {
-		for {
-			var sa unix.Sockaddr
-			var rerr error
-			n, sa, rerr = unix.Recvfrom(fd, buf, unix.MSG_DONTWAIT)
-			switch {
-			case rerr == unix.EINTR:
-				continue
-			case rerr == unix.EAGAIN:
-				return nil
-			case rerr == unix.ECONNREFUSED || rerr == unix.EHOSTUNREACH || rerr == unix.ENETUNREACH:
-				continue // an ICMP error for an earlier datagram: skip it
-			case rerr != nil:
-				return fmt.Errorf("recvfrom: %w", rerr)
-			}
-			ok = true
-			from = addrPort(sa)
-			return nil
-		}
-	})
+	n, _, from, ok, err = w.TryReadMsg(buf, nil)
 	return n, from, ok, err
 }
