@@ -13,11 +13,12 @@ import (
 // goes; the packet that crosses the budget is the burst's last). Between
 // bursts packets wait in the queue, where the AQM sees their sojourn
 // grow. A slot with nothing queued is lost; a packet that arrives later
-// waits for the next one. The average rate is at most Bytes per Interval
+// waits for the next one. Since the packet that crosses the budget still
+// goes, the average rate is at most Bytes plus one packet per Interval
 // (and the link's rate). The zero Aggregate is off.
 type Aggregate struct {
 	Interval int64 // ns between slot starts
-	Bytes    int   // most bytes a burst sends
+	Bytes    int   // a burst's budget: it ends with the packet that crosses it
 }
 
 // On reports whether aggregation is configured.
