@@ -31,28 +31,24 @@ func PragueRecv(ctx context.Context, conn *net.UDPConn, cfg PragueConfig, report
 		return ReceiverSummary{}, err
 	}
 	r := &pragueReceiver{conn: conn, clock: wire.NewClock(), label: cfg.Label, report: report,
-		interval: cfg.Interval.Microseconds()}
+		iv: newRecvInterval(cfg.Interval)}
 	r.acks = newAcker(conn, "prague-recv", cfg.RFC8888, cfg.RFC8888Period, cfg.MTU)
-	r.nextReport = r.interval
 	err = recvLoop(ctx, conn, r.clock, cfg.Duration, r.packet, r.tick, r.acks.fb.wake)
 	return r.summary(), err
 }
 
 type pragueReceiver struct {
-	conn     *net.UDPConn
-	clock    wire.Clock
-	label    string
-	report   func(Interval)
-	interval int64
+	conn   *net.UDPConn
+	clock  wire.Clock
+	label  string
+	report func(Interval)
 
 	st          ackState
 	acks        acker
 	first, last int64 // µs: first and last data packet
 
-	nextReport, ivStart  int64
-	ivBytes, ivPkts      int64
-	ivCE, ivLost, ivRecv int32
-	intervals            []Interval
+	iv        recvInterval
+	intervals []Interval
 }
 
 func (r *pragueReceiver) packet(now int64, p []byte, from netip.AddrPort, e aqm.ECN) error {
@@ -62,7 +58,7 @@ func (r *pragueReceiver) packet(now int64, p []byte, from netip.AddrPort, e aqm.
 	}
 	if r.st.started && from != r.st.peer {
 		r.st = ackState{} // a new sender: a new flow
-		r.ivRecv, r.ivCE, r.ivLost = 0, 0, 0
+		r.iv.forget()
 		r.acks.fb.restart()
 	}
 	if !r.st.started {
@@ -74,8 +70,7 @@ func (r *pragueReceiver) packet(now int64, p []byte, from netip.AddrPort, e aqm.
 	if err := r.acks.send(now, from, d.Seq, e, ack); err != nil {
 		return err
 	}
-	r.ivBytes += int64(len(p))
-	r.ivPkts++
+	r.iv.add(len(p))
 	return nil
 }
 
@@ -83,24 +78,14 @@ func (r *pragueReceiver) tick(now int64, final bool) error {
 	if err := r.acks.fb.tick(now, final); err != nil {
 		return err
 	}
-	if now < r.nextReport && (!final || now == r.ivStart) {
+	if !r.iv.due(now, final) {
 		return nil
 	}
-	d := time.Duration(now-r.ivStart) * time.Microsecond
-	dr, dc, dl := r.st.received-r.ivRecv, r.st.ce-r.ivCE, r.st.lost-r.ivLost
-	iv := Interval{
-		Flow: "prague-recv", Label: r.label, T: float64(now) / 1e6, Dur: d.Seconds(),
-		GoodputBps: bps(r.ivBytes, d), Packets: r.ivPkts,
-		CEFrac: frac(int64(dc), int64(dr)), LossFrac: frac(int64(max(dl, 0)), int64(dr+max(dl, 0))),
-		ErrorL4S: r.st.errorL4S,
-	}
+	iv := r.iv.close("prague-recv", r.label, now, &r.st)
 	r.intervals = append(r.intervals, iv)
 	if r.report != nil {
 		r.report(iv)
 	}
-	r.ivStart, r.ivBytes, r.ivPkts = now, 0, 0
-	r.ivRecv, r.ivCE, r.ivLost = r.st.received, r.st.ce, r.st.lost
-	r.nextReport = max(r.nextReport+r.interval, now+1)
 	return nil
 }
 

@@ -26,6 +26,49 @@ type ackState struct {
 	echo               wire.Echo
 }
 
+// recvInterval is what a receiver reports each interval of its transport:
+// bytes and packets, and the ACK state's received, CE and lost since the
+// interval began. Times in µs.
+type recvInterval struct {
+	every, next, start int64 // report period, next report, this interval's start
+	bytes, pkts        int64
+	recv, ce, lost     int32 // the ackState's counters at start
+}
+
+func newRecvInterval(every time.Duration) recvInterval {
+	e := every.Microseconds()
+	return recvInterval{every: e, next: e}
+}
+
+// add counts one data packet of n bytes.
+func (v *recvInterval) add(n int) { v.bytes += int64(n); v.pkts++ }
+
+// forget counts the ACK state from zero again: a new sender, a new flow.
+func (v *recvInterval) forget() { v.recv, v.ce, v.lost = 0, 0, 0 }
+
+// due says whether an interval ends at now; at the end (final) the open
+// interval is reported unless no time has passed in it.
+func (v *recvInterval) due(now int64, final bool) bool {
+	return now >= v.next || (final && now != v.start)
+}
+
+// close returns the transport figures of the interval ending at now and
+// starts the next one.
+func (v *recvInterval) close(flow, label string, now int64, st *ackState) Interval {
+	d := time.Duration(now-v.start) * time.Microsecond
+	dr, dc, dl := st.received-v.recv, st.ce-v.ce, st.lost-v.lost
+	iv := Interval{
+		Flow: flow, Label: label, T: float64(now) / 1e6, Dur: d.Seconds(),
+		GoodputBps: bps(v.bytes, d), Packets: v.pkts,
+		CEFrac: frac(int64(dc), int64(dr)), LossFrac: frac(int64(max(dl, 0)), int64(dr+max(dl, 0))),
+		ErrorL4S: st.errorL4S,
+	}
+	v.start, v.bytes, v.pkts = now, 0, 0
+	v.recv, v.ce, v.lost = st.received, st.ce, st.lost
+	v.next = max(v.next+v.every, now+1)
+	return iv
+}
+
 // data counts one DATA or RT DATA packet of n bytes that arrived with
 // codepoint e at now (µs) and returns the ACK to send for it.
 func (a *ackState) data(now int64, d wire.Data, e aqm.ECN, n int) wire.ACK {

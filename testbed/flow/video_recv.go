@@ -41,11 +41,10 @@ func VideoRecv(ctx context.Context, conn *net.UDPConn, cfg VideoConfig, report f
 	}
 	period := int64(time.Second/time.Microsecond) / int64(cfg.FPS)
 	r := &videoReceiver{conn: conn, clock: wire.NewClock(), wallStart: time.Now().UnixMicro(),
-		label: cfg.Label, report: report, interval: cfg.Interval.Microseconds(),
+		label: cfg.Label, report: report, iv: newRecvInterval(cfg.Interval),
 		freeze: freezeDetector{nominal: period}}
 	r.frames = newFrameTracker(period, cfg.Playout.Microseconds(), r.decided)
 	r.acks = newAcker(conn, "video-recv", cfg.RFC8888, cfg.RFC8888Period, videoMTU)
-	r.nextReport = r.interval
 	err = recvLoop(ctx, conn, r.clock, cfg.Duration, r.packet, r.tick, r.acks.fb.wake)
 	return r.summary(), err
 }
@@ -56,7 +55,6 @@ type videoReceiver struct {
 	wallStart int64 // Unix µs at the clock's zero
 	label     string
 	report    func(Interval)
-	interval  int64
 
 	st          ackState
 	acks        acker
@@ -72,9 +70,7 @@ type videoReceiver struct {
 	displayed, late, undecodable, keyframes, plis int
 	displays, delays                              []int64 // Unix µs, µs
 
-	nextReport, ivStart                         int64
-	ivBytes, ivPkts                             int64
-	ivCE, ivLost, ivRecv                        int32
+	iv                                          recvInterval
 	ivDisplayed, ivLate, ivUndec, ivKeys, ivPLI int
 	ivStalls                                    int
 	ivStallTime                                 int64
@@ -100,8 +96,7 @@ func (r *videoReceiver) packet(now int64, p []byte, from netip.AddrPort, e aqm.E
 	if err := r.acks.send(now, from, d.Seq, e, ack); err != nil {
 		return err
 	}
-	r.ivBytes += int64(len(p))
-	r.ivPkts++
+	r.iv.add(len(p))
 	if v, ok := wire.DecodeVideo(p); ok && d.RT {
 		r.frames.packet(wall, d, v)
 		r.decideAt = wall
@@ -156,20 +151,13 @@ func (r *videoReceiver) tick(now int64, final bool) error {
 			return err
 		}
 	}
-	if now < r.nextReport && (!final || now == r.ivStart) {
+	if !r.iv.due(now, final) {
 		return nil
 	}
-	d := time.Duration(now-r.ivStart) * time.Microsecond
-	dr, dc, dl := r.st.received-r.ivRecv, r.st.ce-r.ivCE, r.st.lost-r.ivLost
-	iv := Interval{
-		Flow: "video-recv", Label: r.label, T: float64(now) / 1e6, Dur: d.Seconds(),
-		GoodputBps: bps(r.ivBytes, d), Packets: r.ivPkts,
-		CEFrac: frac(int64(dc), int64(dr)), LossFrac: frac(int64(max(dl, 0)), int64(dr+max(dl, 0))),
-		ErrorL4S: r.st.errorL4S,
-		FPS:      float64(r.ivDisplayed) / max(d.Seconds(), 1e-9), Frames: r.ivDisplayed, Keyframes: r.ivKeys,
-		Late: r.ivLate, Undecodable: r.ivUndec, Stalls: r.ivStalls, StallMs: float64(r.ivStallTime) / 1e3,
-		PLIs: r.ivPLI,
-	}
+	iv := r.iv.close("video-recv", r.label, now, &r.st)
+	iv.FPS, iv.Frames, iv.Keyframes = float64(r.ivDisplayed)/max(iv.Dur, 1e-9), r.ivDisplayed, r.ivKeys
+	iv.Late, iv.Undecodable, iv.Stalls, iv.StallMs = r.ivLate, r.ivUndec, r.ivStalls, float64(r.ivStallTime)/1e3
+	iv.PLIs = r.ivPLI
 	if len(r.ivDelays) > 0 {
 		slices.Sort(r.ivDelays)
 		iv.FrameDelayP50, iv.FrameDelayP99 = dist.Ms(dist.Quantile(r.ivDelays, 0.5)), dist.Ms(dist.Quantile(r.ivDelays, 0.99))
@@ -178,11 +166,8 @@ func (r *videoReceiver) tick(now int64, final bool) error {
 	if r.report != nil {
 		r.report(iv)
 	}
-	r.ivStart, r.ivBytes, r.ivPkts = now, 0, 0
-	r.ivRecv, r.ivCE, r.ivLost = r.st.received, r.st.ce, r.st.lost
 	r.ivDisplayed, r.ivLate, r.ivUndec, r.ivKeys, r.ivPLI, r.ivStalls, r.ivStallTime = 0, 0, 0, 0, 0, 0, 0
 	r.ivDelays = r.ivDelays[:0]
-	r.nextReport = max(r.nextReport+r.interval, now+1)
 	return nil
 }
 
