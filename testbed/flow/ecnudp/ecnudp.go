@@ -8,9 +8,20 @@
 // control message (IPv4: IP_TOS, 1 byte; IPv6: IPV6_TCLASS, a 4-byte int),
 // which ParseECN reads from what ReadMsgUDPAddrPort returns. On a dual-stack
 // IPv6 socket both options are set, as IPv4-mapped traffic uses the IPv4
-// ones.
+// ones. SO_TIMESTAMPNS adds the time the kernel received the datagram, so
+// that a reader can tell the path's delay from its own wake-up delay.
 package ecnudp
 
-// OOBSize is enough control-message space for the ECN field of one
-// datagram, IPv4 or IPv6.
-const OOBSize = 64
+import "github.com/pi2hop/pi2hop/aqm"
+
+// OOBSize is enough control-message space for the ECN field and the
+// receive time of one datagram, IPv4 or IPv6 (and both on a dual-stack
+// socket).
+const OOBSize = 128
+
+// Control is what the kernel attached to one received datagram.
+type Control struct {
+	ECN     aqm.ECN
+	HasECN  bool  // false when no ECN field was attached
+	Arrival int64 // Unix ns at which the kernel received it; 0 when not attached
+}

@@ -34,9 +34,13 @@ func control(c *net.UDPConn, f func(fd int) error) error {
 	return ferr
 }
 
-// EnableReceive asks the kernel to attach each datagram's ECN field.
+// EnableReceive asks the kernel to attach each datagram's ECN field and
+// the time it received the datagram (SO_TIMESTAMPNS).
 func EnableReceive(c *net.UDPConn) error {
 	return control(c, func(fd int) error {
+		if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1); err != nil {
+			return fmt.Errorf("setsockopt SO_TIMESTAMPNS: %w", err)
+		}
 		fam, err := family(fd)
 		if err != nil {
 			return err
@@ -83,19 +87,30 @@ func SetECN(c *net.UDPConn, e aqm.ECN) error {
 // ParseECN returns the ECN field from the control messages of one
 // datagram; ok is false when there is none (EnableReceive not called).
 func ParseECN(oob []byte) (e aqm.ECN, ok bool) {
+	c := ParseControl(oob)
+	return c.ECN, c.HasECN
+}
+
+// ParseControl reads the ECN field and the kernel's receive time from the
+// control messages of one datagram.
+func ParseControl(oob []byte) Control {
+	var c Control
 	// Walk the cmsgs by hand: unix.ParseSocketControlMessage allocates.
 	for len(oob) >= unix.SizeofCmsghdr {
 		h := (*unix.Cmsghdr)(unsafe.Pointer(&oob[0]))
 		n := int(h.Len)
 		if n < unix.SizeofCmsghdr || n > len(oob) {
-			return 0, false
+			return c
 		}
 		data := oob[unix.CmsgLen(0):n]
 		switch {
 		case h.Level == unix.IPPROTO_IP && h.Type == unix.IP_TOS && len(data) >= 1:
-			return aqm.ECN(data[0] & 3), true
+			c.ECN, c.HasECN = aqm.ECN(data[0]&3), true
 		case h.Level == unix.IPPROTO_IPV6 && h.Type == unix.IPV6_TCLASS && len(data) >= 4:
-			return aqm.ECN(binary.NativeEndian.Uint32(data) & 3), true
+			c.ECN, c.HasECN = aqm.ECN(binary.NativeEndian.Uint32(data)&3), true
+		case h.Level == unix.SOL_SOCKET && h.Type == unix.SCM_TIMESTAMPNS && len(data) >= int(unsafe.Sizeof(unix.Timespec{})):
+			ts := (*unix.Timespec)(unsafe.Pointer(&data[0]))
+			c.Arrival = ts.Nano()
 		}
 		next := unix.CmsgSpace(n - unix.CmsgLen(0))
 		if next > len(oob) {
@@ -103,7 +118,7 @@ func ParseECN(oob []byte) (e aqm.ECN, ok bool) {
 		}
 		oob = oob[next:]
 	}
-	return 0, false
+	return c
 }
 
 // AppendCmsg appends a control message that sends one datagram to a peer

@@ -19,6 +19,7 @@ var errUnsupported = errors.New("ecnudp: ECN on UDP sockets is only supported on
 func EnableReceive(*net.UDPConn) error                        { return errUnsupported }
 func SetECN(*net.UDPConn, aqm.ECN) error                      { return errUnsupported }
 func ParseECN([]byte) (aqm.ECN, bool)                         { return 0, false }
+func ParseControl([]byte) Control                             { return Control{} }
 func AppendCmsg(b []byte, _ netip.AddrPort, _ aqm.ECN) []byte { return b }
 
 type Waiter struct{ c *net.UDPConn }

@@ -107,3 +107,41 @@ func TestWaiter(t *testing.T) {
 		t.Errorf("Wait after Close: %v, want a closed error", err)
 	}
 }
+
+// TestReceiveTime: after EnableReceive every datagram carries the time the
+// kernel received it, between its sending and its reading, also when it
+// is read much later (the reader's wake-up is what the stamp leaves out),
+// beside its ECN field, over IPv4 and IPv6.
+func TestReceiveTime(t *testing.T) {
+	for _, addr := range []string{"127.0.0.1:0", "[::1]:0"} {
+		tx, rx := listen(t, addr), listen(t, addr)
+		if err := EnableReceive(rx); err != nil {
+			t.Fatal(err)
+		}
+		if err := SetECN(tx, aqm.ECT1); err != nil {
+			t.Fatal(err)
+		}
+		before := time.Now().UnixNano()
+		if _, err := tx.WriteToUDPAddrPort([]byte("stamp"), rx.LocalAddr().(*net.UDPAddr).AddrPort()); err != nil {
+			t.Fatal(err)
+		}
+		sent := time.Now().UnixNano()
+		time.Sleep(20 * time.Millisecond) // held in the socket before the read
+		buf, oob := make([]byte, 64), make([]byte, OOBSize)
+		rx.SetReadDeadline(time.Now().Add(2 * time.Second))
+		_, oobn, _, _, err := rx.ReadMsgUDPAddrPort(buf, oob)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := ParseControl(oob[:oobn])
+		if !c.HasECN || c.ECN != aqm.ECT1 {
+			t.Errorf("%s: ECN %v (attached %v), want ECT(1)", addr, c.ECN, c.HasECN)
+		}
+		// Loopback delivers within the sending call, so the stamp lies
+		// between the clock readings around it; the 20 ms in the socket
+		// are not in it.
+		if c.Arrival < before || c.Arrival > sent {
+			t.Errorf("%s: kernel receive time %d ns, want within the send call [%d, %d]", addr, c.Arrival, before, sent)
+		}
+	}
+}

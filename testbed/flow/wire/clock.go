@@ -14,6 +14,19 @@ func NewClock() Clock { return Clock{start: time.Now()} }
 // Micros returns the time since the clock started, µs (monotonic, no wrap).
 func (c Clock) Micros() int64 { return time.Since(c.start).Microseconds() }
 
+// At returns Micros for an earlier instant given as Unix ns (a kernel
+// receive time), or Micros now when unixNano is 0. The time since then is
+// measured on the wall clock, which over so short a span runs with the
+// monotonic one; it counts as at least 0 and at most the clock's age.
+func (c Clock) At(unixNano int64) int64 {
+	t := time.Now()
+	now := t.Sub(c.start).Microseconds()
+	if unixNano == 0 {
+		return now
+	}
+	return now - min(max((t.UnixNano()-unixNano)/1000, 0), now)
+}
+
 // Stamp turns a Micros value into a timestamp for the wire.
 func Stamp(us int64) int32 {
 	ts := int32(uint32(us))
