@@ -141,10 +141,11 @@ func newAcker(conn *net.UDPConn, flow string, rfc8888 bool, period time.Duration
 	return a
 }
 
-// send answers data packet seq from peer, whose per-packet ACK is ack.
-func (a *acker) send(now int64, peer netip.AddrPort, seq int32, e aqm.ECN, ack wire.ACK) error {
+// send answers data packet seq from peer, received at at and read at
+// now, whose per-packet ACK is ack.
+func (a *acker) send(now, at int64, peer netip.AddrPort, seq int32, e aqm.ECN, ack wire.ACK) error {
 	if a.fb != nil {
-		return a.fb.arrived(now, peer, seq, e)
+		return a.fb.arrived(now, at, peer, seq, e)
 	}
 	a.buf = wire.AppendACK(a.buf[:0], ack)
 	if _, err := a.conn.WriteToUDPAddrPort(a.buf, peer); err != nil && !isTransient(err) {
@@ -175,11 +176,13 @@ func (f *blockFeedback) restart() {
 	}
 }
 
-// arrived records a data packet from peer and reports if the period is up
-// (udp_prague looks after every packet).
-func (f *blockFeedback) arrived(now int64, peer netip.AddrPort, seq int32, e aqm.ECN) error {
+// arrived records a data packet from peer, received by the kernel at at
+// (its arrival time offset counts from then, as RFC 8888 §3.1 has it),
+// and reports if the period is up at now (udp_prague looks after every
+// packet).
+func (f *blockFeedback) arrived(now, at int64, peer netip.AddrPort, seq int32, e aqm.ECN) error {
 	f.peer = peer
-	f.b.arrived(now, seq, e)
+	f.b.arrived(at, seq, e)
 	return f.b.flush(now, false, f.send)
 }
 

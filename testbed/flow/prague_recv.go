@@ -51,7 +51,7 @@ type pragueReceiver struct {
 	intervals []Interval
 }
 
-func (r *pragueReceiver) packet(now int64, p []byte, from netip.AddrPort, e aqm.ECN) error {
+func (r *pragueReceiver) packet(now, at int64, p []byte, from netip.AddrPort, e aqm.ECN) error {
 	d, err := wire.DecodeData(p)
 	if err != nil {
 		return nil // not ours
@@ -66,8 +66,8 @@ func (r *pragueReceiver) packet(now int64, p []byte, from netip.AddrPort, e aqm.
 		r.st.peer = from
 	}
 	r.last = now
-	ack := r.st.data(now, d, e, len(p))
-	if err := r.acks.send(now, from, d.Seq, e, ack); err != nil {
+	ack := r.st.data(now, at, d, e, len(p))
+	if err := r.acks.send(now, at, from, d.Seq, e, ack); err != nil {
 		return err
 	}
 	r.iv.add(len(p))

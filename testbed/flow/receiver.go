@@ -69,9 +69,10 @@ func (v *recvInterval) close(flow, label string, now int64, st *ackState) Interv
 	return iv
 }
 
-// data counts one DATA or RT DATA packet of n bytes that arrived with
-// codepoint e at now (µs) and returns the ACK to send for it.
-func (a *ackState) data(now int64, d wire.Data, e aqm.ECN, n int) wire.ACK {
+// data counts one DATA or RT DATA packet of n bytes that the kernel
+// received with codepoint e at at and this receiver read at now (µs), and
+// returns the ACK to send for it at now.
+func (a *ackState) data(now, at int64, d wire.Data, e aqm.ECN, n int) wire.ACK {
 	if !a.started {
 		a.started = true
 		a.next = d.Seq
@@ -95,7 +96,10 @@ func (a *ackState) data(now int64, d wire.Data, e aqm.ECN, n int) wire.ACK {
 	if e != aqm.ECT1 && e != aqm.CE {
 		a.errorL4S = true // bleached or re-marked: tell the sender to stop ECT(1)
 	}
-	a.echo.Received(now, d.TS)
+	// The echo freezes at the kernel's receive time: the hold it leaves out
+	// of the sender's RTT is all of this host's, its wake-up included
+	// (udp_prague can only freeze it when its recvfrom returns).
+	a.echo.Received(at, d.TS)
 	return wire.ACK{
 		AckSeq: d.Seq, TS: wire.Stamp(now), EchoedTS: a.echo.Echoed(now),
 		Received: a.received, CE: a.ce, Lost: a.lost, ErrorL4S: a.errorL4S,
@@ -104,7 +108,8 @@ func (a *ackState) data(now int64, d wire.Data, e aqm.ECN, n int) wire.ACK {
 
 // recvLoop reads datagrams from conn until ctx is done or duration has
 // passed (0 = no limit), calling onPacket for each one with the
-// receiver's clock in µs, tick at least every 20 ms (and by the time wake
+// receiver's clock in µs when it was read (now) and when the kernel
+// received it (at), tick at least every 20 ms (and by the time wake
 // returns, when it is not nil and returns a time > 0), and tick with final
 // set at the end. It runs on a thread of its own (onPreciseThread) and
 // waits with ppoll rather than the netpoller, so an ACK leaves within
@@ -113,7 +118,7 @@ func (a *ackState) data(now int64, d wire.Data, e aqm.ECN, n int) wire.ACK {
 // p90 0.6 ms, p99 2.4 ms that way), which Prague's window counts as
 // RTT that srtt does not.
 func recvLoop(ctx context.Context, conn *net.UDPConn, clock wire.Clock, duration time.Duration,
-	onPacket func(now int64, p []byte, from netip.AddrPort, e aqm.ECN) error, tick func(now int64, final bool) error,
+	onPacket func(now, at int64, p []byte, from netip.AddrPort, e aqm.ECN) error, tick func(now int64, final bool) error,
 	wake func() int64) error {
 	if err := ecnudp.EnableReceive(conn); err != nil {
 		return err
@@ -152,8 +157,8 @@ func recvLoop(ctx context.Context, conn *net.UDPConn, clock wire.Clock, duration
 				if !ok {
 					break
 				}
-				e, _ := ecnudp.ParseECN(oob[:oobn])
-				if err := onPacket(clock.Micros(), buf[:n], from, e); err != nil {
+				c := ecnudp.ParseControl(oob[:oobn])
+				if err := onPacket(clock.Micros(), clock.At(c.Arrival), buf[:n], from, c.ECN); err != nil {
 					return struct{}{}, err
 				}
 			}

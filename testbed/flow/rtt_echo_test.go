@@ -12,11 +12,13 @@ import (
 // TestRTTNeverBelowPath runs the sender's timestamps and RTT samples and
 // the receivers' ACK generation (ackState, which PragueRecv and VideoRecv
 // share) over a virtual path of 10 ms each way that stalls and then
-// delivers in a burst, reorders data and ACKs, and a receiver that stops
-// reading for a while: every RTT sample must be exactly the time from
-// sending the ACKed packet to reading its ACK, so never below 20 ms. The
-// two ends' clocks start far apart and wrap the 32-bit µs timestamps
-// during the run.
+// delivers in a burst, reorders data and ACKs, and ends that stop reading
+// for a while after their kernel received a datagram: every RTT sample
+// must be exactly the path's, from sending the ACKed packet to the kernel
+// receiving it plus from sending its ACK to the kernel receiving that,
+// so never below 20 ms and never counting the ends' own holds. The two
+// ends' clocks start far apart and wrap the 32-bit µs timestamps during
+// the run.
 func TestRTTNeverBelowPath(t *testing.T) {
 	const (
 		oneWay   = 10_000 // µs
@@ -28,6 +30,7 @@ func TestRTTNeverBelowPath(t *testing.T) {
 		name                string
 		dataStall, ackStall window // packets entering meanwhile leave together at to
 		recvStall           window // the receiver reads nothing meanwhile
+		sendStall           window // the sender reads no ACK meanwhile
 		reorderData         int    // every n-th data packet takes 3 ms longer
 		reorderACK          int    // every n-th ACK takes 2 ms longer
 	}{
@@ -35,9 +38,10 @@ func TestRTTNeverBelowPath(t *testing.T) {
 		{name: "data path stall, burst after", dataStall: window{500_000, 540_000}},
 		{name: "ACK path stall, burst after", ackStall: window{800_000, 830_000}},
 		{name: "receiver stops reading", recvStall: window{1_000_000, 1_035_000}},
+		{name: "sender stops reading", sendStall: window{700_000, 703_000}},
 		{name: "reordering both ways", reorderData: 7, reorderACK: 5},
 		{name: "everything", dataStall: window{300_000, 345_000}, ackStall: window{310_000, 350_000},
-			recvStall: window{1_200_000, 1_230_000}, reorderData: 3, reorderACK: 4},
+			recvStall: window{1_200_000, 1_230_000}, sendStall: window{1_400_000, 1_402_000}, reorderData: 3, reorderACK: 4},
 	}
 	through := func(at int64, w window) int64 {
 		if at >= w.from && at < w.to {
@@ -56,7 +60,8 @@ func TestRTTNeverBelowPath(t *testing.T) {
 			}
 			s := &sender{cc: cc}
 			type pkt struct {
-				at   int64 // path time of arrival (or of reading, for data at the receiver)
+				at   int64 // path time the kernel received it
+				read int64 // path time its end read it
 				d    wire.Data
 				a    wire.ACK
 				sent int64
@@ -73,31 +78,37 @@ func TestRTTNeverBelowPath(t *testing.T) {
 				if tc.reorderData > 0 && i%tc.reorderData == 0 {
 					arrive += 3000
 				}
-				data = append(data, pkt{at: through(arrive, tc.recvStall), d: d, sent: at})
+				data = append(data, pkt{at: arrive, d: d, sent: at})
 			}
 			slices.SortStableFunc(data, func(x, y pkt) int { return int(x.at - y.at) })
 			var r ackState
 			var acks []pkt
+			arrivedAt := make(map[int32]int64) // data: path time the receiver's kernel got it
+			heldFor := make(map[int32]int64)   // data: read this much later
 			for i, p := range data {
-				a := r.data(p.at+recvZero, p.d, aqm.ECT1, 1400)
-				arrive := through(p.at+oneWay, tc.ackStall)
+				read := through(p.at, tc.recvStall)
+				a := r.data(read+recvZero, p.at+recvZero, p.d, aqm.ECT1, 1400)
+				arrivedAt[p.d.Seq], heldFor[p.d.Seq] = p.at, read-p.at
+				arrive := through(read+oneWay, tc.ackStall)
 				if tc.reorderACK > 0 && i%tc.reorderACK == 0 {
 					arrive += 2000
 				}
 				acks = append(acks, pkt{at: arrive, a: a})
 			}
 			slices.SortStableFunc(acks, func(x, y pkt) int { return int(x.at - y.at) })
-			for _, p := range acks {
-				s.onACK(p.at+senderZero, p.a)
+			for i := range acks {
+				acks[i].read = through(acks[i].at, tc.sendStall)
+				s.onACK(acks[i].read+senderZero, acks[i].at+senderZero, acks[i].a)
 			}
 			if len(s.rtt) != len(acks) {
 				t.Fatalf("%d RTT samples from %d ACKs", len(s.rtt), len(acks))
 			}
 			for i, p := range acks {
-				want := p.at - sentAt[p.a.AckSeq]
+				seq := p.a.AckSeq
+				want := (arrivedAt[seq] - sentAt[seq]) + (p.at - (arrivedAt[seq] + heldFor[seq]))
 				if got := s.rtt[i].Microseconds(); got != want || got < 2*oneWay {
-					t.Fatalf("ACK %d (seq %d) read at %d µs: RTT sample %d µs, want %d (never below %d)",
-						i, p.a.AckSeq, p.at, got, want, 2*oneWay)
+					t.Fatalf("ACK %d (seq %d) received at %d µs, read at %d: RTT sample %d µs, want %d (never below %d)",
+						i, seq, p.at, p.read, got, want, 2*oneWay)
 				}
 			}
 		})

@@ -35,7 +35,7 @@ func TestAckStateCounters(t *testing.T) {
 	for _, tc := range tests {
 		var a ackState
 		for i, s := range tc.steps {
-			ack := a.data(int64(1000*(i+1)), wire.Data{Seq: s.seq, TS: 77}, s.ecn, 100)
+			ack := a.data(int64(1000*(i+1)), int64(1000*(i+1)), wire.Data{Seq: s.seq, TS: 77}, s.ecn, 100)
 			if ack.AckSeq != s.seq || ack.Received != s.recv || ack.CE != s.ce || ack.Lost != s.lost || ack.ErrorL4S != s.errorL4S {
 				t.Errorf("%s, step %d (seq %d): ACK %+v; want received %d, CE %d, lost %d, error_L4S %v",
 					tc.name, i, s.seq, ack, s.recv, s.ce, s.lost, s.errorL4S)

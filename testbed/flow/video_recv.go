@@ -78,7 +78,7 @@ type videoReceiver struct {
 	intervals                                   []Interval
 }
 
-func (r *videoReceiver) packet(now int64, p []byte, from netip.AddrPort, e aqm.ECN) error {
+func (r *videoReceiver) packet(now, at int64, p []byte, from netip.AddrPort, e aqm.ECN) error {
 	d, err := wire.DecodeData(p)
 	if err != nil {
 		return nil
@@ -92,8 +92,8 @@ func (r *videoReceiver) packet(now int64, p []byte, from netip.AddrPort, e aqm.E
 		return nil // one call at a time
 	}
 	r.last = wall
-	ack := r.st.data(now, d, e, len(p))
-	if err := r.acks.send(now, from, d.Seq, e, ack); err != nil {
+	ack := r.st.data(now, at, d, e, len(p))
+	if err := r.acks.send(now, at, from, d.Seq, e, ack); err != nil {
 		return err
 	}
 	r.iv.add(len(p))
