@@ -207,6 +207,10 @@ func analyseQueues(run *report.Run, res *runResult, from, to time.Duration) {
 	if floor >= 0 {
 		run.FloorWorstMs = dist.Ms(time.Duration(floor))
 	}
+	run.StealMs = -1
+	if a.steal >= 0 && b.steal >= a.steal {
+		run.StealMs = dist.Ms(b.steal - a.steal)
+	}
 	run.Series.HopWorstMs, run.Series.FloorWorstMs = worstPerSecond(s)
 	queues := []string{"L", "C"}
 	if res.spec.Queue.Kind == aqm.KindFIFO {

@@ -23,11 +23,12 @@ type queueSample struct {
 	// no probe); measured values, see hop.Worst.
 	worst, floor int64
 	floorRT      bool
+	steal        time.Duration // hostSteal when the sample was taken
 }
 
 func sampleOf(d *hop.DirStats, at time.Duration) queueSample {
 	return queueSample{at: at, elapsed: d.Elapsed, outBytes: d.OutBytes,
-		l: d.SojournL, c: d.SojournC, late: d.Lateness, lq: d.Queue.L, cq: d.Queue.C, floor: -1}
+		l: d.SojournL, c: d.SojournC, late: d.Lateness, lq: d.Queue.L, cq: d.Queue.C, floor: -1, steal: hostSteal()}
 }
 
 // worsts fills s's worst figures from snapshot cur against prev.

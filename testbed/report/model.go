@@ -82,7 +82,12 @@ type Run struct {
 	HopWorstMs    float64 `json:"hop_worst_lateness_ms"`
 	FloorWorstMs  float64 `json:"floor_worst_lateness_ms"`
 	FloorRealTime bool    `json:"floor_realtime"` // the probe ran SCHED_FIFO
-	Series        Series  `json:"series"`
+	// StealMs is the CPU time the hypervisor took from this machine over
+	// the same time (/proc/stat steal, all CPUs, 10 ms steps; 0 on bare
+	// metal, -1 where unknown): a floor that woke late while the host took
+	// the CPUs was the host's doing.
+	StealMs float64 `json:"host_steal_ms"`
+	Series  Series  `json:"series"`
 	// RTTMs holds raw RTT samples (ms, after warm-up) per flow label for
 	// the CDF plots; too bulky for report.json, whose Dists summarise them.
 	RTTMs map[string][]float64 `json:"-"`

@@ -141,6 +141,7 @@ func (r *Report) callTable() (Table, bool) {
 		return fmt.Sprintf("%.2f / %.1f", run.HopLatenessMs.P99, run.HopWorstMs)
 	})
 	row("machine floor, worst wake-up (ms)", func(run *Run) string { return floorMs(run) })
+	row("host steal (ms of CPU)", func(run *Run) string { return stealMs(run) })
 	return t, true
 }
 
@@ -201,12 +202,12 @@ func (r *Report) flowTable() Table {
 
 func (r *Report) queueTable() Table {
 	t := Table{Title: "Bottleneck queues (server→client; sojourn = dequeue − enqueue)",
-		Header: []string{"run", "queue", "p50 (ms)", "p99 (ms)", "max (ms)", "packets", "CE marked", "dropped", "utilisation", "hop timing error p99 (ms)", "hop worst (ms)", "machine floor worst (ms)"}}
+		Header: []string{"run", "queue", "p50 (ms)", "p99 (ms)", "max (ms)", "packets", "CE marked", "dropped", "utilisation", "hop timing error p99 (ms)", "hop worst (ms)", "machine floor worst (ms)", "host steal (ms)"}}
 	for _, run := range r.Runs {
 		for _, q := range run.Queues {
 			t.Rows = append(t.Rows, []string{run.Title, q.Name, ms(q.SojournMs.P50), ms(q.SojournMs.P99), ms(q.SojournMs.Max),
 				fmt.Sprint(q.Packets), fmt.Sprint(q.Marked), fmt.Sprint(q.Dropped), pct(run.Utilisation), fmt.Sprintf("%.2f", run.HopLatenessMs.P99),
-				fmt.Sprintf("%.1f", run.HopWorstMs), floorMs(&run)})
+				fmt.Sprintf("%.1f", run.HopWorstMs), floorMs(&run), stealMs(&run)})
 		}
 	}
 	return t
@@ -234,6 +235,14 @@ func floorMs(run *Run) string {
 		return fmt.Sprintf("%.1f (not real-time)", run.FloorWorstMs)
 	}
 	return fmt.Sprintf("%.1f", run.FloorWorstMs)
+}
+
+// stealMs is the CPU time the host took from the machine during a run.
+func stealMs(run *Run) string {
+	if run.StealMs < 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.0f", run.StealMs)
 }
 
 // spreadTables are, for lab --repeat N, one table per run with every
