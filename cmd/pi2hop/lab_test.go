@@ -139,7 +139,13 @@ func runLabCLI(t *testing.T, ctx context.Context, args ...string) *report.Report
 // TestLabScenarios runs each scenario with --quick durations, as CI does,
 // and holds it to issue 4's acceptance criteria, which the report's checks
 // encode (testbed/checks.go): L4S call RTT p99 below the classic call's
-// and ≤ base RTT + 5 ms, L4S call loss < 1 %; coexist rate ratio in
+// and ≤ base RTT + 5 ms, L4S call loss < 1 %, judged on the medians of
+// three interleaved repetitions (--repeat 3, issue 12's answer to a noisy
+// machine: of that 5 ms, the kernel's DualPI2 takes 2.4 ms at p99 in the
+// L queue at 10 Mbit/s and the call's own packet 1 ms on the wire, and on
+// the 2-core VM its host takes the CPU away for 20-115 ms at times, seen
+// in the run's machine floor and steal time; one such minute in one
+// repetition no longer decides the check); coexist rate ratio in
 // [0.5, 2] with the L queue's p99 below the C queue's; window-limited TCP
 // within 15 % of window/RTT; issue 12's Prague alone ≥ 97 % utilisation
 // with L sojourn p99 ≤ 2.6 ms (the --quick run's bounds are argued at
@@ -154,6 +160,7 @@ func TestLabScenarios(t *testing.T) {
 	needLabRoot(t)
 	for _, tt := range []struct {
 		scenario string
+		args     []string
 		runs     int
 		plots    []string
 		// gap names a check that is known not to hold yet (issue 12) and
@@ -161,7 +168,7 @@ func TestLabScenarios(t *testing.T) {
 		gap      string
 		gapCheck func(rep *report.Report) error
 	}{
-		{scenario: "l4s-demo", runs: 3, plots: []string{"rtt_cdf.png", "fps.png", "queue_delay_dualpi2-l4s.png", "throughput_fifo-classic.png"}},
+		{scenario: "l4s-demo", args: []string{"--repeat", "3"}, runs: 3, plots: []string{"rtt_cdf.png", "fps.png", "queue_delay_dualpi2-l4s.png", "throughput_fifo-classic.png"}},
 		{scenario: "coexist", runs: 1, plots: []string{"rtt_cdf.png", "queue_delay_coexist.png", "throughput_coexist.png"}},
 		{scenario: "bdp", runs: 6, plots: []string{"bdp.png"}},
 		{scenario: "prague", runs: 1, plots: []string{"queue_delay_prague.png"}, gap: "Prague utilisation ≥ 97 %", gapCheck: pragueUtilGap},
@@ -170,9 +177,17 @@ func TestLabScenarios(t *testing.T) {
 	} {
 		t.Run(tt.scenario, func(t *testing.T) {
 			// One run, no second try: the checks are judged as they stand.
-			rep := runLabCLI(t, context.Background(), tt.scenario, "--quick")
+			rep := runLabCLI(t, context.Background(), append([]string{tt.scenario, "--quick"}, tt.args...)...)
 			if rep.Scenario != tt.scenario || len(rep.Runs) != tt.runs || rep.Config == nil || rep.Versions.Go == "" {
 				t.Fatalf("report: scenario %q, %d runs, config %v, versions %+v", rep.Scenario, len(rep.Runs), rep.Config, rep.Versions)
+			}
+			if len(tt.args) > 0 {
+				// Issue 12: every figure a median of the three, with its range.
+				for _, run := range rep.Runs {
+					if run.Repeats != 3 || run.MedianRun < 1 || len(run.Spread) == 0 {
+						t.Errorf("%s: %d repeats (want 3), median run %d, %d ranges", run.Title, run.Repeats, run.MedianRun, len(run.Spread))
+					}
+				}
 			}
 			plots := strings.Join(rep.Plots, " ")
 			for _, p := range tt.plots {
