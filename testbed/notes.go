@@ -14,7 +14,9 @@ func notes(c Config) []string {
 			"as a 1428-byte packet does below 11.4 Mbit/s; 1 exempts a packet that found the L queue empty, like RFC 9332's "+
 			"rule of no step marking with a single packet queued.", *c.MinQlenStep),
 		"The hop timing error is how late the hop handled its link events: every delay figure includes it, and a large tail " +
-			"means the machine was too busy for the figures to be trusted.",
+			"means the machine was too busy for the figures to be trusted. The machine floor is how late a real-time probe " +
+			"thread that does nothing else woke at worst, and host steal the CPU time a hypervisor gave to others meanwhile: " +
+			"lateness up to the floor was the machine's.",
 	}
 	switch c.Scenario {
 	case "l4s-demo":
@@ -22,7 +24,8 @@ func notes(c Config) []string {
 			fmt.Sprintf("Competing load: %d kernel TCP cubic downloads, ECN off (Not-ECT: Classic queue).", c.Bulk),
 			"The call: 30 fps video over Prague congestion control, the same sender in every run; only its ECN codepoint differs "+
 				"(L4S = ECT(1) with the Prague response; classic = Not-ECT, loss-only).",
-			"Call RTT: per-ACK samples now − echoed timestamp at the sender (receiver hold time excluded). "+
+			"Call RTT: per-ACK samples now − echoed timestamp at the sender, both ends timed at their kernel's receive time "+
+				"(SO_TIMESTAMPNS), so the time an endpoint's thread took to wake up on this machine is not in it. "+
 				"Stalls: W3C webrtc-stats freeze rule (gap ≥ max(3·avg, avg + 150 ms)).",
 			fmt.Sprintf("The FIFO run's buffer: %d packets tail drop (≈ %d KB of 1500-byte packets, %.0f ms at the bottleneck rate), "+
 				"a deep buffer without queue management such as a home router's.", c.FIFOLimit, c.FIFOLimit*1500/1000,

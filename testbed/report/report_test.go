@@ -124,3 +124,24 @@ func TestSummaryPicksHeadline(t *testing.T) {
 		t.Errorf("call summary: %d tables, first %q", len(s), s[0].Title)
 	}
 }
+
+// TestFailedCheckSuggestsRepeat: a check that failed on single runs points
+// at --repeat, one judged on medians or one that passed does not.
+func TestFailedCheckSuggestsRepeat(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		pass    bool
+		repeats int
+		want    bool
+	}{
+		{"failed, one run", false, 0, true},
+		{"failed, medians of 3", false, 3, false},
+		{"passed, one run", true, 0, false},
+	} {
+		r := &Report{Runs: []Run{{Name: "a", Repeats: tt.repeats}}, Checks: []Check{{Name: "x", Pass: tt.pass}}}
+		got := strings.Contains(strings.Join(r.checkTable().Notes, " "), "--repeat 3")
+		if got != tt.want {
+			t.Errorf("%s: note suggests --repeat: %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}

@@ -215,12 +215,20 @@ func (r *Report) queueTable() Table {
 
 func (r *Report) checkTable() Table {
 	t := Table{Title: "Checks", Header: []string{"check", "result", "detail"}}
+	failed := false
 	for _, c := range r.Checks {
 		res := "FAIL"
 		if c.Pass {
 			res = "pass"
 		}
+		failed = failed || !c.Pass
 		t.Rows = append(t.Rows, []string{c.Name, res, c.Detail})
+	}
+	single := !slices.ContainsFunc(r.Runs, func(run Run) bool { return run.Repeats > 1 })
+	if failed && single {
+		t.Notes = append(t.Notes, "Judged on one run of each kind: on a shared or virtual machine one noisy minute "+
+			"(see the machine floor and host steal) can decide a percentile. --repeat 3 judges the checks on the "+
+			"medians of three interleaved runs.")
 	}
 	return t
 }
