@@ -70,13 +70,26 @@ func TestChecks(t *testing.T) {
 			{WindowBytes: 6553500, RTTMs: 15, LinkBps: 1e8, PredictedBps: 1e8, MeasuredBps: 5e7, RelErr: 0.5},         // link-limited: not checked
 			{WindowBytes: 6553500, RTTMs: 120, LinkBps: 1e9, PredictedBps: 4.369e8, MeasuredBps: 2.8e8, RelErr: 0.36}, // 44 % of the link: not checked
 		}}, []string{"window 17520 B at 50 ms"}},
-		// Issue 12's bounds: ≥ 97 % and p99 ≤ 2.6 ms, both inclusive.
-		{"prague at the bounds", report.Report{Scenario: "prague", Runs: []report.Run{withQueues(report.Run{Name: "prague", Utilisation: 0.97}, 2.6, 0)}},
+		// Issue 12's bounds: ≥ 97 % and p99 ≤ 2.6 ms at 10 Mbit/s, ≥ 98.5 %
+		// and p99 ≤ 1.8 ms at 50 Mbit/s, all inclusive.
+		{"prague at the bounds", report.Report{Scenario: "prague", Runs: []report.Run{
+			withQueues(report.Run{Name: "prague", RateBps: 10e6, Utilisation: 0.97}, 2.6, 0),
+			withQueues(report.Run{Name: "prague-50mbit", RateBps: 50e6, Utilisation: 0.985}, 1.8, 0)}},
 			nil},
-		{"prague queue", report.Report{Scenario: "prague", Runs: []report.Run{withQueues(report.Run{Name: "prague", Utilisation: 0.98}, 2.61, 0)}},
-			[]string{"L-queue sojourn"}},
-		{"prague utilisation", report.Report{Scenario: "prague", Runs: []report.Run{withQueues(report.Run{Name: "prague", Utilisation: 0.969}, 2.5, 0)}},
-			[]string{"Prague utilisation"}},
+		{"prague queue", report.Report{Scenario: "prague", Runs: []report.Run{withQueues(report.Run{Name: "prague", RateBps: 10e6, Utilisation: 0.98}, 2.61, 0)}},
+			[]string{"L-queue sojourn p99 ≤"}},
+		{"prague utilisation", report.Report{Scenario: "prague", Runs: []report.Run{withQueues(report.Run{Name: "prague", RateBps: 10e6, Utilisation: 0.969}, 2.5, 0)}},
+			[]string{"Prague utilisation ≥ 97 %"}},
+		{"prague at 50 Mbit/s", report.Report{Scenario: "prague", Runs: []report.Run{
+			withQueues(report.Run{Name: "prague", RateBps: 10e6, Utilisation: 0.99}, 2.0, 0),
+			withQueues(report.Run{Name: "prague-50mbit", RateBps: 50e6, Utilisation: 0.984}, 1.81, 0)}},
+			[]string{"Prague utilisation at 50 Mbit/s ≥ 98.5 %", "L-queue sojourn p99 at 50 Mbit/s ≤ 1.8 ms"}},
+		// A rate of the user's has no stated bound: the run at 10 Mbit/s
+		// is still judged, the other is not.
+		{"prague at a rate of the user's", report.Report{Scenario: "prague", Runs: []report.Run{
+			withQueues(report.Run{Name: "prague", RateBps: 10e6, Utilisation: 0.99}, 2.0, 0),
+			withQueues(report.Run{Name: "prague-20mbit", RateBps: 20e6, Utilisation: 0.5}, 9, 0)}},
+			nil},
 		{"failed run", report.Report{Scenario: "coexist", Runs: []report.Run{withQueues(report.Run{Name: "coexist", Title: "C", Error: "boom",
 			Fairness: &report.Fairness{Ratio: 1}}, 1, 15)}}, []string{"C ran"}},
 	}

@@ -32,6 +32,10 @@ type Config struct {
 	// bdp
 	RTTs    []time.Duration `json:"-"`                 // one run per RTT and window
 	Windows []uint64        `json:"windows,omitempty"` // receiver windows, bytes
+
+	// prague: one run per bottleneck rate (bit/s); a rate given with
+	// RateBps makes it the only one.
+	Rates []uint64 `json:"rates_bps,omitempty"`
 }
 
 // MarshalJSON writes durations the way flags take them ("20ms"), so
@@ -66,7 +70,15 @@ func (c Config) String() string {
 		}
 		rtt = fmt.Sprintf("RTTs %s, windows %s B", strings.Join(rtts, " "), strings.Join(ws, " "))
 	}
-	return fmt.Sprintf("%s: %s, %s, %v per run (warm-up %v)", c.Scenario, fmtRate(float64(c.RateBps)), rtt, c.Duration, c.Warmup)
+	rate := fmtRate(float64(c.RateBps))
+	if len(c.Rates) > 1 {
+		rs := make([]string, len(c.Rates))
+		for i, r := range c.Rates {
+			rs[i] = fmtRate(float64(r))
+		}
+		rate = strings.Join(rs, " and ")
+	}
+	return fmt.Sprintf("%s: %s, %s, %v per run (warm-up %v)", c.Scenario, rate, rtt, c.Duration, c.Warmup)
 }
 
 func fmtRate(bps float64) string {
@@ -92,6 +104,12 @@ func (c Config) Resolve() (Config, error) {
 	d := s.defaults
 	if c.Quick {
 		d = s.quick
+	}
+	if len(c.Rates) == 0 && len(d.Rates) > 0 {
+		c.Rates = d.Rates
+		if c.RateBps != 0 {
+			c.Rates = []uint64{c.RateBps}
+		}
 	}
 	if c.RateBps == 0 {
 		c.RateBps = d.RateBps

@@ -2,6 +2,7 @@ package testbed
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -23,7 +24,9 @@ func TestResolveDefaults(t *testing.T) {
 		{Config{Scenario: "bdp"}, 6, 1_000_000_000, 10 * time.Second},
 		{Config{Scenario: "bdp", Quick: true}, 6, 100_000_000, 5 * time.Second},
 		{Config{Scenario: "bdp", RateBps: 50_000_000, RTTs: []time.Duration{15 * time.Millisecond}}, 2, 50_000_000, 10 * time.Second},
-		{Config{Scenario: "prague", Duration: 8 * time.Second}, 1, 10_000_000, 8 * time.Second},
+		{Config{Scenario: "prague", Duration: 8 * time.Second}, 2, 10_000_000, 8 * time.Second}, // 10 and 50 Mbit/s
+		{Config{Scenario: "prague", Quick: true}, 1, 10_000_000, 12 * time.Second},
+		{Config{Scenario: "prague", RateBps: 20_000_000}, 1, 20_000_000, 30 * time.Second},
 	}
 	for _, tt := range tests {
 		c, err := tt.in.Resolve()
@@ -164,6 +167,34 @@ func TestConfigRepeat(t *testing.T) {
 	for _, n := range []int{-1, maxRepeat + 1} {
 		if _, err := (Config{Repeat: n}).Resolve(); err == nil {
 			t.Errorf("repeat %d accepted", n)
+		}
+	}
+}
+
+// TestPragueRates: the prague scenario runs at 10 and 50 Mbit/s (issue
+// 12's two cases), --quick at 10 only, and a --rate of the user's alone.
+func TestPragueRates(t *testing.T) {
+	for _, tt := range []struct {
+		in    Config
+		rates []float64
+		names []string
+	}{
+		{Config{Scenario: "prague"}, []float64{10e6, 50e6}, []string{"prague", "prague-50mbit"}},
+		{Config{Scenario: "prague", Quick: true}, []float64{10e6}, []string{"prague"}},
+		{Config{Scenario: "prague", RateBps: 20_000_000}, []float64{20e6}, []string{"prague"}},
+		{Config{Scenario: "prague", Rates: []uint64{10_000_000, 500_000}}, []float64{10e6, 5e5}, []string{"prague", "prague-500kbit"}},
+	} {
+		c, err := tt.in.Resolve()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rates []float64
+		var names []string
+		for _, r := range c.Runs() {
+			rates, names = append(rates, float64(r.RateBps)), append(names, r.Name)
+		}
+		if !slices.Equal(rates, tt.rates) || !slices.Equal(names, tt.names) {
+			t.Errorf("%+v: runs %v at %v bit/s, want %v at %v", tt.in, names, rates, tt.names, tt.rates)
 		}
 	}
 }

@@ -188,15 +188,16 @@ rows, ≤ 9.3 Mbit/s, are unaffected).`,
 	define(&scenario{
 		name:  "prague",
 		title: "One Prague flow alone on a DualPI2 bottleneck",
-		doc: `A single UDP Prague flow (ECT(1)) through a 10 Mbit/s, 20 ms DualPI2
-bottleneck at the kernel's defaults (min_qlen_step 0, as issue 12 measured
-udp_prague): the scalable sender should keep the link busy (utilisation
-≥ 97 %) while the L queue stays short (sojourn p99 ≤ 2.6 ms), as udp_prague
-does.`,
+		doc: `A single UDP Prague flow (ECT(1)) through a 20 ms DualPI2 bottleneck at the
+kernel's defaults (min_qlen_step 0, as issue 12 measured udp_prague), one run
+at 10 Mbit/s and one at 50 Mbit/s (--quick: 10 Mbit/s only; --rate R: R
+only): the scalable sender should keep the link busy while the L queue stays
+short, as udp_prague does — utilisation ≥ 97 % with L sojourn p99 ≤ 2.6 ms at
+10 Mbit/s, ≥ 98.5 % with p99 ≤ 1.8 ms at 50 Mbit/s.`,
 		defaults: Config{RateBps: 10_000_000, RTT: 20 * time.Millisecond, Duration: 30 * time.Second,
-			Warmup: 5 * time.Second, Seed: 1, MinQlenStep: &kernelMinQlenStep},
+			Warmup: 5 * time.Second, Seed: 1, MinQlenStep: &kernelMinQlenStep, Rates: []uint64{10_000_000, 50_000_000}},
 		quick: Config{RateBps: 10_000_000, RTT: 20 * time.Millisecond, Duration: 12 * time.Second,
-			Warmup: 4 * time.Second, Seed: 1, MinQlenStep: &kernelMinQlenStep},
+			Warmup: 4 * time.Second, Seed: 1, MinQlenStep: &kernelMinQlenStep, Rates: []uint64{10_000_000}},
 		runs: pragueRuns,
 	})
 }
@@ -369,11 +370,24 @@ func coexistRuns(c Config) []RunSpec {
 	return []RunSpec{r}
 }
 
+// pragueRuns is one run per rate; the first is named "prague", the
+// others by their rate.
 func pragueRuns(c Config) []RunSpec {
-	r := baseRun(c)
-	r.Name, r.Title = "prague", "DualPI2, Prague alone"
-	r.Flows = []FlowSpec{{Label: "prague", Kind: KindPrague, ECN: flow.ECNL4S}}
-	return []RunSpec{r}
+	var runs []RunSpec
+	for i, rate := range c.Rates {
+		r := baseRun(c)
+		r.RateBps = rate
+		r.Name, r.Title = "prague", "DualPI2, Prague alone, "+fmtRate(float64(rate))
+		if i > 0 {
+			r.Name = fmt.Sprintf("prague-%dkbit", rate/1000)
+			if rate%1_000_000 == 0 {
+				r.Name = fmt.Sprintf("prague-%dmbit", rate/1_000_000)
+			}
+		}
+		r.Flows = []FlowSpec{{Label: "prague", Kind: KindPrague, ECN: flow.ECNL4S}}
+		runs = append(runs, r)
+	}
+	return runs
 }
 
 // distanceOf gives seed 001's distance for its RTTs (15, 50, 120 ms), 0
