@@ -123,6 +123,13 @@ func TestSummaryPicksHeadline(t *testing.T) {
 	if s := r.Summary(); len(s) != 3 || s[0].Title != "Video call" || s[1].Title != "Apple" {
 		t.Errorf("call summary: %d tables, first %q", len(s), s[0].Title)
 	}
+	// One flow, no call, no pair: its flows, then its queues (utilisation,
+	// the machine's noise), then the checks.
+	one := Report{Runs: []Run{{Name: "prague", Title: "P", Flows: []Flow{{Label: "prague"}},
+		Queues: []Queue{{Name: "L"}}, StealMs: 40}}, Checks: []Check{{Name: "x", Pass: true}}}
+	if s := one.Summary(); len(s) != 3 || s[0].Title != "Flows" || !strings.HasPrefix(s[1].Title, "Bottleneck queues") || s[2].Title != "Checks" {
+		t.Errorf("one-flow summary: %d tables %+v", len(s), s)
+	}
 }
 
 // TestFailedCheckSuggestsRepeat: a check that failed on single runs points

@@ -52,6 +52,11 @@ func (r *Report) Summary() []Table {
 	}
 	if len(ts) == 0 {
 		ts = append(ts, r.flowTable())
+		// Its utilisation, queue delays and the machine's noise are what
+		// a run of one flow is judged on.
+		if t := r.queueTable(); len(t.Rows) > 0 {
+			ts = append(ts, t)
+		}
 	}
 	if len(r.Checks) > 0 {
 		ts = append(ts, r.checkTable())
