@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/pi2hop/pi2hop/aqm"
+	"github.com/pi2hop/pi2hop/testbed/flow/prague"
 	"github.com/pi2hop/pi2hop/testbed/flow/wire"
 )
 
@@ -418,6 +419,65 @@ func TestBlockFeedbackRandomPath(t *testing.T) {
 		if int(tx.received) != delivered || tx.lastAck != highest || tx.received+tx.lost != highest {
 			t.Errorf("seed %d: received %d of %d delivered, lost %d, last %d (highest delivered %d)",
 				seed, tx.received, delivered, tx.lost, tx.lastAck, highest)
+		}
+	}
+}
+
+// A block frees the window of every packet it reports, received or lost,
+// at once, as udp_prague's sender (inflight = sent − received − lost after
+// each block's ACK step): 10 packets sent; a block reports 1..8 with 3
+// missing (7 received, 1 lost), leaving 9 and 10 in flight; the next
+// begins at 10, so 9 counts lost from the gap before it, and nothing is
+// left in flight. A block that only re-reports packets counted already
+// gives no RTT sample and no ACK step (udp_prague calls ACKReceived only
+// when num_rtt > 0).
+func TestBlockFreesWindow(t *testing.T) {
+	tx, rx := udpPair(t, "127.0.0.1:0")
+	cc, err := prague.New(prague.Config{FeedbackHold: 25000}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := newSender(tx, addrOf(rx), cc, "prague-send", "", time.Second, true, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 0, 1400)
+	for i := range 10 {
+		if err := s.write(int64(i)*1000, wire.AppendData(buf[:0], s.dataHeader(int64(i)*1000))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := cc.Inflight(); got != 10 {
+		t.Fatalf("in flight after 10 sent: %d", got)
+	}
+	got := func(r ...bool) []wire.BlockReport {
+		var b []wire.BlockReport
+		for _, ok := range r {
+			if ok {
+				b = append(b, wire.BlockReport{Received: true, ECN: aqm.ECT1, ATO: 5})
+			} else {
+				b = append(b, wire.BlockReport{})
+			}
+		}
+		return b
+	}
+	steps := []struct {
+		now      int64 // µs
+		a        wire.BlockACK
+		inflight int
+		samples  int // RTT samples, all of them
+		received int32
+		lost     int32
+	}{
+		{40000, wire.BlockACK{Begin: 1, Reports: got(true, true, false, true, true, true, true, true)}, 2, 7, 7, 1},
+		{41000, wire.BlockACK{Begin: 1, Reports: got(true, true)}, 2, 7, 7, 1},
+		{65000, wire.BlockACK{Begin: 10, Reports: got(true)}, 0, 8, 8, 2},
+	}
+	for i, st := range steps {
+		s.onBlock(st.now, st.now, st.a)
+		if cc.Inflight() != st.inflight || len(s.rtt) != st.samples || s.fb.Received != st.received || s.fb.Lost != st.lost {
+			t.Errorf("block %d: in flight %d, RTT samples %d, received %d, lost %d; want %d, %d, %d, %d",
+				i+1, cc.Inflight(), len(s.rtt), s.fb.Received, s.fb.Lost, st.inflight, st.samples, st.received, st.lost)
 		}
 	}
 }

@@ -54,15 +54,29 @@ func listenIn(t *testing.T, in func(func() error) error, addr netip.Addr) *net.U
 // Through the hop at 10 Mbit/s and a 20 ms RTT, in both directions, a
 // flow with type-18 block feedback gets about the goodput of one with
 // type-17 ACKs (issue 12 asks ±5 %). The feedback travels on the other
-// direction's link, which only it uses, but a block report leaves up to
-// 25 ms after its packets arrived, so the flow reacts to marks later and
-// gets less: 0.953 of the per-packet goodput in the virtual-time model
-// (prague.TestBlockFeedbackCost). The runs go one after another, 5 s
-// each, goodput taken from 2 s on (the ramp from 100 kbit/s to the link
-// rate takes about a second at 17.9 Mbit/s per second of additive
-// growth); a 100 ms stall of this shared machine in one of the two 3 s
-// windows moves the ratio by 3 %, so it is held to 0.90..1.05. A sender
-// told the wrong format says so within 4 s.
+// direction's link, which only it uses. Block feedback costs the law
+// itself some goodput, as it would udp_prague's; nothing in our block
+// accounting does (a block frees the window of every packet it reports
+// received or lost, and the sender makes one ACK step per block, as
+// udp_prague's). Worked out in the virtual-time model of package prague
+// (runDual, kernel-default DualPI2, one ACK step per block as here), at
+// 10 Mbit/s: per-packet ACKs 9.58 Mbit/s; per-packet ACKs with the window
+// widened by 25 ms 9.27 (a window of rate·srtt·1.03 + 1 packet clocks
+// the per-packet flow and keeps the L queue short; a block flow must
+// give that up, as a packet waits RTT + up to a period for its report);
+// blocks every 25 ms with that window 8.90, 0.930 of per-packet (the
+// marks are heard 12.5 ms later on average: the queue overshoots, L p99
+// 4.1 ms against 2.5); blocks with udp_prague's window, which does not
+// cover the period, 5.49 (0.573). Measured live the same way (12 s,
+// from 3 s), the last gave 4.98 Mbit/s against 9.36. The live ratio
+// also moves with how far the per-packet flow falls short of the model
+// (window-limited about a fifth of the time on this machine, which the
+// block flow, with its wider window, is not). The runs go one after
+// another, 8 s each, goodput taken from 2.5 s on (the ramp from 100
+// kbit/s to the link rate takes about a second at 17.9 Mbit/s per
+// second of additive growth); a 100 ms stall of this shared machine in
+// one of the two 5.5 s windows moves the ratio by 2 %, so it is held to
+// 0.90..1.05. A sender told the wrong format says so within 4 s.
 func TestFeedbackThroughHop(t *testing.T) {
 	p := hopPair(t, 10_000_000, 10*time.Millisecond)
 	for _, dir := range []struct {
@@ -77,7 +91,7 @@ func TestFeedbackThroughHop(t *testing.T) {
 		var goodput [2]float64
 		for i, block := range []bool{false, true} {
 			tx, rx := listenIn(t, dir.from, dir.fromAddr), listenIn(t, dir.to, dir.toAddr)
-			cfg := PragueConfig{Duration: 5 * time.Second, Interval: 500 * time.Millisecond, RFC8888: block}
+			cfg := PragueConfig{Duration: 8 * time.Second, Interval: 500 * time.Millisecond, RFC8888: block}
 			rcfg := cfg
 			rcfg.Duration = 0
 			ss, rs, err, rerr := runPairOn(tx, rx, cfg, rcfg)
@@ -86,19 +100,21 @@ func TestFeedbackThroughHop(t *testing.T) {
 			}
 			var bytes, secs float64
 			for _, iv := range rs.Intervals {
-				if iv.T > 2.4 && iv.T <= 5.01 {
+				if iv.T > 2.9 && iv.T <= 8.01 {
 					bytes += iv.GoodputBps * iv.Dur
 					secs += iv.Dur
 				}
 			}
-			if secs < 2 {
-				t.Fatalf("%s, rfc8888 %v: %.2f s of receiver intervals in 2..5 s: %+v", dir.name, block, secs, rs.Intervals)
+			if secs < 4.5 {
+				t.Fatalf("%s, rfc8888 %v: %.2f s of receiver intervals in 2.5..8 s: %+v", dir.name, block, secs, rs.Intervals)
 			}
 			goodput[i] = bytes / secs
-			t.Logf("%s, rfc8888 %v: %.2f Mbit/s from 2 to 5 s; sender: %d sent, %d received, %d lost, %d timeouts, RTT samples %d",
+			t.Logf("%s, rfc8888 %v: %.2f Mbit/s from 2.5 to 8 s; sender: %d sent, %d received, %d lost, %d timeouts, RTT samples %d",
 				dir.name, block, goodput[i]/1e6, ss.PacketsSent, ss.Received, ss.Lost, ss.Timeouts, len(ss.RTT))
 		}
-		if r := goodput[1] / goodput[0]; r < 0.90 || r > 1.05 {
+		r := goodput[1] / goodput[0]
+		t.Logf("%s: block / per-packet goodput %.3f", dir.name, r)
+		if r < 0.90 || r > 1.05 {
 			t.Errorf("%s: goodput with block feedback %.2f Mbit/s, with per-packet ACKs %.2f (ratio %.3f); want 0.90..1.05",
 				dir.name, goodput[1]/1e6, goodput[0]/1e6, r)
 		}
