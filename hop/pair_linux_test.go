@@ -165,6 +165,10 @@ func TestPairIdleRTT(t *testing.T) {
 		t.Run(fmt.Sprintf("delay%v", tt.delay), func(t *testing.T) {
 			p := newTestPair(t, testConfig(tt.bps, tt.delay))
 			medianPing(t, p, 3) // warm up
+			// The kernel's own path between two namespaces, measured
+			// while the hop runs (so under its CPU latency request too):
+			// what the machine charges a ping that crosses no hop at all.
+			kernel := vethPathRTT(t, 60)
 			// The median of 60 pings, one measurement: a stall of the VM
 			// delays a few pings, and the median does not move unless
 			// more than half of them are late.
@@ -172,7 +176,8 @@ func TestPairIdleRTT(t *testing.T) {
 			added := rtt - 2*tt.delay
 			s := p.Hop.Stats()
 			t.Logf("release lateness p50 %v p99 %v", time.Duration(s.Up.Lateness.Quantile(0.5)), time.Duration(s.Up.Lateness.Quantile(0.99)))
-			t.Logf("idle RTT with %v each way at %d bit/s: median %v (added %v)", tt.delay, tt.bps, rtt, added)
+			t.Logf("idle RTT with %v each way at %d bit/s: median %v (added %v; the kernel's veth path alone %v, so the hop's own part %v)",
+				tt.delay, tt.bps, rtt, added, kernel, added-kernel)
 			// The bound is what a correct hop costs on a VM, not a target:
 			// a ping crosses the hop twice and wakes halted vCPUs 3-5 times,
 			// 50-110 µs each on this kind of machine (measured with kernel
@@ -181,12 +186,54 @@ func TestPairIdleRTT(t *testing.T) {
 			// release missed its time. The figure itself (0.11-0.33 ms here,
 			// the same on the code of two sessions ago, depending on the
 			// hour's host noise) is bench-hop's idle-RTT line, with its
-			// ≤ 0.15 ms target.
+			// ≤ 0.15 ms target. At idle the releases are on time (lateness
+			// p50 ~1 µs): the hop's part is its two wake-ups and the first
+			// pass of cold code and system calls after 10-50 ms of idle
+			// (a TUN readv that takes 0.5 µs hot took ~10 µs, timed with
+			// sched and syscall tracepoints). A minimal C forwarder between
+			// the same two TUNs (blocking read or ppoll, no shaping) added
+			// 40-100 µs over the veth path on the same 2-vCPU VM, so the
+			// 0.15 ms target leaves a shaping hop 0.05-0.1 ms.
 			if added < 0 || added > time.Millisecond {
 				t.Errorf("RTT %v, want %v + at most 1 ms", rtt, 2*tt.delay)
 			}
 		})
 	}
+}
+
+// vethPathRTT is the median RTT of n pings between two fresh namespaces
+// joined by a veth pair: the kernel's path without the hop, the
+// reference the hop's idle RTT is judged against.
+func vethPathRTT(t *testing.T, n int) time.Duration {
+	t.Helper()
+	prefix := fmt.Sprintf("p2v%d%d", os.Getpid()%10000, pairSeq.Add(1))
+	a, b := prefix+"a", prefix+"b"
+	j := tun.NewJournal(nil)
+	t.Cleanup(func() {
+		if err := j.Undo(); err != nil {
+			t.Errorf("remove the veth path: %v", err)
+		}
+	})
+	for _, f := range []func() error{
+		func() error { return j.NewNamespace(a) },
+		func() error { return j.NewNamespace(b) },
+		func() error { return j.AddVeth(a, "va", b, "vb") },
+		func() error { return j.AddAddr(a, "va", netip.MustParsePrefix("10.254.9.1/24")) },
+		func() error { return j.AddAddr(b, "vb", netip.MustParsePrefix("10.254.9.2/24")) },
+	} {
+		if err := f(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dst := netip.MustParseAddr("10.254.9.2")
+	if _, err := MedianPing(a, dst, 3, 10*time.Millisecond); err != nil { // warm up: neighbours
+		t.Fatal(err)
+	}
+	rtt, err := MedianPing(a, dst, n, 10*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rtt
 }
 
 // snmpField returns a counter from /proc/thread-self/net/{snmp,netstat}
