@@ -26,6 +26,10 @@ const maxQuietTimeouts = 4
 // udp_prague on purpose: its sender carries all of its lateness over
 // (compRecv) and, after a 10 ms stall, sends 10 ms of packets at once (up
 // to its window), a queue spike the step marks and the flow then cuts for.
+// The other way round, udp_prague paces afresh from the ACK that opens a
+// closed window, where this pacer keeps its schedule (up to the same 1 ms):
+// with the endpoints' measured wake-ups the restart costs about 1 % of
+// the link at 10 Mbit/s (prague.TestWakeupsSingleFlow: 98.0 vs 96.9 %).
 const maxLateness = 1000 // µs
 
 // sender is what the bulk and video Prague senders share: the controller,

@@ -1,0 +1,148 @@
+package prague
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+// wakeups models the endpoints' scheduling on the lab's machine: every
+// time a thread waits (the receiver for a data packet, the sender for an
+// ACK or its pacing time) it runs a lognormal time after the event. The
+// median 40 µs and σ = 1 (p90 144 µs, p99 410 µs, mean 66 µs) fit the
+// receiver hold (kernel receive time → ACK sent) measured in live
+// `lab prague --quick` runs on the 2-core VM: p50 31-47, p90 92-167,
+// p99 260-820 µs over ~6 800 ACKs per run.
+type wakeups struct {
+	median, sigma float64 // µs
+	rng           *rand.Rand
+}
+
+func (w *wakeups) draw() int64 {
+	if w.median == 0 {
+		return 0
+	}
+	return int64(w.median * math.Exp(w.sigma*w.rng.NormFloat64()))
+}
+
+// catchUp is how a bulk sender's pacer deals with lateness.
+type catchUp struct {
+	max           int64 // µs of lateness made up by sending early
+	restartWindow bool  // after a window-limited wait, pace from now (udp_prague)
+}
+
+// simulateWoken is the bulk sender's loop (as simulate) through path b
+// with both endpoints woken late as w draws: the receiver reads each data
+// packet and ACKs it at once, the sender reads each ACK and wakes for its
+// pacing time late. Each thread handles its events in order. The
+// controller's RTT sample leaves out the receiver's hold, as the live
+// receiver's echo (frozen at its kernel's receive time) does.
+func simulateWoken(cc *CC, b *stepBottleneck, end int64, w *wakeups, cu catchUp) {
+	type ack struct {
+		at, rtt int64
+		fb      Feedback
+	}
+	var (
+		now, next          int64
+		fb                 Feedback
+		acks               []ack
+		recvRead, sendRead int64 // when each thread last got round to an ACK or packet
+		windowLimited      bool
+	)
+	for now < end {
+		info := cc.Info(now)
+		canSend := cc.Inflight() < info.PacketWindow
+		if canSend && now >= next {
+			switch {
+			case windowLimited && cu.restartWindow:
+				next = now
+			default:
+				next = max(next, now-cu.max)
+			}
+			windowLimited = false
+			for i := 0; i < info.PacketBurst && cc.Inflight() < info.PacketWindow; i++ {
+				cc.Sent(1)
+				at, ce := b.send(now, info.PacketSize)
+				if ce {
+					fb.CE++
+				}
+				fb.Received++
+				arrived := at - b.owd // the receiver's kernel
+				recvRead = max(arrived+w.draw(), recvRead)
+				sendRead = max(recvRead+b.owd+w.draw(), sendRead)
+				acks = append(acks, ack{at: sendRead, rtt: sendRead - now - (recvRead - arrived), fb: fb})
+				next += int64(float64(info.PacketSize) / info.PacingRate * 1e6)
+			}
+			continue
+		}
+		wake := end
+		if canSend {
+			wake = next + w.draw()
+		} else {
+			windowLimited = true
+		}
+		if len(acks) > 0 && acks[0].at < wake {
+			wake = acks[0].at
+		}
+		now = max(now, wake)
+		n := 0
+		for n < len(acks) && acks[n].at <= now {
+			cc.RTT(acks[n].rtt)
+			cc.ACK(now, acks[n].fb)
+			n++
+		}
+		acks = acks[n:]
+	}
+}
+
+// With the endpoints' measured wake-ups, one flow under step marking still
+// meets issue 12's bounds when the pacer makes up to 1 ms of lateness
+// (flow.maxLateness), also after a window-limited wait. udp_prague's pacer
+// instead starts afresh from the ACK that opens its window (its compRecv
+// carries only the lateness of a pacing timeout); with jittered ACKs that
+// loses about 1 % of the link at 10 Mbit/s in this model (98.0 → 96.9 %):
+// the link stands idle after pacing waits for 2.2 % of the time instead
+// of 1.2 %, as each restart puts a full pacing interval after a send the
+// late ACK already delayed, while the queue the last CE cut emptied has
+// nothing to cover it. At 50 Mbit/s (one 1 ms step holds four packets)
+// both are within 0.1 %. The model is deterministic (seeded); four seeds
+// keep one lucky draw from deciding.
+func TestWakeupsSingleFlow(t *testing.T) {
+	ours, reference := catchUp{max: 1000}, catchUp{max: math.MaxInt32, restartWindow: true}
+	run := func(mbit float64, cu catchUp, seed uint64) (util float64, p99 int64) {
+		cc, err := New(Config{}, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		const warmup, end = 5e6, 30e6
+		b := &stepBottleneck{rate: mbit * 1e6 / 8, owd: 10000, step: 1000, from: warmup}
+		simulateWoken(cc, b, end, &wakeups{median: 40, sigma: 1, rng: rand.New(rand.NewPCG(seed, 12))}, cu)
+		slices.Sort(b.sojourns)
+		return b.busy / (end - warmup), b.sojourns[len(b.sojourns)*99/100]
+	}
+	for _, tt := range []struct {
+		mbit    float64
+		minUtil float64
+		maxP99  int64 // µs
+	}{
+		{10, 0.97, 2600},
+		{50, 0.985, 1800},
+	} {
+		var sumOurs, sumRef float64
+		for seed := uint64(1); seed <= 4; seed++ {
+			u, p99 := run(tt.mbit, ours, seed)
+			ur, p99r := run(tt.mbit, reference, seed)
+			t.Logf("%v Mbit/s seed %d: 1 ms catch-up %.2f %% (L p99 %.2f ms), udp_prague's restart %.2f %% (%.2f ms)",
+				tt.mbit, seed, 100*u, float64(p99)/1000, 100*ur, float64(p99r)/1000)
+			if u < tt.minUtil || p99 > tt.maxP99 {
+				t.Errorf("%v Mbit/s seed %d: utilisation %.4f, L p99 %d µs; want >= %.3f and <= %d µs", tt.mbit, seed, u, p99, tt.minUtil, tt.maxP99)
+			}
+			sumOurs += u
+			sumRef += ur
+		}
+		if tt.mbit == 10 && sumOurs-sumRef < 4*0.005 {
+			t.Errorf("10 Mbit/s: mean utilisation %.4f with the 1 ms catch-up, %.4f with udp_prague's restart; want ours ahead by >= 0.5 %%", sumOurs/4, sumRef/4)
+		}
+	}
+}
