@@ -162,10 +162,21 @@ func runDual(t *testing.T, qc aqm.Config, mbit float64, cubic bool, block int64)
 				}
 			}
 		}
-		for len(pEvents) > 0 && pEvents[0].at <= now {
+		// One ACK step per ACK; with block feedback one per block (the
+		// reports due now), after an RTT sample per packet it reports, as
+		// the sender's onBlock and udp_prague do.
+		var last Feedback
+		due := 0
+		for ; len(pEvents) > 0 && pEvents[0].at <= now; due++ {
 			cc.RTT(pEvents[0].rtt)
-			cc.ACK(now, pEvents[0].fb)
+			if block == 0 {
+				cc.ACK(now, pEvents[0].fb)
+			}
+			last = pEvents[0].fb
 			pEvents = pEvents[1:]
+		}
+		if block > 0 && due > 0 {
+			cc.ACK(now, last)
 		}
 		for len(cEvents) > 0 && cEvents[0].at <= now {
 			if e := cEvents[0]; e.lost {
@@ -269,12 +280,18 @@ func TestAloneThroughDualPI2(t *testing.T) {
 }
 
 // Block feedback every 25 ms (udp_prague's --rfc8888 period) through
-// kernel-default DualPI2 at 10 Mbit/s and 20 ms: a packet's report waits
-// up to a period (12.5 ms on average) before it leaves, so the flow hears
-// of a mark some 60 % later than with an ACK per packet (21.5 ms), the L queue
-// overshoots further before the cut, and the flow gets some 5 % less.
-// This is the bound the live comparison (TestFeedbackThroughHop in
-// testbed/flow) is held to.
+// kernel-default DualPI2 at 10 Mbit/s and 20 ms, one ACK step per block as
+// the sender and udp_prague take them: a packet's report waits up to a
+// period (12.5 ms on average) before it leaves, so the flow hears of a
+// mark some 60 % later than with an ACK per packet (21.5 ms) and the L
+// queue overshoots further before the cut (p99 4.1 against 2.5 ms); and
+// the window, which must allow for the period (FeedbackHold), no longer
+// brakes the flow between marks as the tight per-packet one does. Together
+// some 7 % of the goodput: issue 12's ±5 % does not hold for this law.
+// (With udp_prague's window, no allowance, the same model gives 0.57.)
+// The live comparison (TestFeedbackThroughHop in testbed/flow) measures
+// more, 0.95-0.99, because there the per-packet flow loses time to its
+// window on the machine's stalls too.
 func TestBlockFeedbackCost(t *testing.T) {
 	qc := aqm.DefaultConfig()
 	qc.MinQlenStep = 0
@@ -282,7 +299,7 @@ func TestBlockFeedbackCost(t *testing.T) {
 	r := blk.pragueBps / ack.pragueBps
 	t.Logf("per-packet ACKs %.2f Mbit/s (L p99 %.2f ms), blocks every 25 ms %.2f Mbit/s (L p99 %.2f ms): ratio %.3f",
 		ack.pragueBps*8/1e6, ack.lP99, blk.pragueBps*8/1e6, blk.lP99, r)
-	if r < 0.93 || r > 1 {
-		t.Errorf("block feedback gets %.3f of the per-packet goodput; want 0.93..1", r)
+	if r < 0.90 || r > 0.95 {
+		t.Errorf("block feedback gets %.3f of the per-packet goodput; want 0.90..0.95 (a cost of 5-10 %%)", r)
 	}
 }
