@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"testing"
+	"time"
 )
 
 // Golden encodings, laid out by hand from udp_prague's packed structs
@@ -167,4 +168,29 @@ func FuzzDecode(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestClockAt: a kernel receive time converts to the clock's µs of that
+// instant however late it is converted (the hold is measured from the same
+// reading), 0 means now, a time in the future counts as now and one
+// before the clock started as its start.
+func TestClockAt(t *testing.T) {
+	c := NewClock()
+	time.Sleep(2 * time.Millisecond)
+	x := time.Now()
+	want := x.Sub(c.start).Microseconds()
+	time.Sleep(3 * time.Millisecond) // converted later, as after a wake-up
+	if got := c.At(x.UnixNano()); got < want-1 || got > want+1 {
+		t.Errorf("At(%v) = %d µs, want %d ± 1", x, got, want)
+	}
+	before := c.Micros()
+	if got := c.At(0); got < before {
+		t.Errorf("At(0) = %d µs, before Micros %d", got, before)
+	}
+	if got := c.At(time.Now().Add(time.Hour).UnixNano()); got < before {
+		t.Errorf("At(an hour ahead) = %d µs, want now (≥ %d)", got, before)
+	}
+	if got := c.At(1); got != 0 {
+		t.Errorf("At(1970) = %d µs, want 0, the clock's start", got)
+	}
 }
