@@ -60,10 +60,9 @@ func listenIn(t *testing.T, in func(func() error) error, addr netip.Addr) *net.U
 // udp_prague's; our block accounting does not (a block frees the window
 // of every packet it reports, TestBlockFreesWindow, and the sender makes
 // one ACK step per block, as udp_prague's). In package prague's
-// virtual-time model (runDual, kernel-default DualPI2) changed to make one
-// ACK step per block, as the sender does (TestBlockFeedbackCost makes one
-// per packet: 0.953), and to set the window's hold apart from the period,
-// at 10 Mbit/s: per-packet ACKs 9.58 Mbit/s; the same with the window
+// virtual-time model (runDual, kernel-default DualPI2, one ACK step per
+// block as the sender makes: TestBlockFeedbackCost), with the window's
+// hold set apart from the period, at 10 Mbit/s: per-packet ACKs 9.58 Mbit/s; the same with the window
 // widened by 25 ms 9.27 (the per-packet window, rate·srtt·1.03 + 1 packet,
 // clocks the flow and keeps the L queue short; a block flow must widen it,
 // a packet waiting RTT + up to a period for its report); 25 ms blocks with
