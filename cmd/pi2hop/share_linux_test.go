@@ -846,13 +846,42 @@ func TestShareWholePath(t *testing.T) {
 // TestPairIdleRTT's, 1 ms, for the same reason: a ping crosses the hop
 // twice and wakes halted vCPUs 3-5 times, 50-110 µs each on a VM, plus
 // the release lateness, so a correct hop measures up to ~0.65 ms on one
-// and over 1 ms means a release missed its time. Share's own part of the
-// path (bridge, veths, NAT, conntrack zones, policy rules) is kernel
-// work on the same wake-ups. Five alternating runs of each on a 2-vCPU VM
-// with the machine to themselves: this test +0.31..0.46 ms (median 0.41),
-// TestPairIdleRTT +0.21..0.40 ms (median 0.29), the floor probe's worst
-// wake-up 0.2..2.1 ms late. The figure, the pacing lateness and the
-// floor probe are logged.
+// and over 1 ms means a release missed its time. The figure, the pacing
+// lateness and the floor probe are logged.
+//
+// Why a gateway adds more than a pair, measured on the 2-vCPU VM (this
+// lab's shape, device --veth-- bridge in the box --veth-- internet, 200
+// pings 20 ms apart timed by SO_TIMESTAMPNS, --delay 5ms, four
+// interleaved rounds, medians of the rounds' p50 of RTT - 10 ms):
+// kernel forwarding alone 0.09 ms; `run` 0.30 ms without the floor probe,
+// 0.36 ms with it; share 0.35 ms without, 0.44 ms with (the default).
+//   - The floor probe (on by default in run and share, off in
+//     TestPairIdleRTT) costs the gateway 0.06-0.1 ms, in every round;
+//     through `shell` it made no difference beyond the noise. Its
+//     SCHED_FIFO threads wake every 200 µs on each vCPU, and the gateway's
+//     kernel work per packet (bridge, forwarding, NAT) is long enough
+//     that a probe's timer interrupt lands in most of it; not proven.
+//   - With the probe off, the hop's own part is about the pair's:
+//     traced with sched, net and syscall tracepoints (perf, `run`, 55
+//     pings, p50s; tracing inflates every figure), the up owner's
+//     wake-up 32 µs, its TryRead 24 µs, its first pass after the 5 ms
+//     hold 23 µs; the down owner's wake-up 57 µs (always on the other
+//     vCPU from the write that queued the reply), TryRead 28 µs, pass
+//     23 µs: ~0.19 ms traced, against TestPairIdleRTT's untraced
+//     0.125-0.165 ms.
+//   - The rest is the kernel's: without a hop a ping's whole round trip
+//     runs in one go in the pinger's sendto, hot after its first stage
+//     (traced: 135 µs, 99 of them to the WAN, 34 for the rest). The hop
+//     cuts it into three pieces 5 ms apart, each run cold: the pinger's
+//     sendto to NAME-up 103 µs, the up owner's write to the reply at
+//     NAME-dn 67 µs, the down owner's write to the device 42 µs; 212 µs
+//     in all, ~0.08 ms more than the same path unbroken. A pair's pieces
+//     are short: no bridge, forwarding or NAT.
+//   - share over run, ~0.05 ms: NAT and conntrack on both forwards and
+//     the share's servers; not taken apart.
+//
+// Of the difference only the probe's part is ours; the rest is kernel
+// work that TestPairIdleRTT's path does not have.
 func TestShareIdleRTT(t *testing.T) {
 	needRoot(t, "ip", "udhcpc")
 	bin := buildPi2hop(t)
