@@ -22,24 +22,55 @@ type simACK struct {
 // simulate runs a sender paced by cc into path until end (µs), in virtual
 // time, the way the bulk sender runs: up to a burst while the window
 // allows and the pacing time has come, else wait for the next ACK or
-// pacing time. Every packet is ACKed, in order.
-func simulate(cc *CC, path simPath, end int64) { simulateFeedback(cc, path, end, 0, 0) }
+// pacing time. Every packet is ACKed, in order, and the pacer makes up
+// at most a burst's time of lateness.
+func simulate(cc *CC, path simPath, end int64) {
+	simulateWith(cc, path, end, simOptions{catchUp: catchUp{max: BurstTime}})
+}
 
-// simulateFeedback is simulate with block feedback when period > 0: the
-// receiver, back µs from the sender, reports at multiples of period what
-// arrived since its last report, and the sender applies all of a report's
-// RTT samples (exact: the arrival time offset's 1 ms rounding is left
-// out) and then its counters, once.
-func simulateFeedback(cc *CC, path simPath, end, period, back int64) {
+// simOptions are what a simulated run adds to simulate's.
+type simOptions struct {
+	// period > 0: block feedback. The receiver, back µs from the sender,
+	// reports at multiples of period what arrived since its last report,
+	// and the sender applies all of a report's RTT samples (exact: the
+	// arrival time offset's 1 ms rounding is left out) and then its
+	// counters, once.
+	period, back int64
+	// wake, if not nil, delays both endpoints: the receiver reads each
+	// data packet (arrived back µs before its ACK would reach the sender)
+	// and ACKs it at once, the sender reads each ACK and wakes for its
+	// pacing time late, each thread in order. The RTT sample leaves out
+	// the receiver's hold, as the live receiver's echo (frozen at its
+	// kernel's receive time) does.
+	wake    *wakeups
+	catchUp catchUp
+}
+
+// catchUp is how a bulk sender's pacer deals with lateness.
+type catchUp struct {
+	max           int64 // µs of lateness made up by sending early
+	restartWindow bool  // after a window-limited wait, pace from now (udp_prague)
+}
+
+// simulateWith is simulate with o's feedback, wake-ups and catch-up.
+func simulateWith(cc *CC, path simPath, end int64, o simOptions) {
 	var (
-		now, next int64
-		fb        Feedback
-		acks      []simACK
+		now, next          int64
+		fb                 Feedback
+		acks               []simACK
+		recvRead, sendRead int64 // when each thread last got round to a packet or ACK
+		windowLimited      bool
 	)
 	for now < end {
 		info := cc.Info(now)
 		canSend := cc.Inflight() < info.PacketWindow
 		if canSend && now >= next {
+			if windowLimited && o.catchUp.restartWindow {
+				next = now
+			} else {
+				next = max(next, now-o.catchUp.max)
+			}
+			windowLimited = false
 			for i := 0; i < info.PacketBurst && cc.Inflight() < info.PacketWindow; i++ {
 				cc.Sent(1)
 				at, ce := path.send(now, info.PacketSize)
@@ -47,19 +78,25 @@ func simulateFeedback(cc *CC, path simPath, end, period, back int64) {
 					fb.CE++
 				}
 				fb.Received++
+				arrived := at - o.back // the receiver's kernel
 				a := simACK{at: at, rtt: at - now, fb: fb}
-				if period > 0 {
-					arrival := at - back
-					a.at = (arrival+period-1)/period*period + back
+				if o.period > 0 {
+					a.at = (arrived+o.period-1)/o.period*o.period + o.back
+				} else {
+					recvRead = max(arrived+o.wake.draw(), recvRead)
+					sendRead = max(recvRead+o.back+o.wake.draw(), sendRead)
+					a.at, a.rtt = sendRead, sendRead-now-(recvRead-arrived)
 				}
 				acks = append(acks, a)
-				next = max(next, now-BurstTime) + int64(float64(info.PacketSize)/info.PacingRate*1e6)
+				next += int64(float64(info.PacketSize) / info.PacingRate * 1e6)
 			}
 			continue
 		}
 		wake := end
 		if canSend {
-			wake = next
+			wake = next + o.wake.draw()
+		} else {
+			windowLimited = true
 		}
 		if len(acks) > 0 && acks[0].at < wake {
 			wake = acks[0].at
@@ -68,12 +105,12 @@ func simulateFeedback(cc *CC, path simPath, end, period, back int64) {
 		n := 0
 		for n < len(acks) && acks[n].at <= now {
 			cc.RTT(acks[n].rtt)
-			if period == 0 {
+			if o.period == 0 {
 				cc.ACK(now, acks[n].fb)
 			}
 			n++
 		}
-		if period > 0 && n > 0 {
+		if o.period > 0 && n > 0 {
 			cc.ACK(now, acks[n-1].fb)
 		}
 		acks = acks[n:]
@@ -195,7 +232,7 @@ func TestBlockFeedbackWindow(t *testing.T) {
 			}
 			const warmup, end = 5e6, 30e6
 			b := &stepBottleneck{rate: mbit * 1e6 / 8, owd: 10000, step: 1000, from: warmup}
-			simulateFeedback(cc, b, end, 25000, b.owd)
+			simulateWith(cc, b, end, simOptions{period: 25000, back: b.owd, catchUp: catchUp{max: BurstTime}})
 			util[hold] = b.busy / (end - warmup)
 			slices.Sort(b.sojourns)
 			t.Logf("%v Mbit/s, 25 ms blocks, window hold %d µs: utilisation %.1f %%, L sojourn p99 %.2f ms",

@@ -19,81 +19,12 @@ type wakeups struct {
 	rng           *rand.Rand
 }
 
+// draw is one wake-up's delay, µs; 0 from a nil or zero wakeups.
 func (w *wakeups) draw() int64 {
-	if w.median == 0 {
+	if w == nil || w.median == 0 {
 		return 0
 	}
 	return int64(w.median * math.Exp(w.sigma*w.rng.NormFloat64()))
-}
-
-// catchUp is how a bulk sender's pacer deals with lateness.
-type catchUp struct {
-	max           int64 // µs of lateness made up by sending early
-	restartWindow bool  // after a window-limited wait, pace from now (udp_prague)
-}
-
-// simulateWoken is the bulk sender's loop (as simulate) through path b
-// with both endpoints woken late as w draws: the receiver reads each data
-// packet and ACKs it at once, the sender reads each ACK and wakes for its
-// pacing time late. Each thread handles its events in order. The
-// controller's RTT sample leaves out the receiver's hold, as the live
-// receiver's echo (frozen at its kernel's receive time) does.
-func simulateWoken(cc *CC, b *stepBottleneck, end int64, w *wakeups, cu catchUp) {
-	type ack struct {
-		at, rtt int64
-		fb      Feedback
-	}
-	var (
-		now, next          int64
-		fb                 Feedback
-		acks               []ack
-		recvRead, sendRead int64 // when each thread last got round to an ACK or packet
-		windowLimited      bool
-	)
-	for now < end {
-		info := cc.Info(now)
-		canSend := cc.Inflight() < info.PacketWindow
-		if canSend && now >= next {
-			switch {
-			case windowLimited && cu.restartWindow:
-				next = now
-			default:
-				next = max(next, now-cu.max)
-			}
-			windowLimited = false
-			for i := 0; i < info.PacketBurst && cc.Inflight() < info.PacketWindow; i++ {
-				cc.Sent(1)
-				at, ce := b.send(now, info.PacketSize)
-				if ce {
-					fb.CE++
-				}
-				fb.Received++
-				arrived := at - b.owd // the receiver's kernel
-				recvRead = max(arrived+w.draw(), recvRead)
-				sendRead = max(recvRead+b.owd+w.draw(), sendRead)
-				acks = append(acks, ack{at: sendRead, rtt: sendRead - now - (recvRead - arrived), fb: fb})
-				next += int64(float64(info.PacketSize) / info.PacingRate * 1e6)
-			}
-			continue
-		}
-		wake := end
-		if canSend {
-			wake = next + w.draw()
-		} else {
-			windowLimited = true
-		}
-		if len(acks) > 0 && acks[0].at < wake {
-			wake = acks[0].at
-		}
-		now = max(now, wake)
-		n := 0
-		for n < len(acks) && acks[n].at <= now {
-			cc.RTT(acks[n].rtt)
-			cc.ACK(now, acks[n].fb)
-			n++
-		}
-		acks = acks[n:]
-	}
 }
 
 // With the endpoints' measured wake-ups, one flow under step marking still
@@ -117,7 +48,7 @@ func TestWakeupsSingleFlow(t *testing.T) {
 		}
 		const warmup, end = 5e6, 30e6
 		b := &stepBottleneck{rate: mbit * 1e6 / 8, owd: 10000, step: 1000, from: warmup}
-		simulateWoken(cc, b, end, &wakeups{median: 40, sigma: 1, rng: rand.New(rand.NewPCG(seed, 12))}, cu)
+		simulateWith(cc, b, end, simOptions{back: b.owd, wake: &wakeups{median: 40, sigma: 1, rng: rand.New(rand.NewPCG(seed, 12))}, catchUp: cu})
 		slices.Sort(b.sojourns)
 		return b.busy / (end - warmup), b.sojourns[len(b.sojourns)*99/100]
 	}
