@@ -58,8 +58,8 @@ func (o *owner) snapshot(running bool) DirStats {
 		}
 	}
 	s := *o.snap.Load()
-	if cpu := threadCPU(o.tid.Load()); cpu > 0 {
-		s.CPU = cpu
+	if cpu, sys := threadCPU(o.tid.Load()); cpu > 0 {
+		s.CPU, s.CPUSys = cpu, sys
 	}
 	if o.drops != nil {
 		if n, err := o.drops.RingDrops(); err == nil && n >= o.ringBase {

@@ -59,6 +59,11 @@ type DirStats struct {
 
 	RingDrops uint64 // input TUN's tx_dropped since start: the kernel ring overflowed
 	CPU       int64  // CPU time of the owner's thread, ns (while it runs)
+	// CPUSys is the part of CPU spent in the kernel, ns, at the kernel's
+	// tick resolution (10 ms): TUN reads and writes, waits, and whatever
+	// the kernel does inside a TUN write (the receiving stack: on one
+	// machine, the endpoints' own TCP processing).
+	CPUSys int64
 }
 
 // Dropped returns all drops: by the queue and link, and by the hop.

@@ -137,6 +137,7 @@ func (s *DirStats) since(prev *DirStats) DirStats {
 	d.Link.Busy -= prev.Link.Busy
 	d.OutBytes -= prev.OutBytes
 	d.CPU -= prev.CPU
+	d.CPUSys -= prev.CPUSys
 	d.In -= prev.In
 	d.SojournC = s.SojournC.Sub(&prev.SojournC)
 	d.SojournL = s.SojournL.Sub(&prev.SojournL)

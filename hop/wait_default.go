@@ -21,7 +21,7 @@ func (w *waker) signal()     {}
 func (w *waker) drain()      {}
 func (w *waker) close()      {}
 
-func threadCPU(tid int32) int64 { return 0 }
+func threadCPU(tid int32) (cpu, sys int64) { return 0, 0 }
 
 func pause(d int64) { time.Sleep(time.Duration(d)) }
 

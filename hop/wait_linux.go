@@ -324,16 +324,32 @@ func sleepers(nr int) ([]int, error) {
 }
 
 // threadCPU returns the CPU time thread tid of this process has used, ns
-// (the first field of its schedstat), or 0 if it cannot be read.
-func threadCPU(tid int32) int64 {
+// (the first field of its schedstat), and the part of it in the kernel
+// (stime in its stat, in clock ticks), or 0 if they cannot be read.
+func threadCPU(tid int32) (cpu, sys int64) {
 	if tid <= 0 {
-		return 0
+		return 0, 0
 	}
-	b, err := os.ReadFile("/proc/self/task/" + strconv.Itoa(int(tid)) + "/schedstat")
+	dir := "/proc/self/task/" + strconv.Itoa(int(tid))
+	b, err := os.ReadFile(dir + "/schedstat")
 	if err != nil {
-		return 0
+		return 0, 0
 	}
 	f, _, _ := strings.Cut(string(b), " ")
-	n, _ := strconv.ParseInt(f, 10, 64)
-	return n
+	cpu, _ = strconv.ParseInt(f, 10, 64)
+	if b, err = os.ReadFile(dir + "/stat"); err == nil {
+		// The name in parentheses may hold spaces; stime is the 15th
+		// field, the 13th after it (proc_pid_stat(5)).
+		if i := strings.LastIndexByte(string(b), ')'); i >= 0 {
+			if f := strings.Fields(string(b[i+1:])); len(f) > 12 {
+				t, _ := strconv.ParseInt(f[12], 10, 64)
+				sys = t * (1e9 / clockTicks)
+			}
+		}
+	}
+	return cpu, sys
 }
+
+// clockTicks is USER_HZ, the unit of /proc's times: 100 on every Linux
+// architecture Go runs on.
+const clockTicks = 100

@@ -247,10 +247,22 @@ func run() error {
 		}
 	}
 	if len(cpu) > 0 {
+		// Per data segment: both owners' CPU over the segments of the
+		// data direction (client to server), so a flow's ACKs cost their
+		// share of the segments they acknowledge rather than count as
+		// segments themselves. "kernel" is the part of it in system calls:
+		// TUN reads and writes, waits, and on this one machine the
+		// endpoints' own TCP receive and ACK processing, which the kernel
+		// runs inside the hop's TUN writes. Then each owner on its own.
 		fmt.Println()
-		row("hop CPU per segment (owner threads)", "backend", "µs/segment", "segments", "ring drops")
+		row("hop CPU per data segment (both owner threads)", "backend", "µs/segment", "kernel µs", "segments", "ring drops")
 		for _, c := range cpu {
-			row("  "+c.name, string(c.backend), fmt.Sprintf("%.2f", c.c.perPacket()), fmt.Sprint(c.c.packets), fmt.Sprint(c.c.ringDrops))
+			row("  "+c.name, string(c.backend), fmt.Sprintf("%.2f", c.c.perSegment()), fmt.Sprintf("%.2f", c.c.sysPerSegment()), fmt.Sprint(c.c.up.packets), fmt.Sprint(c.c.ringDrops))
+		}
+		fmt.Println()
+		row("each owner thread, per packet it read", "backend", "data µs/pkt", "ACK µs/pkt", "ACK packets")
+		for _, c := range cpu {
+			row("  "+c.name, string(c.backend), fmt.Sprintf("%.2f", c.c.up.perPacket()), fmt.Sprintf("%.2f", c.c.down.perPacket()), fmt.Sprint(c.c.down.packets))
 		}
 	}
 	return nil
@@ -505,27 +517,49 @@ func pacing(prefix string, b tun.Backend, bps uint64) (p50, p99 int64, err error
 	return h.Quantile(0.5), h.Quantile(0.99), nil
 }
 
-// cpuCount is the hop owners' CPU time and the packets they handled.
+// cpuCount is each hop owner's CPU time and the packets it read (the
+// segments, after any split): up carries the measurements' data, down
+// their ACKs.
 type cpuCount struct {
-	cpu       int64
-	packets   uint64
+	up, down  ownerCount
 	ringDrops uint64
+}
+
+type ownerCount struct {
+	cpu, sys int64 // ns
+	packets  uint64
 }
 
 func cpuAndPackets(h *hop.Hop) cpuCount {
 	s := h.Stats()
-	return cpuCount{cpu: s.Up.CPU + s.Down.CPU, packets: s.Up.In + s.Down.In}
+	return cpuCount{
+		up:   ownerCount{cpu: s.Up.CPU, sys: s.Up.CPUSys, packets: s.Up.In},
+		down: ownerCount{cpu: s.Down.CPU, sys: s.Down.CPUSys, packets: s.Down.In},
+	}
 }
 
 func (c cpuCount) sub(o cpuCount) cpuCount {
-	return cpuCount{cpu: c.cpu - o.cpu, packets: c.packets - o.packets}
+	return cpuCount{up: c.up.sub(o.up), down: c.down.sub(o.down)}
 }
 
-func (c cpuCount) perPacket() float64 {
-	if c.packets == 0 {
+func (c ownerCount) sub(o ownerCount) ownerCount {
+	return ownerCount{cpu: c.cpu - o.cpu, sys: c.sys - o.sys, packets: c.packets - o.packets}
+}
+
+// perSegment is both owners' CPU per data segment, µs.
+func (c cpuCount) perSegment() float64 { return perUnit(c.up.cpu+c.down.cpu, c.up.packets) }
+
+// sysPerSegment is the kernel's part of perSegment, µs.
+func (c cpuCount) sysPerSegment() float64 { return perUnit(c.up.sys+c.down.sys, c.up.packets) }
+
+// perPacket is one owner's CPU per packet it read, µs.
+func (c ownerCount) perPacket() float64 { return perUnit(c.cpu, c.packets) }
+
+func perUnit(ns int64, n uint64) float64 {
+	if n == 0 {
 		return 0
 	}
-	return float64(c.cpu) / float64(c.packets) / 1e3
+	return float64(ns) / float64(n) / 1e3
 }
 
 // medianPing pings p's server from its client n times, 10 ms apart, and
