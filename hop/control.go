@@ -139,7 +139,7 @@ func (o *owner) droppedByChange(m aqm.Meta) {
 	if o.tap != nil {
 		now := clock()
 		o.ev = shaper.Event{Meta: m, Verdict: aqm.Verdict{Action: aqm.Drop, Reason: aqm.ReasonLimit, Class: m.Class}, At: now}
-		o.tap.Packet(int(o.dir), int(TapDrop), now, o.slab.buf(m.Slot)[:m.Len], &o.ev)
+		o.tap.Packet(int(o.dir), int(TapDrop), now, o.whole(m.Slot, o.slab.buf(m.Slot)[:m.Len]), &o.ev)
 	}
 	o.slab.put(m.Slot)
 }

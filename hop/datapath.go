@@ -6,6 +6,7 @@ package hop
 import (
 	"github.com/pi2hop/pi2hop/aqm"
 	"github.com/pi2hop/pi2hop/shaper"
+	"github.com/pi2hop/pi2hop/tun"
 )
 
 // readBatch reads up to a batch of packets into free slots and enqueues
@@ -26,7 +27,15 @@ func (o *owner) readBatch() (full bool, err error) {
 		o.slots[i], _ = o.slab.get()
 		o.bufs[i] = o.slab.buf(o.slots[i])
 	}
-	n, err := o.in.TryRead(o.bufs[:k], o.sizes)
+	var n int
+	if o.pin != nil {
+		n, err = o.pin.TryReadPartial(o.bufs[:k], o.sizes, o.rpart)
+		for i := 0; i < n; i++ {
+			o.part[o.slots[i]] = o.rpart[i]
+		}
+	} else {
+		n, err = o.in.TryRead(o.bufs[:k], o.sizes)
+	}
 	for i := k - 1; i >= n; i-- {
 		o.slab.put(o.slots[i])
 	}
@@ -71,7 +80,7 @@ func (o *owner) accept(slot int32, size int, now int64) {
 	}
 	m := aqm.MetaOf(pkt, slot)
 	if o.tap != nil {
-		o.tap.Packet(int(o.dir), int(TapIn), now, pkt, nil)
+		o.tap.Packet(int(o.dir), int(TapIn), now, o.whole(slot, pkt), nil)
 	}
 	v := o.link.Enqueue(m, now)
 	if v.Action == aqm.Drop {
@@ -79,7 +88,7 @@ func (o *owner) accept(slot int32, size int, now int64) {
 		if o.tap != nil {
 			m.Arrival = now
 			o.ev = shaper.Event{Meta: m, Verdict: v, At: now}
-			o.tap.Packet(int(o.dir), int(TapDrop), now, pkt, &o.ev)
+			o.tap.Packet(int(o.dir), int(TapDrop), now, o.whole(slot, pkt), &o.ev)
 		}
 		o.slab.put(slot)
 	}
@@ -113,7 +122,7 @@ func (o *owner) finish(ev *shaper.Event, i int32) {
 	if ev.Verdict.Action == aqm.Drop {
 		o.st.QueueDrops[ev.Verdict.Reason]++
 		if o.tap != nil {
-			o.tap.Packet(int(o.dir), int(TapDrop), ev.At, pkt, ev)
+			o.tap.Packet(int(o.dir), int(TapDrop), ev.At, o.whole(slot, pkt), ev)
 		}
 		o.slab.put(slot)
 		return
@@ -131,6 +140,9 @@ func (o *owner) finish(ev *shaper.Event, i int32) {
 	}
 	o.wbufs = append(o.wbufs, pkt)
 	o.wevs = append(o.wevs, i)
+	if o.pout != nil {
+		o.wpart = append(o.wpart, o.part[slot])
+	}
 	if len(o.wbufs) == cap(o.wbufs) {
 		o.flush()
 	}
@@ -141,7 +153,13 @@ func (o *owner) finish(ev *shaper.Event, i int32) {
 // rest are written on.
 func (o *owner) flush() {
 	for k := 0; k < len(o.wbufs); {
-		n, err := o.out.Write(o.wbufs[k:])
+		var n int
+		var err error
+		if o.pout != nil {
+			n, err = o.pout.WritePartial(o.wbufs[k:], o.wpart[k:])
+		} else {
+			n, err = o.out.Write(o.wbufs[k:])
+		}
 		for end := k + n; k < end; k++ {
 			o.sent(&o.events[o.wevs[k]], o.wbufs[k], true)
 		}
@@ -151,7 +169,7 @@ func (o *owner) flush() {
 		}
 	}
 	clear(o.wbufs) // hold no slab slices past their packet
-	o.wbufs, o.wevs = o.wbufs[:0], o.wevs[:0]
+	o.wbufs, o.wevs, o.wpart = o.wbufs[:0], o.wevs[:0], o.wpart[:0]
 }
 
 // sent accounts for one written (ok) or refused packet and frees its slot.
@@ -160,13 +178,25 @@ func (o *owner) sent(ev *shaper.Event, pkt []byte, ok bool) {
 	if !ok {
 		o.st.WriteErrors++
 		if o.tap != nil {
-			o.tap.Packet(int(o.dir), int(TapDrop), ev.At, pkt, ev)
+			o.tap.Packet(int(o.dir), int(TapDrop), ev.At, o.whole(ev.Meta.Slot, pkt), ev)
 		}
 		return
 	}
 	o.st.Out++
 	o.st.OutBytes += uint64(len(pkt))
 	if o.tap != nil {
-		o.tap.Packet(int(o.dir), int(TapOut), ev.At, pkt, ev)
+		o.tap.Packet(int(o.dir), int(TapOut), ev.At, o.whole(ev.Meta.Slot, pkt), ev)
 	}
+}
+
+// whole returns the packet in slot with its checksum complete, for a tap:
+// a capture shows packets as they are on a wire. A partial one (see
+// tun.PartialReader) is completed in place, once; it is written on as a
+// complete packet, which the kernel takes as well.
+func (o *owner) whole(slot int32, pkt []byte) []byte {
+	if o.part != nil && o.part[slot] {
+		tun.CompleteChecksum(pkt)
+		o.part[slot] = false
+	}
+	return pkt
 }

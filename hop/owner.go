@@ -47,9 +47,18 @@ type owner struct {
 	inReady, wakeReady bool
 	lastTx             int64 // transmission time of the last packet sent, ns
 
-	bufs    [][]byte
-	sizes   []int
-	slots   []int32
+	bufs  [][]byte
+	sizes []int
+	slots []int32
+	// With a PartialReader in and a PartialWriter out, segments keep the
+	// partial checksum the kernel gave them from read to write (see
+	// tun.PartialReader): pin and pout are set, rpart is the batch's flags
+	// as read, part each slot's, wpart each one's in wbufs.
+	pin     tun.PartialReader
+	pout    tun.PartialWriter
+	rpart   []bool
+	part    []bool
+	wpart   []bool
 	scratch []byte // read target when every slot is in use
 	events  []shaper.Event
 	wbufs   [][]byte     // released packets to write in one call (see flush)
@@ -110,6 +119,14 @@ func newOwner(h *Hop, d Dir, dir DirConfig, in, out tun.Device) (*owner, error) 
 		published: make(chan struct{}, 1),
 		edits:     make(chan editReq),
 		exited:    make(chan struct{}),
+	}
+	if pin, ok := in.(tun.PartialReader); ok {
+		if pout, ok := out.(tun.PartialWriter); ok {
+			o.pin, o.pout = pin, pout
+			o.rpart = make([]bool, c.Batch)
+			o.part = make([]bool, o.slab.slots())
+			o.wpart = make([]bool, 0, writeBatch)
+		}
 	}
 	o.dropFn = o.droppedByChange
 	o.st.Dir = d

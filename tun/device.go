@@ -56,6 +56,30 @@ type Pollable interface {
 	TryRead(bufs [][]byte, sizes []int) (n int, err error)
 }
 
+// PartialReader is a Pollable that can leave the checksums of the segments
+// it cuts from super-packets partial (the offload backend): two passes
+// over every byte saved, the splitter's and the coalescer's verification,
+// when the packet leaves through a PartialWriter. Whoever else is to see
+// such a packet (a capture, a device without offloads) completes it first
+// with CompleteChecksum.
+type PartialReader interface {
+	Pollable
+	// TryReadPartial is TryRead, and sets partial[i] (len(partial) >=
+	// len(bufs)) when packet i's TCP/UDP checksum field holds the
+	// pseudo-header sum rather than the checksum.
+	TryReadPartial(bufs [][]byte, sizes []int, partial []bool) (n int, err error)
+}
+
+// PartialWriter is a Device that takes packets with partial checksums as
+// TryReadPartial leaves them, and hands them to the kernel as such
+// (NEEDS_CSUM): the kernel completes them where it must.
+type PartialWriter interface {
+	Device
+	// WritePartial is Write, where partial[i] (len(partial) >= len(bufs))
+	// says that bufs[i]'s checksum is partial.
+	WritePartial(bufs [][]byte, partial []bool) (int, error)
+}
+
 // Backend names a TUN backend.
 type Backend string
 

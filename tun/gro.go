@@ -162,8 +162,10 @@ func l4Pseudo(pkt []byte, s segInfo, proto uint8, n int) uint64 {
 // run returns how many packets from the start of pkts go out in the next
 // write. When that is more than one, c.vh and c.hdr[:hl] hold the
 // super-packet's vnet header and headers, and each packet's payload
-// (pkts[i][hl:]) follows them.
-func (c *coalescer) run(pkts [][]byte) (n, hl int) {
+// (pkts[i][hl:]) follows them. partial, if not nil, says which packets
+// carry a partial checksum (the splitter's own segments, see
+// WritePartial): those are not verified, there being nothing to verify.
+func (c *coalescer) run(pkts [][]byte, partial []bool) (n, hl int) {
 	if len(pkts) < 2 {
 		return len(pkts), 0
 	}
@@ -180,10 +182,10 @@ func (c *coalescer) run(pkts [][]byte) (n, hl int) {
 		if !ok || total+qi.plen > maxSuper || !follows(head, hi, prev, q, qi) {
 			break
 		}
-		if n == 1 && !checksumOK(head, hi) {
+		if n == 1 && !(partial != nil && partial[0]) && !checksumOK(head, hi) {
 			return 1, 0
 		}
-		if !checksumOK(q, qi) {
+		if !(partial != nil && partial[n]) && !checksumOK(q, qi) {
 			break
 		}
 		total += qi.plen

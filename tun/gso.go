@@ -17,7 +17,9 @@ import "encoding/binary"
 //   - UDP: each segment one datagram, its length field set.
 //   - TCP/UDP checksum computed in full over each segment, so that every
 //     segment is a valid packet on its own: for the AQM, the capture, and a
-//     device without offloads.
+//     device without offloads. Or, for a reader that asks (TryReadPartial),
+//     left partial as the kernel gave it, when the segment is to go back
+//     to a TUN that takes it so (WritePartial).
 //
 // Headers are checked before anything is cut: a packet whose vnet header,
 // IP header or L4 header disagree with each other or with its length is
@@ -159,8 +161,12 @@ func (s *splitter) start(h *vnetHdr, pkt []byte) dropReason {
 }
 
 // next writes the next segment into out and returns its length. If it does
-// not fit, the rest of the super-packet is abandoned (dropTooBig).
-func (s *splitter) next(out []byte) (int, dropReason) {
+// not fit, the rest of the super-packet is abandoned (dropTooBig). With
+// partial, the segment's TCP/UDP checksum is left as the kernel handed it
+// over, the pseudo-header sum in the field (CHECKSUM_PARTIAL from the L4
+// header on), for a writer that hands it on the same way (WritePartial);
+// otherwise it is computed in full.
+func (s *splitter) next(out []byte, partial bool) (int, dropReason) {
 	p, hl, l3 := s.pkt, s.hl, s.l3
 	end := min(s.off+s.gsoSize, len(p))
 	n := hl + end - s.off
@@ -194,13 +200,17 @@ func (s *splitter) next(out []byte) (int, dropReason) {
 		}
 		field = 16
 	}
-	l4[field], l4[field+1] = 0, 0
 	proto := uint8(protoTCP)
 	if s.udp {
 		proto = protoUDP
 	}
-	c := l4Checksum(addCarry(s.addrSum, uint64(proto)+uint64(n-l3)), l4)
-	binary.BigEndian.PutUint16(l4[field:], c)
+	pseudo := addCarry(s.addrSum, uint64(proto)+uint64(n-l3))
+	if partial {
+		binary.BigEndian.PutUint16(l4[field:], fold(pseudo))
+	} else {
+		l4[field], l4[field+1] = 0, 0
+		binary.BigEndian.PutUint16(l4[field:], l4Checksum(pseudo, l4))
+	}
 	s.off = end
 	s.seg++
 	if last {
@@ -224,4 +234,52 @@ func completeChecksum(h *vnetHdr, pkt []byte) dropReason {
 	}
 	binary.BigEndian.PutUint16(pkt[field:], c)
 	return dropNone
+}
+
+// CompleteChecksum finishes the TCP/UDP checksum of a segment that
+// TryReadPartial left partial (the pseudo-header sum in the field, its
+// coverage from the L4 header on), as skb_checksum_help would: for a
+// capture or a device that takes only complete packets. It reports false,
+// and changes nothing, for a packet that is not IPv4/IPv6 (without
+// extension headers) carrying TCP or UDP, which TryReadPartial never
+// leaves partial.
+func CompleteChecksum(pkt []byte) bool {
+	h, ok := partialVnet(pkt)
+	if !ok {
+		return false
+	}
+	return completeChecksum(&h, pkt) == dropNone
+}
+
+// partialVnet is the vnet header that hands pkt on with its checksum
+// partial (NEEDS_CSUM from the L4 header), and false if pkt is not a
+// TCP/UDP packet the splitter could have left so.
+func partialVnet(pkt []byte) (vnetHdr, bool) {
+	h := vnetHdr{flags: vnetNeedsCsum}
+	if len(pkt) < 20 {
+		return h, false
+	}
+	var l3 int
+	var proto uint8
+	switch pkt[0] >> 4 {
+	case 4:
+		l3, proto = int(pkt[0]&0xf)*4, pkt[9]
+	case 6:
+		l3, proto = 40, pkt[6]
+	default:
+		return h, false
+	}
+	switch proto {
+	case protoTCP:
+		h.csumOffset = 16
+	case protoUDP:
+		h.csumOffset = 6
+	default:
+		return h, false
+	}
+	if l3 < 20 || l3+int(h.csumOffset)+2 > len(pkt) {
+		return h, false
+	}
+	h.csumStart = uint16(l3)
+	return h, true
 }

@@ -169,7 +169,7 @@ func splitAll(t *testing.T, h vnetHdr, pkt []byte, bufLen int) [][]byte {
 	var segs [][]byte
 	for s.pending() {
 		b := make([]byte, bufLen)
-		n, r := s.next(b)
+		n, r := s.next(b, false)
 		if r != dropNone {
 			t.Fatalf("segment %d: dropped (%d)", len(segs), r)
 		}
@@ -249,7 +249,7 @@ func checkSegments(t *testing.T, f flow, super []byte, gso int, segs [][]byte) {
 // assemble is what the kernel receives for one write: the vnet header and
 // either the packet or the super-packet's headers and every payload.
 func assemble(c *coalescer, pkts [][]byte) (vnetHdr, []byte, int) {
-	n, hl := c.run(pkts)
+	n, hl := c.run(pkts, nil)
 	var h vnetHdr
 	if n == 1 {
 		return h, append([]byte{}, pkts[0]...), 1
@@ -426,19 +426,19 @@ func TestCoalesceRefuses(t *testing.T) {
 				b = f.packet(payload(1000, 1), false)
 			}
 			c := allKinds
-			if n, _ := c.run([][]byte{a, b}); n != 1 {
+			if n, _ := c.run([][]byte{a, b}, nil); n != 1 {
 				t.Errorf("coalesced %d packets, want them written one by one", n)
 			}
 		})
 	}
 	// And the same pair unchanged is joined, or the cases above prove nothing.
 	c := allKinds
-	if n, _ := c.run([][]byte{mk(base, 0, nil), mk(base, 1, nil)}); n != 2 {
+	if n, _ := c.run([][]byte{mk(base, 0, nil), mk(base, 1, nil)}, nil); n != 2 {
 		t.Errorf("two adjacent segments: run of %d, want 2", n)
 	}
 	// Offloads the kernel refused are never used.
 	none := coalescer{}
-	if n, _ := none.run([][]byte{mk(base, 0, nil), mk(base, 1, nil)}); n != 1 {
+	if n, _ := none.run([][]byte{mk(base, 0, nil), mk(base, 1, nil)}, nil); n != 1 {
 		t.Errorf("without TSO4: run of %d, want 1", n)
 	}
 }
@@ -496,7 +496,7 @@ func TestSplitDropsInconsistentHeaders(t *testing.T) {
 	if s.start(&h, p) != dropNone {
 		t.Fatal("good packet refused")
 	}
-	if _, r := s.next(make([]byte, 1000)); r != dropTooBig || s.pending() {
+	if _, r := s.next(make([]byte, 1000), false); r != dropTooBig || s.pending() {
 		t.Errorf("segment into a short buffer: %d, pending %v; want dropTooBig, nothing pending", r, s.pending())
 	}
 }
@@ -517,12 +517,12 @@ func TestSplitCoalesceAllocatesNothing(t *testing.T) {
 		s.start(&h, super)
 		n := 0
 		for s.pending() {
-			m, _ := s.next(bufs[n])
+			m, _ := s.next(bufs[n], false)
 			pkts[n] = bufs[n][:m]
 			n++
 		}
 		for rest := pkts[:n]; len(rest) > 0; {
-			k, _ := c.run(rest)
+			k, _ := c.run(rest, nil)
 			rest = rest[k:]
 		}
 	})
@@ -572,7 +572,7 @@ func FuzzSplit(f *testing.F) {
 			l3 = 40
 		}
 		for segs := 0; s.pending(); segs++ {
-			n, r := s.next(out)
+			n, r := s.next(out, false)
 			if r != dropNone {
 				if r != dropTooBig || s.pending() {
 					t.Fatalf("segment %d: drop %d, pending %v", segs, r, s.pending())
@@ -594,4 +594,73 @@ func FuzzSplit(f *testing.F) {
 			}
 		}
 	})
+}
+
+// Segments left partial carry, in the checksum field, the pseudo-header
+// sum of their own length (what the kernel puts there for
+// CHECKSUM_PARTIAL); completed, each is byte for byte the segment split in
+// full. Coalesced with their flags, they make the same super-packets as
+// the full ones without being verified (a partial field never verifies),
+// and alone they go out with NEEDS_CSUM from the L4 header.
+func TestSplitPartialCompletes(t *testing.T) {
+	for _, tc := range testFlows {
+		t.Run(tc.name, func(t *testing.T) {
+			f := tc.f
+			f.flags &^= tcpFIN | tcpCWR
+			gso := 1400
+			super := f.packet(payload(20000, 3), true)
+			full := splitAll(t, f.vnet(gso), super, 1536)
+			h := f.vnet(gso)
+			var s splitter
+			if r := s.start(&h, super); r != dropNone {
+				t.Fatalf("start: dropped (%d)", r)
+			}
+			proto, field := uint8(protoTCP), f.l3()+16
+			if f.udp {
+				proto, field = protoUDP, f.l3()+6
+			}
+			var segs [][]byte
+			for s.pending() {
+				b := make([]byte, 1536)
+				n, r := s.next(b, true)
+				if r != dropNone {
+					t.Fatalf("segment %d: dropped (%d)", len(segs), r)
+				}
+				seg := b[:n]
+				if got, want := binary.BigEndian.Uint16(seg[field:]), ^refChecksum(refPseudo(seg, proto, n-f.l3())); got != want {
+					t.Fatalf("segment %d: partial field %#04x, want the pseudo-header sum %#04x", len(segs), got, want)
+				}
+				segs = append(segs, seg)
+			}
+			if len(segs) != len(full) {
+				t.Fatalf("%d partial segments, %d full", len(segs), len(full))
+			}
+			partial := make([]bool, len(segs))
+			for i := range partial {
+				partial[i] = true
+			}
+			c := allKinds
+			nFull, _ := c.run(full, nil)
+			fullHdr := append([]byte{}, c.hdr[:f.hl()]...)
+			nPart, hl := c.run(segs, partial)
+			if nPart != nFull || nPart < 2 || !bytes.Equal(c.hdr[:hl], fullHdr) {
+				t.Fatalf("partial segments coalesce into %d (headers %x), full ones into %d (%x)", nPart, c.hdr[:hl], nFull, fullHdr)
+			}
+			if n, _ := c.run(segs, nil); n != 1 {
+				t.Errorf("partial segments taken as complete coalesce into %d, want 1: their fields must not verify", n)
+			}
+			vh, ok := partialVnet(segs[0])
+			if !ok || vh.flags != vnetNeedsCsum || int(vh.csumStart) != f.l3() || int(vh.csumStart+vh.csumOffset) != field {
+				t.Errorf("lone partial segment: vnet header %+v, want NEEDS_CSUM at %d, field at %d", vh, f.l3(), field)
+			}
+			for k, seg := range segs {
+				if !CompleteChecksum(seg) {
+					t.Fatalf("segment %d: not completed", k)
+				}
+				if !bytes.Equal(seg, full[k]) {
+					t.Fatalf("segment %d completed:\n got %x\nwant %x", k, seg[:f.hl()], full[k][:f.hl()])
+				}
+			}
+		})
+	}
 }

@@ -49,6 +49,7 @@ type offloadDevice struct {
 	// Write side.
 	co   coalescer
 	wiov [maxRun + 2]unix.Iovec
+	wvh  [vnetHdrLen]byte // vnet header of a lone packet with a partial checksum
 	wCnt int
 	wErr error
 	wFn  func(uintptr) bool
@@ -146,7 +147,7 @@ func (d *offloadDevice) Read(bufs [][]byte, sizes []int) (int, error) {
 		return 0, nil
 	}
 	for {
-		if n, err := d.read(bufs, sizes, true); n > 0 || err != nil {
+		if n, err := d.read(bufs, sizes, nil, true); n > 0 || err != nil {
 			return n, err
 		}
 	}
@@ -157,20 +158,33 @@ func (d *offloadDevice) Read(bufs [][]byte, sizes []int) (int, error) {
 // are. It returns fewer than len(bufs) only when nothing is left to read,
 // in the kernel or here. Dropped packets are counted (OffloadStats).
 func (d *offloadDevice) TryRead(bufs [][]byte, sizes []int) (int, error) {
-	return d.read(bufs, sizes, false)
+	return d.read(bufs, sizes, nil, false)
 }
 
-// read is TryRead, but with block it waits for the device to become
-// readable as long as nothing has been read.
-func (d *offloadDevice) read(bufs [][]byte, sizes []int, block bool) (int, error) {
+// TryReadPartial is TryRead, but leaves the TCP/UDP checksum of each
+// segment cut from a super-packet partial, as the kernel handed it over,
+// and sets partial[i] for those (len(partial) >= len(bufs)): the splitter's
+// checksum pass over every byte is left to the kernel, which completes it
+// (or checks nothing, delivering locally) when WritePartial hands the
+// segment on with NEEDS_CSUM. Other packets are read as TryRead reads them.
+func (d *offloadDevice) TryReadPartial(bufs [][]byte, sizes []int, partial []bool) (int, error) {
+	return d.read(bufs, sizes, partial[:len(bufs)], false)
+}
+
+// read is TryRead, or TryReadPartial with partial; with block it waits for
+// the device to become readable as long as nothing has been read.
+func (d *offloadDevice) read(bufs [][]byte, sizes []int, partial []bool, block bool) (int, error) {
 	i := 0
 	defer d.publishRead()
 	for i < len(bufs) {
 		if d.split.pending() {
-			n, r := d.split.next(bufs[i])
+			n, r := d.split.next(bufs[i], partial != nil)
 			if r != dropNone {
 				d.rs.drop(r)
 				continue
+			}
+			if partial != nil {
+				partial[i] = true
 			}
 			sizes[i] = n
 			d.rs.Segments++
@@ -182,6 +196,9 @@ func (d *offloadDevice) read(bufs [][]byte, sizes []int, block bool) (int, error
 			return i, err
 		}
 		if n > 0 {
+			if partial != nil {
+				partial[i] = false
+			}
 			sizes[i] = n
 			i++
 		}
@@ -327,11 +344,26 @@ func (d *offloadDevice) OffloadStats() OffloadStats {
 // where gro.go allows, and returns how many were written before the first
 // error. A super-packet the kernel refuses is written again packet by
 // packet, so that an error always belongs to one packet.
-func (d *offloadDevice) Write(bufs [][]byte) (int, error) {
+func (d *offloadDevice) Write(bufs [][]byte) (int, error) { return d.write(bufs, nil) }
+
+// WritePartial is Write, where partial[i] (len(partial) >= len(bufs)) says
+// that bufs[i] carries a partial TCP/UDP checksum as TryReadPartial left
+// it: alone it is written with NEEDS_CSUM from its L4 header, and in a
+// super-packet it needs no verifying (the kernel computed its payload's
+// checksum nowhere, so there is nothing a bad one could be laundered from).
+func (d *offloadDevice) WritePartial(bufs [][]byte, partial []bool) (int, error) {
+	return d.write(bufs, partial[:len(bufs)])
+}
+
+func (d *offloadDevice) write(bufs [][]byte, partial []bool) (int, error) {
 	defer d.publishWrite()
 	i := 0
 	for i < len(bufs) {
-		n, hl := d.co.run(bufs[i:])
+		var part []bool
+		if partial != nil {
+			part = partial[i:]
+		}
+		n, hl := d.co.run(bufs[i:], part)
 		if n > 1 {
 			d.wiov[0].Base = &d.co.vh[0]
 			d.wiov[0].SetLen(vnetHdrLen)
@@ -356,7 +388,7 @@ func (d *offloadDevice) Write(bufs [][]byte) (int, error) {
 			d.ws.Refused++
 		}
 		for end := i + n; i < end; i++ {
-			if err := d.writeOne(bufs[i]); err != nil {
+			if err := d.writeOne(bufs[i], partial != nil && partial[i]); err != nil {
 				return i, err
 			}
 		}
@@ -364,11 +396,21 @@ func (d *offloadDevice) Write(bufs [][]byte) (int, error) {
 	return i, nil
 }
 
-func (d *offloadDevice) writeOne(p []byte) error {
+// writeOne writes p alone: as it is, or with NEEDS_CSUM if its checksum
+// is partial.
+func (d *offloadDevice) writeOne(p []byte, partial bool) error {
 	if len(p) == 0 {
 		return errors.New("tun: empty packet")
 	}
 	d.wiov[0].Base = &zeroVnet[0]
+	if partial {
+		h, ok := partialVnet(p)
+		if !ok {
+			return errors.New("tun: partial checksum on a packet that is not TCP or UDP")
+		}
+		h.encode(d.wvh[:])
+		d.wiov[0].Base = &d.wvh[0]
+	}
 	d.wiov[0].SetLen(vnetHdrLen)
 	d.wiov[1].Base = &p[0]
 	d.wiov[1].SetLen(len(p))

@@ -31,12 +31,13 @@ type offloadPair struct {
 	addrB    [2]netip.Addr
 	wg       sync.WaitGroup
 	errs     chan error
+	partial  bool // forward with TryReadPartial and WritePartial
 }
 
-func newOffloadPair(t *testing.T, backend Backend) *offloadPair {
+func newOffloadPair(t *testing.T, backend Backend, partial bool) *offloadPair {
 	t.Helper()
 	j := NewJournal(nil)
-	p := &offloadPair{nsA: testName(t), nsB: testName(t), errs: make(chan error, 2)}
+	p := &offloadPair{nsA: testName(t), nsB: testName(t), errs: make(chan error, 2), partial: partial}
 	p.addrA = [2]netip.Addr{netip.MustParseAddr("10.253.0.2"), netip.MustParseAddr("fd00:253::2")}
 	p.addrB = [2]netip.Addr{netip.MustParseAddr("10.253.0.1"), netip.MustParseAddr("fd00:253::1")}
 	var devs []Device
@@ -87,13 +88,26 @@ func (p *offloadPair) forward(src, dst Device) {
 	for i := range bufs {
 		bufs[i] = make([]byte, 1536)
 	}
+	part := make([]bool, 64)
 	for {
-		n, err := src.Read(bufs, sizes)
+		var n int
+		var err error
+		if p.partial {
+			n, err = p.readPartial(src, bufs, sizes, part)
+		} else {
+			n, err = src.Read(bufs, sizes)
+		}
 		for i := 0; i < n; i++ {
 			pkts[i] = bufs[i][:sizes[i]]
 		}
 		for done := 0; done < n; {
-			w, werr := dst.Write(pkts[done:n])
+			var w int
+			var werr error
+			if p.partial {
+				w, werr = dst.(PartialWriter).WritePartial(pkts[done:n], part[done:n])
+			} else {
+				w, werr = dst.Write(pkts[done:n])
+			}
 			done += w
 			if werr != nil {
 				if errors.Is(werr, os.ErrClosed) {
@@ -107,6 +121,23 @@ func (p *offloadPair) forward(src, dst Device) {
 				p.errs <- err
 			}
 			return
+		}
+	}
+}
+
+// readPartial is Read for the partial forwarder: TryReadPartial, waiting
+// in poll(2) while nothing is there (in steps of 100 ms, so a closed
+// device ends it).
+func (p *offloadPair) readPartial(src Device, bufs [][]byte, sizes []int, part []bool) (int, error) {
+	r := src.(PartialReader)
+	for {
+		n, err := r.TryReadPartial(bufs, sizes, part)
+		if n > 0 || err != nil {
+			return n, err
+		}
+		fds := []unix.PollFd{{Fd: int32(r.PollFd()), Events: unix.POLLIN}}
+		if _, err := unix.Poll(fds, 100); err != nil && err != unix.EINTR {
+			return 0, err
 		}
 	}
 }
@@ -204,12 +235,18 @@ func TestOffloadOpensWithTSO(t *testing.T) {
 
 // TCP in both families through two offload TUNs: the sender's TSO
 // super-packets are split, written back coalesced, and arrive intact with
-// no checksum error counted by the receiving kernel.
+// no checksum error counted by the receiving kernel; also with the
+// segments' checksums left partial from read to write (PartialReader).
 func TestOffloadForwardsTCP(t *testing.T) {
 	needRoot(t)
-	for _, backend := range []Backend{BackendOffload, BackendWater} {
-		t.Run(string(backend), func(t *testing.T) {
-			p := newOffloadPair(t, backend)
+	for _, tc := range []struct {
+		name    string
+		backend Backend
+		partial bool
+	}{{"offload", BackendOffload, false}, {"offload-partial", BackendOffload, true}, {"water", BackendWater, false}} {
+		backend := tc.backend
+		t.Run(tc.name, func(t *testing.T) {
+			p := newOffloadPair(t, backend, tc.partial)
 			before := csumErrors(t, p.nsB)
 			for fam := 0; fam < 2; fam++ {
 				sendTCP(t, p, fam, 8<<20)
@@ -294,12 +331,18 @@ func sendTCP(t *testing.T, p *offloadPair, fam int, n int) {
 }
 
 // UDP with UDP_SEGMENT (GSO) and an ECN codepoint: every datagram arrives
-// as sent, with its ToS, and no checksum error is counted.
+// as sent, with its ToS, and no checksum error is counted; also with
+// partial checksums from read to write.
 func TestOffloadForwardsUDPGSO(t *testing.T) {
 	needRoot(t)
-	for _, backend := range []Backend{BackendOffload, BackendWater} {
-		t.Run(string(backend), func(t *testing.T) {
-			p := newOffloadPair(t, backend)
+	for _, tc := range []struct {
+		name    string
+		backend Backend
+		partial bool
+	}{{"offload", BackendOffload, false}, {"offload-partial", BackendOffload, true}, {"water", BackendWater, false}} {
+		backend := tc.backend
+		t.Run(tc.name, func(t *testing.T) {
+			p := newOffloadPair(t, backend, tc.partial)
 			before := csumErrors(t, p.nsB)
 			for fam := 0; fam < 2; fam++ {
 				sendUDPGSO(t, p, fam)
@@ -460,7 +503,7 @@ func TestOffloadDeviceAllocatesNothing(t *testing.T) {
 	var pkts [][]byte
 	for s.pending() {
 		b := make([]byte, 1536)
-		n, _ := s.next(b)
+		n, _ := s.next(b, false)
 		pkts = append(pkts, b[:n])
 	}
 	bufs, sizes := [][]byte{make([]byte, 1536), make([]byte, 1536)}, make([]int, 2)
