@@ -28,8 +28,20 @@ type FloorStats struct {
 // process's runtime, garbage collector or locks.
 const floorProbeEnv = "PI2HOP_FLOOR_PROBE"
 
-// floorPeriod is the probe's sleep, as cyclictest's default interval.
-const floorPeriod = 200_000 // ns
+// floorPeriod is the probe's sleep. cyclictest's default, 200 µs, cost
+// the packets' path: each wake-up is a timer interrupt and two context
+// switches on its CPU, and with one every 200 µs on each vCPU one landed
+// in most of a ping's kernel work (bridge, forwarding, NAT) through a
+// gateway. Measured on the 2-vCPU VM (200 pings, `run` and `share` with
+// --delay 5ms, three sets of six interleaved rounds, median over the
+// rounds of the p50 of the added RTT minus the probe-off one's): 200 µs
+// +64, +50, +78 µs through `run` and +92 µs through `share`; 1 ms -1 and
+// +22 µs through `run` and +6 µs through `share`, within the rounds'
+// spread. A probe on one CPU only, or one unpinned, also cost nothing
+// measurable, but a stall can be one vCPU's alone (see FloorStats).
+// The stalls the probe is for are ms long (a vCPU the host stops for
+// 5-100 ms); one of D ms reads as at least D - 1 ms late.
+const floorPeriod = 1_000_000 // ns
 
 // floorReport is how often the probe reports its worst wake-up: the
 // intervals of its Worst.

@@ -41,7 +41,7 @@ func TestFloorProbe(t *testing.T) {
 	if st.RealTime {
 		t.Error("RealTime with priority 0")
 	}
-	// A report covers >= 20 ms of 200 µs periods: at least one wake-up
+	// A report covers >= 20 ms of 1 ms periods: at least one wake-up
 	// (a probe skips the periods it missed). A probe wakes at most once a
 	// period while it runs, and it runs at most from startFloor to stop.
 	// (Not per report of the first probe: the probes are processes that

@@ -75,7 +75,7 @@ type Run struct {
 	// HopWorstMs is the largest of those latenesses in either direction,
 	// measured (not a histogram bound), over the same time; FloorWorstMs
 	// is how late the machine's floor probe (a SCHED_FIFO thread pinned
-	// to each CPU at the owners' priority that only sleeps 200 µs and
+	// to each CPU at the owners' priority that only sleeps 1 ms and
 	// wakes, as cyclictest -S) woke at worst meanwhile, -1 without a
 	// probe. Lateness up to the floor was the machine's; beyond it, the
 	// hop's.
