@@ -29,10 +29,10 @@ type FloorStats struct {
 const floorProbeEnv = "PI2HOP_FLOOR_PROBE"
 
 // floorPeriod is the probe's sleep. cyclictest's default, 200 µs, cost
-// the packets' path: each wake-up is a timer interrupt and two context
-// switches on its CPU, and with one every 200 µs on each vCPU one landed
-// in most of a ping's kernel work (bridge, forwarding, NAT) through a
-// gateway. Measured on the 2-vCPU VM (200 pings, `run` and `share` with
+// the packets' path through a gateway: each wake-up is a timer interrupt
+// and two context switches on its CPU, and at 200 µs on each vCPU they
+// fall into much of a ping's kernel work (bridge, forwarding, NAT; the
+// mechanism is not traced, the cost is measured). Measured on the 2-vCPU VM (200 pings, `run` and `share` with
 // --delay 5ms, three sets of six interleaved rounds, median over the
 // rounds of the p50 of the added RTT minus the probe-off one's): 200 µs
 // +64, +50, +78 µs through `run` and +92 µs through `share`; 1 ms -1 and
