@@ -29,18 +29,19 @@ type FloorStats struct {
 const floorProbeEnv = "PI2HOP_FLOOR_PROBE"
 
 // floorPeriod is the probe's sleep. cyclictest's default, 200 µs, cost
-// the packets' path through a gateway: each wake-up is a timer interrupt
-// and two context switches on its CPU, and at 200 µs on each vCPU they
-// fall into much of a ping's kernel work (bridge, forwarding, NAT; the
-// mechanism is not traced, the cost is measured). Measured on the 2-vCPU VM (200 pings, `run` and `share` with
-// --delay 5ms, three sets of six interleaved rounds, median over the
-// rounds of the p50 of the added RTT minus the probe-off one's): 200 µs
-// +64, +50, +78 µs through `run` and +92 µs through `share`; 1 ms -1 and
-// +22 µs through `run` and +6 µs through `share`, within the rounds'
-// spread. A probe on one CPU only, or one unpinned, also cost nothing
-// measurable, but a stall can be one vCPU's alone (see FloorStats).
-// The stalls the probe is for are ms long (a vCPU the host stops for
-// 5-100 ms); one of D ms reads as at least D - 1 ms late.
+// the packets' path through a gateway: a wake-up took the probe ~40 µs of
+// CPU time on the 2-vCPU VM (its schedstat over 5 s: 18.9 % of a core at
+// 200 µs, 4.6 % at 1 ms), time that its CPU's kernel work for a ping
+// (bridge, forwarding, NAT) or an owner waits for. Measured on that VM
+// (200 pings, `run` and `share` with --delay 5ms, three sets of six
+// interleaved rounds, median over the rounds of the p50 of the added RTT
+// minus the probe-off one's): 200 µs +64, +50, +78 µs through `run` and
+// +92 µs through `share`; 1 ms -1 and +22 µs through `run` and +6 µs
+// through `share`, within the rounds' spread. (A probe on one CPU only,
+// or a single unpinned one, also cost nothing measurable, but a stall can
+// be one vCPU's alone: see FloorStats.) The stalls the probe is for are
+// ms long (a vCPU the host stops for 5-100 ms); one of D ms reads as at
+// least D - 1 ms late.
 const floorPeriod = 1_000_000 // ns
 
 // floorReport is how often the probe reports its worst wake-up: the
