@@ -97,8 +97,11 @@ func (a *ackState) data(now, at int64, d wire.Data, e aqm.ECN, n int) wire.ACK {
 		a.errorL4S = true // bleached or re-marked: tell the sender to stop ECT(1)
 	}
 	// The echo freezes at the kernel's receive time: the hold it leaves out
-	// of the sender's RTT is all of this host's, its wake-up included
-	// (udp_prague can only freeze it when its recvfrom returns).
+	// of the sender's reported RTT is all of this host's, its wake-up
+	// included (udp_prague can only freeze it when its recvfrom returns).
+	// The sender's controller times the ACK from its own send time
+	// instead (sender.ackAge), so its window covers this wake-up as
+	// udp_prague's does.
 	a.echo.Received(at, d.TS)
 	return wire.ACK{
 		AckSeq: d.Seq, TS: wire.Stamp(now), EchoedTS: a.echo.Echoed(now),

@@ -71,8 +71,7 @@ func TestRTTNeverBelowPath(t *testing.T) {
 			for i := 0; i < packets; i++ {
 				at := int64(i) * interval
 				d := s.dataHeader(at + senderZero)
-				s.seq++
-				cc.Sent(1)
+				s.record(at+senderZero, 1400)
 				sentAt[d.Seq] = at
 				arrive := through(at+oneWay, tc.dataStall)
 				if tc.reorderData > 0 && i%tc.reorderData == 0 {
@@ -112,6 +111,63 @@ func TestRTTNeverBelowPath(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestControllerRTTIsAckAge: the controller's RTT sample for a type-17
+// ACK is what udp_prague's srtt measures, the time from sending a packet
+// to reading its ACK, both ends' wake-ups included (its receiver freezes
+// the echo when its recvfrom returns and replies at once), and srtt is
+// its EWMA, srtt += (rtt - srtt) >> 3 (prague_cc.cpp, PacketReceived),
+// while the reported RTT stays the path's. Path 10 ms each way; the
+// receiver reads each packet, the sender each ACK, some µs to ms after
+// its kernel received it, in order. The first packet, sent at 0: the
+// receiver's kernel has it at 10 000 and the receiver reads it at 10 400,
+// its ACK reaches the sender's kernel at 20 400 and is read at 20 450, so
+// udp_prague's sample is 20 450 µs; the echo, frozen at 10 000, gives
+// 20 050, and the path 20 000.
+func TestControllerRTTIsAckAge(t *testing.T) {
+	const (
+		oneWay   = 10_000 // µs
+		interval = 1_000  // µs between data packets
+		packets  = 400
+	)
+	recvHold := []int64{400, 0, 35, 120, 3_000, 60, 900, 10} // µs, cycled
+	sendHold := []int64{50, 0, 700, 20, 15, 2_500}
+	const senderZero, recvZero = 1<<31 - 200_000, 1<<32 - 150_123 // both clocks wrap during the run (no stamp lands on the 0 that Stamp skips)
+	cc, err := prague.New(prague.Config{}, senderZero)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &sender{cc: cc}
+	var r ackState
+	var recvRead, sendRead, srtt int64 // path time the ends last read; the reference's srtt
+	for i := int64(0); i < packets; i++ {
+		sent := i * interval
+		d := s.dataHeader(sent + senderZero)
+		s.record(sent+senderZero, 1400)
+		arrived := sent + oneWay
+		recvRead = max(arrived+recvHold[i%int64(len(recvHold))], recvRead)
+		a := r.data(recvRead+recvZero, arrived+recvZero, d, aqm.ECT1, 1400)
+		ackAt := recvRead + oneWay
+		sendRead = max(ackAt+sendHold[i%int64(len(sendHold))], sendRead)
+		s.onACK(sendRead+senderZero, ackAt+senderZero, a)
+
+		age := sendRead - sent
+		if i == 0 {
+			if age != 20_450 {
+				t.Fatalf("first ACK read %d µs after its packet was sent, want 20 450", age)
+			}
+			srtt = age
+		} else {
+			srtt += (age - srtt) >> 3
+		}
+		if got := cc.Info(sendRead + senderZero).SRTT; got != srtt {
+			t.Fatalf("packet %d: srtt %d µs, want %d (ACK read %d µs after the packet was sent)", i, got, srtt, age)
+		}
+		if got := s.rtt[i].Microseconds(); got != 2*oneWay {
+			t.Fatalf("packet %d: reported RTT %d µs, want the path's %d", i, got, 2*oneWay)
+		}
 	}
 }
 

@@ -54,6 +54,7 @@ type sender struct {
 
 	seq          int32
 	sizes        [1 << 16]uint16 // payload bytes by sequence number (mod 2^16)
+	sentAt       [1 << 16]int64  // µs each sequence number (mod 2^16) was sent at
 	rbuf, oob    []byte
 	blockReports []wire.BlockReport // reused by every block decoded
 
@@ -117,17 +118,24 @@ func (s *sender) write(now int64, p []byte) error {
 		}
 		return fmt.Errorf("%s: send to %v: %w", s.flow, s.peer, err)
 	}
+	s.record(now, len(p))
+	return nil
+}
+
+// record counts a datagram of n bytes sent at now as sequence number
+// s.seq+1.
+func (s *sender) record(now int64, n int) {
 	s.seq++
 	if s.block != nil {
 		s.block.sent(now, s.seq)
 	}
 	s.cc.Sent(1)
-	s.sizes[uint16(s.seq)] = uint16(len(p))
+	s.sizes[uint16(s.seq)] = uint16(n)
+	s.sentAt[uint16(s.seq)] = now
 	s.packetsSent++
-	s.bytesSent += int64(len(p))
+	s.bytesSent += int64(n)
 	s.ivPackets++
-	s.ivSent += int64(len(p))
-	return nil
+	s.ivSent += int64(n)
 }
 
 // isTransient reports errors a UDP socket may hit and recover from: a
@@ -188,7 +196,7 @@ func (s *sender) onACK(now, at int64, a wire.ACK) {
 	s.echo.Received(at, a.TS)
 	if a.EchoedTS != 0 {
 		if rtt := int64(wire.Since(now, a.EchoedTS)); rtt >= 0 && rtt < 60e6 {
-			s.sample(rtt, now-at, now)
+			s.sample(s.ackAge(now, a.AckSeq, rtt), rtt, now-at, now)
 		}
 	}
 	fb := prague.Feedback{Received: a.Received, CE: a.CE, Lost: a.Lost, ErrorL4S: a.ErrorL4S}
@@ -203,17 +211,34 @@ func (s *sender) onACK(now, at int64, a wire.ACK) {
 	s.quiet = 0
 }
 
-// sample takes one RTT sample of rtt µs, read at now, hold µs after the
-// kernel received its ACK. The controller takes it as read, as
-// udp_prague does: its window must cover this host's wake-up too. The
-// figure reported is the path's RTT, without the hold: on a machine that
-// runs the hop and every endpoint, the endpoints' wake-ups (measured on
-// the 2-core VM beside the l4s-demo load: p50 65 µs, p99 0.7-0.9 ms at
-// each end) are the lab's cost, not the path's. With the receiver's echo
-// frozen at its kernel's receive time too (ackState.data), the figure is
-// kernel to kernel, as TCP measures it.
-func (s *sender) sample(rtt, hold, now int64) {
-	s.cc.RTT(rtt)
+// ackAge returns the controller's RTT sample for a type-17 ACK of seq
+// read at now: the time since seq was sent, both ends' wake-ups included,
+// which is what udp_prague's srtt measures (its receiver freezes the echo
+// only when its recvfrom returns, and replies at once). Ours freezes it at
+// the kernel's receive time (ackState.data), so the echoed RTT, echoed µs,
+// leaves the receiver's wake-up out; a window of rate·srtt·1.03 + 1
+// packet built on that is short by the rate times that wake-up, and at 50
+// Mbit/s (0.8 ms of headroom) a receiver woken 0.5 ms late closes it.
+// A seq this sender did not send in the last 2^16 packets gives echoed.
+func (s *sender) ackAge(now int64, seq int32, echoed int64) int64 {
+	if seq < 1 || seq > s.seq || s.seq-seq >= 1<<16 {
+		return echoed
+	}
+	return max(now-s.sentAt[uint16(seq)], echoed)
+}
+
+// sample takes one RTT sample, read at now, hold µs after the kernel
+// received its ACK: ctl µs for the controller, rtt µs (the echoed RTT)
+// for the report. The controller takes its sample as read, as udp_prague
+// does: its window must cover both ends' wake-ups. The figure reported is
+// the path's RTT, without the holds: on a machine that runs the hop and
+// every endpoint, the endpoints' wake-ups (measured on the 2-core VM
+// beside the l4s-demo load: p50 65 µs, p99 0.7-0.9 ms at each end) are
+// the lab's cost, not the path's. With the receiver's echo frozen at its
+// kernel's receive time (ackState.data), the figure is kernel to kernel,
+// as TCP measures it.
+func (s *sender) sample(ctl, rtt, hold, now int64) {
+	s.cc.RTT(ctl)
 	path := max(rtt-max(hold, 0), 1)
 	s.rtt = append(s.rtt, time.Duration(path)*time.Microsecond)
 	s.rttAt = append(s.rttAt, time.Duration(now)*time.Microsecond)
@@ -228,7 +253,7 @@ func (s *sender) onBlock(now, at int64, a wire.BlockACK) {
 		return
 	}
 	for _, rtt := range rtts {
-		s.sample(rtt, now-at, now)
+		s.sample(rtt, rtt, now-at, now)
 	}
 	b := s.block
 	s.fb = prague.Feedback{Received: b.received, CE: b.ce, Lost: b.lost, ErrorL4S: b.errorL4S}

@@ -234,7 +234,7 @@ func (c *CC) RTT(rtt int64) {
 	if c.srtt == 0 {
 		c.srtt = rtt
 	} else {
-		c.srtt += (rtt - c.srtt) / 8
+		c.srtt += (rtt - c.srtt) >> 3 // as udp_prague: rounds down, also as the RTT falls
 	}
 	c.vrtt = c.vrttOf(c.srtt)
 }

@@ -39,9 +39,9 @@ type simOptions struct {
 	// wake, if not nil, delays both endpoints: the receiver reads each
 	// data packet (arrived back µs before its ACK would reach the sender)
 	// and ACKs it at once, the sender reads each ACK and wakes for its
-	// pacing time late, each thread in order. The RTT sample leaves out
-	// the receiver's hold, as the live receiver's echo (frozen at its
-	// kernel's receive time) does.
+	// pacing time late, each thread in order. The RTT sample is the ACK's
+	// age, both holds in it, as the live sender's controller takes it
+	// (flow's sender.ackAge) and udp_prague's.
 	wake    *wakeups
 	catchUp catchUp
 }
@@ -85,7 +85,7 @@ func simulateWith(cc *CC, path simPath, end int64, o simOptions) {
 				} else {
 					recvRead = max(arrived+o.wake.draw(), recvRead)
 					sendRead = max(recvRead+o.back+o.wake.draw(), sendRead)
-					a.at, a.rtt = sendRead, sendRead-now-(recvRead-arrived)
+					a.at, a.rtt = sendRead, sendRead-now
 				}
 				acks = append(acks, a)
 				next += int64(float64(info.PacketSize) / info.PacingRate * 1e6)
