@@ -233,17 +233,22 @@ func TestOffloadOpensWithTSO(t *testing.T) {
 	}
 }
 
+// forwardCases are the device pairs the forwarding tests run through:
+// the offload backend with checksums completed on read, the same with
+// them left partial from read to write, and the water fallback.
+var forwardCases = []struct {
+	name    string
+	backend Backend
+	partial bool
+}{{"offload", BackendOffload, false}, {"offload-partial", BackendOffload, true}, {"water", BackendWater, false}}
+
 // TCP in both families through two offload TUNs: the sender's TSO
 // super-packets are split, written back coalesced, and arrive intact with
 // no checksum error counted by the receiving kernel; also with the
 // segments' checksums left partial from read to write (PartialReader).
 func TestOffloadForwardsTCP(t *testing.T) {
 	needRoot(t)
-	for _, tc := range []struct {
-		name    string
-		backend Backend
-		partial bool
-	}{{"offload", BackendOffload, false}, {"offload-partial", BackendOffload, true}, {"water", BackendWater, false}} {
+	for _, tc := range forwardCases {
 		backend := tc.backend
 		t.Run(tc.name, func(t *testing.T) {
 			p := newOffloadPair(t, backend, tc.partial)
@@ -335,11 +340,7 @@ func sendTCP(t *testing.T, p *offloadPair, fam int, n int) {
 // partial checksums from read to write.
 func TestOffloadForwardsUDPGSO(t *testing.T) {
 	needRoot(t)
-	for _, tc := range []struct {
-		name    string
-		backend Backend
-		partial bool
-	}{{"offload", BackendOffload, false}, {"offload-partial", BackendOffload, true}, {"water", BackendWater, false}} {
+	for _, tc := range forwardCases {
 		backend := tc.backend
 		t.Run(tc.name, func(t *testing.T) {
 			p := newOffloadPair(t, backend, tc.partial)
