@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -107,7 +108,12 @@ func TestShellIperf3LeavesNothingUnseen(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer server.Process.Kill()
-	time.Sleep(200 * time.Millisecond) // iperf3 -s has no readiness signal; the client retries nothing, so give it time to listen
+	// The client tries once, so it starts only when the server listens.
+	if err := waitListening(port, 10*time.Second); err != nil {
+		server.Process.Kill()
+		server.Wait() // its output copied in full before it is read
+		t.Fatalf("iperf3 -s: %v; its output:\n%s", err, serverOut.String())
+	}
 	capFile := filepath.Join(t.TempDir(), "iperf3.pcapng")
 	var stdout, stderr bytes.Buffer
 	err = Run(ctx, []string{"shell", "--name", name, "--rate", "20mbit", "--delay", "10ms", "--aqm", "fifo", "--limit", "10000",
@@ -135,4 +141,26 @@ func TestShellIperf3LeavesNothingUnseen(t *testing.T) {
 		}
 	}
 	checkGone(t, name)
+}
+
+// waitListening waits until a TCP socket of this namespace listens on
+// port (state 0A in /proc/net/tcp or tcp6), for at most d.
+func waitListening(port int, d time.Duration) error {
+	want := fmt.Sprintf(":%04X", port)
+	for deadline := time.Now().Add(d); ; time.Sleep(10 * time.Millisecond) {
+		for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				continue
+			}
+			for _, line := range strings.Split(string(b), "\n")[1:] {
+				if fs := strings.Fields(line); len(fs) > 3 && strings.HasSuffix(fs[1], want) && fs[3] == "0A" {
+					return nil
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("nothing listened on TCP port %d within %v", port, d)
+		}
+	}
 }
