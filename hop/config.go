@@ -37,10 +37,12 @@ type Config struct {
 	// UnlimitedLineRate, so that edit fits the buffers at the delay given.
 	LineRate      uint64
 	StatsInterval time.Duration // how often the owners publish stats (default 100ms)
-	// Spin is how long before a lone deadline (nothing else due within
-	// 200 µs) the owner stops sleeping and spins, to cut wake-up lateness.
-	// Zero (the default) learns it from the timer's own lateness; negative:
-	// never spin.
+	// Spin is how long before a packet's deadline the owner stops
+	// sleeping and spins, to cut wake-up lateness (packets leaving closer
+	// than 25 µs apart are batched instead). Zero (the default) learns it
+	// from the timer's own lateness, kept under a quarter of each wait; a
+	// fixed value is not capped, so one near the gap between packets spins
+	// a whole core. Negative: never spin.
 	Spin time.Duration
 	// CPULatency is the wake-up latency the hop asks of the CPUs' idle
 	// states while it runs: a PM QoS request on /dev/cpu_dma_latency, as

@@ -39,9 +39,8 @@
 //     transmission, release from the delay line, PI update) or the next
 //     snapshot; when packets leave closer than 25 µs apart it sleeps
 //     100 µs and releases them together; short waits are spun through,
-//     and the last stretch
-//     before a lone deadline too, its length learnt from the timer's
-//     lateness (see owner.wait)
+//     and the last stretch before every other deadline too, its length
+//     learnt from the timer's lateness (see owner.wait)
 //
 // Departures follow the link's absolute schedule, so a late wake-up
 // delays a packet but never changes the rate.

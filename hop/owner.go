@@ -38,7 +38,7 @@ type owner struct {
 	tap      Tap
 	start    int64
 	every    int64    // stats interval, ns
-	spin     int64    // lead of the spin before a lone deadline, ns: spinAuto, spinOff or fixed
+	spin     int64    // lead of the spin before a deadline, ns: spinAuto, spinOff or fixed
 	late     [4]int64 // learnt wake-up lateness per sleepClass, ns (spinAuto)
 	priority int      // SCHED_FIFO priority of the owner thread (0 = normal)
 

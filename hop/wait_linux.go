@@ -50,40 +50,23 @@ func (o *owner) lockForRealTime() error {
 //
 // A timed wake-up from ppoll lands tens of µs late on a VM even with 1 ns
 // timer slack, and later the longer the sleep (measured here: ~40 µs
-// after 200 µs, ~60 µs after 1 ms, ~110 µs after 10 ms). When the
-// deadline is far enough away that this is a lone event (an idle link's
-// release from the delay line, a ping), the owner sleeps until a lead
-// before it and spins on the clock for the rest. The lead is learnt from
-// the wake-ups themselves (see spinLead): a few % of a core at 10 Mbit/s,
-// and no spinning at all when events come closer together than spinAbove.
+// after 200 µs, ~60 µs after 1 ms, ~110 µs after 10 ms). So before every
+// other timed deadline the owner sleeps until a lead before it and spins
+// on the clock for the rest; the lead is learnt from the wake-ups
+// themselves and kept under a quarter of the wait (see plan).
 func (o *owner) wait(deadline int64) error {
 	fds := [2]unix.PollFd{
 		{Fd: int32(o.in.PollFd()), Events: unix.POLLIN},
 		{Fd: int32(o.waker.fd), Events: unix.POLLIN},
 	}
 	o.inReady, o.wakeReady = true, false
-	d := deadline - clock()
-	if d <= 0 {
+	sleep, lead := o.plan(deadline-clock(), o.link.Pending() <= 1, deadline == o.nextStats)
+	if sleep == 0 {
+		for clock() < deadline {
+		}
 		return nil
 	}
-	if d < minSleep {
-		if o.spin != spinOff && (o.link.Pending() <= 1 || o.lastTx >= minSleep) {
-			// A lone packet (a ping on an idle link), or packets far
-			// apart (under ~500 Mbit/s): spin through the short wait
-			// rather than add a sleep's lateness to the packet's release.
-			for clock() < deadline {
-			}
-			return nil
-		}
-		d = batchSleep
-	}
-	var lead int64
-	class := sleepClass(d)
-	if o.spin != spinOff && d >= spinAbove && deadline != o.nextStats {
-		lead = o.spinLead(class, d)
-		d -= lead
-	}
-	ts := unix.NsecToTimespec(d)
+	ts := unix.NsecToTimespec(sleep)
 	n, err := rawPpoll(&fds, &ts)
 	if err == unix.EINTR {
 		return nil
@@ -96,11 +79,52 @@ func (o *owner) wait(deadline int64) error {
 		return nil
 	}
 	if o.spin == spinAuto {
-		o.learnLateness(class, clock()-(deadline-lead))
+		o.learnLateness(sleepClass(sleep+lead), clock()-(deadline-lead))
 	}
 	for clock() < deadline {
 	}
 	return nil
+}
+
+// plan splits a wait of d ns into a ppoll of sleep ns and a spin on the
+// clock for the lead after it (sleep+lead = d), or says to spin all of
+// d (sleep 0; also when nothing is left to wait). lone says at most one
+// packet is in flight, stats that the deadline is the next snapshot's
+// (no packet waits on it, so it gets no lead).
+//
+// A wait under minSleep is spun through when the packet is alone (a ping
+// on an idle link) or packets are far apart (under ~500 Mbit/s): a
+// sleep's lateness would be added to its release. Closer packets sleep
+// batchSleep with no lead: their releases are batched on purpose.
+//
+// Every other wait gets the learnt lead, capped at a quarter of it, so
+// spinning takes under a quarter of a core however the waits come. It
+// was only given to waits of 200 µs or more, for lone events, which left
+// each release of a link of 10-100 Mbit/s (a packet every 0.12-1.2 ms,
+// and waits cut short by arrivals) a bare timer's lateness: on the 2-core
+// VM a ppoll of 60-200 µs wakes 15 µs late at best, 22-28 µs at the
+// median and 50-120 µs at p99, and costs ~20 µs of CPU per wake-up. With
+// the lead on every wait, benchhop -only pacing at 100 Mbit/s (14
+// interleaved rounds each, offload backend): lateness p50 26 -> 3 µs,
+// p99 78 -> 47 µs (medians of the runs with ≤ 10 ms of host steal; over
+// all runs 135 -> 96, the rest being the host's stalls), for 37 -> 41.5 %
+// of a core of owner CPU; 10 Mbit/s no worse (p99 50 -> 37 µs, ~9 % of
+// a core both), 1 Gbit/s batches and is unchanged. In a shorter scan a
+// cap of a third took the quiet p99 from ~60 to ~40 µs for another 4 %
+// of a core; a quarter already meets the 100 µs the hop is held to.
+func (o *owner) plan(d int64, lone, stats bool) (sleep, lead int64) {
+	switch {
+	case d <= 0:
+		return 0, 0
+	case d < minSleep && o.spin != spinOff && (lone || o.lastTx >= minSleep):
+		return 0, 0
+	case d < minSleep:
+		return batchSleep, 0
+	case o.spin == spinOff || stats:
+		return d, 0
+	}
+	lead = o.spinLead(sleepClass(d), d)
+	return d - lead, lead
 }
 
 // rawPpoll is ppoll(2) on the owner's two descriptors, made as a raw
@@ -136,9 +160,6 @@ func pause(d int64) {
 	unix.RawSyscall(unix.SYS_NANOSLEEP, uintptr(unsafe.Pointer(&ts)), 0, 0)
 }
 
-// spinAbove is the shortest wait after which the owner spins (see wait).
-const spinAbove = 200_000 // ns
-
 // minSleep is the shortest sleep: at 1 Gbit/s a packet leaves every
 // 12 µs, and waking for each costs more CPU than the forwarding itself;
 // sleeping a little longer handles several, each at its scheduled time.
@@ -155,7 +176,7 @@ const batchSleep = 100_000 // ns
 
 // Bounds of the learnt lead: at least minLead, at most maxLead and never
 // more than a quarter of the wait, so spinning stays under a quarter of a
-// core even when every wait is a lone one just over spinAbove.
+// core even when every wait gets a lead.
 const (
 	minLead     = 10_000  // ns
 	maxLead     = 300_000 // ns
@@ -177,7 +198,7 @@ func sleepClass(d int64) int {
 	return 3
 }
 
-// spinLead is how long before a lone deadline in class the owner stops
+// spinLead is how long before a deadline in class the owner stops
 // sleeping: a fixed Config.Spin, or the lateness learnt for the class.
 func (o *owner) spinLead(class int, d int64) int64 {
 	if o.spin > 0 {

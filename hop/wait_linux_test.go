@@ -60,6 +60,43 @@ func TestSpinLead(t *testing.T) {
 	}
 }
 
+// plan splits each wait as wait's comment says: short waits spun through
+// when the packet is alone or packets are far apart, batched otherwise;
+// every other wait for a packet, lone or one of a run 120 µs apart (a
+// 100 Mbit/s link), sleeps up to a lead and spins the rest, the learnt
+// lead under a quarter of the wait; snapshots and spinOff get no lead.
+func TestPlan(t *testing.T) {
+	auto := &owner{spin: spinAuto, lastTx: 120_000} // 1500 B at 100 Mbit/s
+	fast := &owner{spin: spinAuto, lastTx: 12_000}  // 1500 B at 1 Gbit/s
+	off := &owner{spin: spinOff, lastTx: 120_000}
+	fixed := &owner{spin: 100_000, lastTx: 120_000}
+	for _, tt := range []struct {
+		name        string
+		o           *owner
+		d           int64
+		lone, stats bool
+		sleep, lead int64
+	}{
+		{"deadline passed", auto, 0, false, false, 0, 0},
+		{"short, far apart: spin", auto, 20_000, false, false, 0, 0},
+		{"short, alone: spin", fast, 20_000, true, false, 0, 0},
+		{"short, close together: batch", fast, 20_000, false, false, batchSleep, 0},
+		{"short, spin off: batch", off, 20_000, true, false, batchSleep, 0},
+		{"100 Mbit/s gap: a quarter", auto, 120_000, false, false, 90_000, 30_000},
+		{"cut short by an arrival", auto, 40_000, false, false, 30_000, 10_000},
+		{"lone 10 ms: the initial guess", auto, 10_000_000, true, false, 10_000_000 - initialLate - leadMargin, initialLate + leadMargin},
+		{"snapshot: no lead", auto, 120_000, false, true, 120_000, 0},
+		{"spin off: no lead", off, 120_000, false, false, 120_000, 0},
+		{"fixed lead", fixed, 1_000_000, false, false, 900_000, 100_000},
+		{"fixed lead over the wait: spin it all", fixed, 60_000, false, false, 0, 60_000},
+	} {
+		sleep, lead := tt.o.plan(tt.d, tt.lone, tt.stats)
+		if sleep != tt.sleep || lead != tt.lead {
+			t.Errorf("%s: plan(%d) = sleep %d, lead %d; want %d, %d", tt.name, tt.d, sleep, lead, tt.sleep, tt.lead)
+		}
+	}
+}
+
 // A held request shows as the system's current CPU latency target (what
 // reading /dev/cpu_dma_latency returns), and closing it lifts it.
 func TestRequestCPULatency(t *testing.T) {
