@@ -6,6 +6,7 @@ import (
 	"github.com/pi2hop/pi2hop/aqm"
 	"github.com/pi2hop/pi2hop/dist"
 	"github.com/pi2hop/pi2hop/hop"
+	"github.com/pi2hop/pi2hop/internal/hoststeal"
 )
 
 // queueSample is what the lab keeps of one hop stats snapshot of the
@@ -23,12 +24,12 @@ type queueSample struct {
 	// no probe); measured values, see hop.Worst.
 	worst, floor int64
 	floorRT      bool
-	steal        time.Duration // hostSteal when the sample was taken
+	steal        time.Duration // hoststeal.Total when the sample was taken
 }
 
 func sampleOf(d *hop.DirStats, at time.Duration) queueSample {
 	return queueSample{at: at, elapsed: d.Elapsed, outBytes: d.OutBytes,
-		l: d.SojournL, c: d.SojournC, late: d.Lateness, lq: d.Queue.L, cq: d.Queue.C, floor: -1, steal: hostSteal()}
+		l: d.SojournL, c: d.SojournC, late: d.Lateness, lq: d.Queue.L, cq: d.Queue.C, floor: -1, steal: hoststeal.Total()}
 }
 
 // worsts fills s's worst figures from snapshot cur against prev.

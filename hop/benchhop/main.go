@@ -26,6 +26,7 @@ import (
 
 	"github.com/pi2hop/pi2hop/aqm"
 	"github.com/pi2hop/pi2hop/hop"
+	"github.com/pi2hop/pi2hop/internal/hoststeal"
 	"github.com/pi2hop/pi2hop/shaper"
 	"github.com/pi2hop/pi2hop/tun"
 	"github.com/vishvananda/netlink"
@@ -247,7 +248,10 @@ func run() error {
 				}
 				l = append(l, us(p.p50)+"/"+us(p.p99))
 				c = append(c, fmt.Sprintf("%.1f", 100*p.cpu))
-				st = append(st, fmt.Sprint(p.steal.Milliseconds()))
+				st = append(st, "?")
+				if p.steal >= 0 {
+					st[len(st)-1] = fmt.Sprint(p.steal.Milliseconds())
+				}
 			}
 			lat, cpu, steal = append(lat, l), append(cpu, c), append(steal, st)
 		}
@@ -508,7 +512,7 @@ func udpRate(p path) (float64, error) {
 type pacingRun struct {
 	p50, p99 int64         // the driver's lateness quantiles, ns
 	cpu      float64       // the sending direction's owner CPU, fraction of a core
-	steal    time.Duration // the machine's steal time, summed over its CPUs
+	steal    time.Duration // the machine's steal time, summed over its CPUs (-1: unknown)
 }
 
 // pacing offers UDP at 1.2x bps through a fresh hop at bps for 2 s and
@@ -533,7 +537,7 @@ func pacing(prefix string, b tun.Backend, bps uint64) (pacingRun, error) {
 	var steal0 time.Duration
 	for i := 0; time.Since(start) < 2*time.Second; i++ {
 		if before.Seq == 0 && time.Since(start) > 500*time.Millisecond {
-			before, t0, steal0 = pr.Hop.Stats().Up, time.Now(), stealTime()
+			before, t0, steal0 = pr.Hop.Stats().Up, time.Now(), hoststeal.Total()
 		}
 		sc.Write(payload)
 		if ahead := time.Duration(i+1)*gap - time.Since(start); ahead > 200*time.Microsecond {
@@ -546,25 +550,18 @@ func pacing(prefix string, b tun.Backend, bps uint64) (pacingRun, error) {
 	return pacingRun{
 		p50: h.Quantile(0.5), p99: h.Quantile(0.99),
 		cpu:   float64(after.CPU-before.CPU) / float64(wall),
-		steal: stealTime() - steal0,
+		steal: stealSince(steal0),
 	}, nil
 }
 
-// stealTime is the machine's steal time so far, summed over its CPUs:
-// the eighth figure of /proc/stat's cpu line (proc_stat(5)), in
-// USER_HZ ticks (100 a second); 0 if it cannot be read.
-func stealTime() time.Duration {
-	b, err := os.ReadFile("/proc/stat")
-	if err != nil {
-		return 0
+// stealSince is the host steal time since hoststeal.Total gave t0, -1
+// if either reading failed.
+func stealSince(t0 time.Duration) time.Duration {
+	t := hoststeal.Total()
+	if t < 0 || t0 < 0 {
+		return -1
 	}
-	line, _, _ := strings.Cut(string(b), "\n")
-	f := strings.Fields(line)
-	if len(f) < 9 || f[0] != "cpu" {
-		return 0
-	}
-	t, _ := strconv.ParseInt(f[8], 10, 64)
-	return time.Duration(t) * 10 * time.Millisecond
+	return t - t0
 }
 
 // cpuCount is each hop owner's CPU time and the packets it read (the

@@ -1,4 +1,6 @@
-package testbed
+// Package hoststeal reads the machine's steal time: the one definition
+// of it that the lab's samples and bench-hop share.
+package hoststeal
 
 import (
 	"bufio"
@@ -12,13 +14,13 @@ import (
 // Linux architecture the kernel exports to user space.
 const userHZ = 100
 
-// hostSteal returns the CPU time the hypervisor gave to something else
+// Total returns the CPU time the hypervisor gave to something else
 // while this machine's CPUs wanted to run, summed over the CPUs since
 // boot ("steal", the 8th figure of /proc/stat's cpu line), or -1 where it
-// cannot be read. On a VM it is the host's share of a lab's noise: a
+// cannot be read. On a VM it is the host's share of a run's noise: a
 // floor probe that wakes tens of ms late while steal grows was stopped by
 // the host, not by anything in the VM.
-func hostSteal() time.Duration {
+func Total() time.Duration {
 	f, err := os.Open("/proc/stat")
 	if err != nil {
 		return -1
@@ -28,13 +30,13 @@ func hostSteal() time.Duration {
 	if !sc.Scan() {
 		return -1
 	}
-	return parseSteal(sc.Bytes())
+	return parse(sc.Bytes())
 }
 
-// parseSteal reads the steal figure from /proc/stat's first line
+// parse reads the steal figure from /proc/stat's first line
 // ("cpu  user nice system idle iowait irq softirq steal ..."), -1 when
 // the line has none (kernels before 2.6.11).
-func parseSteal(line []byte) time.Duration {
+func parse(line []byte) time.Duration {
 	f := bytes.Fields(line)
 	if len(f) < 9 || string(f[0]) != "cpu" {
 		return -1

@@ -1,13 +1,13 @@
-package testbed
+package hoststeal
 
 import (
 	"testing"
 	"time"
 )
 
-// TestParseSteal reads the 8th CPU-time figure of /proc/stat's cpu line
+// TestParse reads the 8th CPU-time figure of /proc/stat's cpu line
 // in USER_HZ (10 ms) ticks (proc(5)), and nothing from other lines.
-func TestParseSteal(t *testing.T) {
+func TestParse(t *testing.T) {
 	for _, tt := range []struct {
 		line string
 		want time.Duration
@@ -20,11 +20,11 @@ func TestParseSteal(t *testing.T) {
 		{"cpu  1 2 3 4 5 6 7 x 0 0", -1},
 		{"", -1},
 	} {
-		if got := parseSteal([]byte(tt.line)); got != tt.want {
-			t.Errorf("parseSteal(%q) = %v, want %v", tt.line, got, tt.want)
+		if got := parse([]byte(tt.line)); got != tt.want {
+			t.Errorf("parse(%q) = %v, want %v", tt.line, got, tt.want)
 		}
 	}
-	if hostSteal() < 0 {
-		t.Error("hostSteal: /proc/stat gave no steal figure on this Linux machine")
+	if Total() < 0 {
+		t.Error("Total: /proc/stat gave no steal figure on this Linux machine")
 	}
 }
