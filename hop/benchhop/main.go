@@ -472,19 +472,11 @@ func tcpRate(p path) (float64, error) {
 // for *udpTime and returns the IP rate received.
 func udpRate(p path) (float64, error) {
 	addr := netip.AddrPortFrom(p.serverAddr, 5004)
-	var rc *net.UDPConn
-	if err := tun.Do(p.server, func() (err error) { rc, err = net.ListenUDP("udp4", net.UDPAddrFromAddrPort(addr)); return }); err != nil {
+	rc, err := udpSink(p.server, addr)
+	if err != nil {
 		return 0, err
 	}
 	defer rc.Close()
-	go func() {
-		buf := make([]byte, 2048)
-		for {
-			if _, err := rc.Read(buf); err != nil {
-				return
-			}
-		}
-	}()
 	var sc *net.UDPConn
 	if err := tun.Do(p.client, func() (err error) { sc, err = net.DialUDP("udp4", nil, net.UDPAddrFromAddrPort(addr)); return }); err != nil {
 		return 0, err
@@ -508,6 +500,26 @@ func udpRate(p path) (float64, error) {
 	return r, err
 }
 
+// udpSink listens on addr in ns and reads and drops whatever arrives
+// until it is closed: a port nobody listens on would answer with ICMP
+// port unreachable, traffic back through the hop, and the sender's
+// connected socket would fail some of its writes with ECONNREFUSED.
+func udpSink(ns string, addr netip.AddrPort) (*net.UDPConn, error) {
+	var rc *net.UDPConn
+	if err := tun.Do(ns, func() (err error) { rc, err = net.ListenUDP("udp4", net.UDPAddrFromAddrPort(addr)); return }); err != nil {
+		return nil, err
+	}
+	go func() {
+		buf := make([]byte, 2048)
+		for {
+			if _, err := rc.Read(buf); err != nil {
+				return
+			}
+		}
+	}()
+	return rc, nil
+}
+
 // pacingRun is what pacing measured over its last 1.5 s.
 type pacingRun struct {
 	p50, p99 int64         // the driver's lateness quantiles, ns
@@ -524,6 +536,11 @@ func pacing(prefix string, b tun.Backend, bps uint64) (pacingRun, error) {
 	}
 	defer pr.Close()
 	addr := netip.AddrPortFrom(pr.ServerAddr, 5005)
+	rc, err := udpSink(pr.ServerNS, addr)
+	if err != nil {
+		return pacingRun{}, err
+	}
+	defer rc.Close()
 	var sc *net.UDPConn
 	if err := pr.InClient(func() (err error) { sc, err = net.DialUDP("udp4", nil, net.UDPAddrFromAddrPort(addr)); return }); err != nil {
 		return pacingRun{}, err
