@@ -25,13 +25,15 @@ import (
 func (o *owner) lockForRealTime() error {
 	runtime.LockOSThread()
 	o.tid.Store(int32(unix.Gettid()))
-	if err := unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0); err != nil {
-		return fmt.Errorf("hop: timer slack: %w", err)
+	// Raw system calls from here on, as all of the owner's (see rawPpoll):
+	// the return from sched_setattr is already the real-time thread's.
+	if _, _, e := unix.RawSyscall6(unix.SYS_PRCTL, unix.PR_SET_TIMERSLACK, 1, 0, 0, 0, 0); e != 0 {
+		return fmt.Errorf("hop: timer slack: %w", e)
 	}
 	if o.priority > 0 {
 		attr := unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_FIFO, Priority: uint32(o.priority)}
-		if err := unix.SchedSetAttr(0, &attr, 0); err != nil {
-			o.h.cfg.Logger.Debug("hop: no real-time priority for the owner thread", "dir", o.dir.String(), "err", err)
+		if _, _, e := unix.RawSyscall(unix.SYS_SCHED_SETATTR, 0, uintptr(unsafe.Pointer(&attr)), 0); e != 0 {
+			o.h.cfg.Logger.Debug("hop: no real-time priority for the owner thread", "dir", o.dir.String(), "err", e)
 		}
 	}
 	return nil
@@ -255,10 +257,11 @@ func (w *waker) signal() {
 	}
 }
 
-// drain resets the counter; only the owner calls it, before close.
+// drain resets the counter; only the owner calls it, before close. A raw
+// system call, as all of the owner's (see rawPpoll).
 func (w *waker) drain() {
 	var b [8]byte
-	unix.Read(w.fd, b[:])
+	unix.RawSyscall(unix.SYS_READ, uintptr(w.fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
 }
 
 func (w *waker) close() {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"sync"
 	"syscall"
+	"unsafe"
 
 	"github.com/songgao/water"
 	"github.com/vishvananda/netlink"
@@ -178,14 +179,12 @@ func (d *waterDevice) TryRead(bufs [][]byte, sizes []int) (int, error) {
 	return len(bufs), nil
 }
 
-// readRaw reads one packet; returning true means "done, don't wait".
+// readRaw reads one packet; returning true means "done, don't wait". Like
+// the offload backend's readv it is a raw system call, for the reason
+// rawRW gives.
 func (d *waterDevice) readRaw(fd uintptr) bool {
-	for {
-		d.rN, d.rErr = unix.Read(int(fd), d.rBuf)
-		if d.rErr != unix.EINTR {
-			return true
-		}
-	}
+	d.rN, d.rErr = rawRW(unix.SYS_READ, fd, d.rBuf)
+	return true
 }
 
 func (d *waterDevice) Write(bufs [][]byte) (int, error) {
@@ -206,11 +205,30 @@ func (d *waterDevice) Write(bufs [][]byte) (int, error) {
 // writeRaw writes one packet. A TUN write does not block: the kernel takes
 // the packet into its receive path (or drops it) at once.
 func (d *waterDevice) writeRaw(fd uintptr) bool {
+	_, d.wErr = rawRW(unix.SYS_WRITE, fd, d.wBuf)
+	return true
+}
+
+// rawRW is read(2) or write(2) of b on the non-blocking descriptor fd as a
+// raw system call, retried on EINTR. A hop owner is a SCHED_FIFO thread
+// and must never enter the Go scheduler's system call state: leaving it, a
+// goroutine waits for its scan bit, which the garbage collector or sysmon
+// may hold from a normal thread the owner has just preempted on its CPU
+// (see hop's rawPpoll). Neither call blocks, so there is no P to hand off.
+func rawRW(nr, fd uintptr, b []byte) (int, error) {
+	var p unsafe.Pointer
+	if len(b) > 0 {
+		p = unsafe.Pointer(&b[0])
+	}
 	for {
-		_, d.wErr = unix.Write(int(fd), d.wBuf)
-		if d.wErr != unix.EINTR {
-			return true
+		r, _, e := unix.RawSyscall(nr, fd, uintptr(p), uintptr(len(b)))
+		switch e {
+		case 0:
+			return int(r), nil
+		case unix.EINTR:
+			continue
 		}
+		return 0, e
 	}
 }
 
