@@ -279,10 +279,8 @@ func TestNoAllocationPerPacket(t *testing.T) {
 			cfg := testConfig(1_000_000_000, 0)
 			spec, _ := aqm.DefaultSpec(kind)
 			cfg.Up.Queue, cfg.Down.Queue = spec, spec
-			// No real-time set-up: with a priority the hop looks for Go's
-			// sysmon thread in /proc for up to 2 s after start (raiseSysmon),
-			// allocating as it reads, which this count would charge to the
-			// packets. The packet path is the same either way.
+			// No real-time set-up: the packet path is the same either way,
+			// and the count needs no privilege.
 			cfg.Priority = -1
 			h := startHop(t, cfg)
 			pkt := udp4(500, aqm.ECT1, 3)

@@ -26,5 +26,3 @@ func threadCPU(tid int32) (cpu, sys int64) { return 0, 0 }
 func pause(d int64) { time.Sleep(time.Duration(d)) }
 
 func requestCPULatency(time.Duration) (io.Closer, error) { return nil, tun.ErrUnsupported }
-
-func raiseSysmon(int) (bool, error) { return false, tun.ErrUnsupported }

@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -271,80 +270,6 @@ func (w *waker) close() {
 		unix.Close(w.fd)
 		w.fd = -1
 	}
-}
-
-// raiseSysmon makes the Go runtime's system monitor thread SCHED_FIFO at
-// prio, one above the owners. Go 1.26's sysmon takes the "scan" bit of
-// every goroutine in a system call for a moment on each of its rounds
-// (retake, setBlockOnExitSyscall), and a goroutine leaving its system call
-// meanwhile spins in exitsyscall until sysmon gives the bit back. An owner
-// woken from ppoll on sysmon's CPU preempted it (real time beats normal)
-// and then spun, with sched_yield, for a bit that sysmon could no longer
-// release: a real-time thread's yield never lets a normal one run, so
-// only the kernel's fair server (50 ms a second) or the other CPU freed
-// it. Seen with perf: an owner on CPU for 0.9 s in runtime.casgstatus
-// under exitsyscall, and owners 20 ms to 1 s late in single seconds. A
-// sysmon above the owners is never preempted by them and gives the bit
-// back within µs; it runs for µs at a time, so its priority costs the
-// rest of the system nothing.
-//
-// The runtime does not name its threads, so sysmon is found as the one
-// thread of the process that sleeps in nanosleep (its usleep; every other
-// runtime thread parks on a futex or polls): the same single thread in 5
-// samples in a row, looked for every 2 ms for up to 2 s (an idle sysmon
-// parks on a futex too, until the owners run). It reports whether it
-// found and raised sysmon.
-func raiseSysmon(prio int) (bool, error) {
-	var tid, seen int
-	var last error
-	for range 1000 {
-		ids, err := sleepers(unix.SYS_NANOSLEEP)
-		if err != nil {
-			return false, err
-		}
-		switch {
-		case len(ids) == 1 && ids[0] == tid:
-			seen++
-		case len(ids) == 1:
-			tid, seen = ids[0], 1
-		default:
-			tid, seen = 0, 0
-			last = fmt.Errorf("sysmon: threads in nanosleep %v, want one", ids)
-		}
-		if seen == 5 {
-			// Reset on fork: the threads sysmon starts (startm) must not inherit it.
-			attr := unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_FIFO, Priority: uint32(prio), Flags: unix.SCHED_FLAG_RESET_ON_FORK}
-			if err := unix.SchedSetAttr(tid, &attr, 0); err != nil {
-				return false, fmt.Errorf("sysmon: thread %d: %w", tid, err)
-			}
-			return true, nil
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-	return false, last
-}
-
-// sleepers lists the threads of this process blocked in system call nr
-// (the first field of /proc/self/task/TID/syscall).
-func sleepers(nr int) ([]int, error) {
-	ents, err := os.ReadDir("/proc/self/task")
-	if err != nil {
-		return nil, err
-	}
-	var ids []int
-	want := strconv.Itoa(nr) + " "
-	for _, e := range ents {
-		b, err := os.ReadFile("/proc/self/task/" + e.Name() + "/syscall")
-		if err != nil {
-			continue // exited meanwhile, or no permission
-		}
-		if strings.HasPrefix(string(b), want) {
-			if id, err := strconv.Atoi(e.Name()); err == nil {
-				ids = append(ids, id)
-			}
-		}
-	}
-	return ids, nil
 }
 
 // threadCPU returns the CPU time thread tid of this process has used, ns
