@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/pi2hop/pi2hop/aqm"
+	"github.com/pi2hop/pi2hop/internal/hoststeal"
 	"github.com/pi2hop/pi2hop/internal/roottest"
 	"github.com/pi2hop/pi2hop/tun"
 	"github.com/vishvananda/netlink"
@@ -70,8 +71,9 @@ func rxBytes(t *testing.T, ns, dev string) uint64 {
 }
 
 // tcpRate runs a bulk TCP transfer client -> server and returns the IP
-// rate the server's TUN received over window, after warmup.
-func tcpRate(t *testing.T, p *Pair, warmup, window time.Duration) float64 {
+// rate the server's TUN received over window, after warmup, and what the
+// sender's kernel and the host saw over the same window.
+func tcpRate(t *testing.T, p *Pair, warmup, window time.Duration) (float64, rateWindow) {
 	t.Helper()
 	var ln net.Listener
 	if err := p.InServer(func() (err error) {
@@ -113,10 +115,97 @@ func tcpRate(t *testing.T, p *Pair, warmup, window time.Duration) float64 {
 	}()
 	defer close(stop)
 	time.Sleep(warmup)
+	i0, steal0 := tcpInfo(t, conn), hoststeal.Total()
 	b0, t0 := rxBytes(t, p.ServerNS, p.ServerDev), time.Now()
 	time.Sleep(window)
 	b1, t1 := rxBytes(t, p.ServerNS, p.ServerDev), time.Now()
-	return float64(b1-b0) * 8 / t1.Sub(t0).Seconds()
+	w := rateWindow{Sender: senderDelta(tcpInfo(t, conn), i0), Window: t1.Sub(t0), Steal: -1}
+	if steal1 := hoststeal.Total(); steal0 >= 0 && steal1 >= 0 {
+		w.Steal = steal1 - steal0
+	}
+	return float64(b1-b0) * 8 / w.Window.Seconds(), w
+}
+
+// rateWindow is what a rate measurement saw besides the bytes.
+type rateWindow struct {
+	Sender senderWindow
+	Window time.Duration
+	Steal  time.Duration // host steal summed over the CPUs, -1 if unknown
+}
+
+func (w rateWindow) String() string {
+	return fmt.Sprintf("%v; host steal %v in %v", w.Sender, w.Steal, w.Window.Round(time.Millisecond))
+}
+
+// checkTCPRate asks a bulk TCP transfer through the hop to fill the
+// link: at least 95 % of it at the receiver, at most 100.5 % (more is a
+// shaping error). One measurement, no second try: the window is long
+// enough that an ordinary stall of the endpoints' CPU costs little of it
+// (80 ms in 8 s is 1 %), while a hop that drops at its TUN ring or
+// releases late falls well below 95 %. What the host steals is
+// subtracted from the floor, at most one for one: while a vCPU is stolen
+// the sender, owner or receiver on it stops, and the cwnd-limited
+// transfer behind it stops with it, so a stolen ms costs the link at most
+// a ms; the hop is not asked to forward while it is not running.
+func checkTCPRate(t *testing.T, got float64, bps uint64, w rateWindow) {
+	t.Helper()
+	ratio := got / float64(bps)
+	floor := 0.95
+	if w.Steal > 0 {
+		floor -= w.Steal.Seconds() / w.Window.Seconds()
+	}
+	t.Logf("TCP at %d bit/s: received %.0f bit/s IP (%.2f %%, floor %.2f %%); %v", bps, got, 100*ratio, 100*floor, w)
+	if ratio < floor || ratio > 1.005 {
+		t.Errorf("IP rate at the receiver %.2f %% of the link rate, want %.2f..100.5 %% (95 %% less host steal)", 100*ratio, 100*floor)
+	}
+}
+
+// senderWindow is what a TCP sender's kernel counted over a window: why a
+// transfer fell short of the link, when it did (retransmission timeouts
+// leave the link idle for at least 200 ms each; a sender limited by its
+// buffer or the receiver's window does not fill it).
+type senderWindow struct {
+	Retrans, RTOs   uint32
+	RTOTime         time.Duration // spent in RTO recovery
+	Busy, Rwnd, Buf time.Duration // sending, limited by the receive window, by the send buffer
+	MinRTT, RTT     time.Duration
+}
+
+func (w senderWindow) String() string {
+	return fmt.Sprintf("sender: retransmitted %d, RTOs %d (%v in RTO recovery), busy %v, rwnd-limited %v, sndbuf-limited %v, min RTT %v, RTT %v",
+		w.Retrans, w.RTOs, w.RTOTime, w.Busy, w.Rwnd, w.Buf, w.MinRTT, w.RTT)
+}
+
+func senderDelta(b, a *unix.TCPInfo) senderWindow {
+	us := func(v uint64) time.Duration { return time.Duration(v) * time.Microsecond }
+	return senderWindow{
+		Retrans: b.Total_retrans - a.Total_retrans,
+		RTOs:    uint32(b.Total_rto - a.Total_rto),
+		RTOTime: time.Duration(b.Total_rto_time-a.Total_rto_time) * time.Millisecond,
+		Busy:    us(b.Busy_time - a.Busy_time),
+		Rwnd:    us(b.Rwnd_limited - a.Rwnd_limited),
+		Buf:     us(b.Sndbuf_limited - a.Sndbuf_limited),
+		MinRTT:  us(uint64(b.Min_rtt)),
+		RTT:     us(uint64(b.Rtt)),
+	}
+}
+
+// tcpInfo reads TCP_INFO of conn.
+func tcpInfo(t *testing.T, conn net.Conn) *unix.TCPInfo {
+	t.Helper()
+	rc, err := conn.(*net.TCPConn).SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var info *unix.TCPInfo
+	var ierr error
+	if err := rc.Control(func(fd uintptr) { info, ierr = unix.GetsockoptTCPInfo(int(fd), unix.IPPROTO_TCP, unix.TCP_INFO) }); err != nil {
+		t.Fatal(err)
+	}
+	if ierr != nil {
+		t.Fatal(ierr)
+	}
+	return info
 }
 
 func TestPairTCPRate(t *testing.T) {
@@ -124,25 +213,24 @@ func TestPairTCPRate(t *testing.T) {
 	for _, bps := range []uint64{10_000_000, 100_000_000} {
 		t.Run(fmt.Sprintf("%dMbit", bps/1_000_000), func(t *testing.T) {
 			p := newTestPair(t, testConfig(bps, 0))
-			// One measurement, no second try: the window is long enough
-			// that a stall of the endpoints' CPU (they share 2 CPUs with
-			// everything else) costs little of it — 80 ms lost in 8 s is
-			// 1 % — while a hop that drops at its TUN ring or releases
-			// late falls well below 95 %. Over 100.5 % is a shaping error.
-			got := tcpRate(t, p, time.Second, 8*time.Second)
-			ratio := got / float64(bps)
-			t.Logf("TCP at %d bit/s: received %.0f bit/s IP (%.2f %%)", bps, got, 100*ratio)
-			if ratio < 0.95 || ratio > 1.005 {
-				t.Errorf("IP rate at the receiver %.2f %% of the link rate, want 95..100.5 %%", 100*ratio)
-			}
+			got, w := tcpRate(t, p, time.Second, 8*time.Second)
+			checkTCPRate(t, got, bps, w)
 			s := p.Hop.Stats()
 			checkBalance(t, s.Up)
 			checkBalance(t, s.Down)
-			t.Logf("up: in %d out %d drops %v nobuf %d ring %d util %.3f sojourn C p50 %v p99 %v prob %.4f",
-				s.Up.In, s.Up.Out, s.Up.QueueDrops, s.Up.NoBuffer, s.Up.RingDrops, s.Up.Utilisation(),
-				time.Duration(s.Up.SojournC.Quantile(0.5)), time.Duration(s.Up.SojournC.Quantile(0.99)), aqm.ProbFloat(s.Up.Queue.Prob))
+			logDir(t, &s.Up)
 		})
 	}
+}
+
+// logDir logs what a rate test needs to tell a hop's fault (ring drops,
+// late releases) from the sender's (an idle link with nothing queued).
+func logDir(t *testing.T, d *DirStats) {
+	t.Helper()
+	t.Logf("%s: in %d out %d drops %v nobuf %d ring %d util %.3f sojourn C p50 %v p99 %v prob %.4f, lateness p99 %v worst %v",
+		d.Dir, d.In, d.Out, d.QueueDrops, d.NoBuffer, d.RingDrops, d.Utilisation(),
+		time.Duration(d.SojournC.Quantile(0.5)), time.Duration(d.SojournC.Quantile(0.99)), aqm.ProbFloat(d.Queue.Prob),
+		time.Duration(d.Lateness.Quantile(0.99)), time.Duration(d.Worst.Max))
 }
 
 // medianPing pings the server from the client (answered by the server's
