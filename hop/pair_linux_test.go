@@ -146,7 +146,9 @@ func (w rateWindow) String() string {
 // subtracted from the floor, at most one for one: while a vCPU is stolen
 // the sender, owner or receiver on it stops, and the cwnd-limited
 // transfer behind it stops with it, so a stolen ms costs the link at most
-// a ms; the hop is not asked to forward while it is not running.
+// a ms; the hop is not asked to forward while it is not running. Steal is
+// summed over the CPUs, so a stall of both at once counts twice: the floor
+// errs towards the hop by at most that.
 func checkTCPRate(t *testing.T, got float64, bps uint64, w rateWindow) {
 	t.Helper()
 	ratio := got / float64(bps)
@@ -176,17 +178,19 @@ func (w senderWindow) String() string {
 		w.Retrans, w.RTOs, w.RTOTime, w.Busy, w.Rwnd, w.Buf, w.MinRTT, w.RTT)
 }
 
-func senderDelta(b, a *unix.TCPInfo) senderWindow {
+// senderDelta is what the sender counted from start to end; the RTTs are
+// end's.
+func senderDelta(end, start *unix.TCPInfo) senderWindow {
 	us := func(v uint64) time.Duration { return time.Duration(v) * time.Microsecond }
 	return senderWindow{
-		Retrans: b.Total_retrans - a.Total_retrans,
-		RTOs:    uint32(b.Total_rto - a.Total_rto),
-		RTOTime: time.Duration(b.Total_rto_time-a.Total_rto_time) * time.Millisecond,
-		Busy:    us(b.Busy_time - a.Busy_time),
-		Rwnd:    us(b.Rwnd_limited - a.Rwnd_limited),
-		Buf:     us(b.Sndbuf_limited - a.Sndbuf_limited),
-		MinRTT:  us(uint64(b.Min_rtt)),
-		RTT:     us(uint64(b.Rtt)),
+		Retrans: end.Total_retrans - start.Total_retrans,
+		RTOs:    uint32(end.Total_rto - start.Total_rto),
+		RTOTime: time.Duration(end.Total_rto_time-start.Total_rto_time) * time.Millisecond,
+		Busy:    us(end.Busy_time - start.Busy_time),
+		Rwnd:    us(end.Rwnd_limited - start.Rwnd_limited),
+		Buf:     us(end.Sndbuf_limited - start.Sndbuf_limited),
+		MinRTT:  us(uint64(end.Min_rtt)),
+		RTT:     us(uint64(end.Rtt)),
 	}
 }
 
