@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pi2hop/pi2hop/aqm"
+	"github.com/pi2hop/pi2hop/internal/race"
 	"github.com/pi2hop/pi2hop/shaper"
 	"github.com/pi2hop/pi2hop/tun/tuntest"
 )
@@ -271,7 +272,7 @@ func TestRunStopsWithContext(t *testing.T) {
 
 // Every queue kind: the hop's packet path allocates nothing per packet.
 func TestNoAllocationPerPacket(t *testing.T) {
-	if raceEnabled {
+	if race.Enabled {
 		t.Skip("allocation counts are meaningless under the race detector")
 	}
 	for _, kind := range aqm.Kinds {

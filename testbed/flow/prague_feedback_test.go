@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/pi2hop/pi2hop/aqm"
+	"github.com/pi2hop/pi2hop/internal/race"
 	"github.com/pi2hop/pi2hop/testbed/flow/prague"
 	"github.com/pi2hop/pi2hop/testbed/flow/wire"
 )
@@ -285,7 +286,7 @@ func TestBlockFeedbackGoodput(t *testing.T) {
 	// in CI's -race step: 7.7 and 8.1 Mbit/s of 10): the ratio is then
 	// how the two CPU-bound senders shared two cores, not what the
 	// feedback delivers, so it is judged in the normal build only.
-	if r := goodput[1] / goodput[0]; raceEnabled {
+	if r := goodput[1] / goodput[0]; race.Enabled {
 		t.Logf("race detector on: goodput ratio %.3f not judged", r)
 	} else if r < 0.95 || r > 1.05 {
 		t.Errorf("goodput with block feedback %.2f Mbit/s, with per-packet ACKs %.2f (ratio %.3f); want ±5 %%",

@@ -1,5 +1,0 @@
-//go:build !race
-
-package hop
-
-const raceEnabled = false
