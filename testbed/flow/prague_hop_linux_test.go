@@ -12,6 +12,7 @@ import (
 
 	"github.com/pi2hop/pi2hop/aqm"
 	"github.com/pi2hop/pi2hop/hop"
+	"github.com/pi2hop/pi2hop/internal/hoststeal"
 	"github.com/pi2hop/pi2hop/internal/roottest"
 	"github.com/pi2hop/pi2hop/shaper"
 )
@@ -78,7 +79,13 @@ func listenIn(t *testing.T, in func(func() error) error, addr netip.Addr) *net.U
 // (the ramp from 100 kbit/s to the link rate takes about a second at 17.9
 // Mbit/s per second of additive growth); a 100 ms stall of this shared
 // machine in one of the two 5.5 s windows moves the ratio by 2 %, so it is
-// held to 0.90..1.05. A sender told the wrong format says so within 4 s.
+// held to 0.90..1.05. On a quiet machine it is 0.924..0.943 (6 runs, both
+// directions; the model's 0.930), so a stall of the block run longer than
+// about 150 ms would fail the check: the host's steal in each window
+// (internal/hoststeal, summed over the CPUs, so a stall of both counts
+// twice, towards the hop) widens the bounds by the share of goodput that
+// stall could take from that run, one for one, as the TCP rate tests in
+// package hop do. A sender told the wrong format says so within 4 s.
 func TestFeedbackThroughHop(t *testing.T) {
 	p := hopPair(t, 10_000_000, 10*time.Millisecond)
 	for _, dir := range []struct {
@@ -90,13 +97,24 @@ func TestFeedbackThroughHop(t *testing.T) {
 		{"up", p.InClient, p.InServer, p.ServerAddr, p.ClientAddr},
 		{"down", p.InServer, p.InClient, p.ClientAddr, p.ServerAddr},
 	} {
-		var goodput [2]float64
+		var goodput, stolen [2]float64
 		for i, block := range []bool{false, true} {
 			tx, rx := listenIn(t, dir.from, dir.fromAddr), listenIn(t, dir.to, dir.toAddr)
 			cfg := PragueConfig{Duration: 8 * time.Second, Interval: 500 * time.Millisecond, RFC8888: block}
 			rcfg := cfg
 			rcfg.Duration = 0
+			steal0 := make(chan time.Duration, 1)
+			timer := time.AfterFunc(2900*time.Millisecond, func() { steal0 <- hoststeal.Total() })
 			ss, rs, err, rerr := runPairOn(tx, rx, cfg, rcfg)
+			timer.Stop()
+			steal := time.Duration(-1)
+			select {
+			case s0 := <-steal0:
+				if s1 := hoststeal.Total(); s0 >= 0 && s1 >= 0 {
+					steal = s1 - s0
+				}
+			default: // the run ended before 2.9 s: it failed below
+			}
 			if err != nil || rerr != nil {
 				t.Fatalf("%s, rfc8888 %v: send: %v, recv: %v", dir.name, block, err, rerr)
 			}
@@ -111,14 +129,18 @@ func TestFeedbackThroughHop(t *testing.T) {
 				t.Fatalf("%s, rfc8888 %v: %.2f s of receiver intervals in 2.5..8 s: %+v", dir.name, block, secs, rs.Intervals)
 			}
 			goodput[i] = bytes / secs
-			t.Logf("%s, rfc8888 %v: %.2f Mbit/s from 2.5 to 8 s; sender: %d sent, %d received, %d lost, %d timeouts, RTT samples %d",
-				dir.name, block, goodput[i]/1e6, ss.PacketsSent, ss.Received, ss.Lost, ss.Timeouts, len(ss.RTT))
+			if steal > 0 {
+				stolen[i] = min(steal.Seconds()/secs, 0.5)
+			}
+			t.Logf("%s, rfc8888 %v: %.2f Mbit/s from 2.5 to 8 s, host steal %v; sender: %d sent, %d received, %d lost, %d timeouts, RTT samples %d",
+				dir.name, block, goodput[i]/1e6, steal, ss.PacketsSent, ss.Received, ss.Lost, ss.Timeouts, len(ss.RTT))
 		}
 		r := goodput[1] / goodput[0]
-		t.Logf("%s: block / per-packet goodput %.3f", dir.name, r)
-		if r < 0.90 || r > 1.05 {
-			t.Errorf("%s: goodput with block feedback %.2f Mbit/s, with per-packet ACKs %.2f (ratio %.3f); want 0.90..1.05",
-				dir.name, goodput[1]/1e6, goodput[0]/1e6, r)
+		lo, hi := 0.90*(1-stolen[1]), 1.05/(1-stolen[0])
+		t.Logf("%s: block / per-packet goodput %.3f (bounds %.3f..%.3f)", dir.name, r, lo, hi)
+		if r < lo || r > hi {
+			t.Errorf("%s: goodput with block feedback %.2f Mbit/s, with per-packet ACKs %.2f (ratio %.3f); want %.3f..%.3f (0.90..1.05 less host steal)",
+				dir.name, goodput[1]/1e6, goodput[0]/1e6, r, lo, hi)
 		}
 	}
 	for _, tc := range []struct {
