@@ -43,7 +43,7 @@ func TestHistogramQuantiles(t *testing.T) {
 	}
 }
 
-// TestHistogramRank: values below 16 ns have exact buckets, so the
+// TestHistogramRank: values below 64 ns have exact buckets, so the
 // quantile is the nearest-rank sample itself, ceil(q·n)-th smallest.
 func TestHistogramRank(t *testing.T) {
 	var ten, four Histogram
@@ -67,6 +67,26 @@ func TestHistogramRank(t *testing.T) {
 	for _, tt := range tests {
 		if got := tt.h.Quantile(tt.q); got != tt.want {
 			t.Errorf("%d samples: Quantile(%v) = %d, want %d", tt.h.Total, tt.q, got, tt.want)
+		}
+	}
+}
+
+// TestHistogramResolution: above the exact buckets every bucket spans at
+// most 1/64 of its lowest value, and the buckets around the lab's Prague
+// bound (2.6 ms) end where the layout puts them: 2.5 ms lies in
+// [76·2^15, 77·2^15) ns, 2.6 ms in [79·2^15, 80·2^15).
+func TestHistogramResolution(t *testing.T) {
+	for i := histSub; i < histBuckets; i++ {
+		lo, hi := histUpper(i-1)+1, histUpper(i)
+		if 64*(hi-lo+1) > lo {
+			t.Fatalf("bucket %d spans %d..%d ns: wider than 1/64 of %d", i, lo, hi, lo)
+		}
+	}
+	for _, tt := range []struct{ v, upper int64 }{
+		{2_500_000, 77<<15 - 1}, {2_600_000, 80<<15 - 1}, {63, 63}, {64, 64}, {1<<36 + 1, (64+1)<<30 - 1},
+	} {
+		if got := histUpper(histIndex(tt.v)); got != tt.upper {
+			t.Errorf("value %d ns: bucket ends at %d, want %d", tt.v, got, tt.upper)
 		}
 	}
 }

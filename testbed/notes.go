@@ -8,7 +8,7 @@ func notes(c Config) []string {
 		fmt.Sprintf("Every figure leaves out the first %v of each run (warm-up, l4s-endpoints.md §6).", c.Warmup),
 		"Traffic flows server → client through the hop; the bottleneck rate and half the base RTT apply in each direction, " +
 			"the same queue discipline in both.",
-		"Queue delay is the sojourn dequeue − enqueue at the hop (delay line excluded), from its histograms (6 % buckets).",
+		"Queue delay is the sojourn dequeue − enqueue at the hop (delay line excluded), from its histograms (1.6 % buckets).",
 		fmt.Sprintf("DualPI2 runs use the kernel's defaults but min_qlen_step %d (kernel: 0). With 0, an L4S packet that waits "+
 			"behind one on the wire is step-marked whenever serialising that packet takes more than the 1 ms step threshold, "+
 			"as a 1428-byte packet does below 11.4 Mbit/s; 1 exempts a packet that found the L queue empty, like RFC 9332's "+

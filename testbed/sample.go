@@ -91,7 +91,7 @@ func sampleAt(s []queueSample, t time.Duration) queueSample {
 }
 
 // histDist summarises a sojourn histogram in ms. Quantiles are bucket
-// upper edges (within 6 %); the mean integrates the quantile function
+// upper edges (within 1.6 %); the mean integrates the quantile function
 // over 200 steps, to the same precision.
 func histDist(h *hop.Histogram) dist.Summary {
 	if h.Total == 0 {
