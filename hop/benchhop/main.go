@@ -455,8 +455,8 @@ func tcpRate(p path) (float64, error) {
 			// io.Discard reads 8 KiB at a time (Discard's ReadFrom), and a
 			// receiver that pays a system call per 8 KiB fell behind at 5
 			// Gbit/s on this machine: its window closed (TCP_INFO:
-			// rwnd-limited 19 % of the time) and the figure was 0.78-0.80
-			// of the link where it is 0.93-0.95 with these reads.
+			// rwnd-limited 19 % of the time) and the figure was 0.77-0.86
+			// of the link where it is 0.91-0.95 with these reads.
 			buf := make([]byte, 256<<10)
 			for {
 				if _, err := c.Read(buf); err != nil {

@@ -79,8 +79,8 @@ func listenIn(t *testing.T, in func(func() error) error, addr netip.Addr) *net.U
 // (the ramp from 100 kbit/s to the link rate takes about a second at 17.9
 // Mbit/s per second of additive growth); a 100 ms stall of this shared
 // machine in one of the two 5.5 s windows moves the ratio by 2 %, so it is
-// held to 0.90..1.05. On a quiet machine it is 0.924..0.943 (6 runs, both
-// directions; the model's 0.930), so a stall of the block run longer than
+// held to 0.90..1.05. On a quiet machine it is 0.924..0.943 (3 runs, both
+// directions each; the model's 0.930), so a stall of the block run longer than
 // about 150 ms would fail the check: the host's steal in each window
 // (internal/hoststeal, summed over the CPUs, so a stall of both counts
 // twice, towards the hop) widens the bounds by the share of goodput that
