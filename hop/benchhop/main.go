@@ -3,7 +3,9 @@
 // each TUN backend (offload and water): forwarding throughput unshaped
 // (TCP and UDP with 1500-byte packets), shaped TCP through DualPI2 with
 // 10 ms delay at 1, 2, 5 and 10 Gbit/s, added idle RTT, pacing lateness at
-// 10, 100 and 1000 Mbit/s, and the hop's CPU time per segment; it says
+// 10, 100 and 1000 Mbit/s, and the hop's CPU time per segment and
+// segments per write; the per-write floor (floor.go: a forwarder that only
+// moves packets, writing coalesced or one segment per write); it says
 // which offloads the kernel accepted, and the load average it ran under.
 //
 // It needs root (namespaces, TUN devices) and a quiet machine; it is not
@@ -38,7 +40,7 @@ var (
 	prio     = flag.Int("priority", 0, "hop.Config.Priority (0: default, negative: normal threads)")
 	cpuLat   = flag.Duration("cpu-latency", 0, "hop.Config.CPULatency (0: idle CPUs poll, negative: no PM QoS request)")
 	cpuProf  = flag.String("cpuprofile", "", "write a CPU profile of the run to `file`")
-	only     = flag.String("only", "", "run only this part: tcp, udp, rtt, shaped, pacing")
+	only     = flag.String("only", "", "run only this part: tcp, udp, rtt, floor, shaped, pacing")
 	shapedR  = flag.String("shaped-gbit", "1,2,5,10", "link rates of the shaped TCP measurements, Gbit/s, comma-separated")
 	backends = flag.String("tun", "offload,water", "TUN backends to measure, comma-separated (offload, water)")
 )
@@ -197,6 +199,29 @@ func run() error {
 			row(append(udp, ratio(first[2], ku))...)
 		}
 	}
+	if want("floor") {
+		// Coalesced first: the one-per-write run leaves the receiver's
+		// socket no different, and the order is the same in every run.
+		fmt.Println()
+		var floors []cpuRow
+		row("per-write floor: minimal forwarder, TCP unshaped", "Mbit/s", "µs/segment", "kernel µs", "segments/write")
+		for _, single := range []bool{false, true} {
+			name := "  writes coalesced"
+			if single {
+				name = "  one segment per write"
+			}
+			rate, c, per, err := floorRow(prefix+"f", single)
+			if err != nil {
+				return err
+			}
+			row(name, mbit(rate), fmt.Sprintf("%.2f", c.perSegment()), fmt.Sprintf("%.2f", c.sysPerSegment()), fmt.Sprintf("%.1f", per))
+			floors = append(floors, cpuRow{name: name, c: c})
+		}
+		row("  each thread, per packet it read", "data µs/pkt", "ACK µs/pkt", "ACK kernel µs", "ACK packets")
+		for _, f := range floors {
+			row("  "+f.name, fmt.Sprintf("%.2f", f.c.up.perPacket()), fmt.Sprintf("%.2f", f.c.down.perPacket()), fmt.Sprintf("%.2f", perUnit(f.c.down.sys, f.c.down.packets)), fmt.Sprint(f.c.down.packets))
+		}
+	}
 	if want("shaped") {
 		for _, g := range rates {
 			bps := uint64(g * 1e9)
@@ -277,14 +302,14 @@ func run() error {
 		// endpoints' own TCP receive and ACK processing, which the kernel
 		// runs inside the hop's TUN writes. Then each owner on its own.
 		fmt.Println()
-		row("hop CPU per data segment (both owner threads)", "backend", "µs/segment", "kernel µs", "segments", "ring drops")
+		row("hop CPU per data segment (both owner threads)", "backend", "µs/segment", "kernel µs", "segments", "ring drops", "segments/write")
 		for _, c := range cpu {
-			row("  "+c.name, string(c.backend), fmt.Sprintf("%.2f", c.c.perSegment()), fmt.Sprintf("%.2f", c.c.sysPerSegment()), fmt.Sprint(c.c.up.packets), fmt.Sprint(c.c.ringDrops))
+			row("  "+c.name, string(c.backend), fmt.Sprintf("%.2f", c.c.perSegment()), fmt.Sprintf("%.2f", c.c.sysPerSegment()), fmt.Sprint(c.c.up.packets), fmt.Sprint(c.c.ringDrops), fmt.Sprintf("%.1f", c.c.perWrite()))
 		}
 		fmt.Println()
-		row("each owner thread, per packet it read", "backend", "data µs/pkt", "ACK µs/pkt", "ACK packets")
+		row("each owner thread, per packet it read", "backend", "data µs/pkt", "ACK µs/pkt", "ACK kernel µs", "ACK packets")
 		for _, c := range cpu {
-			row("  "+c.name, string(c.backend), fmt.Sprintf("%.2f", c.c.up.perPacket()), fmt.Sprintf("%.2f", c.c.down.perPacket()), fmt.Sprint(c.c.down.packets))
+			row("  "+c.name, string(c.backend), fmt.Sprintf("%.2f", c.c.up.perPacket()), fmt.Sprintf("%.2f", c.c.down.perPacket()), fmt.Sprintf("%.2f", perUnit(c.c.down.sys, c.c.down.packets)), fmt.Sprint(c.c.down.packets))
 		}
 	}
 	return nil
@@ -607,13 +632,15 @@ type cpuCount struct {
 type ownerCount struct {
 	cpu, sys int64 // ns
 	packets  uint64
+	writes   uint64 // the write system calls that carried them out (writesOf)
 }
 
 func cpuAndPackets(h *hop.Hop) cpuCount {
 	s := h.Stats()
+	client, server := h.Devices()
 	return cpuCount{
-		up:   ownerCount{cpu: s.Up.CPU, sys: s.Up.CPUSys, packets: s.Up.In},
-		down: ownerCount{cpu: s.Down.CPU, sys: s.Down.CPUSys, packets: s.Down.In},
+		up:   ownerCount{cpu: s.Up.CPU, sys: s.Up.CPUSys, packets: s.Up.In, writes: writesOf(server, s.Up.Out)},
+		down: ownerCount{cpu: s.Down.CPU, sys: s.Down.CPUSys, packets: s.Down.In, writes: writesOf(client, s.Down.Out)},
 	}
 }
 
@@ -622,7 +649,15 @@ func (c cpuCount) sub(o cpuCount) cpuCount {
 }
 
 func (c ownerCount) sub(o ownerCount) ownerCount {
-	return ownerCount{cpu: c.cpu - o.cpu, sys: c.sys - o.sys, packets: c.packets - o.packets}
+	return ownerCount{cpu: c.cpu - o.cpu, sys: c.sys - o.sys, packets: c.packets - o.packets, writes: c.writes - o.writes}
+}
+
+// perWrite is the data segments per write system call.
+func (c cpuCount) perWrite() float64 {
+	if c.up.writes == 0 {
+		return 0
+	}
+	return float64(c.up.packets) / float64(c.up.writes)
 }
 
 // perSegment is both owners' CPU per data segment, µs.

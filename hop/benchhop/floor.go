@@ -1,0 +1,220 @@
+package main
+
+import (
+	"fmt"
+	"net/netip"
+	"runtime"
+	"sync"
+	"sync/atomic"
+
+	"github.com/pi2hop/pi2hop/hop"
+	"github.com/pi2hop/pi2hop/tun"
+	"golang.org/x/sys/unix"
+)
+
+// The per-write floor: what a forwarder that does nothing but move packets
+// between the two offload TUNs pays per 1500-byte segment, when the kernel
+// gets them coalesced (as the hop writes when many are due at once) and
+// when it gets one per write (as the hop must write when a paced link lets
+// one segment go at a time, 12 µs apart at 1 Gbit/s). No AQM, shaper,
+// timers, statistics or slab: the difference between the two rows is the
+// cost of a write itself (the system call, and the receiving stack's IP
+// and TCP work for that write, which the kernel runs inside it), and the
+// one-per-write row is a floor under the hop's CPU per segment on a link
+// paced finely enough that each departure is its own write.
+
+// minimalForwarder moves packets from in to out on its own OS thread until
+// stopped, reading batches as the hop does (segments with partial
+// checksums) and writing them coalesced or one per call.
+type minimalForwarder struct {
+	in     tun.PartialReader
+	out    tun.PartialWriter
+	single bool
+	stop   atomic.Bool
+	done   sync.WaitGroup
+
+	// Set when the loop returns.
+	cpu, sys int64 // thread CPU time, ns (getrusage RUSAGE_THREAD)
+	packets  uint64
+	err      error
+}
+
+func (f *minimalForwarder) start() {
+	f.done.Add(1)
+	go func() {
+		defer f.done.Done()
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		var r0, r1 unix.Rusage
+		unix.Getrusage(unix.RUSAGE_THREAD, &r0)
+		f.err = f.loop()
+		unix.Getrusage(unix.RUSAGE_THREAD, &r1)
+		f.sys = r1.Stime.Nano() - r0.Stime.Nano()
+		f.cpu = r1.Utime.Nano() - r0.Utime.Nano() + f.sys
+	}()
+}
+
+func (f *minimalForwarder) loop() error {
+	const batch = 64
+	bufs, sizes, part := make([][]byte, batch), make([]int, batch), make([]bool, batch)
+	store := make([]byte, batch*1500)
+	for i := range bufs {
+		bufs[i] = store[i*1500 : (i+1)*1500]
+	}
+	pkts := make([][]byte, batch)
+	pfd := []unix.PollFd{{Fd: int32(f.in.PollFd()), Events: unix.POLLIN}}
+	for !f.stop.Load() {
+		n, err := f.in.TryReadPartial(bufs, sizes, part)
+		if err != nil {
+			return fmt.Errorf("read %s: %w", f.in.Name(), err)
+		}
+		if n == 0 {
+			// Level-triggered, 50 ms at most so that stop is seen.
+			if _, err := unix.Poll(pfd, 50); err != nil && err != unix.EINTR {
+				return fmt.Errorf("poll %s: %w", f.in.Name(), err)
+			}
+			continue
+		}
+		for i := range n {
+			pkts[i] = bufs[i][:sizes[i]]
+		}
+		f.packets += uint64(n)
+		if !f.single {
+			if _, err := f.out.WritePartial(pkts[:n], part[:n]); err != nil {
+				return fmt.Errorf("write %s: %w", f.out.Name(), err)
+			}
+			continue
+		}
+		for i := range n {
+			if _, err := f.out.WritePartial(pkts[i:i+1], part[i:i+1]); err != nil {
+				return fmt.Errorf("write %s: %w", f.out.Name(), err)
+			}
+		}
+	}
+	return nil
+}
+
+// minimalPair is a Pair's topology (client and server namespaces, an
+// offload TUN in each, the same addresses and default routes) with a
+// minimalForwarder per direction in place of the hop. single applies to
+// the data direction (client to server) only; the ACKs are written as
+// they come.
+type minimalPair struct {
+	j        *tun.Journal
+	devs     []tun.Device
+	up, down *minimalForwarder
+}
+
+func newMinimalPair(prefix string, single bool) (*minimalPair, path, error) {
+	m := &minimalPair{j: tun.NewJournal(nil)}
+	c, s := prefix+"c", prefix+"s"
+	srv4, srv6 := hop.DefaultSubnet4.Addr().Next(), hop.DefaultSubnet6.Addr().Next()
+	ends := []struct {
+		ns          string
+		addr, addr6 netip.Addr
+	}{{c, srv4.Next(), srv6.Next()}, {s, srv4, srv6}}
+	fail := func(err error) (*minimalPair, path, error) {
+		m.close()
+		return nil, path{}, err
+	}
+	for _, e := range ends {
+		if err := m.j.NewNamespace(e.ns); err != nil {
+			return fail(err)
+		}
+		d, err := m.j.OpenTUNBackend(e.ns, "pi2hop0", 1500, tun.BackendOffload)
+		if err != nil {
+			return fail(err)
+		}
+		m.devs = append(m.devs, d)
+		for _, a := range []netip.Prefix{
+			netip.PrefixFrom(e.addr, hop.DefaultSubnet4.Bits()),
+			netip.PrefixFrom(e.addr6, hop.DefaultSubnet6.Bits()),
+		} {
+			if err := m.j.AddAddr(e.ns, "pi2hop0", a); err != nil {
+				return fail(err)
+			}
+		}
+		for _, dst := range []string{"0.0.0.0/0", "::/0"} {
+			if err := m.j.AddRoute(e.ns, tun.Route{Dst: netip.MustParsePrefix(dst), Dev: "pi2hop0"}); err != nil {
+				return fail(err)
+			}
+		}
+	}
+	cd, ok1 := m.devs[0].(interface {
+		tun.PartialReader
+		tun.PartialWriter
+	})
+	sd, ok2 := m.devs[1].(interface {
+		tun.PartialReader
+		tun.PartialWriter
+	})
+	if !ok1 || !ok2 {
+		return fail(fmt.Errorf("minimal forwarder: the offload backend was refused (%T, %T)", m.devs[0], m.devs[1]))
+	}
+	m.up = &minimalForwarder{in: cd, out: sd, single: single}
+	m.down = &minimalForwarder{in: sd, out: cd}
+	m.up.start()
+	m.down.start()
+	return m, path{client: c, server: s, serverAddr: srv4, rxNS: s, rxDev: "pi2hop0"}, nil
+}
+
+// stop ends both forwarders and returns the first error either met.
+func (m *minimalPair) stop() error {
+	for _, f := range []*minimalForwarder{m.up, m.down} {
+		if f != nil {
+			f.stop.Store(true)
+			f.done.Wait()
+		}
+	}
+	if m.up != nil && m.up.err != nil {
+		return m.up.err
+	}
+	if m.down != nil {
+		return m.down.err
+	}
+	return nil
+}
+
+// close stops the forwarders, closes the devices and undoes the journal.
+func (m *minimalPair) close() {
+	m.stop()
+	for _, d := range m.devs {
+		d.Close()
+	}
+	m.j.Undo()
+}
+
+// floorRow measures one bulk TCP transfer through a minimal pair.
+func floorRow(prefix string, single bool) (rate float64, c cpuCount, segsPerWrite float64, err error) {
+	m, p, err := newMinimalPair(prefix, single)
+	if err != nil {
+		return 0, c, 0, err
+	}
+	defer m.close()
+	rate, err = tcpRate(p)
+	if err != nil {
+		return 0, c, 0, err
+	}
+	if err := m.stop(); err != nil {
+		return 0, c, 0, err
+	}
+	c.up = ownerCount{cpu: m.up.cpu, sys: m.up.sys, packets: m.up.packets}
+	c.down = ownerCount{cpu: m.down.cpu, sys: m.down.sys, packets: m.down.packets}
+	if w := writesOf(m.devs[1], m.up.packets); w > 0 {
+		segsPerWrite = float64(m.up.packets) / float64(w)
+	}
+	return rate, c, segsPerWrite, nil
+}
+
+// writesOf is the write system calls that carried written packets out of
+// d: one per coalesced super-packet and one per packet written alone (a
+// super-packet the kernel refused, written again packet by packet, counts
+// as its packets). Without offload counters, one per packet.
+func writesOf(d tun.Device, written uint64) uint64 {
+	oc, ok := d.(tun.OffloadCounter)
+	if !ok {
+		return written
+	}
+	s := oc.OffloadStats()
+	return s.Coalesced + written - min(written, s.CoalescedSegments)
+}
