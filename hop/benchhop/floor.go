@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/pi2hop/pi2hop/hop"
 	"github.com/pi2hop/pi2hop/tun"
@@ -21,7 +22,10 @@ import (
 // cost of a write itself (the system call, and the receiving stack's IP
 // and TCP work for that write, which the kernel runs inside it), and the
 // one-per-write row is a floor under the hop's CPU per segment on a link
-// paced finely enough that each departure is its own write.
+// paced finely enough that each departure is its own write. A third row
+// holds every packet 10 ms before writing it, as the hop's delay line
+// does, without a rate: the floor for a forwarder whose packets go out
+// cold from the cache.
 
 // minimalForwarder moves packets from in to out on its own OS thread until
 // stopped, reading batches as the hop does (segments with partial
@@ -30,6 +34,7 @@ type minimalForwarder struct {
 	in     tun.PartialReader
 	out    tun.PartialWriter
 	single bool
+	delay  int64 // ns each packet is held before its write (a delay line, no rate)
 	stop   atomic.Bool
 	done   sync.WaitGroup
 
@@ -55,6 +60,9 @@ func (f *minimalForwarder) start() {
 }
 
 func (f *minimalForwarder) loop() error {
+	if f.delay > 0 {
+		return f.delayLoop()
+	}
 	const batch = 64
 	bufs, sizes, part := make([][]byte, batch), make([]int, batch), make([]bool, batch)
 	store := make([]byte, batch*1500)
@@ -79,20 +87,90 @@ func (f *minimalForwarder) loop() error {
 			pkts[i] = bufs[i][:sizes[i]]
 		}
 		f.packets += uint64(n)
-		if !f.single {
-			if _, err := f.out.WritePartial(pkts[:n], part[:n]); err != nil {
-				return fmt.Errorf("write %s: %w", f.out.Name(), err)
-			}
-			continue
-		}
-		for i := range n {
-			if _, err := f.out.WritePartial(pkts[i:i+1], part[i:i+1]); err != nil {
-				return fmt.Errorf("write %s: %w", f.out.Name(), err)
-			}
+		if err := f.write(pkts[:n], part[:n]); err != nil {
+			return err
 		}
 	}
 	return nil
 }
+
+// delayLoop is loop with every packet held f.delay in a ring of slots
+// before it is written, in arrival order, all the due ones at once: what
+// a delay line costs a forwarder beyond moving packets (the payload copied
+// in by the read is cold in the cache by the time the write copies it out:
+// 6 MB are in flight at 5 Gbit/s and 10 ms). No rate, so no pacing: every
+// write carries whatever fell due since the last.
+func (f *minimalForwarder) delayLoop() error {
+	const batch, slots = 64, 1 << 15 // 48 MB: 10 ms at 39 Gbit/s
+	store := make([]byte, slots*1500)
+	ring := make([][]byte, slots)
+	for i := range ring {
+		ring[i] = store[i*1500 : (i+1)*1500]
+	}
+	sizes, at, part := make([]int, slots), make([]int64, slots), make([]bool, slots)
+	pkts, pparts := make([][]byte, batch), make([]bool, batch)
+	pfd := []unix.PollFd{{Fd: int32(f.in.PollFd()), Events: unix.POLLIN}}
+	var head, tail int // packets read, packets written
+	for !f.stop.Load() {
+		now := nanotime()
+		k := 0
+		for ; tail < head && k < batch && at[tail%slots]+f.delay <= now; tail, k = tail+1, k+1 {
+			i := tail % slots
+			pkts[k], pparts[k] = ring[i][:sizes[i]], part[i]
+		}
+		if k > 0 {
+			if err := f.write(pkts[:k], pparts[:k]); err != nil {
+				return err
+			}
+			continue
+		}
+		if free := slots - (head - tail); free > 0 {
+			i := head % slots
+			m := min(batch, free, slots-i)
+			n, err := f.in.TryReadPartial(ring[i:i+m], sizes[i:i+m], part[i:i+m])
+			if err != nil {
+				return fmt.Errorf("read %s: %w", f.in.Name(), err)
+			}
+			for j := i; j < i+n; j++ {
+				at[j] = now
+			}
+			head += n
+			f.packets += uint64(n)
+			if n > 0 {
+				continue
+			}
+		}
+		wait := int64(50 * time.Millisecond) // at most, so that stop is seen
+		if tail < head {
+			wait = min(wait, max(at[tail%slots]+f.delay-now, 0))
+		}
+		ts := unix.NsecToTimespec(wait)
+		if _, err := unix.Ppoll(pfd, &ts, nil); err != nil && err != unix.EINTR {
+			return fmt.Errorf("poll %s: %w", f.in.Name(), err)
+		}
+	}
+	return nil
+}
+
+// write writes pkts coalesced, or one per call if f.single.
+func (f *minimalForwarder) write(pkts [][]byte, part []bool) error {
+	if !f.single {
+		if _, err := f.out.WritePartial(pkts, part); err != nil {
+			return fmt.Errorf("write %s: %w", f.out.Name(), err)
+		}
+		return nil
+	}
+	for i := range pkts {
+		if _, err := f.out.WritePartial(pkts[i:i+1], part[i:i+1]); err != nil {
+			return fmt.Errorf("write %s: %w", f.out.Name(), err)
+		}
+	}
+	return nil
+}
+
+var start = time.Now()
+
+func nanotime() int64 { return int64(time.Since(start)) }
 
 // minimalPair is a Pair's topology (client and server namespaces, an
 // offload TUN in each, the same addresses and default routes) with a
@@ -105,7 +183,7 @@ type minimalPair struct {
 	up, down *minimalForwarder
 }
 
-func newMinimalPair(prefix string, single bool) (*minimalPair, path, error) {
+func newMinimalPair(prefix string, single bool, delay time.Duration) (*minimalPair, path, error) {
 	m := &minimalPair{j: tun.NewJournal(nil)}
 	c, s := prefix+"c", prefix+"s"
 	srv4, srv6 := hop.DefaultSubnet4.Addr().Next(), hop.DefaultSubnet6.Addr().Next()
@@ -151,8 +229,8 @@ func newMinimalPair(prefix string, single bool) (*minimalPair, path, error) {
 	if !ok1 || !ok2 {
 		return fail(fmt.Errorf("minimal forwarder: the offload backend was refused (%T, %T)", m.devs[0], m.devs[1]))
 	}
-	m.up = &minimalForwarder{in: cd, out: sd, single: single}
-	m.down = &minimalForwarder{in: sd, out: cd}
+	m.up = &minimalForwarder{in: cd, out: sd, single: single, delay: int64(delay)}
+	m.down = &minimalForwarder{in: sd, out: cd, delay: int64(delay)}
 	m.up.start()
 	m.down.start()
 	return m, path{client: c, server: s, serverAddr: srv4, rxNS: s, rxDev: "pi2hop0"}, nil
@@ -185,12 +263,17 @@ func (m *minimalPair) close() {
 }
 
 // floorRow measures one bulk TCP transfer through a minimal pair.
-func floorRow(prefix string, single bool) (rate float64, c cpuCount, segsPerWrite float64, err error) {
-	m, p, err := newMinimalPair(prefix, single)
+func floorRow(prefix string, single bool, delay time.Duration) (rate float64, c cpuCount, segsPerWrite float64, err error) {
+	m, p, err := newMinimalPair(prefix, single, delay)
 	if err != nil {
 		return 0, c, 0, err
 	}
 	defer m.close()
+	if delay > 0 {
+		if err := bdpBuffers(p); err != nil {
+			return 0, c, 0, err
+		}
+	}
 	rate, err = tcpRate(p)
 	if err != nil {
 		return 0, c, 0, err

@@ -205,12 +205,17 @@ func run() error {
 		fmt.Println()
 		var floors []cpuRow
 		row("per-write floor: minimal forwarder, TCP unshaped", "Mbit/s", "µs/segment", "kernel µs", "segments/write")
-		for _, single := range []bool{false, true} {
-			name := "  writes coalesced"
-			if single {
-				name = "  one segment per write"
-			}
-			rate, c, per, err := floorRow(prefix+"f", single)
+		for _, v := range []struct {
+			name   string
+			single bool
+			delay  time.Duration
+		}{
+			{"  writes coalesced", false, 0},
+			{"  one segment per write", true, 0},
+			{"  coalesced, 10 ms delay line", false, 10 * time.Millisecond},
+		} {
+			name := v.name
+			rate, c, per, err := floorRow(prefix+"f", v.single, v.delay)
 			if err != nil {
 				return err
 			}
