@@ -59,7 +59,7 @@ func (o *owner) snapshot(running bool) DirStats {
 	}
 	s := *o.snap.Load()
 	if cpu, sys := threadCPU(o.tid.Load()); cpu > 0 {
-		s.CPU, s.CPUSys = cpu, sys
+		s.CPU, s.CPUSys = cpu-o.cpuBase.Load(), max(sys-o.sysBase.Load(), 0)
 	}
 	if o.drops != nil {
 		if n, err := o.drops.RingDrops(); err == nil && n >= o.ringBase {

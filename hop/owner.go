@@ -80,6 +80,8 @@ type owner struct {
 	drops     tun.DropCounter
 	ringBase  uint64
 	tid       atomic.Int32 // the owner's OS thread, for its CPU time
+	// The thread's CPU time (total, system) when the owner locked it.
+	cpuBase, sysBase atomic.Int64
 }
 
 // Spin modes besides a fixed lead (Config.Spin > 0).

@@ -58,7 +58,7 @@ type DirStats struct {
 	Worst Worst
 
 	RingDrops uint64 // input TUN's tx_dropped since start: the kernel ring overflowed
-	CPU       int64  // CPU time of the owner's thread, ns (while it runs)
+	CPU       int64  // CPU time of the owner's thread since the owner took it, ns
 	// CPUSys is the part of CPU spent in the kernel, ns, at the kernel's
 	// tick resolution (10 ms): TUN reads and writes, waits, and whatever
 	// the kernel does inside a TUN write (the receiving stack: on one

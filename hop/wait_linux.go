@@ -23,7 +23,14 @@ import (
 // stays a normal one.
 func (o *owner) lockForRealTime() error {
 	runtime.LockOSThread()
-	o.tid.Store(int32(unix.Gettid()))
+	// The thread may have run other goroutines before this one locked
+	// it: its CPU time until now is theirs. Stored before the tid, which
+	// readers load first.
+	tid := int32(unix.Gettid())
+	cpu, sys := threadCPU(tid)
+	o.cpuBase.Store(cpu)
+	o.sysBase.Store(sys)
+	o.tid.Store(tid)
 	// Raw system calls from here on, as all of the owner's (see rawPpoll):
 	// the return from sched_setattr is already the real-time thread's.
 	if _, _, e := unix.RawSyscall6(unix.SYS_PRCTL, unix.PR_SET_TIMERSLACK, 1, 0, 0, 0, 0); e != 0 {
