@@ -23,10 +23,15 @@ type flowResult struct {
 
 // runResult is everything a run measured, before analysis.
 type runResult struct {
-	spec    RunSpec
-	flows   []flowResult
-	samples []queueSample // server→client hop stats, every stats interval
+	spec   RunSpec
+	flows  []flowResult
+	queues *queueTrace // server→client hop stats, every stats interval
 }
+
+// window is the part of a run every figure covers, [from, to) of
+// flow-relative time; the sampler is told it, to keep the histograms of
+// its edges.
+func window(sp RunSpec) (from, to time.Duration) { return sp.Warmup, sp.Duration }
 
 // analyse turns a run's raw results into its report entry. Every figure
 // covers [Warmup, Duration) of the run (flow-relative time).
@@ -39,7 +44,7 @@ func analyse(res *runResult) report.Run {
 		RTTMs:  map[string][]float64{},
 		Series: report.Series{Throughput: map[string][]float64{}},
 	}
-	from, to := sp.Warmup, sp.Duration
+	from, to := window(sp)
 	for _, fr := range res.flows {
 		f := report.Flow{Label: fr.spec.Label, Kind: string(fr.spec.Kind), ECN: fr.spec.ECN}
 		switch {
@@ -72,8 +77,8 @@ func analyse(res *runResult) report.Run {
 		}
 		run.Flows = append(run.Flows, f)
 	}
-	if len(res.samples) > 0 {
-		analyseQueues(&run, res, from, to)
+	if res.queues != nil && len(res.queues.samples) > 0 {
+		analyseQueues(&run, sp.Queue.Kind, res.queues)
 	}
 	run.Fairness = fairness(run.Flows)
 	return run
@@ -194,13 +199,17 @@ func meanFrom(xs []float64, k int) float64 {
 // stats every 100 ms.
 const queueBin = 100 * time.Millisecond
 
-func analyseQueues(run *report.Run, res *runResult, from, to time.Duration) {
-	s := res.samples
-	a, b := sampleAt(s, from), sampleAt(s, to)
+// analyseQueues fills run's hop figures from q (at least one sample):
+// counts and histograms between the samples at the window's edges, and
+// the series of every sample.
+func analyseQueues(run *report.Run, kind string, q *queueTrace) {
+	s := q.samples
+	a, ah := q.edge(&q.from)
+	b, bh := q.edge(&q.to)
 	if b.elapsed > a.elapsed && run.RateBps > 0 {
 		run.Utilisation = metrics.Utilisation(b.outBytes-a.outBytes, run.RateBps, time.Duration(b.elapsed-a.elapsed))
 	}
-	late := b.late.Sub(&a.late)
+	late := bh.late.Sub(&ah.late)
 	run.HopLatenessMs = histDist(&late)
 	worst, floor, rt := worstIn(s, a.at, b.at)
 	run.HopWorstMs, run.FloorWorstMs, run.FloorRealTime = dist.Ms(time.Duration(worst)), -1, rt
@@ -213,7 +222,7 @@ func analyseQueues(run *report.Run, res *runResult, from, to time.Duration) {
 	}
 	run.Series.HopWorstMs, run.Series.FloorWorstMs = worstPerSecond(s)
 	queues := []string{"L", "C"}
-	if res.spec.Queue.Kind == aqm.KindFIFO {
+	if kind == aqm.KindFIFO {
 		queues = []string{"C"} // a FIFO sorts nothing: all is Classic
 	}
 	run.Series.QueueBinS = queueBin.Seconds()
@@ -221,27 +230,26 @@ func analyseQueues(run *report.Run, res *runResult, from, to time.Duration) {
 	for i := 1; i < len(s); i++ {
 		run.Series.QueueT = append(run.Series.QueueT, s[i].at.Seconds())
 	}
-	for _, q := range queues {
-		hb, ha := &b.c, &a.c
+	for _, name := range queues {
+		hb, ha := &bh.c, &ah.c
 		cb, ca := b.cq, a.cq
-		if q == "L" {
-			hb, ha, cb, ca = &b.l, &a.l, b.lq, a.lq
+		if name == "L" {
+			hb, ha, cb, ca = &bh.l, &ah.l, b.lq, a.lq
 		}
 		h := hb.Sub(ha)
 		c := sub(cb, ca)
-		run.Queues = append(run.Queues, report.Queue{Name: q, SojournMs: histDist(&h),
+		run.Queues = append(run.Queues, report.Queue{Name: name, SojournMs: histDist(&h),
 			Packets: c.Sent, Marked: c.Marked, Dropped: c.Dropped})
 		// The time series: median sojourn of the packets forwarded in each bin.
 		var series []float64
 		for i := 1; i < len(s); i++ {
-			cur, prev := &s[i].c, &s[i-1].c
-			if q == "L" {
-				cur, prev = &s[i].l, &s[i-1].l
+			m := s[i].cMedian
+			if name == "L" {
+				m = s[i].lMedian
 			}
-			d := cur.Sub(prev)
-			series = append(series, dist.Ms(time.Duration(d.Quantile(0.5))))
+			series = append(series, dist.Ms(time.Duration(m)))
 		}
-		run.Series.QueueDelayMs[q] = series
+		run.Series.QueueDelayMs[name] = series
 	}
 }
 

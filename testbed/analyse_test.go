@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/pi2hop/pi2hop/aqm"
+	"github.com/pi2hop/pi2hop/hop"
 	"github.com/pi2hop/pi2hop/testbed/flow"
 	"github.com/pi2hop/pi2hop/testbed/report"
 )
@@ -45,11 +46,11 @@ func videoResult() flowResult {
 	return flowResult{spec: FlowSpec{Label: "call", Kind: KindVideo, ECN: flow.ECNL4S}, videoSend: &send, videoRecv: &recv}
 }
 
-// queueSamples fakes hop stats every 100 ms for 10 s: L packets of 1 ms
+// fakeQueues fakes hop stats every 100 ms for 10 s: L packets of 1 ms
 // sojourn and C packets of 10 ms (30 ms in the warm-up), 1 MB/s out.
-func queueSamples() []queueSample {
-	var s []queueSample
-	var cur queueSample
+func fakeQueues(from, to time.Duration) *queueTrace {
+	q := newQueueTrace(from, to)
+	var d hop.DirStats
 	for k := 0; k <= 100; k++ {
 		at := time.Duration(k) * 100 * ms1
 		if k > 0 {
@@ -58,27 +59,28 @@ func queueSamples() []queueSample {
 				cSojourn = int64(30 * ms1)
 			}
 			for range 10 {
-				cur.l.Add(int64(ms1))
-				cur.c.Add(cSojourn)
+				d.SojournL.Add(int64(ms1))
+				d.SojournC.Add(cSojourn)
 			}
-			cur.lq.Sent += 10
-			cur.cq.Sent += 10
-			cur.cq.Dropped++
-			cur.outBytes += 100_000
+			d.Queue.L.Sent += 10
+			d.Queue.C.Sent += 10
+			d.Queue.C.Dropped++
+			d.OutBytes += 100_000
 		}
-		cur.at, cur.elapsed = at, int64(at)
-		s = append(s, cur)
+		d.Elapsed = int64(at)
+		q.add(queueSample{at: at, elapsed: d.Elapsed, outBytes: d.OutBytes, lq: d.Queue.L, cq: d.Queue.C}, &d)
 	}
-	return s
+	return q
 }
 
 func TestAnalyseCall(t *testing.T) {
+	sp := RunSpec{Name: "x", Title: "X", Queue: dualPI2(0), RateBps: 10_000_000, RTT: 20 * ms1,
+		Duration: 10 * time.Second, Warmup: 5 * time.Second}
 	res := &runResult{
-		spec: RunSpec{Name: "x", Title: "X", Queue: dualPI2(0), RateBps: 10_000_000, RTT: 20 * ms1,
-			Duration: 10 * time.Second, Warmup: 5 * time.Second},
+		spec: sp,
 		flows: []flowResult{videoResult(), {spec: FlowSpec{Label: "bulk-1", Kind: KindCubic, ECN: flow.ECNClassic},
 			bulk: &flow.BulkSummary{PerSecond: []float64{1e6, 1e6, 1e6, 1e6, 1e6, 8e6, 8e6, 8e6, 8e6, 8e6}}}},
-		samples: queueSamples(),
+		queues: fakeQueues(window(sp)),
 	}
 	run := analyse(res)
 	c := run.Call
@@ -123,6 +125,17 @@ func TestAnalyseCall(t *testing.T) {
 	if n := len(run.Series.QueueDelayMs["C"]); n != 100 || len(run.Series.QueueT) != 100 {
 		t.Errorf("queue series of %d points at %d times, want 100", n, len(run.Series.QueueT))
 	}
+	// Point i is the bin ending at (i+1)/10 s: C 30 ms up to 5 s, 10 ms
+	// after, L 1 ms throughout, each read as up to 1.6 % more.
+	for i, c := range run.Series.QueueDelayMs["C"] {
+		want := 10.0
+		if i < 50 {
+			want = 30
+		}
+		if l := run.Series.QueueDelayMs["L"][i]; c < want || c > want*1.016 || l < 1 || l > 1.016 {
+			t.Errorf("queue delay at %v s: C %v L %v ms, want about %v and 1", run.Series.QueueT[i], c, l, want)
+		}
+	}
 	if run.Fairness != nil {
 		t.Error("fairness without a Prague flow")
 	}
@@ -132,8 +145,8 @@ func TestAnalyseCall(t *testing.T) {
 }
 
 func TestAnalyseFIFOHasOneQueue(t *testing.T) {
-	res := &runResult{spec: RunSpec{Queue: aqm.Spec{Kind: aqm.KindFIFO}, RateBps: 1e7, Duration: 10 * time.Second, Warmup: 5 * time.Second},
-		samples: queueSamples()}
+	sp := RunSpec{Queue: aqm.Spec{Kind: aqm.KindFIFO}, RateBps: 1e7, Duration: 10 * time.Second, Warmup: 5 * time.Second}
+	res := &runResult{spec: sp, queues: fakeQueues(window(sp))}
 	run := analyse(res)
 	if len(run.Queues) != 1 || run.Queues[0].Name != "C" {
 		t.Errorf("FIFO queues %+v, want only C", run.Queues)

@@ -126,7 +126,8 @@ func (e *endpoints) run(ctx context.Context, pair *hop.Pair, res *runResult) err
 			fail("bulk server", flow.BulkServe(recvCtx, e.bulkLn))
 		}()
 	}
-	sampler := startSampler(pair)
+	from, to := window(sp)
+	sampler := startSampler(pair, from, to)
 	for i, ep := range e.flows {
 		fr := &res.flows[i]
 		fr.spec = ep.spec
@@ -183,7 +184,7 @@ func (e *endpoints) run(ctx context.Context, pair *hop.Pair, res *runResult) err
 	case <-time.After(drainTime):
 	case <-ctx.Done():
 	}
-	res.samples = sampler.stop()
+	res.queues = sampler.stop()
 	stopRecv()
 	e.close() // unblocks a receiver or server stuck in a read
 	receivers.Wait()

@@ -9,15 +9,17 @@ import (
 	"github.com/pi2hop/pi2hop/internal/hoststeal"
 )
 
-// queueSample is what the lab keeps of one hop stats snapshot of the
-// server→client direction: cumulative counters and sojourn histograms, so
-// that any two samples give the figures of the time between them.
+// queueSample is what the lab keeps of every hop stats snapshot of the
+// server→client direction: cumulative counters, so that any two samples
+// give the counts of the time between them, and the median sojourns of
+// the packets forwarded since the previous sample. Its histograms are
+// kept only where the analysis needs them (queueTrace): 49 KB a
+// snapshot and one snapshot every samplePoll, kept for every sample they
+// grew a run's heap by 2.5 MB a second of --duration.
 type queueSample struct {
 	at       time.Duration // since the run's traffic started
 	elapsed  int64         // the direction's clock, ns
 	outBytes uint64        // bytes written out (dequeued and delivered)
-	l, c     hop.Histogram // sojourn of forwarded packets per queue, ns
-	late     hop.Histogram // how late the owner handled link events, ns
 	lq, cq   aqm.ClassCounters
 	// The worst lateness of the owners (either direction) and the worst
 	// wake-up of the floor probe since the previous sample, ns (floor -1:
@@ -25,11 +27,76 @@ type queueSample struct {
 	worst, floor int64
 	floorRT      bool
 	steal        time.Duration // hoststeal.Total when the sample was taken
+	// Median sojourn of the L and C packets forwarded since the previous
+	// sample (bucket upper edge, hop.Histogram.Quantile), ns; 0 in the
+	// first sample and when none were.
+	lMedian, cMedian int64
 }
 
 func sampleOf(d *hop.DirStats, at time.Duration) queueSample {
 	return queueSample{at: at, elapsed: d.Elapsed, outBytes: d.OutBytes,
-		l: d.SojournL, c: d.SojournC, late: d.Lateness, lq: d.Queue.L, cq: d.Queue.C, floor: -1, steal: hoststeal.Total()}
+		lq: d.Queue.L, cq: d.Queue.C, floor: -1, steal: hoststeal.Total()}
+}
+
+// queueHists are a snapshot's cumulative histograms.
+type queueHists struct {
+	l, c hop.Histogram // sojourn of forwarded packets per queue, ns
+	late hop.Histogram // how late the owner handled link events, ns
+}
+
+// queueTrace is what the lab keeps of a run's hop stats: every sample,
+// and the histograms of at most three of them: for each edge of the
+// run's window [from, to) the first sample taken at or after it, and the
+// latest sample, which stands for an edge no sample reached and gives
+// the next sample its medians. So a run's memory grows by one
+// queueSample (~150 B) a sample, not by three histograms.
+type queueTrace struct {
+	samples  []queueSample
+	from, to traceEdge
+	last     queueHists
+}
+
+// traceEdge is the first sample taken at or after t, once there is one.
+type traceEdge struct {
+	t     time.Duration
+	seen  bool
+	i     int // index in samples
+	hists queueHists
+}
+
+func newQueueTrace(from, to time.Duration) *queueTrace {
+	return &queueTrace{from: traceEdge{t: from}, to: traceEdge{t: to}}
+}
+
+// add appends sample x of snapshot d, taken after every earlier one.
+func (q *queueTrace) add(x queueSample, d *hop.DirStats) {
+	if len(q.samples) > 0 {
+		x.lMedian = intervalMedian(&d.SojournL, &q.last.l)
+		x.cMedian = intervalMedian(&d.SojournC, &q.last.c)
+	}
+	q.last = queueHists{l: d.SojournL, c: d.SojournC, late: d.Lateness}
+	for _, e := range []*traceEdge{&q.from, &q.to} {
+		if !e.seen && x.at >= e.t {
+			e.seen, e.i, e.hists = true, len(q.samples), q.last
+		}
+	}
+	q.samples = append(q.samples, x)
+}
+
+// edge returns the first sample taken at or after e.t, or the last one,
+// with its histograms. The trace must hold a sample.
+func (q *queueTrace) edge(e *traceEdge) (queueSample, *queueHists) {
+	if e.seen {
+		return q.samples[e.i], &e.hists
+	}
+	return q.samples[len(q.samples)-1], &q.last
+}
+
+// intervalMedian is the median of what cur counted since the earlier
+// snapshot prev.
+func intervalMedian(cur, prev *hop.Histogram) int64 {
+	d := cur.Sub(prev)
+	return d.Quantile(0.5)
 }
 
 // worsts fills s's worst figures from snapshot cur against prev.
@@ -80,16 +147,6 @@ func worstPerSecond(s []queueSample) (hopMs, floorMs []float64) {
 	return hopMs, floorMs
 }
 
-// sampleAt returns the first sample taken at or after t, or the last one.
-func sampleAt(s []queueSample, t time.Duration) queueSample {
-	for _, x := range s {
-		if x.at >= t {
-			return x
-		}
-	}
-	return s[len(s)-1]
-}
-
 // histDist summarises a sojourn histogram in ms. Quantiles are bucket
 // upper edges (within 1.6 %); the mean integrates the quantile function
 // over 200 steps, to the same precision.
@@ -116,18 +173,20 @@ func sub(a, b aqm.ClassCounters) aqm.ClassCounters {
 type sampler struct {
 	done    chan struct{}
 	stopped chan struct{}
-	samples []queueSample
+	trace   *queueTrace
 }
 
 // samplePoll is how often the sampler asks; the hop publishes new
 // figures every hop.DefaultStatsInterval, and repeats are skipped.
 const samplePoll = 20 * time.Millisecond
 
-func startSampler(pair *hop.Pair) *sampler {
-	s := &sampler{done: make(chan struct{}), stopped: make(chan struct{})}
+// startSampler starts sampling; from and to are the run's window (see
+// window), whose edges' histograms the trace keeps.
+func startSampler(pair *hop.Pair, from, to time.Duration) *sampler {
+	s := &sampler{done: make(chan struct{}), stopped: make(chan struct{}), trace: newQueueTrace(from, to)}
 	first := pair.Hop.Stats()
 	start, seq := first.Down.Elapsed, first.Down.Seq
-	s.samples = append(s.samples, sampleOf(&first.Down, 0))
+	s.trace.add(sampleOf(&first.Down, 0), &first.Down)
 	prev := first
 	go func() {
 		defer close(s.stopped)
@@ -143,7 +202,7 @@ func startSampler(pair *hop.Pair) *sampler {
 					seq = snap.Down.Seq
 					x := sampleOf(&snap.Down, time.Duration(snap.Down.Elapsed-start))
 					x.worsts(&snap, &prev)
-					s.samples = append(s.samples, x)
+					s.trace.add(x, &snap.Down)
 					prev = snap
 				}
 			}
@@ -152,8 +211,8 @@ func startSampler(pair *hop.Pair) *sampler {
 	return s
 }
 
-func (s *sampler) stop() []queueSample {
+func (s *sampler) stop() *queueTrace {
 	close(s.done)
 	<-s.stopped
-	return s.samples
+	return s.trace
 }
