@@ -200,8 +200,7 @@ func run() error {
 		}
 	}
 	if want("floor") {
-		// Coalesced first: the one-per-write run leaves the receiver's
-		// socket no different, and the order is the same in every run.
+		// Each row a fresh pair: no socket or route carries over.
 		fmt.Println()
 		var floors []cpuRow
 		row("per-write floor: minimal forwarder, TCP unshaped", "Mbit/s", "µs/segment", "kernel µs", "segments/write")
