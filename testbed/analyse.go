@@ -25,7 +25,7 @@ type flowResult struct {
 type runResult struct {
 	spec   RunSpec
 	flows  []flowResult
-	queues *queueTrace // server→client hop stats, every stats interval
+	queues *queueTrace // server→client hop stats, every sample the sampler took
 }
 
 // window is the part of a run every figure covers, [from, to) of
