@@ -195,10 +195,6 @@ func meanFrom(xs []float64, k int) float64 {
 	return s / float64(len(xs)-k)
 }
 
-// queueBin is the queue-delay plot's resolution: the hop publishes its
-// stats every 100 ms.
-const queueBin = 100 * time.Millisecond
-
 // analyseQueues fills run's hop figures from q (at least one sample):
 // counts and histograms between the samples at the window's edges, and
 // the series of every sample.
@@ -225,7 +221,7 @@ func analyseQueues(run *report.Run, kind string, q *queueTrace) {
 	if kind == aqm.KindFIFO {
 		queues = []string{"C"} // a FIFO sorts nothing: all is Classic
 	}
-	run.Series.QueueBinS = queueBin.Seconds()
+	run.Series.QueueBinS = meanSpacing(s).Seconds()
 	run.Series.QueueDelayMs = map[string][]float64{}
 	for i := 1; i < len(s); i++ {
 		run.Series.QueueT = append(run.Series.QueueT, s[i].at.Seconds())
@@ -251,6 +247,17 @@ func analyseQueues(run *report.Run, kind string, q *queueTrace) {
 		}
 		run.Series.QueueDelayMs[name] = series
 	}
+}
+
+// meanSpacing is the mean time between the samples, the queue-delay
+// series' resolution: the sampler asks every samplePoll, and each ask
+// makes the owners publish (hop.Hop.Stats), so it is about that, not the
+// hop's own hop.DefaultStatsInterval.
+func meanSpacing(s []queueSample) time.Duration {
+	if len(s) < 2 {
+		return 0
+	}
+	return (s[len(s)-1].at - s[0].at) / time.Duration(len(s)-1)
 }
 
 // fairness compares the first L4S bulk flow with the first classic one,

@@ -122,8 +122,8 @@ func TestAnalyseCall(t *testing.T) {
 	if math.Abs(run.Utilisation-0.8) > 1e-9 {
 		t.Errorf("utilisation %v, want 1 MB/s of 10 Mbit/s = 0.8", run.Utilisation)
 	}
-	if n := len(run.Series.QueueDelayMs["C"]); n != 100 || len(run.Series.QueueT) != 100 {
-		t.Errorf("queue series of %d points at %d times, want 100", n, len(run.Series.QueueT))
+	if n := len(run.Series.QueueDelayMs["C"]); n != 100 || len(run.Series.QueueT) != 100 || run.Series.QueueBinS != 0.1 {
+		t.Errorf("queue series of %d points at %d times %v s apart, want 100 0.1 s apart", n, len(run.Series.QueueT), run.Series.QueueBinS)
 	}
 	// Point i is the bin ending at (i+1)/10 s: C 30 ms up to 5 s, 10 ms
 	// after, L 1 ms throughout, each read as up to 1.6 % more.

@@ -79,7 +79,7 @@ func analyseQueuesFull(run *report.Run, kind string, s []fullSample, from, to ti
 	if kind == aqm.KindFIFO {
 		queues = []string{"C"}
 	}
-	run.Series.QueueBinS = queueBin.Seconds()
+	run.Series.QueueBinS = meanSpacing(small).Seconds()
 	run.Series.QueueDelayMs = map[string][]float64{}
 	for i := 1; i < len(s); i++ {
 		run.Series.QueueT = append(run.Series.QueueT, s[i].at.Seconds())
