@@ -50,6 +50,7 @@ func analyse(res *runResult) report.Run {
 		switch {
 		case fr.videoRecv != nil:
 			call := analyseCall(fr, from, to)
+			outsidePauses(&call, fr.videoSend, from, res.queues)
 			run.Call = &call
 			run.Series.FPS = call.FPS
 			f.GoodputBps, f.RTTMs, f.Loss = call.GoodputBps, &call.RTTMs, &call.Loss

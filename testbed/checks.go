@@ -12,7 +12,10 @@ import (
 const (
 	l4sRTTMarginMs = 5.0  // L4S call RTT p99 ≤ base RTT + this
 	l4sMaxLoss     = 0.01 // L4S call loss below 1 %
-	minRateRatio   = 0.5  // coexist: L4S/classic within [0.5, 2]
+	// The L4S call's RTT p99 is judged on the round trips the machine did
+	// not pause, when they are at least half (l4sRTTCheck).
+	maxPausedShare = 0.5
+	minRateRatio   = 0.5 // coexist: L4S/classic within [0.5, 2]
 	maxRateRatio   = 2.0
 	bdpTolerance   = 0.15 // window-limited throughput within 15 % of window/RTT
 	// A bdp row is checked when window/RTT is at most this share of the
@@ -49,6 +52,33 @@ func pragueBounds(rateBps float64) (minUtil, maxLP99Ms float64, ok bool) {
 	return 0, 0, false
 }
 
+// l4sRTTCheck holds the L4S call's RTT p99 to the base RTT plus
+// l4sRTTMarginMs, on the round trips the machine did not pause: the
+// margin is the queue's and the wire's (the kernel's DualPI2 takes 2.4
+// ms at p99 in the L queue at 10 Mbit/s, the call's own packet 1 ms on
+// the wire), and a VM's host stops a CPU for 5-10 ms at times, which no
+// AQM can answer for. When pauses touched more than maxPausedShare of
+// the round trips, too few are left to judge, and the check fails saying
+// so.
+func l4sRTTCheck(run *report.Run) report.Check {
+	c, bound := run.Call, run.BaseRTTMs+l4sRTTMarginMs
+	name := fmt.Sprintf("L4S call RTT p99 ≤ base RTT + %.0f ms", l4sRTTMarginMs)
+	switch {
+	case c.RTTMs.N == 0:
+		return check(name, false, "no RTT samples")
+	case c.PausedShare < 0:
+		return check(name, c.RTTMs.P99 <= bound, "%.1f ms ≤ %.1f ms (machine pauses unknown: every round trip)", c.RTTMs.P99, bound)
+	case c.PausedShare == 0: // none left out: the two are the same
+		return check(name, c.RTTMs.P99 <= bound, "%.1f ms ≤ %.1f ms (no machine pause)", c.RTTMs.P99, bound)
+	case c.PausedShare > maxPausedShare:
+		return check(name, false, "the machine paused during %.0f %% of the round trips: too few left to judge (p99 of all %.1f ms)",
+			100*c.PausedShare, c.RTTMs.P99)
+	}
+	p := c.RTTOutsidePausesMs.P99
+	return check(name, c.RTTOutsidePausesMs.N > 0 && p <= bound, "%.1f ms ≤ %.1f ms outside machine pauses (%.1f %% of round trips left out; p99 of all %.1f ms)",
+		p, bound, 100*c.PausedShare, c.RTTMs.P99)
+}
+
 func runNamed(r *report.Report, name string) *report.Run {
 	for i := range r.Runs {
 		if r.Runs[i].Name == name {
@@ -83,8 +113,7 @@ func checks(r *report.Report) []report.Check {
 		lp, cp := l4s.Call.RTTMs.P99, classic.Call.RTTMs.P99
 		cs = append(cs,
 			check("L4S call RTT p99 below the classic call's", l4s.Call.RTTMs.N > 0 && lp < cp, "%.1f ms vs %.1f ms", lp, cp),
-			check(fmt.Sprintf("L4S call RTT p99 ≤ base RTT + %.0f ms", l4sRTTMarginMs), l4s.Call.RTTMs.N > 0 && lp <= l4s.BaseRTTMs+l4sRTTMarginMs,
-				"%.1f ms ≤ %.1f ms", lp, l4s.BaseRTTMs+l4sRTTMarginMs),
+			l4sRTTCheck(l4s),
 			check("L4S call loss below 1 %", l4s.Call.Loss < l4sMaxLoss, "%.2f %%", 100*l4s.Call.Loss))
 	case "coexist":
 		run := runNamed(r, "coexist")

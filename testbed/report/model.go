@@ -107,6 +107,15 @@ type Call struct {
 	ECN   string `json:"ecn"` // "l4s" (ECT(1)) or "classic" (Not-ECT)
 	// RTTMs: per-ACK round-trip times of the call's packets.
 	RTTMs dist.Summary `json:"rtt_ms"`
+	// RTTOutsidePausesMs: the same less the round trips that overlapped
+	// a time the machine may have paused a CPU (the host took it, or the
+	// floor probe woke over 1 ms late) or drained the queue it left
+	// (testbed's machinePauses); PausedShare is the share of RTTMs's
+	// samples left out of it, -1 where neither steal nor a probe was
+	// there to tell. On a VM pauses are 5-10 ms: a few of them decide a
+	// p99 that says nothing about the queue.
+	RTTOutsidePausesMs dist.Summary `json:"rtt_outside_pauses_ms"`
+	PausedShare        float64      `json:"rtt_paused_share"`
 	// Loss: (sent − received)/sent over the measured time; LossMax1s the
 	// worst one-second window.
 	Loss      float64        `json:"loss"`

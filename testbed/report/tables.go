@@ -123,6 +123,7 @@ func (r *Report) callTable() (Table, bool) {
 	row("RTT p95 (ms)", func(run *Run) string { return ms(run.Call.RTTMs.P95) })
 	row("RTT p99 (ms)", func(run *Run) string { return ms(run.Call.RTTMs.P99) })
 	row("RTT max (ms)", func(run *Run) string { return ms(run.Call.RTTMs.Max) })
+	row("RTT p99 outside machine pauses (ms)", func(run *Run) string { return outsidePauses(run.Call) })
 	row("loss", func(run *Run) string { return pct(run.Call.Loss) })
 	row("loss, worst second", func(run *Run) string { return pct(run.Call.LossMax1s) })
 	row("stall rate", func(run *Run) string { return pct(run.Call.Stalls.Rate) })
@@ -248,6 +249,20 @@ func floorMs(run *Run) string {
 		return fmt.Sprintf("%.1f (not real-time)", run.FloorWorstMs)
 	}
 	return fmt.Sprintf("%.1f", run.FloorWorstMs)
+}
+
+// outsidePauses is the call's RTT p99 over the round trips the machine
+// did not pause, with the share left out.
+func outsidePauses(c *Call) string {
+	switch {
+	case c.PausedShare < 0:
+		return "–"
+	case c.PausedShare == 0:
+		return ms(c.RTTMs.P99) + " (none left out)"
+	case c.RTTOutsidePausesMs.N == 0:
+		return "– (all left out)"
+	}
+	return fmt.Sprintf("%s (%.0f %% left out)", ms(c.RTTOutsidePausesMs.P99), 100*c.PausedShare)
 }
 
 // stealMs is the CPU time the host took from the machine during a run.

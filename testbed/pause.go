@@ -1,0 +1,119 @@
+package testbed
+
+import (
+	"cmp"
+	"slices"
+	"time"
+
+	"github.com/pi2hop/pi2hop/dist"
+	"github.com/pi2hop/pi2hop/testbed/flow"
+	"github.com/pi2hop/pi2hop/testbed/report"
+)
+
+// A pause is a time the machine under the lab stopped running one of its
+// CPUs: the host of a VM descheduled it (seen as steal), or something
+// beneath the hop's owners kept the floor probe, a real-time thread at
+// their priority pinned to each CPU, from waking on time. Every packet in
+// flight through the hop then waits, whatever the queue does: on the
+// 2-core VM pauses are 5-10 ms, and a few of them in a run decide a call's
+// RTT p99.
+
+// span is a stretch of a run's time, [from, to], since its traffic started.
+type span struct{ from, to time.Duration }
+
+const (
+	// stealTick is /proc/stat's unit of steal (USER_HZ): the counter is
+	// the floor of the nanoseconds stolen from all CPUs, so a pause shows
+	// only once it crosses a tick and may be up to a tick longer than the
+	// counter's growth.
+	stealTick = 10 * time.Millisecond
+	// pauseLateness is the floor probe's wake-up lateness that makes a
+	// pause: twenty times the hop's own timing error at p99 (0.05 ms in
+	// the lab), and a fifth of the call's 5 ms margin.
+	pauseLateness = time.Millisecond
+	// floorLag is how long a probe's worst wake-up may take to reach a
+	// sample: the probe reports every 20 ms (hop's floorReport), and a
+	// pause of D ms reads as at least D - 1 ms late (it sleeps 1 ms).
+	floorLag    = 20 * time.Millisecond
+	floorPeriod = time.Millisecond
+)
+
+// machinePauses returns the times the machine may have paused, from the
+// samples' steal counter and floor probe: for every pair of samples
+// between which steal grew by Δ (a pause of at most D = Δ + stealTick)
+// or the probe woke L > pauseLateness late (D = L + its period), the
+// earlier one's time less D (less floorLag for the probe) to the later
+// one's plus D, the time for the queue to drain what arrived meanwhile
+// (at most D's worth at the link rate, when the senders send at it).
+// Overlapping spans are merged. It returns ok false when the trace has
+// neither figure, so nothing can be said.
+func machinePauses(s []queueSample) (spans []span, ok bool) {
+	stealKnown, floorKnown := len(s) > 1, len(s) > 1
+	for i, x := range s {
+		stealKnown = stealKnown && x.steal >= 0
+		floorKnown = floorKnown && (i == 0 || x.floor >= 0)
+	}
+	for i := 1; i < len(s); i++ {
+		a, b := s[i-1], s[i]
+		var d, lead time.Duration
+		if stealKnown && b.steal > a.steal {
+			d = b.steal - a.steal + stealTick
+			lead = d
+		}
+		if l := time.Duration(b.floor); floorKnown && l > pauseLateness {
+			d = max(d, l+floorPeriod)
+			lead = max(lead, l+floorPeriod+floorLag)
+		}
+		if d == 0 {
+			continue
+		}
+		sp := span{from: a.at - lead, to: b.at + d}
+		if n := len(spans); n > 0 && sp.from <= spans[n-1].to {
+			spans[n-1].to = max(spans[n-1].to, sp.to)
+			continue
+		}
+		spans = append(spans, sp)
+	}
+	return spans, stealKnown || floorKnown
+}
+
+// rttOutside returns the RTT samples (ms) taken at or after from whose
+// round trip, [at − rtt, at], overlaps none of spans (sorted and
+// disjoint, as machinePauses returns them), and how many samples at or
+// after from there were.
+func rttOutside(rtt, at []time.Duration, from time.Duration, spans []span) (kept []float64, all int) {
+	var out []time.Duration
+	for i, r := range rtt {
+		if i >= len(at) || at[i] < from {
+			continue
+		}
+		all++
+		start, end := at[i]-r, at[i]
+		// The first span that ends at or after the round trip began is
+		// the only one that can overlap it: the ones after it start later.
+		k, _ := slices.BinarySearchFunc(spans, start, func(sp span, t time.Duration) int { return cmp.Compare(sp.to, t) })
+		if k < len(spans) && spans[k].from <= end {
+			continue
+		}
+		out = append(out, r)
+	}
+	return dist.Millis(out), all
+}
+
+// outsidePauses fills call's RTT figures outside the machine's pauses
+// from the sender's samples and the run's hop trace (nil: unknown).
+func outsidePauses(call *report.Call, send *flow.VideoSenderSummary, from time.Duration, q *queueTrace) {
+	call.PausedShare = -1
+	if send == nil || q == nil {
+		return
+	}
+	spans, ok := machinePauses(q.samples)
+	if !ok {
+		return
+	}
+	kept, all := rttOutside(send.RTT, send.RTTAt, from, spans)
+	call.RTTOutsidePausesMs, call.PausedShare = dist.Summarise(kept), 0
+	if all > 0 {
+		call.PausedShare = float64(all-len(kept)) / float64(all)
+	}
+}
