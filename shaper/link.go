@@ -343,6 +343,23 @@ func (l *Link) Next() int64 {
 	return t
 }
 
+// NextRelease returns the earliest time, as far as the link can tell now,
+// at which a packet it holds leaves the delay line: the line's front, or
+// for a packet on the wire the end of its transmission plus the delay
+// (jitter may only make that later, and a loss may take it), or Never.
+// Queued packets are not counted: they have not started to transmit. A
+// driver that writes its releases in batches holds a release back only
+// while another is this close.
+func (l *Link) NextRelease() int64 {
+	if l.line.n > 0 {
+		return l.line.front().At
+	}
+	if l.busy && l.wire.Dep != Never {
+		return max(addSat(l.wire.Dep, l.delay), l.lastRelease)
+	}
+	return Never
+}
+
 // Pending returns the packets the link still holds: queued, on the wire,
 // in the delay line, and dropped at dequeue during Enqueue with the event
 // not yet handed out. Polling at Next() while Pending() > 0 drains a link.

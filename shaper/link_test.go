@@ -352,6 +352,35 @@ func TestLinkNextAnnouncesEnqueueDrop(t *testing.T) {
 	}
 }
 
+// NextRelease is the next release from the delay line, or for a packet on
+// the wire its end plus the delay; queued packets do not count.
+func TestLinkNextRelease(t *testing.T) {
+	l := newTestLink(t, Config{Rate: Const{1e9}, Delay: 5 * ms}, newFakeQueue()) // 1500 B: 12 µs
+	if got := l.NextRelease(); got != Never {
+		t.Fatalf("idle: NextRelease() = %d; want Never", got)
+	}
+	l.Poll(0, nil)
+	l.Enqueue(aqm.Meta{Len: 1500}, 0)
+	l.Enqueue(aqm.Meta{Len: 1500}, 0)
+	if got := l.NextRelease(); got != 12_000+5*ms {
+		t.Errorf("first on the wire: NextRelease() = %d; want %d", got, 12_000+5*ms)
+	}
+	l.Poll(12_000, nil) // the first in the delay line, the second on the wire
+	if got := l.NextRelease(); got != 12_000+5*ms {
+		t.Errorf("first in the line: NextRelease() = %d; want %d", got, 12_000+5*ms)
+	}
+	if got := l.Poll(12_000+5*ms, nil); len(got) != 1 {
+		t.Fatalf("Poll at the first release = %d events; want 1", len(got))
+	}
+	if got := l.NextRelease(); got != 24_000+5*ms {
+		t.Errorf("second in the line: NextRelease() = %d; want %d", got, 24_000+5*ms)
+	}
+	l.Poll(24_000+5*ms, nil)
+	if got := l.NextRelease(); got != Never {
+		t.Errorf("all released: NextRelease() = %d; want Never", got)
+	}
+}
+
 func TestLinkLoss(t *testing.T) {
 	l := newTestLink(t, Config{Rate: Const{1e9}, Delay: 5 * ms, Loss: IID{P: 1}}, newFakeQueue())
 	events := drive(t, l, []arrival{{0, 1500, aqm.ECT0}, {0, 1500, 0}}, nil)
