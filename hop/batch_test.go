@@ -68,3 +68,64 @@ func TestOwnerBatchAllocatesNothing(t *testing.T) {
 		t.Errorf("%d packets written in %d writes: want every packet, in batches", out.written, out.writes)
 	}
 }
+
+// On a fast link the owner writes what it released in batches even when
+// it never sleeps (a busy owner passes every few µs): packets released
+// within batchSleep of the first go out in one Write, held meanwhile,
+// and a snapshot counts the held ones as pending (In = Out + Dropped +
+// Pending). A lone packet is written as soon as it is released. Holding
+// allocates nothing.
+func TestReleaseBatchesWritesOnAFastLink(t *testing.T) {
+	in, out := &nullDevice{pkt: udp4(1500, aqm.ECT1, 1)}, &nullDevice{}
+	h, err := New(testConfig(1_000_000_000, 0), in, out) // 12 µs a packet
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	o := h.dirs[Up]
+	spin := func(d time.Duration) {
+		for t0 := time.Now(); time.Since(t0) < d; {
+		}
+	}
+	in.left = 1
+	if _, err := o.readBatch(); err != nil {
+		t.Fatal(err)
+	}
+	spin(20 * time.Microsecond)
+	o.release(clock())
+	if out.written != 1 || len(o.wbufs) != 0 {
+		t.Fatalf("a lone packet: %d written, %d held after its release; want it written", out.written, len(o.wbufs))
+	}
+	// Six packets leave 12 µs apart, the last 60 µs after the first:
+	// one write, when the last is released.
+	var heldSeen bool
+	burst := func() {
+		in.left = 6
+		if _, err := o.readBatch(); err != nil {
+			t.Fatal(err)
+		}
+		w0, n0 := out.writes, out.written
+		for t0 := time.Now(); out.written < n0+6 && time.Since(t0) < 10*time.Millisecond; {
+			spin(2 * time.Microsecond)
+			o.release(clock())
+			if len(o.wbufs) > 0 && !heldSeen {
+				heldSeen = true
+				o.publish(clock())
+				s := o.snap.Load()
+				if s.In != s.Out+s.Dropped()+uint64(s.Pending) {
+					t.Errorf("while %d are held: In %d, Out %d, Dropped %d, Pending %d: want In = Out + Dropped + Pending", len(o.wbufs), s.In, s.Out, s.Dropped(), s.Pending)
+				}
+			}
+		}
+		if out.written != n0+6 || out.writes != w0+1 {
+			t.Errorf("6 packets released over 60 µs: %d written in %d writes; want 6 in 1", out.written-n0, out.writes-w0)
+		}
+	}
+	burst()
+	if !heldSeen {
+		t.Error("no packet was held between passes")
+	}
+	if allocs := testing.AllocsPerRun(20, burst); allocs != 0 {
+		t.Errorf("%v allocations per burst held and written, want 0", allocs)
+	}
+}

@@ -168,9 +168,10 @@ func (c Config) slots(d DirConfig) int {
 const minLineSlots = 256
 
 // fixedSlots are the buffers a direction needs whatever its rate and
-// delay: the queue's limit, two batches in hand and a margin.
+// delay: the queue's limit, two batches in hand, a write batch released
+// and held for its write (see owner.release) and a margin.
 func (c Config) fixedSlots(d DirConfig) int {
-	return min(d.Queue.Limit(), maxSlots) + 2*c.Batch + 16
+	return min(d.Queue.Limit(), maxSlots) + 2*c.Batch + writeBatch + 16
 }
 
 // inFlight is how many full-size packets the delay line holds at rate

@@ -30,7 +30,7 @@ func (o *owner) publish(now int64) {
 	s.Delay = o.cfg.Link.Delay
 	s.Queue = o.link.Queue().Stats(now)
 	s.Link = o.link.Stats()
-	s.Pending = o.link.Pending()
+	s.Pending = o.link.Pending() + len(o.wbufs) // released, held for a batch write
 	o.snap.Store(s)
 	if o.statsReq.Swap(false) {
 		select {

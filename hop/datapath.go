@@ -100,26 +100,47 @@ func (o *owner) accept(slot int32, size int, now int64) {
 const writeBatch = 256
 
 // release runs the link up to now and finishes every packet it let go, in
-// one pass: drops counted, marks set, and the packets to send written in
-// batches (one system call each for as many as the device can coalesce).
-// The events slice holds as many packets as the slab, so no pass, however
-// late, makes it grow.
+// one pass: drops counted, marks set, and the packets to send collected
+// for writing in batches (one system call each for as many as the device
+// can coalesce). The events slice holds as many packets as the slab, so no
+// pass, however late, makes it grow.
+//
+// On a fast link (packets under minSleep apart) the collected packets may
+// be held for the next pass, up to batchSleep after the first one's
+// release time, while another release is due before then (see hold): an
+// owner that is never idle, reading a super-packet every few µs, would
+// otherwise release and write a few segments per pass, where the same
+// packets written in one run are one system call and one pass through
+// the receiver's stack. This is the batching the owner already does when
+// it sleeps batchSleep (owner.wait), now also when it does not sleep; the
+// link's departure schedule is untouched, and the lateness recorded is
+// that of the write.
 func (o *owner) release(now int64) {
 	o.events = o.link.Poll(now, o.events[:0])
 	for i := range o.events {
-		o.st.Lateness.Add(now - o.events[i].At)
-		o.st.Worst.Add(now - o.events[i].At)
-		o.finish(&o.events[i], int32(i))
+		o.finish(&o.events[i], now)
 	}
-	o.flush()
+	if !o.hold(now) {
+		o.flush()
+	}
+}
+
+// hold says whether the packets collected for writing may wait for the
+// next pass: the link is fast (its last packet took under minSleep to
+// send, as for owner.plan's batching), the first of them is less than
+// batchSleep late, and the link releases another before that.
+func (o *owner) hold(now int64) bool {
+	return len(o.wbufs) > 0 && o.lastTx < minSleep && now < o.flushBy && o.link.NextRelease() < o.flushBy
 }
 
 // finish prepares a released packet for writing (setting CE if it was
 // marked) or counts its drop and frees its slot.
-func (o *owner) finish(ev *shaper.Event, i int32) {
+func (o *owner) finish(ev *shaper.Event, now int64) {
 	slot := ev.Meta.Slot
 	pkt := o.slab.buf(slot)[:ev.Meta.Len]
 	if ev.Verdict.Action == aqm.Drop {
+		o.st.Lateness.Add(now - ev.At)
+		o.st.Worst.Add(now - ev.At)
 		o.st.QueueDrops[ev.Verdict.Reason]++
 		if o.tap != nil {
 			o.tap.Packet(int(o.dir), int(TapDrop), ev.At, o.whole(slot, pkt), ev)
@@ -138,8 +159,11 @@ func (o *owner) finish(ev *shaper.Event, i int32) {
 	} else {
 		o.st.SojournL.Add(ev.Deq - ev.Meta.Arrival)
 	}
+	if len(o.wbufs) == 0 {
+		o.flushBy = ev.At + batchSleep
+	}
 	o.wbufs = append(o.wbufs, pkt)
-	o.wevs = append(o.wevs, i)
+	o.wevs = append(o.wevs, *ev)
 	if o.pout != nil {
 		o.wpart = append(o.wpart, o.part[slot])
 	}
@@ -149,9 +173,17 @@ func (o *owner) finish(ev *shaper.Event, i int32) {
 }
 
 // flush writes the packets finish collected, then counts, taps and frees
-// each. A packet the device refuses is counted as a write error and the
-// rest are written on.
+// each; their lateness is the write's. A packet the device refuses is
+// counted as a write error and the rest are written on.
 func (o *owner) flush() {
+	if len(o.wbufs) == 0 {
+		return
+	}
+	now := clock()
+	for i := range o.wevs {
+		o.st.Lateness.Add(now - o.wevs[i].At)
+		o.st.Worst.Add(now - o.wevs[i].At)
+	}
 	for k := 0; k < len(o.wbufs); {
 		var n int
 		var err error
@@ -161,10 +193,10 @@ func (o *owner) flush() {
 			n, err = o.out.Write(o.wbufs[k:])
 		}
 		for end := k + n; k < end; k++ {
-			o.sent(&o.events[o.wevs[k]], o.wbufs[k], true)
+			o.sent(&o.wevs[k], o.wbufs[k], true)
 		}
 		if k < len(o.wbufs) && (err != nil || n == 0) {
-			o.sent(&o.events[o.wevs[k]], o.wbufs[k], false)
+			o.sent(&o.wevs[k], o.wbufs[k], false)
 			k++
 		}
 	}

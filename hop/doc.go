@@ -20,8 +20,11 @@
 //  2. release: Link.Poll(now): everything due happens, in time order; each
 //     released packet gets CE in its bytes if marked, and all of them go
 //     to the output TUN in one Write per pass (up to 256; the offload
-//     backend coalesces runs of one flow into one system call), each
-//     dropped one is counted by reason; slots freed after the write
+//     backend coalesces runs of one flow into one system call), or on a
+//     link sending packets under 25 µs apart, in one Write per 100 µs:
+//     held for the next passes while another is released before then
+//     (see owner.release); each dropped one is counted by reason; slots
+//     freed after the write
 //  3. read: if the last wait found the input readable: up to
 //     Config.Batch packets into free slab slots (with the offload
 //     backend: the segments of the endpoints' TSO/USO super-packets, each
@@ -37,8 +40,8 @@
 //     on the input TUN's descriptor and the direction's eventfd, with
 //     the timeout running to the link's next event (end of a
 //     transmission, release from the delay line, PI update) or the next
-//     snapshot; when packets leave closer than 25 µs apart it sleeps
-//     100 µs and releases them together; short waits are spun through,
+//     snapshot, or the write of held packets; when packets leave closer
+//     than 25 µs apart it sleeps 100 µs and releases them together; short waits are spun through,
 //     and the last stretch before every other deadline too, its length
 //     learnt from the timer's lateness (see owner.wait)
 //

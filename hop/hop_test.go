@@ -327,8 +327,9 @@ func TestNoAllocationPerPacket(t *testing.T) {
 
 // A live change beyond the buffers the hop was built with is refused
 // with what they hold. At 100 Mbit/s and 10 ms the buffers are DualPI2's
-// 10000-packet limit, two batches of 64 and 16 spare, plus the delay
-// line's floor of 256 full-size packets (10 ms needs only 84): 10400.
+// 10000-packet limit, two batches of 64, a write batch of 256 and 16
+// spare, plus the delay line's floor of 256 full-size packets (10 ms needs
+// only 84): 10656.
 // 256 × 1500 B × 8 = 3.072 Mbit hold 30.72 ms at 100 Mbit/s, so 30 ms
 // (250 packets) fits and 31 ms (259) does not; 3.072 Mbit over 2 s is
 // 1.536 Mbit/s.
@@ -339,8 +340,8 @@ func TestSetRefusesBeyondBuffers(t *testing.T) {
 		err   string
 	}{
 		{30 * time.Millisecond, ""},
-		{31 * time.Millisecond, "delay 31ms at 100mbit needs 10403 packet buffers, the hop has 10400: they hold 31ms of delay at 100mbit"},
-		{2 * time.Second, "delay 2s at 100mbit needs 26811 packet buffers, the hop has 10400: they hold 31ms of delay at 100mbit, or 1.536mbit at 2s; restart"},
+		{31 * time.Millisecond, "delay 31ms at 100mbit needs 10659 packet buffers, the hop has 10656: they hold 31ms of delay at 100mbit"},
+		{2 * time.Second, "delay 2s at 100mbit needs 27067 packet buffers, the hop has 10656: they hold 31ms of delay at 100mbit, or 1.536mbit at 2s; restart"},
 	} {
 		d := int64(tt.delay)
 		err := h.Set(Edit{Up: DirEdit{Delay: &d}})
@@ -365,15 +366,15 @@ func TestSetRefusesBeyondBuffers(t *testing.T) {
 }
 
 // LineRate sizes the delay line for a rate the hop may be set to live:
-// at 20 Mbit/s and 5 ms the buffers are 10000 + 2·64 + 16 + the floor of
-// 256 = 10400, and unlimited (sized as 1 Gbit/s: 5 ms is 417 full-size
-// packets) needs 10561; with LineRate = UnlimitedLineRate the hop is
-// built with those 10561 and the edit fits.
+// at 20 Mbit/s and 5 ms the buffers are 10000 + 2·64 + 256 + 16 + the
+// floor of 256 = 10656, and unlimited (sized as 1 Gbit/s: 5 ms is 417
+// full-size packets) needs 10817; with LineRate = UnlimitedLineRate the hop
+// is built with those 10817 and the edit fits.
 func TestLineRateMakesRoomForUnlimited(t *testing.T) {
 	unlimited := Edit{Up: DirEdit{Rate: shaper.Unlimited{}}, Down: DirEdit{Rate: shaper.Unlimited{}}}
 	h := startHop(t, testConfig(20_000_000, 5*time.Millisecond))
-	if err := h.Set(unlimited); err == nil || !strings.Contains(err.Error(), "needs 10561 packet buffers, the hop has 10400") {
-		t.Errorf("unlimited on a hop sized for 20 Mbit/s: %v, want refused (10561 > 10400)", err)
+	if err := h.Set(unlimited); err == nil || !strings.Contains(err.Error(), "needs 10817 packet buffers, the hop has 10656") {
+		t.Errorf("unlimited on a hop sized for 20 Mbit/s: %v, want refused (10817 > 10656)", err)
 	}
 	cfg := testConfig(20_000_000, 5*time.Millisecond)
 	cfg.LineRate = UnlimitedLineRate

@@ -61,9 +61,10 @@ type owner struct {
 	wpart   []bool
 	scratch []byte // read target when every slot is in use
 	events  []shaper.Event
-	wbufs   [][]byte     // released packets to write in one call (see flush)
-	wevs    []int32      // each one's index in events
-	ev      shaper.Event // scratch event for taps of refused packets
+	wbufs   [][]byte       // released packets to write in one call (see flush)
+	wevs    []shaper.Event // each one's event
+	flushBy int64          // when wbufs is written at the latest (see hold)
+	ev      shaper.Event   // scratch event for taps of refused packets
 	dropFn  func(aqm.Meta)
 	st      DirStats
 
@@ -117,7 +118,7 @@ func newOwner(h *Hop, d Dir, dir DirConfig, in, out tun.Device) (*owner, error) 
 		scratch:   make([]byte, c.slotSize()),
 		events:    make([]shaper.Event, 0, c.slots(dir)),
 		wbufs:     make([][]byte, 0, writeBatch),
-		wevs:      make([]int32, 0, writeBatch),
+		wevs:      make([]shaper.Event, 0, writeBatch),
 		published: make(chan struct{}, 1),
 		edits:     make(chan editReq),
 		exited:    make(chan struct{}),
@@ -182,7 +183,15 @@ func (o *owner) run() (err error) {
 		if full {
 			continue // more may be waiting: read again before sleeping
 		}
-		if err := o.wait(min(o.link.Next(), o.nextStats)); err != nil { // 7. wait
+		deadline := min(o.link.Next(), o.nextStats)
+		if len(o.wbufs) > 0 { // held for a batch (see release)
+			if o.flushBy-clock() < minSleep {
+				o.flush() // too close to sleep for
+			} else {
+				deadline = min(deadline, o.flushBy)
+			}
+		}
+		if err := o.wait(deadline); err != nil { // 7. wait
 			return fmt.Errorf("hop: %s: wait: %w", o.dir, err)
 		}
 	}
@@ -199,6 +208,7 @@ func (o *owner) run() (err error) {
 // within the delay and their serialisation.
 func (o *owner) finishInFlight() {
 	deadline := clock() + int64(maxDrain)
+	defer o.flush() // what release held back
 	for o.link.Pending() > 0 {
 		now := clock()
 		o.release(now)

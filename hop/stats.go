@@ -47,11 +47,12 @@ type DirStats struct {
 	QueueDrops    [aqm.NumReasons]uint64
 	NoBuffer      uint64 // dropped on arrival: every packet buffer in use
 	WriteErrors   uint64 // dropped: the output device refused the packet
-	Pending       int    // in the queue, on the wire or in the delay line
+	Pending       int    // in the queue, on the wire, in the delay line or released and held for a batch write
 
 	SojournC, SojournL Histogram // dequeue - arrival of forwarded packets, ns
-	// Lateness is how late the owner handled each link event (release or
-	// drop) after its scheduled time, ns: the pacing error of the driver.
+	// Lateness is how late the owner handled each link event after its
+	// scheduled time, ns: a release when the packet was written, a drop
+	// when it was counted. The pacing error of the driver.
 	Lateness Histogram
 	// Worst is the largest of those latenesses, measured, for the run
 	// and between any two snapshots (Worst.Since).

@@ -69,6 +69,9 @@ func (o *owner) wait(deadline int64) error {
 	}
 	o.inReady, o.wakeReady = true, false
 	sleep, lead := o.plan(deadline-clock(), o.link.Pending() <= 1, deadline == o.nextStats)
+	if len(o.wbufs) > 0 && sleep > 0 { // released packets held for a batch: write them by flushBy
+		sleep = max(min(sleep, o.flushBy-clock()), 1_000)
+	}
 	if sleep == 0 {
 		for clock() < deadline {
 		}
