@@ -43,6 +43,7 @@ var (
 	only     = flag.String("only", "", "run only this part: tcp, udp, rtt, floor, shaped, pacing")
 	shapedR  = flag.String("shaped-gbit", "1,2,5,10", "link rates of the shaped TCP measurements, Gbit/s, comma-separated")
 	backends = flag.String("tun", "offload,water", "TUN backends to measure, comma-separated (offload, water)")
+	diagFlag = flag.Bool("diag", false, "print diagnostics of each TCP run: link, queue, CPUs, the sender's TCP_INFO")
 )
 
 func main() {
@@ -509,6 +510,12 @@ func tcpRate(p path) (float64, error) {
 		}
 	}()
 	time.Sleep(time.Second)
+	if *diagFlag && p.hop != nil {
+		d := startDiag(p.hop)
+		r, err := rateOver(p, *tcpTime)
+		d.finish(c)
+		return r, err
+	}
 	return rateOver(p, *tcpTime)
 }
 
