@@ -274,10 +274,11 @@ func floorRow(prefix string, single bool, delay time.Duration) (rate float64, c 
 			return 0, c, 0, err
 		}
 	}
-	rate, err = tcpRate(p)
+	r, err := tcpRate(p)
 	if err != nil {
 		return 0, c, 0, err
 	}
+	rate = r.ip
 	if err := m.stop(); err != nil {
 		return 0, c, 0, err
 	}
