@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/pi2hop/pi2hop/aqm"
+	"github.com/pi2hop/pi2hop/tun"
 )
 
 // nullDevice hands out copies of one packet, burst at a time, and takes
@@ -38,6 +39,12 @@ func (d *nullDevice) Write(bufs [][]byte) (int, error) {
 	d.written += len(bufs)
 	return len(bufs), nil
 }
+
+// coalescingDevice is a nullDevice that says it coalesces what it is
+// written, as the offload backend does (tun.OffloadCounter).
+type coalescingDevice struct{ *nullDevice }
+
+func (coalescingDevice) OffloadStats() tun.OffloadStats { return tun.OffloadStats{} }
 
 // The owner's data path, read batch to written batch, allocates nothing:
 // not per packet, not per batch.
@@ -77,7 +84,7 @@ func TestOwnerBatchAllocatesNothing(t *testing.T) {
 // allocates nothing.
 func TestReleaseBatchesWritesOnAFastLink(t *testing.T) {
 	in, out := &nullDevice{pkt: udp4(1500, aqm.ECT1, 1)}, &nullDevice{}
-	h, err := New(testConfig(1_000_000_000, 0), in, out) // 12 µs a packet
+	h, err := New(testConfig(1_000_000_000, 0), in, coalescingDevice{out}) // 12 µs a packet
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,5 +134,32 @@ func TestReleaseBatchesWritesOnAFastLink(t *testing.T) {
 	}
 	if allocs := testing.AllocsPerRun(20, burst); allocs != 0 {
 		t.Errorf("%v allocations per burst held and written, want 0", allocs)
+	}
+}
+
+// A device that does not coalesce (water) gains nothing from a held
+// write: every pass writes what it released.
+func TestReleaseHoldsNothingForAPlainDevice(t *testing.T) {
+	in, out := &nullDevice{pkt: udp4(1500, aqm.ECT1, 1)}, &nullDevice{}
+	h, err := New(testConfig(1_000_000_000, 0), in, out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	o := h.dirs[Up]
+	in.left = 6
+	if _, err := o.readBatch(); err != nil {
+		t.Fatal(err)
+	}
+	for t0 := time.Now(); out.written < 6 && time.Since(t0) < 10*time.Millisecond; {
+		for t1 := time.Now(); time.Since(t1) < 2*time.Microsecond; {
+		}
+		o.release(clock())
+		if len(o.wbufs) > 0 {
+			t.Fatalf("%d packets held after a pass, want none", len(o.wbufs))
+		}
+	}
+	if out.written != 6 || out.writes < 2 {
+		t.Errorf("6 packets released over 60 µs: %d written in %d writes; want 6, written as released", out.written, out.writes)
 	}
 }

@@ -126,11 +126,12 @@ func (o *owner) release(now int64) {
 }
 
 // hold says whether the packets collected for writing may wait for the
-// next pass: the link is fast (its last packet took under minSleep to
+// next pass: the device coalesces (else holding saves no system call and
+// only delays), the link is fast (its last packet took under minSleep to
 // send, as for owner.plan's batching), the first of them is less than
 // batchSleep late, and the link releases another before that.
 func (o *owner) hold(now int64) bool {
-	return len(o.wbufs) > 0 && o.lastTx < minSleep && now < o.flushBy && o.link.NextRelease() < o.flushBy
+	return len(o.wbufs) > 0 && o.coalesces && o.lastTx < minSleep && now < o.flushBy && o.link.NextRelease() < o.flushBy
 }
 
 // finish prepares a released packet for writing (setting CE if it was
