@@ -105,8 +105,8 @@ const writeBatch = 256
 // can coalesce). The events slice holds as many packets as the slab, so no
 // pass, however late, makes it grow.
 //
-// On a fast link (packets under minSleep apart) the collected packets may
-// be held for the next pass, up to batchSleep after the first one's
+// Through a device that coalesces, on a fast link (packets under minSleep
+// apart), the collected packets may be held for the next pass, up to batchSleep after the first one's
 // release time, while another release is due before then (see hold): an
 // owner that is never idle, reading a super-packet every few µs, would
 // otherwise release and write a few segments per pass, where the same

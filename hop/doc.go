@@ -20,8 +20,9 @@
 //  2. release: Link.Poll(now): everything due happens, in time order; each
 //     released packet gets CE in its bytes if marked, and all of them go
 //     to the output TUN in one Write per pass (up to 256; the offload
-//     backend coalesces runs of one flow into one system call), or on a
-//     link sending packets under 25 µs apart, in one Write per 100 µs:
+//     backend coalesces runs of one flow into one system call), or, with
+//     that backend on a link sending packets under 25 µs apart, in one
+//     Write per 100 µs:
 //     held for the next passes while another is released before then
 //     (see owner.release); each dropped one is counted by reason; slots
 //     freed after the write
