@@ -25,7 +25,13 @@ import (
 // paced finely enough that each departure is its own write. A third row
 // holds every packet 10 ms before writing it, as the hop's delay line
 // does, without a rate: the floor for a forwarder whose packets go out
-// cold from the cache.
+// cold from the cache. A fourth paces the data at the link's rate behind
+// the same delay line and writes the due packets as the hop does on a
+// fast link (held up to 100 µs after the first is due, while another
+// falls due before then): the floor under the hop's CPU per segment on a
+// paced link (issue 10's 1 Gbit/s target). Its timed waits keep the
+// kernel's default 50 µs timer slack, so it wakes later than an exact
+// hop and writes larger batches: it errs towards a lower floor.
 
 // minimalForwarder moves packets from in to out on its own OS thread until
 // stopped, reading batches as the hop does (segments with partial
@@ -34,7 +40,8 @@ type minimalForwarder struct {
 	in     tun.PartialReader
 	out    tun.PartialWriter
 	single bool
-	delay  int64 // ns each packet is held before its write (a delay line, no rate)
+	delay  int64  // ns each packet is held before its write (a delay line)
+	rate   uint64 // bit/s the packets are paced at behind the delay line; 0: no rate
 	stop   atomic.Bool
 	done   sync.WaitGroup
 
@@ -60,7 +67,7 @@ func (f *minimalForwarder) start() {
 }
 
 func (f *minimalForwarder) loop() error {
-	if f.delay > 0 {
+	if f.delay > 0 || f.rate > 0 {
 		return f.delayLoop()
 	}
 	const batch = 64
@@ -98,30 +105,45 @@ func (f *minimalForwarder) loop() error {
 // before it is written, in arrival order, all the due ones at once: what
 // a delay line costs a forwarder beyond moving packets (the payload copied
 // in by the read is cold in the cache by the time the write copies it out:
-// 6 MB are in flight at 5 Gbit/s and 10 ms). No rate, so no pacing: every
-// write carries whatever fell due since the last.
+// 6 MB are in flight at 5 Gbit/s and 10 ms). Without a rate every write
+// carries whatever fell due since the last. With one, each packet leaves
+// the link ceil(8·bytes·1e9/rate) ns after the one before it (or after
+// its arrival, if the link was idle), and is due f.delay after that; the
+// due packets are held for one write up to holdFor after the first fell
+// due, while another falls due before then, as the hop holds them.
 func (f *minimalForwarder) delayLoop() error {
 	const batch, slots = 64, 1 << 15 // 48 MB: 10 ms at 39 Gbit/s
+	const holdFor = 100_000          // ns, the hop's batchSleep
+	const fastLink = 25_000          // ns on the wire: the hop's minSleep, under which it holds
 	store := make([]byte, slots*1500)
 	ring := make([][]byte, slots)
 	for i := range ring {
 		ring[i] = store[i*1500 : (i+1)*1500]
 	}
-	sizes, at, part := make([]int, slots), make([]int64, slots), make([]bool, slots)
+	sizes, due, part := make([]int, slots), make([]int64, slots), make([]bool, slots)
 	pkts, pparts := make([][]byte, batch), make([]bool, batch)
 	pfd := []unix.PollFd{{Fd: int32(f.in.PollFd()), Events: unix.POLLIN}}
 	var head, tail int // packets read, packets written
+	var txEnd int64    // when the link finishes sending the last packet read
 	for !f.stop.Load() {
 		now := nanotime()
 		k := 0
-		for ; tail < head && k < batch && at[tail%slots]+f.delay <= now; tail, k = tail+1, k+1 {
-			i := tail % slots
+		for ; tail+k < head && k < batch && due[(tail+k)%slots] <= now; k++ {
+			i := (tail + k) % slots
 			pkts[k], pparts[k] = ring[i][:sizes[i]], part[i]
 		}
-		if k > 0 {
+		flushBy := int64(-1)
+		if k > 0 && f.rate > 0 && k < batch && txTime(sizes[tail%slots], f.rate) < fastLink {
+			flushBy = due[tail%slots] + holdFor
+			if now >= flushBy || tail+k == head || due[(tail+k)%slots] >= flushBy {
+				flushBy = -1 // nothing more falls due in time: write now
+			}
+		}
+		if k > 0 && flushBy < 0 {
 			if err := f.write(pkts[:k], pparts[:k]); err != nil {
 				return err
 			}
+			tail += k
 			continue
 		}
 		if free := slots - (head - tail); free > 0 {
@@ -132,7 +154,11 @@ func (f *minimalForwarder) delayLoop() error {
 				return fmt.Errorf("read %s: %w", f.in.Name(), err)
 			}
 			for j := i; j < i+n; j++ {
-				at[j] = now
+				due[j] = now + f.delay
+				if f.rate > 0 {
+					txEnd = max(txEnd, now) + txTime(sizes[j], f.rate)
+					due[j] = txEnd + f.delay
+				}
 			}
 			head += n
 			f.packets += uint64(n)
@@ -141,8 +167,11 @@ func (f *minimalForwarder) delayLoop() error {
 			}
 		}
 		wait := int64(50 * time.Millisecond) // at most, so that stop is seen
-		if tail < head {
-			wait = min(wait, max(at[tail%slots]+f.delay-now, 0))
+		if tail+k < head {
+			wait = min(wait, max(due[(tail+k)%slots]-now, 0))
+		}
+		if flushBy >= 0 {
+			wait = min(wait, max(flushBy-now, 0))
 		}
 		ts := unix.NsecToTimespec(wait)
 		if _, err := unix.Ppoll(pfd, &ts, nil); err != nil && err != unix.EINTR {
@@ -151,6 +180,10 @@ func (f *minimalForwarder) delayLoop() error {
 	}
 	return nil
 }
+
+// txTime is how long a packet of size bytes takes on a link of bps bit/s,
+// ns, rounded up as the shaper does.
+func txTime(size int, bps uint64) int64 { return int64((uint64(size)*8*1e9 + bps - 1) / bps) }
 
 // write writes pkts coalesced, or one per call if f.single.
 func (f *minimalForwarder) write(pkts [][]byte, part []bool) error {
@@ -183,7 +216,7 @@ type minimalPair struct {
 	up, down *minimalForwarder
 }
 
-func newMinimalPair(prefix string, single bool, delay time.Duration) (*minimalPair, path, error) {
+func newMinimalPair(prefix string, single bool, delay time.Duration, rate uint64) (*minimalPair, path, error) {
 	m := &minimalPair{j: tun.NewJournal(nil)}
 	c, s := prefix+"c", prefix+"s"
 	srv4, srv6 := hop.DefaultSubnet4.Addr().Next(), hop.DefaultSubnet6.Addr().Next()
@@ -229,8 +262,8 @@ func newMinimalPair(prefix string, single bool, delay time.Duration) (*minimalPa
 	if !ok1 || !ok2 {
 		return fail(fmt.Errorf("minimal forwarder: the offload backend was refused (%T, %T)", m.devs[0], m.devs[1]))
 	}
-	m.up = &minimalForwarder{in: cd, out: sd, single: single, delay: int64(delay)}
-	m.down = &minimalForwarder{in: sd, out: cd, delay: int64(delay)}
+	m.up = &minimalForwarder{in: cd, out: sd, single: single, delay: int64(delay), rate: rate}
+	m.down = &minimalForwarder{in: sd, out: cd, delay: int64(delay), rate: rate}
 	m.up.start()
 	m.down.start()
 	return m, path{client: c, server: s, serverAddr: srv4, rxNS: s, rxDev: "pi2hop0"}, nil
@@ -262,9 +295,10 @@ func (m *minimalPair) close() {
 	m.j.Undo()
 }
 
-// floorRow measures one bulk TCP transfer through a minimal pair.
-func floorRow(prefix string, single bool, delay time.Duration) (rate float64, c cpuCount, segsPerWrite float64, err error) {
-	m, p, err := newMinimalPair(prefix, single, delay)
+// floorRow measures one bulk TCP transfer through a minimal pair, paced at
+// bps in each direction (0: unpaced).
+func floorRow(prefix string, single bool, delay time.Duration, bps uint64) (rate float64, c cpuCount, segsPerWrite float64, err error) {
+	m, p, err := newMinimalPair(prefix, single, delay, bps)
 	if err != nil {
 		return 0, c, 0, err
 	}

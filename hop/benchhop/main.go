@@ -206,18 +206,20 @@ func run() error {
 		// Each row a fresh pair: no socket or route carries over.
 		fmt.Println()
 		var floors []cpuRow
-		row("per-write floor: minimal forwarder, TCP unshaped", "Mbit/s", "µs/segment", "kernel µs", "segments/write")
+		row("per-write floor: minimal forwarder, TCP", "Mbit/s", "µs/segment", "kernel µs", "segments/write")
 		for _, v := range []struct {
 			name   string
 			single bool
 			delay  time.Duration
+			bps    uint64
 		}{
-			{"  writes coalesced", false, 0},
-			{"  one segment per write", true, 0},
-			{"  coalesced, 10 ms delay line", false, 10 * time.Millisecond},
+			{"  writes coalesced", false, 0, 0},
+			{"  one segment per write", true, 0, 0},
+			{"  coalesced, 10 ms delay line", false, 10 * time.Millisecond, 0},
+			{"  paced at 1 Gbit/s, 10 ms, held <= 100 us", false, 10 * time.Millisecond, 1_000_000_000},
 		} {
 			name := v.name
-			rate, c, per, err := floorRow(prefix+"f", v.single, v.delay)
+			rate, c, per, err := floorRow(prefix+"f", v.single, v.delay, v.bps)
 			if err != nil {
 				return err
 			}
