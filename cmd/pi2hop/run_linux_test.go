@@ -45,6 +45,11 @@ func newGatewayLab(t *testing.T, prefix string) *gatewayLab {
 	}
 	for _, ns := range []string{l.client, l.router, l.server} {
 		must(l.j.NewNamespace(ns))
+		// Link-local addresses usable at once (no DAD): IPv6 neighbour
+		// discovery waits for them, and a first ping would wait a second.
+		for _, k := range []string{"net/ipv6/conf/all/accept_dad", "net/ipv6/conf/default/accept_dad"} {
+			must(tun.WriteSysctl(ns, k, "0"))
+		}
 	}
 	must(l.j.AddVeth(l.client, "c0", l.router, "rl"))
 	must(l.j.AddVeth(l.router, "rw", l.server, "s0"))
@@ -361,5 +366,60 @@ func waitExit(t *testing.T, cmd *exec.Cmd, d time.Duration) error {
 		<-done
 		t.Fatalf("%s still running %v after it was told to stop", cmd.Path, d)
 		return nil
+	}
+}
+
+// The idle RTT `pi2hop run` adds (issue 10's gateway-mode figure, with its
+// ≤ 0.15 ms target): pings from the client to the server through the
+// router, first forwarded by the router's kernel alone, then through the
+// hop with --delay 5ms each way. The figure is logged beside the kernel
+// path's; the bound is the one TestPairIdleRTT derives, over 1 ms added
+// means a release missed its time. Six runs on 2026-12-03 added
+// 0.125-0.167 ms (IPv4 and IPv6 alike), the router's kernel path alone
+// 0.028-0.050 ms; on 2026-12-01 the same path through run added
+// 0.28-0.32 ms, and a minimal forwarder in the owners' place 0.25-0.30 ms
+// (TestShareIdleRTT's comment has that experiment): the VM's day moves
+// the figure more than the hop does.
+func TestGatewayIdleRTT(t *testing.T) {
+	needRoot(t, "ip")
+	bin := buildPi2hop(t)
+	name := testInstance(50)
+	l := newGatewayLab(t, name)
+	t.Cleanup(func() { exec.Command("ip", "netns", "exec", l.router, bin, "run", "--cleanup", "--name", name).Run() })
+	dsts := []netip.Addr{l.serverAddr, netip.MustParseAddr("fd00:254:20::2")}
+	for _, kv := range [][2]string{{"net/ipv4/ip_forward", "1"}, {"net/ipv6/conf/all/forwarding", "1"}} {
+		if err := l.j.SetSysctl(l.router, kv[0], kv[1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ping := func(dst netip.Addr) time.Duration {
+		t.Helper()
+		if _, err := hop.MedianPing(l.client, dst, 3, 10*time.Millisecond); err != nil { // warm up: neighbours
+			t.Fatalf("ping %v: %v", dst, err)
+		}
+		rtt, err := hop.MedianPing(l.client, dst, 60, 10*time.Millisecond)
+		if err != nil {
+			t.Fatalf("ping %v: %v", dst, err)
+		}
+		return rtt
+	}
+	var kernel [2]time.Duration
+	for i, dst := range dsts {
+		kernel[i] = ping(dst)
+	}
+	const delay = 5 * time.Millisecond
+	cmd := l.startGateway(t, bin, name, "--rate", "100mbit", "--delay", delay.String())
+	for i, dst := range dsts {
+		rtt := ping(dst)
+		added := rtt - 2*delay
+		t.Logf("idle RTT through run to %v with --delay %v: median %v (added %v; the router's kernel path alone %v, so the hop's own part %v; issue 10's target 0.15 ms added)",
+			dst, delay, rtt, added, kernel[i], added-kernel[i])
+		if added < 0 || added > time.Millisecond {
+			t.Errorf("idle RTT through run to %v: %v, want %v + at most 1 ms", dst, rtt, 2*delay)
+		}
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	if err := waitExit(t, cmd, 10*time.Second); err != nil {
+		t.Errorf("pi2hop run after SIGTERM: %v", err)
 	}
 }
