@@ -16,6 +16,7 @@ import (
 
 	"github.com/pi2hop/pi2hop/hop"
 	"github.com/pi2hop/pi2hop/hop/instance"
+	"github.com/pi2hop/pi2hop/internal/hoststeal"
 	"github.com/pi2hop/pi2hop/tun"
 	"github.com/vishvananda/netlink"
 )
@@ -297,17 +298,23 @@ func TestGatewayRateSetAndCleanup(t *testing.T) {
 		t.Errorf("200 kB to the router's own address went through the hop (%d packets)", in1-in0)
 	}
 
+	// One window, no second try: 8 s, long enough that an ordinary stall
+	// of the endpoints costs little of it, with what the host steals
+	// taken off the 95 % floor one for one, as package hop's TCP-rate
+	// tests do (checkTCPRate says why that is the most a stolen ms costs).
 	l.bulk(t)
 	time.Sleep(time.Second)
-	rate := l.rateOver(t, 5*time.Second)
-	t.Logf("TCP through the gateway at 20 Mbit/s: %.2f Mbit/s IP at the receiver (%.1f %%)", rate/1e6, rate/20e6*100)
-	if rate < 0.95*20e6 {
-		// One more window: the endpoints share 2 CPUs with the rest of CI.
-		rate = l.rateOver(t, 5*time.Second)
-		t.Logf("second window: %.2f Mbit/s (%.1f %%)", rate/1e6, rate/20e6*100)
+	const window = 8 * time.Second
+	steal0 := hoststeal.Total()
+	rate := l.rateOver(t, window)
+	floor := 0.95
+	steal := hoststeal.Total() - steal0
+	if steal0 >= 0 && steal > 0 {
+		floor -= steal.Seconds() / window.Seconds()
 	}
-	if rate < 0.95*20e6 || rate > 1.005*20e6 {
-		t.Errorf("gateway rate %.0f bit/s, want 95..100.5 %% of 20 Mbit/s", rate)
+	t.Logf("TCP through the gateway at 20 Mbit/s: %.2f Mbit/s IP at the receiver (%.2f %%, floor %.2f %%; host steal %v in %v)", rate/1e6, rate/20e6*100, 100*floor, steal, window)
+	if rate < floor*20e6 || rate > 1.005*20e6 {
+		t.Errorf("gateway rate %.0f bit/s, want %.2f..100.5 %% of 20 Mbit/s (95 %% less host steal)", rate, 100*floor)
 	}
 
 	if got := l.transfer6(t, 1<<20); got != 1<<20 {
