@@ -58,19 +58,21 @@ type owner struct {
 	// partial checksum the kernel gave them from read to write (see
 	// tun.PartialReader): pin and pout are set, rpart is the batch's flags
 	// as read, part each slot's, wpart each one's in wbufs.
-	pin     tun.PartialReader
-	pout    tun.PartialWriter
-	rpart   []bool
-	part    []bool
-	wpart   []bool
-	scratch []byte // read target when every slot is in use
-	events  []shaper.Event
-	wbufs   [][]byte       // released packets to write in one call (see flush)
-	wevs    []shaper.Event // each one's event
-	flushBy int64          // when wbufs is written at the latest (see hold)
-	ev      shaper.Event   // scratch event for taps of refused packets
-	dropFn  func(aqm.Meta)
-	st      DirStats
+	pin      tun.PartialReader
+	pout     tun.PartialWriter
+	rpart    []bool
+	part     []bool
+	wpart    []bool
+	scratch  []byte // read target when every slot is in use
+	events   []shaper.Event
+	wbufs    [][]byte       // released packets to write in one call (see flush)
+	wevs     []shaper.Event // each one's event
+	flushBy  int64          // when wbufs is written at the latest (see hold)
+	ev       shaper.Event   // scratch event for taps of refused packets
+	dropFn   func(aqm.Meta)
+	st       DirStats
+	rateName string   // fmt.Sprint(cfg.Link.Rate), made when the rate is set
+	reqSnap  DirStats // the snapshot a reader asked for (see snapshot)
 
 	// Shared with other goroutines.
 	waker     waker
@@ -82,6 +84,7 @@ type owner struct {
 	edits     chan editReq
 	exited    chan struct{}
 	reqMu     sync.Mutex // one stats request at a time
+	served    DirStats   // the last snapshot a reader got from reqSnap; under reqMu
 	drops     tun.DropCounter
 	ringBase  uint64
 	tid       atomic.Int32 // the owner's OS thread, for its CPU time
@@ -146,8 +149,9 @@ func newOwner(h *Hop, d Dir, dir DirConfig, in, out tun.Device) (*owner, error) 
 			o.drops, o.ringBase = dc, n
 		}
 	}
+	o.rateName = fmt.Sprint(dir.Link.Rate)
 	o.start = clock()
-	o.publish(o.start)
+	o.publish(o.start, true)
 	return o, nil
 }
 
@@ -158,7 +162,7 @@ func (o *owner) run() (err error) {
 	if err := o.lockForRealTime(); err != nil {
 		return err
 	}
-	defer func() { o.publish(clock()) }()
+	defer func() { o.publish(clock(), true) }()
 	o.nextStats = clock() + o.every
 	o.inReady = true
 	for !o.stopping.Load() {
@@ -182,7 +186,7 @@ func (o *owner) run() (err error) {
 		now = clock()
 		o.release(now)                               // 5. release
 		if o.statsReq.Load() || now >= o.nextStats { // 6. stats
-			o.publish(now)
+			o.publish(now, false)
 			o.nextStats = now + o.every
 		}
 		if full {
