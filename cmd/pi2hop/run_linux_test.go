@@ -382,7 +382,7 @@ func waitExit(t *testing.T, cmd *exec.Cmd, d time.Duration) error {
 // hop with --delay 5ms each way. The figure is logged beside the kernel
 // path's; the bound is the one TestPairIdleRTT derives, over 1 ms added
 // means a release missed its time. Six runs on 2026-12-03 added
-// 0.125-0.167 ms (IPv4 and IPv6 alike), the router's kernel path alone
+// 0.124-0.167 ms (IPv4 and IPv6 alike), the router's kernel path alone
 // 0.028-0.050 ms; on 2026-12-01 the same path through run added
 // 0.28-0.32 ms, and a minimal forwarder in the owners' place 0.25-0.30 ms
 // (TestShareIdleRTT's comment has that experiment): the VM's day moves
