@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pi2hop/pi2hop/hop"
+	"github.com/pi2hop/pi2hop/shaper"
 	"github.com/pi2hop/pi2hop/tun"
 	"golang.org/x/sys/unix"
 )
@@ -125,6 +126,7 @@ func (f *minimalForwarder) delayLoop() error {
 	pfd := []unix.PollFd{{Fd: int32(f.in.PollFd()), Events: unix.POLLIN}}
 	var head, tail int // packets read, packets written
 	var txEnd int64    // when the link finishes sending the last packet read
+	link := shaper.Const{BitsPerSecond: f.rate}
 	for !f.stop.Load() {
 		now := nanotime()
 		k := 0
@@ -133,7 +135,7 @@ func (f *minimalForwarder) delayLoop() error {
 			pkts[k], pparts[k] = ring[i][:sizes[i]], part[i]
 		}
 		flushBy := int64(-1)
-		if k > 0 && f.rate > 0 && k < batch && txTime(sizes[tail%slots], f.rate) < fastLink {
+		if k > 0 && f.rate > 0 && k < batch && link.Finish(0, sizes[tail%slots]) < fastLink {
 			flushBy = due[tail%slots] + holdFor
 			if now >= flushBy || tail+k == head || due[(tail+k)%slots] >= flushBy {
 				flushBy = -1 // nothing more falls due in time: write now
@@ -156,7 +158,7 @@ func (f *minimalForwarder) delayLoop() error {
 			for j := i; j < i+n; j++ {
 				due[j] = now + f.delay
 				if f.rate > 0 {
-					txEnd = max(txEnd, now) + txTime(sizes[j], f.rate)
+					txEnd = link.Finish(max(txEnd, now), sizes[j])
 					due[j] = txEnd + f.delay
 				}
 			}
@@ -180,10 +182,6 @@ func (f *minimalForwarder) delayLoop() error {
 	}
 	return nil
 }
-
-// txTime is how long a packet of size bytes takes on a link of bps bit/s,
-// ns, rounded up as the shaper does.
-func txTime(size int, bps uint64) int64 { return int64((uint64(size)*8*1e9 + bps - 1) / bps) }
 
 // write writes pkts coalesced, or one per call if f.single.
 func (f *minimalForwarder) write(pkts [][]byte, part []bool) error {
