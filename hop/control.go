@@ -87,15 +87,14 @@ func (o *owner) snapshot(running bool) DirStats {
 		fresh := true
 		select {
 		case <-o.published:
-		case <-o.exited:
-			// On its way out the owner served the request if it saw it.
-			if fresh = !o.statsReq.CompareAndSwap(true, false); fresh {
-				<-o.published
-			}
+		case <-o.exited: // on its way out the owner served the request if it saw it
+			fresh = false
 		case <-time.After(time.Second):
-			if fresh = !o.statsReq.CompareAndSwap(true, false); fresh {
-				<-o.published
-			}
+			fresh = false
+		}
+		if !fresh && !o.statsReq.CompareAndSwap(true, false) {
+			<-o.published // the owner took the request: it is filling reqSnap
+			fresh = true
 		}
 		if fresh {
 			o.served = o.reqSnap
