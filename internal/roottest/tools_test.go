@@ -1,0 +1,247 @@
+package roottest
+
+import (
+	"bufio"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// repoRoot is the module's root: this package lives two levels below it.
+const repoRoot = "../.."
+
+// readToolList reads scripts/tools: "command package ..." per line.
+func readToolList(t *testing.T) map[string]string {
+	t.Helper()
+	f, err := os.Open(filepath.Join(repoRoot, "scripts", "tools"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	list := map[string]string{}
+	sc := bufio.NewScanner(f)
+	for n := 1; sc.Scan(); n++ {
+		fields := strings.Fields(sc.Text())
+		if len(fields) == 0 || strings.HasPrefix(fields[0], "#") {
+			continue
+		}
+		if len(fields) < 2 {
+			t.Fatalf("scripts/tools:%d: want \"command package\", got %q", n, sc.Text())
+		}
+		list[fields[0]] = fields[1]
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return list
+}
+
+// use is one program a source file runs, and where.
+type use struct {
+	tool string
+	pos  string
+}
+
+// toolsInGo returns the programs that src names where it runs or requires
+// one: the literal first argument of exec.Command, exec.CommandContext and
+// exec.LookPath, the literal tools of roottest.Need and needRoot, and the
+// literal program after "netns", "exec", NS or after "--" in an argument
+// list. A path counts as its last element (/bin/sh is sh).
+func toolsInGo(fset *token.FileSet, file *ast.File) []use {
+	var uses []use
+	lit := func(e ast.Expr) (string, bool) {
+		b, ok := e.(*ast.BasicLit)
+		if !ok || b.Kind != token.STRING {
+			return "", false
+		}
+		s, err := strconv.Unquote(b.Value)
+		return s, err == nil
+	}
+	add := func(e ast.Expr) {
+		if s, ok := lit(e); ok && s != "" {
+			uses = append(uses, use{filepath.Base(s), fset.Position(e.Pos()).String()})
+		}
+	}
+	// inArgs finds a program in a list of arguments: "netns", "exec", NS,
+	// "prog" (ip netns exec) and "--", "prog" (unshare, pi2hop shell).
+	inArgs := func(args []ast.Expr) {
+		for i := range args {
+			a, _ := lit(args[i])
+			b := ""
+			if i+1 < len(args) {
+				b, _ = lit(args[i+1])
+			}
+			switch {
+			case a == "netns" && b == "exec" && i+3 < len(args):
+				add(args[i+3])
+			case a == "--" && i+1 < len(args):
+				add(args[i+1])
+			}
+		}
+	}
+	ast.Inspect(file, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.CompositeLit:
+			inArgs(n.Elts)
+		case *ast.CallExpr:
+			inArgs(n.Args)
+			var name string
+			switch fn := n.Fun.(type) {
+			case *ast.SelectorExpr:
+				if x, ok := fn.X.(*ast.Ident); ok {
+					name = x.Name + "." + fn.Sel.Name
+				}
+			case *ast.Ident:
+				name = fn.Name
+			}
+			switch name {
+			case "exec.Command", "exec.LookPath":
+				if len(n.Args) > 0 {
+					add(n.Args[0])
+				}
+			case "exec.CommandContext":
+				if len(n.Args) > 1 {
+					add(n.Args[1])
+				}
+			case "roottest.Need", "needRoot", "Need":
+				for _, a := range n.Args[min(1, len(n.Args)):] {
+					add(a)
+				}
+			}
+		}
+		return true
+	})
+	return uses
+}
+
+// commandV matches a script's check for a program: command -v NAME.
+var commandV = regexp.MustCompile(`command -v ([A-Za-z0-9_.+-]+)`)
+
+// toolsInScript returns the programs a shell script checks for with
+// `command -v`, the form our scripts use before they run one.
+func toolsInScript(path string, src []byte) []use {
+	var uses []use
+	for i, line := range strings.Split(string(src), "\n") {
+		for _, m := range commandV.FindAllStringSubmatch(line, -1) {
+			if !strings.HasPrefix(m[1], "$") {
+				uses = append(uses, use{m[1], path + ":" + strconv.Itoa(i+1)})
+			}
+		}
+	}
+	return uses
+}
+
+// sourceTools walks the repository and returns every program its Go
+// sources and scripts name, by the rules of toolsInGo and toolsInScript.
+func sourceTools(t *testing.T) []use {
+	t.Helper()
+	var uses []use
+	fset := token.NewFileSet()
+	err := filepath.WalkDir(repoRoot, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(repoRoot, path)
+		if d.IsDir() {
+			if rel != "." && (strings.HasPrefix(d.Name(), ".") || d.Name() == "bin" || d.Name() == "testdata" || d.Name() == "node_modules") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		switch {
+		case strings.HasSuffix(path, ".go"):
+			f, err := parser.ParseFile(fset, path, nil, 0)
+			if err != nil {
+				return err
+			}
+			for _, u := range toolsInGo(fset, f) {
+				u.pos = strings.TrimPrefix(u.pos, repoRoot+"/")
+				uses = append(uses, u)
+			}
+		case filepath.Dir(rel) == "scripts" && d.Name() != "tools":
+			src, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			uses = append(uses, toolsInScript(rel, src)...)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return uses
+}
+
+// TestToolListCoversTests: every program a test, a script or the code
+// runs by name is in scripts/tools, so scripts/test-deps installs it on a
+// fresh machine and no test passes only where someone installed a tool by
+// hand.
+func TestToolListCoversTests(t *testing.T) {
+	list := readToolList(t)
+	uses := sourceTools(t)
+	if len(uses) < 10 {
+		t.Fatalf("found only %d programs in the sources: the scan is broken", len(uses))
+	}
+	seen := map[string]bool{}
+	var missing []string
+	for _, u := range uses {
+		seen[u.tool] = true
+		if _, ok := list[u.tool]; !ok {
+			missing = append(missing, u.pos+": runs "+u.tool+", which scripts/tools does not list (add it with its Debian package)")
+		}
+	}
+	sort.Strings(missing)
+	for _, m := range missing {
+		t.Error(m)
+	}
+	// A listed program nothing runs is a stale line: it slows every fresh
+	// set-up for nothing.
+	for tool := range list {
+		if !seen[tool] {
+			t.Errorf("scripts/tools lists %s, which no test, script or code runs: remove it", tool)
+		}
+	}
+}
+
+// TestToolScan pins what the scan finds in each form it knows.
+func TestToolScan(t *testing.T) {
+	src := `package x
+func f(t *testing.T) {
+	needRoot(t, "socat", "ip")
+	roottest.Need(t, "tcpdump")
+	exec.Command("tshark", "-r", p)
+	exec.CommandContext(ctx, "iperf3", "-s")
+	exec.LookPath("udhcpc")
+	exec.Command("ip", "netns", "exec", ns, "ping", "-c1")
+	args := []string{"netns", "exec", ns, "dnsmasq", "-k"}
+	exec.Command("unshare", "--mount", "--", "/bin/sh", "-c", "x")
+	Run(ctx, []string{"shell", "--", "sleep", "9"})
+	exec.Command(bin, "x")
+}`
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, "x_test.go", src, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, u := range toolsInGo(fset, f) {
+		got = append(got, u.tool)
+	}
+	sort.Strings(got)
+	want := "dnsmasq ip ip iperf3 ping sh sleep socat tcpdump tshark udhcpc unshare"
+	if strings.Join(got, " ") != want {
+		t.Errorf("scan found %q, want %q", strings.Join(got, " "), want)
+	}
+	sh := toolsInScript("s", []byte("command -v iperf3 >/dev/null || exit 1\ncommand -v \"$x\"\n"))
+	if len(sh) != 1 || sh[0].tool != "iperf3" || sh[0].pos != "s:1" {
+		t.Errorf("script scan found %v, want iperf3 at s:1", sh)
+	}
+}
