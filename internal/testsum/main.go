@@ -1,6 +1,7 @@
 // Command testsum reads `go test -json` on standard input and prints what
 // plain `go test` prints (a line per package, the output of failed tests),
-// then how many root tests ran and skipped, and a closing count. It exits
+// then where the time went (each package's wall time, the slowest tests),
+// how many root tests ran and skipped, and a closing count. It exits
 // non-zero when a test or a build failed, or when CI=true and a root test
 // skipped: a root test that skips in CI is a failure, not a pass.
 package main
@@ -33,17 +34,24 @@ type tally struct {
 	rootRun, rootSkipped    int
 	rootSkips               []string // "pkg.Test: reason"
 	badPackages             []string
+	packageTime             map[string]float64  // s, wall, by package
+	testTime                map[testKey]float64 // s, wall, top-level tests
 	output                  map[testKey]*strings.Builder
 	root                    map[testKey]bool
 }
 
 func main() {
-	t := &tally{output: map[testKey]*strings.Builder{}, root: map[testKey]bool{}}
+	t := newTally()
 	if err := t.read(os.Stdin, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "testsum:", err)
 		os.Exit(2)
 	}
 	os.Exit(t.close(os.Stdout, roottest.InCI()))
+}
+
+func newTally() *tally {
+	return &tally{output: map[testKey]*strings.Builder{}, root: map[testKey]bool{},
+		packageTime: map[string]float64{}, testTime: map[testKey]float64{}}
 }
 
 func (t *tally) read(r io.Reader, w io.Writer) error {
@@ -90,6 +98,9 @@ func (t *tally) event(e *event, w io.Writer) {
 			t.packageDone(e, w)
 			return
 		}
+		if !strings.Contains(e.Test, "/") {
+			t.testTime[k] = e.Elapsed
+		}
 		t.testDone(k, e.Action, w)
 	}
 }
@@ -125,6 +136,9 @@ func (t *tally) testDone(k testKey, action string, w io.Writer) {
 }
 
 func (t *tally) packageDone(e *event, w io.Writer) {
+	if e.Action != "skip" {
+		t.packageTime[e.Package] = e.Elapsed
+	}
 	switch e.Action {
 	case "pass":
 		fmt.Fprintf(w, "ok  \t%s\t%.3fs\n", e.Package, e.Elapsed)
@@ -142,8 +156,54 @@ func lastLine(s string) string {
 	return strings.TrimSpace(lines[len(lines)-1])
 }
 
-// close prints the counts and returns the exit status.
+// slowest is how many of the slowest tests close lists.
+const slowest = 10
+
+// times prints each package's wall time, longest first, and the slowest
+// top-level tests: where the suite's time goes.
+func (t *tally) times(w io.Writer) {
+	if len(t.packageTime) == 0 {
+		return
+	}
+	type row struct {
+		name string
+		s    float64
+	}
+	sorted := func(rows []row) []row {
+		sort.Slice(rows, func(i, j int) bool {
+			if rows[i].s != rows[j].s {
+				return rows[i].s > rows[j].s
+			}
+			return rows[i].name < rows[j].name
+		})
+		return rows
+	}
+	var pkgs, tests []row
+	total := 0.0
+	for p, s := range t.packageTime {
+		pkgs = append(pkgs, row{p, s})
+		total += s
+	}
+	for k, s := range t.testTime {
+		tests = append(tests, row{k.pkg + " " + k.test, s})
+	}
+	fmt.Fprintf(w, "wall time by package (%.1fs in all):\n", total)
+	for _, r := range sorted(pkgs) {
+		fmt.Fprintf(w, "  %8.1fs  %s\n", r.s, r.name)
+	}
+	fmt.Fprintf(w, "%d slowest tests:\n", min(slowest, len(tests)))
+	for i, r := range sorted(tests) {
+		if i == slowest {
+			break
+		}
+		fmt.Fprintf(w, "  %8.1fs  %s\n", r.s, r.name)
+	}
+}
+
+// close prints where the time went and the counts, and returns the exit
+// status.
 func (t *tally) close(w io.Writer, ci bool) int {
+	t.times(w)
 	sort.Strings(t.rootSkips)
 	for _, s := range t.rootSkips {
 		fmt.Fprintf(w, "root test skipped: %s\n", s)

@@ -33,10 +33,14 @@ func TestTally(t *testing.T) {
 		{"root skipped in CI", skipRoot + pkgPass, true, 1, []string{"FAIL: 1 root tests skipped in CI"}},
 		{"plain skip is not a root test", plainSkip + pkgPass, true, 0, []string{"root tests: 0 run, 0 skipped", "0 failed, 1 skipped"}},
 		{"failure shows its output", fail, false, 1, []string{"x_test.go:3: boom", "FAIL\tp", "0 passed, 1 failed"}},
+		{"time per package and slowest tests", runRoot + pkgPass + `{"Action":"pass","Package":"q","Test":"TestSlow","Elapsed":7.5}
+{"Action":"pass","Package":"q","Test":"TestSlow/sub","Elapsed":9}
+{"Action":"pass","Package":"q","Elapsed":8}
+`, false, 0, []string{"wall time by package (9.0s in all):\n       8.0s  q\n       1.0s  p\n", "2 slowest tests:\n       7.5s  q TestSlow\n       0.1s  p TestRoot\n"}},
 		{"build errors pass through", "# p\nx.go:1: syntax error\n" + `{"Action":"fail","Package":"p","Elapsed":0}` + "\n", false, 1, []string{"x.go:1: syntax error", "FAIL\tp"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ta := &tally{output: map[testKey]*strings.Builder{}, root: map[testKey]bool{}}
+			ta := newTally()
 			var out strings.Builder
 			if err := ta.read(strings.NewReader(tc.in), &out); err != nil {
 				t.Fatal(err)
