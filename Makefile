@@ -80,7 +80,7 @@ bench:
 # The live hop against the kernel router, in network namespaces (root; not
 # in CI): throughput, shaped throughput, idle RTT, pacing lateness, CPU.
 bench-hop:
-	$(GO) run ./hop/benchhop $(BENCH_ARGS)
+	$(GO) run ./cmd/benchhop $(BENCH_ARGS)
 
 # The lab's default scenario, l4s-demo, through the hop in network
 # namespaces (needs root: sudo make lab). LAB_ARGS passes more, e.g.

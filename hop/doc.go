@@ -4,7 +4,7 @@
 // namespaces of the lab and `pi2hop shell` (Pair) and the policy routing
 // of `pi2hop run` between two interfaces of this box (Gateway). Running
 // one as a named instance (state file, control socket, metrics) is
-// package hop/instance's job.
+// package instance's job.
 //
 // # Data path, per direction
 //

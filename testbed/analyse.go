@@ -5,7 +5,7 @@ import (
 
 	"github.com/pi2hop/pi2hop/aqm"
 	"github.com/pi2hop/pi2hop/dist"
-	"github.com/pi2hop/pi2hop/testbed/flow"
+	"github.com/pi2hop/pi2hop/flow"
 	"github.com/pi2hop/pi2hop/testbed/metrics"
 	"github.com/pi2hop/pi2hop/testbed/report"
 )

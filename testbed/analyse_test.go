@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/pi2hop/pi2hop/aqm"
+	"github.com/pi2hop/pi2hop/flow"
 	"github.com/pi2hop/pi2hop/hop"
-	"github.com/pi2hop/pi2hop/testbed/flow"
 	"github.com/pi2hop/pi2hop/testbed/report"
 )
 

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/pi2hop/pi2hop/aqm"
-	"github.com/pi2hop/pi2hop/testbed/flow"
+	"github.com/pi2hop/pi2hop/flow"
 )
 
 func TestResolveDefaults(t *testing.T) {

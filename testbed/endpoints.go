@@ -9,8 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pi2hop/pi2hop/flow"
 	"github.com/pi2hop/pi2hop/hop"
-	"github.com/pi2hop/pi2hop/testbed/flow"
 )
 
 // endpoints are a run's open sockets, one set per flow.

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/pi2hop/pi2hop/dist"
-	"github.com/pi2hop/pi2hop/testbed/flow"
+	"github.com/pi2hop/pi2hop/flow"
 	"github.com/pi2hop/pi2hop/testbed/report"
 )
 

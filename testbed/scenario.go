@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/pi2hop/pi2hop/aqm"
+	"github.com/pi2hop/pi2hop/flow"
 	"github.com/pi2hop/pi2hop/shaper"
-	"github.com/pi2hop/pi2hop/testbed/flow"
 )
 
 // DefaultScenario is what `pi2hop lab` runs without a name: Apple's WWDC23
@@ -113,7 +113,7 @@ const DefaultMinQlenStep = 1
 // scenario keeps: issue 12's bounds are udp_prague's at kernel defaults,
 // and with 1 the first packet queued behind one on the wire goes unmarked,
 // which at 10 Mbit/s lets the L queue run one packet longer (the
-// virtual-time model, testbed/flow/prague TestAloneThroughDualPI2: p99
+// virtual-time model, flow/prague TestAloneThroughDualPI2: p99
 // 2.54 ms with 0, 2.83 ms with 1; utilisation 97.7 % either way).
 var kernelMinQlenStep uint32 = 0
 

@@ -17,10 +17,10 @@ import (
 	"time"
 
 	"github.com/pi2hop/pi2hop/aqm"
+	"github.com/pi2hop/pi2hop/flow"
 	"github.com/pi2hop/pi2hop/hop"
 	"github.com/pi2hop/pi2hop/internal/roottest"
 	"github.com/pi2hop/pi2hop/pcap"
-	"github.com/pi2hop/pi2hop/testbed/flow"
 	"github.com/spf13/pflag"
 	"golang.org/x/sys/unix"
 )

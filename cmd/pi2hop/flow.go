@@ -11,8 +11,8 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/pi2hop/pi2hop/flow"
 	"github.com/pi2hop/pi2hop/internal/flagvalue"
-	"github.com/pi2hop/pi2hop/testbed/flow"
 )
 
 func init() {

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pi2hop/pi2hop/testbed/flow"
+	"github.com/pi2hop/pi2hop/flow"
 )
 
 func TestFlowFlagErrors(t *testing.T) {

@@ -14,7 +14,7 @@ import (
 	"github.com/pi2hop/pi2hop/invoker"
 	"github.com/spf13/pflag"
 
-	"github.com/pi2hop/pi2hop/hop/instance"
+	"github.com/pi2hop/pi2hop/instance"
 	"github.com/pi2hop/pi2hop/pcap"
 	"github.com/pi2hop/pi2hop/shaper"
 	"github.com/pi2hop/pi2hop/testbed"

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/pi2hop/pi2hop/aqm"
-	"github.com/pi2hop/pi2hop/hop/instance"
+	"github.com/pi2hop/pi2hop/instance"
 	"github.com/pi2hop/pi2hop/internal/flagvalue"
 	"github.com/pi2hop/pi2hop/shaper"
 	"github.com/spf13/pflag"

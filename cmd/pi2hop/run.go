@@ -4,7 +4,7 @@ import (
 	"context"
 	"strings"
 
-	"github.com/pi2hop/pi2hop/hop/instance"
+	"github.com/pi2hop/pi2hop/instance"
 	"github.com/spf13/pflag"
 )
 

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/pi2hop/pi2hop/hop/instance"
+	"github.com/pi2hop/pi2hop/instance"
 	"github.com/spf13/pflag"
 )
 

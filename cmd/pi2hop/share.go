@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/pi2hop/pi2hop/hop/instance"
+	"github.com/pi2hop/pi2hop/instance"
 	"github.com/pi2hop/pi2hop/internal/flagvalue"
 	"github.com/pi2hop/pi2hop/lan"
 	"github.com/spf13/pflag"

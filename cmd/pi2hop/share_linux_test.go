@@ -18,7 +18,7 @@ import (
 
 	"github.com/miekg/dns"
 	"github.com/pi2hop/pi2hop/hop"
-	"github.com/pi2hop/pi2hop/hop/instance"
+	"github.com/pi2hop/pi2hop/instance"
 	"github.com/pi2hop/pi2hop/lan"
 	"github.com/pi2hop/pi2hop/tun"
 	"github.com/vishvananda/netlink"

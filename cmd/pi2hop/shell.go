@@ -6,7 +6,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/pi2hop/pi2hop/hop/instance"
+	"github.com/pi2hop/pi2hop/instance"
 	"github.com/pi2hop/pi2hop/invoker"
 	"github.com/spf13/pflag"
 )

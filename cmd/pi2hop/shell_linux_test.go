@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pi2hop/pi2hop/hop/instance"
+	"github.com/pi2hop/pi2hop/instance"
 	"github.com/pi2hop/pi2hop/internal/roottest"
 	"github.com/pi2hop/pi2hop/pcap"
 	"github.com/pi2hop/pi2hop/tun"

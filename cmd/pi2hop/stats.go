@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/pi2hop/pi2hop/hop"
-	"github.com/pi2hop/pi2hop/hop/instance"
+	"github.com/pi2hop/pi2hop/instance"
 	"github.com/pi2hop/pi2hop/shaper"
 	"github.com/spf13/pflag"
 )

@@ -19,7 +19,7 @@ import (
 	"time"
 
 	"github.com/pi2hop/pi2hop/hop"
-	"github.com/pi2hop/pi2hop/hop/instance"
+	"github.com/pi2hop/pi2hop/instance"
 	"github.com/pi2hop/pi2hop/tun"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/pi2hop/pi2hop/aqm"
-	"github.com/pi2hop/pi2hop/testbed/flow/ecnudp"
-	"github.com/pi2hop/pi2hop/testbed/flow/wire"
+	"github.com/pi2hop/pi2hop/flow/ecnudp"
+	"github.com/pi2hop/pi2hop/flow/wire"
 )
 
 // ackState is a receiver's side of the udp_prague protocol: cumulative

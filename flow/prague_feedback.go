@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/pi2hop/pi2hop/aqm"
-	"github.com/pi2hop/pi2hop/testbed/flow/wire"
+	"github.com/pi2hop/pi2hop/flow/wire"
 )
 
 // Block (RFC 8888-style, type-18) feedback, as udp_prague's --rfc8888

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/pi2hop/pi2hop/aqm"
-	"github.com/pi2hop/pi2hop/testbed/flow/ecnudp"
+	"github.com/pi2hop/pi2hop/flow/ecnudp"
 )
 
 func TestBulkLoopback(t *testing.T) {

@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/pi2hop/pi2hop/aqm"
+	"github.com/pi2hop/pi2hop/flow/prague"
+	"github.com/pi2hop/pi2hop/flow/wire"
 	"github.com/pi2hop/pi2hop/internal/race"
-	"github.com/pi2hop/pi2hop/testbed/flow/prague"
-	"github.com/pi2hop/pi2hop/testbed/flow/wire"
 )
 
 // The receiver's blocks and the sender's reading of them, in virtual

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/pi2hop/pi2hop/dist"
-	"github.com/pi2hop/pi2hop/testbed/flow/wire"
+	"github.com/pi2hop/pi2hop/flow/wire"
 )
 
 // A video call over loopback: about 30 fps displayed, no loss, no stalls,

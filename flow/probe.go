@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/pi2hop/pi2hop/aqm"
-	"github.com/pi2hop/pi2hop/testbed/flow/ecnudp"
+	"github.com/pi2hop/pi2hop/flow/ecnudp"
 )
 
 // Probe messages (pi2hop's own, not udp_prague's):

@@ -10,8 +10,8 @@ import (
 
 	"github.com/pi2hop/pi2hop/aqm"
 	"github.com/pi2hop/pi2hop/dist"
-	"github.com/pi2hop/pi2hop/testbed/flow/ecnudp"
-	"github.com/pi2hop/pi2hop/testbed/flow/wire"
+	"github.com/pi2hop/pi2hop/flow/ecnudp"
+	"github.com/pi2hop/pi2hop/flow/wire"
 )
 
 // pliAfter is how long the receiver goes without a decodable frame before

@@ -289,7 +289,7 @@ func TestAloneThroughDualPI2(t *testing.T) {
 // brakes the flow between marks as the tight per-packet one does. Together
 // some 7 % of the goodput: issue 12's ±5 % does not hold for this law.
 // (With udp_prague's window, no allowance, the same model gives 0.57.)
-// The live comparison (TestFeedbackThroughHop in testbed/flow) measures
+// The live comparison (TestFeedbackThroughHop in flow) measures
 // more, 0.95-0.99, because there the per-packet flow loses time to its
 // window on the machine's stalls too.
 func TestBlockFeedbackCost(t *testing.T) {

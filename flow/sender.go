@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/pi2hop/pi2hop/aqm"
-	"github.com/pi2hop/pi2hop/testbed/flow/ecnudp"
-	"github.com/pi2hop/pi2hop/testbed/flow/prague"
-	"github.com/pi2hop/pi2hop/testbed/flow/wire"
+	"github.com/pi2hop/pi2hop/flow/ecnudp"
+	"github.com/pi2hop/pi2hop/flow/prague"
+	"github.com/pi2hop/pi2hop/flow/wire"
 )
 
 // maxQuietTimeouts consecutive timeouts without any ACK end a sender: the

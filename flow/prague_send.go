@@ -6,9 +6,9 @@ import (
 	"net/netip"
 	"time"
 
-	"github.com/pi2hop/pi2hop/testbed/flow/ecnudp"
-	"github.com/pi2hop/pi2hop/testbed/flow/prague"
-	"github.com/pi2hop/pi2hop/testbed/flow/wire"
+	"github.com/pi2hop/pi2hop/flow/ecnudp"
+	"github.com/pi2hop/pi2hop/flow/prague"
+	"github.com/pi2hop/pi2hop/flow/wire"
 )
 
 // PragueSend sends DATA packets to peer over conn under Prague congestion

@@ -11,7 +11,7 @@
 // accepted, and the load average it ran under.
 //
 // It needs root (namespaces, TUN devices) and a quiet machine; it is not
-// a test and is not run in CI. Run: go run ./hop/benchhop
+// a test and is not run in CI. Run: go run ./cmd/benchhop
 package main
 
 import (

@@ -8,8 +8,8 @@ import (
 	"net/netip"
 	"time"
 
-	"github.com/pi2hop/pi2hop/testbed/flow/prague"
-	"github.com/pi2hop/pi2hop/testbed/flow/wire"
+	"github.com/pi2hop/pi2hop/flow/prague"
+	"github.com/pi2hop/pi2hop/flow/wire"
 )
 
 // Video-call emulator constants (l4s-endpoints.md §4.2).

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/pi2hop/pi2hop/aqm"
-	"github.com/pi2hop/pi2hop/testbed/flow/ecnudp"
-	"github.com/pi2hop/pi2hop/testbed/flow/wire"
+	"github.com/pi2hop/pi2hop/flow/ecnudp"
+	"github.com/pi2hop/pi2hop/flow/wire"
 )
 
 // PragueRecv receives a Prague flow on conn and ACKs every packet with the

@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"github.com/pi2hop/pi2hop/aqm"
-	"github.com/pi2hop/pi2hop/testbed/flow/prague"
-	"github.com/pi2hop/pi2hop/testbed/flow/wire"
+	"github.com/pi2hop/pi2hop/flow/prague"
+	"github.com/pi2hop/pi2hop/flow/wire"
 )
 
 // TestRTTNeverBelowPath runs the sender's timestamps and RTT samples and

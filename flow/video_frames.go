@@ -3,7 +3,7 @@ package flow
 import (
 	"math"
 
-	"github.com/pi2hop/pi2hop/testbed/flow/wire"
+	"github.com/pi2hop/pi2hop/flow/wire"
 )
 
 // Receiver-side frame rules (l4s-endpoints.md §4.2).
