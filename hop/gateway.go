@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 
+	"github.com/pi2hop/pi2hop/netsys"
 	"github.com/pi2hop/pi2hop/tun"
 )
 
@@ -39,7 +40,7 @@ type GatewaySpec struct {
 	LAN, WAN string // existing interfaces
 	// Journal records every change; nil means a journal of the gateway's
 	// own. Close undoes all of it.
-	Journal *tun.Journal
+	Journal *netsys.Journal
 	Tap     Tap // installed before the hop starts, if not nil
 }
 
@@ -61,13 +62,13 @@ func GatewayTables(name string) (up, down, prio int) {
 // its input interface: a rule of someone else's at the same table and
 // priority but on another interface is not ours. Without ifaces there is
 // nothing to sweep.
-func GatewayLeftovers(name string, ifaces ...string) []tun.Entry {
+func GatewayLeftovers(name string, ifaces ...string) []netsys.Entry {
 	up, down, prio := GatewayTables(name)
-	var es []tun.Entry
+	var es []netsys.Entry
 	for _, iif := range ifaces {
 		for _, table := range []int{up, down} {
 			for _, fam := range []int{4, 6} {
-				es = append(es, tun.Entry{Kind: tun.KindRule, Name: iif, Table: table, Priority: prio, Family: fam})
+				es = append(es, netsys.Entry{Kind: netsys.KindRule, Name: iif, Table: table, Priority: prio, Family: fam})
 			}
 		}
 	}
@@ -96,7 +97,7 @@ func NewGateway(ctx context.Context, spec GatewaySpec, cfg Config) (g *Gateway, 
 	}
 	j := spec.Journal
 	if j == nil {
-		j = tun.NewJournal(nil)
+		j = netsys.NewJournal(nil)
 	}
 	g = &Gateway{LAN: spec.LAN, WAN: spec.WAN, UpDev: spec.Name + "-up", DownDev: spec.Name + "-dn"}
 	g.UpTable, g.DownTable, g.RulePriority = GatewayTables(spec.Name)
@@ -107,7 +108,7 @@ func NewGateway(ctx context.Context, spec GatewaySpec, cfg Config) (g *Gateway, 
 		}
 	}()
 	for _, n := range []string{g.UpDev, g.DownDev} {
-		d, err := j.OpenTUNBackend("", n, cfg.withDefaults().MTU, cfg.TUN)
+		d, err := openTUN(j, "", n, cfg.withDefaults().MTU, cfg.TUN)
 		if err != nil {
 			return nil, err
 		}
@@ -118,10 +119,10 @@ func NewGateway(ctx context.Context, spec GatewaySpec, cfg Config) (g *Gateway, 
 		table    int
 	}{{g.LAN, g.UpDev, g.UpTable}, {g.WAN, g.DownDev, g.DownTable}} {
 		for fam, dst := range map[int]string{4: "0.0.0.0/0", 6: "::/0"} {
-			if err := j.AddRoute("", tun.Route{Dst: netip.MustParsePrefix(dst), Dev: r.dev, Table: r.table}); err != nil {
+			if err := j.AddRoute("", netsys.Route{Dst: netip.MustParsePrefix(dst), Dev: r.dev, Table: r.table}); err != nil {
 				return nil, err
 			}
-			if err := j.AddRule("", tun.Rule{Family: fam, IIF: r.iif, Table: r.table, Priority: g.RulePriority}); err != nil {
+			if err := j.AddRule("", netsys.Rule{Family: fam, IIF: r.iif, Table: r.table, Priority: g.RulePriority}); err != nil {
 				return nil, err
 			}
 		}
@@ -139,7 +140,7 @@ func NewGateway(ctx context.Context, spec GatewaySpec, cfg Config) (g *Gateway, 
 // accept packets coming back from the TUNs: the effective rp_filter of an
 // interface is the larger of "all" and its own, so strict (1) in "all"
 // becomes loose (2), and the TUNs' own are 0.
-func gatewaySysctls(j *tun.Journal, tuns ...string) error {
+func gatewaySysctls(j *netsys.Journal, tuns ...string) error {
 	type kv struct{ key, val string }
 	set := []kv{{"net/ipv4/ip_forward", "1"}, {"net/ipv6/conf/all/forwarding", "1"}}
 	for _, t := range tuns {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/pi2hop/pi2hop/aqm"
+	"github.com/pi2hop/pi2hop/netsys"
 	"github.com/pi2hop/pi2hop/pcap"
 	"github.com/pi2hop/pi2hop/shaper"
 	"github.com/pi2hop/pi2hop/tun"
@@ -51,7 +52,7 @@ func backendPair(t *testing.T, b tun.Backend, cfg Config) (*Pair, *countTap, *ba
 		if err := p.Close(); err != nil {
 			t.Errorf("close pair: %v", err)
 		}
-		if tun.NamespaceExists(p.ClientNS) || tun.NamespaceExists(p.ServerNS) {
+		if netsys.NamespaceExists(p.ClientNS) || netsys.NamespaceExists(p.ServerNS) {
 			t.Errorf("namespaces left behind")
 		}
 	})
@@ -203,7 +204,7 @@ func checkTap(t *testing.T, tap *countTap, s Snapshot) {
 func csumCounters(t *testing.T, ns string) map[string]uint64 {
 	t.Helper()
 	c := map[string]uint64{}
-	err := tun.Do(ns, func() error {
+	err := netsys.Do(ns, func() error {
 		for _, f := range [][3]string{{"netstat", "IpExt", "InCsumErrors"}, {"snmp", "Tcp", "InCsumErrors"}, {"snmp", "Udp", "InCsumErrors"}} {
 			v, err := snmpField(f[0], f[1], f[2])
 			if err != nil {

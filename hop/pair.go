@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 
+	"github.com/pi2hop/pi2hop/netsys"
 	"github.com/pi2hop/pi2hop/tun"
 )
 
@@ -36,7 +37,7 @@ type PairSpec struct {
 	Subnet6   netip.Prefix
 	// Journal records every change; nil means a journal of the pair's own.
 	// Close undoes all of it, including what the caller recorded there.
-	Journal *tun.Journal
+	Journal *netsys.Journal
 	// Tap, if not nil, is installed on the hop before it starts.
 	Tap Tap
 }
@@ -96,7 +97,7 @@ func NewPairWith(ctx context.Context, spec PairSpec, cfg Config) (p *Pair, err e
 				return nil, err
 			}
 		}
-		d, err := j.OpenTUNBackend(e.ns, e.dev, mtu, backend)
+		d, err := openTUN(j, e.ns, e.dev, mtu, backend)
 		if err != nil {
 			return nil, err
 		}
@@ -113,7 +114,7 @@ func NewPairWith(ctx context.Context, spec PairSpec, cfg Config) (p *Pair, err e
 			continue // never touch the host's default routes
 		}
 		for _, dst := range []string{"0.0.0.0/0", "::/0"} {
-			r := tun.Route{Dst: netip.MustParsePrefix(dst), Dev: e.dev}
+			r := netsys.Route{Dst: netip.MustParsePrefix(dst), Dev: e.dev}
 			if err := j.AddRoute(e.ns, r); err != nil {
 				return nil, err
 			}
@@ -139,13 +140,13 @@ func (s PairSpec) withDefaults() PairSpec {
 		s.Subnet6 = DefaultSubnet6
 	}
 	if s.Journal == nil {
-		s.Journal = tun.NewJournal(nil)
+		s.Journal = netsys.NewJournal(nil)
 	}
 	return s
 }
 
-// InClient runs f inside the client namespace (see tun.Do).
-func (p *Pair) InClient(f func() error) error { return tun.Do(p.ClientNS, f) }
+// InClient runs f inside the client namespace (see netsys.Do).
+func (p *Pair) InClient(f func() error) error { return netsys.Do(p.ClientNS, f) }
 
 // InServer runs f inside the server namespace ("" = the host's).
-func (p *Pair) InServer(f func() error) error { return tun.Do(p.ServerNS, f) }
+func (p *Pair) InServer(f func() error) error { return netsys.Do(p.ServerNS, f) }

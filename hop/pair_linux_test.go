@@ -17,7 +17,7 @@ import (
 	"github.com/pi2hop/pi2hop/aqm"
 	"github.com/pi2hop/pi2hop/internal/hoststeal"
 	"github.com/pi2hop/pi2hop/internal/roottest"
-	"github.com/pi2hop/pi2hop/tun"
+	"github.com/pi2hop/pi2hop/netsys"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 )
@@ -46,7 +46,7 @@ func newTestPairWith(t *testing.T, cfg Config, tap Tap) *Pair {
 		if err := p.Close(); err != nil {
 			t.Errorf("close pair: %v", err)
 		}
-		if tun.NamespaceExists(p.ClientNS) || tun.NamespaceExists(p.ServerNS) {
+		if netsys.NamespaceExists(p.ClientNS) || netsys.NamespaceExists(p.ServerNS) {
 			t.Errorf("namespaces left behind")
 		}
 	})
@@ -56,7 +56,7 @@ func newTestPairWith(t *testing.T, cfg Config, tap Tap) *Pair {
 // rxBytes returns the IP bytes received on dev in ns.
 func rxBytes(t *testing.T, ns, dev string) uint64 {
 	var n uint64
-	err := tun.Do(ns, func() error {
+	err := netsys.Do(ns, func() error {
 		l, err := netlink.LinkByName(dev)
 		if err != nil {
 			return err
@@ -306,7 +306,7 @@ func vethPathRTT(t *testing.T, n int) time.Duration {
 	t.Helper()
 	prefix := fmt.Sprintf("p2v%d%d", os.Getpid()%10000, pairSeq.Add(1))
 	a, b := prefix+"a", prefix+"b"
-	j := tun.NewJournal(nil)
+	j := netsys.NewJournal(nil)
 	t.Cleanup(func() {
 		if err := j.Undo(); err != nil {
 			t.Errorf("remove the veth path: %v", err)

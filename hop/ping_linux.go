@@ -12,7 +12,7 @@ import (
 
 	"github.com/pi2hop/pi2hop/aqm"
 	"github.com/pi2hop/pi2hop/dist"
-	"github.com/pi2hop/pi2hop/tun"
+	"github.com/pi2hop/pi2hop/netsys"
 	"golang.org/x/sys/unix"
 )
 
@@ -37,7 +37,7 @@ func MedianPing(ns string, dst netip.Addr, n int, gap time.Duration) (time.Durat
 		network, laddr, echo, reply = "ip6:ipv6-icmp", "::", 128, 129
 	}
 	var c *net.IPConn
-	if err := tun.Do(ns, func() error {
+	if err := netsys.Do(ns, func() error {
 		pc, err := net.ListenPacket(network, laddr)
 		if err != nil {
 			return err

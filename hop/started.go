@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 
+	"github.com/pi2hop/pi2hop/netsys"
 	"github.com/pi2hop/pi2hop/tun"
 )
 
@@ -13,7 +14,7 @@ import (
 // share of waiting and stopping.
 type started struct {
 	hop       *Hop
-	journal   *tun.Journal
+	journal   *netsys.Journal
 	done      chan struct{}
 	runErr    error
 	closeOnce sync.Once
@@ -22,7 +23,7 @@ type started struct {
 
 // startHop builds the hop between a topology's two devices (client side
 // first), installs tap and starts it in its own goroutine.
-func (s *started) startHop(ctx context.Context, cfg Config, devs []tun.Device, tap Tap, j *tun.Journal) (*Hop, error) {
+func (s *started) startHop(ctx context.Context, cfg Config, devs []tun.Device, tap Tap, j *netsys.Journal) (*Hop, error) {
 	h, err := New(cfg, devs[0], devs[1])
 	if err != nil {
 		return nil, err
@@ -40,11 +41,20 @@ func (s *started) startHop(ctx context.Context, cfg Config, devs []tun.Device, t
 
 // abandon closes devs and undoes j: what a topology does when building
 // it fails half way.
-func abandon(devs []tun.Device, j *tun.Journal) {
+func abandon(devs []tun.Device, j *netsys.Journal) {
 	for _, d := range devs {
 		d.Close()
 	}
 	j.Undo()
+}
+
+// openTUN opens TUN device name with backend b inside namespace ns ("" =
+// the host's), recorded in j first: closing the device removes it, and
+// the record covers a crash in between.
+func openTUN(j *netsys.Journal, ns, name string, mtu int, b tun.Backend) (tun.Device, error) {
+	var d tun.Device
+	err := j.AddLink(ns, name, func() (err error) { d, err = tun.OpenBackend(name, mtu, b); return err })
+	return d, err
 }
 
 // Done is closed when the hop has stopped; Err then says why.

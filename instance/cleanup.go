@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/pi2hop/pi2hop/hop"
-	"github.com/pi2hop/pi2hop/tun"
+	"github.com/pi2hop/pi2hop/netsys"
 )
 
 // leftovers lists, per command, what an instance of that name makes by
@@ -16,7 +16,7 @@ import (
 // state file is gone. A new topology adds its line here. The gateway's
 // policy rules are not named after the instance: they are swept only for
 // the interfaces given (see Cleanup).
-var leftovers = map[string]func(name string) []tun.Entry{
+var leftovers = map[string]func(name string) []netsys.Entry{
 	"shell": shellLeftovers,
 	"lab":   labLeftovers,
 	"share": shareLeftovers,
@@ -35,7 +35,7 @@ func Cleanup(name string, ifaces []string, out io.Writer) error {
 	if err := CheckName(name); err != nil {
 		return err
 	}
-	var entries []tun.Entry
+	var entries []netsys.Entry
 	command := ""
 	st, err := ReadState(name)
 	switch {
@@ -51,20 +51,20 @@ func Cleanup(name string, ifaces []string, out io.Writer) error {
 	for i := len(entries) - 1; i >= 0; i-- {
 		fmt.Fprintf(out, "undo %s\n", entries[i])
 	}
-	errs := []error{tun.UndoEntries(entries)}
+	errs := []error{netsys.UndoEntries(entries)}
 	// Its references on shared sysctls, also when the state file that
 	// recorded them is lost (with it, the undo above released them).
 	if err := checkRunDir(RunDir); err == nil {
-		errs = append(errs, tun.ReleaseSysctls(RunDir, name))
+		errs = append(errs, netsys.ReleaseSysctls(RunDir, name))
 	}
 	for cmd, l := range leftovers {
 		if command == "" || command == cmd {
-			errs = append(errs, tun.UndoEntries(l(name)))
+			errs = append(errs, netsys.UndoEntries(l(name)))
 		}
 	}
 	if rules := hop.GatewayLeftovers(name, ifaces...); len(rules) > 0 {
 		fmt.Fprintf(out, "sweeping gateway rules of %q for %s\n", name, strings.Join(ifaces, ", "))
-		errs = append(errs, tun.UndoEntries(rules))
+		errs = append(errs, netsys.UndoEntries(rules))
 	} else if st == nil && (command == "" || command == "run") {
 		_, _, prio := hop.GatewayTables(name)
 		fmt.Fprintf(out, "gateway rules at pref %d are swept only for the interfaces given (--lan IF --wan IF)\n", prio)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/pi2hop/pi2hop/hop"
 	"github.com/pi2hop/pi2hop/lan"
+	"github.com/pi2hop/pi2hop/netsys"
 	"github.com/pi2hop/pi2hop/pcap"
 	"github.com/pi2hop/pi2hop/tun"
 )
@@ -42,7 +43,7 @@ type Topology interface {
 type Env struct {
 	Name    string
 	Config  hop.Config // the hop to start, with Logger set
-	Journal *tun.Journal
+	Journal *netsys.Journal
 	Log     *slog.Logger
 	capture *pcap.Capture
 }
@@ -111,7 +112,7 @@ func Run(ctx context.Context, opt Options, topo Topology) (err error) {
 		stderr = io.Discard
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-	j := tun.NewJournal(nil)
+	j := netsys.NewJournal(nil)
 	if opt.Name != "" {
 		log = log.With("instance", opt.Name)
 		if j, err = claim(opt.Name, opt.Command); err != nil {

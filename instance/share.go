@@ -13,7 +13,7 @@ import (
 
 	"github.com/pi2hop/pi2hop/hop"
 	"github.com/pi2hop/pi2hop/lan"
-	"github.com/pi2hop/pi2hop/tun"
+	"github.com/pi2hop/pi2hop/netsys"
 )
 
 // Share makes this box the Internet Sharing hop of a LAN (pi2hop share),
@@ -122,8 +122,8 @@ func (t *Share) Start(ctx context.Context, env *Env) (*hop.Hop, error) {
 // shareLeftovers: the NAT table of a share of that name outlives its
 // process (the LAN's addresses and sysctls are known only from the state
 // file; the gateway's rules are swept for the interfaces given).
-func shareLeftovers(name string) []tun.Entry {
-	return []tun.Entry{{Kind: tun.KindNftTable, Name: natTable(name)}}
+func shareLeftovers(name string) []netsys.Entry {
+	return []netsys.Entry{{Kind: netsys.KindNftTable, Name: natTable(name)}}
 }
 
 // gatewayDownDev is the TUN hop.Gateway names NAME-dn, known before it

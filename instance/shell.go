@@ -16,7 +16,7 @@ import (
 
 	"github.com/pi2hop/pi2hop/hop"
 	"github.com/pi2hop/pi2hop/invoker"
-	"github.com/pi2hop/pi2hop/tun"
+	"github.com/pi2hop/pi2hop/netsys"
 )
 
 // Shell runs a command in a fresh network namespace behind the
@@ -52,10 +52,10 @@ func (e *ExitError) Error() string { return fmt.Sprintf("exit status %d", e.Code
 
 // shellLeftovers: the namespace and NAT table of a shell of that name
 // outlive its process.
-func shellLeftovers(name string) []tun.Entry {
-	return []tun.Entry{
-		{Kind: tun.KindNetns, Name: shellNS(name)},
-		{Kind: tun.KindNftTable, Name: natTable(name)},
+func shellLeftovers(name string) []netsys.Entry {
+	return []netsys.Entry{
+		{Kind: netsys.KindNetns, Name: shellNS(name)},
+		{Kind: netsys.KindNftTable, Name: natTable(name)},
 	}
 }
 
@@ -177,7 +177,7 @@ func shellSubnet() (netip.Prefix, netip.Prefix, error) {
 }
 
 // shellNAT forwards the namespace's traffic onward with the host's address.
-func shellNAT(j *tun.Journal, name string, sub4, sub6 netip.Prefix) error {
+func shellNAT(j *netsys.Journal, name string, sub4, sub6 netip.Prefix) error {
 	for _, k := range []string{"net/ipv4/ip_forward", "net/ipv6/conf/all/forwarding"} {
 		if err := j.SetSysctl("", k, "1"); err != nil {
 			return err

@@ -35,7 +35,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/pi2hop/pi2hop/tun"
+	"github.com/pi2hop/pi2hop/netsys"
 )
 
 // RunDir holds each live instance's state file and control socket.
@@ -110,9 +110,9 @@ type State struct {
 	// Start is the process's start time (field 22 of /proc/PID/stat, in
 	// clock ticks since boot): with the PID it names the process, as a
 	// PID alone may have been reused since.
-	Start   uint64      `json:"start,omitempty"`
-	Command string      `json:"command"`
-	Entries []tun.Entry `json:"entries"`
+	Start   uint64         `json:"start,omitempty"`
+	Command string         `json:"command"`
+	Entries []netsys.Entry `json:"entries"`
 }
 
 // ReadState reads instance name's state file.
@@ -222,11 +222,11 @@ func Leftovers() ([]Leftover, error) {
 // sysctls are counted in RunDir. The check and the first write are one
 // step under RunDir's lock, so two instances starting with one name
 // cannot both take it.
-func claim(name, command string) (*tun.Journal, error) {
+func claim(name, command string) (*netsys.Journal, error) {
 	if err := checkRunDir(RunDir); err != nil {
 		return nil, err
 	}
-	unlock, err := tun.LockDir(RunDir)
+	unlock, err := netsys.LockDir(RunDir)
 	if err != nil {
 		return nil, err
 	}
@@ -244,14 +244,14 @@ func claim(name, command string) (*tun.Journal, error) {
 		return nil, err
 	}
 	st := State{PID: os.Getpid(), Start: start, Command: command}
-	save := func(es []tun.Entry) error {
+	save := func(es []netsys.Entry) error {
 		st.Entries = es
 		return WriteState(name, &st)
 	}
 	if err := save(nil); err != nil {
 		return nil, err
 	}
-	j := tun.NewJournal(save)
+	j := netsys.NewJournal(save)
 	j.ShareSysctls(RunDir, name)
 	return j, nil
 }

@@ -4,7 +4,7 @@ import (
 	"context"
 
 	"github.com/pi2hop/pi2hop/hop"
-	"github.com/pi2hop/pi2hop/tun"
+	"github.com/pi2hop/pi2hop/netsys"
 )
 
 // Task is a topology that builds hops of its own, one after another (the
@@ -37,11 +37,11 @@ func LabPrefix(name string) string { return "p2l-" + name + "-" }
 
 // labLeftovers: a lab's namespaces outlive its process (the TUN devices
 // in them go with them).
-func labLeftovers(name string) []tun.Entry {
-	var es []tun.Entry
+func labLeftovers(name string) []netsys.Entry {
+	var es []netsys.Entry
 	for c := 'a'; c <= 'z'; c++ {
 		for _, end := range []string{"c", "s"} {
-			es = append(es, tun.Entry{Kind: tun.KindNetns, Name: LabPrefix(name) + string(c) + end})
+			es = append(es, netsys.Entry{Kind: netsys.KindNetns, Name: LabPrefix(name) + string(c) + end})
 		}
 	}
 	return es

@@ -7,5 +7,5 @@
 //
 // Sockets belong to the network namespace of the thread that creates
 // them, so a caller that serves a LAN inside a namespace creates these
-// servers inside tun.Do; they keep working from any goroutine after.
+// servers inside netsys.Do; they keep working from any goroutine after.
 package lan

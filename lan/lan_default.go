@@ -9,7 +9,7 @@ import (
 	"net/netip"
 	"time"
 
-	"github.com/pi2hop/pi2hop/tun"
+	"github.com/pi2hop/pi2hop/netsys"
 )
 
 var errUnsupported = errors.New("lan: needs Linux")
@@ -38,8 +38,8 @@ func NewAdvertiser(cfg RAConfig, wait time.Duration, log *slog.Logger) (*Adverti
 func (a *Advertiser) Serve() error { return errUnsupported }
 func (a *Advertiser) Close() error { return nil }
 
-func StartShare(j *tun.Journal, cfg ShareConfig) (*Share, error) { return nil, errUnsupported }
-func (s *Share) Close() error                                    { return nil }
-func (s *Share) Err() <-chan error                               { return nil }
-func (s *Share) Leases() []Lease                                 { return nil }
-func (s *Share) Clients() ([]Client, error)                      { return nil, errUnsupported }
+func StartShare(j *netsys.Journal, cfg ShareConfig) (*Share, error) { return nil, errUnsupported }
+func (s *Share) Close() error                                       { return nil }
+func (s *Share) Err() <-chan error                                  { return nil }
+func (s *Share) Leases() []Lease                                    { return nil }
+func (s *Share) Clients() ([]Client, error)                         { return nil, errUnsupported }

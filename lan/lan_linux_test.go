@@ -16,7 +16,7 @@ import (
 
 	"github.com/miekg/dns"
 	"github.com/pi2hop/pi2hop/internal/roottest"
-	"github.com/pi2hop/pi2hop/tun"
+	"github.com/pi2hop/pi2hop/netsys"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 )
@@ -50,7 +50,7 @@ func newLANTopology(t *testing.T, bare bool) lanTopology {
 	nameSeq++
 	base := fmt.Sprintf("p2l%d%d", os.Getpid()%10000, nameSeq)
 	n := lanTopology{box: base + "x", a: base + "a", b: base + "b", inet: base + "i"}
-	j := tun.NewJournal(nil)
+	j := netsys.NewJournal(nil)
 	t.Cleanup(func() {
 		if err := j.Undo(); err != nil {
 			t.Errorf("cleanup: %v", err)
@@ -69,7 +69,7 @@ func newLANTopology(t *testing.T, bare bool) lanTopology {
 	must(j.AddVeth(n.box, "pb", n.b, "eth0"))
 	must(j.AddVeth(n.box, "wan0", n.inet, "eth0"))
 	// The bridge goes with the box's namespace.
-	must(tun.Do(n.box, func() error {
+	must(netsys.Do(n.box, func() error {
 		br := &netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: "br0"}}
 		if err := netlink.LinkAdd(br); err != nil {
 			return err
@@ -96,7 +96,7 @@ func newLANTopology(t *testing.T, bare bool) lanTopology {
 // inNS runs f in namespace ns or fails the test.
 func inNS(t *testing.T, ns string, f func() error) {
 	t.Helper()
-	if err := tun.Do(ns, f); err != nil {
+	if err := netsys.Do(ns, f); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -356,7 +356,7 @@ func TestProbeNamesAnotherServer(t *testing.T) {
 		t.Fatalf("probe on a LAN without a DHCP server found %v", o)
 	}
 	// Device b runs a DHCP server of its own on the LAN.
-	j := tun.NewJournal(nil)
+	j := netsys.NewJournal(nil)
 	t.Cleanup(func() { j.Undo() })
 	if err := j.AddAddr(n.b, "eth0", netip.MustParsePrefix("192.168.2.254/24")); err != nil {
 		t.Fatal(err)
@@ -378,7 +378,7 @@ func dialIn(ns string) func(ctx context.Context, network, addr string) (net.Conn
 		ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 		defer cancel()
 		var c net.Conn
-		err := tun.Do(ns, func() (err error) {
+		err := netsys.Do(ns, func() (err error) {
 			var d net.Dialer
 			c, err = d.DialContext(ctx, network, addr)
 			return
@@ -390,7 +390,7 @@ func dialIn(ns string) func(ctx context.Context, network, addr string) (net.Conn
 func TestDNSFromDeviceThroughForwarder(t *testing.T) {
 	needRoot(t)
 	n := newLANTopology(t, false)
-	j := tun.NewJournal(nil)
+	j := netsys.NewJournal(nil)
 	t.Cleanup(func() { j.Undo() })
 	if err := j.AddAddr(n.a, "eth0", netip.MustParsePrefix("192.168.2.50/24")); err != nil {
 		t.Fatal(err)
@@ -503,7 +503,7 @@ func TestRouterAdvertisementsGiveDevicesIPv6(t *testing.T) {
 	needRoot(t)
 	n := newLANTopology(t, false)
 	prefix := NewULA()
-	j := tun.NewJournal(nil)
+	j := netsys.NewJournal(nil)
 	t.Cleanup(func() { j.Undo() })
 	if err := j.AddAddr(n.box, "br0", netip.PrefixFrom(RouterAddr6(prefix), 64)); err != nil {
 		t.Fatal(err)

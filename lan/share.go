@@ -31,7 +31,7 @@ type ShareConfig struct {
 	Table      string        // nftables table for NAT and counting, e.g. "pi2hop-NAME"
 	// WANSide, when a hop loops the LAN's traffic through TUN devices of
 	// this box (hop.Gateway), are the WAN and the TUN the hop writes
-	// uplink packets into: see tun.NAT.WANSide. Empty without such a hop.
+	// uplink packets into: see netsys.NAT.WANSide. Empty without such a hop.
 	WANSide []string
 	Log     *slog.Logger
 }

@@ -10,7 +10,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/pi2hop/pi2hop/tun"
+	"github.com/pi2hop/pi2hop/netsys"
 	"github.com/vishvananda/netlink"
 )
 
@@ -19,7 +19,7 @@ import (
 // Every change to the system is recorded in j before it is made, so
 // j.Undo removes it; on error Start closes what it started, and the
 // caller undoes j.
-func StartShare(j *tun.Journal, cfg ShareConfig) (*Share, error) {
+func StartShare(j *netsys.Journal, cfg ShareConfig) (*Share, error) {
 	if cfg.LAN == "" || cfg.WAN == "" || cfg.LAN == cfg.WAN {
 		return nil, fmt.Errorf("lan: share: LAN %q and WAN %q: want two distinct devices", cfg.LAN, cfg.WAN)
 	}
@@ -33,7 +33,7 @@ func StartShare(j *tun.Journal, cfg ShareConfig) (*Share, error) {
 		cfg.ProbeWait = 2 * time.Second
 	}
 	for _, dev := range []string{cfg.LAN, cfg.WAN} {
-		if err := tun.Do(cfg.NS, func() error { _, err := netlink.LinkByName(dev); return err }); err != nil {
+		if err := netsys.Do(cfg.NS, func() error { _, err := netlink.LinkByName(dev); return err }); err != nil {
 			return nil, fmt.Errorf("lan: share: device %q: %w", dev, err)
 		}
 	}
@@ -51,7 +51,7 @@ func StartShare(j *tun.Journal, cfg ShareConfig) (*Share, error) {
 	s := &Share{Subnet: cfg.Subnet.Masked(), Router: RouterAddr(cfg.Subnet), cfg: cfg, errs: make(chan error, 3)}
 
 	// The LAN must be up for the probe and for serving.
-	if err := tun.Do(cfg.NS, func() error {
+	if err := netsys.Do(cfg.NS, func() error {
 		l, err := netlink.LinkByName(cfg.LAN)
 		if err == nil {
 			err = netlink.LinkSetUp(l)
@@ -62,7 +62,7 @@ func StartShare(j *tun.Journal, cfg ShareConfig) (*Share, error) {
 	}
 	if cfg.ProbeWait > 0 {
 		var other *OtherServer
-		if err := tun.Do(cfg.NS, func() (err error) { other, err = ProbeDHCP(cfg.LAN, cfg.ProbeWait); return }); err != nil {
+		if err := netsys.Do(cfg.NS, func() (err error) { other, err = ProbeDHCP(cfg.LAN, cfg.ProbeWait); return }); err != nil {
 			return nil, err
 		}
 		if other != nil {
@@ -109,7 +109,7 @@ func StartShare(j *tun.Journal, cfg ShareConfig) (*Share, error) {
 			return nil, err
 		}
 	}
-	if err := j.AddNAT(cfg.NS, tun.NAT{Table: cfg.Table, Out: cfg.WAN, Sources: srcs, CountLAN: cfg.LAN, WANSide: cfg.WANSide}); err != nil {
+	if err := j.AddNAT(cfg.NS, netsys.NAT{Table: cfg.Table, Out: cfg.WAN, Sources: srcs, CountLAN: cfg.LAN, WANSide: cfg.WANSide}); err != nil {
 		return nil, err
 	}
 
@@ -119,7 +119,7 @@ func StartShare(j *tun.Journal, cfg ShareConfig) (*Share, error) {
 	if cfg.NS != "" {
 		dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
 			var c net.Conn
-			err := tun.Do(cfg.NS, func() (err error) {
+			err := netsys.Do(cfg.NS, func() (err error) {
 				var d net.Dialer
 				c, err = d.DialContext(ctx, network, addr)
 				return
@@ -127,7 +127,7 @@ func StartShare(j *tun.Journal, cfg ShareConfig) (*Share, error) {
 			return c, err
 		}
 	}
-	err = tun.Do(cfg.NS, func() error {
+	err = netsys.Do(cfg.NS, func() error {
 		var err error
 		s.dhcp, err = NewDHCPServer(DHCPConfig{Iface: cfg.LAN, Subnet: s.Subnet, Router: s.Router,
 			LeaseTime: cfg.LeaseTime, Leases: cfg.Leases, OnChange: cfg.OnLeases}, cfg.Log)
@@ -198,12 +198,12 @@ func (s *Share) Leases() []Lease { return s.dhcp.Leases() }
 // IPv6 address belongs to the device whose MAC the box's neighbour table
 // has for it. Addresses of no known device are listed with an empty MAC.
 func (s *Share) Clients() ([]Client, error) {
-	counts, err := tun.ClientBytes(s.cfg.NS, s.cfg.Table)
+	counts, err := netsys.ClientBytes(s.cfg.NS, s.cfg.Table)
 	if err != nil {
 		return nil, err
 	}
 	macOf := map[netip.Addr]string{}
-	err = tun.Do(s.cfg.NS, func() error {
+	err = netsys.Do(s.cfg.NS, func() error {
 		l, err := netlink.LinkByName(s.cfg.LAN)
 		if err != nil {
 			return err

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
-	"github.com/pi2hop/pi2hop/tun"
+	"github.com/pi2hop/pi2hop/netsys"
 	"github.com/vishvananda/netlink"
 )
 
@@ -23,13 +23,13 @@ var (
 // withWAN6 gives the box's WAN IPv6 and default routes towards inet.
 func withWAN6(t *testing.T, n lanTopology) {
 	t.Helper()
-	j := tun.NewJournal(nil)
+	j := netsys.NewJournal(nil)
 	t.Cleanup(func() { j.Undo() })
 	for _, err := range []error{
 		j.AddAddr(n.box, "wan0", boxWAN6),
 		j.AddAddr(n.inet, "eth0", inetAddr6),
-		j.AddRoute(n.box, tun.Route{Dst: netip.MustParsePrefix("::/0"), Dev: "wan0", Gw: inetAddr6.Addr()}),
-		j.AddRoute(n.box, tun.Route{Dst: netip.MustParsePrefix("0.0.0.0/0"), Dev: "wan0", Gw: inetAddr.Addr()}),
+		j.AddRoute(n.box, netsys.Route{Dst: netip.MustParsePrefix("::/0"), Dev: "wan0", Gw: inetAddr6.Addr()}),
+		j.AddRoute(n.box, netsys.Route{Dst: netip.MustParsePrefix("0.0.0.0/0"), Dev: "wan0", Gw: inetAddr.Addr()}),
 	} {
 		if err != nil {
 			t.Fatal(err)
@@ -120,9 +120,9 @@ func TestShareServesADevice(t *testing.T) {
 	n := newLANTopology(t, true)
 	withWAN6(t, n)
 	seen := inetServers(t, n)
-	fwdBefore, _ := tun.ReadSysctl(n.box, "net/ipv4/ip_forward")
+	fwdBefore, _ := netsys.ReadSysctl(n.box, "net/ipv4/ip_forward")
 
-	j := tun.NewJournal(nil)
+	j := netsys.NewJournal(nil)
 	undone := false
 	t.Cleanup(func() {
 		if !undone {
@@ -196,10 +196,10 @@ func TestShareServesADevice(t *testing.T) {
 	if err := j.Undo(); err != nil {
 		t.Fatalf("undo: %v", err)
 	}
-	if ok, _ := tun.NftTableExists(n.box, "p2l-share"); ok {
+	if ok, _ := netsys.NftTableExists(n.box, "p2l-share"); ok {
 		t.Error("nftables table left after undo")
 	}
-	if v, _ := tun.ReadSysctl(n.box, "net/ipv4/ip_forward"); v != fwdBefore {
+	if v, _ := netsys.ReadSysctl(n.box, "net/ipv4/ip_forward"); v != fwdBefore {
 		t.Errorf("ip_forward %s after undo, was %s", v, fwdBefore)
 	}
 	inNS(t, n.box, func() error {
@@ -220,7 +220,7 @@ func TestShareServesADevice(t *testing.T) {
 func TestShareRefuses(t *testing.T) {
 	needRoot(t)
 	n := newLANTopology(t, true)
-	j := tun.NewJournal(nil)
+	j := netsys.NewJournal(nil)
 	t.Cleanup(func() { j.Undo() })
 	base := ShareConfig{NS: n.box, LAN: "br0", WAN: "wan0", Table: "p2l-share", NoIPv6: true,
 		DNS: []netip.AddrPort{netip.MustParseAddrPort("10.78.0.2:53")}, ProbeWait: time.Second}
@@ -256,7 +256,7 @@ func TestShareRefuses(t *testing.T) {
 func TestShareWithoutWANIPv6(t *testing.T) {
 	needRoot(t)
 	n := newLANTopology(t, true) // wan0 has only 10.78.0.1/24
-	j := tun.NewJournal(nil)
+	j := netsys.NewJournal(nil)
 	t.Cleanup(func() { j.Undo() })
 	sh, err := StartShare(j, ShareConfig{NS: n.box, LAN: "br0", WAN: "wan0", Table: "p2l-share4",
 		DNS: []netip.AddrPort{netip.MustParseAddrPort("10.78.0.2:53")}, ProbeWait: -1})

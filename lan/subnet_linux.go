@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"net/netip"
 
-	"github.com/pi2hop/pi2hop/tun"
+	"github.com/pi2hop/pi2hop/netsys"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 )
@@ -13,7 +13,7 @@ import (
 // of namespace ns ("" = the host's), for CheckSubnet and ChooseSubnet.
 func BoxInUse(ns string) ([]InUse, error) {
 	var used []InUse
-	err := tun.Do(ns, func() error {
+	err := netsys.Do(ns, func() error {
 		h, err := netlink.NewHandle()
 		if err != nil {
 			return err
@@ -83,7 +83,7 @@ func prefixOf(ip []byte, mask []byte) (netip.Prefix, bool) {
 // to advertise a router for.
 func WANHasIPv6(ns, wan string) (bool, error) {
 	var has bool
-	err := tun.Do(ns, func() error {
+	err := netsys.Do(ns, func() error {
 		h, err := netlink.NewHandle()
 		if err != nil {
 			return err

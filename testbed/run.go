@@ -8,11 +8,11 @@ import (
 
 	"github.com/pi2hop/pi2hop/dist"
 	"github.com/pi2hop/pi2hop/hop"
+	"github.com/pi2hop/pi2hop/netsys"
 	"github.com/pi2hop/pi2hop/pcap"
 	"github.com/pi2hop/pi2hop/shaper"
 	"github.com/pi2hop/pi2hop/testbed/metrics"
 	"github.com/pi2hop/pi2hop/testbed/report"
-	"github.com/pi2hop/pi2hop/tun"
 )
 
 // Options steer a lab beyond its Config.
@@ -31,7 +31,7 @@ type Options struct {
 	// Journal, if not nil, records each run's namespaces and devices (a
 	// named instance's, saved to its state file, so a cleanup removes
 	// what a killed lab left); each run's teardown undoes it.
-	Journal *tun.Journal
+	Journal *netsys.Journal
 }
 
 // DefaultPrefix is the start of the names of this process's lab
@@ -138,7 +138,7 @@ func finish(rep *report.Report, cfg Config) {
 // runOne builds a topology for sp, runs its flows and collects what they
 // and the hop saw. The topology is torn down before it returns, whatever
 // happens; the result is usable (possibly partial) even with an error.
-func runOne(ctx context.Context, sp RunSpec, prefix string, tap hop.Tap, cpuLatency time.Duration, j *tun.Journal) (res *runResult, err error) {
+func runOne(ctx context.Context, sp RunSpec, prefix string, tap hop.Tap, cpuLatency time.Duration, j *netsys.Journal) (res *runResult, err error) {
 	res = &runResult{spec: sp}
 	dir := hop.DirConfig{
 		Link:  shaper.Config{Rate: shaper.Const{BitsPerSecond: sp.RateBps}, Delay: int64(sp.RTT / 2), Aggregate: sp.Aggregate},
@@ -161,7 +161,7 @@ func runOne(ctx context.Context, sp RunSpec, prefix string, tap hop.Tap, cpuLate
 		if sp.TCPECN {
 			ecn = "1"
 		}
-		if err := tun.WriteSysctl(ns, "net/ipv4/tcp_ecn", ecn); err != nil {
+		if err := netsys.WriteSysctl(ns, "net/ipv4/tcp_ecn", ecn); err != nil {
 			return res, err
 		}
 	}

@@ -1,7 +1,7 @@
-// Package tun opens TUN devices and prepares the network around them:
-// namespaces, links, addresses, routes, policy rules and sysctls, each
-// change recorded in a Journal so that it can be undone in reverse order,
-// by this process on exit or by a later one after a crash.
+// Package tun opens TUN devices: the network devices through which the
+// hop reads the packets the kernel routes into it and writes them back.
+// Where a device lives (its namespace) and the routes into it are the
+// caller's: see package netsys, which journals such changes.
 //
 // The data path sees only Device (and, on Linux, Pollable). Two backends
 // serve it: the offload one (IFF_VNET_HDR, TSO/USO super-packets split on
@@ -121,14 +121,10 @@ type DropCounter interface {
 	RingDrops() (uint64, error)
 }
 
-// ErrUnsupported is returned on systems without Linux TUN and netlink.
-var ErrUnsupported = errors.New("tun: TUN devices and network namespaces are supported on Linux only")
+// ErrUnsupported is returned on systems without Linux TUN devices.
+var ErrUnsupported = errors.New("tun: TUN devices are supported on Linux only")
 
 // DefaultTxQueueLen is the TUN ring length set on devices we open: the
 // kernel's default for TUN (500). The hop drains the ring in batches, so the
 // backlog sits in its AQM, not here; drops here are reported as ring drops.
 const DefaultTxQueueLen = 500
-
-// NetnsDir is where named namespaces are bind-mounted, as by `ip netns add`,
-// so `ip netns exec NAME ...` works on ours.
-const NetnsDir = "/run/netns"

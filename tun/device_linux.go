@@ -46,7 +46,7 @@ type waterDevice struct {
 }
 
 // Open creates TUN device name in the calling thread's network namespace
-// (see OpenIn for another one) with the default backend (BackendOffload,
+// (run it inside netsys.Do for another one) with the default backend (BackendOffload,
 // falling back to water), sets its MTU and txqueuelen and brings it up.
 // The device disappears when it is closed.
 func Open(name string, mtu int) (Device, error) { return OpenBackend(name, mtu, BackendOffload) }

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pi2hop/pi2hop/netsys"
 	"golang.org/x/sys/unix"
 )
 
@@ -36,7 +37,7 @@ type offloadPair struct {
 
 func newOffloadPair(t *testing.T, backend Backend, partial bool) *offloadPair {
 	t.Helper()
-	j := NewJournal(nil)
+	j := netsys.NewJournal(nil)
 	p := &offloadPair{nsA: testName(t), nsB: testName(t), errs: make(chan error, 2), partial: partial}
 	p.addrA = [2]netip.Addr{netip.MustParseAddr("10.253.0.2"), netip.MustParseAddr("fd00:253::2")}
 	p.addrB = [2]netip.Addr{netip.MustParseAddr("10.253.0.1"), netip.MustParseAddr("fd00:253::1")}
@@ -57,7 +58,7 @@ func newOffloadPair(t *testing.T, backend Backend, partial bool) *offloadPair {
 		if err := j.NewNamespace(end.ns); err != nil {
 			t.Fatal(err)
 		}
-		d, err := j.OpenTUNBackend(end.ns, "p2o0", 1500, backend)
+		d, err := openIn(j, end.ns, "p2o0", 1500, backend)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -185,7 +186,7 @@ func snmpCounter(file, proto, name string) (uint64, error) {
 func csumErrors(t *testing.T, ns string) map[string]uint64 {
 	t.Helper()
 	out := map[string]uint64{}
-	err := Do(ns, func() error {
+	err := netsys.Do(ns, func() error {
 		for _, c := range []struct{ file, proto string }{{"snmp", "Tcp"}, {"snmp", "Udp"}, {"snmp6", "Udp6"}} {
 			v, err := snmpCounter(c.file, c.proto, "InCsumErrors")
 			if err != nil {
@@ -204,12 +205,12 @@ func csumErrors(t *testing.T, ns string) map[string]uint64 {
 func TestOffloadOpensWithTSO(t *testing.T) {
 	needRoot(t)
 	ns := testName(t)
-	j := NewJournal(nil)
+	j := netsys.NewJournal(nil)
 	t.Cleanup(func() { j.Undo() })
 	if err := j.NewNamespace(ns); err != nil {
 		t.Fatal(err)
 	}
-	d, err := j.OpenTUNBackend(ns, "p2o0", 1500, BackendOffload)
+	d, err := openIn(j, ns, "p2o0", 1500, BackendOffload)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,7 +224,7 @@ func TestOffloadOpensWithTSO(t *testing.T) {
 		t.Errorf("offloads %v, want at least %v", od.Offloads(), want)
 	}
 	t.Logf("kernel accepted: %v", od.Offloads())
-	w, err := j.OpenTUNBackend(ns, "p2o1", 1500, BackendWater)
+	w, err := openIn(j, ns, "p2o1", 1500, BackendWater)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -291,7 +292,7 @@ func sendTCP(t *testing.T, p *offloadPair, fam int, n int) {
 		data[i] = byte(r.Uint32())
 	}
 	var ln net.Listener
-	err := Do(p.nsB, func() (err error) {
+	err := netsys.Do(p.nsB, func() (err error) {
 		ln, err = net.Listen("tcp", netip.AddrPortFrom(p.addrB[fam], 0).String())
 		return err
 	})
@@ -312,7 +313,7 @@ func sendTCP(t *testing.T, p *offloadPair, fam int, n int) {
 		got <- b
 	}()
 	var c net.Conn
-	err = Do(p.nsA, func() (err error) {
+	err = netsys.Do(p.nsA, func() (err error) {
 		d := net.Dialer{Timeout: 10 * time.Second}
 		c, err = d.DialContext(context.Background(), "tcp", ln.Addr().String())
 		return err
@@ -378,7 +379,7 @@ func sendUDPGSO(t *testing.T, p *offloadPair, fam int) {
 		ect1    = 0x01
 	)
 	var rc *net.UDPConn
-	err := Do(p.nsB, func() (err error) {
+	err := netsys.Do(p.nsB, func() (err error) {
 		rc, err = net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.AddrPortFrom(p.addrB[fam], 0)))
 		return err
 	})
@@ -397,7 +398,7 @@ func sendUDPGSO(t *testing.T, p *offloadPair, fam int) {
 		return unix.SetsockoptInt(fd, unix.IPPROTO_IPV6, unix.IPV6_RECVTCLASS, 1)
 	})
 	var sc *net.UDPConn
-	err = Do(p.nsA, func() (err error) {
+	err = netsys.Do(p.nsA, func() (err error) {
 		sc, err = net.DialUDP("udp", nil, rc.LocalAddr().(*net.UDPAddr))
 		return err
 	})
@@ -485,12 +486,12 @@ func recvTOS(oob []byte) (uint8, bool) {
 func TestOffloadDeviceAllocatesNothing(t *testing.T) {
 	needRoot(t)
 	ns := testName(t)
-	j := NewJournal(nil)
+	j := netsys.NewJournal(nil)
 	t.Cleanup(func() { j.Undo() })
 	if err := j.NewNamespace(ns); err != nil {
 		t.Fatal(err)
 	}
-	d, err := j.OpenTUNBackend(ns, "p2o0", 1500, BackendOffload)
+	d, err := openIn(j, ns, "p2o0", 1500, BackendOffload)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -532,14 +533,14 @@ func TestOffloadDeviceAllocatesNothing(t *testing.T) {
 func TestOffloadReadAllocatesNothing(t *testing.T) {
 	needRoot(t)
 	ns := testName(t)
-	j := NewJournal(nil)
+	j := netsys.NewJournal(nil)
 	t.Cleanup(func() { j.Undo() })
 	if err := j.NewNamespace(ns); err != nil {
 		t.Fatal(err)
 	}
 	// No IPv6 in the namespace: its router solicitations and MLD reports
 	// would be read in place of the packets counted here.
-	err := Do(ns, func() error {
+	err := netsys.Do(ns, func() error {
 		for _, c := range []string{"all", "default"} {
 			if err := os.WriteFile("/proc/sys/net/ipv6/conf/"+c+"/disable_ipv6", []byte("1"), 0o644); err != nil {
 				return err
@@ -550,7 +551,7 @@ func TestOffloadReadAllocatesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := j.OpenTUNBackend(ns, "p2o0", 1500, BackendOffload)
+	d, err := openIn(j, ns, "p2o0", 1500, BackendOffload)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -565,7 +566,7 @@ func TestOffloadReadAllocatesNothing(t *testing.T) {
 	// device: UDP_SEGMENT turns each send of 8 x 1200 bytes into one
 	// super-packet.
 	var fd int
-	err = Do(ns, func() error {
+	err = netsys.Do(ns, func() error {
 		var err error
 		if fd, err = unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0); err != nil {
 			return err

@@ -3,14 +3,11 @@ package tun
 import (
 	"errors"
 	"fmt"
-	"net/netip"
 	"os"
-	"path/filepath"
-	"reflect"
 	"testing"
 
 	"github.com/pi2hop/pi2hop/internal/roottest"
-	"github.com/vishvananda/netlink"
+	"github.com/pi2hop/pi2hop/netsys"
 )
 
 var nameSeq int
@@ -26,141 +23,23 @@ func needRoot(t *testing.T, tools ...string) {
 	roottest.Need(t, tools...)
 }
 
-func TestJournalBuildsAndUndoes(t *testing.T) {
-	needRoot(t)
-	state := filepath.Join(t.TempDir(), "state.json")
-	j := NewJournal(SaveFile(state))
-	t.Cleanup(func() { j.Undo() })
-	ns := testName(t)
-	if err := j.NewNamespace(ns); err != nil {
-		t.Fatal(err)
-	}
-	dev, err := j.OpenTUN(ns, ns+"t", 1400)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dev.Close()
-	if err := j.AddAddr(ns, dev.Name(), netip.MustParsePrefix("10.254.7.1/24")); err != nil {
-		t.Fatal(err)
-	}
-	if err := j.AddAddr(ns, dev.Name(), netip.MustParsePrefix("fd00:254:7::1/64")); err != nil {
-		t.Fatal(err)
-	}
-	if err := j.AddRoute(ns, Route{Dst: netip.MustParsePrefix("10.254.8.0/24"), Dev: dev.Name(), Table: 100}); err != nil {
-		t.Fatal(err)
-	}
-	if err := j.AddRule(ns, Rule{Family: 4, IIF: "lo", Table: 100, Priority: 1234}); err != nil {
-		t.Fatal(err)
-	}
-	if err := j.AddRule(ns, Rule{Family: 6, IIF: "lo", Table: 100, Priority: 1234}); err != nil {
-		t.Fatal(err)
-	}
-	if err := j.SetSysctl(ns, "net/ipv4/ip_forward", "1"); err != nil {
-		t.Fatal(err)
-	}
-	if v, _ := ReadSysctl(ns, "net/ipv4/ip_forward"); v != "1" {
-		t.Errorf("ip_forward in %s = %q, want 1", ns, v)
-	}
-	hostFwd, _ := ReadSysctl("", "net/ipv4/ip_forward")
-	if err := j.SetSysctl(ns, "net/ipv4/ip_forward", "1"); err != nil {
-		t.Fatal(err)
-	}
-
-	saved, err := LoadFile(state)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(saved) != 8 {
-		t.Errorf("state file holds %d entries, want 8: %v", len(saved), saved)
-	}
-
-	err = Do(ns, func() error {
-		l, err := netlink.LinkByName(dev.Name())
-		if err != nil {
-			return err
-		}
-		if l.Attrs().MTU != 1400 || l.Attrs().TxQLen != DefaultTxQueueLen {
-			t.Errorf("mtu %d txqlen %d, want 1400 %d", l.Attrs().MTU, l.Attrs().TxQLen, DefaultTxQueueLen)
-		}
-		rules, err := netlink.RuleList(netlink.FAMILY_ALL)
-		if err != nil {
-			return err
-		}
-		n := 0
-		for _, r := range rules {
-			if r.Priority == 1234 {
-				n++
-			}
-		}
-		if n != 2 {
-			t.Errorf("%d rules at priority 1234, want 2", n)
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if v, _ := ReadSysctl("", "net/ipv4/ip_forward"); v != hostFwd {
-		t.Errorf("host ip_forward changed to %q", v)
-	}
-	if _, err := netlink.LinkByName(dev.Name()); err == nil {
-		t.Errorf("device %s visible in the host namespace", dev.Name())
-	}
-
-	dev.Close()
-	if err := j.Undo(); err != nil {
-		t.Fatalf("undo: %v", err)
-	}
-	if NamespaceExists(ns) {
-		t.Errorf("namespace %s left behind", ns)
-	}
-	if saved, _ := LoadFile(state); len(saved) != 0 {
-		t.Errorf("state file still holds %v", saved)
-	}
-}
-
-func TestUndoSysctlAndRulesInHostStyleNamespace(t *testing.T) {
-	needRoot(t)
-	ns := testName(t)
-	outer := NewJournal(nil)
-	t.Cleanup(func() { outer.Undo() })
-	if err := outer.NewNamespace(ns); err != nil {
-		t.Fatal(err)
-	}
-	// A second journal changes things inside; a third process would read
-	// its entries from the state file: undo them from the list alone.
-	j := NewJournal(nil)
-	if err := j.SetSysctl(ns, "net/ipv4/conf/all/rp_filter", "2"); err != nil {
-		t.Fatal(err)
-	}
-	if err := j.AddRule(ns, Rule{Family: 4, IIF: "lo", Table: 77, Priority: 777}); err != nil {
-		t.Fatal(err)
-	}
-	before, _ := ReadSysctl(ns, "net/ipv4/conf/all/rp_filter")
-	if before != "2" {
-		t.Fatalf("rp_filter = %q, want 2", before)
-	}
-	if err := UndoEntries(j.Entries()); err != nil {
-		t.Fatal(err)
-	}
-	if v, _ := ReadSysctl(ns, "net/ipv4/conf/all/rp_filter"); v == "2" {
-		t.Errorf("rp_filter not restored")
-	}
-	// Undoing twice finds everything gone, which is not an error.
-	if err := UndoEntries(j.Entries()); err != nil {
-		t.Errorf("second undo: %v", err)
-	}
+// openIn opens device name with backend b inside namespace ns, recorded
+// in j so that its Undo removes it if the test dies before Close.
+func openIn(j *netsys.Journal, ns, name string, mtu int, b Backend) (Device, error) {
+	var d Device
+	err := j.AddLink(ns, name, func() (err error) { d, err = OpenBackend(name, mtu, b); return err })
+	return d, err
 }
 
 func TestTUNReadWriteAndClose(t *testing.T) {
 	needRoot(t)
 	ns := testName(t)
-	j := NewJournal(nil)
+	j := netsys.NewJournal(nil)
 	t.Cleanup(func() { j.Undo() })
 	if err := j.NewNamespace(ns); err != nil {
 		t.Fatal(err)
 	}
-	d, err := j.OpenTUN(ns, ns+"t", 1500)
+	d, err := openIn(j, ns, ns+"t", 1500, BackendOffload)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,27 +77,5 @@ func TestTUNReadWriteAndClose(t *testing.T) {
 	}
 	if _, err := p.TryRead(bufs, sizes); err != os.ErrClosed {
 		t.Errorf("TryRead after Close = %v, want os.ErrClosed", err)
-	}
-}
-
-func TestUndoKeepsWhatFailedOnRecord(t *testing.T) {
-	var saved [][]Entry
-	j := NewJournal(func(es []Entry) error { saved = append(saved, es); return nil })
-	bad := Entry{Kind: "no-such-kind", Name: "x"}
-	gone := Entry{Kind: KindNetns, Name: "p2t-never-made"}
-	for _, e := range []Entry{bad, gone} {
-		if _, err := j.record(e); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := j.Undo(); err == nil {
-		t.Fatal("undoing an unknown kind of change succeeded")
-	}
-	if got := j.Entries(); !reflect.DeepEqual(got, []Entry{bad}) {
-		t.Errorf("after undo the journal holds %v, want only the failed %v", got, bad)
-	}
-	// Saved after each step: first without the undone entry.
-	if last := saved[len(saved)-1]; !reflect.DeepEqual(last, []Entry{bad}) {
-		t.Errorf("last saved state %v, want %v", last, []Entry{bad})
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pi2hop/pi2hop/hop"
+	"github.com/pi2hop/pi2hop/netsys"
 	"github.com/pi2hop/pi2hop/shaper"
 	"github.com/pi2hop/pi2hop/tun"
 	"golang.org/x/sys/unix"
@@ -209,13 +210,13 @@ func nanotime() int64 { return int64(time.Since(start)) }
 // the data direction (client to server) only; the ACKs are written as
 // they come.
 type minimalPair struct {
-	j        *tun.Journal
+	j        *netsys.Journal
 	devs     []tun.Device
 	up, down *minimalForwarder
 }
 
 func newMinimalPair(prefix string, single bool, delay time.Duration, rate uint64) (*minimalPair, path, error) {
-	m := &minimalPair{j: tun.NewJournal(nil)}
+	m := &minimalPair{j: netsys.NewJournal(nil)}
 	c, s := prefix+"c", prefix+"s"
 	srv4, srv6 := hop.DefaultSubnet4.Addr().Next(), hop.DefaultSubnet6.Addr().Next()
 	ends := []struct {
@@ -230,7 +231,11 @@ func newMinimalPair(prefix string, single bool, delay time.Duration, rate uint64
 		if err := m.j.NewNamespace(e.ns); err != nil {
 			return fail(err)
 		}
-		d, err := m.j.OpenTUNBackend(e.ns, "pi2hop0", 1500, tun.BackendOffload)
+		var d tun.Device
+		err := m.j.AddLink(e.ns, "pi2hop0", func() (err error) {
+			d, err = tun.OpenBackend("pi2hop0", 1500, tun.BackendOffload)
+			return err
+		})
 		if err != nil {
 			return fail(err)
 		}
@@ -244,7 +249,7 @@ func newMinimalPair(prefix string, single bool, delay time.Duration, rate uint64
 			}
 		}
 		for _, dst := range []string{"0.0.0.0/0", "::/0"} {
-			if err := m.j.AddRoute(e.ns, tun.Route{Dst: netip.MustParsePrefix(dst), Dev: "pi2hop0"}); err != nil {
+			if err := m.j.AddRoute(e.ns, netsys.Route{Dst: netip.MustParsePrefix(dst), Dev: "pi2hop0"}); err != nil {
 				return fail(err)
 			}
 		}

@@ -32,6 +32,7 @@ import (
 	"github.com/pi2hop/pi2hop/dist"
 	"github.com/pi2hop/pi2hop/hop"
 	"github.com/pi2hop/pi2hop/internal/hoststeal"
+	"github.com/pi2hop/pi2hop/netsys"
 	"github.com/pi2hop/pi2hop/shaper"
 	"github.com/pi2hop/pi2hop/tun"
 	"github.com/vishvananda/netlink"
@@ -454,7 +455,7 @@ func newPair(prefix string, b tun.Backend, bps uint64, delay time.Duration) (*ho
 // its own copy of these sysctls.
 func bdpBuffers(p path) error {
 	for _, ns := range []string{p.client, p.server} {
-		err := tun.Do(ns, func() error {
+		err := netsys.Do(ns, func() error {
 			for _, kv := range [][2]string{{"tcp_rmem", "4096 131072 67108864"}, {"tcp_wmem", "4096 16384 67108864"}} {
 				if err := os.WriteFile("/proc/sys/net/ipv4/"+kv[0], []byte(kv[1]), 0o644); err != nil {
 					return err
@@ -475,7 +476,7 @@ func pairPath(p *hop.Pair) path {
 
 // kernelRouter builds client ─ veth ─ router (ip_forward) ─ veth ─ server.
 func kernelRouter(prefix string) (path, func(), error) {
-	j := tun.NewJournal(nil)
+	j := netsys.NewJournal(nil)
 	c, r, s := prefix+"c", prefix+"r", prefix+"s"
 	steps := []func() error{
 		func() error { return j.NewNamespace(c) },
@@ -488,10 +489,10 @@ func kernelRouter(prefix string) (path, func(), error) {
 		func() error { return j.AddAddr(r, "rw", netip.MustParsePrefix("10.254.20.1/24")) },
 		func() error { return j.AddAddr(s, "s0", netip.MustParsePrefix("10.254.20.2/24")) },
 		func() error {
-			return j.AddRoute(c, tun.Route{Dst: netip.MustParsePrefix("0.0.0.0/0"), Dev: "c0", Gw: netip.MustParseAddr("10.254.10.1")})
+			return j.AddRoute(c, netsys.Route{Dst: netip.MustParsePrefix("0.0.0.0/0"), Dev: "c0", Gw: netip.MustParseAddr("10.254.10.1")})
 		},
 		func() error {
-			return j.AddRoute(s, tun.Route{Dst: netip.MustParsePrefix("0.0.0.0/0"), Dev: "s0", Gw: netip.MustParseAddr("10.254.20.1")})
+			return j.AddRoute(s, netsys.Route{Dst: netip.MustParsePrefix("0.0.0.0/0"), Dev: "s0", Gw: netip.MustParseAddr("10.254.20.1")})
 		},
 		func() error { return j.SetSysctl(r, "net/ipv4/ip_forward", "1") },
 	}
@@ -508,7 +509,7 @@ func kernelRouter(prefix string) (path, func(), error) {
 // rxIPBytes is the IP bytes and the packets received on the server's
 // interface.
 func rxIPBytes(p path) (bytes, packets uint64, err error) {
-	err = tun.Do(p.rxNS, func() error {
+	err = netsys.Do(p.rxNS, func() error {
 		l, err := netlink.LinkByName(p.rxDev)
 		if err != nil {
 			return err
@@ -559,7 +560,7 @@ type tcpResult struct {
 func tcpRate(p path) (tcpResult, error) {
 	addr := netip.AddrPortFrom(p.serverAddr, 5003).String()
 	var ln net.Listener
-	if err := tun.Do(p.server, func() (err error) { ln, err = net.Listen("tcp", addr); return }); err != nil {
+	if err := netsys.Do(p.server, func() (err error) { ln, err = net.Listen("tcp", addr); return }); err != nil {
 		return tcpResult{}, err
 	}
 	defer ln.Close()
@@ -582,7 +583,7 @@ func tcpRate(p path) (tcpResult, error) {
 		}
 	}()
 	var c net.Conn
-	if err := tun.Do(p.client, func() (err error) { c, err = net.DialTimeout("tcp", addr, 5*time.Second); return }); err != nil {
+	if err := netsys.Do(p.client, func() (err error) { c, err = net.DialTimeout("tcp", addr, 5*time.Second); return }); err != nil {
 		return tcpResult{}, err
 	}
 	defer c.Close()
@@ -645,7 +646,7 @@ func udpRate(p path) (float64, error) {
 	}
 	defer rc.Close()
 	var sc *net.UDPConn
-	if err := tun.Do(p.client, func() (err error) { sc, err = net.DialUDP("udp4", nil, net.UDPAddrFromAddrPort(addr)); return }); err != nil {
+	if err := netsys.Do(p.client, func() (err error) { sc, err = net.DialUDP("udp4", nil, net.UDPAddrFromAddrPort(addr)); return }); err != nil {
 		return 0, err
 	}
 	stop := make(chan struct{})
@@ -673,7 +674,7 @@ func udpRate(p path) (float64, error) {
 // connected socket would fail some of its writes with ECONNREFUSED.
 func udpSink(ns string, addr netip.AddrPort) (*net.UDPConn, error) {
 	var rc *net.UDPConn
-	if err := tun.Do(ns, func() (err error) { rc, err = net.ListenUDP("udp4", net.UDPAddrFromAddrPort(addr)); return }); err != nil {
+	if err := netsys.Do(ns, func() (err error) { rc, err = net.ListenUDP("udp4", net.UDPAddrFromAddrPort(addr)); return }); err != nil {
 		return nil, err
 	}
 	go func() {

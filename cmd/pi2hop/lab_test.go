@@ -14,10 +14,10 @@ import (
 
 	"github.com/pi2hop/pi2hop/instance"
 	"github.com/pi2hop/pi2hop/internal/roottest"
+	"github.com/pi2hop/pi2hop/netsys"
 	"github.com/pi2hop/pi2hop/pcap"
 	"github.com/pi2hop/pi2hop/testbed"
 	"github.com/pi2hop/pi2hop/testbed/report"
-	"github.com/pi2hop/pi2hop/tun"
 )
 
 // labConfig parses a lab command line (without "lab") to its resolved Config.
@@ -311,7 +311,7 @@ func TestLabCancelLeavesNothing(t *testing.T) {
 // (instance.LabPrefix(name)... in /run/netns).
 func labNamespaces(t *testing.T, name string) []string {
 	t.Helper()
-	ents, err := os.ReadDir(tun.NetnsDir)
+	ents, err := os.ReadDir(netsys.NetnsDir)
 	if err != nil && !os.IsNotExist(err) {
 		t.Fatal(err)
 	}

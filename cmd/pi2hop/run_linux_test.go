@@ -17,7 +17,7 @@ import (
 	"github.com/pi2hop/pi2hop/hop"
 	"github.com/pi2hop/pi2hop/instance"
 	"github.com/pi2hop/pi2hop/internal/hoststeal"
-	"github.com/pi2hop/pi2hop/tun"
+	"github.com/pi2hop/pi2hop/netsys"
 	"github.com/vishvananda/netlink"
 )
 
@@ -26,13 +26,13 @@ import (
 type gatewayLab struct {
 	client, router, server string
 	serverAddr             netip.Addr
-	j                      *tun.Journal
+	j                      *netsys.Journal
 }
 
 func newGatewayLab(t *testing.T, prefix string) *gatewayLab {
 	t.Helper()
 	l := &gatewayLab{client: prefix + "c", router: prefix + "r", server: prefix + "s",
-		serverAddr: netip.MustParseAddr("10.254.20.2"), j: tun.NewJournal(nil)}
+		serverAddr: netip.MustParseAddr("10.254.20.2"), j: netsys.NewJournal(nil)}
 	t.Cleanup(func() {
 		if err := l.j.Undo(); err != nil {
 			t.Errorf("lab cleanup: %v", err)
@@ -49,7 +49,7 @@ func newGatewayLab(t *testing.T, prefix string) *gatewayLab {
 		// Link-local addresses usable at once (no DAD): IPv6 neighbour
 		// discovery waits for them, and a first ping would wait a second.
 		for _, k := range []string{"net/ipv6/conf/all/accept_dad", "net/ipv6/conf/default/accept_dad"} {
-			must(tun.WriteSysctl(ns, k, "0"))
+			must(netsys.WriteSysctl(ns, k, "0"))
 		}
 	}
 	must(l.j.AddVeth(l.client, "c0", l.router, "rl"))
@@ -70,7 +70,7 @@ func newGatewayLab(t *testing.T, prefix string) *gatewayLab {
 		{l.client, "c0", "0.0.0.0/0", "10.254.10.1"}, {l.server, "s0", "0.0.0.0/0", "10.254.20.1"},
 		{l.client, "c0", "::/0", "fd00:254:10::1"}, {l.server, "s0", "::/0", "fd00:254:20::1"},
 	} {
-		must(l.j.AddRoute(r.ns, tun.Route{Dst: netip.MustParsePrefix(r.dst), Dev: r.dev, Gw: netip.MustParseAddr(r.gw)}))
+		must(l.j.AddRoute(r.ns, netsys.Route{Dst: netip.MustParsePrefix(r.dst), Dev: r.dev, Gw: netip.MustParseAddr(r.gw)}))
 	}
 	return l
 }
@@ -79,7 +79,7 @@ func newGatewayLab(t *testing.T, prefix string) *gatewayLab {
 // 14-byte Ethernet header too).
 func (l *gatewayLab) ipRxBytes(t *testing.T) uint64 {
 	var n uint64
-	err := tun.Do(l.server, func() error {
+	err := netsys.Do(l.server, func() error {
 		link, err := netlink.LinkByName("s0")
 		if err != nil {
 			return err
@@ -107,7 +107,7 @@ func (l *gatewayLab) bulk(t *testing.T) {
 	t.Helper()
 	addr := netip.AddrPortFrom(l.serverAddr, 5002).String()
 	var ln net.Listener
-	if err := tun.Do(l.server, func() (err error) { ln, err = net.Listen("tcp", addr); return }); err != nil {
+	if err := netsys.Do(l.server, func() (err error) { ln, err = net.Listen("tcp", addr); return }); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ln.Close() })
@@ -121,7 +121,7 @@ func (l *gatewayLab) bulk(t *testing.T) {
 		}
 	}()
 	var c net.Conn
-	if err := tun.Do(l.client, func() (err error) { c, err = net.DialTimeout("tcp", addr, 5*time.Second); return }); err != nil {
+	if err := netsys.Do(l.client, func() (err error) { c, err = net.DialTimeout("tcp", addr, 5*time.Second); return }); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
@@ -172,7 +172,7 @@ func (l *gatewayLab) transfer6(t *testing.T, n int) int64 {
 func sendTCP(t *testing.T, from, to, network, addr string, n int, wait time.Duration) int64 {
 	t.Helper()
 	var ln net.Listener
-	if err := tun.Do(to, func() (err error) { ln, err = net.Listen(network, addr); return }); err != nil {
+	if err := netsys.Do(to, func() (err error) { ln, err = net.Listen(network, addr); return }); err != nil {
 		t.Fatal(err)
 	}
 	defer ln.Close()
@@ -189,7 +189,7 @@ func sendTCP(t *testing.T, from, to, network, addr string, n int, wait time.Dura
 		got <- m
 	}()
 	var c net.Conn
-	if err := tun.Do(from, func() (err error) { c, err = net.DialTimeout(network, addr, 5*time.Second); return }); err != nil {
+	if err := netsys.Do(from, func() (err error) { c, err = net.DialTimeout(network, addr, 5*time.Second); return }); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.Write(make([]byte, n)); err != nil {
@@ -204,14 +204,14 @@ func (l *gatewayLab) routerState(t *testing.T, name string) string {
 	t.Helper()
 	var b strings.Builder
 	for _, k := range []string{"net/ipv4/ip_forward", "net/ipv6/conf/all/forwarding", "net/ipv4/conf/all/rp_filter"} {
-		v, err := tun.ReadSysctl(l.router, k)
+		v, err := netsys.ReadSysctl(l.router, k)
 		if err != nil {
 			t.Fatal(err)
 		}
 		fmt.Fprintf(&b, "%s=%s ", k, v)
 	}
 	_, _, prio := hop.GatewayTables(name)
-	err := tun.Do(l.router, func() error {
+	err := netsys.Do(l.router, func() error {
 		rules, err := netlink.RuleList(netlink.FAMILY_ALL)
 		if err != nil {
 			return err

@@ -20,7 +20,7 @@ import (
 	"github.com/pi2hop/pi2hop/hop"
 	"github.com/pi2hop/pi2hop/instance"
 	"github.com/pi2hop/pi2hop/lan"
-	"github.com/pi2hop/pi2hop/tun"
+	"github.com/pi2hop/pi2hop/netsys"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 )
@@ -32,12 +32,12 @@ import (
 type shareLab struct {
 	devices           [2]string
 	device, box, inet string
-	j                 *tun.Journal
+	j                 *netsys.Journal
 }
 
 func newShareLab(t *testing.T, prefix string) *shareLab {
 	t.Helper()
-	l := &shareLab{devices: [2]string{prefix + "d", prefix + "e"}, box: prefix + "b", inet: prefix + "i", j: tun.NewJournal(nil)}
+	l := &shareLab{devices: [2]string{prefix + "d", prefix + "e"}, box: prefix + "b", inet: prefix + "i", j: netsys.NewJournal(nil)}
 	l.device = l.devices[0]
 	t.Cleanup(func() {
 		if err := l.j.Undo(); err != nil {
@@ -56,13 +56,13 @@ func newShareLab(t *testing.T, prefix string) *shareLab {
 	// The box's link-local addresses are usable at once (no DAD), so
 	// that the state the test compares against is settled when taken.
 	for _, k := range []string{"net/ipv6/conf/all/accept_dad", "net/ipv6/conf/default/accept_dad"} {
-		must(tun.WriteSysctl(l.box, k, "0"))
+		must(netsys.WriteSysctl(l.box, k, "0"))
 	}
 	must(l.j.AddVeth(l.devices[0], "eth0", l.box, "pa"))
 	must(l.j.AddVeth(l.devices[1], "eth0", l.box, "pb"))
 	must(l.j.AddVeth(l.box, "bw", l.inet, "eth0"))
 	// The bridge goes with the box's namespace.
-	must(tun.Do(l.box, func() error {
+	must(netsys.Do(l.box, func() error {
 		br := &netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: "bl"}}
 		if err := netlink.LinkAdd(br); err != nil {
 			return err
@@ -86,7 +86,7 @@ func newShareLab(t *testing.T, prefix string) *shareLab {
 		must(l.j.AddAddr(a.ns, a.dev, netip.MustParsePrefix(a.addr)))
 	}
 	for _, r := range []struct{ dst, gw string }{{"0.0.0.0/0", "10.254.30.2"}, {"::/0", "fd00:254:30::2"}} {
-		must(l.j.AddRoute(l.box, tun.Route{Dst: netip.MustParsePrefix(r.dst), Dev: "bw", Gw: netip.MustParseAddr(r.gw)}))
+		must(l.j.AddRoute(l.box, netsys.Route{Dst: netip.MustParsePrefix(r.dst), Dev: "bw", Gw: netip.MustParseAddr(r.gw)}))
 	}
 	return l
 }
@@ -98,7 +98,7 @@ func (l *shareLab) waitBridgeUp(t *testing.T) {
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		var state netlink.LinkOperState
-		if err := tun.Do(l.box, func() error {
+		if err := netsys.Do(l.box, func() error {
 			br, err := netlink.LinkByName("bl")
 			if err == nil {
 				state = br.Attrs().OperState
@@ -131,7 +131,7 @@ func (l *shareLab) internet(t *testing.T) {
 	})
 	var pc net.PacketConn
 	var ln, src net.Listener
-	if err := tun.Do(l.inet, func() (err error) {
+	if err := netsys.Do(l.inet, func() (err error) {
 		if pc, err = net.ListenPacket("udp", "10.254.30.2:53"); err != nil {
 			return err
 		}
@@ -172,7 +172,7 @@ func (l *shareLab) internet(t *testing.T) {
 func (l *shareLab) download(t *testing.T, addr string) (stop func()) {
 	t.Helper()
 	var c net.Conn
-	if err := tun.Do(l.device, func() (err error) { c, err = net.DialTimeout("tcp", addr, 5*time.Second); return }); err != nil {
+	if err := netsys.Do(l.device, func() (err error) { c, err = net.DialTimeout("tcp", addr, 5*time.Second); return }); err != nil {
 		t.Fatalf("device: connect to %s: %v", addr, err)
 	}
 	t.Cleanup(func() { c.Close() })
@@ -187,7 +187,7 @@ func (l *shareLab) download(t *testing.T, addr string) (stop func()) {
 func (l *shareLab) udpBlaster(t *testing.T, addr string) {
 	t.Helper()
 	var pc net.PacketConn
-	if err := tun.Do(l.inet, func() (err error) { pc, err = net.ListenPacket("udp", addr); return }); err != nil {
+	if err := netsys.Do(l.inet, func() (err error) { pc, err = net.ListenPacket("udp", addr); return }); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { pc.Close() })
@@ -229,7 +229,7 @@ func (l *shareLab) udpBlaster(t *testing.T, addr string) {
 func (l *shareLab) blast(t *testing.T, addr string, tos int, rate float64) (n, ce int) {
 	t.Helper()
 	var c *net.UDPConn
-	if err := tun.Do(l.device, func() error {
+	if err := netsys.Do(l.device, func() error {
 		nc, err := net.Dial("udp", addr)
 		if err == nil {
 			c = nc.(*net.UDPConn)
@@ -307,7 +307,7 @@ func (l *shareLab) waitSLAAC(t *testing.T, within time.Duration) {
 	deadline := time.Now().Add(within)
 	for {
 		var ok bool
-		tun.Do(l.device, func() error {
+		netsys.Do(l.device, func() error {
 			link, err := netlink.LinkByName("eth0")
 			if err != nil {
 				return err
@@ -333,7 +333,7 @@ func (l *shareLab) waitSLAAC(t *testing.T, within time.Duration) {
 func (l *shareLab) fetch(t *testing.T, addr string, n int, d time.Duration) int {
 	t.Helper()
 	var c net.Conn
-	if err := tun.Do(l.device, func() (err error) { c, err = net.DialTimeout("tcp", addr, d); return }); err != nil {
+	if err := netsys.Do(l.device, func() (err error) { c, err = net.DialTimeout("tcp", addr, d); return }); err != nil {
 		t.Errorf("device: connect to %s: %v", addr, err)
 		return 0
 	}
@@ -347,7 +347,7 @@ func (l *shareLab) fetch(t *testing.T, addr string, n int, d time.Duration) int 
 // 14-byte Ethernet header too).
 func (l *shareLab) ipRxBytes(t *testing.T) uint64 {
 	var n uint64
-	if err := tun.Do(l.device, func() error {
+	if err := netsys.Do(l.device, func() error {
 		link, err := netlink.LinkByName("eth0")
 		if err != nil {
 			return err
@@ -387,7 +387,7 @@ func (l *shareLab) boxState(t *testing.T, name string) string {
 		fmt.Fprintf(&b, "$ %s\n%s", strings.Join(args, " "), out)
 	}
 	// /proc/sys/net shows the namespace of the thread that opens it.
-	if err := tun.Do(l.box, func() error {
+	if err := netsys.Do(l.box, func() error {
 		for _, root := range []string{"/proc/sys/net/ipv4", "/proc/sys/net/ipv6"} {
 			err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
 				if err != nil || d.IsDir() {
@@ -622,7 +622,7 @@ func (l *shareLab) leaseOnce(t *testing.T, ns, host string) map[string]string {
 func (l *shareLab) defaultRoute(t *testing.T, ns string) string {
 	t.Helper()
 	gw := ""
-	if err := tun.Do(ns, func() error {
+	if err := netsys.Do(ns, func() error {
 		rs, err := netlink.RouteList(nil, netlink.FAMILY_V4)
 		for _, r := range rs {
 			if (r.Dst == nil || r.Dst.IP.IsUnspecified()) && r.Gw != nil {
@@ -641,7 +641,7 @@ func (l *shareLab) defaultRoute(t *testing.T, ns string) string {
 func (l *shareLab) resolve(t *testing.T, network, addr string) string {
 	t.Helper()
 	var c net.Conn
-	if err := tun.Do(l.device, func() (err error) { c, err = net.DialTimeout(network, addr, 2*time.Second); return }); err != nil {
+	if err := netsys.Do(l.device, func() (err error) { c, err = net.DialTimeout(network, addr, 2*time.Second); return }); err != nil {
 		t.Fatalf("device: %s to %s: %v", network, addr, err)
 	}
 	defer c.Close()
@@ -978,7 +978,7 @@ func TestShareRefuses(t *testing.T) {
 		t.Fatal(err)
 	}
 	var srv *lan.DHCPServer
-	if err := tun.Do(l.device, func() (err error) {
+	if err := netsys.Do(l.device, func() (err error) {
 		srv, err = lan.NewDHCPServer(lan.DHCPConfig{Iface: "eth0", Subnet: netip.MustParsePrefix("192.168.7.0/24")}, nil)
 		return
 	}); err != nil {

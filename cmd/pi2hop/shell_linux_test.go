@@ -17,8 +17,8 @@ import (
 
 	"github.com/pi2hop/pi2hop/instance"
 	"github.com/pi2hop/pi2hop/internal/roottest"
+	"github.com/pi2hop/pi2hop/netsys"
 	"github.com/pi2hop/pi2hop/pcap"
-	"github.com/pi2hop/pi2hop/tun"
 	"github.com/vishvananda/netlink"
 )
 
@@ -33,7 +33,7 @@ func testInstance(n int) string { return fmt.Sprintf("p2t%d%d", os.Getpid()%1000
 // checkGone fails if anything of instance name is left on the host.
 func checkGone(t *testing.T, name string) {
 	t.Helper()
-	if tun.NamespaceExists(name + "-shell") {
+	if netsys.NamespaceExists(name + "-shell") {
 		t.Errorf("namespace %s-shell left behind", name)
 	}
 	for _, dev := range []string{name + "-sh", name + "-up", name + "-dn"} {
@@ -141,7 +141,7 @@ func TestShellNAT(t *testing.T) {
 	name := testInstance(4)
 	t.Cleanup(func() { cleanupInstance(name, nil, &bytes.Buffer{}) })
 	outside := name + "o"
-	j := tun.NewJournal(nil)
+	j := netsys.NewJournal(nil)
 	t.Cleanup(func() {
 		if err := j.Undo(); err != nil {
 			t.Error(err)
@@ -157,10 +157,10 @@ func TestShellNAT(t *testing.T) {
 	must(j.AddVeth("", name+"h", outside, "x0"))
 	must(j.AddAddr("", name+"h", netip.MustParsePrefix("10.254.250.1/24")))
 	must(j.AddAddr(outside, "x0", netip.MustParsePrefix("10.254.250.2/24")))
-	fwd, _ := tun.ReadSysctl("", "net/ipv4/ip_forward")
+	fwd, _ := netsys.ReadSysctl("", "net/ipv4/ip_forward")
 
 	var ln net.Listener
-	must(tun.Do(outside, func() (err error) { ln, err = net.Listen("tcp", "10.254.250.2:7001"); return }))
+	must(netsys.Do(outside, func() (err error) { ln, err = net.Listen("tcp", "10.254.250.2:7001"); return }))
 	defer ln.Close()
 	from := make(chan string, 1)
 	go func() {
@@ -187,7 +187,7 @@ func TestShellNAT(t *testing.T) {
 	default:
 		t.Error("no connection reached the outside")
 	}
-	if v, _ := tun.ReadSysctl("", "net/ipv4/ip_forward"); v != fwd {
+	if v, _ := netsys.ReadSysctl("", "net/ipv4/ip_forward"); v != fwd {
 		t.Errorf("ip_forward %s after the shell, was %s", v, fwd)
 	}
 	if out, _ := exec.Command("nft", "list", "tables").CombinedOutput(); strings.Contains(string(out), "pi2hop-"+name) {

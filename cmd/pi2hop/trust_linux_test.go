@@ -20,7 +20,7 @@ import (
 
 	"github.com/pi2hop/pi2hop/hop"
 	"github.com/pi2hop/pi2hop/instance"
-	"github.com/pi2hop/pi2hop/tun"
+	"github.com/pi2hop/pi2hop/netsys"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 )
@@ -134,7 +134,7 @@ func startIn(t *testing.T, ns, bin string, args ...string) *proc {
 	p := &proc{t: t, outR: outR, errR: errR, running: make(chan struct{}), done: make(chan struct{})}
 	p.cmd = exec.Command(bin, args...)
 	p.cmd.Stdout, p.cmd.Stderr = outW, errW
-	if err := tun.Do(ns, p.cmd.Start); err != nil {
+	if err := netsys.Do(ns, p.cmd.Start); err != nil {
 		t.Fatal(err)
 	}
 	outW.Close()
@@ -235,7 +235,7 @@ func snapshot(t *testing.T, ns string, names ...string) string {
 	t.Helper()
 	var b strings.Builder
 	if ns != "" {
-		err := tun.Do(ns, func() error {
+		err := netsys.Do(ns, func() error {
 			links, err := netlink.LinkList()
 			if err != nil {
 				return err
@@ -277,14 +277,14 @@ func snapshot(t *testing.T, ns string, names ...string) string {
 			t.Fatal(err)
 		}
 		for _, k := range []string{"net/ipv4/ip_forward", "net/ipv6/conf/all/forwarding", "net/ipv4/conf/all/rp_filter"} {
-			v, err := tun.ReadSysctl(ns, k)
+			v, err := netsys.ReadSysctl(ns, k)
 			if err != nil {
 				t.Fatal(err)
 			}
 			fmt.Fprintf(&b, "%s=%s\n", k, v)
 		}
 	}
-	ents, _ := os.ReadDir(tun.NetnsDir)
+	ents, _ := os.ReadDir(netsys.NetnsDir)
 	for _, e := range ents {
 		for _, n := range names {
 			if strings.HasPrefix(e.Name(), n) && e.Name() != ns && !slices.Contains(names, e.Name()) {
@@ -308,12 +308,12 @@ func snapshot(t *testing.T, ns string, names ...string) string {
 // standing for the network beyond.
 type testHost struct {
 	ns, outside string
-	j           *tun.Journal
+	j           *netsys.Journal
 }
 
 func newTestHost(t *testing.T, prefix string) *testHost {
 	t.Helper()
-	h := &testHost{ns: prefix + "h", outside: prefix + "o", j: tun.NewJournal(nil)}
+	h := &testHost{ns: prefix + "h", outside: prefix + "o", j: netsys.NewJournal(nil)}
 	t.Cleanup(func() {
 		if err := h.j.Undo(); err != nil {
 			t.Errorf("test host cleanup: %v", err)
@@ -331,7 +331,7 @@ func newTestHost(t *testing.T, prefix string) *testHost {
 	must(h.j.AddAddr(h.ns, "w0", netip.MustParsePrefix("10.254.250.1/24")))
 	must(h.j.AddAddr(h.outside, "x0", netip.MustParsePrefix("10.254.250.2/24")))
 	for _, ns := range []string{h.ns, h.outside} {
-		err := tun.Do(ns, func() error {
+		err := netsys.Do(ns, func() error {
 			lo, err := netlink.LinkByName("lo")
 			if err == nil {
 				err = netlink.LinkSetUp(lo)
@@ -348,7 +348,7 @@ func newTestHost(t *testing.T, prefix string) *testHost {
 func (h *testHost) reachesOutside(t *testing.T, from string) bool {
 	t.Helper()
 	var ln net.Listener
-	if err := tun.Do(h.outside, func() (err error) { ln, err = net.Listen("tcp", "10.254.250.2:0"); return }); err != nil {
+	if err := netsys.Do(h.outside, func() (err error) { ln, err = net.Listen("tcp", "10.254.250.2:0"); return }); err != nil {
 		t.Fatal(err)
 	}
 	defer ln.Close()
@@ -361,7 +361,7 @@ func (h *testHost) reachesOutside(t *testing.T, from string) bool {
 		fmt.Fprintf(c, "hello\n")
 	}()
 	var line string
-	err := tun.Do(from, func() error {
+	err := netsys.Do(from, func() error {
 		c, err := net.DialTimeout("tcp", ln.Addr().String(), 3*time.Second)
 		if err != nil {
 			return err
@@ -400,7 +400,7 @@ func appsIn(ns string) []int {
 
 func ipForward(t *testing.T, ns string) string {
 	t.Helper()
-	v, err := tun.ReadSysctl(ns, "net/ipv4/ip_forward")
+	v, err := netsys.ReadSysctl(ns, "net/ipv4/ip_forward")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -417,7 +417,7 @@ func TestShellNATEndsLeaveNothing(t *testing.T) {
 		t.Run(how, func(t *testing.T) {
 			name := testInstance(10 + i)
 			h := newTestHost(t, name)
-			t.Cleanup(func() { tun.Do(h.ns, exec.Command(bin, "shell", "--cleanup", "--name", name).Run) })
+			t.Cleanup(func() { netsys.Do(h.ns, exec.Command(bin, "shell", "--cleanup", "--name", name).Run) })
 			before := snapshot(t, h.ns, name)
 			p := startIn(t, h.ns, bin, "shell", "--name", name, "--nat", "--rate", "50mbit", "--", "sleep", "300")
 			p.waitRunning("shell --nat", nil)
@@ -441,7 +441,7 @@ func TestShellNATEndsLeaveNothing(t *testing.T) {
 					t.Fatal("SIGKILL left nothing to clean up; the test proves nothing")
 				}
 				var out []byte
-				err := tun.Do(h.ns, func() (err error) {
+				err := netsys.Do(h.ns, func() (err error) {
 					out, err = exec.Command(bin, "shell", "--cleanup", "--name", name).CombinedOutput()
 					return err
 				})
@@ -468,7 +468,7 @@ func TestTwoNATShellsShareForwarding(t *testing.T) {
 			a, b := testInstance(20+2*i), testInstance(21+2*i)
 			h := newTestHost(t, a)
 			for _, n := range []string{a, b} {
-				t.Cleanup(func() { tun.Do(h.ns, exec.Command(bin, "shell", "--cleanup", "--name", n).Run) })
+				t.Cleanup(func() { netsys.Do(h.ns, exec.Command(bin, "shell", "--cleanup", "--name", n).Run) })
 			}
 			before := snapshot(t, h.ns, a, b)
 			if v := ipForward(t, h.ns); v != "0" {
@@ -489,7 +489,7 @@ func TestTwoNATShellsShareForwarding(t *testing.T) {
 					}
 				}
 				var out []byte
-				err := tun.Do(h.ns, func() (err error) {
+				err := netsys.Do(h.ns, func() (err error) {
 					out, err = exec.Command(bin, "shell", "--cleanup", "--name", a).CombinedOutput()
 					return err
 				})
@@ -519,7 +519,7 @@ func TestGatewayEndsLeaveNothing(t *testing.T) {
 		t.Run(how, func(t *testing.T) {
 			name := testInstance(30 + i)
 			l := newGatewayLab(t, name)
-			t.Cleanup(func() { tun.Do(l.router, exec.Command(bin, "run", "--cleanup", "--name", name).Run) })
+			t.Cleanup(func() { netsys.Do(l.router, exec.Command(bin, "run", "--cleanup", "--name", name).Run) })
 			before := snapshot(t, l.router, name)
 			p := startIn(t, l.router, bin, "run", "--name", name, "--lan", "rl", "--wan", "rw", "--rate", "50mbit")
 			p.waitRunning("run", nil)
@@ -532,7 +532,7 @@ func TestGatewayEndsLeaveNothing(t *testing.T) {
 					t.Fatal("SIGKILL left nothing to clean up; the test proves nothing")
 				}
 				var out []byte
-				err := tun.Do(l.router, func() (err error) {
+				err := netsys.Do(l.router, func() (err error) {
 					out, err = exec.Command(bin, "run", "--cleanup", "--name", name).CombinedOutput()
 					return err
 				})
@@ -607,7 +607,7 @@ func TestStaleStateFileWithReusedPID(t *testing.T) {
 		t.Errorf("start over a stale state file: %v\n%s", err, stderr.String())
 	}
 	if err := instance.WriteState(name, &instance.State{PID: os.Getppid(), Start: start, Command: "shell",
-		Entries: []tun.Entry{{Kind: tun.KindNetns, Name: name + "-shell"}}}); err != nil {
+		Entries: []netsys.Entry{{Kind: netsys.KindNetns, Name: name + "-shell"}}}); err != nil {
 		t.Fatal(err)
 	}
 	err = Run(context.Background(), []string{"shell", "--name", name, "--", "true"}, strings.NewReader(""), &bytes.Buffer{}, &stderr)
@@ -631,19 +631,19 @@ func TestGatewaySweepMatchesInterfaces(t *testing.T) {
 	name := testInstance(41)
 	l := newGatewayLab(t, name)
 	up, down, prio := hop.GatewayTables(name)
-	leftover := tun.NewJournal(nil) // what a killed gateway whose state file was lost left
-	for _, r := range []tun.Rule{{Family: 4, IIF: "rl", Table: up, Priority: prio}, {Family: 6, IIF: "rw", Table: down, Priority: prio}} {
+	leftover := netsys.NewJournal(nil) // what a killed gateway whose state file was lost left
+	for _, r := range []netsys.Rule{{Family: 4, IIF: "rl", Table: up, Priority: prio}, {Family: 6, IIF: "rw", Table: down, Priority: prio}} {
 		if err := leftover.AddRule(l.router, r); err != nil {
 			t.Fatal(err)
 		}
 	}
 	t.Cleanup(func() { leftover.Undo() })
-	if err := l.j.AddRule(l.router, tun.Rule{Family: 4, IIF: "lo", Table: up, Priority: prio}); err != nil {
+	if err := l.j.AddRule(l.router, netsys.Rule{Family: 4, IIF: "lo", Table: up, Priority: prio}); err != nil {
 		t.Fatal(err)
 	}
 	rules := func() string {
 		var b strings.Builder
-		err := tun.Do(l.router, func() error {
+		err := netsys.Do(l.router, func() error {
 			rs, err := netlink.RuleList(netlink.FAMILY_ALL)
 			for _, r := range rs {
 				if r.Priority == prio {
@@ -660,7 +660,7 @@ func TestGatewaySweepMatchesInterfaces(t *testing.T) {
 	cleanup := func(args ...string) string {
 		t.Helper()
 		var out []byte
-		err := tun.Do(l.router, func() (err error) {
+		err := netsys.Do(l.router, func() (err error) {
 			out, err = exec.Command(bin, append([]string{"run", "--cleanup", "--name", name}, args...)...).CombinedOutput()
 			return err
 		})

@@ -1,4 +1,4 @@
-package tun
+package netsys
 
 import (
 	"errors"
@@ -27,18 +27,21 @@ func (j *Journal) NewNamespace(name string) error {
 	return nil
 }
 
-// OpenTUN opens TUN device name in namespace ns (see OpenIn) and records
-// it. Closing the device removes it; the record covers a crash in between.
-func (j *Journal) OpenTUN(ns, name string, mtu int) (Device, error) {
+// AddLink records network device name in namespace ns and then runs
+// create inside ns (see Do) to make it: a device this package does not
+// open itself, such as a TUN device, which closing removes. The record
+// covers a crash in between; Undo deletes the device if it is still
+// there. If create fails, the record is dropped again.
+func (j *Journal) AddLink(ns, name string, create func() error) error {
 	forget, err := j.record(Entry{Kind: KindLink, NS: ns, Name: name})
 	if err != nil {
-		return nil, err
+		return err
 	}
-	d, err := OpenIn(ns, name, mtu)
-	if err != nil {
+	if err := Do(ns, create); err != nil {
 		forget()
+		return err
 	}
-	return d, err
+	return nil
 }
 
 // AddVeth creates a veth pair: name in ns and peer in peerNS, both up.
@@ -59,7 +62,7 @@ func (j *Journal) AddVeth(ns, name, peerNS, peer string) error {
 			PeerNamespace: netlink.NsFd(int(peerH)),
 		}
 		if err := h.LinkAdd(v); err != nil {
-			return fmt.Errorf("tun: add veth %s/%s: %w", name, peer, err)
+			return fmt.Errorf("netsys: add veth %s/%s: %w", name, peer, err)
 		}
 		l, err := h.LinkByName(name)
 		if err == nil {
@@ -87,7 +90,7 @@ func (j *Journal) AddVeth(ns, name, peerNS, peer string) error {
 // at once.
 func (j *Journal) AddAddr(ns, dev string, p netip.Prefix) error {
 	if !p.IsValid() {
-		return fmt.Errorf("tun: address %v: want ADDR/LEN", p)
+		return fmt.Errorf("netsys: address %v: want ADDR/LEN", p)
 	}
 	e := Entry{Kind: KindAddr, NS: ns, Name: dev, Prefix: p.String()}
 	forget, err := j.record(e)
@@ -111,7 +114,7 @@ func (j *Journal) AddAddr(ns, dev string, p netip.Prefix) error {
 	})
 	if err != nil {
 		forget()
-		return fmt.Errorf("tun: add %s: %w", e, err)
+		return fmt.Errorf("netsys: add %s: %w", e, err)
 	}
 	return nil
 }
@@ -155,7 +158,7 @@ func (j *Journal) AddRoute(ns string, r Route) error {
 	})
 	if err != nil {
 		forget()
-		return fmt.Errorf("tun: add %s: %w", e, err)
+		return fmt.Errorf("netsys: add %s: %w", e, err)
 	}
 	return nil
 }
@@ -164,7 +167,7 @@ func (j *Journal) AddRoute(ns string, r Route) error {
 func (j *Journal) AddRule(ns string, r Rule) error {
 	e := Entry{Kind: KindRule, NS: ns, Name: r.IIF, Table: r.Table, Priority: r.Priority, Family: r.Family}
 	if r.Family != 4 && r.Family != 6 {
-		return fmt.Errorf("tun: rule family %d: want 4 or 6", r.Family)
+		return fmt.Errorf("netsys: rule family %d: want 4 or 6", r.Family)
 	}
 	forget, err := j.record(e)
 	if err != nil {
@@ -173,7 +176,7 @@ func (j *Journal) AddRule(ns string, r Rule) error {
 	err = withHandle(ns, func(h *netlink.Handle) error { return h.RuleAdd(nlRule(e)) })
 	if err != nil {
 		forget()
-		return fmt.Errorf("tun: add %s: %w", e, err)
+		return fmt.Errorf("netsys: add %s: %w", e, err)
 	}
 	return nil
 }
@@ -307,7 +310,7 @@ func nsHandle(ns string) (netns.NsHandle, error) {
 	}
 	h, err := netns.GetFromName(ns)
 	if err != nil {
-		return h, fmt.Errorf("tun: namespace %q: %w", ns, err)
+		return h, fmt.Errorf("netsys: namespace %q: %w", ns, err)
 	}
 	return h, nil
 }
@@ -321,7 +324,7 @@ func withHandle(ns string, f func(h *netlink.Handle) error) error {
 	defer nsh.Close()
 	h, err := netlink.NewHandleAt(nsh)
 	if err != nil {
-		return fmt.Errorf("tun: netlink in namespace %q: %w", ns, err)
+		return fmt.Errorf("netsys: netlink in namespace %q: %w", ns, err)
 	}
 	defer h.Close()
 	return f(h)

@@ -1,4 +1,4 @@
-package tun
+package netsys
 
 import (
 	"encoding/json"
@@ -123,7 +123,7 @@ func (j *Journal) saveLocked() error {
 		return nil
 	}
 	if err := j.save(append([]Entry(nil), j.entries...)); err != nil {
-		return fmt.Errorf("tun: save journal: %w", err)
+		return fmt.Errorf("netsys: save journal: %w", err)
 	}
 	return nil
 }
@@ -160,7 +160,7 @@ func (j *Journal) Undo() error {
 		all := append(append([]Entry(nil), j.entries...), reversed(failed)...)
 		if j.save != nil {
 			if err := j.save(all); err != nil {
-				errs = append(errs, fmt.Errorf("tun: save journal: %w", err))
+				errs = append(errs, fmt.Errorf("netsys: save journal: %w", err))
 			}
 		}
 	}
@@ -201,7 +201,7 @@ func LoadFile(path string) ([]Entry, error) {
 	}
 	var es []Entry
 	if err := json.Unmarshal(b, &es); err != nil {
-		return nil, fmt.Errorf("tun: state file %s: %w", path, err)
+		return nil, fmt.Errorf("netsys: state file %s: %w", path, err)
 	}
 	return es, nil
 }

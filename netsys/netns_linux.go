@@ -1,4 +1,4 @@
-package tun
+package netsys
 
 import (
 	"errors"
@@ -19,7 +19,7 @@ func NewNamespace(name string) error {
 		return err
 	}
 	if NamespaceExists(name) {
-		return fmt.Errorf("tun: namespace %q already exists (%s)", name, filepath.Join(NetnsDir, name))
+		return fmt.Errorf("netsys: namespace %q already exists (%s)", name, filepath.Join(NetnsDir, name))
 	}
 	if err := shareNetnsDir(); err != nil {
 		return err
@@ -29,7 +29,7 @@ func NewNamespace(name string) error {
 		// new namespace, which is exactly where lo must be brought up.
 		h, err := netns.NewNamed(name)
 		if err != nil {
-			return fmt.Errorf("tun: create namespace %q: %w", name, err)
+			return fmt.Errorf("netsys: create namespace %q: %w", name, err)
 		}
 		h.Close()
 		lo, err := netlink.LinkByName("lo")
@@ -38,7 +38,7 @@ func NewNamespace(name string) error {
 		}
 		if err != nil {
 			DeleteNamespace(name)
-			return fmt.Errorf("tun: namespace %q: bring up lo: %w", name, err)
+			return fmt.Errorf("netsys: namespace %q: bring up lo: %w", name, err)
 		}
 		return nil
 	})
@@ -51,7 +51,7 @@ func NewNamespace(name string) error {
 // nor removed ("Device or resource busy") until a reboot.
 func shareNetnsDir() error {
 	if err := os.MkdirAll(NetnsDir, 0o755); err != nil {
-		return fmt.Errorf("tun: %s: %w", NetnsDir, err)
+		return fmt.Errorf("netsys: %s: %w", NetnsDir, err)
 	}
 	for bound := false; ; bound = true {
 		err := unix.Mount("", NetnsDir, "none", unix.MS_SHARED|unix.MS_REC, "")
@@ -59,11 +59,11 @@ func shareNetnsDir() error {
 			return nil
 		}
 		if err != unix.EINVAL || bound {
-			return fmt.Errorf("tun: make %s a shared mount: %w", NetnsDir, err)
+			return fmt.Errorf("netsys: make %s a shared mount: %w", NetnsDir, err)
 		}
 		// Not a mount point yet: bind it onto itself, then share it.
 		if err := unix.Mount(NetnsDir, NetnsDir, "none", unix.MS_BIND|unix.MS_REC, ""); err != nil {
-			return fmt.Errorf("tun: bind %s onto itself: %w", NetnsDir, err)
+			return fmt.Errorf("netsys: bind %s onto itself: %w", NetnsDir, err)
 		}
 	}
 }
@@ -79,7 +79,7 @@ func DeleteNamespace(name string) error {
 		return nil
 	}
 	if err := netns.DeleteNamed(name); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("tun: delete namespace %q: %w", name, err)
+		return fmt.Errorf("netsys: delete namespace %q: %w", name, err)
 	}
 	return nil
 }
@@ -92,7 +92,7 @@ func NamespaceExists(name string) bool {
 
 func checkNSName(name string) error {
 	if name == "" || name == "." || name == ".." || filepath.Base(name) != name {
-		return fmt.Errorf("tun: namespace name %q: want a plain file name", name)
+		return fmt.Errorf("netsys: namespace name %q: want a plain file name", name)
 	}
 	return nil
 }
@@ -115,12 +115,12 @@ func Do(ns string, f func() error) error {
 	}
 	target, err := netns.GetFromName(ns)
 	if err != nil {
-		return fmt.Errorf("tun: namespace %q: %w", ns, err)
+		return fmt.Errorf("netsys: namespace %q: %w", ns, err)
 	}
 	defer target.Close()
 	return onFreshThread(func() error {
 		if err := netns.Set(target); err != nil {
-			return fmt.Errorf("tun: enter namespace %q: %w", ns, err)
+			return fmt.Errorf("netsys: enter namespace %q: %w", ns, err)
 		}
 		return f()
 	})
@@ -131,7 +131,7 @@ func Do(ns string, f func() error) error {
 func enterHostNS() error {
 	h, err := netns.GetFromPath("/proc/self/ns/net")
 	if err != nil {
-		return fmt.Errorf("tun: open host namespace: %w", err)
+		return fmt.Errorf("netsys: open host namespace: %w", err)
 	}
 	defer h.Close()
 	return netns.Set(h)
@@ -146,7 +146,7 @@ func onFreshThread(f func() error) error {
 		runtime.LockOSThread()
 		orig, err := netns.Get()
 		if err != nil {
-			done <- fmt.Errorf("tun: current namespace: %w", err)
+			done <- fmt.Errorf("netsys: current namespace: %w", err)
 			return // still locked: thread discarded
 		}
 		defer orig.Close()
@@ -154,7 +154,7 @@ func onFreshThread(f func() error) error {
 		func() {
 			defer func() {
 				if r := recover(); r != nil {
-					ferr = fmt.Errorf("tun: panic in namespace function: %v", r)
+					ferr = fmt.Errorf("netsys: panic in namespace function: %v", r)
 				}
 			}()
 			ferr = f()
@@ -165,16 +165,4 @@ func onFreshThread(f func() error) error {
 		done <- ferr
 	}()
 	return <-done
-}
-
-// OpenIn opens TUN device name inside namespace ns ("" = the host's)
-// with the given MTU, and brings it up. The device keeps belonging to ns.
-func OpenIn(ns, name string, mtu int) (Device, error) {
-	var d Device
-	err := Do(ns, func() error {
-		var err error
-		d, err = Open(name, mtu)
-		return err
-	})
-	return d, err
 }

@@ -1,4 +1,4 @@
-package tun
+package netsys
 
 import (
 	"errors"
@@ -34,19 +34,19 @@ func (j *Journal) AddMasqueradeOut(ns, name, oif string, srcs ...netip.Prefix) e
 // Undo, which deletes the table.
 func (j *Journal) AddNAT(ns string, n NAT) error {
 	if !nftNameRE.MatchString(n.Table) {
-		return fmt.Errorf("tun: nftables table name %q: want a letter, then letters, digits, '_' or '-' (at most 32)", n.Table)
+		return fmt.Errorf("netsys: nftables table name %q: want a letter, then letters, digits, '_' or '-' (at most 32)", n.Table)
 	}
 	for _, d := range append([]string{n.Out, n.CountLAN}, n.WANSide...) {
 		if len(d) >= unix.IFNAMSIZ {
-			return fmt.Errorf("tun: NAT device %q: device names are at most %d bytes", d, unix.IFNAMSIZ-1)
+			return fmt.Errorf("netsys: NAT device %q: device names are at most %d bytes", d, unix.IFNAMSIZ-1)
 		}
 	}
 	if len(n.Sources) == 0 {
-		return errors.New("tun: masquerade: no source prefix")
+		return errors.New("netsys: masquerade: no source prefix")
 	}
 	for _, p := range n.Sources {
 		if !p.IsValid() {
-			return fmt.Errorf("tun: masquerade source %v: want ADDR/LEN", p)
+			return fmt.Errorf("netsys: masquerade source %v: want ADDR/LEN", p)
 		}
 	}
 	forget, err := j.record(Entry{Kind: KindNftTable, NS: ns, Name: n.Table})
@@ -69,7 +69,7 @@ func nftConn(ns string, f func(c *nftables.Conn) error) error {
 	defer h.Close()
 	c, err := nftables.New(nftables.WithNetNSFd(int(h)))
 	if err != nil {
-		return fmt.Errorf("tun: nftables in namespace %q: %w", ns, err)
+		return fmt.Errorf("netsys: nftables in namespace %q: %w", ns, err)
 	}
 	return f(c)
 }
@@ -98,7 +98,7 @@ func addNATTable(ns string, n NAT) error {
 			addZones(c, t, n.Out, n.WANSide)
 		}
 		if err := c.Flush(); err != nil {
-			return fmt.Errorf("tun: create nftables table inet %s in namespace %q: %w", n.Table, ns, err)
+			return fmt.Errorf("netsys: create nftables table inet %s in namespace %q: %w", n.Table, ns, err)
 		}
 		return nil
 	})
@@ -143,7 +143,7 @@ func addCounting(c *nftables.Conn, t *nftables.Table, lan string, srcs []netip.P
 		}
 		set := &nftables.Set{Table: t, Name: cs.name, KeyType: kt, Dynamic: true, Size: countSetSize}
 		if err := c.AddSet(set, nil); err != nil {
-			return fmt.Errorf("tun: nftables set %s: %w", cs.name, err)
+			return fmt.Errorf("netsys: nftables set %s: %w", cs.name, err)
 		}
 		in, out := expr.MetaKeyIIFNAME, expr.MetaKeyOIFNAME
 		if !cs.up {
@@ -254,11 +254,11 @@ func ClientBytes(ns, table string) (map[netip.Addr]Bytes, error) {
 		for _, cs := range countSets {
 			set, err := c.GetSetByName(t, cs.name)
 			if err != nil {
-				return fmt.Errorf("tun: nftables set %s of table %s: %w", cs.name, table, err)
+				return fmt.Errorf("netsys: nftables set %s of table %s: %w", cs.name, table, err)
 			}
 			els, err := c.GetSetElements(set)
 			if err != nil {
-				return fmt.Errorf("tun: elements of nftables set %s: %w", cs.name, err)
+				return fmt.Errorf("netsys: elements of nftables set %s: %w", cs.name, err)
 			}
 			for _, e := range els {
 				a, ok := netip.AddrFromSlice(e.Key)
@@ -300,7 +300,7 @@ func NftTableExists(ns, name string) (bool, error) {
 	err := nftConn(ns, func(c *nftables.Conn) error {
 		ts, err := c.ListTablesOfFamily(nftables.TableFamilyINet)
 		if err != nil {
-			return fmt.Errorf("tun: list nftables tables in namespace %q: %w", ns, err)
+			return fmt.Errorf("netsys: list nftables tables in namespace %q: %w", ns, err)
 		}
 		for _, t := range ts {
 			found = found || t.Name == name
@@ -316,7 +316,7 @@ func undoNftTable(e Entry) error {
 	return nftConn(e.NS, func(c *nftables.Conn) error {
 		c.DelTable(&nftables.Table{Family: nftables.TableFamilyINet, Name: e.Name})
 		if err := c.Flush(); err != nil && !errors.Is(err, unix.ENOENT) {
-			return fmt.Errorf("tun: delete nftables table inet %s: %w", e.Name, err)
+			return fmt.Errorf("netsys: delete nftables table inet %s: %w", e.Name, err)
 		}
 		return nil
 	})

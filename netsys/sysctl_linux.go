@@ -1,4 +1,4 @@
-package tun
+package netsys
 
 import (
 	"encoding/json"
@@ -17,7 +17,7 @@ import (
 func sysctlPath(key string) (string, error) {
 	clean := filepath.Clean("/" + key)
 	if key == "" || strings.Contains(key, "..") || clean != "/"+key {
-		return "", fmt.Errorf("tun: sysctl %q: want a path under /proc/sys such as net/ipv4/ip_forward", key)
+		return "", fmt.Errorf("netsys: sysctl %q: want a path under /proc/sys such as net/ipv4/ip_forward", key)
 	}
 	return "/proc/sys" + clean, nil
 }
@@ -37,7 +37,7 @@ func ReadSysctl(ns, key string) (string, error) {
 		return err
 	})
 	if err != nil {
-		return "", fmt.Errorf("tun: read sysctl %s: %w", key, err)
+		return "", fmt.Errorf("netsys: read sysctl %s: %w", key, err)
 	}
 	return v, nil
 }
@@ -50,7 +50,7 @@ func WriteSysctl(ns, key, value string) error {
 	}
 	err = Do(ns, func() error { return os.WriteFile(p, []byte(value), 0o644) })
 	if err != nil {
-		return fmt.Errorf("tun: write sysctl %s=%s: %w", key, value, err)
+		return fmt.Errorf("netsys: write sysctl %s=%s: %w", key, value, err)
 	}
 	return nil
 }
@@ -92,7 +92,7 @@ func sharedKey(key string) bool {
 func LockDir(dir string) (unlock func(), err error) {
 	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
 	if err != nil {
-		return nil, fmt.Errorf("tun: lock %s: %w", dir, err)
+		return nil, fmt.Errorf("netsys: lock %s: %w", dir, err)
 	}
 	for {
 		err = unix.Flock(fd, unix.LOCK_EX)
@@ -102,7 +102,7 @@ func LockDir(dir string) (unlock func(), err error) {
 	}
 	if err != nil {
 		unix.Close(fd)
-		return nil, fmt.Errorf("tun: lock %s: %w", dir, err)
+		return nil, fmt.Errorf("netsys: lock %s: %w", dir, err)
 	}
 	return func() { unix.Close(fd) }, nil // closing the only descriptor drops the lock
 }
@@ -121,7 +121,7 @@ func nsID(ns string) (string, error) {
 		return nil
 	})
 	if err != nil {
-		return "", fmt.Errorf("tun: namespace of sysctls: %w", err)
+		return "", fmt.Errorf("netsys: namespace of sysctls: %w", err)
 	}
 	return id, nil
 }
@@ -139,7 +139,7 @@ func withRefs(dir string, f func(refs map[string]*sysctlRef) error) error {
 	switch b, err := os.ReadFile(path); {
 	case err == nil:
 		if err := json.Unmarshal(b, &refs); err != nil {
-			return fmt.Errorf("tun: shared sysctls %s: %w", path, err)
+			return fmt.Errorf("netsys: shared sysctls %s: %w", path, err)
 		}
 	case !errors.Is(err, os.ErrNotExist):
 		return err

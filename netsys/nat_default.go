@@ -1,6 +1,6 @@
 //go:build !linux
 
-package tun
+package netsys
 
 import "net/netip"
 

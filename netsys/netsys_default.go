@@ -1,0 +1,26 @@
+//go:build !linux
+
+package netsys
+
+import "net/netip"
+
+// Everything here needs Linux; these keep the package building elsewhere.
+
+func NewNamespace(name string) error                                  { return ErrUnsupported }
+func DeleteNamespace(name string) error                               { return ErrUnsupported }
+func NamespaceExists(name string) bool                                { return false }
+func Do(ns string, f func() error) error                              { return ErrUnsupported }
+func ReadSysctl(ns, key string) (string, error)                       { return "", ErrUnsupported }
+func WriteSysctl(ns, key, value string) error                         { return ErrUnsupported }
+func undo(e Entry) error                                              { return ErrUnsupported }
+func (j *Journal) NewNamespace(name string) error                     { return ErrUnsupported }
+func (j *Journal) AddLink(ns, name string, create func() error) error { return ErrUnsupported }
+func (j *Journal) AddVeth(ns, name, peerNS, peer string) error        { return ErrUnsupported }
+func (j *Journal) AddAddr(ns, dev string, p netip.Prefix) error       { return ErrUnsupported }
+func (j *Journal) AddRoute(ns string, r Route) error                  { return ErrUnsupported }
+func (j *Journal) AddRule(ns string, r Rule) error                    { return ErrUnsupported }
+func (j *Journal) SetSysctl(ns, key, value string) error              { return ErrUnsupported }
+func (j *Journal) BaseSysctl(ns, key string) (string, error)          { return "", ErrUnsupported }
+func (j *Journal) AddMasquerade(ns, name string, srcs ...netip.Prefix) error {
+	return ErrUnsupported
+}
