@@ -15,17 +15,18 @@ import (
 	"github.com/pi2hop/pi2hop/internal/hoststeal"
 	"github.com/pi2hop/pi2hop/internal/roottest"
 	"github.com/pi2hop/pi2hop/shaper"
+	"github.com/pi2hop/pi2hop/topology"
 )
 
 // hopPair starts a hop at bps with delay each way (kernel-default DualPI2)
 // between two fresh namespaces, removed when the test ends.
-func hopPair(t *testing.T, bps uint64, delay time.Duration) *hop.Pair {
+func hopPair(t *testing.T, bps uint64, delay time.Duration) *topology.Pair {
 	t.Helper()
 	roottest.Need(t)
 	d := hop.DirConfig{Link: shaper.Config{Rate: shaper.Const{BitsPerSecond: bps}, Delay: int64(delay)},
 		Queue: aqm.Spec{Kind: aqm.KindDualPI2, DualPI2: aqm.DefaultConfig()}}
 	prefix := fmt.Sprintf("p2f%d", os.Getpid()%10000)
-	p, err := hop.NewPair(context.Background(), prefix, hop.Config{Name: prefix, Up: d, Down: d, Seed: 1})
+	p, err := topology.NewPair(context.Background(), prefix, hop.Config{Name: prefix, Up: d, Down: d, Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

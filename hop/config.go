@@ -24,7 +24,8 @@ type Config struct {
 	Up, Down DirConfig
 	Seed     uint64 // random loss and AQM rolls: same seed, same decisions
 	MTU      int    // largest packet, bytes (default 1500); sizes the buffers
-	// TUN is the backend of the devices NewPair opens: tun.BackendOffload
+	// TUN is the backend of the devices a topology opens for the hop
+	// (topology.NewPair, NewGateway): tun.BackendOffload
 	// (the default, "") falls back to water when the kernel refuses it.
 	TUN tun.Backend
 

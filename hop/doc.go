@@ -1,10 +1,10 @@
 // Package hop runs pi2hop's forwarding hop: two TUN devices, one link per
 // direction (shaper.Link around an aqm.Queue), taps, statistics and live
-// changes. It also builds the topologies put around it: the two
-// namespaces of the lab and `pi2hop shell` (Pair) and the policy routing
-// of `pi2hop run` between two interfaces of this box (Gateway). Running
-// one as a named instance (state file, control socket, metrics) is
-// package instance's job.
+// changes. It forwards between any two devices it is given: building the
+// network around them (the two namespaces of the lab and `pi2hop shell`,
+// the policy routing of `pi2hop run`) is package topology's job, and
+// running one as a named instance (state file, control socket, metrics)
+// package instance's.
 //
 // # Data path, per direction
 //

@@ -1,7 +1,10 @@
-package hop
+package hop_test
 
 import (
 	"errors"
+	"github.com/pi2hop/pi2hop/hop"
+	"github.com/pi2hop/pi2hop/internal/roottest"
+	"github.com/pi2hop/pi2hop/topology"
 	"io"
 	"path/filepath"
 	"strings"
@@ -35,7 +38,7 @@ import (
 // count exactly what the hop's and the queue's counters count
 // (checkCaptureMatches).
 func TestPairQueueKinds(t *testing.T) {
-	needRoot(t)
+	roottest.Need(t)
 	const bps = 10_000_000
 	for _, tc := range []struct {
 		kind     string
@@ -55,7 +58,7 @@ func TestPairQueueKinds(t *testing.T) {
 		{aqm.KindDOCSIS, func(s *aqm.Spec) { s.DOCSIS.Rate = bps }, true, aqm.ReasonOverload, aqm.ReasonClassic},
 	} {
 		t.Run(tc.kind, func(t *testing.T) {
-			cfg := testConfig(bps, 0)
+			cfg := hop.TestConfig(bps, 0)
 			spec, _ := aqm.DefaultSpec(tc.kind)
 			if tc.mod != nil {
 				tc.mod(&spec)
@@ -92,7 +95,7 @@ func TestPairQueueKinds(t *testing.T) {
 			if tc.kind == aqm.KindDOCSIS && (s.Queue.QProt.SanctionedPackets == 0 || s.Queue.QProt.SanctionedFlows == 0) {
 				t.Errorf("queue protection sanctioned nothing: %+v", s.Queue.QProt)
 			}
-			checkBalance(t, s)
+			hop.CheckBalance(t, s)
 			// The first flood's backlog (a full CoDel limit, or seconds
 			// of fq_codel's) must leave before the second one is counted.
 			s = waitDrained(t, p, 10*time.Second)
@@ -107,7 +110,7 @@ func TestPairQueueKinds(t *testing.T) {
 			if s.QueueDrops[tc.notECT] == drops0[tc.notECT] {
 				t.Errorf("no %v drops of Not-ECT offered at twice the rate", tc.notECT)
 			}
-			checkBalance(t, s)
+			hop.CheckBalance(t, s)
 
 			// Closed, the hop has published its last counters and the
 			// capture holds every packet it tapped.
@@ -207,10 +210,10 @@ func readTaps(t *testing.T, path string) map[string]*tapCounts {
 // each kind's tc -s mark counters against the marks annotated with that
 // kind's reasons. Every figure is an exact count on both sides (no CE
 // arrives, so every mark verdict is a CE the hop set).
-func checkCaptureMatches(t *testing.T, path string, s Snapshot) {
+func checkCaptureMatches(t *testing.T, path string, s hop.Snapshot) {
 	t.Helper()
 	caps := readTaps(t, path)
-	for _, ds := range []*DirStats{&s.Up, &s.Down} {
+	for _, ds := range []*hop.DirStats{&s.Up, &s.Down} {
 		c := caps[ds.Dir.String()]
 		t.Logf("%s capture: in %d out %d marked %d marks %v drops %v passes %v; hop: in %d out %d marked %d drops %v no-buffer %d",
 			ds.Dir, c.in, c.out, c.marked, c.marksBy, c.dropsBy, c.passBy, ds.In, ds.Out, ds.Marked, ds.QueueDrops, ds.NoBuffer)
@@ -260,7 +263,7 @@ func checkCaptureMatches(t *testing.T, path string, s Snapshot) {
 			// A sanctioned packet is counted when Queue Protection moves
 			// it; it leaves annotated "sanction" unless the C-queue then
 			// marks or drops it for its own reason.
-			if n := c.passBy[aqm.ReasonSanction]; (ds.Dir == Up && n == 0) || n > q.QProt.SanctionedPackets {
+			if n := c.passBy[aqm.ReasonSanction]; (ds.Dir == hop.Up && n == 0) || n > q.QProt.SanctionedPackets {
 				t.Errorf("%s: %d packets sent annotated sanction, %d sanctioned; want some, no more", ds.Dir, n, q.QProt.SanctionedPackets)
 			}
 		default:
@@ -270,7 +273,7 @@ func checkCaptureMatches(t *testing.T, path string, s Snapshot) {
 }
 
 // waitDrained waits until the uplink holds no packet, at most d.
-func waitDrained(t *testing.T, p *Pair, d time.Duration) DirStats {
+func waitDrained(t *testing.T, p *topology.Pair, d time.Duration) hop.DirStats {
 	t.Helper()
 	deadline := time.Now().Add(d)
 	for {

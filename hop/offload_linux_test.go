@@ -1,9 +1,12 @@
-package hop
+package hop_test
 
 import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"github.com/pi2hop/pi2hop/hop"
+	"github.com/pi2hop/pi2hop/internal/roottest"
+	"github.com/pi2hop/pi2hop/topology"
 	"io"
 	"net"
 	"net/netip"
@@ -30,7 +33,7 @@ import (
 // backendPair is newTestPair with the given backend, a tap counting what
 // the hop's taps saw, and a capture of every tap point to a pcapng file
 // (checkCapture reads it).
-func backendPair(t *testing.T, b tun.Backend, cfg Config) (*Pair, *countTap, *backendCapture) {
+func backendPair(t *testing.T, b tun.Backend, cfg hop.Config) (*topology.Pair, *countTap, *backendCapture) {
 	t.Helper()
 	cfg.TUN = b
 	prefix := fmt.Sprintf("p2t%d%d", os.Getpid()%10000, pairSeq.Add(1))
@@ -38,13 +41,13 @@ func backendPair(t *testing.T, b tun.Backend, cfg Config) (*Pair, *countTap, *ba
 	var err error
 	// Records of 64 bytes hold IP and TCP headers; 64 Ki of them ride out
 	// any stall of the writer at these rates, so analyze sees them all.
-	bc.c, err = pcap.NewCapture(bc.path, pcap.Options{Snaplen: 64, BufferRecords: 1 << 16, TimeOffset: UnixOffset()})
+	bc.c, err = pcap.NewCapture(bc.path, pcap.Options{Snaplen: 64, BufferRecords: 1 << 16, TimeOffset: hop.UnixOffset()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { bc.c.Close() })
 	tap := &countTap{}
-	p, err := NewPairWith(context.Background(), PairSpec{ClientNS: prefix + "c", ServerNS: prefix + "s", Tap: bothTaps{tap, pcap.NewHopTap(bc.c, "")}}, cfg)
+	p, err := topology.NewPairWith(context.Background(), topology.PairSpec{ClientNS: prefix + "c", ServerNS: prefix + "s", Tap: bothTaps{tap, pcap.NewHopTap(bc.c, "")}}, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +69,7 @@ func backendPair(t *testing.T, b tun.Backend, cfg Config) (*Pair, *countTap, *ba
 }
 
 // bothTaps hands every packet to two taps.
-type bothTaps [2]Tap
+type bothTaps [2]hop.Tap
 
 func (b bothTaps) Packet(dir, point int, at int64, pkt []byte, ev *shaper.Event) {
 	b[0].Packet(dir, point, at, pkt, ev)
@@ -82,7 +85,7 @@ type backendCapture struct {
 // checkCapture stops the pair and its capture, then reads the file: every
 // packet in it is a segment (at most the MTU), and analyze finds exactly
 // the hop's counters, per direction and queue.
-func checkCapture(t *testing.T, p *Pair, bc *backendCapture) {
+func checkCapture(t *testing.T, p *topology.Pair, bc *backendCapture) {
 	t.Helper()
 	if err := p.Close(); err != nil {
 		t.Fatal(err)
@@ -107,8 +110,8 @@ func checkCapture(t *testing.T, p *Pair, bc *backendCapture) {
 		n, largest = n+1, max(largest, pk.Length)
 	}
 	r.Close()
-	if n == 0 || largest > DefaultMTU {
-		t.Errorf("capture: %d packets, the largest %d bytes; want segments of at most the MTU (%d)", n, largest, DefaultMTU)
+	if n == 0 || largest > hop.DefaultMTU {
+		t.Errorf("capture: %d packets, the largest %d bytes; want segments of at most the MTU (%d)", n, largest, hop.DefaultMTU)
 	}
 	res, err := pcap.Analyze([]pcap.Input{{Path: bc.path}}, pcap.AnalyzeOptions{})
 	if err != nil {
@@ -119,7 +122,7 @@ func checkCapture(t *testing.T, p *Pair, bc *backendCapture) {
 			t.Fatalf("capture dropped %d records at %s: exact comparison impossible", ifc.CaptureDropped, ifc.Name)
 		}
 	}
-	for _, ds := range []*DirStats{&snap.Up, &snap.Down} {
+	for _, ds := range []*hop.DirStats{&snap.Up, &snap.Down} {
 		if ds.In == 0 {
 			continue
 		}
@@ -160,7 +163,7 @@ const floodPort = 9001
 
 func (c *countTap) Packet(dir, point int, at int64, pkt []byte, ev *shaper.Event) {
 	c.n[dir][point].Add(1)
-	if Dir(dir) == Up && TapPoint(point) == TapOut && udpDstPort(pkt) == floodPort {
+	if hop.Dir(dir) == hop.Up && hop.TapPoint(point) == hop.TapOut && udpDstPort(pkt) == floodPort {
 		c.floodOut.Add(1)
 	}
 	for {
@@ -185,17 +188,17 @@ func udpDstPort(p []byte) int {
 
 // checkTap: the capture saw every packet the counters did, and none
 // larger than the MTU (segments, never super-packets).
-func checkTap(t *testing.T, tap *countTap, s Snapshot) {
+func checkTap(t *testing.T, tap *countTap, s hop.Snapshot) {
 	t.Helper()
-	for _, d := range []Dir{Up, Down} {
+	for _, d := range []hop.Dir{hop.Up, hop.Down} {
 		ds := s.Dir(d)
-		in, out, drop := tap.n[d][TapIn].Load(), tap.n[d][TapOut].Load(), tap.n[d][TapDrop].Load()
+		in, out, drop := tap.n[d][hop.TapIn].Load(), tap.n[d][hop.TapOut].Load(), tap.n[d][hop.TapDrop].Load()
 		if in != ds.In || out != ds.Out || drop != ds.Dropped() {
 			t.Errorf("%s: tap saw in %d out %d drop %d; counters in %d out %d dropped %d", d, in, out, drop, ds.In, ds.Out, ds.Dropped())
 		}
 	}
-	if m := tap.maxLen.Load(); m > DefaultMTU {
-		t.Errorf("tap saw a %d-byte packet: want segments of at most the MTU (%d)", m, DefaultMTU)
+	if m := tap.maxLen.Load(); m > hop.DefaultMTU {
+		t.Errorf("tap saw a %d-byte packet: want segments of at most the MTU (%d)", m, hop.DefaultMTU)
 	}
 }
 
@@ -266,11 +269,11 @@ func checkNoCsumErrors(t *testing.T, before, after map[string]uint64) {
 // link at 10 and 100 Mbit/s, as TestPairTCPRate asks of the hop, through
 // each backend; no checksum error at the receiver.
 func TestBackendTCPRate(t *testing.T) {
-	needRoot(t)
+	roottest.Need(t)
 	for _, b := range []tun.Backend{tun.BackendOffload, tun.BackendWater} {
 		for _, bps := range []uint64{10_000_000, 100_000_000} {
 			t.Run(fmt.Sprintf("%s/%dMbit", b, bps/1_000_000), func(t *testing.T) {
-				p, tap, bc := backendPair(t, b, testConfig(bps, 0))
+				p, tap, bc := backendPair(t, b, hop.TestConfig(bps, 0))
 				csum0, ccsum0 := csumCounters(t, p.ServerNS), csumCounters(t, p.ClientNS)
 				got, w := tcpRate(t, p, time.Second, 8*time.Second)
 				checkTCPRate(t, got, bps, w)
@@ -278,8 +281,8 @@ func TestBackendTCPRate(t *testing.T) {
 				time.Sleep(200 * time.Millisecond) // let the queue drain
 				s := p.Hop.Stats()
 				logDir(t, &s.Up)
-				checkBalance(t, s.Up)
-				checkBalance(t, s.Down)
+				hop.CheckBalance(t, s.Up)
+				hop.CheckBalance(t, s.Down)
 				checkTap(t, tap, s)
 				checkNoCsumErrors(t, csum0, csumCounters(t, p.ServerNS))
 				checkNoCsumErrors(t, ccsum0, csumCounters(t, p.ClientNS)) // the ACKs
@@ -302,7 +305,7 @@ func TestBackendTCPRate(t *testing.T) {
 }
 
 // tcp6 sends n bytes client -> server over IPv6 and waits for them.
-func tcp6(t *testing.T, p *Pair, n int) {
+func tcp6(t *testing.T, p *topology.Pair, n int) {
 	t.Helper()
 	addr := netip.AddrPortFrom(p.ServerAddr6, 5006).String()
 	var ln net.Listener
@@ -361,7 +364,7 @@ func tcp6(t *testing.T, p *Pair, n int) {
 //     backend coalesces next to CE marks. A mark applied per super-packet,
 //     or smeared or lost when coalescing, makes the counts differ.
 func TestBackendMarksSegments(t *testing.T) {
-	needRoot(t)
+	roottest.Need(t)
 	step := aqm.DefaultConfig()
 	step.StepThresh, step.StepInPackets = 4, true
 	for _, b := range []tun.Backend{tun.BackendOffload, tun.BackendWater} {
@@ -378,7 +381,7 @@ func TestBackendMarksSegments(t *testing.T) {
 		} {
 			for _, v6 := range []bool{false, true} {
 				t.Run(fmt.Sprintf("%s/%s/v6=%v", b, fl.name, v6), func(t *testing.T) {
-					cfg := testConfig(fl.link, 0)
+					cfg := hop.TestConfig(fl.link, 0)
 					cfg.Up.Queue.DualPI2 = fl.q
 					p, tap, bc := backendPair(t, b, cfg)
 					csum0 := csumCounters(t, p.ServerNS)
@@ -405,7 +408,7 @@ func TestBackendMarksSegments(t *testing.T) {
 						}
 						t.Logf("datagrams missing (by sequence number): %v", miss[:min(len(miss), 50)])
 					}
-					checkBalance(t, s.Up)
+					hop.CheckBalance(t, s.Up)
 					checkTap(t, tap, s)
 					checkNoCsumErrors(t, csum0, csumCounters(t, p.ServerNS))
 					defer checkCapture(t, p, bc)
@@ -440,7 +443,7 @@ type floodResult struct {
 // bytes, and counts at the server what
 // arrived by ECN field. It waits until the hop has sent everything and the
 // receiver has read as many datagrams of the flow as the hop wrote.
-func gsoFlood(t *testing.T, p *Pair, tap *countTap, v6 bool, ecn aqm.ECN, bps uint64, perSend int, d time.Duration) floodResult {
+func gsoFlood(t *testing.T, p *topology.Pair, tap *countTap, v6 bool, ecn aqm.ECN, bps uint64, perSend int, d time.Duration) floodResult {
 	t.Helper()
 	const seg = 1200
 	server, network, hdr := p.ServerAddr, "udp4", 28
@@ -518,7 +521,7 @@ func gsoFlood(t *testing.T, p *Pair, tap *countTap, v6 bool, ecn aqm.ECN, bps ui
 	// Wait for the hop to empty its queue, then for the receiver to have
 	// read every datagram of the flow the hop wrote.
 	deadline := time.Now().Add(10 * time.Second)
-	var s DirStats
+	var s hop.DirStats
 	for {
 		s = p.Hop.Stats().Up
 		if s.Pending == 0 {

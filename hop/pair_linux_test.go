@@ -1,9 +1,12 @@
-package hop
+package hop_test
 
 import (
 	"bufio"
 	"context"
 	"fmt"
+	"github.com/pi2hop/pi2hop/hop"
+	"github.com/pi2hop/pi2hop/internal/roottest"
+	"github.com/pi2hop/pi2hop/topology"
 	"io"
 	"net"
 	"net/netip"
@@ -16,7 +19,6 @@ import (
 
 	"github.com/pi2hop/pi2hop/aqm"
 	"github.com/pi2hop/pi2hop/internal/hoststeal"
-	"github.com/pi2hop/pi2hop/internal/roottest"
 	"github.com/pi2hop/pi2hop/netsys"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
@@ -24,21 +26,16 @@ import (
 
 var pairSeq atomic.Int32
 
-func needRoot(t *testing.T, tools ...string) {
-	t.Helper()
-	roottest.Need(t, tools...)
-}
-
-func newTestPair(t *testing.T, cfg Config) *Pair {
+func newTestPair(t *testing.T, cfg hop.Config) *topology.Pair {
 	t.Helper()
 	return newTestPairWith(t, cfg, nil)
 }
 
 // newTestPairWith is newTestPair with tap (if not nil) on the hop.
-func newTestPairWith(t *testing.T, cfg Config, tap Tap) *Pair {
+func newTestPairWith(t *testing.T, cfg hop.Config, tap hop.Tap) *topology.Pair {
 	t.Helper()
 	prefix := fmt.Sprintf("p2t%d%d", os.Getpid()%10000, pairSeq.Add(1))
-	p, err := NewPairWith(context.Background(), PairSpec{ClientNS: prefix + "c", ServerNS: prefix + "s", Tap: tap}, cfg)
+	p, err := topology.NewPairWith(context.Background(), topology.PairSpec{ClientNS: prefix + "c", ServerNS: prefix + "s", Tap: tap}, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +70,7 @@ func rxBytes(t *testing.T, ns, dev string) uint64 {
 // tcpRate runs a bulk TCP transfer client -> server and returns the IP
 // rate the server's TUN received over window, after warmup, and what the
 // sender's kernel and the host saw over the same window.
-func tcpRate(t *testing.T, p *Pair, warmup, window time.Duration) (float64, rateWindow) {
+func tcpRate(t *testing.T, p *topology.Pair, warmup, window time.Duration) (float64, rateWindow) {
 	t.Helper()
 	var ln net.Listener
 	if err := p.InServer(func() (err error) {
@@ -213,15 +210,15 @@ func tcpInfo(t *testing.T, conn net.Conn) *unix.TCPInfo {
 }
 
 func TestPairTCPRate(t *testing.T) {
-	needRoot(t)
+	roottest.Need(t)
 	for _, bps := range []uint64{10_000_000, 100_000_000} {
 		t.Run(fmt.Sprintf("%dMbit", bps/1_000_000), func(t *testing.T) {
-			p := newTestPair(t, testConfig(bps, 0))
+			p := newTestPair(t, hop.TestConfig(bps, 0))
 			got, w := tcpRate(t, p, time.Second, 8*time.Second)
 			checkTCPRate(t, got, bps, w)
 			s := p.Hop.Stats()
-			checkBalance(t, s.Up)
-			checkBalance(t, s.Down)
+			hop.CheckBalance(t, s.Up)
+			hop.CheckBalance(t, s.Down)
 			logDir(t, &s.Up)
 		})
 	}
@@ -229,7 +226,7 @@ func TestPairTCPRate(t *testing.T) {
 
 // logDir logs what a rate test needs to tell a hop's fault (ring drops,
 // late releases) from the sender's (an idle link with nothing queued).
-func logDir(t *testing.T, d *DirStats) {
+func logDir(t *testing.T, d *hop.DirStats) {
 	t.Helper()
 	t.Logf("%s: in %d out %d drops %v nobuf %d ring %d util %.3f sojourn C p50 %v p99 %v prob %.4f, lateness p99 %v worst %v",
 		d.Dir, d.In, d.Out, d.QueueDrops, d.NoBuffer, d.RingDrops, d.Utilisation(),
@@ -239,9 +236,9 @@ func logDir(t *testing.T, d *DirStats) {
 
 // medianPing pings the server from the client (answered by the server's
 // kernel) n times, 10 ms apart, and returns the median RTT.
-func medianPing(t *testing.T, p *Pair, n int) time.Duration {
+func medianPing(t *testing.T, p *topology.Pair, n int) time.Duration {
 	t.Helper()
-	rtt, err := MedianPing(p.ClientNS, p.ServerAddr, n, 10*time.Millisecond)
+	rtt, err := hop.MedianPing(p.ClientNS, p.ServerAddr, n, 10*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,13 +246,13 @@ func medianPing(t *testing.T, p *Pair, n int) time.Duration {
 }
 
 func TestPairIdleRTT(t *testing.T) {
-	needRoot(t)
+	roottest.Need(t)
 	for _, tt := range []struct {
 		delay time.Duration
 		bps   uint64
 	}{{10 * time.Millisecond, 100_000_000}, {0, 100_000_000}} {
 		t.Run(fmt.Sprintf("delay%v", tt.delay), func(t *testing.T) {
-			p := newTestPair(t, testConfig(tt.bps, tt.delay))
+			p := newTestPair(t, hop.TestConfig(tt.bps, tt.delay))
 			medianPing(t, p, 3) // warm up
 			// The kernel's own path between two namespaces, measured
 			// while the hop runs (so under its CPU latency request too):
@@ -324,10 +321,10 @@ func vethPathRTT(t *testing.T, n int) time.Duration {
 		}
 	}
 	dst := netip.MustParseAddr("10.254.9.2")
-	if _, err := MedianPing(a, dst, 3, 10*time.Millisecond); err != nil { // warm up: neighbours
+	if _, err := hop.MedianPing(a, dst, 3, 10*time.Millisecond); err != nil { // warm up: neighbours
 		t.Fatal(err)
 	}
-	rtt, err := MedianPing(a, dst, n, 10*time.Millisecond)
+	rtt, err := hop.MedianPing(a, dst, n, 10*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -365,7 +362,7 @@ func snmpField(file, group, field string) (uint64, error) {
 // ecnFlood offers UDP with the given ECN codepoint at bps for d from the
 // client and counts, at the server, datagrams by the ECN they arrived with.
 // mid, if not nil, is called half way through.
-func ecnFlood(t *testing.T, p *Pair, v6 bool, ecn aqm.ECN, bps uint64, d time.Duration, mid func()) (got [4]int) {
+func ecnFlood(t *testing.T, p *topology.Pair, v6 bool, ecn aqm.ECN, bps uint64, d time.Duration, mid func()) (got [4]int) {
 	t.Helper()
 	server, network := p.ServerAddr, "udp4"
 	if v6 {
@@ -447,7 +444,7 @@ func ecnFlood(t *testing.T, p *Pair, v6 bool, ecn aqm.ECN, bps uint64, d time.Du
 }
 
 func TestPairMarking(t *testing.T) {
-	needRoot(t)
+	roottest.Need(t)
 	const bps = 10_000_000
 	for _, v6 := range []bool{false, true} {
 		name := "IPv4"
@@ -455,11 +452,11 @@ func TestPairMarking(t *testing.T) {
 			name = "IPv6"
 		}
 		t.Run(name, func(t *testing.T) {
-			p := newTestPair(t, testConfig(bps, 0))
+			p := newTestPair(t, hop.TestConfig(bps, 0))
 			var csum0 uint64
 			p.InServer(func() (err error) { csum0, err = snmpField("netstat", "IpExt", "InCsumErrors"); return })
 
-			var half DirStats
+			var half hop.DirStats
 			got := ecnFlood(t, p, v6, aqm.ECT1, 2*bps, 3*time.Second, func() { half = p.Hop.Stats().Up })
 			s := p.Hop.Stats().Up
 			// The second half: p' has settled.
@@ -499,7 +496,7 @@ func TestPairMarking(t *testing.T) {
 			if csum1 != csum0 {
 				t.Errorf("receiver counted %d IPv4 checksum errors", csum1-csum0)
 			}
-			checkBalance(t, s)
+			hop.CheckBalance(t, s)
 		})
 	}
 }
@@ -508,8 +505,8 @@ func TestPairMarking(t *testing.T) {
 // client's TUN with a packet socket (as if the client's kernel had sent
 // them) and checks they are counted and that forwarding goes on.
 func TestPairMalformedPacketsKeepForwarding(t *testing.T) {
-	needRoot(t)
-	p := newTestPair(t, testConfig(100_000_000, 0))
+	roottest.Need(t)
+	p := newTestPair(t, hop.TestConfig(100_000_000, 0))
 	bad := [][]byte{
 		{0x45, 0, 0, 10}, // truncated IPv4
 		append([]byte{0x43}, make([]byte, 59)...),                      // IHL 3
@@ -544,7 +541,7 @@ func TestPairMalformedPacketsKeepForwarding(t *testing.T) {
 	if s.Malformed < uint64(len(bad)) {
 		t.Errorf("malformed = %d, want >= %d", s.Malformed, len(bad))
 	}
-	checkBalance(t, s)
+	hop.CheckBalance(t, s)
 }
 
 func htons(v uint16) uint16 { return v<<8 | v>>8 }

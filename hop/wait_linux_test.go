@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/pi2hop/pi2hop/internal/roottest"
 	"golang.org/x/sys/unix"
 )
 
@@ -103,7 +104,7 @@ func TestPlan(t *testing.T) {
 // A held request shows as the system's current CPU latency target (what
 // reading /dev/cpu_dma_latency returns), and closing it lifts it.
 func TestRequestCPULatency(t *testing.T) {
-	needRoot(t)
+	roottest.Need(t)
 	before, err := currentCPULatency()
 	if err != nil {
 		t.Skipf("no PM QoS device: %v", err)

@@ -7,8 +7,8 @@ import (
 	"os"
 	"strings"
 
-	"github.com/pi2hop/pi2hop/hop"
 	"github.com/pi2hop/pi2hop/netsys"
+	"github.com/pi2hop/pi2hop/topology"
 )
 
 // leftovers lists, per command, what an instance of that name makes by
@@ -62,11 +62,11 @@ func Cleanup(name string, ifaces []string, out io.Writer) error {
 			errs = append(errs, netsys.UndoEntries(l(name)))
 		}
 	}
-	if rules := hop.GatewayLeftovers(name, ifaces...); len(rules) > 0 {
+	if rules := topology.GatewayLeftovers(name, ifaces...); len(rules) > 0 {
 		fmt.Fprintf(out, "sweeping gateway rules of %q for %s\n", name, strings.Join(ifaces, ", "))
 		errs = append(errs, netsys.UndoEntries(rules))
 	} else if st == nil && (command == "" || command == "run") {
-		_, _, prio := hop.GatewayTables(name)
+		_, _, prio := topology.GatewayTables(name)
 		fmt.Fprintf(out, "gateway rules at pref %d are swept only for the interfaces given (--lan IF --wan IF)\n", prio)
 	}
 	if err := errors.Join(errs...); err != nil {

@@ -5,19 +5,20 @@ import (
 	"fmt"
 
 	"github.com/pi2hop/pi2hop/hop"
+	"github.com/pi2hop/pi2hop/topology"
 )
 
 // Gateway puts the instance between two interfaces of this box (pi2hop
-// run): see hop.Gateway.
+// run): see topology.Gateway.
 type Gateway struct {
 	LAN, WAN string
-	g        *hop.Gateway
+	g        *topology.Gateway
 }
 
 func (t *Gateway) Kind() string { return "gateway" }
 
 func (t *Gateway) Start(ctx context.Context, env *Env) (*hop.Hop, error) {
-	g, err := hop.NewGateway(ctx, hop.GatewaySpec{Name: env.Name, LAN: t.LAN, WAN: t.WAN, Journal: env.Journal, Tap: env.Tap("")}, env.Config)
+	g, err := topology.NewGateway(ctx, topology.GatewaySpec{Name: env.Name, LAN: t.LAN, WAN: t.WAN, Journal: env.Journal, Tap: env.Tap("")}, env.Config)
 	if err != nil {
 		return nil, err
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/pi2hop/pi2hop/hop"
 	"github.com/pi2hop/pi2hop/lan"
 	"github.com/pi2hop/pi2hop/netsys"
+	"github.com/pi2hop/pi2hop/topology"
 )
 
 // Share makes this box the Internet Sharing hop of a LAN (pi2hop share),
@@ -33,7 +34,7 @@ type Share struct {
 	Ready func(*lan.Share)
 
 	sh *lan.Share
-	g  *hop.Gateway
+	g  *topology.Gateway
 }
 
 // shareFile keeps a named share's LAN state across restarts: the lease
@@ -105,7 +106,7 @@ func (t *Share) Start(ctx context.Context, env *Env) (*hop.Hop, error) {
 	// size the delay line for it.
 	cfg := env.Config
 	cfg.LineRate = max(cfg.LineRate, hop.UnlimitedLineRate)
-	g, err := hop.NewGateway(ctx, hop.GatewaySpec{Name: env.Name, LAN: t.LAN, WAN: t.WAN, Journal: env.Journal, Tap: env.Tap("")}, cfg)
+	g, err := topology.NewGateway(ctx, topology.GatewaySpec{Name: env.Name, LAN: t.LAN, WAN: t.WAN, Journal: env.Journal, Tap: env.Tap("")}, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -126,7 +127,7 @@ func shareLeftovers(name string) []netsys.Entry {
 	return []netsys.Entry{{Kind: netsys.KindNftTable, Name: natTable(name)}}
 }
 
-// gatewayDownDev is the TUN hop.Gateway names NAME-dn, known before it
+// gatewayDownDev is the TUN topology.Gateway names NAME-dn, known before it
 // exists so the NAT table can name it.
 func gatewayDownDev(name string) string { return name + "-dn" }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/pi2hop/pi2hop/hop"
 	"github.com/pi2hop/pi2hop/invoker"
 	"github.com/pi2hop/pi2hop/netsys"
+	"github.com/pi2hop/pi2hop/topology"
 )
 
 // Shell runs a command in a fresh network namespace behind the
@@ -40,7 +41,7 @@ type Shell struct {
 	NAT            bool
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
-	pair           *hop.Pair
+	pair           *topology.Pair
 	path           string
 }
 
@@ -77,7 +78,7 @@ func (t *Shell) Start(ctx context.Context, env *Env) (*hop.Hop, error) {
 	if err != nil {
 		return nil, err
 	}
-	spec := hop.PairSpec{
+	spec := topology.PairSpec{
 		ClientNS:  shellNS(env.Name),
 		ServerDev: env.Name + "-sh",
 		Subnet4:   sub4,
@@ -85,7 +86,7 @@ func (t *Shell) Start(ctx context.Context, env *Env) (*hop.Hop, error) {
 		Journal:   env.Journal,
 		Tap:       env.Tap(""),
 	}
-	if t.pair, err = hop.NewPairWith(ctx, spec, env.Config); err != nil {
+	if t.pair, err = topology.NewPairWith(ctx, spec, env.Config); err != nil {
 		return nil, err
 	}
 	if t.NAT {

@@ -8,7 +8,7 @@ import (
 )
 
 // ShareConfig is a LAN that the box shares its WAN with: what a Mac's
-// Internet Sharing sets up, without the bottleneck (hop.Gateway's part).
+// Internet Sharing sets up, without the bottleneck (topology.Gateway's part).
 type ShareConfig struct {
 	NS  string // the box's namespace ("" = the host's)
 	LAN string // the device the phones and laptops are on
@@ -30,7 +30,7 @@ type ShareConfig struct {
 	RAInterval time.Duration // zero: DefaultRAInterval
 	Table      string        // nftables table for NAT and counting, e.g. "pi2hop-NAME"
 	// WANSide, when a hop loops the LAN's traffic through TUN devices of
-	// this box (hop.Gateway), are the WAN and the TUN the hop writes
+	// this box (topology.Gateway), are the WAN and the TUN the hop writes
 	// uplink packets into: see netsys.NAT.WANSide. Empty without such a hop.
 	WANSide []string
 	Log     *slog.Logger

@@ -18,7 +18,7 @@ type NAT struct {
 	CountLAN string
 	// WANSide, if set, are the devices on the WAN side of a hop that
 	// loops the LAN's traffic through TUN devices of this same box
-	// (hop.Gateway): the WAN itself and the TUN the hop writes uplink
+	// (topology.Gateway): the WAN itself and the TUN the hop writes uplink
 	// packets into. Their packets (and the box's own out of Out) get
 	// conntrack zone 1, so each pass through the box is tracked in its
 	// own zone: otherwise the first pass (LAN to TUN) fixes the

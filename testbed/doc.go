@@ -1,5 +1,5 @@
 // Package testbed is pi2hop's lab: it builds client and server network
-// namespaces joined through a live hop (hop.NewPair), runs real L4S and
+// namespaces joined through a live hop (topology.NewPair), runs real L4S and
 // classic traffic between them with the endpoints of package flow, and
 // turns what they saw into the figures of reference/l4s-endpoints.md §6
 // (package metrics) and a report (package report).

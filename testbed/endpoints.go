@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/pi2hop/pi2hop/flow"
-	"github.com/pi2hop/pi2hop/hop"
+	"github.com/pi2hop/pi2hop/topology"
 )
 
 // endpoints are a run's open sockets, one set per flow.
@@ -38,7 +38,7 @@ func (e *endpoints) close() {
 // First port of the lab's flows; each flow takes the next.
 const basePort = 5100
 
-func openEndpoints(pair *hop.Pair, sp RunSpec) (*endpoints, error) {
+func openEndpoints(pair *topology.Pair, sp RunSpec) (*endpoints, error) {
 	e := &endpoints{sp: sp}
 	server := pair.ServerAddr
 	for i, fs := range sp.Flows {
@@ -101,7 +101,7 @@ const drainTime = 300 * time.Millisecond
 
 // run starts every flow together, samples the hop's stats while they run
 // and fills res. Receivers stop drainTime after the last sender.
-func (e *endpoints) run(ctx context.Context, pair *hop.Pair, res *runResult) error {
+func (e *endpoints) run(ctx context.Context, pair *topology.Pair, res *runResult) error {
 	sp := e.sp
 	recvCtx, stopRecv := context.WithCancel(ctx)
 	defer stopRecv()

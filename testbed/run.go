@@ -13,6 +13,7 @@ import (
 	"github.com/pi2hop/pi2hop/shaper"
 	"github.com/pi2hop/pi2hop/testbed/metrics"
 	"github.com/pi2hop/pi2hop/testbed/report"
+	"github.com/pi2hop/pi2hop/topology"
 )
 
 // Options steer a lab beyond its Config.
@@ -144,7 +145,7 @@ func runOne(ctx context.Context, sp RunSpec, prefix string, tap hop.Tap, cpuLate
 		Link:  shaper.Config{Rate: shaper.Const{BitsPerSecond: sp.RateBps}, Delay: int64(sp.RTT / 2), Aggregate: sp.Aggregate},
 		Queue: sp.Queue,
 	}
-	pair, err := hop.NewPairWith(ctx, hop.PairSpec{ClientNS: prefix + "c", ServerNS: prefix + "s", Tap: tap, Journal: j},
+	pair, err := topology.NewPairWith(ctx, topology.PairSpec{ClientNS: prefix + "c", ServerNS: prefix + "s", Tap: tap, Journal: j},
 		hop.Config{Name: sp.Name, Up: dir, Down: dir, Seed: sp.Seed, CPULatency: cpuLatency, FloorProbe: true})
 	if err != nil {
 		return res, fmt.Errorf("topology: %w", err)

@@ -7,6 +7,7 @@ import (
 	"github.com/pi2hop/pi2hop/dist"
 	"github.com/pi2hop/pi2hop/hop"
 	"github.com/pi2hop/pi2hop/internal/hoststeal"
+	"github.com/pi2hop/pi2hop/topology"
 )
 
 // queueSample is what the lab keeps of every hop stats snapshot of the
@@ -182,7 +183,7 @@ const samplePoll = 20 * time.Millisecond
 
 // startSampler starts sampling; from and to are the run's window (see
 // window), whose edges' histograms the trace keeps.
-func startSampler(pair *hop.Pair, from, to time.Duration) *sampler {
+func startSampler(pair *topology.Pair, from, to time.Duration) *sampler {
 	s := &sampler{done: make(chan struct{}), stopped: make(chan struct{}), trace: newQueueTrace(from, to)}
 	first := pair.Hop.Stats()
 	start, seq := first.Down.Elapsed, first.Down.Seq

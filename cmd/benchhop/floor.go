@@ -8,9 +8,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/pi2hop/pi2hop/hop"
 	"github.com/pi2hop/pi2hop/netsys"
 	"github.com/pi2hop/pi2hop/shaper"
+	"github.com/pi2hop/pi2hop/topology"
 	"github.com/pi2hop/pi2hop/tun"
 	"golang.org/x/sys/unix"
 )
@@ -218,7 +218,7 @@ type minimalPair struct {
 func newMinimalPair(prefix string, single bool, delay time.Duration, rate uint64) (*minimalPair, path, error) {
 	m := &minimalPair{j: netsys.NewJournal(nil)}
 	c, s := prefix+"c", prefix+"s"
-	srv4, srv6 := hop.DefaultSubnet4.Addr().Next(), hop.DefaultSubnet6.Addr().Next()
+	srv4, srv6 := topology.DefaultSubnet4.Addr().Next(), topology.DefaultSubnet6.Addr().Next()
 	ends := []struct {
 		ns          string
 		addr, addr6 netip.Addr
@@ -231,18 +231,14 @@ func newMinimalPair(prefix string, single bool, delay time.Duration, rate uint64
 		if err := m.j.NewNamespace(e.ns); err != nil {
 			return fail(err)
 		}
-		var d tun.Device
-		err := m.j.AddLink(e.ns, "pi2hop0", func() (err error) {
-			d, err = tun.OpenBackend("pi2hop0", 1500, tun.BackendOffload)
-			return err
-		})
+		d, err := topology.OpenTUN(m.j, e.ns, "pi2hop0", 1500, tun.BackendOffload)
 		if err != nil {
 			return fail(err)
 		}
 		m.devs = append(m.devs, d)
 		for _, a := range []netip.Prefix{
-			netip.PrefixFrom(e.addr, hop.DefaultSubnet4.Bits()),
-			netip.PrefixFrom(e.addr6, hop.DefaultSubnet6.Bits()),
+			netip.PrefixFrom(e.addr, topology.DefaultSubnet4.Bits()),
+			netip.PrefixFrom(e.addr6, topology.DefaultSubnet6.Bits()),
 		} {
 			if err := m.j.AddAddr(e.ns, "pi2hop0", a); err != nil {
 				return fail(err)

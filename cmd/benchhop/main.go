@@ -34,6 +34,7 @@ import (
 	"github.com/pi2hop/pi2hop/internal/hoststeal"
 	"github.com/pi2hop/pi2hop/netsys"
 	"github.com/pi2hop/pi2hop/shaper"
+	"github.com/pi2hop/pi2hop/topology"
 	"github.com/pi2hop/pi2hop/tun"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
@@ -435,12 +436,12 @@ func ms(d time.Duration) string { return fmt.Sprintf("%.3f", d.Seconds()*1e3) }
 func us(ns int64) string        { return fmt.Sprintf("%.0f", float64(ns)/1e3) }
 func ratio(a, b float64) string { return fmt.Sprintf("%.3f", a/b) }
 
-func newPair(prefix string, b tun.Backend, bps uint64, delay time.Duration) (*hop.Pair, error) {
+func newPair(prefix string, b tun.Backend, bps uint64, delay time.Duration) (*topology.Pair, error) {
 	d := hop.DirConfig{
 		Link:  shaper.Config{Rate: shaper.Const{BitsPerSecond: bps}, Delay: int64(delay)},
 		Queue: aqm.Spec{Kind: aqm.KindDualPI2, DualPI2: aqm.DefaultConfig()},
 	}
-	return hop.NewPair(context.Background(), prefix, hop.Config{Name: prefix, Up: d, Down: d, Seed: 1, Spin: *spin, Priority: *prio, CPULatency: *cpuLat, TUN: b})
+	return topology.NewPair(context.Background(), prefix, hop.Config{Name: prefix, Up: d, Down: d, Seed: 1, Spin: *spin, Priority: *prio, CPULatency: *cpuLat, TUN: b})
 }
 
 // bdpBuffers lets TCP in p's namespaces grow its buffers to 64 MB. The
@@ -470,7 +471,7 @@ func bdpBuffers(p path) error {
 	return nil
 }
 
-func pairPath(p *hop.Pair) path {
+func pairPath(p *topology.Pair) path {
 	return path{client: p.ClientNS, server: p.ServerNS, serverAddr: p.ServerAddr, rxNS: p.ServerNS, rxDev: p.ServerDev, hop: p.Hop}
 }
 

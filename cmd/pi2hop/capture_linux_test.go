@@ -21,13 +21,14 @@ import (
 	"github.com/pi2hop/pi2hop/hop"
 	"github.com/pi2hop/pi2hop/internal/roottest"
 	"github.com/pi2hop/pi2hop/pcap"
+	"github.com/pi2hop/pi2hop/topology"
 	"github.com/spf13/pflag"
 	"golang.org/x/sys/unix"
 )
 
 // pairWithCapture starts a hop between two fresh namespaces with both
 // directions captured to path. flags are link flags (--rate ...).
-func pairWithCapture(t *testing.T, prefix, path string, flags ...string) (*hop.Pair, *pcap.Capture) {
+func pairWithCapture(t *testing.T, prefix, path string, flags ...string) (*topology.Pair, *pcap.Capture) {
 	t.Helper()
 	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
 	lf := addLinkFlags(fs, true)
@@ -43,7 +44,7 @@ func pairWithCapture(t *testing.T, prefix, path string, flags ...string) (*hop.P
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { capt.Close() })
-	p, err := hop.NewPairWith(context.Background(), hop.PairSpec{ClientNS: prefix + "c", ServerNS: prefix + "s", Tap: pcap.NewHopTap(capt, "")}, cfg)
+	p, err := topology.NewPairWith(context.Background(), topology.PairSpec{ClientNS: prefix + "c", ServerNS: prefix + "s", Tap: pcap.NewHopTap(capt, "")}, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +54,7 @@ func pairWithCapture(t *testing.T, prefix, path string, flags ...string) (*hop.P
 
 // blastUDP sends 1200-byte datagrams with the given ECN codepoint from the
 // client namespace to the server at about bps for d.
-func blastUDP(t *testing.T, p *hop.Pair, to netip.AddrPort, ecn aqm.ECN, bps float64, d time.Duration) {
+func blastUDP(t *testing.T, p *topology.Pair, to netip.AddrPort, ecn aqm.ECN, bps float64, d time.Duration) {
 	t.Helper()
 	var conn *net.UDPConn
 	if err := p.InClient(func() (err error) {

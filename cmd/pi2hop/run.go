@@ -9,7 +9,7 @@ import (
 )
 
 // pi2hop run: gateway mode. The bottleneck goes between two interfaces of
-// this box, by policy routing (see hop.Gateway).
+// this box, by policy routing (see topology.Gateway).
 
 func init() {
 	register(&command{

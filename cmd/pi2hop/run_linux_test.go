@@ -18,6 +18,7 @@ import (
 	"github.com/pi2hop/pi2hop/instance"
 	"github.com/pi2hop/pi2hop/internal/hoststeal"
 	"github.com/pi2hop/pi2hop/netsys"
+	"github.com/pi2hop/pi2hop/topology"
 	"github.com/vishvananda/netlink"
 )
 
@@ -210,7 +211,7 @@ func (l *gatewayLab) routerState(t *testing.T, name string) string {
 		}
 		fmt.Fprintf(&b, "%s=%s ", k, v)
 	}
-	_, _, prio := hop.GatewayTables(name)
+	_, _, prio := topology.GatewayTables(name)
 	err := netsys.Do(l.router, func() error {
 		rules, err := netlink.RuleList(netlink.FAMILY_ALL)
 		if err != nil {

@@ -18,9 +18,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pi2hop/pi2hop/hop"
 	"github.com/pi2hop/pi2hop/instance"
 	"github.com/pi2hop/pi2hop/netsys"
+	"github.com/pi2hop/pi2hop/topology"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 )
@@ -630,7 +630,7 @@ func TestGatewaySweepMatchesInterfaces(t *testing.T) {
 	bin := buildPi2hop(t)
 	name := testInstance(41)
 	l := newGatewayLab(t, name)
-	up, down, prio := hop.GatewayTables(name)
+	up, down, prio := topology.GatewayTables(name)
 	leftover := netsys.NewJournal(nil) // what a killed gateway whose state file was lost left
 	for _, r := range []netsys.Rule{{Family: 4, IIF: "rl", Table: up, Priority: prio}, {Family: 6, IIF: "rw", Table: down, Priority: prio}} {
 		if err := leftover.AddRule(l.router, r); err != nil {

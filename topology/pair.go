@@ -1,10 +1,11 @@
-package hop
+package topology
 
 import (
 	"context"
 	"fmt"
 	"net/netip"
 
+	"github.com/pi2hop/pi2hop/hop"
 	"github.com/pi2hop/pi2hop/netsys"
 	"github.com/pi2hop/pi2hop/tun"
 )
@@ -22,7 +23,7 @@ type Pair struct {
 	ClientDev, ServerDev     string // TUN names in those namespaces
 	ClientAddr, ServerAddr   netip.Addr
 	ClientAddr6, ServerAddr6 netip.Addr
-	Hop                      *Hop
+	Hop                      *hop.Hop
 
 	started // Done, Err, Close
 }
@@ -39,7 +40,7 @@ type PairSpec struct {
 	// Close undoes all of it, including what the caller recorded there.
 	Journal *netsys.Journal
 	// Tap, if not nil, is installed on the hop before it starts.
-	Tap Tap
+	Tap hop.Tap
 }
 
 // Default subnets of a Pair: test addresses that live only inside the
@@ -52,24 +53,24 @@ var (
 // NewPair creates namespaces "<prefix>c" (client) and "<prefix>s"
 // (server), a TUN in each with IPv4 and IPv6 addresses, and starts the hop
 // between them; it runs until ctx is done or Close.
-func NewPair(ctx context.Context, prefix string, cfg Config) (*Pair, error) {
+func NewPair(ctx context.Context, prefix string, cfg hop.Config) (*Pair, error) {
 	return NewPairWith(ctx, PairSpec{ClientNS: prefix + "c", ServerNS: prefix + "s"}, cfg)
 }
 
 // NewPairWith builds the Pair spec describes and starts its hop. On error
 // everything made so far is undone.
-func NewPairWith(ctx context.Context, spec PairSpec, cfg Config) (p *Pair, err error) {
+func NewPairWith(ctx context.Context, spec PairSpec, cfg hop.Config) (p *Pair, err error) {
 	spec = spec.withDefaults()
 	if spec.ClientNS == "" || spec.ClientNS == spec.ServerNS {
-		return nil, fmt.Errorf("hop: pair namespaces %q and %q: want a client namespace distinct from the server's", spec.ClientNS, spec.ServerNS)
+		return nil, fmt.Errorf("topology: pair namespaces %q and %q: want a client namespace distinct from the server's", spec.ClientNS, spec.ServerNS)
 	}
 	if !spec.Subnet4.Addr().Is4() || spec.Subnet4.Bits() > 30 || !spec.Subnet6.Addr().Is6() || spec.Subnet6.Bits() > 126 {
-		return nil, fmt.Errorf("hop: pair subnets %v, %v: want an IPv4 prefix of /30 or wider and an IPv6 one of /126 or wider", spec.Subnet4, spec.Subnet6)
+		return nil, fmt.Errorf("topology: pair subnets %v, %v: want an IPv4 prefix of /30 or wider and an IPv6 one of /126 or wider", spec.Subnet4, spec.Subnet6)
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	mtu, backend := cfg.withDefaults().MTU, cfg.TUN
+	mtu, backend := mtuOf(cfg), cfg.TUN
 	j := spec.Journal
 	p = &Pair{
 		ClientNS: spec.ClientNS, ServerNS: spec.ServerNS,
@@ -97,7 +98,7 @@ func NewPairWith(ctx context.Context, spec PairSpec, cfg Config) (p *Pair, err e
 				return nil, err
 			}
 		}
-		d, err := openTUN(j, e.ns, e.dev, mtu, backend)
+		d, err := OpenTUN(j, e.ns, e.dev, mtu, backend)
 		if err != nil {
 			return nil, err
 		}

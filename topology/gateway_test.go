@@ -1,4 +1,4 @@
-package hop
+package topology
 
 import "testing"
 

@@ -1,4 +1,4 @@
-package hop
+package topology
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 
+	"github.com/pi2hop/pi2hop/hop"
 	"github.com/pi2hop/pi2hop/netsys"
 	"github.com/pi2hop/pi2hop/tun"
 )
@@ -30,7 +31,7 @@ type Gateway struct {
 	UpTable        int    // routing table of the uplink; the downlink's is UpTable+1
 	DownTable      int
 	RulePriority   int
-	Hop            *Hop
+	Hop            *hop.Hop
 	started        // Done, Err, Close
 }
 
@@ -41,7 +42,7 @@ type GatewaySpec struct {
 	// Journal records every change; nil means a journal of the gateway's
 	// own. Close undoes all of it.
 	Journal *netsys.Journal
-	Tap     Tap // installed before the hop starts, if not nil
+	Tap     hop.Tap // installed before the hop starts, if not nil
 }
 
 // GatewayTables returns the routing tables and rule priority of instance
@@ -78,18 +79,18 @@ func GatewayLeftovers(name string, ifaces ...string) []netsys.Entry {
 // NewGateway builds the Gateway spec describes and starts its hop, which
 // runs until ctx is done or Close. On error everything made so far is
 // undone.
-func NewGateway(ctx context.Context, spec GatewaySpec, cfg Config) (g *Gateway, err error) {
+func NewGateway(ctx context.Context, spec GatewaySpec, cfg hop.Config) (g *Gateway, err error) {
 	switch {
 	case spec.LAN == "" || spec.WAN == "":
-		return nil, fmt.Errorf("hop: gateway interfaces %q, %q: want a LAN and a WAN interface", spec.LAN, spec.WAN)
+		return nil, fmt.Errorf("topology: gateway interfaces %q, %q: want a LAN and a WAN interface", spec.LAN, spec.WAN)
 	case spec.LAN == spec.WAN:
-		return nil, fmt.Errorf("hop: gateway LAN and WAN are both %q: want two interfaces", spec.LAN)
+		return nil, fmt.Errorf("topology: gateway LAN and WAN are both %q: want two interfaces", spec.LAN)
 	case spec.Name == "":
-		return nil, fmt.Errorf("hop: gateway without a name")
+		return nil, fmt.Errorf("topology: gateway without a name")
 	}
 	for _, ifname := range []string{spec.LAN, spec.WAN} {
 		if _, err := net.InterfaceByName(ifname); err != nil {
-			return nil, fmt.Errorf("hop: gateway interface %q: %w", ifname, err)
+			return nil, fmt.Errorf("topology: gateway interface %q: %w", ifname, err)
 		}
 	}
 	if err := cfg.Validate(); err != nil {
@@ -108,7 +109,7 @@ func NewGateway(ctx context.Context, spec GatewaySpec, cfg Config) (g *Gateway, 
 		}
 	}()
 	for _, n := range []string{g.UpDev, g.DownDev} {
-		d, err := openTUN(j, "", n, cfg.withDefaults().MTU, cfg.TUN)
+		d, err := OpenTUN(j, "", n, mtuOf(cfg), cfg.TUN)
 		if err != nil {
 			return nil, err
 		}
