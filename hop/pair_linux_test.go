@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"github.com/pi2hop/pi2hop/hop"
+	"github.com/pi2hop/pi2hop/internal/ping"
 	"github.com/pi2hop/pi2hop/internal/roottest"
 	"github.com/pi2hop/pi2hop/topology"
 	"io"
@@ -238,7 +239,7 @@ func logDir(t *testing.T, d *hop.DirStats) {
 // kernel) n times, 10 ms apart, and returns the median RTT.
 func medianPing(t *testing.T, p *topology.Pair, n int) time.Duration {
 	t.Helper()
-	rtt, err := hop.MedianPing(p.ClientNS, p.ServerAddr, n, 10*time.Millisecond)
+	rtt, err := ping.Median(p.ClientNS, p.ServerAddr, n, 10*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -321,10 +322,10 @@ func vethPathRTT(t *testing.T, n int) time.Duration {
 		}
 	}
 	dst := netip.MustParseAddr("10.254.9.2")
-	if _, err := hop.MedianPing(a, dst, 3, 10*time.Millisecond); err != nil { // warm up: neighbours
+	if _, err := ping.Median(a, dst, 3, 10*time.Millisecond); err != nil { // warm up: neighbours
 		t.Fatal(err)
 	}
-	rtt, err := hop.MedianPing(a, dst, n, 10*time.Millisecond)
+	rtt, err := ping.Median(a, dst, n, 10*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}

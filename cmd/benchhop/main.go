@@ -32,6 +32,7 @@ import (
 	"github.com/pi2hop/pi2hop/dist"
 	"github.com/pi2hop/pi2hop/hop"
 	"github.com/pi2hop/pi2hop/internal/hoststeal"
+	"github.com/pi2hop/pi2hop/internal/ping"
 	"github.com/pi2hop/pi2hop/netsys"
 	"github.com/pi2hop/pi2hop/shaper"
 	"github.com/pi2hop/pi2hop/topology"
@@ -816,5 +817,5 @@ func perUnit(ns int64, n uint64) float64 {
 // medianPing pings p's server from its client n times, 10 ms apart, and
 // returns the median RTT.
 func medianPing(p path, n int) (time.Duration, error) {
-	return hop.MedianPing(p.client, p.serverAddr, n, 10*time.Millisecond)
+	return ping.Median(p.client, p.serverAddr, n, 10*time.Millisecond)
 }

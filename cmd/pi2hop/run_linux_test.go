@@ -14,9 +14,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pi2hop/pi2hop/hop"
 	"github.com/pi2hop/pi2hop/instance"
 	"github.com/pi2hop/pi2hop/internal/hoststeal"
+	"github.com/pi2hop/pi2hop/internal/ping"
 	"github.com/pi2hop/pi2hop/netsys"
 	"github.com/pi2hop/pi2hop/topology"
 	"github.com/vishvananda/netlink"
@@ -402,10 +402,10 @@ func TestGatewayIdleRTT(t *testing.T) {
 	}
 	ping := func(dst netip.Addr) time.Duration {
 		t.Helper()
-		if _, err := hop.MedianPing(l.client, dst, 3, 10*time.Millisecond); err != nil { // warm up: neighbours
+		if _, err := ping.Median(l.client, dst, 3, 10*time.Millisecond); err != nil { // warm up: neighbours
 			t.Fatalf("ping %v: %v", dst, err)
 		}
-		rtt, err := hop.MedianPing(l.client, dst, 60, 10*time.Millisecond)
+		rtt, err := ping.Median(l.client, dst, 60, 10*time.Millisecond)
 		if err != nil {
 			t.Fatalf("ping %v: %v", dst, err)
 		}

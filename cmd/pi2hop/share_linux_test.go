@@ -19,6 +19,7 @@ import (
 	"github.com/miekg/dns"
 	"github.com/pi2hop/pi2hop/hop"
 	"github.com/pi2hop/pi2hop/instance"
+	"github.com/pi2hop/pi2hop/internal/ping"
 	"github.com/pi2hop/pi2hop/lan"
 	"github.com/pi2hop/pi2hop/netsys"
 	"github.com/vishvananda/netlink"
@@ -910,8 +911,8 @@ func TestShareIdleRTT(t *testing.T) {
 		if dst.Is6() {
 			l.waitSLAAC(t, 5*time.Second) // under way while the IPv4 pings ran
 		}
-		hop.MedianPing(l.device, dst, 3, 10*time.Millisecond) // warm up: neighbours, conntrack
-		rtts[i], errs[i] = hop.MedianPing(l.device, dst, 60, 10*time.Millisecond)
+		ping.Median(l.device, dst, 3, 10*time.Millisecond) // warm up: neighbours, conntrack
+		rtts[i], errs[i] = ping.Median(l.device, dst, 60, 10*time.Millisecond)
 		t.Logf("idle RTT through share to %v with --delay 5ms: median %v (added %v; issue 9's target 0.3 ms)", dst, rtts[i], rtts[i]-10*time.Millisecond)
 	}
 	if out, err := exec.Command(bin, "stats", "--name", name, "--json").Output(); err == nil {

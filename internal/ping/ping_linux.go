@@ -1,4 +1,4 @@
-package hop
+package ping
 
 import (
 	"encoding/binary"
@@ -16,7 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// MedianPing sends n ICMP echo requests (ICMPv4, or ICMPv6 to an IPv6
+// Median sends n ICMP echo requests (ICMPv4, or ICMPv6 to an IPv6
 // dst), gap apart, from network namespace ns ("" = the one the process
 // started in) to dst and returns the median round-trip time (nearest-rank
 // p50, dist.Quantile): the idle RTT of a path, for tests and benchmarks.
@@ -25,9 +25,9 @@ import (
 // (SO_TIMESTAMPNS), so the caller's own wake-up after the reply arrived,
 // 40-100 µs through the Go netpoller on a VM and no part of the path, is
 // not counted.
-func MedianPing(ns string, dst netip.Addr, n int, gap time.Duration) (time.Duration, error) {
+func Median(ns string, dst netip.Addr, n int, gap time.Duration) (time.Duration, error) {
 	if !dst.IsValid() || dst.Is4In6() || n < 1 {
-		return 0, fmt.Errorf("hop: ping %v %d times: want an IPv4 or IPv6 address and n >= 1", dst, n)
+		return 0, fmt.Errorf("ping: %v %d times: want an IPv4 or IPv6 address and n >= 1", dst, n)
 	}
 	// Echo request and reply types: RFC 792's 8 and 0, RFC 4443's 128
 	// and 129. The kernel computes an ICMPv6 raw socket's checksum
@@ -48,7 +48,7 @@ func MedianPing(ns string, dst netip.Addr, n int, gap time.Duration) (time.Durat
 		if c != nil {
 			c.Close()
 		}
-		return 0, fmt.Errorf("hop: ping socket: %w", err)
+		return 0, fmt.Errorf("ping: socket: %w", err)
 	}
 	defer c.Close()
 	id := uint16(os.Getpid())
@@ -65,13 +65,13 @@ func MedianPing(ns string, dst netip.Addr, n int, gap time.Duration) (time.Durat
 		}
 		start := time.Now()
 		if _, err := c.WriteTo(req, &net.IPAddr{IP: dst.AsSlice()}); err != nil {
-			return 0, fmt.Errorf("hop: ping %v: %w", dst, err)
+			return 0, fmt.Errorf("ping: %v: %w", dst, err)
 		}
 		c.SetReadDeadline(time.Now().Add(time.Second))
 		for {
 			m, oobn, _, _, err := c.ReadMsgIP(buf, oob)
 			if err != nil {
-				return 0, fmt.Errorf("hop: ping %v, reply %d: %w", dst, i, err)
+				return 0, fmt.Errorf("ping: %v, reply %d: %w", dst, i, err)
 			}
 			icmp := buf[:m]
 			if dst.Is4() && m > 0 && buf[0]>>4 == 4 { // ReadMsgIP keeps the IPv4 header
@@ -122,5 +122,5 @@ func rxTimestamp(oob []byte) (time.Time, error) {
 			return time.Unix(sec, nsec), nil
 		}
 	}
-	return time.Time{}, errors.New("hop: ping reply without a receive timestamp")
+	return time.Time{}, errors.New("ping: reply without a receive timestamp")
 }
