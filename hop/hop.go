@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pi2hop/pi2hop/aqm"
+	"github.com/pi2hop/pi2hop/internal/procs"
 	"github.com/pi2hop/pi2hop/shaper"
 	"github.com/pi2hop/pi2hop/tun"
 )
@@ -99,8 +100,8 @@ func (h *Hop) Run(ctx context.Context) error {
 	cfg := h.cfg
 	h.mu.Unlock()
 
-	reserveProcs(len(h.dirs))
-	defer releaseProcs(len(h.dirs))
+	procs.Reserve(len(h.dirs))
+	defer procs.Release(len(h.dirs))
 	if cfg.CPULatency >= 0 {
 		req, err := requestCPULatency(cfg.CPULatency)
 		if err != nil {

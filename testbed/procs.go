@@ -1,6 +1,6 @@
 package testbed
 
-// labProcs is the least GOMAXPROCS the lab runs with; hop.ProcsAtLeast,
+// labProcs is the least GOMAXPROCS the lab runs with; procs.AtLeast,
 // the one place that sets GOMAXPROCS, adds the running hop's owners on
 // top. The lab's timing-critical work runs on locked OS threads (the hop's two owners, each Prague and
 // video sender) that sleep in ppoll; a thread that wakes needs a P before

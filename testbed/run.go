@@ -8,6 +8,7 @@ import (
 
 	"github.com/pi2hop/pi2hop/dist"
 	"github.com/pi2hop/pi2hop/hop"
+	"github.com/pi2hop/pi2hop/internal/procs"
 	"github.com/pi2hop/pi2hop/netsys"
 	"github.com/pi2hop/pi2hop/pcap"
 	"github.com/pi2hop/pi2hop/shaper"
@@ -64,7 +65,7 @@ func Run(ctx context.Context, cfg Config, opt Options) (*report.Report, error) {
 		return nil, err
 	}
 	sc := scenarios[cfg.Scenario]
-	defer hop.ProcsAtLeast(labProcs)()
+	defer procs.AtLeast(labProcs)()
 	prefix := opt.Prefix
 	if prefix == "" {
 		prefix = DefaultPrefix()
