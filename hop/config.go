@@ -58,13 +58,13 @@ type Config struct {
 	// Priority is the SCHED_FIFO priority (1..99) of the owner threads
 	// when the process may set one (default 10; negative: normal threads).
 	Priority int
-	// FloorProbe runs a probe process beside the hop that measures the
-	// machine's own timing floor (FloorStats), so the owners' lateness
+	// WakeProbe runs probe processes beside the hop that measure the
+	// machine's own timing floor (WakeProbeStats), so the owners' lateness
 	// can be judged against it. It wakes every 1 ms on each CPU: about
 	// 5 % of a core per CPU on the 2-vCPU VM (a wake-up there costs the
 	// probe ~40 µs of CPU time, schedstat).
-	FloorProbe bool
-	Logger     *slog.Logger // nil: no logs
+	WakeProbe bool
+	Logger    *slog.Logger // nil: no logs
 }
 
 // Defaults for Config's tuning fields.

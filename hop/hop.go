@@ -22,9 +22,9 @@ type Hop struct {
 	up, down tun.Device
 	dirs     [2]*owner
 
-	mu      sync.Mutex // guards cfg's directions (Set), running, tap, floor
+	mu      sync.Mutex // guards cfg's directions (Set), running, tap, probes
 	tap     Tap
-	floor   *floor // the floor probe while Run runs it
+	probes  *probes // the wake-up probes while Run runs them
 	running bool
 	stop    chan struct{} // closed by Close
 	done    chan struct{} // closed when Run has returned
@@ -125,14 +125,14 @@ func (h *Hop) Run(ctx context.Context) error {
 	// 0.43-0.53 (mean 0.47); shaped 1 Gbit/s + 10 ms 974 Mbit/s in 3
 	// rounds, from 970-973; TestCaptureCostsTheHopNoPackets' worst owner
 	// lateness 0.8-4.7 ms in 3 rounds, from 2.6-4.7.
-	if cfg.FloorProbe {
-		f, err := startFloor(cfg.Priority)
+	if cfg.WakeProbe {
+		p, err := startProbes(cfg.Priority)
 		if err != nil {
-			cfg.Logger.Debug("hop: no floor probe", "err", err)
+			cfg.Logger.Debug("hop: no wake-up probe", "err", err)
 		} else {
-			defer f.stop()
+			defer p.stop()
 			h.mu.Lock()
-			h.floor = f
+			h.probes = p
 			h.mu.Unlock()
 		}
 	}
@@ -206,9 +206,9 @@ func (h *Hop) Set(e Edit) error {
 // takes one between batches) and the last one otherwise.
 func (h *Hop) Stats() Snapshot {
 	h.mu.Lock()
-	running, f := h.running, h.floor
+	running, p := h.running, h.probes
 	h.mu.Unlock()
-	s := Snapshot{Name: h.cfg.Name, Running: running, Floor: f.stats()}
+	s := Snapshot{Name: h.cfg.Name, Running: running, WakeProbe: p.stats()}
 	for i, o := range h.dirs {
 		*s.Dir(Dir(i)) = o.snapshot(running)
 	}

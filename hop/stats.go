@@ -13,8 +13,8 @@ type Snapshot struct {
 	Name     string
 	Running  bool
 	Up, Down DirStats
-	// Floor is the machine's timing floor meanwhile (Config.FloorProbe).
-	Floor FloorStats
+	// WakeProbe is the machine's timing floor meanwhile (Config.WakeProbe).
+	WakeProbe WakeProbeStats
 }
 
 // Dir returns the stats of direction d.

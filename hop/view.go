@@ -104,9 +104,9 @@ func (s *DirStats) View(prev *DirStats) View {
 	return v
 }
 
-// FloorView is the machine's timing floor over the same interval: the
-// floor probe's worst wake-up.
-type FloorView struct {
+// WakeProbeView is the machine's timing floor over the same interval: the
+// wake-up probes' worst wake-up.
+type WakeProbeView struct {
 	RealTime  bool    `json:"realtime"`
 	CPUs      int     `json:"cpus"` // one probe thread pinned to each
 	PeriodUs  float64 `json:"period_us"`
@@ -115,7 +115,7 @@ type FloorView struct {
 
 // View returns the probe's figures over the interval since prev (an
 // earlier snapshot's, nil: since the start), or nil when no probe ran.
-func (f *FloorStats) View(prev *FloorStats) *FloorView {
+func (f *WakeProbeStats) View(prev *WakeProbeStats) *WakeProbeView {
 	if !f.Running && f.Wakes == 0 {
 		return nil
 	}
@@ -123,7 +123,7 @@ func (f *FloorStats) View(prev *FloorStats) *FloorView {
 	if prev != nil {
 		worst, _ = f.Worst.Since(&prev.Worst)
 	}
-	return &FloorView{RealTime: f.RealTime, CPUs: f.CPUs, PeriodUs: float64(f.Period) / 1e3, WorstLate: float64(worst) / 1e3}
+	return &WakeProbeView{RealTime: f.RealTime, CPUs: f.CPUs, PeriodUs: float64(f.Period) / 1e3, WorstLate: float64(worst) / 1e3}
 }
 
 // since returns the counters View turns into rates, over the interval

@@ -32,7 +32,7 @@ const (
 	// the lab), and a fifth of the call's 5 ms margin.
 	pauseLateness = time.Millisecond
 	// floorLag is how long a probe's worst wake-up may take to reach a
-	// sample: the probe reports every 20 ms (hop's floorReport), and a
+	// sample: the probe reports every 20 ms (wakeprobe.ReportEvery), and a
 	// pause of D ms reads as at least D - 1 ms late (it sleeps 1 ms).
 	floorLag    = 20 * time.Millisecond
 	floorPeriod = time.Millisecond

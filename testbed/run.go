@@ -147,7 +147,7 @@ func runOne(ctx context.Context, sp RunSpec, prefix string, tap hop.Tap, cpuLate
 		Queue: sp.Queue,
 	}
 	pair, err := topology.NewPairWith(ctx, topology.PairSpec{ClientNS: prefix + "c", ServerNS: prefix + "s", Tap: tap, Journal: j},
-		hop.Config{Name: sp.Name, Up: dir, Down: dir, Seed: sp.Seed, CPULatency: cpuLatency, FloorProbe: true})
+		hop.Config{Name: sp.Name, Up: dir, Down: dir, Seed: sp.Seed, CPULatency: cpuLatency, WakeProbe: true})
 	if err != nil {
 		return res, fmt.Errorf("topology: %w", err)
 	}

@@ -105,9 +105,9 @@ func (s *queueSample) worsts(cur, prev *hop.Snapshot) {
 	up, _ := cur.Up.Worst.Since(&prev.Up.Worst)
 	down, _ := cur.Down.Worst.Since(&prev.Down.Worst)
 	s.worst = max(up, down)
-	if cur.Floor.Running || cur.Floor.Wakes > 0 {
-		s.floor, _ = cur.Floor.Worst.Since(&prev.Floor.Worst)
-		s.floorRT = cur.Floor.RealTime
+	if cur.WakeProbe.Running || cur.WakeProbe.Wakes > 0 {
+		s.floor, _ = cur.WakeProbe.Worst.Since(&prev.WakeProbe.Worst)
+		s.floorRT = cur.WakeProbe.RealTime
 	}
 }
 

@@ -24,7 +24,7 @@ type instanceFlags struct {
 	metrics    string
 	verbose    bool
 	cpuLatency flagvalue.CPULatency
-	floorProbe bool
+	wakeProbe  bool
 	tun        flagvalue.Choice
 }
 
@@ -37,7 +37,7 @@ func addInstanceFlags(fs *pflag.FlagSet) *instanceFlags {
 	fs.StringVar(&f.metrics, "metrics", "", "serve Prometheus /metrics on `ADDR` (host:port; a bare :port binds to loopback)")
 	fs.BoolVarP(&f.verbose, "verbose", "v", false, "log debug messages")
 	fs.Var(&f.cpuLatency, "cpu-latency", cpuLatencyUsage)
-	fs.BoolVar(&f.floorProbe, "floor-probe", true, "measure the machine's own timing floor beside the hop (a SCHED_FIFO process per CPU that wakes every 1ms, ~5% of a core each on a VM); stats shows its worst wake-up next to the hop's")
+	fs.BoolVar(&f.wakeProbe, "floor-probe", true, "measure the machine's own timing floor beside the hop (a SCHED_FIFO process per CPU that wakes every 1ms, ~5% of a core each on a VM); stats shows its worst wake-up next to the hop's")
 	fs.Var(&f.tun, "tun", "TUN `backend`: offload (vnet header, TSO/USO: the endpoints' super-packets are split into segments for the AQM and coalesced back where no packet changes; water if the kernel refuses, with the reason logged) or water (one packet per system call)")
 	return f
 }
@@ -61,7 +61,7 @@ func runInstance(ctx context.Context, env *cmdEnv, command string, inst *instanc
 		return usagef("%s: %v", command, err)
 	}
 	cfg.CPULatency = inst.cpuLatency.D
-	cfg.FloorProbe = inst.floorProbe
+	cfg.WakeProbe = inst.wakeProbe
 	cfg.TUN = tun.Backend(inst.tun.Val)
 	err = instance.Run(ctx, instance.Options{
 		Name: inst.name, Command: command,

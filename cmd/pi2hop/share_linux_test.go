@@ -922,14 +922,14 @@ func TestShareIdleRTT(t *testing.T) {
 				Lateness  [2]float64 `json:"lateness_us"`
 				WorstLate float64    `json:"worst_lateness_us"`
 			} `json:"directions"`
-			Floor *hop.FloorView `json:"floor"`
+			WakeProbe *hop.WakeProbeView `json:"floor"`
 		}
 		if json.Unmarshal(out, &s) == nil {
 			for _, d := range s.Dirs {
 				t.Logf("%s: release lateness p50 %.0f µs p99 %.0f µs worst %.0f µs", d.Dir, d.Lateness[0], d.Lateness[1], d.WorstLate)
 			}
-			if s.Floor != nil {
-				t.Logf("floor probe: sleeping %.0f µs woke at worst %.0f µs late (realtime %v)", s.Floor.PeriodUs, s.Floor.WorstLate, s.Floor.RealTime)
+			if s.WakeProbe != nil {
+				t.Logf("wake-up probe: sleeping %.0f µs woke at worst %.0f µs late (realtime %v)", s.WakeProbe.PeriodUs, s.WakeProbe.WorstLate, s.WakeProbe.RealTime)
 			}
 		}
 	}

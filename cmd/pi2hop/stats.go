@@ -59,18 +59,18 @@ func runStats(ctx context.Context, w io.Writer, a *statsArgs) error {
 			return err
 		}
 		views := [2]hop.View{cur.Up.View(prevDir(prev, hop.Up)), cur.Down.View(prevDir(prev, hop.Down))}
-		var prevFloor *hop.FloorStats
+		var prevFloor *hop.WakeProbeStats
 		if prev != nil {
-			prevFloor = &prev.Floor
+			prevFloor = &prev.WakeProbe
 		}
-		fl := cur.Floor.View(prevFloor)
+		fl := cur.WakeProbe.View(prevFloor)
 		if a.json {
 			b, err := json.Marshal(struct {
-				Name    string         `json:"name"`
-				Time    time.Time      `json:"time"`
-				Dirs    [2]hop.View    `json:"directions"`
-				Floor   *hop.FloorView `json:"floor,omitempty"`
-				Clients []clientView   `json:"clients,omitempty"`
+				Name    string             `json:"name"`
+				Time    time.Time          `json:"time"`
+				Dirs    [2]hop.View        `json:"directions"`
+				Floor   *hop.WakeProbeView `json:"floor,omitempty"`
+				Clients []clientView       `json:"clients,omitempty"`
 			}{cur.Name, cur.Up.Taken, views, fl, clientViews(clients, cur.Up.Taken)})
 			if err != nil {
 				return err
@@ -84,7 +84,7 @@ func runStats(ctx context.Context, w io.Writer, a *statsArgs) error {
 			for _, v := range views {
 				writeDirView(w, &v)
 			}
-			writeFloorView(w, fl)
+			writeWakeProbeView(w, fl)
 			writeClients(w, clientViews(clients, cur.Up.Taken))
 		}
 		if a.every == 0 {
@@ -130,8 +130,8 @@ func writeDirView(w io.Writer, v *hop.View) {
 		v.SojournC[0], v.SojournC[1], v.SojournL[0], v.SojournL[1], v.Lateness[0], v.Lateness[1], v.WorstLate, v.CPUPerPkt)
 }
 
-// writeFloorView prints the floor probe's line (nothing without a probe).
-func writeFloorView(w io.Writer, v *hop.FloorView) {
+// writeWakeProbeView prints the wake-up probes' line (nothing without a probe).
+func writeWakeProbeView(w io.Writer, v *hop.WakeProbeView) {
 	if v == nil {
 		return
 	}
