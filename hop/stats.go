@@ -14,7 +14,9 @@ type Snapshot struct {
 	Running  bool
 	Up, Down DirStats
 	// WakeProbe is the machine's timing floor meanwhile (Config.WakeProbe).
-	WakeProbe WakeProbeStats
+	// Its JSON name on the control socket stays the one it had, so a
+	// client and a running instance of different builds still agree.
+	WakeProbe WakeProbeStats `json:"Floor"`
 }
 
 // Dir returns the stats of direction d.
