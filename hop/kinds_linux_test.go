@@ -2,9 +2,6 @@ package hop_test
 
 import (
 	"errors"
-	"github.com/pi2hop/pi2hop/hop"
-	"github.com/pi2hop/pi2hop/internal/roottest"
-	"github.com/pi2hop/pi2hop/topology"
 	"io"
 	"path/filepath"
 	"strings"
@@ -12,7 +9,10 @@ import (
 	"time"
 
 	"github.com/pi2hop/pi2hop/aqm"
+	"github.com/pi2hop/pi2hop/hop"
+	"github.com/pi2hop/pi2hop/internal/roottest"
 	"github.com/pi2hop/pi2hop/pcap"
+	"github.com/pi2hop/pi2hop/topology"
 )
 
 // Every queue kind through the live hop, with an unresponsive ECT(1) flow

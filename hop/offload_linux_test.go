@@ -4,9 +4,6 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"github.com/pi2hop/pi2hop/hop"
-	"github.com/pi2hop/pi2hop/internal/roottest"
-	"github.com/pi2hop/pi2hop/topology"
 	"io"
 	"net"
 	"net/netip"
@@ -17,10 +14,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pi2hop/pi2hop/analyze"
 	"github.com/pi2hop/pi2hop/aqm"
+	"github.com/pi2hop/pi2hop/hop"
+	"github.com/pi2hop/pi2hop/internal/roottest"
 	"github.com/pi2hop/pi2hop/netsys"
 	"github.com/pi2hop/pi2hop/pcap"
 	"github.com/pi2hop/pi2hop/shaper"
+	"github.com/pi2hop/pi2hop/topology"
 	"github.com/pi2hop/pi2hop/tun"
 	"golang.org/x/sys/unix"
 )
@@ -113,7 +114,7 @@ func checkCapture(t *testing.T, p *topology.Pair, bc *backendCapture) {
 	if n == 0 || largest > hop.DefaultMTU {
 		t.Errorf("capture: %d packets, the largest %d bytes; want segments of at most the MTU (%d)", n, largest, hop.DefaultMTU)
 	}
-	res, err := pcap.Analyze([]pcap.Input{{Path: bc.path}}, pcap.AnalyzeOptions{})
+	res, err := analyze.Analyze([]analyze.Input{{Path: bc.path}}, analyze.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

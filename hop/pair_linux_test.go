@@ -4,10 +4,6 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"github.com/pi2hop/pi2hop/hop"
-	"github.com/pi2hop/pi2hop/internal/ping"
-	"github.com/pi2hop/pi2hop/internal/roottest"
-	"github.com/pi2hop/pi2hop/topology"
 	"io"
 	"net"
 	"net/netip"
@@ -19,8 +15,12 @@ import (
 	"time"
 
 	"github.com/pi2hop/pi2hop/aqm"
+	"github.com/pi2hop/pi2hop/hop"
 	"github.com/pi2hop/pi2hop/internal/hoststeal"
+	"github.com/pi2hop/pi2hop/internal/ping"
+	"github.com/pi2hop/pi2hop/internal/roottest"
 	"github.com/pi2hop/pi2hop/netsys"
+	"github.com/pi2hop/pi2hop/topology"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 )

@@ -3,45 +3,13 @@ package pcap
 import (
 	"path/filepath"
 	"runtime"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/pi2hop/pi2hop/aqm"
+	"github.com/pi2hop/pi2hop/pcap/pcaptest"
 )
 
 var scenarioVerdict = aqm.Verdict{Action: aqm.Mark, Reason: aqm.ReasonCoupled, Class: aqm.L4S}
-
-// cpuTime is the process's user plus system CPU time: on a shared
-// machine a steadier figure than wall time.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// BenchmarkAnalyze1M analyses a capture of one million packet records
-// (500 000 packets, each at the in tap and at the out or drop tap, all
-// annotated), the size the issue sets a 10 s budget for.
-func BenchmarkAnalyze1M(b *testing.B) {
-	path := filepath.Join(b.TempDir(), "1m.pcapng")
-	start := time.Now()
-	scenario{n: 500_000}.write(b, path)
-	b.Logf("wrote 1M records in %v", time.Since(start))
-	b.ResetTimer()
-	cpu0 := cpuTime()
-	for b.Loop() {
-		res, err := Analyze([]Input{{Path: path}}, AnalyzeOptions{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		if n := res.Files[0].Packets; n != 1_000_001 {
-			b.Fatalf("read %d packets, want 1000001", n)
-		}
-	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/1e9, "s/1M")
-	b.ReportMetric((cpuTime()-cpu0).Seconds()/float64(b.N), "cpu-s/1M")
-}
 
 // BenchmarkOffer is the cost a tap adds to the data path.
 func BenchmarkOffer(b *testing.B) {
@@ -51,7 +19,7 @@ func BenchmarkOffer(b *testing.B) {
 	}
 	defer c.Close()
 	in := c.AddInterface("up-out")
-	pkt := testPacket{src: cli4, dst: srv4, proto: 6, payload: 1400}.build()
+	pkt := pcaptest.Packet{Src: pcaptest.Cli4, Dst: pcaptest.Srv4, Proto: 6, Payload: 1400}.Build()
 	ann := &Annotation{HasDecision: true, Sojourn: 1e6}
 	for b.Loop() {
 		c.Offer(in, 1, pkt, ann)
@@ -68,9 +36,9 @@ func BenchmarkCaptureWriter(b *testing.B) {
 		b.Fatal(err)
 	}
 	taps := c.AddTaps("up")
-	pkt := testPacket{src: cli4, dst: srv4, proto: 6, payload: 1400}.build()
+	pkt := pcaptest.Packet{Src: pcaptest.Cli4, Dst: pcaptest.Srv4, Proto: 6, Payload: 1400}.Build()
 	ann := &Annotation{HasDecision: true, Sojourn: 1234567, Prob: 1 << 28, Verdict: scenarioVerdict}
-	cpu0 := cpuTime()
+	cpu0 := pcaptest.CPUTime()
 	for i := 0; b.Loop(); i++ {
 		for !c.Offer(taps.Out, int64(i), pkt, ann) {
 			runtime.Gosched()
@@ -80,5 +48,5 @@ func BenchmarkCaptureWriter(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "records/s")
-	b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/record")
+	b.ReportMetric(float64((pcaptest.CPUTime()-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/record")
 }

@@ -83,6 +83,19 @@ type Capture struct {
 	w *fileWriter // owned by the writer goroutine
 }
 
+// OptionError is a capture or analysis option out of its range. Option
+// is spelt as the CLI's flag ("bin", "coupling", ...), so the CLI can
+// name it.
+type OptionError struct {
+	Option string
+	Value  string // as given
+	Want   string // the accepted range
+}
+
+func (e *OptionError) Error() string {
+	return fmt.Sprintf("%s %s: must be %s", e.Option, e.Value, e.Want)
+}
+
 // Validate checks the snaplen and rotation size as a CLI gives them: an
 // explicit snaplen of 0 is refused rather than defaulted, a MaxSize of 0
 // means no rotation. The error is an *OptionError naming the capture

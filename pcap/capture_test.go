@@ -16,6 +16,7 @@ import (
 
 	"github.com/pi2hop/pi2hop/aqm"
 	"github.com/pi2hop/pi2hop/internal/roottest"
+	"github.com/pi2hop/pi2hop/pcap/pcaptest"
 )
 
 // readAll returns copies of every packet in path and the file's capture
@@ -49,14 +50,14 @@ func TestCaptureRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	taps := c.AddTaps("up")
-	big := testPacket{src: cli4, dst: srv4, proto: 6, sport: 1, dport: 2, ecn: aqm.ECT1, id: 7, payload: 1400}.build()
+	big := pcaptest.Packet{Src: pcaptest.Cli4, Dst: pcaptest.Srv4, Proto: 6, SPort: 1, DPort: 2, ECN: aqm.ECT1, ID: 7, Payload: 1400}.Build()
 	ann := &Annotation{Class: aqm.L4S, Sojourn: 1234567, Prob: 1 << 30, ECNIn: aqm.ECT1,
 		Verdict: aqm.Verdict{Action: aqm.Mark, Reason: aqm.ReasonStep, Class: aqm.L4S}, HasDecision: true}
 	t0 := int64(1_700_000_000_123_456_789)
 	if !c.Offer(taps.In, t0, big, &Annotation{Class: aqm.L4S, ECNIn: aqm.ECT1}) {
 		t.Fatal("Offer refused with an empty buffer")
 	}
-	if !c.Offer(taps.Out, t0+5, setCE(big), ann) {
+	if !c.Offer(taps.Out, t0+5, pcaptest.SetCE(big), ann) {
 		t.Fatal("Offer refused with an empty buffer")
 	}
 	if !c.Offer(taps.Drop, t0+9, big[:30], nil) {
@@ -99,7 +100,7 @@ func TestCaptureRoundTrip(t *testing.T) {
 	if pkts[1].Ann != *ann {
 		t.Errorf("annotation read back as %+v, want %+v", pkts[1].Ann, *ann)
 	}
-	if !bytes.Equal(pkts[1].Data, setCE(big)[:64]) {
+	if !bytes.Equal(pkts[1].Data, pcaptest.SetCE(big)[:64]) {
 		t.Error("packet bytes differ from what was offered")
 	}
 	st := r.InterfaceStats()
@@ -118,7 +119,7 @@ func TestCaptureDropsWhenBehind(t *testing.T) {
 		t.Fatal(err)
 	}
 	in := c.AddInterface("up-in")
-	pkt := testPacket{src: cli4, dst: srv4, proto: 17, sport: 1, dport: 2, payload: 100}.build()
+	pkt := pcaptest.Packet{Src: pcaptest.Cli4, Dst: pcaptest.Srv4, Proto: 17, SPort: 1, DPort: 2, Payload: 100}.Build()
 	// Stall the writer by holding the interface lock it takes when it
 	// meets a file with no headers yet; Offer must go on without it.
 	c.ifMu.Lock()
@@ -170,7 +171,7 @@ func TestOfferDoesNotAllocate(t *testing.T) {
 		c.Close()
 	}()
 	in := c.AddInterface("up-out")
-	pkt := testPacket{src: cli6, dst: srv6, proto: 6, payload: 1000}.build()
+	pkt := pcaptest.Packet{Src: pcaptest.Cli6, Dst: pcaptest.Srv6, Proto: 6, Payload: 1000}.Build()
 	ann := &Annotation{HasDecision: true, Sojourn: 5}
 	allocs := testing.AllocsPerRun(1000, func() {
 		if !c.Offer(in, 1, pkt, ann) {
@@ -189,7 +190,7 @@ func TestCaptureConcurrentProducers(t *testing.T) {
 		t.Fatal(err)
 	}
 	up, down := c.AddTaps("up"), c.AddTaps("down")
-	pkt := testPacket{src: cli4, dst: srv4, proto: 17, payload: 60}.build()
+	pkt := pcaptest.Packet{Src: pcaptest.Cli4, Dst: pcaptest.Srv4, Proto: 17, Payload: 60}.Build()
 	var wg sync.WaitGroup
 	for _, tap := range []int{up.In, down.In} {
 		wg.Go(func() {
@@ -221,7 +222,7 @@ func TestCaptureRotation(t *testing.T) {
 		t.Fatal(err)
 	}
 	taps := c.AddTaps("up")
-	pkt := testPacket{src: cli4, dst: srv4, proto: 6, payload: 1000}.build()
+	pkt := pcaptest.Packet{Src: pcaptest.Cli4, Dst: pcaptest.Srv4, Proto: 6, Payload: 1000}.Build()
 	ann := &Annotation{HasDecision: true, Sojourn: 1e6, Verdict: aqm.Verdict{Action: aqm.Pass}}
 	const n = 300
 	for i := range n {
@@ -354,7 +355,7 @@ func TestTsharkReadsAnnotations(t *testing.T) {
 		{Class: aqm.L4S, Sojourn: 2_500_001, ECNIn: aqm.ECT1, HasDecision: true,
 			Verdict: aqm.Verdict{Action: aqm.Drop, Reason: aqm.ReasonOverload}},
 	}
-	v6 := testPacket{src: srv6, dst: cli6, proto: 17, sport: 443, dport: 5000, ecn: aqm.ECT0, payload: 500}.build()
+	v6 := pcaptest.Packet{Src: pcaptest.Srv6, Dst: pcaptest.Cli6, Proto: 17, SPort: 443, DPort: 5000, ECN: aqm.ECT0, Payload: 500}.Build()
 	for i, a := range anns {
 		tap := []int{taps.In, taps.Out, taps.Drop}[i]
 		c.Offer(tap, time.Now().UnixNano(), v6, a)
@@ -402,7 +403,7 @@ func TestCloseWhileOffering(t *testing.T) {
 		t.Fatal(err)
 	}
 	up, down := c.AddTaps("up"), c.AddTaps("down")
-	pkt := testPacket{src: cli4, dst: srv4, proto: 6, payload: 1000}.build()
+	pkt := pcaptest.Packet{Src: pcaptest.Cli4, Dst: pcaptest.Srv4, Proto: 6, Payload: 1000}.Build()
 	ann := &Annotation{HasDecision: true, Sojourn: 1}
 	stop := make(chan struct{})
 	var wg, offering sync.WaitGroup

@@ -1,7 +1,5 @@
 // Package pcap writes annotated pcapng captures of the hop's taps and
-// analyses captures (ours, or plain pcap/pcapng from tcpdump) for what the
-// bottleneck did to each packet: ECN codepoints in and out, CE marks,
-// drops, sojourn times and the DualPI2 coupling between the two queues.
+// reads captures back (ours, or plain pcap/pcapng from tcpdump).
 //
 // # Writing
 //
@@ -28,24 +26,14 @@
 // frame.comment; AppendComment documents the format and ParseComment
 // reads it back.
 //
-// # Reading and analysis
+// # Reading
 //
 // Reader reads pcap and pcapng, gzipped or not, with link types RAW,
 // IPv4, IPv6, Ethernet (VLAN tags skipped), Linux cooked v1/v2 and BSD
-// loopback; headers are decoded by hand. Every length in the file is
-// checked before it is allocated: records over MaxRecord are skipped and
-// counted, and a file cut mid-record ends at its last complete record
-// with a Truncation. Analyze reads its inputs merged in time order and
-// groups packets by
-// direction (from the tap names, or from Input.Role for two tcpdump files
-// taken either side of a bottleneck), matches each packet between its in
-// and out (or drop) points by a hash of the fields no hop changes, and
-// returns a Result: per class and per flow counts, marks and drops by
-// reason, sojourn (annotations) and transit (matching) percentiles from a
-// sketch (within SketchAccuracy of the exact nearest-rank value), time
-// bins, ECN transitions checked against the valid set, IPv4 header
-// checksum errors and the coupling check pC = (pL/k)². Result renders as
-// tables (WriteTable), JSON, and PNG plots (WritePlots). Its memory
-// grows with flows (at most 10 000, the rest summed), time bins and the
-// packets of one matching horizon, not with the packet count.
+// loopback; link headers are taken off by hand. Every length in the file
+// is checked before it is allocated: records over MaxRecord are skipped
+// and counted, and a file cut mid-record ends at its last complete record
+// with a Truncation. Package analyze reads captures through it for what
+// the bottleneck did to each packet; replay feeds their packets through a
+// link in virtual time.
 package pcap

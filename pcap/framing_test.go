@@ -7,6 +7,8 @@ import (
 	"io"
 	"strings"
 	"testing"
+
+	"github.com/pi2hop/pi2hop/pcap/pcaptest"
 )
 
 // Capture files built byte by byte, so that every length in them is the
@@ -90,7 +92,7 @@ func ngEPBBytes(iface uint32, us uint64, capLen, origLen uint32, data, opts []by
 
 // ipPacket is a 60-byte IPv4/UDP packet numbered i (in its IP ID).
 func ipPacket(i int) []byte {
-	return testPacket{src: cli4, dst: srv4, proto: 17, sport: 1000, dport: 2000, id: uint32(i), payload: 32}.build()
+	return pcaptest.Packet{Src: pcaptest.Cli4, Dst: pcaptest.Srv4, Proto: 17, SPort: 1000, DPort: 2000, ID: uint32(i), Payload: 32}.Build()
 }
 
 type readOut struct {

@@ -27,7 +27,7 @@ func NewHopTap(c *Capture, prefix string) *HopTap {
 	t := &HopTap{c: c}
 	for d, name := range hopDirNames {
 		taps := c.AddTaps(prefix + name)
-		t.ids[d] = [3]int{pointIn: taps.In, pointOut: taps.Out, pointDrop: taps.Drop}
+		t.ids[d] = [3]int{taps.In, taps.Out, taps.Drop} // hop.TapIn, TapOut, TapDrop
 	}
 	return t
 }

@@ -238,8 +238,31 @@ func (r *Reader) cachedName(id int) string {
 // Warnings says, one line each, what of the file could not be read:
 // complete once Next returned io.EOF.
 func (r *Reader) Warnings() []string {
-	f := FileResult{Path: r.name, Oversize: r.Oversize, Malformed: r.Malformed, Truncated: r.Truncated}
-	return f.Warnings()
+	return ReadWarnings(r.name, r.Oversize, r.Malformed, r.Truncated)
+}
+
+// ReadWarnings says, one line each, what of capture file path a Reader
+// could not read: records over MaxRecord and malformed blocks (the
+// Reader's Oversize and Malformed counts) and a cut-off end.
+func ReadWarnings(path string, oversize, malformed int, truncated *Truncation) []string {
+	var w []string
+	if oversize > 0 {
+		w = append(w, fmt.Sprintf("%s: %d %s claiming more than %d bytes (libpcap's largest snap length) skipped unread", path, oversize, plural(oversize, "record"), MaxRecord))
+	}
+	if malformed > 0 {
+		w = append(w, fmt.Sprintf("%s: %d pcapng %s whose fields overrun the block skipped", path, malformed, plural(malformed, "block")))
+	}
+	if truncated != nil {
+		w = append(w, fmt.Sprintf("%s: truncated: %s", path, truncated))
+	}
+	return w
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return word
+	}
+	return word + "s"
 }
 
 // Close closes the file opened by Open.

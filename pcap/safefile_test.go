@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/pi2hop/pi2hop/aqm"
+	"github.com/pi2hop/pi2hop/pcap/pcaptest"
 )
 
 // A planted FILE.1 symlink is refused at rotation with an error naming
@@ -27,7 +28,7 @@ func TestCaptureRotationRefusesPlantedLink(t *testing.T) {
 		t.Fatal(err)
 	}
 	taps := c.AddTaps("up")
-	pkt := testPacket{src: cli4, dst: srv4, proto: 6, payload: 1000}.build()
+	pkt := pcaptest.Packet{Src: pcaptest.Cli4, Dst: pcaptest.Srv4, Proto: 6, Payload: 1000}.Build()
 	ann := &Annotation{HasDecision: true, Verdict: aqm.Verdict{Action: aqm.Pass}}
 	for i := range 300 {
 		c.OfferWait(taps.Out, int64(i)*1000, pkt, 0, ann)
@@ -60,17 +61,5 @@ func TestCaptureIsNewAndPrivate(t *testing.T) {
 	}
 	if _, err := NewCapture(path, Options{}); err == nil || !strings.Contains(err.Error(), path) {
 		t.Errorf("a second capture over %s: %v, want an error naming it", path, err)
-	}
-}
-
-// A direction's name becomes one harmless path element of a plot's name.
-func TestFileSafe(t *testing.T) {
-	for in, want := range map[string]string{
-		"up": "up", "l4s.up": "l4s.up", "..": "_..", ".": "_.", "": "_", "../../etc/x": "_.._.._etc_x", "a/b": "a_b", ".hidden": "_.hidden",
-	} {
-		got := fileSafe(in)
-		if got != want || filepath.Base(got) != got || got == "." || got == ".." {
-			t.Errorf("fileSafe(%q) = %q, want %q", in, got, want)
-		}
 	}
 }

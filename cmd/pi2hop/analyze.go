@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/pi2hop/pi2hop/analyze"
 	"github.com/pi2hop/pi2hop/invoker"
 	"github.com/pi2hop/pi2hop/pcap"
 	"github.com/spf13/pflag"
@@ -54,7 +55,7 @@ func runAnalyze(env *cmdEnv, a *analyzeArgs, args []string) error {
 	case (len(a.ingress) == 0) != (len(a.egress) == 0):
 		return usagef("analyze: --ingress and --egress go together: give the captures from both sides of the bottleneck")
 	}
-	opt := pcap.AnalyzeOptions{Bin: a.bin, CouplingK: a.coupling}
+	opt := analyze.Options{Bin: a.bin, CouplingK: a.coupling}
 	if err := opt.Validate(); err != nil {
 		var oe *pcap.OptionError
 		if errors.As(err, &oe) {
@@ -62,16 +63,16 @@ func runAnalyze(env *cmdEnv, a *analyzeArgs, args []string) error {
 		}
 		return usagef("analyze: %v", err)
 	}
-	var inputs []pcap.Input
+	var inputs []analyze.Input
 	for _, group := range []struct {
 		files []string
 		role  string
 	}{{a.ingress, "in"}, {args, ""}, {a.egress, "out"}} {
 		for _, f := range group.files {
-			inputs = append(inputs, pcap.Input{Path: f, Role: group.role})
+			inputs = append(inputs, analyze.Input{Path: f, Role: group.role})
 		}
 	}
-	res, err := pcap.Analyze(inputs, opt)
+	res, err := analyze.Analyze(inputs, opt)
 	if err != nil {
 		return fmt.Errorf("analyze: %w", err)
 	}

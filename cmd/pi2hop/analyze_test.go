@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pi2hop/pi2hop/analyze"
 	"github.com/pi2hop/pi2hop/aqm"
 	"github.com/pi2hop/pi2hop/pcap"
 )
@@ -81,7 +82,7 @@ func TestAnalyzeCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var res pcap.Result
+	var res analyze.Result
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
 		t.Fatalf("--json output does not parse: %v\n%s", err, out)
 	}
@@ -91,8 +92,8 @@ func TestAnalyzeCommand(t *testing.T) {
 	l := res.Directions[0].Classes[1]
 	if l.Class != "L" || l.In != 10 || l.Sent != 9 || l.Marked != 3 || l.Dropped != 1 ||
 		l.MarksBy["step"] != 3 || l.DropsBy["overload"] != 1 ||
-		math.Abs(l.Sojourn.P50-2) > pcap.SketchAccuracy*2 || l.Sojourn.RelativeError != pcap.SketchAccuracy {
-		t.Errorf("L class %+v; want sojourn p50 2 ms within the sketch's relative error %g", l, pcap.SketchAccuracy)
+		math.Abs(l.Sojourn.P50-2) > analyze.SketchAccuracy*2 || l.Sojourn.RelativeError != analyze.SketchAccuracy {
+		t.Errorf("L class %+v; want sojourn p50 2 ms within the sketch's relative error %g", l, analyze.SketchAccuracy)
 	}
 
 	table, err := runCLI(t, "", "analyze", capture)

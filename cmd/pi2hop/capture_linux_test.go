@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pi2hop/pi2hop/analyze"
 	"github.com/pi2hop/pi2hop/aqm"
 	"github.com/pi2hop/pi2hop/flow"
 	"github.com/pi2hop/pi2hop/hop"
@@ -166,7 +167,7 @@ func TestCaptureOfAHopRun(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	res, err := pcap.Analyze([]pcap.Input{{Path: path}}, pcap.AnalyzeOptions{})
+	res, err := analyze.Analyze([]analyze.Input{{Path: path}}, analyze.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +176,7 @@ func TestCaptureOfAHopRun(t *testing.T) {
 			t.Fatalf("capture dropped %d records at %s: exact comparison impossible", ifc.CaptureDropped, ifc.Name)
 		}
 	}
-	byName := map[string]*pcap.DirectionResult{}
+	byName := map[string]*analyze.DirectionResult{}
 	for _, d := range res.Directions {
 		byName[d.Name] = d
 	}
@@ -350,7 +351,7 @@ func TestAnalyzeTcpdumpOfALabFlow(t *testing.T) {
 		waitExit(t, d, 5*time.Second)
 	}
 
-	res, err := pcap.Analyze([]pcap.Input{{Path: inFile, Role: "in"}, {Path: outFile, Role: "out"}}, pcap.AnalyzeOptions{})
+	res, err := analyze.Analyze([]analyze.Input{{Path: inFile, Role: "in"}, {Path: outFile, Role: "out"}}, analyze.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

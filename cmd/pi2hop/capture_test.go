@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pi2hop/pi2hop/pcap"
+	"github.com/pi2hop/pi2hop/analyze"
 )
 
 // TestReplayCaptureAgreesWithSummary replays an overloaded mixed trace with
@@ -44,7 +44,7 @@ func TestReplayCaptureAgreesWithSummary(t *testing.T) {
 		t.Fatalf("summary: %v", err)
 	}
 
-	res, err := pcap.Analyze([]pcap.Input{{Path: capPath}}, pcap.AnalyzeOptions{})
+	res, err := analyze.Analyze([]analyze.Input{{Path: capPath}}, analyze.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

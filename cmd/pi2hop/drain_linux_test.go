@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pi2hop/pi2hop/pcap"
+	"github.com/pi2hop/pi2hop/analyze"
 )
 
 // TestShellDrainsAtExit: a command that sends a burst and exits at once
@@ -63,7 +63,7 @@ func TestShellDrainsAtExit(t *testing.T) {
 	if n := got.Load(); n != burst {
 		t.Errorf("the host received %d of the %d datagrams the command sent (waited 2 s after shell returned)", n, burst)
 	}
-	res, err := pcap.Analyze([]pcap.Input{{Path: capFile}}, pcap.AnalyzeOptions{})
+	res, err := analyze.Analyze([]analyze.Input{{Path: capFile}}, analyze.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +121,7 @@ func TestShellIperf3LeavesNothingUnseen(t *testing.T) {
 	if err != nil {
 		t.Fatalf("shell: %v; stdout:\n%s\nstderr:\n%s\nserver:\n%s", err, stdout.String(), stderr.String(), serverOut.String())
 	}
-	res, err := pcap.Analyze([]pcap.Input{{Path: capFile}}, pcap.AnalyzeOptions{})
+	res, err := analyze.Analyze([]analyze.Input{{Path: capFile}}, analyze.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

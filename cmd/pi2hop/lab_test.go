@@ -12,10 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pi2hop/pi2hop/analyze"
 	"github.com/pi2hop/pi2hop/instance"
 	"github.com/pi2hop/pi2hop/internal/roottest"
 	"github.com/pi2hop/pi2hop/netsys"
-	"github.com/pi2hop/pi2hop/pcap"
 	"github.com/pi2hop/pi2hop/testbed"
 	"github.com/pi2hop/pi2hop/testbed/report"
 )
@@ -281,7 +281,7 @@ func TestLabCancelLeavesNothing(t *testing.T) {
 	}
 	// The capture of the interrupted lab is complete: it reads to the end,
 	// and the first run's traffic is in it under the run's name.
-	res, err := pcap.Analyze([]pcap.Input{{Path: capFile}}, pcap.AnalyzeOptions{})
+	res, err := analyze.Analyze([]analyze.Input{{Path: capFile}}, analyze.Options{})
 	if err != nil {
 		t.Fatalf("capture of the interrupted lab: %v", err)
 	}

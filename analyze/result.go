@@ -1,10 +1,10 @@
-package pcap
+package analyze
 
 import (
-	"fmt"
 	"slices"
 
 	"github.com/pi2hop/pi2hop/aqm"
+	"github.com/pi2hop/pi2hop/pcap"
 )
 
 // Result is what Analyze found. It marshals to JSON as `pi2hop analyze
@@ -31,29 +31,12 @@ type FileResult struct {
 	Oversize  int `json:"oversize,omitempty"`
 	Malformed int `json:"malformed,omitempty"`
 	// Truncated says how much of a cut-off last record was lost.
-	Truncated *Truncation `json:"truncated,omitempty"`
+	Truncated *pcap.Truncation `json:"truncated,omitempty"`
 }
 
 // Warnings says, one line each, what of the file could not be read.
 func (f *FileResult) Warnings() []string {
-	var w []string
-	if f.Oversize > 0 {
-		w = append(w, fmt.Sprintf("%s: %d %s claiming more than %d bytes (libpcap's largest snap length) skipped unread", f.Path, f.Oversize, plural(f.Oversize, "record"), MaxRecord))
-	}
-	if f.Malformed > 0 {
-		w = append(w, fmt.Sprintf("%s: %d pcapng %s whose fields overrun the block skipped", f.Path, f.Malformed, plural(f.Malformed, "block")))
-	}
-	if f.Truncated != nil {
-		w = append(w, fmt.Sprintf("%s: truncated: %s", f.Path, f.Truncated))
-	}
-	return w
-}
-
-func plural(n int, word string) string {
-	if n == 1 {
-		return word
-	}
-	return word + "s"
+	return pcap.ReadWarnings(f.Path, f.Oversize, f.Malformed, f.Truncated)
 }
 
 // InterfaceResult is one capture interface (a pi2hop tap, or a tcpdump

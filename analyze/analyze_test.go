@@ -1,4 +1,4 @@
-package pcap
+package analyze
 
 import (
 	"bytes"
@@ -12,6 +12,8 @@ import (
 
 	"github.com/pi2hop/pi2hop/aqm"
 	"github.com/pi2hop/pi2hop/invoker"
+	"github.com/pi2hop/pi2hop/pcap"
+	"github.com/pi2hop/pi2hop/pcap/pcaptest"
 )
 
 // scenario is a synthetic hop run: packet i belongs to one of three flows
@@ -22,19 +24,19 @@ const scenarioStart = int64(1_750_000_000) * 1e9
 
 // flows: an L4S TCP flow (IPv4, ECT(1)), a classic ECN UDP flow (IPv6,
 // ECT(0)) and a classic TCP flow without ECN (IPv4).
-func (scenario) packet(i int) testPacket {
+func (scenario) packet(i int) pcaptest.Packet {
 	switch i % 3 {
 	case 0:
-		return testPacket{src: cli4, dst: srv4, proto: 6, sport: 40000, dport: 443, ecn: aqm.ECT1, id: uint32(i), payload: 1200, seq: uint32(i)}
+		return pcaptest.Packet{Src: pcaptest.Cli4, Dst: pcaptest.Srv4, Proto: 6, SPort: 40000, DPort: 443, ECN: aqm.ECT1, ID: uint32(i), Payload: 1200, Seq: uint32(i)}
 	case 1:
-		return testPacket{src: cli6, dst: srv6, proto: 17, sport: 5004, dport: 5004, ecn: aqm.ECT0, id: 99, payload: 800, seq: uint32(i)}
+		return pcaptest.Packet{Src: pcaptest.Cli6, Dst: pcaptest.Srv6, Proto: 17, SPort: 5004, DPort: 5004, ECN: aqm.ECT0, ID: 99, Payload: 800, Seq: uint32(i)}
 	}
-	return testPacket{src: cli4, dst: srv4, proto: 6, sport: 40001, dport: 80, ecn: aqm.NotECT, id: uint32(i), payload: 1400, seq: uint32(i)}
+	return pcaptest.Packet{Src: pcaptest.Cli4, Dst: pcaptest.Srv4, Proto: 6, SPort: 40001, DPort: 80, ECN: aqm.NotECT, ID: uint32(i), Payload: 1400, Seq: uint32(i)}
 }
 
 // fate is what the hop did with packet i.
-func (scenario) fate(i int) (a Annotation, tap string) {
-	a = Annotation{HasDecision: true, Sojourn: int64(i%7) * 1e6, Prob: uint32(i%5) << 28}
+func (scenario) fate(i int) (a pcap.Annotation, tap string) {
+	a = pcap.Annotation{HasDecision: true, Sojourn: int64(i%7) * 1e6, Prob: uint32(i%5) << 28}
 	a.Verdict.Action = aqm.Pass
 	switch i % 3 {
 	case 0:
@@ -69,33 +71,33 @@ func (scenario) fate(i int) (a Annotation, tap string) {
 
 // write records packets 0..n-1 on the up taps and one packet on down-in.
 func (s scenario) write(tb testing.TB, path string) {
-	c, err := NewCapture(path, Options{BufferRecords: 4096})
+	c, err := pcap.NewCapture(path, pcap.Options{BufferRecords: 4096})
 	if err != nil {
 		tb.Fatal(err)
 	}
 	up := c.AddTaps("up")
 	down := c.AddTaps("down")
-	offer := func(iface int, at int64, pkt []byte, ann *Annotation) {
+	offer := func(iface int, at int64, pkt []byte, ann *pcap.Annotation) {
 		for !c.Offer(iface, at, pkt, ann) {
 			time.Sleep(100 * time.Microsecond) // the test wants every record
 		}
 	}
 	for i := range s.n {
 		tp := s.packet(i)
-		pkt := tp.build()
+		pkt := tp.Build()
 		at := scenarioStart + int64(i)*100_000 // 10 kpkt/s
-		offer(up.In, at, pkt, &Annotation{Class: map[bool]aqm.Class{true: aqm.L4S}[tp.ecn == aqm.ECT1], ECNIn: tp.ecn})
+		offer(up.In, at, pkt, &pcap.Annotation{Class: map[bool]aqm.Class{true: aqm.L4S}[tp.ECN == aqm.ECT1], ECNIn: tp.ECN})
 		ann, tap := s.fate(i)
 		if tap == "up-drop" {
 			offer(up.Drop, at+ann.Sojourn, pkt, &ann)
 			continue
 		}
 		if ann.Verdict.Action == aqm.Mark {
-			pkt = setCE(pkt)
+			pkt = pcaptest.SetCE(pkt)
 		}
 		offer(up.Out, at+ann.Sojourn+500_000, pkt, &ann)
 	}
-	offer(down.In, scenarioStart, testPacket{src: srv4, dst: cli4, proto: 6, sport: 443, dport: 40000, payload: 0}.build(), nil)
+	offer(down.In, scenarioStart, pcaptest.Packet{Src: pcaptest.Srv4, Dst: pcaptest.Cli4, Proto: 6, SPort: 443, DPort: 40000, Payload: 0}.Build(), nil)
 	if err := c.Close(); err != nil {
 		tb.Fatal(err)
 	}
@@ -114,7 +116,7 @@ func TestAnalyzeOwnCapture(t *testing.T) {
 	var ceAdded, ect1Kept, ect0Kept, notKept uint64
 	for i := range s.n {
 		ann, tap := s.fate(i)
-		length := uint64(len(s.packet(i).build()))
+		length := uint64(len(s.packet(i).Build()))
 		w := &want[classIndex(ann.Class)]
 		w.In++
 		w.InBytes += length
@@ -142,7 +144,7 @@ func TestAnalyzeOwnCapture(t *testing.T) {
 		}
 	}
 
-	res, err := Analyze([]Input{{Path: path}}, AnalyzeOptions{})
+	res, err := Analyze([]Input{{Path: path}}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -258,7 +260,7 @@ func mapsEqual(a, b map[string]uint64) bool {
 func TestWritePlots(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "hop.pcapng")
 	scenario{n: 300}.write(t, path)
-	res, err := Analyze([]Input{{Path: path}}, AnalyzeOptions{Bin: 10 * time.Millisecond})
+	res, err := Analyze([]Input{{Path: path}}, Options{Bin: 10 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -285,17 +287,17 @@ func TestWritePlots(t *testing.T) {
 }
 
 func TestAnalyzeOptionsRejected(t *testing.T) {
-	for _, opt := range []AnalyzeOptions{{Bin: time.Nanosecond}, {CouplingK: -1}, {CouplingK: 300}} {
-		if _, err := NewAnalyzer(opt); err == nil {
-			t.Errorf("NewAnalyzer(%+v) accepted", opt)
+	for _, opt := range []Options{{Bin: time.Nanosecond}, {CouplingK: -1}, {CouplingK: 300}} {
+		if _, err := New(opt); err == nil {
+			t.Errorf("New(%+v) accepted", opt)
 		}
 	}
-	if _, err := Analyze([]Input{{Path: filepath.Join(t.TempDir(), "missing.pcap")}}, AnalyzeOptions{}); err == nil || !strings.Contains(err.Error(), "missing.pcap") {
+	if _, err := Analyze([]Input{{Path: filepath.Join(t.TempDir(), "missing.pcap")}}, Options{}); err == nil || !strings.Contains(err.Error(), "missing.pcap") {
 		t.Errorf("missing file: %v", err)
 	}
 	junk := filepath.Join(t.TempDir(), "junk.pcap")
 	os.WriteFile(junk, []byte("this is not a capture file at all"), 0o644)
-	if _, err := Analyze([]Input{{Path: junk}}, AnalyzeOptions{}); err == nil || !strings.Contains(err.Error(), "not a pcap or pcapng") {
+	if _, err := Analyze([]Input{{Path: junk}}, Options{}); err == nil || !strings.Contains(err.Error(), "not a pcap or pcapng") {
 		t.Errorf("junk file: %v", err)
 	}
 }
@@ -321,13 +323,13 @@ func TestFlowChangesClass(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "hop.pcapng")
-			c, err := NewCapture(path, Options{BufferRecords: 64})
+			c, err := pcap.NewCapture(path, pcap.Options{BufferRecords: 64})
 			if err != nil {
 				t.Fatal(err)
 			}
 			up := c.AddTaps("up")
 			for i, e := range tt.ecns {
-				pkt := testPacket{src: cli4, dst: srv4, proto: 17, sport: 5000, dport: 6000, ecn: e, id: uint32(i), payload: 100, seq: uint32(i)}.build()
+				pkt := pcaptest.Packet{Src: pcaptest.Cli4, Dst: pcaptest.Srv4, Proto: 17, SPort: 5000, DPort: 6000, ECN: e, ID: uint32(i), Payload: 100, Seq: uint32(i)}.Build()
 				at := scenarioStart + int64(i)*1_000_000
 				for _, iface := range []int{up.In, up.Out} {
 					if !c.Offer(iface, at, pkt, nil) {
@@ -339,7 +341,7 @@ func TestFlowChangesClass(t *testing.T) {
 			if err := c.Close(); err != nil {
 				t.Fatal(err)
 			}
-			res, err := Analyze([]Input{{Path: path}}, AnalyzeOptions{})
+			res, err := Analyze([]Input{{Path: path}}, Options{})
 			if err != nil {
 				t.Fatal(err)
 			}

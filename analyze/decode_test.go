@@ -1,4 +1,4 @@
-package pcap
+package analyze
 
 import (
 	"encoding/binary"
@@ -12,6 +12,7 @@ import (
 	"github.com/gopacket/gopacket/layers"
 	"github.com/gopacket/gopacket/pcapgo"
 	"github.com/pi2hop/pi2hop/aqm"
+	"github.com/pi2hop/pi2hop/pcap/pcaptest"
 )
 
 func TestValidTransition(t *testing.T) {
@@ -35,16 +36,16 @@ func TestValidTransition(t *testing.T) {
 }
 
 func TestDecodeIP(t *testing.T) {
-	tcp4 := testPacket{src: cli4, dst: srv4, proto: 6, sport: 1000, dport: 2000, ecn: aqm.ECT1, id: 77, payload: 10}
+	tcp4 := pcaptest.Packet{Src: pcaptest.Cli4, Dst: pcaptest.Srv4, Proto: 6, SPort: 1000, DPort: 2000, ECN: aqm.ECT1, ID: 77, Payload: 10}
 	withOptions := tcp4
-	withOptions.ipv4HeaderLength = 28
+	withOptions.IPv4HeaderLength = 28
 	bad := tcp4
-	bad.badCsum = true
-	udp6 := testPacket{src: cli6, dst: srv6, proto: 17, sport: 53, dport: 5353, ecn: aqm.ECT0, id: 0xabcde, payload: 4}
-	frag := tcp4.build()
+	bad.BadCsum = true
+	udp6 := pcaptest.Packet{Src: pcaptest.Cli6, Dst: pcaptest.Srv6, Proto: 17, SPort: 53, DPort: 5353, ECN: aqm.ECT0, ID: 0xabcde, Payload: 4}
+	frag := tcp4.Build()
 	binary.BigEndian.PutUint16(frag[6:], 0x0010) // fragment offset 16: no ports
 	binary.BigEndian.PutUint16(frag[10:], 0)
-	binary.BigEndian.PutUint16(frag[10:], ipv4Checksum(frag[:20]))
+	binary.BigEndian.PutUint16(frag[10:], pcaptest.IPv4Checksum(frag[:20]))
 
 	for _, tc := range []struct {
 		name          string
@@ -56,16 +57,16 @@ func TestDecodeIP(t *testing.T) {
 		ident         uint32
 		checked, csum bool
 	}{
-		{"ipv4 tcp", tcp4.build(), true, 4, aqm.ECT1, 1000, 2000, 77, true, true},
-		{"ipv4 with options", withOptions.build(), true, 4, aqm.ECT1, 1000, 2000, 77, true, true},
-		{"ipv4 bad checksum", bad.build(), true, 4, aqm.ECT1, 1000, 2000, 77, true, false},
-		{"ipv4 marked by the hop", setCE(tcp4.build()), true, 4, aqm.CE, 1000, 2000, 77, true, true},
-		{"ipv4 truncated options", withOptions.build()[:24], true, 4, aqm.ECT1, 0, 0, 77, false, false},
+		{"ipv4 tcp", tcp4.Build(), true, 4, aqm.ECT1, 1000, 2000, 77, true, true},
+		{"ipv4 with options", withOptions.Build(), true, 4, aqm.ECT1, 1000, 2000, 77, true, true},
+		{"ipv4 bad checksum", bad.Build(), true, 4, aqm.ECT1, 1000, 2000, 77, true, false},
+		{"ipv4 marked by the hop", pcaptest.SetCE(tcp4.Build()), true, 4, aqm.CE, 1000, 2000, 77, true, true},
+		{"ipv4 truncated options", withOptions.Build()[:24], true, 4, aqm.ECT1, 0, 0, 77, false, false},
 		{"ipv4 later fragment", frag, true, 4, aqm.ECT1, 0, 0, 77, true, true},
-		{"ipv6 udp", udp6.build(), true, 6, aqm.ECT0, 53, 5353, 0xabcde, false, false},
-		{"ipv6 marked", setCE(udp6.build()), true, 6, aqm.CE, 53, 5353, 0xabcde, false, false},
-		{"ipv6 truncated", udp6.build()[:30], false, 0, 0, 0, 0, 0, false, false},
-		{"ipv4 too short", tcp4.build()[:19], false, 0, 0, 0, 0, 0, false, false},
+		{"ipv6 udp", udp6.Build(), true, 6, aqm.ECT0, 53, 5353, 0xabcde, false, false},
+		{"ipv6 marked", pcaptest.SetCE(udp6.Build()), true, 6, aqm.CE, 53, 5353, 0xabcde, false, false},
+		{"ipv6 truncated", udp6.Build()[:30], false, 0, 0, 0, 0, 0, false, false},
+		{"ipv4 too short", tcp4.Build()[:19], false, 0, 0, 0, 0, 0, false, false},
 		{"version 5", append([]byte{0x50}, make([]byte, 40)...), false, 0, 0, 0, 0, 0, false, false},
 		{"empty", nil, false, 0, 0, 0, 0, 0, false, false},
 	} {
@@ -81,49 +82,6 @@ func TestDecodeIP(t *testing.T) {
 			h.ident != tc.ident || h.csumChecked != tc.checked || h.csumOK != tc.csum {
 			t.Errorf("%s: got v%d %v ports %d>%d ident %#x checked %v ok %v", tc.name,
 				h.version, h.ecn, h.flow.SrcPort, h.flow.DstPort, h.ident, h.csumChecked, h.csumOK)
-		}
-	}
-}
-
-func TestStripLink(t *testing.T) {
-	ip := testPacket{src: cli4, dst: srv4, proto: 17, payload: 20}.build()
-	ip6 := testPacket{src: cli6, dst: srv6, proto: 17, payload: 20}.build()
-	eth := func(etherType uint16, vlan bool, payload []byte) []byte {
-		b := make([]byte, 12, 64)
-		if vlan {
-			b = binary.BigEndian.AppendUint16(b, 0x8100)
-			b = binary.BigEndian.AppendUint16(b, 42)
-		}
-		b = binary.BigEndian.AppendUint16(b, etherType)
-		return append(b, payload...)
-	}
-	sll := append(append(make([]byte, 14), 0x86, 0xdd), ip6...)
-	sll2 := append(append([]byte{0x08, 0x00}, make([]byte, 18)...), ip...)
-	null := append([]byte{2, 0, 0, 0}, ip...)
-	for _, tc := range []struct {
-		name string
-		lt   layers.LinkType
-		b    []byte
-		hdr  int
-		ok   bool
-	}{
-		{"raw", layers.LinkTypeRaw, ip, 0, true},
-		{"raw, OpenBSD's DLT_RAW 14", 14, ip, 0, true},
-		{"ipv4", layers.LinkTypeIPv4, ip, 0, true},
-		{"ipv6", layers.LinkTypeIPv6, ip6, 0, true},
-		{"ethernet", layers.LinkTypeEthernet, eth(0x0800, false, ip), 14, true},
-		{"ethernet vlan", layers.LinkTypeEthernet, eth(0x86dd, true, ip6), 18, true},
-		{"ethernet arp", layers.LinkTypeEthernet, eth(0x0806, false, make([]byte, 28)), 0, false},
-		{"sll", layers.LinkTypeLinuxSLL, sll, 16, true},
-		{"sll2", layers.LinkTypeLinuxSLL2, sll2, 20, true},
-		{"bsd loopback", layers.LinkTypeNull, null, 4, true},
-		{"raw not ip", layers.LinkTypeRaw, []byte{0x00, 1, 2}, 0, false},
-		{"ppp", layers.LinkTypePPP, ip, 0, false},
-		{"ethernet short", layers.LinkTypeEthernet, make([]byte, 10), 0, false},
-	} {
-		got, hdr, ok := stripLink(tc.lt, tc.b)
-		if ok != tc.ok || (ok && (hdr != tc.hdr || len(got) != len(tc.b)-tc.hdr)) {
-			t.Errorf("%s: hdr %d ok %v, want %d %v", tc.name, hdr, ok, tc.hdr, tc.ok)
 		}
 	}
 }
@@ -174,23 +132,23 @@ func TestAnalyzeTcpdumpPair(t *testing.T) {
 	var inT, outT []int64
 	base := scenarioStart
 	for i := range 10 {
-		var tp testPacket
+		var tp pcaptest.Packet
 		if i%2 == 0 {
-			tp = testPacket{src: cli4, dst: srv4, proto: 6, sport: 3000, dport: 80, ecn: aqm.ECT0, id: uint32(100 + i), payload: 0, seq: uint32(i)}
+			tp = pcaptest.Packet{Src: pcaptest.Cli4, Dst: pcaptest.Srv4, Proto: 6, SPort: 3000, DPort: 80, ECN: aqm.ECT0, ID: uint32(100 + i), Payload: 0, Seq: uint32(i)}
 		} else {
-			tp = testPacket{src: cli6, dst: srv6, proto: 6, sport: 3001, dport: 80, ecn: aqm.ECT1, payload: 500, seq: uint32(i)}
+			tp = pcaptest.Packet{Src: pcaptest.Cli6, Dst: pcaptest.Srv6, Proto: 6, SPort: 3001, DPort: 80, ECN: aqm.ECT1, Payload: 500, Seq: uint32(i)}
 		}
-		p := tp.build()
+		p := tp.Build()
 		inPkts, inT = append(inPkts, p), append(inT, base+int64(i)*1e6)
 		switch i {
 		case 3, 6: // lost on the way
 			continue
 		case 0, 1: // marked
-			p = setCE(p)
+			p = pcaptest.SetCE(p)
 		case 4: // bleached to Not-ECT, checksum fixed: an invalid transition
 			p = append([]byte(nil), p...)
 			p[1] &^= 3
-			binary.BigEndian.PutUint16(p[10:], ipv4Checksum(p[:20]))
+			binary.BigEndian.PutUint16(p[10:], pcaptest.IPv4Checksum(p[:20]))
 		case 8: // header corrupted on the way
 			p = append([]byte(nil), p...)
 			p[10] ^= 0xff
@@ -202,7 +160,7 @@ func TestAnalyzeTcpdumpPair(t *testing.T) {
 	writeEthernetPcap(t, out, outT, outPkts)
 
 	// Given out first: Analyze reads ingress files first.
-	res, err := Analyze([]Input{{Path: out, Role: "out"}, {Path: in, Role: "in"}}, AnalyzeOptions{})
+	res, err := Analyze([]Input{{Path: out, Role: "out"}, {Path: in, Role: "in"}}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,7 +196,7 @@ func TestAnalyzeTcpdumpPair(t *testing.T) {
 	}
 
 	// One file alone, no roles: every packet is a single point, counted as in.
-	res, err = Analyze([]Input{{Path: in}}, AnalyzeOptions{})
+	res, err = Analyze([]Input{{Path: in}}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -261,8 +219,8 @@ func TestMatchKey(t *testing.T) {
 		}
 		return h.matchKey(seed, b)
 	}
-	tcp4 := testPacket{src: cli4, dst: srv4, proto: 6, sport: 1000, dport: 2000, ecn: aqm.ECT1, id: 7, payload: 30, seq: 9}
-	udp6 := testPacket{src: cli6, dst: srv6, proto: 17, sport: 53, dport: 5353, ecn: aqm.ECT0, id: 5, payload: 30, seq: 9}
+	tcp4 := pcaptest.Packet{Src: pcaptest.Cli4, Dst: pcaptest.Srv4, Proto: 6, SPort: 1000, DPort: 2000, ECN: aqm.ECT1, ID: 7, Payload: 30, Seq: 9}
+	udp6 := pcaptest.Packet{Src: pcaptest.Cli6, Dst: pcaptest.Srv6, Proto: 17, SPort: 53, DPort: 5353, ECN: aqm.ECT0, ID: 5, Payload: 30, Seq: 9}
 	// edit returns a copy of b changed by f.
 	edit := func(b []byte, f func(b []byte)) []byte {
 		c := append([]byte(nil), b...)
@@ -275,17 +233,17 @@ func TestMatchKey(t *testing.T) {
 		f    func(b []byte)
 		same bool
 	}{
-		{"ipv4 tcp: CE set", tcp4.build(), func(b []byte) { copy(b, setCE(b)) }, true},
-		{"ipv4 tcp: TTL and header checksum", tcp4.build(), func(b []byte) { b[8]--; b[10] ^= 1 }, true},
-		{"ipv4 tcp: checksum field", tcp4.build(), func(b []byte) { b[20+16] ^= 0xff; b[20+17] ^= 0x0f }, true},
-		{"ipv4 tcp: sequence number", tcp4.build(), func(b []byte) { b[20+7] ^= 1 }, false},
-		{"ipv4 tcp: payload byte", tcp4.build(), func(b []byte) { b[45] ^= 1 }, false},
-		{"ipv4 tcp: urgent pointer beside the checksum", tcp4.build(), func(b []byte) { b[20+18] ^= 1 }, false},
-		{"ipv4 tcp: identification", tcp4.build(), func(b []byte) { b[5] ^= 1 }, false},
-		{"ipv6 udp: checksum field", udp6.build(), func(b []byte) { b[40+6] ^= 0xff; b[40+7] ^= 0xff }, true},
-		{"ipv6 udp: hop limit and CE", udp6.build(), func(b []byte) { b[7]--; copy(b, setCE(b)) }, true},
-		{"ipv6 udp: length field of UDP", udp6.build(), func(b []byte) { b[40+5] ^= 1 }, false},
-		{"ipv6 udp: payload byte", udp6.build(), func(b []byte) { b[50] ^= 1 }, false},
+		{"ipv4 tcp: CE set", tcp4.Build(), func(b []byte) { copy(b, pcaptest.SetCE(b)) }, true},
+		{"ipv4 tcp: TTL and header checksum", tcp4.Build(), func(b []byte) { b[8]--; b[10] ^= 1 }, true},
+		{"ipv4 tcp: checksum field", tcp4.Build(), func(b []byte) { b[20+16] ^= 0xff; b[20+17] ^= 0x0f }, true},
+		{"ipv4 tcp: sequence number", tcp4.Build(), func(b []byte) { b[20+7] ^= 1 }, false},
+		{"ipv4 tcp: payload byte", tcp4.Build(), func(b []byte) { b[45] ^= 1 }, false},
+		{"ipv4 tcp: urgent pointer beside the checksum", tcp4.Build(), func(b []byte) { b[20+18] ^= 1 }, false},
+		{"ipv4 tcp: identification", tcp4.Build(), func(b []byte) { b[5] ^= 1 }, false},
+		{"ipv6 udp: checksum field", udp6.Build(), func(b []byte) { b[40+6] ^= 0xff; b[40+7] ^= 0xff }, true},
+		{"ipv6 udp: hop limit and CE", udp6.Build(), func(b []byte) { b[7]--; copy(b, pcaptest.SetCE(b)) }, true},
+		{"ipv6 udp: length field of UDP", udp6.Build(), func(b []byte) { b[40+5] ^= 1 }, false},
+		{"ipv6 udp: payload byte", udp6.Build(), func(b []byte) { b[50] ^= 1 }, false},
 	} {
 		got := key(tc.base) == key(edit(tc.base, tc.f))
 		if got != tc.same {

@@ -1,4 +1,4 @@
-package pcap
+package analyze
 
 import (
 	"bytes"
@@ -14,6 +14,8 @@ import (
 
 	"github.com/pi2hop/pi2hop/aqm"
 	"github.com/pi2hop/pi2hop/dist"
+	"github.com/pi2hop/pi2hop/pcap"
+	"github.com/pi2hop/pi2hop/pcap/pcaptest"
 )
 
 // TestSketchPercentilesMillion: analyze's sojourn and transit
@@ -27,12 +29,12 @@ func TestSketchPercentilesMillion(t *testing.T) {
 	}
 	const n = 500_000
 	path := filepath.Join(t.TempDir(), "1m.pcapng")
-	c, err := NewCapture(path, Options{BufferRecords: 1 << 14})
+	c, err := pcap.NewCapture(path, pcap.Options{BufferRecords: 1 << 14})
 	if err != nil {
 		t.Fatal(err)
 	}
 	up := c.AddTaps("up")
-	offer := func(iface int, at int64, pkt []byte, ann *Annotation) {
+	offer := func(iface int, at int64, pkt []byte, ann *pcap.Annotation) {
 		for !c.Offer(iface, at, pkt, ann) {
 			time.Sleep(100 * time.Microsecond) // the test wants every record
 		}
@@ -40,17 +42,17 @@ func TestSketchPercentilesMillion(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	var sojourn, transit []int64
 	binOf := map[int64][]int64{} // sojourn samples by absolute 1 s bin
-	pkt := testPacket{src: cli4, dst: srv4, proto: 17, sport: 1, dport: 2, ecn: aqm.ECT1}
+	pkt := pcaptest.Packet{Src: pcaptest.Cli4, Dst: pcaptest.Srv4, Proto: 17, SPort: 1, DPort: 2, ECN: aqm.ECT1}
 	for i := range n {
-		pkt.id, pkt.seq = uint32(i), uint32(i)
-		b := pkt.build()
+		pkt.ID, pkt.Seq = uint32(i), uint32(i)
+		b := pkt.Build()
 		at := scenarioStart + int64(i)*20_000 // 50 kpkt/s: 10 s
 		// Sojourns over five decades, 1µs to 100ms, log-uniform: every
 		// bucket range of the sketch is used.
 		soj := int64(math.Pow(10, 3+5*rng.Float64()))
 		out := at + soj + 250_000
-		offer(up.In, at, b, &Annotation{Class: aqm.L4S, ECNIn: aqm.ECT1})
-		offer(up.Out, out, b, &Annotation{HasDecision: true, Class: aqm.L4S, ECNIn: aqm.ECT1, Sojourn: soj})
+		offer(up.In, at, b, &pcap.Annotation{Class: aqm.L4S, ECNIn: aqm.ECT1})
+		offer(up.Out, out, b, &pcap.Annotation{HasDecision: true, Class: aqm.L4S, ECNIn: aqm.ECT1, Sojourn: soj})
 		sojourn = append(sojourn, soj)
 		transit = append(transit, out-at)
 		bin := out / 1e9 // the sojourn is counted when the packet leaves
@@ -59,7 +61,7 @@ func TestSketchPercentilesMillion(t *testing.T) {
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}
-	res, err := Analyze([]Input{{Path: path}}, AnalyzeOptions{})
+	res, err := Analyze([]Input{{Path: path}}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +169,7 @@ func TestPendingEvicted(t *testing.T) {
 		t.Errorf("longest transit %d after a 1 h one, want the cap %d", d.pend.longest, maxTransit)
 	}
 	d.sawIn, d.sawOut = true, true
-	r := d.result(&Analyzer{bin: 1e9, opt: AnalyzeOptions{CouplingK: 2}}, 0)
+	r := d.result(&Analyzer{bin: 1e9, opt: Options{CouplingK: 2}}, 0)
 	l := r.Classes[1]
 	if r.UnmatchedIn != n || l.Dropped != n || l.DropsBy["unseen"] != n || r.Flows[0].Dropped != n {
 		t.Errorf("unmatched in %d, L dropped %d (unseen %d), flow dropped %d; want %d each", r.UnmatchedIn, l.Dropped, l.DropsBy["unseen"], r.Flows[0].Dropped, n)
@@ -228,7 +230,7 @@ func TestFlowCap(t *testing.T) {
 	if len(d.flows) != maxFlows {
 		t.Fatalf("%d flows tracked, want %d", len(d.flows), maxFlows)
 	}
-	r := d.result(&Analyzer{bin: 1e9, opt: AnalyzeOptions{CouplingK: 2}}, 0)
+	r := d.result(&Analyzer{bin: 1e9, opt: Options{CouplingK: 2}}, 0)
 	var other *FlowResult
 	for _, f := range r.Flows {
 		if f.Flow == otherFlows {
@@ -265,7 +267,7 @@ func TestAnalyzeCutCapture(t *testing.T) {
 			cut == len(data)/2 && (len(got) == 0 || len(got) == len(all)) {
 			t.Errorf("cut at %d of %d: %d packets, not a prefix of the %d", cut, len(data), len(got), len(all))
 		}
-		res, err := Analyze([]Input{{Path: part}}, AnalyzeOptions{})
+		res, err := Analyze([]Input{{Path: part}}, Options{})
 		if err != nil {
 			t.Fatalf("cut at %d: %v", cut, err)
 		}
@@ -279,7 +281,7 @@ func TestAnalyzeCutCapture(t *testing.T) {
 // readPackets returns each packet's time and wire length, to compare.
 func readPackets(t *testing.T, data []byte) [][2]int64 {
 	t.Helper()
-	r, err := NewReader(bytes.NewReader(data), "x")
+	r, err := pcap.NewReader(bytes.NewReader(data), "x")
 	if err != nil {
 		t.Fatal(err)
 	}

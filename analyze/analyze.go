@@ -1,4 +1,4 @@
-package pcap
+package analyze
 
 import (
 	"errors"
@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/pi2hop/pi2hop/aqm"
+	"github.com/pi2hop/pi2hop/pcap"
 )
 
 // Input is one capture file to analyse.
@@ -28,40 +29,28 @@ type Input struct {
 	Direction string
 }
 
-// AnalyzeOptions tune the analysis; the zero value is usable: Analyze and
-// NewAnalyzer replace each zero field by its default.
-type AnalyzeOptions struct {
+// Options tune the analysis; the zero value is usable: Analyze and
+// New replace each zero field by its default.
+type Options struct {
 	Bin       time.Duration // time bin for the series; 0 = 1s
 	CouplingK float64       // DualPI2's coupling factor k; 0 = 2
 }
 
-// OptionError is an analysis option out of its range. Option is spelt as
-// pi2hop analyze's flag ("bin", "coupling"), so the CLI can name it.
-type OptionError struct {
-	Option string
-	Value  string // as given
-	Want   string // the accepted range
-}
-
-func (e *OptionError) Error() string {
-	return fmt.Sprintf("%s %s: must be %s", e.Option, e.Value, e.Want)
-}
-
 // Validate checks opt as given, zero fields included (a CLI passes the
 // values it was given, so an explicit 0 is refused, not defaulted). The
-// one place the bounds live; the error is an *OptionError.
-func (opt AnalyzeOptions) Validate() error {
+// one place the bounds live; the error is a *pcap.OptionError.
+func (opt Options) Validate() error {
 	if opt.Bin < time.Microsecond {
-		return &OptionError{Option: "bin", Value: opt.Bin.String(), Want: "at least 1µs"}
+		return &pcap.OptionError{Option: "bin", Value: opt.Bin.String(), Want: "at least 1µs"}
 	}
 	if !(opt.CouplingK > 0 && opt.CouplingK <= 255) {
-		return &OptionError{Option: "coupling", Value: strconv.FormatFloat(opt.CouplingK, 'g', -1, 64), Want: "in (0, 255], as sch_dualpi2's k"}
+		return &pcap.OptionError{Option: "coupling", Value: strconv.FormatFloat(opt.CouplingK, 'g', -1, 64), Want: "in (0, 255], as sch_dualpi2's k"}
 	}
 	return nil
 }
 
 // withDefaults replaces zero fields by their defaults.
-func (opt AnalyzeOptions) withDefaults() AnalyzeOptions {
+func (opt Options) withDefaults() Options {
 	if opt.Bin == 0 {
 		opt.Bin = time.Second
 	}
@@ -79,8 +68,8 @@ const maxBins = 1 << 20
 // waits for its egress only as long as the path could hold it (see
 // pendingSet) whichever files they are in. Every path is checked to be a
 // file before any is read, so a typo fails fast.
-func Analyze(inputs []Input, opt AnalyzeOptions) (*Result, error) {
-	a, err := NewAnalyzer(opt)
+func Analyze(inputs []Input, opt Options) (*Result, error) {
+	a, err := New(opt)
 	if err != nil {
 		return nil, err
 	}
@@ -112,7 +101,7 @@ func checkFile(path string) error {
 
 // Analyzer accumulates packets from any number of files.
 type Analyzer struct {
-	opt     AnalyzeOptions
+	opt     Options
 	bin     int64
 	seed    maphash.Seed
 	files   []FileResult
@@ -122,9 +111,9 @@ type Analyzer struct {
 	dirList []string
 }
 
-// NewAnalyzer fills in opt's defaults, checks it (Validate) and returns an
+// New fills in opt's defaults, checks it (Validate) and returns an
 // empty Analyzer.
-func NewAnalyzer(opt AnalyzeOptions) (*Analyzer, error) {
+func New(opt Options) (*Analyzer, error) {
 	opt = opt.withDefaults()
 	if err := opt.Validate(); err != nil {
 		return nil, err
@@ -169,12 +158,12 @@ type source struct {
 	in     Input
 	forced point
 	rank   int // at equal times: in, then unnamed roles, then out
-	r      *Reader
+	r      *pcap.Reader
 	fr     FileResult
 	routes map[string]route // roles by interface name, looked up once
 	last   string
 	rt     route
-	next   *Packet // nil at the end of the file
+	next   *pcap.Packet // nil at the end of the file
 }
 
 type route struct {
@@ -206,7 +195,7 @@ func (a *Analyzer) AddFiles(inputs []Input) error {
 		if s.in.Direction == "" {
 			s.in.Direction = "path"
 		}
-		r, err := Open(in.Path)
+		r, err := pcap.Open(in.Path)
 		if err != nil {
 			return err
 		}
@@ -258,7 +247,7 @@ func (s *source) advance() error {
 }
 
 // packet routes one packet of s to its direction and capture point.
-func (a *Analyzer) packet(s *source, p *Packet) error {
+func (a *Analyzer) packet(s *source, p *pcap.Packet) error {
 	if p.Interface != s.last || s.rt.dir == nil {
 		var ok bool
 		if s.rt, ok = s.routes[p.Interface]; !ok {
@@ -345,7 +334,7 @@ func classIndex(c aqm.Class) int {
 
 // add counts one packet at point pt of direction d: what every point
 // shares (length, checksum, bin, flow, match key), then the point's own.
-func (a *Analyzer) add(d *dirAcc, pt point, p *Packet, h *ipHeader) error {
+func (a *Analyzer) add(d *dirAcc, pt point, p *pcap.Packet, h *ipHeader) error {
 	length := h.totalLen
 	if length == 0 || length > p.Length {
 		length = p.Length // TSO super-packets carry 0; truncated lengths lie
@@ -380,7 +369,7 @@ type sighting struct {
 
 // addIn counts a packet before the bottleneck and keeps it to be matched
 // at its out or drop point.
-func (d *dirAcc) addIn(p *Packet, h *ipHeader, s *sighting) {
+func (d *dirAcc) addIn(p *pcap.Packet, h *ipHeader, s *sighting) {
 	d.sawIn = true
 	cls := classOf(h.ecn)
 	if p.HasAnn {
@@ -397,7 +386,7 @@ func (d *dirAcc) addIn(p *Packet, h *ipHeader, s *sighting) {
 // addOut counts a packet after the bottleneck: sent, marked (by the
 // annotation, or by CE that was not there on the way in), its sojourn
 // and its transit time when matched.
-func (d *dirAcc) addOut(p *Packet, h *ipHeader, s *sighting) {
+func (d *dirAcc) addOut(p *pcap.Packet, h *ipHeader, s *sighting) {
 	d.sawOut = true
 	m, matched := d.pend.pop(s.key)
 	if matched {
@@ -450,7 +439,7 @@ func (d *dirAcc) addOut(p *Packet, h *ipHeader, s *sighting) {
 }
 
 // addDrop counts a packet the bottleneck dropped, by reason when annotated.
-func (d *dirAcc) addDrop(p *Packet, h *ipHeader, s *sighting) {
+func (d *dirAcc) addDrop(p *pcap.Packet, h *ipHeader, s *sighting) {
 	d.sawDrop = true
 	m, matched := d.pend.pop(s.key)
 	if matched {

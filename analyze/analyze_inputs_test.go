@@ -1,4 +1,4 @@
-package pcap
+package analyze
 
 import (
 	"os"
@@ -28,7 +28,7 @@ func TestAnalyzeChecksPathsFirst(t *testing.T) {
 		for _, p := range tc.paths {
 			in = append(in, Input{Path: p})
 		}
-		_, err := Analyze(in, AnalyzeOptions{})
+		_, err := Analyze(in, Options{})
 		if err == nil || !strings.HasSuffix(err.Error(), tc.want) {
 			t.Errorf("%v: %v, want an error ending %q", tc.paths, err, tc.want)
 		}

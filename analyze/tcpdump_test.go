@@ -1,4 +1,4 @@
-package pcap
+package analyze
 
 import (
 	"bufio"
@@ -119,7 +119,7 @@ func TestAnalyzeRealTcpdump(t *testing.T) {
 		if ect1 == 0 || ect0 == 0 {
 			t.Fatalf("%s: tcpdump captured %d ECT(1) and %d ECT(0) packets; want some of each:\n%s", path, ect1, ect0, out)
 		}
-		res, err := Analyze([]Input{{Path: path}}, AnalyzeOptions{})
+		res, err := Analyze([]Input{{Path: path}}, Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
