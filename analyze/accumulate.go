@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/pi2hop/pi2hop/aqm"
-	"github.com/pi2hop/pi2hop/dist"
+	"github.com/pi2hop/pi2hop/figure"
 )
 
 // dirAcc accumulates one direction while files are read.
@@ -458,7 +458,7 @@ func ratio(x, y float64) float64 {
 	return x / y
 }
 
-func ms(ns int64) float64 { return dist.Ms(time.Duration(ns)) }
+func ms(ns int64) float64 { return figure.Ms(time.Duration(ns)) }
 
 var protoNames = map[uint8]string{1: "icmp", 6: "tcp", 17: "udp", 58: "icmpv6", 132: "sctp", 33: "dccp", 136: "udplite"}
 

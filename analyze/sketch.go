@@ -4,12 +4,12 @@ import (
 	"math"
 
 	"github.com/DataDog/sketches-go/ddsketch"
-	"github.com/pi2hop/pi2hop/dist"
+	"github.com/pi2hop/pi2hop/figure"
 )
 
 // SketchAccuracy is the relative accuracy α of analyze's percentiles:
 // each one is within α·x of x, the exact nearest-rank value
-// (dist.Quantile) of the same samples. DDSketch (Masson, Rim and Lee,
+// (figure.Quantile) of the same samples. DDSketch (Masson, Rim and Lee,
 // VLDB 2019) buys that with logarithmic buckets of ratio (1+α)/(1−α):
 // about 800 buckets for the seven decades from 1µs to 10s, whatever the
 // packet count, so analyze's memory does not grow with the capture.
@@ -47,14 +47,14 @@ func (s *sketch) add(v int64) {
 	_ = s.dd.Add(float64(v))
 }
 
-// quantile is the p-quantile by nearest rank, as dist.Quantile ranks,
+// quantile is the p-quantile by nearest rank, as figure.Quantile ranks,
 // answered from the sketch's buckets. (GetValueAtQuantile ranks by
-// p·(n−1) instead, so its p99 of 100 samples would not be dist's 99th.)
+// p·(n−1) instead, so its p99 of 100 samples would not be figure's 99th.)
 func (s *sketch) quantile(p float64) int64 {
 	if s.n == 0 {
 		return 0
 	}
-	rank := float64(dist.Rank(s.n, p) - 1) // 0-based; counts are exact integers
+	rank := float64(figure.Rank(s.n, p) - 1) // 0-based; counts are exact integers
 	neg := s.dd.GetNegativeValueStore()
 	nNeg, nZero := neg.TotalCount(), s.dd.GetZeroCount()
 	var v float64

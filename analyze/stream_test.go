@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/pi2hop/pi2hop/aqm"
-	"github.com/pi2hop/pi2hop/dist"
+	"github.com/pi2hop/pi2hop/figure"
 	"github.com/pi2hop/pi2hop/pcap"
 	"github.com/pi2hop/pi2hop/pcap/pcaptest"
 )
@@ -21,7 +21,7 @@ import (
 // TestSketchPercentilesMillion: analyze's sojourn and transit
 // percentiles over a capture of one million records (500 000 packets at
 // the in and the out tap) are within SketchAccuracy of the exact
-// nearest-rank values (dist.Quantile) of the same samples, for the whole
+// nearest-rank values (figure.Quantile) of the same samples, for the whole
 // capture and per time bin.
 func TestSketchPercentilesMillion(t *testing.T) {
 	if testing.Short() {
@@ -74,7 +74,7 @@ func TestSketchPercentilesMillion(t *testing.T) {
 	slices.Sort(transit)
 	check := func(what string, got float64, sorted []int64, p float64) {
 		t.Helper()
-		exact := ms(dist.Quantile(sorted, p))
+		exact := ms(figure.Quantile(sorted, p))
 		if !nearSketch(got, exact) {
 			t.Errorf("%s p%g: %.6f ms, exact %.6f ms: off by %.3g, more than %g", what, 100*p, got, exact, math.Abs(got-exact)/exact, SketchAccuracy)
 		}
@@ -101,7 +101,7 @@ func TestSketchPercentilesMillion(t *testing.T) {
 }
 
 // TestSketchNearestRank: on small sample sets the sketch picks the same
-// sample dist.Quantile picks (to within the bucket), including the
+// sample figure.Quantile picks (to within the bucket), including the
 // ranks where p·(n−1), DDSketch's own rank, would pick another one.
 func TestSketchNearestRank(t *testing.T) {
 	for _, tc := range []struct {
@@ -123,7 +123,7 @@ func TestSketchNearestRank(t *testing.T) {
 			s.add(v)
 		}
 		sorted := slices.Sorted(slices.Values(tc.vals))
-		exact, got := dist.Quantile(sorted, tc.p), s.quantile(tc.p)
+		exact, got := figure.Quantile(sorted, tc.p), s.quantile(tc.p)
 		if math.Abs(float64(got-exact)) > SketchAccuracy*math.Abs(float64(exact))+0.5 {
 			t.Errorf("%v p%g: sketch %d, exact %d", tc.vals, tc.p, got, exact)
 		}

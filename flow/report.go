@@ -6,7 +6,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/pi2hop/pi2hop/dist"
+	"github.com/pi2hop/pi2hop/figure"
 )
 
 // Reporter writes an endpoint's interval reports and final summary as
@@ -101,7 +101,7 @@ func (o *Reporter) Summary(kind string, kv ...any) {
 // SenderSummary writes a Prague sender's summary (kind prague-send or
 // video-send), then the extra pairs.
 func (o *Reporter) SenderSummary(kind string, s SenderSummary, extra ...any) {
-	rtt := dist.Summarise(dist.Millis(s.RTT))
+	rtt := figure.Summarise(figure.Millis(s.RTT))
 	kv := []any{"duration_s", s.Duration.Seconds(), "packets_sent", s.PacketsSent, "goodput_bps", s.GoodputBps,
 		"rtt_samples", len(s.RTT), "rtt_p50_ms", rtt.P50, "rtt_p95_ms", rtt.P95, "rtt_p99_ms", rtt.P99, "rtt_max_ms", rtt.Max,
 		"ce_frac", s.CEFraction, "loss_frac", s.LossFraction, "ecn", s.ECN, "fell_back", s.FellBack, "timeouts", s.Timeouts}
@@ -123,8 +123,8 @@ func (o *Reporter) ReceiverSummary(s ReceiverSummary) {
 // VideoSummary writes a video receiver's summary: the call's quality
 // figures (l4s-endpoints.md §4.2).
 func (o *Reporter) VideoSummary(s VideoReceiverSummary) {
-	ge25, zero := dist.FPSShares(s.FPS, 25)
-	delay := dist.Summarise(dist.Millis(s.FrameDelay))
+	ge25, zero := figure.FPSShares(s.FPS, 25)
+	delay := figure.Summarise(figure.Millis(s.FrameDelay))
 	o.Summary("video-recv", "duration_s", s.Duration.Seconds(), "frames", s.Frames, "displayed", s.Displayed,
 		"late", s.Late, "undecodable", s.Undecodable, "plis", s.PLIs,
 		"share_fps_ge25", ge25, "share_fps_0", zero,
@@ -139,7 +139,7 @@ func (o *Reporter) BulkSummary(s BulkSummary) {
 
 // ProbeSummary writes a probe client's summary.
 func (o *Reporter) ProbeSummary(s ProbeSummary) {
-	rtt := dist.Summarise(dist.Millis(s.RTT))
+	rtt := figure.Summarise(figure.Millis(s.RTT))
 	o.Summary("probe", "ecn", s.ECN, "sent", s.Sent, "received", s.Received, "lost", s.Lost,
 		"forward_ce", s.ForwardCE, "return_ce", s.ReturnCE,
 		"rtt_p50_ms", rtt.P50, "rtt_p95_ms", rtt.P95, "rtt_p99_ms", rtt.P99, "rtt_max_ms", rtt.Max)

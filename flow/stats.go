@@ -4,11 +4,11 @@ import (
 	"slices"
 	"time"
 
-	"github.com/pi2hop/pi2hop/dist"
+	"github.com/pi2hop/pi2hop/figure"
 )
 
 // rttFields fills the RTT fields of iv from samples (which it sorts), with
-// dist's nearest-rank percentiles like every pi2hop figure.
+// figure's nearest-rank percentiles like every pi2hop figure.
 func rttFields(iv *Interval, samples []time.Duration) {
 	iv.RTTSamples = len(samples)
 	if len(samples) == 0 {
@@ -19,10 +19,10 @@ func rttFields(iv *Interval, samples []time.Duration) {
 		sum += s
 	}
 	slices.Sort(samples)
-	iv.RTTMeanMs = dist.Ms(sum / time.Duration(len(samples)))
-	iv.RTTP50Ms = dist.Ms(dist.Quantile(samples, 0.5))
-	iv.RTTP99Ms = dist.Ms(dist.Quantile(samples, 0.99))
-	iv.RTTMaxMs = dist.Ms(samples[len(samples)-1])
+	iv.RTTMeanMs = figure.Ms(sum / time.Duration(len(samples)))
+	iv.RTTP50Ms = figure.Ms(figure.Quantile(samples, 0.5))
+	iv.RTTP99Ms = figure.Ms(figure.Quantile(samples, 0.99))
+	iv.RTTMaxMs = figure.Ms(samples[len(samples)-1])
 }
 
 // frac returns a/b, or 0 when b is 0.

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/pi2hop/pi2hop/aqm"
-	"github.com/pi2hop/pi2hop/dist"
+	"github.com/pi2hop/pi2hop/figure"
 	"github.com/pi2hop/pi2hop/flow/ecnudp"
 	"github.com/pi2hop/pi2hop/flow/wire"
 )
@@ -160,7 +160,7 @@ func (r *videoReceiver) tick(now int64, final bool) error {
 	iv.PLIs = r.ivPLI
 	if len(r.ivDelays) > 0 {
 		slices.Sort(r.ivDelays)
-		iv.FrameDelayP50, iv.FrameDelayP99 = dist.Ms(dist.Quantile(r.ivDelays, 0.5)), dist.Ms(dist.Quantile(r.ivDelays, 0.99))
+		iv.FrameDelayP50, iv.FrameDelayP99 = figure.Ms(figure.Quantile(r.ivDelays, 0.5)), figure.Ms(figure.Quantile(r.ivDelays, 0.99))
 	}
 	r.intervals = append(r.intervals, iv)
 	if r.report != nil {

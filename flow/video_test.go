@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pi2hop/pi2hop/dist"
+	"github.com/pi2hop/pi2hop/figure"
 	"github.com/pi2hop/pi2hop/flow/wire"
 )
 
@@ -75,7 +75,7 @@ func TestVideoLoopback(t *testing.T) {
 	}
 	delays := slices.Clone(rs.FrameDelay)
 	slices.Sort(delays)
-	if d := dist.Quantile(delays, 0.5); d < 80*time.Millisecond || d > 100*time.Millisecond {
+	if d := figure.Quantile(delays, 0.5); d < 80*time.Millisecond || d > 100*time.Millisecond {
 		t.Errorf("median frame delay %v, want the 80 ms playout delay", d)
 	}
 	if delays[0] < 80*time.Millisecond {

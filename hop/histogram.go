@@ -4,7 +4,7 @@ import (
 	"math"
 	"math/bits"
 
-	"github.com/pi2hop/pi2hop/dist"
+	"github.com/pi2hop/pi2hop/figure"
 )
 
 // histBuckets is the size of Histogram: 64 exact buckets for 0..63 ns,
@@ -60,14 +60,14 @@ func (h *Histogram) Add(ns int64) {
 }
 
 // Quantile returns the upper edge of the bucket holding the sample of
-// nearest rank q (dist.Rank, the definition every pi2hop figure uses),
+// nearest rank q (figure.Rank, the definition every pi2hop figure uses),
 // within 1.6 % of that sample; 0 when empty. It is a bucket bound, not a
 // sample: the histogram keeps counts, never values.
 func (h *Histogram) Quantile(q float64) int64 {
 	if h.Total == 0 {
 		return 0
 	}
-	rank := uint64(dist.Rank(int(min(h.Total, math.MaxInt)), q))
+	rank := uint64(figure.Rank(int(min(h.Total, math.MaxInt)), q))
 	var seen uint64
 	for i, c := range h.Counts {
 		seen += c

@@ -4,7 +4,7 @@ import (
 	"time"
 
 	"github.com/pi2hop/pi2hop/aqm"
-	"github.com/pi2hop/pi2hop/dist"
+	"github.com/pi2hop/pi2hop/figure"
 )
 
 // View is one direction's figures as `pi2hop stats` shows them: tc's
@@ -92,7 +92,7 @@ func (s *DirStats) View(prev *DirStats) View {
 	if iv.In > 0 && iv.CPU > 0 {
 		v.CPUPerPkt = float64(iv.CPU) / float64(iv.In) / 1e3
 	}
-	ms := func(h *Histogram, q float64) float64 { return dist.Ms(time.Duration(h.Quantile(q))) }
+	ms := func(h *Histogram, q float64) float64 { return figure.Ms(time.Duration(h.Quantile(q))) }
 	v.SojournC = [2]float64{ms(&iv.SojournC, 0.5), ms(&iv.SojournC, 0.99)}
 	v.SojournL = [2]float64{ms(&iv.SojournL, 0.5), ms(&iv.SojournL, 0.99)}
 	v.Lateness = [2]float64{float64(iv.Lateness.Quantile(0.5)) / 1e3, float64(iv.Lateness.Quantile(0.99)) / 1e3}

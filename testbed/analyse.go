@@ -4,7 +4,7 @@ import (
 	"time"
 
 	"github.com/pi2hop/pi2hop/aqm"
-	"github.com/pi2hop/pi2hop/dist"
+	"github.com/pi2hop/pi2hop/figure"
 	"github.com/pi2hop/pi2hop/flow"
 	"github.com/pi2hop/pi2hop/testbed/metrics"
 	"github.com/pi2hop/pi2hop/testbed/report"
@@ -39,7 +39,7 @@ func analyse(res *runResult) report.Run {
 	sp := res.spec
 	run := report.Run{
 		Name: sp.Name, Title: sp.Title, AQM: sp.Queue.Kind, Buffer: sp.Buffer,
-		RateBps: float64(sp.RateBps), BaseRTTMs: dist.Ms(sp.RTT),
+		RateBps: float64(sp.RateBps), BaseRTTMs: figure.Ms(sp.RTT),
 		DurationS: sp.Duration.Seconds(), WarmupS: sp.Warmup.Seconds(), Setup: sp,
 		RTTMs:  map[string][]float64{},
 		Series: report.Series{Throughput: map[string][]float64{}},
@@ -67,7 +67,7 @@ func analyse(res *runResult) report.Run {
 			run.Series.Throughput[f.Label] = perSecond(rc.Intervals)
 			if fr.pragueSend != nil {
 				rtts := rttAfter(fr.pragueSend.RTT, fr.pragueSend.RTTAt, from)
-				d := dist.Summarise(rtts)
+				d := figure.Summarise(rtts)
 				f.RTTMs = &d
 				run.RTTMs[f.Label] = rtts
 			}
@@ -89,7 +89,7 @@ func analyseCall(fr flowResult, from, to time.Duration) report.Call {
 	rc := fr.videoRecv
 	call := report.Call{Label: fr.spec.Label, ECN: fr.spec.ECN}
 	if fr.videoSend != nil {
-		call.RTTMs = dist.Summarise(rttAfter(fr.videoSend.RTT, fr.videoSend.RTTAt, from))
+		call.RTTMs = figure.Summarise(rttAfter(fr.videoSend.RTT, fr.videoSend.RTTAt, from))
 	}
 	lost, got := lossAfter(rc.Lost, rc.Packets, rc.Intervals, from)
 	call.Loss = metrics.LossRate(lost+got, got)
@@ -106,7 +106,7 @@ func analyseCall(fr flowResult, from, to time.Duration) report.Call {
 	const fps = 30
 	call.Stalls = metrics.FindStalls(rc.Display, from, to, time.Second/fps)
 	call.FPS = metrics.FramesPerSecond(rc.Display, from, to)
-	call.FPSAtLeast25, call.FPSZero = dist.FPSShares(call.FPS, 25)
+	call.FPSAtLeast25, call.FPSZero = figure.FPSShares(call.FPS, 25)
 	var frames int
 	for _, n := range call.FPS {
 		frames += n
@@ -120,7 +120,7 @@ func analyseCall(fr flowResult, from, to time.Duration) report.Call {
 			delays = append(delays, rc.FrameDelay[i])
 		}
 	}
-	call.FrameDelayMs = dist.Summarise(dist.Millis(delays))
+	call.FrameDelayMs = figure.Summarise(figure.Millis(delays))
 	call.GoodputBps = meanGoodput(rc.Intervals, from)
 	return call
 }
@@ -133,7 +133,7 @@ func rttAfter(rtt, at []time.Duration, from time.Duration) []float64 {
 			out = append(out, r)
 		}
 	}
-	return dist.Millis(out)
+	return figure.Millis(out)
 }
 
 func ivStart(iv flow.Interval) time.Duration {
@@ -209,13 +209,13 @@ func analyseQueues(run *report.Run, kind string, q *queueTrace) {
 	late := bh.late.Sub(&ah.late)
 	run.HopLatenessMs = histDist(&late)
 	worst, floor, rt := worstIn(s, a.at, b.at)
-	run.HopWorstMs, run.FloorWorstMs, run.FloorRealTime = dist.Ms(time.Duration(worst)), -1, rt
+	run.HopWorstMs, run.FloorWorstMs, run.FloorRealTime = figure.Ms(time.Duration(worst)), -1, rt
 	if floor >= 0 {
-		run.FloorWorstMs = dist.Ms(time.Duration(floor))
+		run.FloorWorstMs = figure.Ms(time.Duration(floor))
 	}
 	run.StealMs = -1
 	if a.steal >= 0 && b.steal >= a.steal {
-		run.StealMs = dist.Ms(b.steal - a.steal)
+		run.StealMs = figure.Ms(b.steal - a.steal)
 	}
 	run.Series.HopWorstMs, run.Series.FloorWorstMs = worstPerSecond(s)
 	queues := []string{"L", "C"}
@@ -244,7 +244,7 @@ func analyseQueues(run *report.Run, kind string, q *queueTrace) {
 			if name == "L" {
 				m = s[i].lMedian
 			}
-			series = append(series, dist.Ms(time.Duration(m)))
+			series = append(series, figure.Ms(time.Duration(m)))
 		}
 		run.Series.QueueDelayMs[name] = series
 	}

@@ -5,19 +5,19 @@ import (
 	"testing"
 
 	"github.com/pi2hop/pi2hop/aqm"
-	"github.com/pi2hop/pi2hop/dist"
+	"github.com/pi2hop/pi2hop/figure"
 	"github.com/pi2hop/pi2hop/testbed/report"
 )
 
 func callRun(name string, p99, loss float64) report.Run {
 	return report.Run{Name: name, Title: name, BaseRTTMs: 20,
-		Call: &report.Call{RTTMs: dist.Summary{N: 100, Min: 20, P99: p99, Max: p99 + 5}, Loss: loss}}
+		Call: &report.Call{RTTMs: figure.Summary{N: 100, Min: 20, P99: p99, Max: p99 + 5}, Loss: loss}}
 }
 
 // paused sets r's call RTT p99 outside machine pauses and the share of
 // round trips left out of it.
 func paused(r report.Run, p99 float64, share float64) report.Run {
-	r.Call.RTTOutsidePausesMs = dist.Summary{N: 90, Min: 20, P99: p99, Max: p99 + 1}
+	r.Call.RTTOutsidePausesMs = figure.Summary{N: 90, Min: 20, P99: p99, Max: p99 + 1}
 	r.Call.PausedShare = share
 	return r
 }
@@ -35,7 +35,7 @@ func passes(cs []report.Check) (pass, fail []string) {
 
 func TestChecks(t *testing.T) {
 	withQueues := func(r report.Run, l, c float64) report.Run {
-		r.Queues = []report.Queue{{Name: "L", SojournMs: dist.Summary{N: 1, P99: l}}, {Name: "C", SojournMs: dist.Summary{N: 1, P99: c}}}
+		r.Queues = []report.Queue{{Name: "L", SojournMs: figure.Summary{N: 1, P99: l}}, {Name: "C", SojournMs: figure.Summary{N: 1, P99: c}}}
 		return r
 	}
 	zoo := func(fifoP50 float64, docsisL4S float64) report.Report {

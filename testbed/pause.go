@@ -5,7 +5,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/pi2hop/pi2hop/dist"
+	"github.com/pi2hop/pi2hop/figure"
 	"github.com/pi2hop/pi2hop/flow"
 	"github.com/pi2hop/pi2hop/testbed/report"
 )
@@ -97,7 +97,7 @@ func rttOutside(rtt, at []time.Duration, from time.Duration, spans []span) (kept
 		}
 		out = append(out, r)
 	}
-	return dist.Millis(out), all
+	return figure.Millis(out), all
 }
 
 // outsidePauses fills call's RTT figures outside the machine's pauses
@@ -112,7 +112,7 @@ func outsidePauses(call *report.Call, send *flow.VideoSenderSummary, from time.D
 		return
 	}
 	kept, all := rttOutside(send.RTT, send.RTTAt, from, spans)
-	call.RTTOutsidePausesMs, call.PausedShare = dist.Summarise(kept), 0
+	call.RTTOutsidePausesMs, call.PausedShare = figure.Summarise(kept), 0
 	if all > 0 {
 		call.PausedShare = float64(all-len(kept)) / float64(all)
 	}

@@ -6,7 +6,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/pi2hop/pi2hop/dist"
+	"github.com/pi2hop/pi2hop/figure"
 	"github.com/pi2hop/pi2hop/hop"
 	"github.com/pi2hop/pi2hop/internal/procs"
 	"github.com/pi2hop/pi2hop/netsys"
@@ -127,7 +127,7 @@ func finish(rep *report.Report, cfg Config) {
 		if len(rep.Runs[i].Flows) > 0 {
 			meas = rep.Runs[i].Flows[0].GoodputBps
 		}
-		rep.BDP = append(rep.BDP, report.BDPRow{DistanceKm: sp.DistanceKm, RTTMs: dist.Ms(sp.RTT), WindowBytes: w,
+		rep.BDP = append(rep.BDP, report.BDPRow{DistanceKm: sp.DistanceKm, RTTMs: figure.Ms(sp.RTT), WindowBytes: w,
 			LinkBps: float64(sp.RateBps), PredictedBps: pred, MeasuredBps: meas, RelErr: metrics.RelErr(meas, pred), Run: sp.Name})
 	}
 	if cfg.Scenario == "l4s-demo" {

@@ -4,7 +4,7 @@ import (
 	"time"
 
 	"github.com/pi2hop/pi2hop/aqm"
-	"github.com/pi2hop/pi2hop/dist"
+	"github.com/pi2hop/pi2hop/figure"
 	"github.com/pi2hop/pi2hop/hop"
 	"github.com/pi2hop/pi2hop/internal/hoststeal"
 	"github.com/pi2hop/pi2hop/topology"
@@ -140,9 +140,9 @@ func worstPerSecond(s []queueSample) (hopMs, floorMs []float64) {
 		for len(hopMs) <= k {
 			hopMs, floorMs = append(hopMs, 0), append(floorMs, -1)
 		}
-		hopMs[k] = max(hopMs[k], dist.Ms(time.Duration(x.worst)))
+		hopMs[k] = max(hopMs[k], figure.Ms(time.Duration(x.worst)))
 		if x.floor >= 0 {
-			floorMs[k] = max(floorMs[k], dist.Ms(time.Duration(x.floor)))
+			floorMs[k] = max(floorMs[k], figure.Ms(time.Duration(x.floor)))
 		}
 	}
 	return hopMs, floorMs
@@ -151,17 +151,17 @@ func worstPerSecond(s []queueSample) (hopMs, floorMs []float64) {
 // histDist summarises a sojourn histogram in ms. Quantiles are bucket
 // upper edges (within 1.6 %); the mean integrates the quantile function
 // over 200 steps, to the same precision.
-func histDist(h *hop.Histogram) dist.Summary {
+func histDist(h *hop.Histogram) figure.Summary {
 	if h.Total == 0 {
-		return dist.Summary{}
+		return figure.Summary{}
 	}
-	ms := func(q float64) float64 { return dist.Ms(time.Duration(h.Quantile(q))) }
+	ms := func(q float64) float64 { return figure.Ms(time.Duration(h.Quantile(q))) }
 	const steps = 200
 	var sum float64
 	for i := range steps {
 		sum += ms((float64(i) + 0.5) / steps)
 	}
-	return dist.Summary{N: int(h.Total), Min: ms(0), Mean: sum / steps,
+	return figure.Summary{N: int(h.Total), Min: ms(0), Mean: sum / steps,
 		P50: ms(0.50), P95: ms(0.95), P99: ms(0.99), Max: ms(1)}
 }
 

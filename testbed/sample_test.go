@@ -8,7 +8,7 @@ import (
 	"unsafe"
 
 	"github.com/pi2hop/pi2hop/aqm"
-	"github.com/pi2hop/pi2hop/dist"
+	"github.com/pi2hop/pi2hop/figure"
 	"github.com/pi2hop/pi2hop/hop"
 	"github.com/pi2hop/pi2hop/testbed/metrics"
 	"github.com/pi2hop/pi2hop/testbed/report"
@@ -66,13 +66,13 @@ func analyseQueuesFull(run *report.Run, kind string, s []fullSample, from, to ti
 	late := b.h.late.Sub(&a.h.late)
 	run.HopLatenessMs = histDist(&late)
 	worst, floor, rt := worstIn(small, a.at, b.at)
-	run.HopWorstMs, run.FloorWorstMs, run.FloorRealTime = dist.Ms(time.Duration(worst)), -1, rt
+	run.HopWorstMs, run.FloorWorstMs, run.FloorRealTime = figure.Ms(time.Duration(worst)), -1, rt
 	if floor >= 0 {
-		run.FloorWorstMs = dist.Ms(time.Duration(floor))
+		run.FloorWorstMs = figure.Ms(time.Duration(floor))
 	}
 	run.StealMs = -1
 	if a.steal >= 0 && b.steal >= a.steal {
-		run.StealMs = dist.Ms(b.steal - a.steal)
+		run.StealMs = figure.Ms(b.steal - a.steal)
 	}
 	run.Series.HopWorstMs, run.Series.FloorWorstMs = worstPerSecond(small)
 	queues := []string{"L", "C"}
@@ -101,7 +101,7 @@ func analyseQueuesFull(run *report.Run, kind string, s []fullSample, from, to ti
 				cur, prev = &s[i].h.l, &s[i-1].h.l
 			}
 			d := cur.Sub(prev)
-			series = append(series, dist.Ms(time.Duration(d.Quantile(0.5))))
+			series = append(series, figure.Ms(time.Duration(d.Quantile(0.5))))
 		}
 		run.Series.QueueDelayMs[q] = series
 	}

@@ -29,7 +29,7 @@ import (
 	"time"
 
 	"github.com/pi2hop/pi2hop/aqm"
-	"github.com/pi2hop/pi2hop/dist"
+	"github.com/pi2hop/pi2hop/figure"
 	"github.com/pi2hop/pi2hop/hop"
 	"github.com/pi2hop/pi2hop/internal/hoststeal"
 	"github.com/pi2hop/pi2hop/internal/ping"
@@ -364,7 +364,7 @@ func unshapedTCP(prefix string, kernel path, bs []tun.Backend) ([]cpuRow, error)
 	median := func(xs []float64) float64 {
 		s := slices.Clone(xs)
 		slices.Sort(s)
-		return dist.Quantile(s, 0.5)
+		return figure.Quantile(s, 0.5)
 	}
 	name := "TCP unshaped, Mbit/s"
 	if n > 1 {

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/pi2hop/pi2hop/aqm"
-	"github.com/pi2hop/pi2hop/dist"
+	"github.com/pi2hop/pi2hop/figure"
 	"github.com/pi2hop/pi2hop/netsys"
 	"golang.org/x/sys/unix"
 )
@@ -19,7 +19,7 @@ import (
 // Median sends n ICMP echo requests (ICMPv4, or ICMPv6 to an IPv6
 // dst), gap apart, from network namespace ns ("" = the one the process
 // started in) to dst and returns the median round-trip time (nearest-rank
-// p50, dist.Quantile): the idle RTT of a path, for tests and benchmarks.
+// p50, figure.Quantile): the idle RTT of a path, for tests and benchmarks.
 //
 // Like ping(8) it times a reply by its kernel receive timestamp
 // (SO_TIMESTAMPNS), so the caller's own wake-up after the reply arrived,
@@ -91,7 +91,7 @@ func Median(ns string, dst netip.Addr, n int, gap time.Duration) (time.Duration,
 		time.Sleep(gap)
 	}
 	slices.Sort(rtts)
-	return dist.Quantile(rtts, 0.5), nil
+	return figure.Quantile(rtts, 0.5), nil
 }
 
 func setTimestamps(c *net.IPConn) error {

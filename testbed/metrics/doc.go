@@ -2,7 +2,7 @@
 // reference/l4s-endpoints.md §6 defines them: loss, goodput and
 // utilisation, Jain's fairness index, received frames per second and
 // stalls by the W3C webrtc-stats freeze rule. Percentiles, summaries,
-// CDFs and frame-rate shares live in package dist, shared with the
+// CDFs and frame-rate shares live in package figure, shared with the
 // CLI shares.
 //
 // Every function is pure (no clock, no I/O) and takes the measurement

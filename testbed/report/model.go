@@ -9,7 +9,7 @@ package report
 import (
 	"time"
 
-	"github.com/pi2hop/pi2hop/dist"
+	"github.com/pi2hop/pi2hop/figure"
 	"github.com/pi2hop/pi2hop/testbed/metrics"
 )
 
@@ -71,7 +71,7 @@ type Run struct {
 	// HopLatenessMs is how late the hop handled its link events on the
 	// server→client direction: its timing error, which every delay above
 	// includes. A large tail means the machine was too busy to measure.
-	HopLatenessMs dist.Summary `json:"hop_lateness_ms"`
+	HopLatenessMs figure.Summary `json:"hop_lateness_ms"`
 	// HopWorstMs is the largest of those latenesses in either direction,
 	// measured (not a histogram bound), over the same time; FloorWorstMs
 	// is how late the machine's floor probe (a SCHED_FIFO thread pinned
@@ -106,7 +106,7 @@ type Call struct {
 	Label string `json:"label"`
 	ECN   string `json:"ecn"` // "l4s" (ECT(1)) or "classic" (Not-ECT)
 	// RTTMs: per-ACK round-trip times of the call's packets.
-	RTTMs dist.Summary `json:"rtt_ms"`
+	RTTMs figure.Summary `json:"rtt_ms"`
 	// RTTOutsidePausesMs: the same less the round trips that overlapped
 	// a time the machine may have paused a CPU (the host took it, or the
 	// floor probe woke over 1 ms late) or drained the queue it left
@@ -114,40 +114,40 @@ type Call struct {
 	// samples left out of it, -1 where neither steal nor a probe was
 	// there to tell. On a VM pauses are 5-10 ms: a few of them decide a
 	// p99 that says nothing about the queue.
-	RTTOutsidePausesMs dist.Summary `json:"rtt_outside_pauses_ms"`
-	PausedShare        float64      `json:"rtt_paused_share"`
+	RTTOutsidePausesMs figure.Summary `json:"rtt_outside_pauses_ms"`
+	PausedShare        float64        `json:"rtt_paused_share"`
 	// Loss: (sent − received)/sent over the measured time; LossMax1s the
 	// worst one-second window.
 	Loss      float64        `json:"loss"`
 	LossMax1s float64        `json:"loss_max_1s"`
 	Stalls    metrics.Stalls `json:"stalls"`
 	// FPS: displayed frames per one-second window.
-	FPS          []int        `json:"fps"`
-	FPSMean      float64      `json:"fps_mean"`
-	FPSAtLeast25 float64      `json:"fps_share_at_least_25"`
-	FPSZero      float64      `json:"fps_share_zero"`
-	FrameDelayMs dist.Summary `json:"frame_delay_ms"`
-	GoodputBps   float64      `json:"goodput_bps"`
+	FPS          []int          `json:"fps"`
+	FPSMean      float64        `json:"fps_mean"`
+	FPSAtLeast25 float64        `json:"fps_share_at_least_25"`
+	FPSZero      float64        `json:"fps_share_zero"`
+	FrameDelayMs figure.Summary `json:"frame_delay_ms"`
+	GoodputBps   float64        `json:"goodput_bps"`
 }
 
 // Flow is one traffic flow's figures.
 type Flow struct {
-	Label      string        `json:"label"` // "bulk-1", "prague", "call"
-	Kind       string        `json:"kind"`  // "video", "prague", "tcp-cubic", ...
-	ECN        string        `json:"ecn"`   // "l4s", "classic"
-	GoodputBps float64       `json:"goodput_bps"`
-	RTTMs      *dist.Summary `json:"rtt_ms,omitempty"`
-	Loss       *float64      `json:"loss,omitempty"`
+	Label      string          `json:"label"` // "bulk-1", "prague", "call"
+	Kind       string          `json:"kind"`  // "video", "prague", "tcp-cubic", ...
+	ECN        string          `json:"ecn"`   // "l4s", "classic"
+	GoodputBps float64         `json:"goodput_bps"`
+	RTTMs      *figure.Summary `json:"rtt_ms,omitempty"`
+	Loss       *float64        `json:"loss,omitempty"`
 }
 
 // Queue is one queue's delay (sojourn = dequeue − enqueue time, delay
 // line excluded) and counters at the bottleneck.
 type Queue struct {
-	Name      string       `json:"name"` // "L", "C" (FIFO: "C")
-	SojournMs dist.Summary `json:"sojourn_ms"`
-	Packets   uint64       `json:"packets"` // forwarded
-	Marked    uint64       `json:"marked"`
-	Dropped   uint64       `json:"dropped"`
+	Name      string         `json:"name"` // "L", "C" (FIFO: "C")
+	SojournMs figure.Summary `json:"sojourn_ms"`
+	Packets   uint64         `json:"packets"` // forwarded
+	Marked    uint64         `json:"marked"`
+	Dropped   uint64         `json:"dropped"`
 }
 
 // Fairness compares an L4S flow with a classic one (coexist).

@@ -12,7 +12,7 @@ import (
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
 
-	"github.com/pi2hop/pi2hop/dist"
+	"github.com/pi2hop/pi2hop/figure"
 )
 
 // Plot sizes: wide enough for a 60 s time axis, small enough for a README.
@@ -112,7 +112,7 @@ func (r *Report) rttCDF() (*plot.Plot, bool) {
 	n := 0
 	for _, run := range r.Runs {
 		for _, label := range sortedKeys(run.RTTMs) {
-			xs, fs := dist.CDF(run.RTTMs[label])
+			xs, fs := figure.CDF(run.RTTMs[label])
 			if len(xs) == 0 {
 				continue
 			}

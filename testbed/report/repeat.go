@@ -8,11 +8,11 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/pi2hop/pi2hop/dist"
+	"github.com/pi2hop/pi2hop/figure"
 )
 
 // Range is one metric of a run over its repetitions: the median (nearest
-// rank, dist.Rank: always one of the values) and the smallest and largest.
+// rank, figure.Rank: always one of the values) and the smallest and largest.
 type Range struct {
 	Median float64 `json:"median"`
 	Min    float64 `json:"min"`
@@ -47,7 +47,7 @@ func Combine(reps []Run) (Run, error) {
 	for path, xs := range vals {
 		s := slices.Clone(xs)
 		slices.Sort(s)
-		spread[path] = Range{Median: dist.Quantile(s, 0.5), Min: s[0], Max: s[len(s)-1]}
+		spread[path] = Range{Median: figure.Quantile(s, 0.5), Min: s[0], Max: s[len(s)-1]}
 	}
 	m := medianRun(trees, spread)
 	walk("", trees[m], func(path string, _ float64) float64 { return spread[path].Median })

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pi2hop/pi2hop/dist"
+	"github.com/pi2hop/pi2hop/figure"
 )
 
 // TestCombine: three repetitions of a run become one with the median of
@@ -17,7 +17,7 @@ import (
 func TestCombine(t *testing.T) {
 	rep := func(util, p99, goodput float64, fps0 int) Run {
 		return Run{Name: "l4s", Title: "L4S", Utilisation: util,
-			Queues: []Queue{{Name: "L", SojournMs: dist.Summary{N: 100, P99: p99}}},
+			Queues: []Queue{{Name: "L", SojournMs: figure.Summary{N: 100, P99: p99}}},
 			Flows:  []Flow{{Label: "bulk-1", GoodputBps: goodput}},
 			Series: Series{FPS: []int{fps0}}, RTTMs: map[string][]float64{"call": {float64(fps0)}}}
 	}
@@ -60,8 +60,8 @@ func TestCombine(t *testing.T) {
 func TestRepeatReportHasEveryFigure(t *testing.T) {
 	rep := func(util, worst, floor, rtt99, loss float64) Run {
 		return Run{Name: "l4s", Title: "L4S", Utilisation: util, HopWorstMs: worst, FloorWorstMs: floor,
-			Call:   &Call{Label: "call", RTTMs: dist.Summary{N: 50, P50: 20, P99: rtt99}, Loss: loss},
-			Queues: []Queue{{Name: "L", SojournMs: dist.Summary{N: 100, P99: 1}}, {Name: "C", SojournMs: dist.Summary{N: 90, P99: 12}}},
+			Call:   &Call{Label: "call", RTTMs: figure.Summary{N: 50, P50: 20, P99: rtt99}, Loss: loss},
+			Queues: []Queue{{Name: "L", SojournMs: figure.Summary{N: 100, P99: 1}}, {Name: "C", SojournMs: figure.Summary{N: 90, P99: 12}}},
 			Flows:  []Flow{{Label: "bulk-1", GoodputBps: 4e6}, {Label: "bulk-2", GoodputBps: 5e6}}}
 	}
 	combined, err := Combine([]Run{rep(0.97, 40, 38, 25, 0.01), rep(0.95, 3, 2.5, 22, 0), rep(0.99, 5, 4, 30, 0.02)})

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pi2hop/pi2hop/dist"
+	"github.com/pi2hop/pi2hop/figure"
 	"github.com/pi2hop/pi2hop/invoker"
 	"github.com/pi2hop/pi2hop/testbed/metrics"
 )
@@ -22,7 +22,7 @@ func sampleRun(name, title, ecn string, rtt float64) Run {
 	return Run{
 		Name: name, Title: title, AQM: "dualpi2", Buffer: "DualPI2 limit 10000 packets",
 		RateBps: 10e6, BaseRTTMs: 20, DurationS: 20, WarmupS: 5,
-		Call: &Call{Label: "call", ECN: ecn, RTTMs: dist.Summarise(rtts), Loss: 0.001,
+		Call: &Call{Label: "call", ECN: ecn, RTTMs: figure.Summarise(rtts), Loss: 0.001,
 			FPS: []int{30, 30, 29, 0, 12}, FPSMean: 20.2, FPSAtLeast25: 0.6, FPSZero: 0.2,
 			Stalls: metrics.Stalls{Count: 1, TotalMs: 400, Rate: 0.02, PerMinute: 4}, GoodputBps: 2e6},
 		Flows: []Flow{
@@ -31,8 +31,8 @@ func sampleRun(name, title, ecn string, rtt float64) Run {
 			{Label: "bulk-2", Kind: "tcp-cubic", ECN: "classic", GoodputBps: 3.5e6},
 		},
 		Queues: []Queue{
-			{Name: "L", SojournMs: dist.Summary{N: 10, P50: 0.3, P99: 1.2, Max: 2}, Packets: 100, Marked: 5},
-			{Name: "C", SojournMs: dist.Summary{N: 10, P50: 14, P99: 24, Max: 30}, Packets: 900, Dropped: 40},
+			{Name: "L", SojournMs: figure.Summary{N: 10, P50: 0.3, P99: 1.2, Max: 2}, Packets: 100, Marked: 5},
+			{Name: "C", SojournMs: figure.Summary{N: 10, P50: 14, P99: 24, Max: 30}, Packets: 900, Dropped: 40},
 		},
 		Utilisation: 0.97,
 		Series: Series{

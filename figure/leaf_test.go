@@ -1,4 +1,4 @@
-package dist
+package figure
 
 import (
 	"go/parser"
@@ -9,7 +9,7 @@ import (
 	"testing"
 )
 
-// TestStdlibOnly: dist sits at the bottom of the import graph (DESIGN.md),
+// TestStdlibOnly: figure sits at the bottom of the import graph (DESIGN.md),
 // so every package may use it; its code imports the standard library only.
 func TestStdlibOnly(t *testing.T) {
 	files, err := filepath.Glob("*.go")
@@ -27,7 +27,7 @@ func TestStdlibOnly(t *testing.T) {
 		for _, imp := range af.Imports {
 			path, _ := strconv.Unquote(imp.Path.Value)
 			if first, _, _ := strings.Cut(path, "/"); strings.Contains(first, ".") {
-				t.Errorf("%s imports %s: dist is stdlib only", f, path)
+				t.Errorf("%s imports %s: figure is stdlib only", f, path)
 			}
 		}
 	}

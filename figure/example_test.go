@@ -1,9 +1,9 @@
-package dist_test
+package figure_test
 
 import (
 	"fmt"
 
-	"github.com/pi2hop/pi2hop/dist"
+	"github.com/pi2hop/pi2hop/figure"
 )
 
 // The p99 of 100 samples is the 99th smallest, not the largest.
@@ -12,6 +12,6 @@ func ExampleQuantile() {
 	for i := range rtts {
 		rtts[i] = float64(20 + i)
 	}
-	fmt.Println(dist.Quantile(rtts, 0.50), dist.Quantile(rtts, 0.99), dist.Quantile(rtts, 1))
+	fmt.Println(figure.Quantile(rtts, 0.50), figure.Quantile(rtts, 0.99), figure.Quantile(rtts, 1))
 	// Output: 69 118 119
 }
