@@ -152,11 +152,11 @@ func BenchmarkSetCE(b *testing.B) {
 	b.ReportAllocs()
 	for range b.N {
 		p[1] = 2 // back to ECT(0); the checksum drifts, SetCE does not care
-		View(p).SetCE()
+		Header(p).SetCE()
 	}
 }
 
-// The hot path allocates nothing: Enqueue, Dequeue, Advance and the view.
+// The hot path allocates nothing: Enqueue, Dequeue, Advance and Header.
 func TestNoAllocs(t *testing.T) {
 	q := newTestDualPI2(t, nil)
 	f, _ := NewFIFO(FIFOConfig{Limit: 100})
@@ -201,9 +201,9 @@ func TestNoAllocs(t *testing.T) {
 				}
 			}
 		}},
-		{"View", func() {
+		{"Header", func() {
 			for _, p := range [][]byte{p4, p6} {
-				v := View(p)
+				v := Header(p)
 				_ = v.Valid()
 				_ = v.Version()
 				_ = v.ECN()

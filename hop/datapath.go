@@ -75,7 +75,7 @@ func (o *owner) accept(slot int32, size int, now int64) {
 	pkt := o.slab.buf(slot)[:size]
 	o.st.In++
 	o.st.InBytes += uint64(size)
-	if !aqm.View(pkt).Valid() {
+	if !aqm.Header(pkt).Valid() {
 		o.st.Malformed++ // MetaOf reads it as Not-ECT: Classic queue
 	}
 	m := aqm.MetaOf(pkt, slot)
@@ -149,7 +149,7 @@ func (o *owner) finish(ev *shaper.Event, now int64) {
 		o.slab.put(slot)
 		return
 	}
-	if ev.Verdict.Action == aqm.Mark && aqm.View(pkt).SetCE() {
+	if ev.Verdict.Action == aqm.Mark && aqm.Header(pkt).SetCE() {
 		o.st.Marked++
 	}
 	if ev.Dep > ev.Deq {

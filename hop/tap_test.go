@@ -34,7 +34,7 @@ func (c *countingTap) Packet(d, p int, at int64, pkt []byte, ev *shaper.Event) {
 	case point == TapDrop && ev.Verdict.Action != aqm.Drop:
 		c.t.Errorf("TapDrop with verdict %v", ev.Verdict.Action)
 	case point == TapOut && ev.Verdict.Action == aqm.Mark:
-		if aqm.View(pkt).ECN() != aqm.CE {
+		if aqm.Header(pkt).ECN() != aqm.CE {
 			c.t.Errorf("TapOut of a marked packet without CE in its bytes")
 		}
 		c.marked++

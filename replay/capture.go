@@ -67,7 +67,7 @@ func (w *CaptureWriter) decided(id int, p *Packet, ev *shaper.Event) {
 	if p.Frame != nil && ecn == aqm.CE && ev.Meta.ECN != aqm.CE {
 		// A capture input: mark a copy, as PcapWriter does, so both agree.
 		pkt = append(w.hdr[:0:0], pkt...)
-		aqm.View(pkt).SetCE()
+		aqm.Header(pkt).SetCE()
 	}
 	a := pcap.EventAnnotation(ev)
 	w.c.OfferWait(id, ev.At, pkt, int(p.Len), &a)
@@ -169,7 +169,7 @@ func (w *PcapWriter) Depart(p *Packet, ev *shaper.Event) error {
 	}
 	w.buf = append(w.buf[:0], p.Frame...)
 	if ev.Verdict.Action == aqm.Mark {
-		aqm.View(w.buf).SetCE()
+		aqm.Header(w.buf).SetCE()
 	}
 	if err := w.w.WritePacket(w.start+ev.At, w.buf[:p.CapLen], len(w.buf)); err != nil {
 		return fmt.Errorf("%s: %w", w.name, err)

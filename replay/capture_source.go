@@ -116,7 +116,7 @@ func (c *CaptureSource) fill(p *Packet, cp *pcap.Packet) {
 		c.clamped++
 	}
 	c.last = t
-	v := aqm.View(ip)
+	v := aqm.Header(ip)
 	size := v.Len()
 	if size == 0 { // not a well-formed IP header: Classic Not-ECT, as is
 		size = len(ip)

@@ -150,7 +150,7 @@ func TestCaptureSource(t *testing.T) {
 			if !bytes.Equal(g.Frame[:g.CapLen], ips[k].data) {
 				t.Errorf("%s: packet %d bytes differ from the captured IP packet", name, k)
 			}
-			if v := aqm.View(ips[k].data); len(ips[k].data) == int(w.Len) && g.Flow != v.FlowHash() {
+			if v := aqm.Header(ips[k].data); len(ips[k].data) == int(w.Len) && g.Flow != v.FlowHash() {
 				t.Errorf("%s: packet %d flow %d, want the 5-tuple hash %d", name, k, g.Flow, v.FlowHash())
 			}
 		}
@@ -189,7 +189,7 @@ func TestSynthHeaderIsValidIPv4(t *testing.T) {
 	var b [28]byte
 	for _, ecn := range []aqm.ECN{aqm.NotECT, aqm.ECT1, aqm.ECT0, aqm.CE} {
 		h := synthHeader(b[:], 1500, ecn, 7)
-		// Only the headers are there, so aqm.View (which wants the whole
+		// Only the headers are there, so aqm.Header (which wants the whole
 		// packet) would call it truncated: read the fields directly.
 		if h[0] != 0x45 || aqm.ECN(h[1]&3) != ecn || int(h[2])<<8|int(h[3]) != 1500 || h[9] != 17 {
 			t.Errorf("ecn %v: header % x", ecn, h)

@@ -187,7 +187,7 @@ func TestReplayPcapRoundTrip(t *testing.T) {
 			if ci.Length != len(ip) || (p.I != 6 && len(data) != len(ip)) || (p.I == 6 && len(data) != 96-14) {
 				t.Errorf("out packet %d (row %d): %d of %d bytes, input had %d", k, p.I, len(data), ci.Length, len(ip))
 			}
-			ecn := aqm.View(data).ECN()
+			ecn := aqm.Header(data).ECN()
 			if p.I == 6 { // truncated: not a whole packet for View, read the IPv4 TOS
 				ecn = aqm.ECN(data[1] & 3)
 			}

@@ -2,11 +2,13 @@ package aqm
 
 import "encoding/binary"
 
-// View is a raw IP packet as a TUN device delivers it: an IPv4 (RFC 791)
-// or IPv6 (RFC 8200) header at offset 0. Its accessors are for the hot
-// path: no allocation, every access bounds-checked, no panic on any input.
-// Anything that is not a well-formed header reads as Not-ECT (DESIGN.md:
-// such packets are Classic, forwarded as is).
+// Header is the IP header of a raw packet as a TUN device delivers it: an
+// IPv4 (RFC 791) or IPv6 (RFC 8200) header at offset 0, over the whole
+// packet (Valid checks its length, FlowHash reads the ports after it). Its
+// accessors are for the hot path: no allocation, every access
+// bounds-checked, no panic on any input. Anything that is not a
+// well-formed header reads as Not-ECT (DESIGN.md: such packets are
+// Classic, forwarded as is).
 //
 //	IPv4:  0      4      8          14  16                      31
 //	       |Ver=4 | IHL  |  DSCP    |ECN|     Total Length        |
@@ -16,7 +18,7 @@ import "encoding/binary"
 //	IPv6:  |Ver=6 | Traffic Class (DSCP,ECN) | Flow Label (20)   |
 //	       Payload Length(4..5) Next Header(6) Hop Limit(7)
 //	       Source(8..23) Destination(24..39)
-type View []byte
+type Header []byte
 
 const (
 	ipv4MinHeader = 20
@@ -27,10 +29,10 @@ const (
 // 4, IHL >= 5, IHL*4 <= total length <= len(v)) or IPv6 header (version 6,
 // 40 + payload length <= len(v)). Trailing bytes beyond the IP total
 // length (link padding) are allowed.
-func (v View) Valid() bool { return v.Version() != 0 }
+func (v Header) Valid() bool { return v.Version() != 0 }
 
 // Version returns 4 or 6 for a valid header and 0 otherwise.
-func (v View) Version() int {
+func (v Header) Version() int {
 	if len(v) == 0 {
 		return 0
 	}
@@ -56,15 +58,15 @@ func (v View) Version() int {
 }
 
 // ECN returns the header's ECN codepoint, NotECT when v is not valid.
-func (v View) ECN() ECN { return v.ecn(v.Version()) }
+func (v Header) ECN() ECN { return v.ecn(v.Version()) }
 
-func (v View) ecn(version int) ECN { return ECN(v.dsfield(version) & 3) }
+func (v Header) ecn(version int) ECN { return ECN(v.dsfield(version) & 3) }
 
 // DSCP returns the header's DSCP (RFC 2474), 0 when v is not valid.
-func (v View) DSCP() uint8 { return v.dsfield(v.Version()) >> 2 }
+func (v Header) DSCP() uint8 { return v.dsfield(v.Version()) >> 2 }
 
 // dsfield is the IPv4 TOS byte or the IPv6 Traffic Class (DSCP and ECN).
-func (v View) dsfield(version int) uint8 {
+func (v Header) dsfield(version int) uint8 {
 	switch version {
 	case 4:
 		return v[1]
@@ -80,7 +82,7 @@ func (v View) dsfield(version int) uint8 {
 // Not-ECT and invalid headers are left untouched and give false: Not-ECT
 // is never marked (RFC 9331 §5.1). For IPv4 the header checksum is updated
 // incrementally (RFC 1624 eqn. 3); IPv6 has no header checksum.
-func (v View) SetCE() bool {
+func (v Header) SetCE() bool {
 	switch v.Version() {
 	case 4:
 		old := binary.BigEndian.Uint16(v[0:2])
@@ -116,7 +118,7 @@ func checksumReplace(hc, old, new uint16) uint16 {
 
 // Len returns the IP total length from the header (IPv6: 40 + payload
 // length; a jumbogram's zero payload length gives 40), 0 if not valid.
-func (v View) Len() int {
+func (v Header) Len() int {
 	switch v.Version() {
 	case 4:
 		return int(binary.BigEndian.Uint16(v[2:4]))
@@ -132,9 +134,9 @@ func (v View) Len() int {
 // a non-first fragment). IPv6 extension headers are not walked: the first
 // Next Header is the protocol, and ports are taken only when it names one
 // of those transports directly. The hash is directional; 0 for invalid input.
-func (v View) FlowHash() uint32 { return v.flowHash(v.Version()) }
+func (v Header) FlowHash() uint32 { return v.flowHash(v.Version()) }
 
-func (v View) flowHash(version int) uint32 {
+func (v Header) flowHash(version int) uint32 {
 	var h uint32 = 0x2f1a5e37
 	switch version {
 	case 4:
@@ -199,7 +201,7 @@ func finalizeHash(h uint32) uint32 {
 // and the caller's slot. Arrival and Class are left zero (Enqueue stamps the one
 // and decides the other).
 func MetaOf(pkt []byte, slot int32) Meta {
-	v := View(pkt)
+	v := Header(pkt)
 	version := v.Version()
 	n := len(pkt)
 	if n > 1<<31-1 {

@@ -52,11 +52,11 @@ func ipv6Packet(tclass byte, payload int) []byte {
 
 // Every TOS / traffic class value: ECN read, SetCE result, DSCP kept,
 // IPv4 checksum still correct.
-func TestViewAllTOS(t *testing.T) {
+func TestHeaderAllTOS(t *testing.T) {
 	for tos := range 256 {
 		want := ECN(tos & 3)
 		for _, p := range [][]byte{ipv4Packet(byte(tos), 10), ipv6Packet(byte(tos), 10)} {
-			v := View(p)
+			v := Header(p)
 			orig := append([]byte(nil), p...)
 			if v.ECN() != want {
 				t.Fatalf("v%d tos %#x: ECN %v, want %v", v.Version(), tos, v.ECN(), want)
@@ -94,7 +94,7 @@ func TestViewAllTOS(t *testing.T) {
 	}
 }
 
-func TestViewInvalid(t *testing.T) {
+func TestHeaderInvalid(t *testing.T) {
 	good4 := ipv4Packet(1, 0)
 	good6 := ipv6Packet(1, 0)
 	mutate := func(p []byte, f func([]byte)) []byte {
@@ -119,7 +119,7 @@ func TestViewInvalid(t *testing.T) {
 		{"ARP-ish", []byte{0, 1, 8, 0, 6, 4, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}},
 	}
 	for _, tt := range tests {
-		v := View(tt.pkt)
+		v := Header(tt.pkt)
 		orig := string(tt.pkt)
 		if v.Valid() || v.Version() != 0 || v.ECN() != NotECT || v.Len() != 0 || v.FlowHash() != 0 || v.SetCE() {
 			t.Errorf("%s: valid=%v version=%d ecn=%v len=%d", tt.name, v.Valid(), v.Version(), v.ECN(), v.Len())
@@ -133,12 +133,12 @@ func TestViewInvalid(t *testing.T) {
 	}
 }
 
-func TestViewLenAndPadding(t *testing.T) {
+func TestHeaderLenAndPadding(t *testing.T) {
 	p := append(ipv4Packet(2, 10), 0, 0, 0, 0) // link padding after the IP packet
-	if v := View(p); !v.Valid() || v.Len() != 38 || v.ECN() != ECT0 {
+	if v := Header(p); !v.Valid() || v.Len() != 38 || v.ECN() != ECT0 {
 		t.Errorf("padded IPv4: valid %v len %d ecn %v", v.Valid(), v.Len(), v.ECN())
 	}
-	if v := View(ipv6Packet(1, 12)); v.Len() != 60 || v.Version() != 6 {
+	if v := Header(ipv6Packet(1, 12)); v.Len() != 60 || v.Version() != 6 {
 		t.Errorf("IPv6: len %d version %d", v.Len(), v.Version())
 	}
 	if m := MetaOf(p, 9); m.Len != int32(len(p)) || m.ECN != ECT0 || m.Flow == 0 || m.Slot != 9 {
@@ -147,12 +147,12 @@ func TestViewLenAndPadding(t *testing.T) {
 }
 
 func TestFlowHash(t *testing.T) {
-	base := View(ipv4Packet(1, 0)).FlowHash()
+	base := Header(ipv4Packet(1, 0)).FlowHash()
 	if base == 0 {
 		t.Fatal("hash 0 for a valid packet")
 	}
 	// Same 5-tuple, different ECN and payload: same flow.
-	if View(ipv4Packet(2, 100)).FlowHash() != base {
+	if Header(ipv4Packet(2, 100)).FlowHash() != base {
 		t.Error("ECN or payload changed the flow hash")
 	}
 	tests := []struct {
@@ -174,22 +174,22 @@ func TestFlowHash(t *testing.T) {
 			ref[7] = 1
 		}
 		tt.f(p)
-		if got := View(p).FlowHash() == View(ref).FlowHash(); got != tt.same {
+		if got := Header(p).FlowHash() == Header(ref).FlowHash(); got != tt.same {
 			t.Errorf("%s: same hash = %v, want %v", tt.name, got, tt.same)
 		}
 	}
 	p6 := ipv6Packet(1, 0)
-	h6 := View(p6).FlowHash()
+	h6 := Header(p6).FlowHash()
 	p6[41]++
-	if View(p6).FlowHash() == h6 || h6 == 0 {
+	if Header(p6).FlowHash() == h6 || h6 == 0 {
 		t.Error("IPv6 source port not in the hash")
 	}
 }
 
-// FuzzView: arbitrary bytes never panic, Not-ECT and invalid headers are
+// FuzzHeader: arbitrary bytes never panic, Not-ECT and invalid headers are
 // never changed, and after SetCE an IPv4 header whose checksum was right
 // still has a right checksum (incremental update = full recompute).
-func FuzzView(f *testing.F) {
+func FuzzHeader(f *testing.F) {
 	f.Add(ipv4Packet(1, 4))
 	f.Add(ipv4Packet(2, 0))
 	f.Add(ipv4Packet(0, 0))
@@ -197,7 +197,7 @@ func FuzzView(f *testing.F) {
 	f.Add([]byte{0x4f, 3, 0, 60})
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, b []byte) {
-		v := View(b)
+		v := Header(b)
 		orig := string(b)
 		valid, version, ecn := v.Valid(), v.Version(), v.ECN()
 		_ = v.Len()
@@ -258,8 +258,8 @@ func TestMetaOfDSCP(t *testing.T) {
 				t.Fatalf("tos %#x (IPv%d): DSCP %d ECN %v DSField %#x, want %d %v %#x",
 					tos, p[0]>>4, m.DSCP, m.ECN, m.DSField(), tos>>2, ECN(tos&3), tos)
 			}
-			if got := View(p).DSCP(); got != uint8(tos>>2) {
-				t.Fatalf("tos %#x: View.DSCP %d", tos, got)
+			if got := Header(p).DSCP(); got != uint8(tos>>2) {
+				t.Fatalf("tos %#x: Header.DSCP %d", tos, got)
 			}
 		}
 	}
