@@ -188,7 +188,7 @@ func TestReplayPcapRoundTrip(t *testing.T) {
 				t.Errorf("out packet %d (row %d): %d of %d bytes, input had %d", k, p.I, len(data), ci.Length, len(ip))
 			}
 			ecn := aqm.Header(data).ECN()
-			if p.I == 6 { // truncated: not a whole packet for View, read the IPv4 TOS
+			if p.I == 6 { // truncated: not a whole packet for Header, read the IPv4 TOS
 				ecn = aqm.ECN(data[1] & 3)
 			}
 			if int(ecn) != p.ECNOut {

@@ -922,7 +922,7 @@ func TestShareIdleRTT(t *testing.T) {
 				Lateness  [2]float64 `json:"lateness_us"`
 				WorstLate float64    `json:"worst_lateness_us"`
 			} `json:"directions"`
-			WakeProbe *hop.WakeProbeView `json:"floor"`
+			WakeProbe *hop.WakeProbeRow `json:"floor"`
 		}
 		if json.Unmarshal(out, &s) == nil {
 			for _, d := range s.Dirs {

@@ -58,20 +58,20 @@ func runStats(ctx context.Context, w io.Writer, a *statsArgs) error {
 		if err != nil {
 			return err
 		}
-		views := [2]hop.View{cur.Up.View(prevDir(prev, hop.Up)), cur.Down.View(prevDir(prev, hop.Down))}
+		rows := [2]hop.StatsRow{cur.Up.Row(prevDir(prev, hop.Up)), cur.Down.Row(prevDir(prev, hop.Down))}
 		var prevFloor *hop.WakeProbeStats
 		if prev != nil {
 			prevFloor = &prev.WakeProbe
 		}
-		fl := cur.WakeProbe.View(prevFloor)
+		fl := cur.WakeProbe.Row(prevFloor)
 		if a.json {
 			b, err := json.Marshal(struct {
-				Name    string             `json:"name"`
-				Time    time.Time          `json:"time"`
-				Dirs    [2]hop.View        `json:"directions"`
-				Floor   *hop.WakeProbeView `json:"floor,omitempty"`
-				Clients []clientView       `json:"clients,omitempty"`
-			}{cur.Name, cur.Up.Taken, views, fl, clientViews(clients, cur.Up.Taken)})
+				Name    string            `json:"name"`
+				Time    time.Time         `json:"time"`
+				Dirs    [2]hop.StatsRow   `json:"directions"`
+				Floor   *hop.WakeProbeRow `json:"floor,omitempty"`
+				Clients []clientView      `json:"clients,omitempty"`
+			}{cur.Name, cur.Up.Taken, rows, fl, clientViews(clients, cur.Up.Taken)})
 			if err != nil {
 				return err
 			}
@@ -81,10 +81,10 @@ func runStats(ctx context.Context, w io.Writer, a *statsArgs) error {
 				fmt.Fprintln(w)
 			}
 			fmt.Fprintf(w, "instance %s  %s\n", cur.Name, cur.Up.Taken.Format(time.TimeOnly))
-			for _, v := range views {
-				writeDirView(w, &v)
+			for _, v := range rows {
+				writeDirRow(w, &v)
 			}
-			writeWakeProbeView(w, fl)
+			writeWakeProbeRow(w, fl)
 			writeClients(w, clientViews(clients, cur.Up.Taken))
 		}
 		if a.every == 0 {
@@ -106,7 +106,7 @@ func prevDir(s *hop.Snapshot, d hop.Dir) *hop.DirStats {
 	return s.Dir(d)
 }
 
-func writeDirView(w io.Writer, v *hop.View) {
+func writeDirRow(w io.Writer, v *hop.StatsRow) {
 	path := "client -> server"
 	if v.Dir == "down" {
 		path = "server -> client"
@@ -130,8 +130,8 @@ func writeDirView(w io.Writer, v *hop.View) {
 		v.SojournC[0], v.SojournC[1], v.SojournL[0], v.SojournL[1], v.Lateness[0], v.Lateness[1], v.WorstLate, v.CPUPerPkt)
 }
 
-// writeWakeProbeView prints the wake-up probes' line (nothing without a probe).
-func writeWakeProbeView(w io.Writer, v *hop.WakeProbeView) {
+// writeWakeProbeRow prints the wake-up probes' line (nothing without a probe).
+func writeWakeProbeRow(w io.Writer, v *hop.WakeProbeRow) {
 	if v == nil {
 		return
 	}

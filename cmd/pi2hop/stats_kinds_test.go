@@ -33,9 +33,9 @@ func TestStatsViewPerKind(t *testing.T) {
 			`"queue_protection":{"sanctioned_packets":30`, "codel"},
 	} {
 		s := hop.DirStats{Dir: hop.Up, Kind: tc.q.Kind, Queue: tc.q}
-		v := s.View(nil)
+		v := s.Row(nil)
 		var b strings.Builder
-		writeDirView(&b, &v)
+		writeDirRow(&b, &v)
 		for _, want := range tc.text {
 			if !strings.Contains(b.String(), want) {
 				t.Errorf("%s: output lacks %q:\n%s", tc.q.Kind, want, b.String())

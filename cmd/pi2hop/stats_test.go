@@ -26,9 +26,9 @@ func TestStatsViewPrintsTcFigures(t *testing.T) {
 	for i := 0; i < 100; i++ {
 		s.SojournL.Add(int64(i) * 10_000)
 	}
-	v := s.View(nil)
+	v := s.Row(nil)
 	var b bytes.Buffer
-	writeDirView(&b, &v)
+	writeDirRow(&b, &v)
 	for _, want := range []string{"down (server -> client): qdisc dualpi2", "prob 0.250000 delay_c 1500us delay_l 0us",
 		"ecn_mark 7 step_marks 3", "classic 5", "TUN ring drops 0", "L p50 0.49ms p99 0.98ms"} {
 		if !strings.Contains(b.String(), want) {

@@ -40,7 +40,7 @@ func TestQdiscLines(t *testing.T) {
 	}
 	for _, tt := range tests {
 		s := DirStats{Kind: tt.q.Kind, Queue: tt.q}
-		v := s.View(nil)
+		v := s.Row(nil)
 		if got := v.QdiscLines(); !slices.Equal(got, tt.want) {
 			t.Errorf("%s:\n got %q\nwant %q", tt.name, got, tt.want)
 		}
@@ -51,7 +51,7 @@ func TestQdiscLines(t *testing.T) {
 // positive credit).
 func TestQdiscLinesCreditNext(t *testing.T) {
 	s := DirStats{Kind: aqm.KindDualPI2, Queue: aqm.Stats{Kind: aqm.KindDualPI2}}
-	v := s.View(nil)
+	v := s.Row(nil)
 	if l := v.QdiscLines(); l[3] != "credit 0 (L)" {
 		t.Errorf("credit line %q, want credit 0 (L)", l[3])
 	}

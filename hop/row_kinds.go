@@ -8,10 +8,10 @@ import (
 )
 
 // The xstats of codel, pie, fq_codel and docsis's queue protection, with
-// tc's names and units (times in µs), in View under the qdisc's name.
+// tc's names and units (times in µs), in StatsRow under the qdisc's name.
 
-// CodelView is tc -s's codel xstats.
-type CodelView struct {
+// CodelXStats is tc -s's codel xstats.
+type CodelXStats struct {
 	Count         uint32 `json:"count"`
 	LastCount     uint32 `json:"lastcount"`
 	LDelayUs      int64  `json:"ldelay_us"`
@@ -23,8 +23,8 @@ type CodelView struct {
 	CEMark        uint64 `json:"ce_mark"`
 }
 
-// PIEView is tc -s's pie xstats.
-type PIEView struct {
+// PIEXStats is tc -s's pie xstats.
+type PIEXStats struct {
 	Prob      float64 `json:"prob"`
 	DelayUs   int64   `json:"delay_us"`
 	AvgDQRate uint32  `json:"avg_dq_rate"` // bytes/s, with dq_rate_estimator
@@ -35,8 +35,8 @@ type PIEView struct {
 	ECNMark   uint64  `json:"ecn_mark"`
 }
 
-// FQCodelView is tc -s's fq_codel xstats.
-type FQCodelView struct {
+// FQCodelXStats is tc -s's fq_codel xstats.
+type FQCodelXStats struct {
 	MaxPacket      uint32 `json:"maxpacket"`
 	DropOverlimit  uint64 `json:"drop_overlimit"`
 	NewFlowCount   uint64 `json:"new_flow_count"`
@@ -48,28 +48,28 @@ type FQCodelView struct {
 	OldFlowsLen    int    `json:"old_flows_len"`
 }
 
-// QProtView is docsis queue protection's counters.
-type QProtView struct {
+// QProtXStats is docsis queue protection's counters.
+type QProtXStats struct {
 	SanctionedPackets uint64 `json:"sanctioned_packets"`
 	SanctionedFlows   uint64 `json:"sanctioned_flows"`
 	DefaultBucket     uint64 `json:"default_bucket"`
 }
 
-// addXStats fills the view of the queue's own kind.
-func (v *View) addXStats(q *aqm.Stats) {
+// addXStats fills in the xstats of the queue's own kind.
+func (v *StatsRow) addXStats(q *aqm.Stats) {
 	us := func(ns int64) int64 { return ns / 1000 }
 	switch q.Kind {
 	case aqm.KindCoDel:
 		x := &q.CoDel
-		v.CoDel = &CodelView{x.Count, x.LastCount, us(x.LDelay), x.Dropping, us(x.DropNext), x.MaxPacket, x.ECNMark, x.DropOverlimit, x.CEMark}
+		v.CoDel = &CodelXStats{x.Count, x.LastCount, us(x.LDelay), x.Dropping, us(x.DropNext), x.MaxPacket, x.ECNMark, x.DropOverlimit, x.CEMark}
 	case aqm.KindPIE:
 		x := &q.PIE
-		v.PIE = &PIEView{float64(x.Prob) / aqm.PIEMaxProb, us(x.Delay), x.AvgDQRate, x.PacketsIn, x.Overlimit, x.Dropped, x.MaxQ, x.ECNMark}
+		v.PIE = &PIEXStats{float64(x.Prob) / aqm.PIEMaxProb, us(x.Delay), x.AvgDQRate, x.PacketsIn, x.Overlimit, x.Dropped, x.MaxQ, x.ECNMark}
 	case aqm.KindFQCodel:
 		x := &q.FQ
-		v.FQCodel = &FQCodelView{x.MaxPacket, x.DropOverlimit, x.NewFlowCount, x.ECNMark, x.CEMark, x.MemoryUsage, x.DropOvermemory, x.NewFlowsLen, x.OldFlowsLen}
+		v.FQCodel = &FQCodelXStats{x.MaxPacket, x.DropOverlimit, x.NewFlowCount, x.ECNMark, x.CEMark, x.MemoryUsage, x.DropOvermemory, x.NewFlowsLen, x.OldFlowsLen}
 	case aqm.KindDOCSIS:
-		v.QProt = &QProtView{q.QProt.SanctionedPackets, q.QProt.SanctionedFlows, q.QProt.DefaultBucket}
+		v.QProt = &QProtXStats{q.QProt.SanctionedPackets, q.QProt.SanctionedFlows, q.QProt.DefaultBucket}
 	}
 }
 
@@ -79,7 +79,7 @@ func (v *View) addXStats(q *aqm.Stats) {
 // first lines, then queue protection's), without tc's two-space indent.
 // fifo has none. A figure tc prints only when set (codel's drop_next,
 // ce_mark, pie's avg_dq_rate) is left out when it is.
-func (v *View) QdiscLines() []string {
+func (v *StatsRow) QdiscLines() []string {
 	usd := func(us int64) string { return (time.Duration(us) * time.Microsecond).String() }
 	var l []string
 	add := func(format string, a ...any) { l = append(l, fmt.Sprintf(format, a...)) }

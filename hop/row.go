@@ -7,11 +7,11 @@ import (
 	"github.com/pi2hop/pi2hop/figure"
 )
 
-// View is one direction's figures as `pi2hop stats` shows them: tc's
+// StatsRow is one direction's figures as `pi2hop stats` shows them: tc's
 // dualpi2 statistics (same names and units: delays in µs) and the link's.
 // Rates, utilisation and sojourn quantiles cover an interval (see
-// DirStats.View); the other counters are totals since the start.
-type View struct {
+// DirStats.Row); the other counters are totals since the start.
+type StatsRow struct {
 	Dir string `json:"dir"`
 	// tc -s qdisc show ... dualpi2
 	Qdisc      string  `json:"qdisc"`
@@ -34,10 +34,10 @@ type View struct {
 	MemMax     uint64  `json:"memory_max"`
 	MemLimit   uint64  `json:"memory_limit"`
 	// The other kinds' tc -s xstats, under their qdisc's name.
-	CoDel   *CodelView   `json:"codel,omitempty"`
-	PIE     *PIEView     `json:"pie,omitempty"`
-	FQCodel *FQCodelView `json:"fq_codel,omitempty"`
-	QProt   *QProtView   `json:"queue_protection,omitempty"`
+	CoDel   *CodelXStats   `json:"codel,omitempty"`
+	PIE     *PIEXStats     `json:"pie,omitempty"`
+	FQCodel *FQCodelXStats `json:"fq_codel,omitempty"`
+	QProt   *QProtXStats   `json:"queue_protection,omitempty"`
 	// link
 	Rate        string            `json:"rate"`
 	Delay       string            `json:"delay"`
@@ -60,12 +60,12 @@ type View struct {
 	CPUPerPkt   float64           `json:"cpu_us_per_packet"` // the direction's owner thread (includes kernel work done in its writes)
 }
 
-// View returns s's figures with rates, utilisation and quantiles over the
+// Row returns s's figures with rates, utilisation and quantiles over the
 // interval since prev, an earlier snapshot of the same direction, or since
 // the start when prev is nil.
-func (s *DirStats) View(prev *DirStats) View {
+func (s *DirStats) Row(prev *DirStats) StatsRow {
 	q := s.Queue
-	v := View{
+	v := StatsRow{
 		Dir: s.Dir.String(), Qdisc: s.Kind,
 		SentBytes: q.SentBytes, SentPkts: q.SentPackets, Dropped: q.Dropped, Overlimits: q.Overlimits,
 		BacklogB: q.BacklogBytes, BacklogP: q.BacklogPkts,
@@ -104,18 +104,18 @@ func (s *DirStats) View(prev *DirStats) View {
 	return v
 }
 
-// WakeProbeView is the machine's timing floor over the same interval: the
+// WakeProbeRow is the machine's timing floor over the same interval: the
 // wake-up probes' worst wake-up.
-type WakeProbeView struct {
+type WakeProbeRow struct {
 	RealTime  bool    `json:"realtime"`
 	CPUs      int     `json:"cpus"` // one probe thread pinned to each
 	PeriodUs  float64 `json:"period_us"`
 	WorstLate float64 `json:"worst_lateness_us"`
 }
 
-// View returns the probe's figures over the interval since prev (an
+// Row returns the probe's figures over the interval since prev (an
 // earlier snapshot's, nil: since the start), or nil when no probe ran.
-func (f *WakeProbeStats) View(prev *WakeProbeStats) *WakeProbeView {
+func (f *WakeProbeStats) Row(prev *WakeProbeStats) *WakeProbeRow {
 	if !f.Running && f.Wakes == 0 {
 		return nil
 	}
@@ -123,10 +123,10 @@ func (f *WakeProbeStats) View(prev *WakeProbeStats) *WakeProbeView {
 	if prev != nil {
 		worst, _ = f.Worst.Since(&prev.Worst)
 	}
-	return &WakeProbeView{RealTime: f.RealTime, CPUs: f.CPUs, PeriodUs: float64(f.Period) / 1e3, WorstLate: float64(worst) / 1e3}
+	return &WakeProbeRow{RealTime: f.RealTime, CPUs: f.CPUs, PeriodUs: float64(f.Period) / 1e3, WorstLate: float64(worst) / 1e3}
 }
 
-// since returns the counters View turns into rates, over the interval
+// since returns the counters Row turns into rates, over the interval
 // since prev (all of s when prev is nil).
 func (s *DirStats) since(prev *DirStats) DirStats {
 	d := *s
