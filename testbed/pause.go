@@ -12,7 +12,7 @@ import (
 
 // A pause is a time the machine under the lab stopped running one of its
 // CPUs: the host of a VM descheduled it (seen as steal), or something
-// beneath the hop's owners kept the floor probe, a real-time thread at
+// beneath the hop's owners kept the wake-up probe, a real-time thread at
 // their priority pinned to each CPU, from waking on time. Every packet in
 // flight through the hop then waits, whatever the queue does: on the
 // 2-core VM pauses are 5-10 ms, and a few of them in a run decide a call's
@@ -27,7 +27,7 @@ const (
 	// only once it crosses a tick and may be up to a tick longer than the
 	// counter's growth.
 	stealTick = 10 * time.Millisecond
-	// pauseLateness is the floor probe's wake-up lateness that makes a
+	// pauseLateness is the wake-up probe's lateness that makes a
 	// pause: twenty times the hop's own timing error at p99 (0.05 ms in
 	// the lab), and a fifth of the call's 5 ms margin.
 	pauseLateness = time.Millisecond
@@ -39,7 +39,7 @@ const (
 )
 
 // machinePauses returns the times the machine may have paused, from the
-// samples' steal counter and floor probe: for every pair of samples
+// samples' steal counter and wake-up probe: for every pair of samples
 // between which steal grew by Δ (a pause of at most D = Δ + stealTick)
 // or the probe woke L > pauseLateness late (D = L + its period), the
 // earlier one's time less D (less floorLag for the probe) to the later

@@ -8,7 +8,7 @@ import (
 )
 
 // pauseTrace is a trace of samples every 20 ms from 0 to 2 s, the steal
-// counter and the floor probe's worst wake-up since the sample before
+// counter and the wake-up probe's worst wake-up since the sample before
 // given by steal and floor (the first sample's floor is -1, as
 // sampleOf makes it).
 func pauseTrace(steal, floor func(at time.Duration) time.Duration) []queueSample {

@@ -23,7 +23,7 @@ type queueSample struct {
 	outBytes uint64        // bytes written out (dequeued and delivered)
 	lq, cq   aqm.ClassCounters
 	// The worst lateness of the owners (either direction) and the worst
-	// wake-up of the floor probe since the previous sample, ns (floor -1:
+	// wake-up of the wake-up probes since the previous sample, ns (floor -1:
 	// no probe); measured values, see hop.Worst.
 	worst, floor int64
 	floorRT      bool

@@ -110,7 +110,7 @@ func analyseQueuesFull(run *report.Run, kind string, s []fullSample, from, to ti
 // synthSamples makes n seeded snapshots, about 100 ms apart (a few ms
 // late each, so that round times fall between samples): sojourns,
 // lateness and counters that change from bin to bin, bins with no L
-// packet, worst figures with and without a floor probe.
+// packet, worst figures with and without a wake-up probe.
 func synthSamples(n int) []fullSample {
 	rng := rand.New(rand.NewPCG(1, 2))
 	var s []fullSample

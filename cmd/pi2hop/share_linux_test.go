@@ -848,15 +848,15 @@ func TestShareWholePath(t *testing.T) {
 // twice and wakes halted vCPUs 3-5 times, 50-110 µs each on a VM, plus
 // the release lateness, so a correct hop measures up to ~0.65 ms on one
 // and over 1 ms means a release missed its time. The figure, the pacing
-// lateness and the floor probe are logged.
+// lateness and the wake-up probe are logged.
 //
 // Why a gateway adds more than a pair, measured on the 2-vCPU VM (this
 // lab's shape, device --veth-- bridge in the box --veth-- internet, 200
 // pings 20 ms apart timed by SO_TIMESTAMPNS, --delay 5ms, four
 // interleaved rounds, medians of the rounds' p50 of RTT - 10 ms):
-// kernel forwarding alone 0.09 ms; `run` 0.30 ms without the floor probe,
+// kernel forwarding alone 0.09 ms; `run` 0.30 ms without the wake-up probe,
 // 0.36 ms with it; share 0.35 ms without, 0.44 ms with (the default).
-//   - The floor probe (on by default in run and share, off in
+//   - The wake-up probe (on by default in run and share, off in
 //     TestPairIdleRTT) cost the gateway 0.05-0.09 ms while it woke every
 //     200 µs on each vCPU (~40 µs of CPU per wake-up on this VM); it
 //     wakes every 1 ms now and costs nothing measurable (floorPeriod).

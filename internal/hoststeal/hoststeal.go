@@ -18,7 +18,7 @@ const userHZ = 100
 // while this machine's CPUs wanted to run, summed over the CPUs since
 // boot ("steal", the 8th figure of /proc/stat's cpu line), or -1 where it
 // cannot be read. On a VM it is the host's share of a run's noise: a
-// floor probe that wakes tens of ms late while steal grows was stopped by
+// wake-up probe that wakes tens of ms late while steal grows was stopped by
 // the host, not by anything in the VM.
 func Total() time.Duration {
 	f, err := os.Open("/proc/stat")

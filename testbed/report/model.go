@@ -74,7 +74,7 @@ type Run struct {
 	HopLatenessMs figure.Summary `json:"hop_lateness_ms"`
 	// HopWorstMs is the largest of those latenesses in either direction,
 	// measured (not a histogram bound), over the same time; FloorWorstMs
-	// is how late the machine's floor probe (a SCHED_FIFO thread pinned
+	// is how late the machine's wake-up probe (a SCHED_FIFO thread pinned
 	// to each CPU at the owners' priority that only sleeps 1 ms and
 	// wakes, as cyclictest -S) woke at worst meanwhile, -1 without a
 	// probe. Lateness up to the floor was the machine's; beyond it, the
@@ -109,7 +109,7 @@ type Call struct {
 	RTTMs figure.Summary `json:"rtt_ms"`
 	// RTTOutsidePausesMs: the same less the round trips that overlapped
 	// a time the machine may have paused a CPU (the host took it, or the
-	// floor probe woke over 1 ms late) or drained the queue it left
+	// wake-up probe woke over 1 ms late) or drained the queue it left
 	// (testbed's machinePauses); PausedShare is the share of RTTMs's
 	// samples left out of it, -1 where neither steal nor a probe was
 	// there to tell. On a VM pauses are 5-10 ms: a few of them decide a
@@ -163,7 +163,7 @@ type Fairness struct {
 type Series struct {
 	// Per second (window k covers [k, k+1) s).
 	FPS []int `json:"fps,omitempty"`
-	// The hop's worst lateness and the floor probe's worst wake-up, ms.
+	// The hop's worst lateness and the wake-up probe's worst wake-up, ms.
 	HopWorstMs   []float64            `json:"hop_worst_lateness_ms,omitempty"`
 	FloorWorstMs []float64            `json:"floor_worst_lateness_ms,omitempty"`
 	Throughput   map[string][]float64 `json:"throughput_bps,omitempty"` // per flow label

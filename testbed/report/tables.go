@@ -239,7 +239,7 @@ func (r *Report) checkTable() Table {
 	return t
 }
 
-// floorMs is the floor probe's worst wake-up of a run, marked when the
+// floorMs is the wake-up probe's worst wake-up of a run, marked when the
 // probe could not run real-time (then it is no floor for the owners).
 func floorMs(run *Run) string {
 	switch {
