@@ -2,7 +2,6 @@ package instance
 
 import (
 	"errors"
-	"slices"
 
 	"github.com/pi2hop/pi2hop/hop"
 )
@@ -18,7 +17,7 @@ func PlanSet(base, set Settings, cur hop.Config) (hop.Config, Settings, error) {
 		return cur, base, errors.New("no setting given (e.g. rate, down-delay)")
 	}
 	for _, k := range given {
-		if slices.Contains(LiveFixed, k) {
+		if st, _ := Lookup(k); st.Fixed {
 			return cur, base, &FieldError{k, errors.New("cannot change while the hop runs: restart it")}
 		}
 	}
