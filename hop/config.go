@@ -224,6 +224,7 @@ func (c Config) slotSize() int { return (c.MTU + 63) &^ 63 }
 // configurations: what a reconfiguration applies.
 type Change uint8
 
+// The parts of a direction.
 const (
 	ChangeRate Change = 1 << iota
 	ChangeDelay
@@ -233,6 +234,7 @@ const (
 	ChangeQueue
 )
 
+// changeNames name the parts in Change's bit order.
 var changeNames = []string{"rate", "delay", "loss", "jitter", "aggregate", "queue"}
 
 // String lists the parts, "rate+delay", or says "none".

@@ -21,7 +21,7 @@ type Setting struct {
 	Key   string   // Settings' JSON key (its field's tag): what set requests and errors name
 	Flag  string   // the command-line flag, when it is not spelled as Key
 	TC    []string // tc's keywords for it (tc-dualpi2, tc-codel, tc-pie, tc-fq_codel, tc-netem); none where tc has none
-	Kinds []string // the queue kinds it configures, a knob the others refuse; nil: every kind takes it
+	Kinds []string // the queue kinds it configures, a knob the others refuse; nil: a link setting, or one every kind takes
 	Dir   string   // "up" or "down": a per-direction override, a flag only where a command has both directions
 	Tuned bool     // max-rtt and typical-rtt set it and win over a value given, as in tc
 	Fixed bool     // a running hop cannot change it: a set request naming it is refused
