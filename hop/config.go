@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/pi2hop/pi2hop/aqm"
@@ -220,56 +221,121 @@ func (c Config) fits(next DirConfig, have int) error {
 // slotSize is the buffer per packet: the MTU rounded up to 64 bytes.
 func (c Config) slotSize() int { return (c.MTU + 63) &^ 63 }
 
-// Edit is a live change to a running hop. Nil fields leave a setting as
-// it is; SetLoss distinguishes "no loss" (Loss nil) from "unchanged".
-type Edit struct {
-	Up, Down DirEdit
+// Change is a set of the parts of a direction that differ between two
+// configurations: what a reconfiguration applies.
+type Change uint8
+
+// The parts of a direction.
+const (
+	ChangeRate Change = 1 << iota
+	ChangeDelay
+	ChangeLoss
+	ChangeJitter
+	ChangeAggregate
+	ChangeQueue
+)
+
+// changeNames name the parts in Change's bit order.
+var changeNames = []string{"rate", "delay", "loss", "jitter", "aggregate", "queue"}
+
+// String lists the parts, "rate+delay", or says "none".
+func (c Change) String() string {
+	var parts []string
+	for i, n := range changeNames {
+		if c&(1<<i) != 0 {
+			parts = append(parts, n)
+		}
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, "+")
 }
 
-// DirEdit changes one direction.
-type DirEdit struct {
-	Rate    shaper.Rate // new rate (schedules start over)
-	Delay   *int64      // new one-way delay, ns; packets already in the delay line keep theirs
-	Loss    shaper.Loss
-	SetLoss bool
-	Queue   *aqm.Spec // new queue configuration; the kind cannot change live
-	// New delay variation / burst model, from the next packet / burst on.
-	Jitter    *shaper.Jitter
-	Aggregate *shaper.Aggregate
+// Changes returns what differs from d to next. Rates compare as rates
+// (shaper.SameRate: a trace read again from its file is unchanged). A loss
+// model compares by identity: one with state (Gilbert-Elliott) starts over
+// when it is replaced, so a change that keeps the loss passes the running
+// model back.
+func (d DirConfig) Changes(next DirConfig) Change {
+	var c Change
+	if !shaper.SameRate(d.Link.Rate, next.Link.Rate) {
+		c |= ChangeRate
+	}
+	if d.Link.Delay != next.Link.Delay {
+		c |= ChangeDelay
+	}
+	if d.Link.Loss != next.Link.Loss {
+		c |= ChangeLoss
+	}
+	if d.Link.Jitter != next.Link.Jitter {
+		c |= ChangeJitter
+	}
+	if d.Link.Aggregate != next.Link.Aggregate {
+		c |= ChangeAggregate
+	}
+	if d.Queue != next.Queue {
+		c |= ChangeQueue
+	}
+	return c
 }
 
-func (e DirEdit) empty() bool {
-	return e.Rate == nil && e.Delay == nil && !e.SetLoss && e.Queue == nil && e.Jitter == nil && e.Aggregate == nil
+// liveChange checks that a running direction d may become next: the
+// changed jitter and burst model are valid, the queue keeps its kind (and
+// what else aqm.Spec.LiveChange requires), and next is a valid direction.
+// It returns next holding d's rate when the two are the same rate, so the
+// running rate value stays.
+func (d DirConfig) liveChange(next DirConfig) (DirConfig, error) {
+	c := d.Changes(next)
+	if c&ChangeRate == 0 {
+		next.Link.Rate = d.Link.Rate
+	}
+	if next.Link.Origin != d.Link.Origin {
+		return next, errors.New("origin cannot change while the hop runs: a rate set live starts at the change")
+	}
+	if c&ChangeJitter != 0 {
+		if err := next.Link.Jitter.Validate(); err != nil {
+			return next, err
+		}
+	}
+	if c&ChangeAggregate != 0 {
+		if err := next.Link.Aggregate.Validate(); err != nil {
+			return next, err
+		}
+	}
+	if c&ChangeQueue != 0 {
+		if err := d.Queue.LiveChange(next.Queue); err != nil {
+			return next, err
+		}
+	}
+	return next, next.validate()
 }
 
-// apply returns d with e applied, checked; kind changes are refused.
-func (e DirEdit) apply(d DirConfig) (DirConfig, error) {
-	if e.Rate != nil {
-		d.Link.Rate = e.Rate
-	}
-	if e.Delay != nil {
-		d.Link.Delay = *e.Delay
-	}
-	if e.SetLoss {
-		d.Link.Loss = e.Loss
-	}
-	if e.Jitter != nil {
-		if err := e.Jitter.Validate(); err != nil {
-			return d, err
+// fixedChange refuses a change to what a running hop was built with: the
+// fields outside the directions.
+func (c Config) fixedChange(next Config) error {
+	for _, f := range []struct {
+		name string
+		same bool
+		why  string
+	}{
+		{"name", c.Name == next.Name, "it names the hop in logs and stats"},
+		{"MTU", c.MTU == next.MTU, "it sizes the packet buffers, allocated at start"},
+		{"seed", c.Seed == next.Seed, "the random streams are seeded at start"},
+		{"TUN backend", c.TUN == next.TUN, "the devices are open"},
+		{"batch", c.Batch == next.Batch, "it sizes the buffers, allocated at start"},
+		{"slots", c.Slots == next.Slots, "the buffers are allocated at start"},
+		{"line rate", c.LineRate == next.LineRate, "it sized the buffers, allocated at start"},
+		{"stats interval", c.StatsInterval == next.StatsInterval, "the owners take it at start"},
+		{"spin", c.Spin == next.Spin, "the owners take it at start"},
+		{"CPU latency", c.CPULatency == next.CPULatency, "it is requested when Run starts"},
+		{"priority", c.Priority == next.Priority, "the owner threads take it at start"},
+		{"floor probe", c.FloorProbe == next.FloorProbe, "it starts with Run"},
+		{"logger", c.Logger == next.Logger, "it is taken at start"},
+	} {
+		if !f.same {
+			return fmt.Errorf("hop: %s cannot change while the hop runs: %s; restart it", f.name, f.why)
 		}
-		d.Link.Jitter = *e.Jitter
 	}
-	if e.Aggregate != nil {
-		if err := e.Aggregate.Validate(); err != nil {
-			return d, err
-		}
-		d.Link.Aggregate = *e.Aggregate
-	}
-	if e.Queue != nil {
-		if err := d.Queue.LiveChange(*e.Queue); err != nil {
-			return d, err
-		}
-		d.Queue = *e.Queue
-	}
-	return d, d.validate()
+	return nil
 }

@@ -1,8 +1,8 @@
 package hop
 
 // The control path of an owner: snapshots of its counters (publish on the
-// owner, snapshot by any reader) and live edits (edit from any goroutine,
-// takeEdits and applyEdit on the owner, between batches).
+// owner, snapshot by any reader) and live changes (reconfigure from any
+// goroutine, takeEdits and apply on the owner, between batches).
 
 import (
 	"errors"
@@ -115,9 +115,9 @@ func (o *owner) snapshot(running bool) DirStats {
 	return s
 }
 
-// edit hands e to the owner and waits until it is applied.
-func (o *owner) edit(e DirEdit) error {
-	req := editReq{e: e, reply: make(chan error, 1)}
+// reconfigure hands next to the owner and waits until it is applied.
+func (o *owner) reconfigure(next DirConfig) error {
+	req := editReq{next: next, reply: make(chan error, 1)}
 	select {
 	case <-o.exited:
 		return errors.New("not running")
@@ -132,48 +132,47 @@ func (o *owner) edit(e DirEdit) error {
 	return <-req.reply
 }
 
-// takeEdits applies pending edits, between batches.
+// takeEdits applies pending reconfigurations, between batches.
 func (o *owner) takeEdits() {
 	for {
 		select {
 		case req := <-o.edits:
-			req.reply <- o.applyEdit(req.e)
+			req.reply <- o.apply(req.next)
 		default:
 			return
 		}
 	}
 }
 
-func (o *owner) applyEdit(e DirEdit) error {
-	next, err := e.apply(o.cfg)
-	if err != nil {
-		return err
-	}
+// apply changes the link and queue to next (checked by Reconfigure),
+// only the parts that differ from the running configuration.
+func (o *owner) apply(next DirConfig) error {
+	c := o.cfg.Changes(next)
 	now := clock()
 	o.release(now) // what was due happens under the old settings
-	if e.Queue != nil {
-		if err := aqm.ChangeQueue(o.link.Queue(), *e.Queue, now, o.dropFn); err != nil {
+	if c&ChangeQueue != 0 {
+		if err := aqm.ChangeQueue(o.link.Queue(), next.Queue, now, o.dropFn); err != nil {
 			return err
 		}
 	}
-	if e.Jitter != nil {
-		if err := o.link.SetJitter(*e.Jitter); err != nil {
+	if c&ChangeJitter != 0 {
+		if err := o.link.SetJitter(next.Link.Jitter); err != nil {
 			return err
 		}
 	}
-	if e.Aggregate != nil {
-		if err := o.link.SetAggregate(*e.Aggregate, now); err != nil {
+	if c&ChangeAggregate != 0 {
+		if err := o.link.SetAggregate(next.Link.Aggregate, now); err != nil {
 			return err
 		}
 	}
-	if e.Rate != nil {
-		o.link.SetRate(e.Rate, now)
+	if c&ChangeRate != 0 {
+		o.link.SetRate(next.Link.Rate, now) // a schedule starts over
 	}
-	if e.Delay != nil {
-		o.link.SetDelay(*e.Delay)
+	if c&ChangeDelay != 0 {
+		o.link.SetDelay(next.Link.Delay) // packets in the delay line keep theirs
 	}
-	if e.SetLoss {
-		o.link.SetLoss(e.Loss)
+	if c&ChangeLoss != 0 {
+		o.link.SetLoss(next.Link.Loss)
 	}
 	o.cfg = next
 	o.rateName = fmt.Sprint(next.Link.Rate)

@@ -16,7 +16,7 @@
 // is in datapath.go, the control path in control.go:
 //
 //  1. edits: drain the eventfd if it woke us, then apply the pending
-//     DirEdits (takeEdits): changes land between batches, never in one
+//     changes (takeEdits): they land between batches, never in one
 //  2. release: Link.Poll(now): everything due happens, in time order; each
 //     released packet gets CE in its bytes if marked, and all of them go
 //     to the output TUN in one Write per pass (up to 256; the offload

@@ -165,40 +165,54 @@ func (h *Hop) Run(ctx context.Context) error {
 	return first
 }
 
-// Set applies a live change to the running hop, all or nothing: both
-// directions are checked before either changes.
-func (h *Hop) Set(e Edit) error {
+// Reconfigure changes the running hop to next: start from Config and
+// change what should change. It compares next with the running
+// configuration and applies what differs, all or nothing: both directions
+// are checked before either changes, then each owner applies its own
+// between batches. What cannot change live is refused with the reason:
+// anything outside the directions (MTU, seed, tuning), a queue's kind, or
+// a rate or delay beyond the buffers the hop was built with. A loss model
+// is replaced only when next holds another one (DirConfig.Changes).
+func (h *Hop) Reconfigure(next Config) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if !h.running {
 		return errors.New("hop: not running")
 	}
-	newUp, err := e.Up.apply(h.cfg.Up)
-	if err != nil {
-		return fmt.Errorf("hop: up: %w", err)
+	if err := h.cfg.fixedChange(next); err != nil {
+		return err
 	}
-	newDown, err := e.Down.apply(h.cfg.Down)
-	if err != nil {
-		return fmt.Errorf("hop: down: %w", err)
+	cur := [2]DirConfig{h.cfg.Up, h.cfg.Down}
+	dirs := [2]DirConfig{next.Up, next.Down}
+	for i := range dirs {
+		d, err := cur[i].liveChange(dirs[i])
+		if err != nil {
+			return fmt.Errorf("hop: %s: %w", Dir(i), err)
+		}
+		dirs[i] = d
 	}
-	for i, next := range []DirConfig{newUp, newDown} {
+	for i, d := range dirs {
 		// The slab's size never changes once built, so it is read here.
-		if err := h.cfg.fits(next, h.dirs[i].slab.slots()); err != nil {
+		if err := h.cfg.fits(d, h.dirs[i].slab.slots()); err != nil {
 			return fmt.Errorf("hop: %s: %w", Dir(i), err)
 		}
 	}
-	for i, de := range []DirEdit{e.Up, e.Down} {
-		if de.empty() {
+	for i, d := range dirs {
+		if cur[i].Changes(d) == 0 {
 			continue
 		}
-		if err := h.dirs[i].edit(de); err != nil {
-			// Validated above; an owner refusing now is a bug or a
+		if err := h.dirs[i].reconfigure(d); err != nil {
+			// Checked above; an owner refusing now is a bug or a
 			// stopped hop, and the other direction may have changed.
 			return fmt.Errorf("hop: %s: %w", Dir(i), err)
 		}
+		if i == 0 {
+			h.cfg.Up = d
+		} else {
+			h.cfg.Down = d
+		}
 	}
-	h.cfg.Up, h.cfg.Down = newUp, newDown
-	h.cfg.Logger.Debug("hop changed", "name", h.cfg.Name, "up", newUp.String(), "down", newDown.String())
+	h.cfg.Logger.Debug("hop changed", "name", h.cfg.Name, "up", h.cfg.Up.String(), "down", h.cfg.Down.String())
 	return nil
 }
 

@@ -194,7 +194,9 @@ func TestMalformedPacketsAreCountedAndForwarded(t *testing.T) {
 func TestSetChangesRateAllOrNothing(t *testing.T) {
 	h := startHop(t, testConfig(10_000_000, 0))
 	fifo := aqm.Spec{Kind: aqm.KindFIFO, FIFO: aqm.FIFOConfig{Limit: 10}}
-	err := h.Set(Edit{Up: DirEdit{Rate: shaper.Const{BitsPerSecond: 1}}, Down: DirEdit{Queue: &fifo}})
+	next := h.Config()
+	next.Up.Link.Rate, next.Down.Queue = shaper.Const{BitsPerSecond: 1}, fifo
+	err := h.Reconfigure(next)
 	if err == nil {
 		t.Fatal("changing the queue kind live was accepted")
 	}
@@ -202,7 +204,9 @@ func TestSetChangesRateAllOrNothing(t *testing.T) {
 		t.Errorf("a refused edit changed the uplink rate to %d", s.Up.Bps)
 	}
 	delay := int64(time.Millisecond)
-	if err := h.Set(Edit{Up: DirEdit{Rate: shaper.Const{BitsPerSecond: 50_000_000}, Delay: &delay}}); err != nil {
+	next = h.Config()
+	next.Up.Link.Rate, next.Up.Link.Delay = shaper.Const{BitsPerSecond: 50_000_000}, delay
+	if err := h.Reconfigure(next); err != nil {
 		t.Fatal(err)
 	}
 	s := h.Stats()
@@ -211,7 +215,9 @@ func TestSetChangesRateAllOrNothing(t *testing.T) {
 	}
 	bad := aqm.DefaultConfig()
 	bad.Coupling = 0
-	if err := h.Set(Edit{Down: DirEdit{Queue: &aqm.Spec{Kind: aqm.KindDualPI2, DualPI2: bad}}}); err == nil {
+	next = h.Config()
+	next.Down.Queue = aqm.Spec{Kind: aqm.KindDualPI2, DualPI2: bad}
+	if err := h.Reconfigure(next); err == nil {
 		t.Error("an invalid DualPI2 config was accepted")
 	}
 }
@@ -265,7 +271,7 @@ func TestRunStopsWithContext(t *testing.T) {
 	if h.Stats().Running {
 		t.Error("stats say running after Run returned")
 	}
-	if err := h.Set(Edit{}); err == nil {
+	if err := h.Reconfigure(h.Config()); err == nil {
 		t.Error("Set on a stopped hop succeeded")
 	}
 }
@@ -343,8 +349,9 @@ func TestSetRefusesBeyondBuffers(t *testing.T) {
 		{31 * time.Millisecond, "delay 31ms at 100mbit needs 10659 packet buffers, the hop has 10656: they hold 31ms of delay at 100mbit"},
 		{2 * time.Second, "delay 2s at 100mbit needs 27067 packet buffers, the hop has 10656: they hold 31ms of delay at 100mbit, or 1.536mbit at 2s; restart"},
 	} {
-		d := int64(tt.delay)
-		err := h.Set(Edit{Up: DirEdit{Delay: &d}})
+		next := h.Config()
+		next.Up.Link.Delay = int64(tt.delay)
+		err := h.Reconfigure(next)
 		if tt.err == "" {
 			if err != nil {
 				t.Errorf("delay %v: %v, want it accepted", tt.delay, err)
@@ -359,7 +366,9 @@ func TestSetRefusesBeyondBuffers(t *testing.T) {
 		}
 	}
 	// A higher rate at the same delay: 1 Gbit/s × 30 ms is 2500 packets.
-	err := h.Set(Edit{Up: DirEdit{Rate: shaper.Const{BitsPerSecond: 1_000_000_000}}})
+	next := h.Config()
+	next.Up.Link.Rate = shaper.Const{BitsPerSecond: 1_000_000_000}
+	err := h.Reconfigure(next)
 	if err == nil || !strings.Contains(err.Error(), "they hold 3ms of delay at 1gbit, or 102.4mbit at 30ms") {
 		t.Errorf("1gbit at 30ms: %v, want it refused with what the buffers hold", err)
 	}
@@ -371,15 +380,19 @@ func TestSetRefusesBeyondBuffers(t *testing.T) {
 // full-size packets) needs 10817; with LineRate = UnlimitedLineRate the hop
 // is built with those 10817 and the edit fits.
 func TestLineRateMakesRoomForUnlimited(t *testing.T) {
-	unlimited := Edit{Up: DirEdit{Rate: shaper.Unlimited{}}, Down: DirEdit{Rate: shaper.Unlimited{}}}
+	unlimited := func(h *testHop) error {
+		next := h.Config()
+		next.Up.Link.Rate, next.Down.Link.Rate = shaper.Unlimited{}, shaper.Unlimited{}
+		return h.Reconfigure(next)
+	}
 	h := startHop(t, testConfig(20_000_000, 5*time.Millisecond))
-	if err := h.Set(unlimited); err == nil || !strings.Contains(err.Error(), "needs 10817 packet buffers, the hop has 10656") {
+	if err := unlimited(h); err == nil || !strings.Contains(err.Error(), "needs 10817 packet buffers, the hop has 10656") {
 		t.Errorf("unlimited on a hop sized for 20 Mbit/s: %v, want refused (10817 > 10656)", err)
 	}
 	cfg := testConfig(20_000_000, 5*time.Millisecond)
 	cfg.LineRate = UnlimitedLineRate
 	h = startHop(t, cfg)
-	if err := h.Set(unlimited); err != nil {
+	if err := unlimited(h); err != nil {
 		t.Errorf("unlimited with LineRate: %v, want it accepted", err)
 	}
 	if s := h.Stats(); s.Up.Rate != "unlimited" || s.Down.Rate != "unlimited" {

@@ -98,8 +98,9 @@ const (
 	spinOff  = -1 // never spin (Config.Spin < 0)
 )
 
+// editReq is a direction's next configuration, on its way to the owner.
 type editReq struct {
-	e     DirEdit
+	next  DirConfig
 	reply chan error
 }
 

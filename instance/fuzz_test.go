@@ -6,7 +6,7 @@ import (
 )
 
 // Any bytes on the control socket decode into a request or an error, in
-// bounded memory; a set request that PlanEdit accepts resolves into a hop
+// bounded memory; a set request that PlanSet accepts resolves into a hop
 // configuration that passes the hop's own validation, and one it refuses
 // leaves the running settings as they were.
 func FuzzControlRequest(f *testing.F) {
@@ -25,7 +25,7 @@ func FuzzControlRequest(f *testing.F) {
 			return
 		}
 		before := base
-		_, merged, err := PlanEdit(base, *req.Set, cur)
+		_, merged, err := PlanSet(base, *req.Set, cur)
 		if err != nil {
 			if merged.Rate == nil || *merged.Rate != *before.Rate {
 				t.Fatalf("a refused edit changed the settings: %+v", merged)
@@ -34,10 +34,10 @@ func FuzzControlRequest(f *testing.F) {
 		}
 		next, err := merged.Resolve("fuzz")
 		if err != nil {
-			t.Fatalf("PlanEdit accepted %s but the merge does not resolve: %v", b, err)
+			t.Fatalf("PlanSet accepted %s but the merge does not resolve: %v", b, err)
 		}
 		if err := next.Validate(); err != nil {
-			t.Fatalf("PlanEdit accepted %s into an invalid hop config: %v", b, err)
+			t.Fatalf("PlanSet accepted %s into an invalid hop config: %v", b, err)
 		}
 	})
 }

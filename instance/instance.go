@@ -238,11 +238,11 @@ func tunBackend(log *slog.Logger, asked tun.Backend, h *hop.Hop) string {
 func (in *instance) set(s Settings) ([]string, error) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	e, merged, err := PlanEdit(in.settings, s, in.hop.Config())
+	next, merged, err := PlanSet(in.settings, s, in.hop.Config())
 	if err != nil {
 		return nil, err
 	}
-	if err := in.hop.Set(e); err != nil {
+	if err := in.hop.Reconfigure(next); err != nil {
 		return nil, err
 	}
 	in.settings = merged

@@ -72,38 +72,22 @@ func dirKey[T any](dir, key string, up, down *T) string {
 	return key
 }
 
-// kindKeys are the queue knobs each kind takes (limit, mtu and seed go
-// with every kind). A knob given for a kind that does not take it is an
-// error, not silently ignored.
-var kindKeys = map[string][]string{
-	aqm.KindDualPI2: {"memlimit", "target", "tupdate", "alpha", "beta", "coupling", "step-thresh",
-		"min-qlen-step", "drop-on-overload", "drop-enqueue", "classic-protection", "ecn-mask",
-		"max-rtt", "typical-rtt", "nqb"},
-	aqm.KindFIFO:    {"memlimit"},
-	aqm.KindCoDel:   {"target", "codel-interval", "ecn", "ce-threshold"},
-	aqm.KindPIE:     {"target", "tupdate", "alpha", "beta", "ecn", "bytemode", "dq-rate-estimator"},
-	aqm.KindFQCodel: {"memlimit", "target", "codel-interval", "ecn", "ce-threshold", "ce-threshold-selector", "flows", "quantum", "drop-batch"},
-	aqm.KindDOCSIS: {"memlimit", "target", "tupdate", "alpha", "beta", "coupling", "drop-on-overload",
-		"drop-enqueue", "classic-protection", "ecn-mask", "max-rtt", "typical-rtt", "nqb",
-		"queue-protection", "maxth"},
-}
-
-// checkKindKeys refuses the queue knobs kind does not take.
+// checkKindKeys refuses the queue knobs kind does not take (the table's
+// Kinds): a knob given for a kind that does not take it is an error, not
+// silently ignored.
 func (s Settings) checkKindKeys(kind string) error {
-	var all []string
-	for _, keys := range kindKeys {
-		all = append(all, keys...)
-	}
 	for _, k := range s.Given() {
-		if slices.Contains(all, k) && !slices.Contains(kindKeys[kind], k) {
-			var takers []string
-			for _, kk := range aqm.Kinds {
-				if slices.Contains(kindKeys[kk], k) {
-					takers = append(takers, kk)
-				}
-			}
-			return &FieldError{k, fmt.Errorf("configures %s and means nothing with aqm %s", strings.Join(takers, ", "), kind)}
+		st, _ := Lookup(k)
+		if st.Kinds == nil || slices.Contains(st.Kinds, kind) {
+			continue
 		}
+		var takers []string
+		for _, kk := range aqm.Kinds {
+			if slices.Contains(st.Kinds, kk) {
+				takers = append(takers, kk)
+			}
+		}
+		return &FieldError{k, fmt.Errorf("configures %s and means nothing with aqm %s", strings.Join(takers, ", "), kind)}
 	}
 	return nil
 }

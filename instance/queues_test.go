@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/pi2hop/pi2hop/aqm"
+	"github.com/pi2hop/pi2hop/hop"
 	"github.com/pi2hop/pi2hop/shaper"
 )
 
@@ -102,9 +103,9 @@ func TestLinkShapeSettings(t *testing.T) {
 	if _, err := (Settings{UpJitter: &Jitter{Amount: time.Millisecond, Dist: "gamma"}}).Resolve("t"); !errors.As(err, &fe) || fe.Field != "up-jitter" {
 		t.Errorf("bad distribution: %v, want a FieldError on up-jitter", err)
 	}
-	// A set request changes them live (PlanEdit's hop.DirEdit carries them).
-	edit, _, err := PlanEdit(s, Settings{Jitter: &Jitter{Amount: 3 * time.Millisecond}}, c)
-	if err != nil || edit.Up.Jitter == nil || edit.Up.Jitter.Amount != 3e6 || edit.Down.Jitter != nil {
-		t.Errorf("edit %+v, %v: want up jitter 3ms, down unchanged (its own)", edit, err)
+	// A set request changes them live (hop.Reconfigure applies them).
+	next, _, err := PlanSet(s, Settings{Jitter: &Jitter{Amount: 3 * time.Millisecond}}, c)
+	if err != nil || c.Up.Changes(next.Up) != hop.ChangeJitter || next.Up.Link.Jitter.Amount != 3e6 || c.Down.Changes(next.Down) != 0 {
+		t.Errorf("next %+v, %v: want up jitter 3ms, down unchanged (its own)", next, err)
 	}
 }

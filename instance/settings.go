@@ -3,21 +3,23 @@ package instance
 import (
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"strings"
 	"time"
 
 	"github.com/pi2hop/pi2hop/aqm"
 	"github.com/pi2hop/pi2hop/hop"
+	"github.com/pi2hop/pi2hop/internal/flagvalue"
 	"github.com/pi2hop/pi2hop/shaper"
 )
 
 // Settings are a hop's link and queue knobs as a user names them: each
 // field is nil unless given. The same type describes how an instance was
 // started and what a `set` request changes (Merge lays one over the
-// other), and it travels as JSON on the control socket. The JSON keys are
-// the flag names of run, shell and set, so an error naming a key names the
-// flag too.
+// other), and it travels as JSON on the control socket. Each field's JSON
+// tag is its key; the table below declares, per key, its flag, tc's
+// keywords, the queue kinds it configures and how its value reads.
 //
 // Resolve turns Settings into a hop.Config with these rules: a
 // per-direction value (UpRate) wins over the shared one (Rate); a rate and
@@ -79,6 +81,116 @@ type Settings struct {
 	Seed *uint64 `json:"seed,omitempty"`
 }
 
+// table declares every setting, in the order help lists the flags. A new
+// setting is a field above and a row here, and its place in Resolve or
+// QueueSpec; the commands' flags, set requests and errors follow.
+var table = []Setting{
+	{Key: "rate", TC: []string{"rate"}, value: linkRate(DefaultRate),
+		Usage: "link `rate` in tc units: bit, kbit, mbit, gbit, or bps, kbps, mbps (bytes/s); unlimited: no shaping"},
+	{Key: "delay", TC: []string{"delay"}, value: duration(flagvalue.Duration{}),
+		Usage: "one-way `delay` added after the link (a FIFO delay line; never reorders)"},
+	{Key: "loss", TC: []string{"loss"}, value: loss(),
+		Usage: "random `loss` after the link: 1%, 0.01, or Gilbert-Elliott ge:p=1%,r=30%[,h=0,k=100%] (default none)"},
+	{Key: "rate-trace", value: text(),
+		Usage: "vary the rate over time from `FILE`: a mahimahi trace (ms per 1500-byte opportunity, looping) or time,rate CSV; replaces --rate"},
+	{Key: "up-rate", Dir: "up", value: linkRate(0), Usage: "uplink `rate` (client to server); default --rate"},
+	{Key: "down-rate", Dir: "down", value: linkRate(0), Usage: "downlink `rate` (server to client); default --rate"},
+	{Key: "up-delay", Dir: "up", value: duration(flagvalue.Duration{Optional: true}), Usage: "uplink one-way `delay`; default --delay"},
+	{Key: "down-delay", Dir: "down", value: duration(flagvalue.Duration{Optional: true}), Usage: "downlink one-way `delay`; default --delay"},
+	{Key: "up-rate-trace", Dir: "up", value: text(), Usage: "uplink rate trace `FILE`; default --rate-trace"},
+	{Key: "down-rate-trace", Dir: "down", value: text(), Usage: "downlink rate trace `FILE`; default --rate-trace"},
+
+	{Key: "aqm", Fixed: true, value: choice(flagvalue.Choice{Val: aqm.KindDualPI2, Choices: aqm.Kinds}),
+		Usage: "queue discipline, each with Linux's semantics and defaults: dualpi2 (RFC 9332), fifo (tail drop, no AQM), codel (RFC 8289), pie (RFC 8033), fq_codel (RFC 8290), docsis (DOCSIS 3.1 low latency: DualQ with queue protection, RFC 9957)"},
+	{Key: "limit", TC: []string{"limit"}, value: count(flagvalue.Count{N: dualpi2Default.Limit, Min: 1, Max: math.MaxUint32}),
+		Usage: "queue limit in `packets`, both queues (fifo: default 1000 packets unless --memlimit is given)"},
+	{Key: "memlimit", TC: []string{"memlimit", "memory_limit"}, Kinds: []string{aqm.KindDualPI2, aqm.KindFIFO, aqm.KindFQCodel, aqm.KindDOCSIS},
+		value: size(flagvalue.Size{Max: math.MaxUint32}),
+		Usage: "queue limit in bytes of packet data, tc `size` units (default limit·2·mtu, as the kernel)"},
+	{Key: "target", TC: []string{"target"}, Kinds: []string{aqm.KindDualPI2, aqm.KindCoDel, aqm.KindPIE, aqm.KindFQCodel, aqm.KindDOCSIS}, Tuned: true,
+		value: duration(flagvalue.Duration{D: time.Duration(dualpi2Default.Target)}),
+		Usage: "target queue delay: the PI target (dualpi2, docsis; default 15ms, docsis 10ms), PIE's reference delay (15ms), CoDel's target (codel, fq_codel: 5ms)"},
+	{Key: "tupdate", TC: []string{"tupdate"}, Kinds: []string{aqm.KindDualPI2, aqm.KindPIE, aqm.KindDOCSIS}, Tuned: true,
+		value: duration(flagvalue.Duration{D: time.Duration(dualpi2Default.Tupdate), Min: time.Microsecond}),
+		Usage: "probability update interval (dualpi2, docsis: 16ms; pie: 15ms)"},
+	{Key: "alpha", TC: []string{"alpha"}, Kinds: []string{aqm.KindDualPI2, aqm.KindPIE, aqm.KindDOCSIS}, Tuned: true,
+		value: gain(dualpi2Default.Alpha), Usage: "PI integral gain in `Hz` (sent as trunc(Hz·256) like tc)"},
+	{Key: "beta", TC: []string{"beta"}, Kinds: []string{aqm.KindDualPI2, aqm.KindPIE, aqm.KindDOCSIS}, Tuned: true,
+		value: gain(dualpi2Default.Beta), Usage: "PI proportional gain in `Hz` (sent as trunc(Hz·256) like tc)"},
+	{Key: "coupling", TC: []string{"coupling_factor"}, Kinds: []string{aqm.KindDualPI2, aqm.KindDOCSIS},
+		value: integer[uint8](flagvalue.IntRange{N: int(dualpi2Default.Coupling), Min: 1, Max: 255}),
+		Usage: "coupling factor k, 1..255: L4S marks with k·p, Classic with p²"},
+	{Key: "step-thresh", TC: []string{"step_thresh"}, Kinds: []string{aqm.KindDualPI2}, value: step(dualpi2Default),
+		Usage: "L4S step marking threshold: sojourn `time` (1ms) or L-queue length (3p, 3pkts, 3packets)"},
+	{Key: "min-qlen-step", TC: []string{"min_qlen_step"}, Kinds: []string{aqm.KindDualPI2},
+		value: count(flagvalue.Count{N: dualpi2Default.MinQlenStep, Max: math.MaxUint32}),
+		Usage: "L-queue length (`packets`) below which the step AQM leaves a packet alone"},
+	{Key: "drop-on-overload", Flag: "overload", TC: []string{"drop_on_overload", "overflow"}, Kinds: []string{aqm.KindDualPI2, aqm.KindDOCSIS},
+		value: choiceOf(flagvalue.Choice{Choices: []string{"drop", "overflow"}, Aliases: map[string]string{"drop_on_overload": "drop"}},
+			map[string]bool{"drop": true, "overflow": false}, dualpi2Default.DropOverload),
+		Usage: "when k·p > 1: drop (drop_on_overload) or overflow (cap p at 1/k, let the queue grow)"},
+	{Key: "drop-enqueue", Flag: "drop-at", TC: []string{"drop_enqueue", "drop_dequeue"}, Kinds: []string{aqm.KindDualPI2, aqm.KindDOCSIS},
+		value: choiceOf(flagvalue.Choice{Choices: []string{"enqueue", "dequeue"}, Aliases: map[string]string{"drop_enqueue": "enqueue", "drop_dequeue": "dequeue"}},
+			map[string]bool{"enqueue": true, "dequeue": false}, dualpi2Default.DropEnqueue),
+		Usage: "apply the PI drop/mark decision at enqueue or dequeue (step marks are always at dequeue)"},
+	{Key: "classic-protection", TC: []string{"classic_protection"}, Kinds: []string{aqm.KindDualPI2, aqm.KindDOCSIS},
+		value: integer[uint8](flagvalue.IntRange{N: int(dualpi2Default.ClassicProtection), Max: 100, Unit: "%"}),
+		Usage: "Classic queue's WRR weight in `percent`, 0..100"},
+	{Key: "ecn-mask", TC: []string{"l4s_ect", "any_ect"}, Kinds: []string{aqm.KindDualPI2, aqm.KindDOCSIS},
+		value: choiceOf(flagvalue.Choice{Val: "l4s", Choices: []string{"l4s", "any"}, Aliases: map[string]string{"l4s_ect": "l4s", "any_ect": "any"}},
+			map[string]uint8{"l4s": 1, "any": 3}, dualpi2Default.ECNMask),
+		Usage: "what goes to the L4S queue: l4s (ECT(1), CE) or any (ECT(0) too)"},
+	{Key: "max-rtt", TC: []string{"max_rtt"}, Kinds: []string{aqm.KindDualPI2, aqm.KindDOCSIS},
+		value: duration(flagvalue.Duration{Min: time.Microsecond, Optional: true}),
+		Usage: "auto-tune target, tupdate, alpha, beta like tc for this largest expected RTT; as in tc, the tuned values win over --target, --tupdate, --alpha, --beta (with a warning)"},
+	{Key: "typical-rtt", TC: []string{"typical_rtt"}, Kinds: []string{aqm.KindDualPI2, aqm.KindDOCSIS},
+		value: duration(flagvalue.Duration{Min: time.Microsecond, Optional: true}),
+		Usage: "auto-tune like tc for this typical RTT (with or without --max-rtt); the tuned values win over explicit ones, as in tc"},
+	{Key: "mtu", Fixed: true, value: integer[int](flagvalue.IntRange{N: DefaultMTU, Min: 68, Max: 65535}),
+		Usage: "MTU in `bytes`: DualPI2's 2-MTU guard and WRR credit use it"},
+	{Key: "seed", Fixed: true, value: number(DefaultSeed), Usage: "seed of the random loss and AQM decisions (same seed, same run)"},
+
+	{Key: "nqb", Kinds: []string{aqm.KindDualPI2, aqm.KindDOCSIS}, value: boolean(false),
+		Usage: "dualpi2, docsis: packets with DSCP 45 (NQB, RFC 9956) use the L queue whatever their ECN"},
+	{Key: "ecn", TC: []string{"ecn", "noecn"}, Kinds: []string{aqm.KindCoDel, aqm.KindPIE, aqm.KindFQCodel}, value: boolean(false),
+		Usage: "codel, pie, fq_codel: mark ECN-capable packets instead of dropping them (default: off for codel and pie, on for fq_codel, as in Linux)"},
+	{Key: "codel-interval", TC: []string{"interval"}, Kinds: []string{aqm.KindCoDel, aqm.KindFQCodel},
+		value: duration(flagvalue.Duration{D: aqm.DefaultCodelInterval, Min: time.Microsecond}),
+		Usage: "codel, fq_codel: CoDel's interval (tc's interval), how long the sojourn must stay above target before a drop"},
+	{Key: "ce-threshold", TC: []string{"ce_threshold"}, Kinds: []string{aqm.KindCoDel, aqm.KindFQCodel},
+		value: duration(flagvalue.Duration{Optional: true}),
+		Usage: "codel, fq_codel: CE-mark ECN-capable packets whose sojourn exceeds this (default off)"},
+	{Key: "ce-threshold-selector", TC: []string{"ce_threshold_selector"}, Kinds: []string{aqm.KindFQCodel}, value: text(),
+		Usage: "fq_codel: apply --ce-threshold only where DS field & MASK == VALUE, as `VALUE/MASK` (0x01/0x01: ECT(1))"},
+	{Key: "flows", TC: []string{"flows"}, Kinds: []string{aqm.KindFQCodel},
+		value: count(flagvalue.Count{N: aqm.DefaultFQCodelFlows, Min: 1, Max: 65536}), Usage: "fq_codel: number of flow buckets"},
+	{Key: "quantum", TC: []string{"quantum"}, Kinds: []string{aqm.KindFQCodel},
+		value: count(flagvalue.Count{N: aqm.DefaultPschedMTU, Min: 256, Max: 1 << 20}), Usage: "fq_codel: DRR quantum in `bytes`"},
+	{Key: "drop-batch", TC: []string{"drop_batch"}, Kinds: []string{aqm.KindFQCodel},
+		value: count(flagvalue.Count{N: aqm.DefaultFQCodelDropBatch, Min: 1, Max: math.MaxUint32}),
+		Usage: "fq_codel: most `packets` dropped from the fattest flow on overflow"},
+	{Key: "bytemode", TC: []string{"bytemode", "nobytemode"}, Kinds: []string{aqm.KindPIE}, value: boolean(false),
+		Usage: "pie: scale the drop probability by packet size"},
+	{Key: "dq-rate-estimator", TC: []string{"dq_rate_estimator", "no_dq_rate_estimator"}, Kinds: []string{aqm.KindPIE}, value: boolean(false),
+		Usage: "pie: estimate queue delay from the drain rate (Little's law) instead of timestamps"},
+	{Key: "queue-protection", Kinds: []string{aqm.KindDOCSIS}, value: boolean(true),
+		Usage: "docsis: queue protection (RFC 9957), sanctioning flows that build the L queue"},
+	{Key: "maxth", Kinds: []string{aqm.KindDOCSIS}, value: duration(flagvalue.Duration{D: aqm.DefaultDOCSISMaxTh, Min: time.Microsecond}),
+		Usage: "docsis: queue delay where the L queue's marking ramp reaches 100 %"},
+
+	{Key: "jitter", value: jitter(),
+		Usage: "delay variation added per packet, never reordering: `AMOUNT[,DIST]`, DIST uniform (default, ±AMOUNT), normal, pareto, paretonormal (deviation AMOUNT)"},
+	{Key: "aggregate", value: aggregate(),
+		Usage: "Wi-Fi-like bursts: the link sends only every INTERVAL, up to SIZE per burst, as `INTERVAL,SIZE` (4ms,6kb)"},
+	{Key: "up-jitter", Dir: "up", value: jitter(), Usage: "uplink delay variation; default --jitter"},
+	{Key: "down-jitter", Dir: "down", value: jitter(), Usage: "downlink delay variation; default --jitter"},
+	{Key: "up-aggregate", Dir: "up", value: aggregate(), Usage: "uplink bursts; default --aggregate"},
+	{Key: "down-aggregate", Dir: "down", value: aggregate(), Usage: "downlink bursts; default --aggregate"},
+}
+
+// dualpi2Default is sch_dualpi2's configuration when tc gives no knob.
+var dualpi2Default = aqm.DefaultConfig()
+
 // Step is tc-dualpi2's step_thresh: a sojourn time or, InPackets, an
 // L-queue length.
 type Step struct {
@@ -100,9 +212,6 @@ const (
 	DefaultFIFOLimit = 1000
 )
 
-// LiveFixed are the keys a running hop cannot change.
-var LiveFixed = []string{"mtu", "seed", "aqm"}
-
 // FieldError is a setting that cannot be used; Field is its key.
 type FieldError struct {
 	Field string
@@ -111,11 +220,6 @@ type FieldError struct {
 
 func (e *FieldError) Error() string { return e.Field + ": " + e.Err.Error() }
 func (e *FieldError) Unwrap() error { return e.Err }
-
-// aqmKeys maps the aqm.ConfigError fields (tc's names) that are not
-// spelled as their Settings key.
-var aqmKeys = map[string]string{"step_thresh": "step-thresh", "classic_protection": "classic-protection", "ecn_mask": "ecn-mask",
-	"interval": "codel-interval", "ce_threshold": "ce-threshold", "drop_batch": "drop-batch", "memory_limit": "memlimit"}
 
 // ErrorKey returns the Settings key an error of Resolve, Direction or
 // DualPI2 is about: a FieldError's key, or the key of an aqm.ConfigError's
@@ -127,10 +231,7 @@ func ErrorKey(err error) string {
 	case errors.As(err, &fe):
 		return fe.Field
 	case errors.As(err, &ce):
-		if k, ok := aqmKeys[ce.Field]; ok {
-			return k
-		}
-		return ce.Field
+		return settingOf(ce.Field)
 	}
 	return ""
 }
@@ -138,11 +239,8 @@ func ErrorKey(err error) string {
 // Tunes reports whether auto-tuning in s sets the value of key (target,
 // tupdate, alpha, beta), whatever s gives for it.
 func (s Settings) Tunes(key string) bool {
-	switch key {
-	case "target", "tupdate", "alpha", "beta":
-		return s.tuned()
-	}
-	return false
+	st, _ := Lookup(key)
+	return st.Tuned && s.tuned()
 }
 
 // Given lists the keys set in s, in field order.
@@ -213,12 +311,9 @@ func (s Settings) Warnings() []string {
 		return nil
 	}
 	var ignored []string
-	for _, f := range []struct {
-		key   string
-		given bool
-	}{{"target", s.Target != nil}, {"tupdate", s.Tupdate != nil}, {"alpha", s.Alpha != nil}, {"beta", s.Beta != nil}} {
-		if f.given {
-			ignored = append(ignored, f.key)
+	for _, st := range table {
+		if st.Tuned && s.Has(st.Key) {
+			ignored = append(ignored, st.Key)
 		}
 	}
 	if len(ignored) == 0 {

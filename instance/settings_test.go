@@ -112,7 +112,7 @@ func TestSettingsMergeRateAndTrace(t *testing.T) {
 	}
 }
 
-func TestPlanEdit(t *testing.T) {
+func TestPlanSet(t *testing.T) {
 	base := Settings{Rate: ptr(uint64(20e6)), UpRate: ptr(uint64(8e6)), Delay: ptr(5 * time.Millisecond)}
 	cur, err := base.Resolve("gw")
 	if err != nil {
@@ -122,31 +122,32 @@ func TestPlanEdit(t *testing.T) {
 		name      string
 		set       Settings
 		wantField string // error about this field ("-" = any error)
-		check     func(t *testing.T, e hop.Edit)
+		// check gets what changes in each direction and the next config.
+		check func(t *testing.T, up, down hop.Change, next hop.Config)
 	}{
-		{name: "down rate only", set: Settings{DownRate: ptr(uint64(5e6))}, check: func(t *testing.T, e hop.Edit) {
-			if e.Up.Rate != nil || e.Down.Rate != (shaper.Const{BitsPerSecond: 5e6}) || e.Up.Delay != nil || e.Down.Delay != nil || e.Up.Queue != nil || e.Down.SetLoss {
-				t.Errorf("edit %+v", e)
+		{name: "down rate only", set: Settings{DownRate: ptr(uint64(5e6))}, check: func(t *testing.T, up, down hop.Change, next hop.Config) {
+			if up != 0 || down != hop.ChangeRate || next.Down.Link.Rate != (shaper.Const{BitsPerSecond: 5e6}) {
+				t.Errorf("changes up %v down %v, down rate %v", up, down, next.Down.Link.Rate)
 			}
 		}},
-		{name: "shared rate keeps the uplink's own", set: Settings{Rate: ptr(uint64(30e6))}, check: func(t *testing.T, e hop.Edit) {
-			if e.Up.Rate != nil || e.Down.Rate != (shaper.Const{BitsPerSecond: 30e6}) {
-				t.Errorf("edit up %v down %v; want only down to 30mbit", e.Up.Rate, e.Down.Rate)
+		{name: "shared rate keeps the uplink's own", set: Settings{Rate: ptr(uint64(30e6))}, check: func(t *testing.T, up, down hop.Change, next hop.Config) {
+			if up&hop.ChangeRate != 0 || down&hop.ChangeRate == 0 || next.Down.Link.Rate != (shaper.Const{BitsPerSecond: 30e6}) {
+				t.Errorf("up %v %v down %v %v; want only down to 30mbit", up, next.Up.Link.Rate, down, next.Down.Link.Rate)
 			}
 		}},
-		{name: "delay both", set: Settings{Delay: ptr(30 * time.Millisecond)}, check: func(t *testing.T, e hop.Edit) {
-			if e.Up.Delay == nil || e.Down.Delay == nil || *e.Up.Delay != 30e6 || e.Up.Rate != nil {
-				t.Errorf("edit %+v", e)
+		{name: "delay both", set: Settings{Delay: ptr(30 * time.Millisecond)}, check: func(t *testing.T, up, down hop.Change, next hop.Config) {
+			if up&hop.ChangeDelay == 0 || down&hop.ChangeDelay == 0 || next.Up.Link.Delay != 30e6 || up&hop.ChangeRate != 0 {
+				t.Errorf("changes up %v down %v, up delay %d", up, down, next.Up.Link.Delay)
 			}
 		}},
-		{name: "aqm knob", set: Settings{Target: ptr(5 * time.Millisecond)}, check: func(t *testing.T, e hop.Edit) {
-			if e.Up.Queue == nil || e.Up.Queue.DualPI2.Target != 5e6 {
-				t.Errorf("queue change missing: %+v", e.Up.Queue)
+		{name: "aqm knob", set: Settings{Target: ptr(5 * time.Millisecond)}, check: func(t *testing.T, up, down hop.Change, next hop.Config) {
+			if up&hop.ChangeQueue == 0 || next.Up.Queue.DualPI2.Target != 5e6 {
+				t.Errorf("queue change missing: %v, %+v", up, next.Up.Queue)
 			}
 		}},
-		{name: "loss", set: Settings{Loss: ptr("1%")}, check: func(t *testing.T, e hop.Edit) {
-			if !e.Up.SetLoss || !e.Down.SetLoss || e.Up.Loss == nil || e.Up.Queue != nil || e.Up.Rate != nil {
-				t.Errorf("edit %+v", e)
+		{name: "loss", set: Settings{Loss: ptr("1%")}, check: func(t *testing.T, up, down hop.Change, next hop.Config) {
+			if up&hop.ChangeLoss == 0 || down&hop.ChangeLoss == 0 || next.Up.Link.Loss == nil || up&(hop.ChangeQueue|hop.ChangeRate) != 0 {
+				t.Errorf("changes up %v down %v, up loss %v", up, down, next.Up.Link.Loss)
 			}
 		}},
 		{name: "nothing", set: Settings{}, wantField: "-"},
@@ -156,7 +157,7 @@ func TestPlanEdit(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e, merged, err := PlanEdit(base, tt.set, cur)
+			next, merged, err := PlanSet(base, tt.set, cur)
 			if tt.wantField != "" {
 				if err == nil || (tt.wantField != "-" && ErrorKey(err) != tt.wantField) {
 					t.Fatalf("err = %v, want one about %q", err, tt.wantField)
@@ -169,8 +170,26 @@ func TestPlanEdit(t *testing.T) {
 			if *merged.UpRate != 8e6 {
 				t.Errorf("merged settings lost up-rate: %+v", merged)
 			}
-			tt.check(t, e)
+			tt.check(t, cur.Up.Changes(next.Up), cur.Down.Changes(next.Down), next)
 		})
+	}
+}
+
+// A loss model has state: a request that does not name the loss keeps the
+// running models, one that names it replaces them.
+func TestPlanSetKeepsLoss(t *testing.T) {
+	base := Settings{Loss: ptr("ge:p=1%,r=30%")}
+	cur, err := base.Resolve("gw")
+	if err != nil {
+		t.Fatal(err)
+	}
+	next, _, err := PlanSet(base, Settings{Delay: ptr(time.Millisecond)}, cur)
+	if err != nil || next.Up.Link.Loss != cur.Up.Link.Loss || cur.Down.Changes(next.Down) != hop.ChangeDelay {
+		t.Errorf("delay only: %v; loss %p, running %p; down changes %v", err, next.Up.Link.Loss, cur.Up.Link.Loss, cur.Down.Changes(next.Down))
+	}
+	next, _, err = PlanSet(base, Settings{Loss: ptr("ge:p=1%,r=30%")}, cur)
+	if err != nil || next.Up.Link.Loss == cur.Up.Link.Loss || cur.Up.Changes(next.Up) != hop.ChangeLoss {
+		t.Errorf("loss named again: %v; up changes %v, want the model replaced", err, cur.Up.Changes(next.Up))
 	}
 }
 

@@ -8,6 +8,7 @@ package shaper
 import (
 	"math"
 	"math/bits"
+	"slices"
 )
 
 // Never is the time of something that will not happen: a packet that a
@@ -21,6 +22,23 @@ type Rate interface {
 	// if the rate is zero from start on. Finish is a pure function of its
 	// arguments: calling it has no effect on later calls.
 	Finish(start int64, n int) int64
+}
+
+// SameRate reports whether a and b are the same rate: equal constant
+// rates, both unlimited, or traces and schedules with the same steps,
+// whether or not they are one value (a trace file read twice is one rate).
+// Every Rate of this package is comparable; so must others be.
+func SameRate(a, b Rate) bool {
+	switch a := a.(type) {
+	case *Trace:
+		b, ok := b.(*Trace)
+		return ok && (a == b || a != nil && b != nil &&
+			a.period == b.period && slices.Equal(a.times, b.times) && slices.Equal(a.cum, b.cum))
+	case *Schedule:
+		b, ok := b.(*Schedule)
+		return ok && (a == b || a != nil && b != nil && slices.Equal(a.steps, b.steps))
+	}
+	return a == b
 }
 
 // Const is a constant rate in bits per second; zero sends nothing.

@@ -323,3 +323,45 @@ func TestRateStrings(t *testing.T) {
 		t.Errorf("String() = %q; want %q", got, want)
 	}
 }
+
+// Rates are the same when they time every packet alike, whether or not
+// they are one value: a trace parsed twice is one rate.
+func TestSameRate(t *testing.T) {
+	trace := func(text string) Rate {
+		r, err := ParseMahimahi(strings.NewReader(text))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	sched := func(steps ...Step) Rate {
+		s, err := NewSchedule(steps)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	a := trace("1\n2\n2\n4\n")
+	for _, tt := range []struct {
+		a, b Rate
+		same bool
+	}{
+		{Const{BitsPerSecond: 10}, Const{BitsPerSecond: 10}, true},
+		{Const{BitsPerSecond: 10}, Const{BitsPerSecond: 11}, false},
+		{Unlimited{}, Unlimited{}, true},
+		{Unlimited{}, Const{}, false},
+		{a, a, true},
+		{a, trace("1\n2\n2\n4\n"), true},
+		{a, trace("1\n2\n4\n"), false},
+		{a, Const{BitsPerSecond: 10}, false},
+		{sched(Step{0, 5}, Step{10, 6}), sched(Step{0, 5}, Step{10, 6}), true},
+		{sched(Step{0, 5}, Step{10, 6}), sched(Step{0, 5}, Step{11, 6}), false},
+		{sched(Step{0, 5}), a, false},
+		{nil, nil, true},
+		{nil, Const{}, false},
+	} {
+		if got := SameRate(tt.a, tt.b); got != tt.same {
+			t.Errorf("SameRate(%v, %v) = %v, want %v", tt.a, tt.b, got, tt.same)
+		}
+	}
+}

@@ -71,21 +71,22 @@ func writeQueue(j *jsonline.Line, name string, q *replay.QueueCounts, kind strin
 
 func writeConfig(j *jsonline.Line, a *replayArgs, link shaper.Config, spec aqm.Spec) {
 	f := a.link
+	s := f.settings()
 	j.Object("config")
 	if a.trace != "" {
 		j.Str("trace", a.trace)
 	} else {
 		j.Str("pcap", a.pcap)
 	}
-	if f.given("rate-trace") {
-		j.Str("rate_trace", f.rateTrace)
+	if s.RateTrace != nil {
+		j.Str("rate_trace", *s.RateTrace)
 	} else {
 		j.Str("rate", fmt.Sprint(link.Rate))
 	}
 	j.Int("delay", link.Delay)
-	loss := f.loss.Text
-	if loss == "" {
-		loss = "none"
+	loss := "none"
+	if s.Loss != nil && *s.Loss != "" {
+		loss = *s.Loss
 	}
 	j.Str("loss", loss)
 	j.Uint("seed", f.seed())

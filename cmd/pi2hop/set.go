@@ -38,8 +38,8 @@ func setFlags(fs *pflag.FlagSet) func(context.Context, *cmdEnv, []string) error 
 			return usagef("set: name at least one link flag to change, e.g. --rate 5mbit")
 		}
 		for _, k := range given {
-			if slices.Contains(instance.LiveFixed, k) {
-				return usagef("set: --%s cannot change while the hop runs: restart it", flagFor(k))
+			if st, _ := instance.Lookup(k); st.Fixed {
+				return usagef("set: --%s cannot change while the hop runs: restart it", st.FlagName())
 			}
 		}
 		warnings, err := instance.Set(name, s)

@@ -283,3 +283,43 @@ func (v *Loss) Set(s string) error {
 
 func (v *Loss) String() string { return v.Text }
 func (v *Loss) Type() string   { return "loss" }
+
+// Bool is a switch: --nqb alone means true, --nqb=false false. It reads
+// and prints as pflag's own boolean flags do.
+type Bool struct{ B bool }
+
+func (v *Bool) Set(s string) error {
+	b, err := strconv.ParseBool(s)
+	if err != nil {
+		return errors.New("must be true or false")
+	}
+	v.B = b
+	return nil
+}
+
+func (v *Bool) String() string   { return strconv.FormatBool(v.B) }
+func (v *Bool) Type() string     { return "bool" }
+func (v *Bool) IsBoolFlag() bool { return true }
+
+// Text is any string, taken as given (a file name, tc's VALUE/MASK).
+type Text struct{ S string }
+
+func (v *Text) Set(s string) error { v.S = s; return nil }
+func (v *Text) String() string     { return v.S }
+func (v *Text) Type() string       { return "string" }
+
+// Uint64 is a whole number in Go's syntax (10, 0x1f, 0o17), as pflag's
+// uint64 flags read it.
+type Uint64 struct{ N uint64 }
+
+func (v *Uint64) Set(s string) error {
+	n, err := strconv.ParseUint(s, 0, 64)
+	if err != nil {
+		return errors.New("must be a non-negative integer")
+	}
+	v.N = n
+	return nil
+}
+
+func (v *Uint64) String() string { return strconv.FormatUint(v.N, 10) }
+func (v *Uint64) Type() string   { return "uint64" }

@@ -1,6 +1,7 @@
 package flagvalue
 
 import (
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -11,7 +12,7 @@ import (
 
 // Every type is a pflag.Value.
 var _ = []pflag.Value{&Rate{}, &Size{}, &Duration{}, &CPULatency{}, &Count{}, &IntRange{},
-	&Gain{}, &Step{}, &Choice{}, &Loss{}, &Jitter{}, &Aggregate{}}
+	&Gain{}, &Step{}, &Choice{}, &Loss{}, &Jitter{}, &Aggregate{}, &Bool{}, &Text{}, &Uint64{}}
 
 // TestSet feeds each type good and bad text: a good one prints back as
 // String says (1.5ms, 3p, 64k as 65536b, 1mbps as 8mbit), a bad one
@@ -134,6 +135,31 @@ func TestType(t *testing.T) {
 		"loss": &Loss{}, "jitter": &Jitter{}, "interval,size": &Aggregate{}} {
 		if v.Type() != want {
 			t.Errorf("%T: Type %q, want %q", v, v.Type(), want)
+		}
+	}
+}
+
+// Bool, Text and Uint64 read, print and fail as pflag's own bool, string
+// and uint64 flags.
+func TestLikePflag(t *testing.T) {
+	for _, tt := range []struct {
+		ours   pflag.Value
+		theirs func(fs *pflag.FlagSet)
+		in     []string
+	}{
+		{&Bool{}, func(fs *pflag.FlagSet) { fs.Bool("x", false, "") }, []string{"true", "0", "T", "maybe", ""}},
+		{&Text{}, func(fs *pflag.FlagSet) { fs.String("x", "", "") }, []string{"a", "", "0x01/0x01"}},
+		{&Uint64{}, func(fs *pflag.FlagSet) { fs.Uint64("x", 0, "") }, []string{"9", "0x10", "-1", "x", "18446744073709551616"}},
+	} {
+		for _, in := range tt.in {
+			fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
+			tt.theirs(fs)
+			theirs := fs.Lookup("x").Value
+			errTheirs, errOurs := theirs.Set(in), tt.ours.Set(in)
+			if fmt.Sprint(errTheirs) != fmt.Sprint(errOurs) || errOurs == nil && theirs.String() != tt.ours.String() ||
+				theirs.Type() != tt.ours.Type() {
+				t.Errorf("%T %q: %q %v %s, pflag %q %v %s", tt.ours, in, tt.ours.String(), errOurs, tt.ours.Type(), theirs.String(), errTheirs, theirs.Type())
+			}
 		}
 	}
 }

@@ -1,0 +1,320 @@
+package instance
+
+import (
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/pi2hop/pi2hop/aqm"
+	"github.com/pi2hop/pi2hop/internal/flagvalue"
+)
+
+// A Setting is one link or queue setting as a user names it, declared once
+// in settings.go's table. From the table come the flags of every command
+// that takes link settings (each bound to its Settings field), the keys a
+// set request may carry and which of them a running hop cannot change, the
+// queue kinds a knob configures, and the setting an aqm.ConfigError is
+// about.
+type Setting struct {
+	Key   string   // Settings' JSON key (its field's tag): what set requests and errors name
+	Flag  string   // the command-line flag, when it is not spelled as Key
+	TC    []string // tc's keywords for it (tc-dualpi2, tc-codel, tc-pie, tc-fq_codel, tc-netem); none where tc has none
+	Kinds []string // the queue kinds it configures, a knob the others refuse; nil: a link setting, or one every kind takes
+	Dir   string   // "up" or "down": a per-direction override, a flag only where a command has both directions
+	Tuned bool     // max-rtt and typical-rtt set it and win over a value given, as in tc
+	Fixed bool     // a running hop cannot change it: a set request naming it is refused
+	Usage string   // the flag's help; a `word` in it names the value
+	value codec    // reads and prints the flag's value; holds the default help shows
+
+	field int // the field's index in Settings
+}
+
+// FlagName is the setting's command-line flag.
+func (st Setting) FlagName() string {
+	if st.Flag != "" {
+		return st.Flag
+	}
+	return st.Key
+}
+
+// FlagValue is a setting's flag bound to its field of a Settings, as a
+// pflag.Value: Set reads the text and points the field at the value read,
+// String prints the field, or the default while it is nil.
+type FlagValue struct {
+	st    Setting
+	field reflect.Value
+}
+
+// Bind returns st's flag bound to its field of s.
+func (st Setting) Bind(s *Settings) FlagValue {
+	return FlagValue{st, reflect.ValueOf(s).Elem().Field(st.field)}
+}
+
+// SetDefault points st's field of s at the flag's default value unless it
+// holds one: what a flag marked given without a value stands for.
+func (st Setting) SetDefault(s *Settings) {
+	if f := reflect.ValueOf(s).Elem().Field(st.field); f.IsNil() {
+		f.Set(st.value.fallback())
+	}
+}
+
+func (v FlagValue) Set(text string) error {
+	p, err := v.st.value.parse(text)
+	if err != nil {
+		return err
+	}
+	v.field.Set(p)
+	return nil
+}
+
+func (v FlagValue) String() string { return v.st.value.format(v.field) }
+
+func (v FlagValue) Type() string { return v.st.value.typ() }
+
+// IsBoolFlag makes a switch's flag take no value (--nqb), as pflag's own
+// boolean flags.
+func (v FlagValue) IsBoolFlag() bool { return v.st.value.isBool() }
+
+// Table returns every setting, in the order help lists their flags.
+func Table() []Setting { return slices.Clone(table) }
+
+// Lookup returns the setting of key.
+func Lookup(key string) (Setting, bool) {
+	i, ok := byKey[key]
+	if !ok {
+		return Setting{}, false
+	}
+	return table[i], true
+}
+
+// byKey indexes the table by key.
+var byKey = map[string]int{}
+
+// init ties each row of the table to its field of Settings: a row naming
+// no field, a field with no row, or a row whose value is not its field's
+// type is a mistake in the table, caught by any test that loads the
+// package.
+func init() {
+	t := reflect.TypeOf(Settings{})
+	fields := map[string]int{}
+	for i := range t.NumField() {
+		fields[jsonKey(t.Field(i))] = i
+	}
+	for i := range table {
+		st := &table[i]
+		f, ok := fields[st.Key]
+		if !ok {
+			panic(fmt.Sprintf("instance: setting %q has no Settings field", st.Key))
+		}
+		if got, want := st.value.fieldType(), t.Field(f).Type; got != want {
+			panic(fmt.Sprintf("instance: setting %q reads %v into a field of type %v", st.Key, got, want))
+		}
+		if _, dup := byKey[st.Key]; dup {
+			panic(fmt.Sprintf("instance: setting %q declared twice", st.Key))
+		}
+		st.field = f
+		byKey[st.Key] = i
+	}
+	for k := range fields {
+		if _, ok := byKey[k]; !ok {
+			panic(fmt.Sprintf("instance: Settings field %q has no row in the table", k))
+		}
+	}
+}
+
+// settingOf returns the key of an aqm.ConfigError's field: aqm names a
+// field by tc's keyword or by its netlink attribute, which is the key in
+// snake case (step_thresh, ecn_mask).
+func settingOf(field string) string {
+	if _, ok := byKey[field]; ok {
+		return field
+	}
+	for _, st := range table {
+		if strings.ReplaceAll(st.Key, "-", "_") == field || slices.Contains(st.TC, field) {
+			return st.Key
+		}
+	}
+	return field
+}
+
+// codec reads and prints a setting's value through a flagvalue type, so a
+// setting's flag reads, prints and fails as every other flag does.
+type codec interface {
+	parse(text string) (reflect.Value, error) // a new *T for the field
+	format(field reflect.Value) string        // the field (*T) as the flag prints it; nil prints the default
+	fallback() reflect.Value                  // a new *T holding the default
+	fieldType() reflect.Type                  // *T
+	typ() string
+	isBool() bool
+}
+
+// flagValue is what a flagvalue type is: a pflag.Value.
+type flagValue interface {
+	Set(string) error
+	String() string
+	Type() string
+}
+
+// via is a codec over the flagvalue type V: def is the flag's value before
+// one is given, get and put convert between V and the field's T.
+type via[T, V any, P interface {
+	*V
+	flagValue
+}] struct {
+	def V
+	get func(*V) T
+	put func(*V, T)
+}
+
+func of[T, V any, P interface {
+	*V
+	flagValue
+}](def V, get func(*V) T, put func(*V, T)) codec {
+	return via[T, V, P]{def, get, put}
+}
+
+func (c via[T, V, P]) parse(text string) (reflect.Value, error) {
+	v := c.def
+	if err := P(&v).Set(text); err != nil {
+		return reflect.Value{}, err
+	}
+	t := c.get(&v)
+	return reflect.ValueOf(&t), nil
+}
+
+func (c via[T, V, P]) format(field reflect.Value) string {
+	v := c.def
+	if !field.IsNil() {
+		c.put(&v, *field.Interface().(*T))
+	}
+	return P(&v).String()
+}
+
+func (c via[T, V, P]) fallback() reflect.Value {
+	v := c.def
+	t := c.get(&v)
+	return reflect.ValueOf(&t)
+}
+
+func (c via[T, V, P]) fieldType() reflect.Type { return reflect.TypeFor[*T]() }
+func (c via[T, V, P]) typ() string             { v := c.def; return P(&v).Type() }
+
+func (c via[T, V, P]) isBool() bool {
+	v := c.def
+	b, ok := any(P(&v)).(interface{ IsBoolFlag() bool })
+	return ok && b.IsBoolFlag()
+}
+
+// The codecs of the table, one per kind of value.
+
+// linkRate is a rate in bit/s, 0 for unlimited; def 0: no default shown.
+func linkRate(def uint64) codec {
+	return of(flagvalue.LinkRate{Rate: flagvalue.Rate{BPS: def}},
+		func(v *flagvalue.LinkRate) uint64 { return v.BPS },
+		func(v *flagvalue.LinkRate, bps uint64) { v.BPS, v.Unlimited = bps, bps == 0 })
+}
+
+func duration(def flagvalue.Duration) codec {
+	return of(def,
+		func(v *flagvalue.Duration) time.Duration { return v.D },
+		func(v *flagvalue.Duration, d time.Duration) { v.D = d })
+}
+
+func count(def flagvalue.Count) codec {
+	return of(def,
+		func(v *flagvalue.Count) uint32 { return v.N },
+		func(v *flagvalue.Count, n uint32) { v.N = n })
+}
+
+func size(def flagvalue.Size) codec {
+	return of(def,
+		func(v *flagvalue.Size) uint64 { return v.Bytes },
+		func(v *flagvalue.Size, n uint64) { v.Bytes = n })
+}
+
+// gain is a PI gain, held as Hz·256 as tc sends it.
+func gain(netlink uint32) codec {
+	return of(flagvalue.Gain{Netlink: netlink},
+		func(v *flagvalue.Gain) uint32 { return v.Netlink },
+		func(v *flagvalue.Gain, n uint32) { v.Netlink = n })
+}
+
+func integer[T ~int | ~uint8](def flagvalue.IntRange) codec {
+	return of(def,
+		func(v *flagvalue.IntRange) T { return T(v.N) },
+		func(v *flagvalue.IntRange, n T) { v.N = int(n) })
+}
+
+func choice(def flagvalue.Choice) codec {
+	return of(def,
+		func(v *flagvalue.Choice) string { return v.Val },
+		func(v *flagvalue.Choice, s string) { v.Val = s })
+}
+
+// choiceOf is a word of c's that stands for a value: words maps each
+// choice to its value, def is the default.
+func choiceOf[T comparable](c flagvalue.Choice, words map[string]T, def T) codec {
+	put := func(v *flagvalue.Choice, x T) {
+		for w, wx := range words {
+			if wx == x {
+				v.Val = w
+			}
+		}
+	}
+	put(&c, def)
+	return of(c, func(v *flagvalue.Choice) T { return words[v.Val] }, put)
+}
+
+// step is step_thresh: the kernel's default, a time or a packet count.
+func step(def aqm.Config) codec {
+	v := flagvalue.Step{NS: def.StepThresh}
+	if def.StepInPackets {
+		v = flagvalue.Step{Packets: uint32(def.StepThresh), InPackets: true}
+	}
+	return of(v,
+		func(v *flagvalue.Step) Step {
+			return Step{Time: time.Duration(v.NS), Packets: v.Packets, InPackets: v.InPackets}
+		},
+		func(v *flagvalue.Step, s Step) {
+			*v = flagvalue.Step{NS: int64(s.Time), Packets: s.Packets, InPackets: s.InPackets}
+		})
+}
+
+func boolean(def bool) codec {
+	return of(flagvalue.Bool{B: def},
+		func(v *flagvalue.Bool) bool { return v.B },
+		func(v *flagvalue.Bool, b bool) { v.B = b })
+}
+
+func text() codec {
+	return of(flagvalue.Text{},
+		func(v *flagvalue.Text) string { return v.S },
+		func(v *flagvalue.Text, s string) { v.S = s })
+}
+
+func number(def uint64) codec {
+	return of(flagvalue.Uint64{N: def},
+		func(v *flagvalue.Uint64) uint64 { return v.N },
+		func(v *flagvalue.Uint64, n uint64) { v.N = n })
+}
+
+// loss keeps the model's text: each direction parses its own model.
+func loss() codec {
+	return of(flagvalue.Loss{},
+		func(v *flagvalue.Loss) string { return v.Text },
+		func(v *flagvalue.Loss, s string) { v.Text = s })
+}
+
+func jitter() codec {
+	return of(flagvalue.Jitter{},
+		func(v *flagvalue.Jitter) Jitter { return Jitter(*v) },
+		func(v *flagvalue.Jitter, j Jitter) { *v = flagvalue.Jitter(j) })
+}
+
+func aggregate() codec {
+	return of(flagvalue.Aggregate{},
+		func(v *flagvalue.Aggregate) Aggregate { return Aggregate(*v) },
+		func(v *flagvalue.Aggregate, a Aggregate) { *v = flagvalue.Aggregate(a) })
+}
