@@ -330,7 +330,7 @@ func (c Config) fixedChange(next Config) error {
 		{"spin", c.Spin == next.Spin, "the owners take it at start"},
 		{"CPU latency", c.CPULatency == next.CPULatency, "it is requested when Run starts"},
 		{"priority", c.Priority == next.Priority, "the owner threads take it at start"},
-		{"floor probe", c.FloorProbe == next.FloorProbe, "it starts with Run"},
+		{"wake-up probe", c.WakeProbe == next.WakeProbe, "it starts with Run"},
 		{"logger", c.Logger == next.Logger, "it is taken at start"},
 	} {
 		if !f.same {
