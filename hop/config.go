@@ -49,11 +49,9 @@ type Config struct {
 	// CPULatency is the wake-up latency the hop asks of the CPUs' idle
 	// states while it runs: a PM QoS request on /dev/cpu_dma_latency, as
 	// cyclictest and tuned's latency profiles make. Zero (the default)
-	// keeps idle CPUs polling instead of halting: on a VM a halted CPU
-	// takes 50-100 µs to wake for a packet or a timer, several times per
-	// packet through the hop (measured on a 2-core VM: the hop adds
-	// 0.19-0.23 ms to an idle RTT with 10 ms each way without the
-	// request, 0.11-0.14 ms with it). The cost is idle CPUs that spin.
+	// keeps idle CPUs polling instead of halting: on a VM a halted vCPU
+	// wakes through the host, several times per packet through the hop, and
+	// that shows in the idle RTT (docs/performance.md).
 	// Negative: no request. Without the privilege the request is skipped.
 	CPULatency time.Duration
 	// Priority is the SCHED_FIFO priority (1..99) of the owner threads
@@ -61,9 +59,8 @@ type Config struct {
 	Priority int
 	// WakeProbe runs probe processes beside the hop that measure the
 	// machine's own timing floor (WakeProbeStats), so the owners' lateness
-	// can be judged against it. It wakes every 1 ms on each CPU: about
-	// 5 % of a core per CPU on the 2-vCPU VM (a wake-up there costs the
-	// probe ~40 µs of CPU time, schedstat).
+	// can be judged against it. It wakes every 1 ms on each CPU, and each
+	// wake-up costs the probe some CPU time (docs/performance.md).
 	WakeProbe bool
 	Logger    *slog.Logger // nil: no logs
 }

@@ -17,10 +17,10 @@ import (
 // counters: into reqSnap when a reader asked for one (statsReq), which
 // allocates nothing, and as a new DirStats in snap when store is set (the
 // owner starting or returning) or when nobody asked (the periodic one, so
-// that snap stays recent where nobody polls). A reader polling every
-// 20 ms, as the lab's sampler does, used to cost the owner a 57 KB
-// allocation each time, on its real-time thread, where a garbage
-// collection in progress can make an allocating goroutine assist it.
+// that snap stays recent where nobody polls). A reader may poll often, as
+// the lab's sampler does, without the owner allocating on its real-time
+// thread, where a garbage collection in progress can make an allocating
+// goroutine assist it.
 func (o *owner) publish(now int64, store bool) {
 	o.st.Worst.Close()
 	o.seq++

@@ -10,10 +10,10 @@ import (
 // histBuckets is the size of Histogram: 64 exact buckets for 0..63 ns,
 // then 64 buckets per power of two (1.6 % resolution) up to 2^37 ns
 // (~137 s). The resolution must be finer than the margins the lab judges
-// percentiles by: Prague's L-queue sojourn p99 bound of 2.6 ms sits 4 %
-// above udp_prague's 2.50 ms, and 16 buckets per power of two (6 %) had
-// edges at 2.49 and 2.62 ms, so a true p99 of 2.50-2.60 ms read as 2.62
-// and failed (4 of 6 quiet --quick runs).
+// percentiles by: its bound on Prague's L-queue sojourn p99, 2.6 ms, sits
+// 4 % above the udp_prague figure it was derived from (docs/performance.md),
+// and with 16 buckets per power of two (6 %) the edges fall at 2.49 and
+// 2.62 ms, so a true p99 of 2.50-2.60 ms would read as 2.62 and fail.
 const (
 	histBits    = 6
 	histSub     = 1 << histBits

@@ -110,21 +110,12 @@ func (h *Hop) Run(ctx context.Context) error {
 			defer req.Close()
 		}
 	}
-	// Go's sysmon stays a normal thread. It ran SCHED_FIFO above the
-	// owners while an owner could still leave a system call (the owner
-	// then spun in exitsyscall for the scan bit sysmon held, issue 12);
-	// every owner system call is raw now (rawPpoll), so no owner ever
-	// waits for sysmon. A real-time sysmon sleeps its 20 µs rounds with no
-	// timer slack, and while goroutines of the hop's process sit in system
-	// calls (bench-hop's endpoints, the lab's senders) it runs its rounds
-	// at that pace and takes their Ps away: in bench-hop's unshaped TCP it woke 7 200 times
-	// a second and took 22 % of a core (9 % and 4 500 as a normal thread).
-	// Measured on the 2-core VM, benchhop -only tcp -tun offload, 8 rounds
-	// interleaved with the real-time sysmon: unshaped TCP 4.8-6.2 Gbit/s,
-	// 0.45-0.56 of the kernel router (mean 0.53), from 4.1-5.1 Gbit/s,
-	// 0.43-0.53 (mean 0.47); shaped 1 Gbit/s + 10 ms 974 Mbit/s in 3
-	// rounds, from 970-973; TestCaptureCostsTheHopNoPackets' worst owner
-	// lateness 0.8-4.7 ms in 3 rounds, from 2.6-4.7.
+	// Go's sysmon stays a normal thread. Every owner system call is raw
+	// (rawPpoll), so no owner ever waits for sysmon; and a real-time sysmon,
+	// which sleeps its 20 µs rounds with no timer slack, would run at that
+	// pace whenever goroutines of the process sit in system calls (the
+	// endpoints in bench-hop, the lab's senders) and take their Ps away, at
+	// the cost of their throughput (docs/design.md, docs/performance.md).
 	if cfg.WakeProbe {
 		p, err := startProbes(cfg.Priority)
 		if err != nil {

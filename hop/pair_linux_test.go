@@ -268,28 +268,13 @@ func TestPairIdleRTT(t *testing.T) {
 			t.Logf("release lateness p50 %v p99 %v", time.Duration(s.Up.Lateness.Quantile(0.5)), time.Duration(s.Up.Lateness.Quantile(0.99)))
 			t.Logf("idle RTT with %v each way at %d bit/s: median %v (added %v; the kernel's veth path alone %v, so the hop's own part %v)",
 				tt.delay, tt.bps, rtt, added, kernel, added-kernel)
-			// The bound is what a correct hop costs on a VM, not a target:
-			// a ping crosses the hop twice and wakes halted vCPUs 3-5 times,
-			// 50-110 µs each on this kind of machine (measured with kernel
-			// timestamps, hop.CPULatency's comment), so up to ~0.55 ms, plus
-			// the release lateness p99 of ~0.1 ms. Over 1 ms means a
-			// release missed its time. The figure itself (0.11-0.33 ms here,
-			// the same on the code of two sessions ago, depending on the
-			// hour's host noise) is bench-hop's idle-RTT line, with its
-			// ≤ 0.15 ms target. At idle the releases are on time (lateness
-			// p50 ~1 µs): the hop's part is its two wake-ups and the first
-			// pass of cold code and system calls after 10-50 ms of idle
-			// (a TUN readv that takes 0.5 µs hot took ~10 µs, timed with
-			// sched and syscall tracepoints). A minimal C forwarder between
-			// the same two TUNs (blocking read or ppoll, no shaping) added
-			// 40-100 µs over the veth path on the same 2-vCPU VM, so the
-			// 0.15 ms target leaves a shaping hop 0.05-0.1 ms. But holding
-			// the packet costs more than forwarding it: the same minimal
-			// forwarder inside the owners with the 10 ms hold (poll, read
-			// one packet, sleep to 150 µs before its time, spin, write)
-			// measured 0.19-0.24 ms here (median 0.22, 8 rounds
-			// interleaved with the hop's 0.18-0.26, median 0.23; the veth
-			// path 0.02-0.065 ms in the same runs).
+			// The bound is what a correct hop may cost on a VM, not a target:
+			// a ping crosses the hop twice and may wake halted vCPUs several
+			// times, each wake-up through the host taking up to about 0.1 ms,
+			// plus the release lateness. Over 1 ms means a release missed its
+			// time. The figure itself is bench-hop's idle-RTT line; what it
+			// was measured at, against the kernel path and a minimal forwarder
+			// between the same TUNs, is in docs/performance.md.
 			if added < 0 || added > time.Millisecond {
 				t.Errorf("RTT %v, want %v + at most 1 ms", rtt, 2*tt.delay)
 			}

@@ -15,12 +15,12 @@ import (
 // lockForRealTime pins the owner to its OS thread for good (the thread is
 // discarded when the owner returns, with its settings) and sets the
 // thread's timer slack to 1 ns, so ppoll wakes within µs of the deadline
-// instead of 50 µs late. With a priority it also makes the thread
-// SCHED_FIFO: on a busy machine a normal thread waits for the CPU for ms
-// after its wake-up, which would show as delay and pacing error. The
-// kernel's RT throttling (sched_rt_runtime_us, 95 % by default) still
-// leaves the rest of the system CPU time. Without the privilege the thread
-// stays a normal one.
+// instead of up to the default slack (50 µs) late. With a priority it
+// also makes the thread SCHED_FIFO: on a busy machine a normal thread
+// waits for the CPU for ms after its wake-up, which would show as delay
+// and pacing error. The kernel's RT throttling (sched_rt_runtime_us, 95 %
+// by default) still leaves the rest of the system CPU time. Without the
+// privilege the thread stays a normal one.
 func (o *owner) lockForRealTime() error {
 	runtime.LockOSThread()
 	// The thread may have run other goroutines before this one locked
@@ -56,12 +56,12 @@ func (o *owner) lockForRealTime() error {
 // go to the output device together, where the offload backend writes a
 // run of them in one system call. Otherwise short waits are spun through.
 //
-// A timed wake-up from ppoll lands tens of µs late on a VM even with 1 ns
-// timer slack, and later the longer the sleep (measured here: ~40 µs
-// after 200 µs, ~60 µs after 1 ms, ~110 µs after 10 ms). So before every
-// other timed deadline the owner sleeps until a lead before it and spins
-// on the clock for the rest; the lead is learnt from the wake-ups
-// themselves and kept under a quarter of the wait (see plan).
+// A timed wake-up from ppoll lands late even with 1 ns timer slack (on a
+// VM the vCPU may first have to be run by the host), and later the
+// longer the sleep. So before every other timed deadline the owner
+// sleeps until a lead before it and spins on the clock for the rest; the
+// lead is learnt from the wake-ups themselves and kept under a quarter
+// of the wait (see plan).
 func (o *owner) wait(deadline int64) error {
 	fds := [2]unix.PollFd{
 		{Fd: int32(o.in.PollFd()), Events: unix.POLLIN},
@@ -108,21 +108,13 @@ func (o *owner) wait(deadline int64) error {
 // sleep's lateness would be added to its release. Closer packets sleep
 // batchSleep with no lead: their releases are batched on purpose.
 //
-// Every other wait gets the learnt lead, capped at a quarter of it, so
-// spinning takes under a quarter of a core however the waits come. It
-// was only given to waits of 200 µs or more, for lone events, which left
-// each release of a link of 10-100 Mbit/s (a packet every 0.12-1.2 ms,
-// and waits cut short by arrivals) a bare timer's lateness: on the 2-core
-// VM a ppoll of 60-200 µs wakes 15 µs late at best, 22-28 µs at the
-// median and 50-120 µs at p99, and costs ~20 µs of CPU per wake-up. With
-// the lead on every wait, benchhop -only pacing at 100 Mbit/s (14
-// interleaved rounds each, offload backend): lateness p50 26 -> 3 µs,
-// p99 78 -> 47 µs (medians of the runs with ≤ 10 ms of host steal; over
-// all runs 135 -> 96, the rest being the host's stalls), for 37 -> 41.5 %
-// of a core of owner CPU; 10 Mbit/s no worse (p99 50 -> 37 µs, ~9 % of
-// a core both), 1 Gbit/s batches and is unchanged. In a shorter scan a
-// cap of a third took the quiet p99 from ~60 to ~40 µs for another 4 %
-// of a core; a quarter already meets the 100 µs the hop is held to.
+// Every other wait gets the learnt lead, capped at a quarter of the wait,
+// so spinning takes under a quarter of a core however the waits come.
+// Short waits get it too, not only long ones: a link of 10-100 Mbit/s
+// sends a packet every 0.12-1.2 ms and arrivals cut waits shorter still,
+// so a lead kept for long waits would leave most of its releases with a
+// bare timer's lateness (docs/performance.md has the lateness and CPU
+// with and without it).
 func (o *owner) plan(d int64, lone, stats bool) (sleep, lead int64) {
 	switch {
 	case d <= 0:
@@ -141,22 +133,16 @@ func (o *owner) plan(d int64, lone, stats bool) (sleep, lead int64) {
 // rawPpoll is ppoll(2) on the owner's two descriptors, made as a raw
 // system call: the Go scheduler does not see the owner blocked, so it
 // stays _Grunning with its P for the whole sleep. Through Syscall
-// (entersyscall/exitsyscall) the goroutine would sit in _Gsyscall, and
-// the garbage collector scans such a goroutine's stack by taking its
-// scan bit, from whatever normal thread runs the mark worker. An owner
-// woken meanwhile spins in exitsyscall (casgstatus: procyield, then
-// sched_yield) until the bit is back; it is SCHED_FIFO, so on the
-// worker's CPU the worker never runs again, and with the other owner
-// busy on the other CPU only the kernel's fair server (50 ms a second,
-// after 950 ms) frees it. Seen with perf and sched_switch tracing in the
-// capture test: an owner 147 ms in runtime.casgstatus under exitsyscall
-// after ppoll while the mark worker sat preempted in scanstack, and a
-// 967 ms stall of both owners at once. With the raw call the collector
-// must preempt the owner instead (a signal ends the ppoll with EINTR);
-// the owner then parks on a futex until the scan is done, and a parked
-// thread leaves its CPU to the worker. The owner also keeps its P across
-// the sleep, so it never waits for an idle P when it wakes (seen too: an
-// owner 5 ms in futex after ppoll, every P busy with the test's senders).
+// (entersyscall/exitsyscall) the goroutine would sit in _Gsyscall, where
+// the garbage collector scans its stack by taking its scan bit from
+// whatever normal thread runs the mark worker; an owner woken meanwhile
+// spins in exitsyscall (casgstatus) until the bit is back, and being
+// SCHED_FIFO it keeps the worker off that CPU, so only the kernel's fair
+// server ends the stall. With the raw call the collector must preempt
+// the owner instead (a signal ends the ppoll with EINTR) and the owner
+// parks on a futex, leaving its CPU to the worker. Keeping its P across
+// the sleep also means the owner never waits for an idle P when it
+// wakes. docs/design.md tells how the stall was found.
 func rawPpoll(fds *[2]unix.PollFd, ts *unix.Timespec) (int, error) {
 	n, _, e := unix.RawSyscall6(unix.SYS_PPOLL, uintptr(unsafe.Pointer(&fds[0])), uintptr(len(fds)), uintptr(unsafe.Pointer(ts)), 0, 0, 0)
 	if e != 0 {
@@ -177,12 +163,10 @@ func pause(d int64) {
 const minSleep = 25_000 // ns
 
 // batchSleep is how long the owner sleeps when packets leave closer than
-// minSleep apart (links over ~500 Mbit/s): at most 10 000 wake-ups a second
-// however fast the link. On the 2-core VM, TCP through 1 Gbit/s + 10 ms
-// took 20 % less owner CPU per segment with 100 µs than with 25 µs, and
-// filled more of the link (measured on a loaded machine, see the commit).
-// Links up to ~500 Mbit/s never batch: their releases keep the lateness of
-// a single wake-up.
+// minSleep apart (links over ~500 Mbit/s): at most 10 000 wake-ups a
+// second however fast the link, and fewer wake-ups per segment cost less
+// owner CPU (docs/performance.md). Links up to ~500 Mbit/s never batch:
+// their releases keep the lateness of a single wake-up.
 const batchSleep = 100_000 // ns
 
 // Bounds of the learnt lead: at least minLead, at most maxLead and never

@@ -137,8 +137,8 @@ func currentCPULatency() (int32, error) {
 }
 
 // An owner's CPU time counts from when it took its thread: a thread that
-// ran other goroutines first (bench-hop saw 10 µs per packet, more CPU than
-// the run's wall time, on a reused thread) brings their time along.
+// ran other goroutines first (a reused thread can show more CPU than the
+// run's wall time) brings their time along.
 func TestOwnerCPUFromLock(t *testing.T) {
 	type result struct{ base, since int64 }
 	done := make(chan result)

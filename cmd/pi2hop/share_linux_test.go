@@ -843,58 +843,14 @@ func TestShareWholePath(t *testing.T) {
 // The idle RTT through share is the path's: 2 x --delay plus what the
 // hop costs (the median of 60 pings, timed by kernel receive timestamps),
 // over IPv4 and over IPv6 through NAT66.
-// Issue 9's target is at most 0.3 ms added; the bound is hop's
-// TestPairIdleRTT's, 1 ms, for the same reason: a ping crosses the hop
-// twice and wakes halted vCPUs 3-5 times, 50-110 µs each on a VM, plus
-// the release lateness, so a correct hop measures up to ~0.65 ms on one
-// and over 1 ms means a release missed its time. The figure, the pacing
-// lateness and the wake-up probe are logged.
-//
-// Why a gateway adds more than a pair, measured on the 2-vCPU VM (this
-// lab's shape, device --veth-- bridge in the box --veth-- internet, 200
-// pings 20 ms apart timed by SO_TIMESTAMPNS, --delay 5ms, four
-// interleaved rounds, medians of the rounds' p50 of RTT - 10 ms):
-// kernel forwarding alone 0.09 ms; `run` 0.30 ms without the wake-up probe,
-// 0.36 ms with it; share 0.35 ms without, 0.44 ms with (the default).
-//   - The wake-up probe (on by default in run and share, off in
-//     TestPairIdleRTT) cost the gateway 0.05-0.09 ms while it woke every
-//     200 µs on each vCPU (~40 µs of CPU per wake-up on this VM); it
-//     wakes every 1 ms now and costs nothing measurable (floorPeriod).
-//     After that change (six interleaved rounds each, medians): this
-//     test 0.34 ms IPv4 / 0.37 ms IPv6, from 0.46 / 0.49; 200 pings
-//     through `run` 0.32 ms from 0.41, through share 0.36 from 0.44.
-//   - With the probe off, the hop's own part is about the pair's:
-//     traced with sched, net and syscall tracepoints (perf, `run`, 55
-//     pings, p50s; tracing inflates every figure), the up owner's
-//     wake-up 32 µs, its TryRead 24 µs, its first pass after the 5 ms
-//     hold 23 µs; the down owner's wake-up 57 µs (always on the other
-//     vCPU from the write that queued the reply), TryRead 28 µs, pass
-//     23 µs: ~0.19 ms traced, against TestPairIdleRTT's untraced
-//     0.125-0.165 ms.
-//   - The rest is the kernel's: without a hop a ping's whole round trip
-//     runs in one go in the pinger's sendto, hot after its first stage
-//     (traced: 135 µs, 99 of them to the WAN, 34 for the rest). The hop
-//     cuts it into three pieces 5 ms apart, each run cold: the pinger's
-//     sendto to NAME-up 103 µs, the up owner's write to the reply at
-//     NAME-dn 67 µs, the down owner's write to the device 42 µs; 212 µs
-//     in all, ~0.08 ms more than the same path unbroken. A pair's pieces
-//     are short: no bridge, forwarding or NAT.
-//   - share over run, ~0.05 ms: NAT and conntrack on both forwards and
-//     the share's servers; not taken apart.
-//
-// Of the difference only the probe's part is ours; the rest is kernel
-// work that TestPairIdleRTT's path does not have.
-//
-// Why 0.3 ms is not the bound: a minimal forwarder in the owners' place
-// (an experiment build, not in the tree: each owner polls its TUN, reads
-// one packet, sleeps until 150 µs before arrival + delay, spins, writes
-// it; no AQM, stats, batching or learnt lead) measured the same on the
-// same VM. 26 rounds, each the hop then the minimal one, this test's
-// median of 60 pings: the hop 0.37 ms IPv4 / 0.40 ms IPv6 (round medians
-// 0.27-0.47 / 0.30-0.49), the minimal forwarder 0.35 / 0.37 ms
-// (0.22-0.48 / 0.27-0.43), at or under 0.3 ms in 6 and 3 of its 26
-// rounds; the kernel path of this shape with no hop 0.075 ms. Rounds
-// minutes apart differ more than the two forwarders do.
+// The bound is hop's TestPairIdleRTT's, 1 ms, for the same reason: a
+// ping crosses the hop twice and may wake halted vCPUs several times
+// through the host, plus the release lateness, and over 1 ms means a
+// release missed its time. The figure, the pacing lateness and the wake-up
+// probe are logged. Why a gateway adds more than a pair (the kernel's own
+// work for bridge, forwarding and NAT, cut into pieces run cold 5 ms
+// apart) and why a tighter bound would measure the machine rather than
+// the hop is in docs/performance.md.
 func TestShareIdleRTT(t *testing.T) {
 	needRoot(t, "ip", "udhcpc")
 	bin := buildPi2hop(t)

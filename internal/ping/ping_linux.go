@@ -23,8 +23,7 @@ import (
 //
 // Like ping(8) it times a reply by its kernel receive timestamp
 // (SO_TIMESTAMPNS), so the caller's own wake-up after the reply arrived,
-// 40-100 µs through the Go netpoller on a VM and no part of the path, is
-// not counted.
+// through the Go netpoller and no part of the path, is not counted.
 func Median(ns string, dst netip.Addr, n int, gap time.Duration) (time.Duration, error) {
 	if !dst.IsValid() || dst.Is4In6() || n < 1 {
 		return 0, fmt.Errorf("ping: %v %d times: want an IPv4 or IPv6 address and n >= 1", dst, n)

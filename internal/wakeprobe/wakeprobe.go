@@ -5,11 +5,9 @@
 // machine's (other real-time work, the kernel, the hypervisor).
 //
 // One probe per CPU, because a stall can be one CPU's alone: on a VM the
-// host deschedules one virtual CPU for ms at a time (seen with
-// sched_switch tracing: no event on one CPU for 5-9 ms while an owner
-// woken there waited, the other CPU idle and on time), and an owner waits
-// wherever its wake-up landed. A single unpinned probe sees only the CPU
-// it happens to sleep on.
+// host deschedules one virtual CPU for ms at a time while the others run
+// on time, and an owner waits wherever its wake-up landed. A single
+// unpinned probe sees only the CPU it happens to sleep on.
 //
 // A probe is this executable again, started with an environment variable
 // that the package's init function recognises: any program that links
@@ -33,20 +31,13 @@ type Report struct {
 // garbage collector or locks.
 const env = "PI2HOP_WAKE_PROBE"
 
-// Period is a probe's sleep, ns. cyclictest's default, 200 µs, cost
-// the packets' path through a gateway: a wake-up took the probe ~40 µs of
-// CPU time on the 2-vCPU VM (its schedstat over 5 s: 18.9 % of a core at
-// 200 µs, 4.6 % at 1 ms), time that its CPU's kernel work for a ping
-// (bridge, forwarding, NAT) or an owner waits for. Measured on that VM
-// (200 pings, `run` and `share` with --delay 5ms, three sets of six
-// interleaved rounds, median over the rounds of the p50 of the added RTT
-// minus the probe-off one's): 200 µs +64, +50, +78 µs through `run` and
-// +92 µs through `share`; 1 ms -1 and +22 µs through `run` and +6 µs
-// through `share`, within the rounds' spread. (A probe on one CPU only,
-// or a single unpinned one, also cost nothing measurable, but a stall can
-// be one vCPU's alone: see the package comment.) The stalls the probe is
-// for are ms long (a vCPU the host stops for 5-100 ms); one of D ms reads
-// as at least D - 1 ms late.
+// Period is a probe's sleep, ns. It is longer than cyclictest's default
+// (200 µs) because every wake-up costs the probe CPU time that its CPU's
+// kernel work for a packet (bridge, forwarding, NAT) or an owner then
+// waits for; at 1 ms the probe adds nothing measurable to a ping through
+// the hop (docs/performance.md). The stalls the probe is for are ms long
+// (a vCPU the host stops), and one of D ms still reads as at least D - 1
+// ms late.
 const Period = 1_000_000 // ns
 
 // ReportEvery is how often a probe reports its worst wake-up, ns.

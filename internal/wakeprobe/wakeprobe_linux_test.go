@@ -78,8 +78,8 @@ func TestProbes(t *testing.T) {
 	// (a probe skips the periods it missed). A probe wakes at most once a
 	// period while it runs, and it runs at most from Start to Stop.
 	// (Not per report of the first probe: the probes are processes that
-	// start at different times — under -race one started 0.6 s before the
-	// other and had woken thousands of times more by the first one's 5th report.)
+	// start at different times, under -race far apart, so the other may have
+	// woken many times more by the first one's 5th report.)
 	var all uint64
 	for _, w := range wakes {
 		all += w
