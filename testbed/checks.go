@@ -7,8 +7,8 @@ import (
 	"github.com/pi2hop/pi2hop/testbed/report"
 )
 
-// Acceptance thresholds (issue 4), checked on every lab and recorded in
-// the report; the root tests fail when one does not hold.
+// Acceptance thresholds, checked on every lab and recorded in the
+// report; the root tests fail when one does not hold.
 const (
 	l4sRTTMarginMs = 5.0  // L4S call RTT p99 ≤ base RTT + this
 	l4sMaxLoss     = 0.01 // L4S call loss below 1 %
@@ -20,28 +20,27 @@ const (
 	bdpTolerance   = 0.15 // window-limited throughput within 15 % of window/RTT
 	// A bdp row is checked when window/RTT is at most this share of the
 	// link: then the window alone limits the flow. Nearer the link rate,
-	// TCP's ramp-up and the AQM's drops decide as much (measured at
-	// 1 Gbit/s: 6 553 500 B at 120 ms gets 280 of a predicted 437 Mbit/s).
+	// TCP's ramp-up and the AQM's drops decide as much (docs/performance.md
+	// has a row that misses by far at 1 Gbit/s).
 	windowLimitedBy = 0.25
-	// Prague alone at 10 Mbit/s, 20 ms (issue 12, replacing issue 4's
-	// 90 % and 2 ms): what udp_prague, the reference, measured through the
-	// hop over 30 s (97.4 %, p99 2.50 ms). The --quick run measures 8 s
-	// after a 4 s warm-up: the flow reaches the link rate within about a
-	// second (additive growth of MTU/vRTT² = 17.9 Mbit/s per second, faster
-	// once new growth starts) and its sawtooth repeats every one or two
-	// vRTTs (25-50 ms), so 8 s hold some 200 cycles and ~7 000 packets (70
-	// above the p99): the same bounds apply to it.
+	// Prague alone at 10 Mbit/s, 20 ms: what udp_prague, the reference
+	// implementation, achieves through the hop (docs/performance.md). The
+	// --quick run measures 8 s after a 4 s warm-up: the flow reaches the link
+	// rate within about a second (additive growth of MTU/vRTT² = 17.9 Mbit/s
+	// per second, faster once new growth starts) and its sawtooth repeats
+	// every one or two vRTTs (25-50 ms), so 8 s hold some 200 cycles and
+	// ~7 000 packets (70 above the p99): the same bounds apply to it.
 	pragueMinUtil   = 0.97 // Prague alone keeps the link ≥ 97 % busy
 	pragueMaxLP99Ms = 2.6  // with L-queue sojourn p99 ≤ 2.6 ms
-	// At 50 Mbit/s (issue 12; udp_prague measured 98.9-99.4 % with p99
-	// 1.22-1.77 ms): a 1400-byte packet is 0.22 ms on the wire there, so
-	// the step threshold's 1 ms holds more packets and marks sooner.
+	// At 50 Mbit/s, again udp_prague's figures through the hop: a 1400-byte
+	// packet is 0.22 ms on the wire there, so the step threshold's 1 ms holds
+	// more packets and marks sooner.
 	prague50MinUtil   = 0.985
 	prague50MaxLP99Ms = 1.8
 )
 
 // pragueBounds are the utilisation and L p99 bounds of a Prague-alone run
-// by its rate; ok is false at a rate issue 12 states none for.
+// by its rate; ok is false at a rate with no reference figures.
 func pragueBounds(rateBps float64) (minUtil, maxLP99Ms float64, ok bool) {
 	switch rateBps {
 	case 10_000_000:
@@ -54,12 +53,12 @@ func pragueBounds(rateBps float64) (minUtil, maxLP99Ms float64, ok bool) {
 
 // l4sRTTCheck holds the L4S call's RTT p99 to the base RTT plus
 // l4sRTTMarginMs, on the round trips the machine did not pause: the
-// margin is the queue's and the wire's (the kernel's DualPI2 takes 2.4
-// ms at p99 in the L queue at 10 Mbit/s, the call's own packet 1 ms on
-// the wire), and a VM's host stops a CPU for 5-10 ms at times, which no
-// AQM can answer for. When pauses touched more than maxPausedShare of
-// the round trips, too few are left to judge, and the check fails saying
-// so.
+// margin is the queue's and the wire's (the L queue's sojourn p99 under
+// the kernel's DualPI2 at 10 Mbit/s, docs/performance.md, and the call's
+// own packet, 1 ms on the wire), and a VM's host stops a CPU for ms at
+// times, which no AQM can answer for. When pauses touched more than
+// maxPausedShare of the round trips, too few are left to judge, and the
+// check fails saying so.
 func l4sRTTCheck(run *report.Run) report.Check {
 	c, bound := run.Call, run.BaseRTTMs+l4sRTTMarginMs
 	name := fmt.Sprintf("L4S call RTT p99 ≤ base RTT + %.0f ms", l4sRTTMarginMs)
@@ -226,7 +225,7 @@ func zooChecks(r *report.Report) []report.Check {
 }
 
 // appleComparison sets l4s-demo's figures beside those Apple showed in
-// WWDC23 session 10004 (seed 000): the same network (10 Mbit/s, 20 ms
+// WWDC23 session 10004: the same network (10 Mbit/s, 20 ms
 // minimum RTT, other devices loading it), a call without and with L4S.
 func appleComparison(r *report.Report) *report.Table {
 	order := []string{"dualpi2-classic", "fifo-classic", "dualpi2-l4s"}

@@ -147,7 +147,7 @@ func flagWords(s string) []string {
 // spellings: one visible name per idea across every command. The others
 // may only be deprecated aliases. (analyze's --bin stays: it is the width
 // of a time bin of an offline series, not how often something repeats;
-// lab's --repeat N is a count of repetitions (issue 12), not an interval.)
+// lab's --repeat N is a count of repetitions, not an interval.)
 var spellings = []struct {
 	idea, name string
 	others     []string

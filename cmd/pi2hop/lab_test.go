@@ -137,28 +137,26 @@ func runLabCLI(t *testing.T, ctx context.Context, args ...string) *report.Report
 }
 
 // TestLabScenarios runs each scenario with --quick durations, as CI does,
-// and holds it to issue 4's acceptance criteria, which the report's checks
-// encode (testbed/checks.go): L4S call RTT p99 below the classic call's
-// and ≤ base RTT + 5 ms, L4S call loss < 1 %, judged on the medians of
-// three interleaved repetitions (--repeat 3, issue 12's answer to a noisy
-// machine: of that 5 ms, the kernel's DualPI2 takes 2.4 ms at p99 in the
-// L queue at 10 Mbit/s and the call's own packet 1 ms on the wire, and on
-// the 2-core VM its host takes the CPU away for 20-115 ms at times, seen
-// in the run's machine floor and steal time; one such minute in one
-// repetition no longer decides the check, and the p99 is taken over the
-// round trips the machine's pauses left alone, testbed.l4sRTTCheck, since
-// a run in which the host stole 1.9 s of CPU failed at 25.2 ms); coexist
-// rate ratio in
-// [0.5, 2] with the L queue's p99 below the C queue's; window-limited TCP
-// within 15 % of window/RTT; issue 12's Prague alone ≥ 97 % utilisation
-// with L sojourn p99 ≤ 2.6 ms (the --quick run's bounds are argued at
-// pragueMinUtil in testbed/checks.go; the utilisation is still a known
-// gap, held to 90 % by pragueUtilGap). And issue 11's: aqm-zoo's L4S call
-// behind DualPI2 below the classic one behind a FIFO, the FIFO's call
-// waiting at least half its buffer, the L4S call below the classic one in
-// both dual queues; classic-ecn's Prague taking at least cubic's rate
-// through each Classic-ECN queue (testbed.zooChecks and the classic-ecn
-// case say why).
+// and holds it to the acceptance criteria the report's checks encode
+// (testbed/checks.go):
+//   - l4s-demo: L4S call RTT p99 below the classic call's and at most
+//     the base RTT plus 5 ms, L4S call loss < 1 %, judged on the medians
+//     of three interleaved repetitions (--repeat 3), so that one minute
+//     in which the host takes the CPU away does not decide the check;
+//     the p99 is taken over the round trips the machine's pauses left
+//     alone (testbed.l4sRTTCheck says why 5 ms);
+//   - coexist: rate ratio in [0.5, 2] with the L queue's p99 below the C
+//     queue's;
+//   - bdp: window-limited TCP within 15 % of window/RTT;
+//   - prague: Prague alone ≥ 97 % utilisation with L sojourn p99 ≤ 2.6 ms
+//     (the --quick run's bounds are argued at pragueMinUtil); the
+//     utilisation is a known gap, held to 90 % by pragueUtilGap;
+//   - aqm-zoo: the L4S call behind DualPI2 below the classic one behind a
+//     FIFO, the FIFO's call waiting at least half its buffer, the L4S
+//     call below the classic one in both dual queues;
+//   - classic-ecn: Prague taking at least cubic's rate through each
+//     Classic-ECN queue (testbed.zooChecks and the classic-ecn case say
+//     why).
 func TestLabScenarios(t *testing.T) {
 	needLabRoot(t)
 	for _, tt := range []struct {
@@ -166,8 +164,8 @@ func TestLabScenarios(t *testing.T) {
 		args     []string
 		runs     int
 		plots    []string
-		// gap names a check that is known not to hold yet (issue 12) and
-		// the weaker bound this test holds the run to meanwhile.
+		// gap names a check that is known not to hold yet and the weaker
+		// bound this test holds the run to meanwhile.
 		gap      string
 		gapCheck func(rep *report.Report) error
 	}{
@@ -185,7 +183,7 @@ func TestLabScenarios(t *testing.T) {
 				t.Fatalf("report: scenario %q, %d runs, config %v, versions %+v", rep.Scenario, len(rep.Runs), rep.Config, rep.Versions)
 			}
 			if len(tt.args) > 0 {
-				// Issue 12: every figure a median of the three, with its range.
+				// Every figure is a median of the three, with its range.
 				for _, run := range rep.Runs {
 					if run.Repeats != 3 || run.MedianRun < 1 || len(run.Spread) == 0 {
 						t.Errorf("%s: %d repeats (want 3), median run %d, %d ranges", run.Title, run.Repeats, run.MedianRun, len(run.Spread))
@@ -219,16 +217,12 @@ func TestLabScenarios(t *testing.T) {
 }
 
 // pragueUtilGap is the bound the prague scenario's utilisation is held to
-// until issue 12's 97 % holds: issue 4's 90 %, which the sender met before
-// it took udp_prague's law. What the gap is not: the endpoints' usual
-// wake-ups (the virtual-time model with the measured ones,
-// prague.TestWakeupsSingleFlow, gives 98.0 %) nor a deviation of the
-// sender loop from udp_prague's (its own pacing restart gives 96.9 % in
-// the same model). What it is, as far as measured: the tail of the
-// machine's stalls. Adding 0.5-4 ms to 1 % of the model's wake-ups gives
-// 96.8 %, and the live ACK return time exceeds srtt by 1.0-1.6 ms at p99
-// against the model's 0.9; live --quick runs give 94.8-97.6 % with the
-// machine floor at 3-8 ms and 10-80 ms of host steal per run.
+// while the 97 % check does not hold live: 90 %. The gap is not the
+// endpoints' usual wake-ups nor the sender loop's deviation from
+// udp_prague's (the virtual-time models prague.TestWakeupsSingleFlow and
+// its pacing-restart variant meet 97 % with both); it is the tail of the
+// machine's stalls, which the model only reaches when a share of its
+// wake-ups is made ms late. docs/performance.md has the figures.
 func pragueUtilGap(rep *report.Report) error {
 	const minUtil = 0.90
 	for _, run := range rep.Runs {
