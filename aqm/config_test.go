@@ -28,7 +28,9 @@ func TestDefaultConfig(t *testing.T) {
 	}
 }
 
-// Behaviour 24 and the kernel's netlink policy.
+// The kernel's netlink policy (dualpi2_policy) and dualpi2_change's
+// cross-checks: both step_thresh forms, or a zero alpha, coupling or
+// ecn_mask, are refused.
 func TestValidate(t *testing.T) {
 	tests := []struct {
 		name string
@@ -81,7 +83,7 @@ func TestValidate(t *testing.T) {
 	}
 }
 
-// Behaviour 23: tc's auto-tuning, checked against tc's printed values
+// tc's auto-tuning (tc-dualpi2's max_rtt and typical_rtt), checked against tc's printed values
 // through the kernel's lossy round trip.
 func TestTune(t *testing.T) {
 	tests := []struct {
@@ -92,7 +94,7 @@ func TestTune(t *testing.T) {
 	}{
 		{300 * time.Millisecond, 0, 50 * time.Millisecond, 50 * time.Millisecond, 14, 256, "0.050781", "0.996094"},
 		{200 * time.Millisecond, 20 * time.Millisecond, 20 * time.Millisecond, 20 * time.Millisecond, 12, 384, "0.042969", "1.496094"},
-		// RFC 9332 defaults: max 100 ms, typical 15 ms ⇒ alpha 38, beta 768 (§12 of the reference).
+		// RFC 9332 Appendix A.1's example: max 100 ms, typical 15 ms ⇒ alpha 38, beta 768.
 		{100 * time.Millisecond, 15 * time.Millisecond, 15 * time.Millisecond, 15 * time.Millisecond, 38, 768, "", ""},
 		// typical only: max_rtt = 6·typical, tupdate = min(typical, max/3).
 		{0, 10 * time.Millisecond, 10 * time.Millisecond, 10 * time.Millisecond, 71, 1280, "", ""},

@@ -54,7 +54,7 @@ func fill(t *testing.T, q *DualPI2, m Meta, n int, now int64, prob uint32) {
 	q.prob = prob
 }
 
-// Behaviour 15: below 2·MTU of remaining backlog, no PI action at all.
+// must_drop's 2-MTU rule: below 2·MTU of remaining backlog, no PI action at all.
 func TestTwoMTUGuard(t *testing.T) {
 	tests := []struct {
 		name     string
@@ -190,7 +190,7 @@ func TestMarkDropFractions(t *testing.T) {
 	}
 }
 
-// Behaviour 13: the step is strict (sojourn == step_thresh is not marked),
+// do_step_aqm: the step is strict (sojourn == step_thresh is not marked),
 // counts step_marks and ecn_mark, and is not gated by the 2-MTU rule.
 func TestStepStrict(t *testing.T) {
 	for _, tt := range []struct {
@@ -210,7 +210,7 @@ func TestStepStrict(t *testing.T) {
 	}
 }
 
-// Behaviour 14: a Not-ECT packet in the L4S class over the step is
+// do_step_aqm: a Not-ECT packet in the L4S class over the step is
 // dropped, counted as a qdisc and an L-queue drop.
 func TestStepDropsNotECT(t *testing.T) {
 	q := newTestDualPI2(t, nil)
@@ -230,7 +230,8 @@ func TestStepDropsNotECT(t *testing.T) {
 	}
 }
 
-// Behaviour 2: LLLL is never PI- or step-marked or dropped; only the limit applies.
+// dualpi2_skb_classify's priority class: LLLL is never PI- or
+// step-marked or dropped; only the limit applies.
 func TestLLLL(t *testing.T) {
 	q := newTestDualPI2(t, func(c *Config) { c.Limit = 50 })
 	m := pkt(NotECT, 1500)
@@ -246,7 +247,8 @@ func TestLLLL(t *testing.T) {
 	}
 }
 
-// Behaviour 18: step_thresh 3p marks iff more than 3 packets remain.
+// do_step_aqm with step_thresh in packets: 3p marks iff more than 3
+// packets remain.
 func TestStepInPackets(t *testing.T) {
 	q := newTestDualPI2(t, func(c *Config) { c.StepInPackets = true; c.StepThresh = 3 })
 	for range 6 {
@@ -260,7 +262,7 @@ func TestStepInPackets(t *testing.T) {
 	}
 }
 
-// Behaviour 17: min_qlen_step = 2 spares the first two packets.
+// min_qlen_step = 2 (dualpi2_enqueue_skb) spares the first two packets.
 func TestMinQlenStep(t *testing.T) {
 	q := newTestDualPI2(t, func(c *Config) { c.MinQlenStep = 2 })
 	for range 4 {
@@ -336,7 +338,7 @@ func TestCredit(t *testing.T) {
 	}
 }
 
-// Behaviour 21: the packet limit and the memory limit.
+// dualpi2_enqueue_skb: the packet limit and the memory limit.
 func TestLimits(t *testing.T) {
 	q := newTestDualPI2(t, nil)
 	for i := range DefaultLimit {
@@ -367,7 +369,7 @@ func TestLimits(t *testing.T) {
 	}
 }
 
-// Behaviour 22: counters.
+// Counters, as dualpi2_dump_stats reports them.
 func TestCounters(t *testing.T) {
 	q := newTestDualPI2(t, nil)
 	mustEnqueue(t, q, pkt(ECT0, 100), 0)

@@ -7,8 +7,8 @@ import "encoding/binary"
 // packet (Valid checks its length, FlowHash reads the ports after it). Its
 // accessors are for the hot path: no allocation, every access
 // bounds-checked, no panic on any input. Anything that is not a
-// well-formed header reads as Not-ECT (DESIGN.md: such packets are
-// Classic, forwarded as is).
+// well-formed header reads as Not-ECT: such packets are Classic,
+// forwarded as is (docs/design.md, the data path).
 //
 //	IPv4:  0      4      8          14  16                      31
 //	       |Ver=4 | IHL  |  DSCP    |ECN|     Total Length        |

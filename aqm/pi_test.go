@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// Behaviour 3: the kernel's gain scaling and its lossy dump.
+// dualpi2_scale_alpha_beta: the kernel's gain scaling and its lossy dump.
 func TestGainScaling(t *testing.T) {
 	tests := []struct {
 		nl, internal, dumped uint32
@@ -83,7 +83,8 @@ func TestCalculateProbability(t *testing.T) {
 	}
 }
 
-// Behaviour 4 (constant 30 ms adds 10 312 500 per tick) driven by Advance.
+// calculate_probability at a constant 30 ms, which adds 10 312 500 per
+// tick, driven by Advance.
 func TestAdvanceConstantDelay(t *testing.T) {
 	q := newTestDualPI2(t, nil)
 	want := uint32(422_343_750)
@@ -98,7 +99,8 @@ func TestAdvanceConstantDelay(t *testing.T) {
 	}
 }
 
-// Behaviour 6: the ramp, a head enqueued at t = 0, updates at 16..64 ms.
+// calculate_probability on a ramp: a head enqueued at t = 0, updates at
+// 16..64 ms.
 func TestRamp(t *testing.T) {
 	q := newTestDualPI2(t, nil)
 	mustEnqueue(t, q, pkt(ECT1, 1500), 0)
@@ -176,7 +178,8 @@ func TestAdvanceSchedule(t *testing.T) {
 	}
 }
 
-// Behaviour 7: idle decay from MaxProb/2 reaches 0 after 209 updates.
+// calculate_probability's idle decay from MaxProb/2 reaches 0 after 209
+// updates.
 func TestIdleDecay(t *testing.T) {
 	q := newTestDualPI2(t, nil)
 	q.prob = MaxProb / 2
@@ -194,7 +197,7 @@ func TestIdleDecay(t *testing.T) {
 	}
 }
 
-// Behaviour 9: overflow mode caps p' at MaxProb/k.
+// calculate_probability in overflow mode caps p' at MaxProb/k.
 func TestOverflowCap(t *testing.T) {
 	for _, tt := range []struct {
 		k    uint8

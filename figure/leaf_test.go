@@ -9,8 +9,9 @@ import (
 	"testing"
 )
 
-// TestStdlibOnly: figure sits at the bottom of the import graph (DESIGN.md),
-// so every package may use it; its code imports the standard library only.
+// TestStdlibOnly: figure sits at the bottom of the import graph
+// (docs/design.md), so every package may use it; its code imports the
+// standard library only.
 func TestStdlibOnly(t *testing.T) {
 	files, err := filepath.Glob("*.go")
 	if err != nil || len(files) == 0 {

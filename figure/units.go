@@ -15,8 +15,8 @@ func Millis(ds []time.Duration) []float64 {
 }
 
 // FPSShares returns the share of one-second windows with at least good
-// frames displayed and the share with none (reference/l4s-endpoints.md
-// §6: Apple's "mostly above 25 fps" and "dropping to 0"). 0, 0 for no
+// frames displayed and the share with none (docs/design.md, the call's
+// figures: Apple's "mostly above 25 fps" and "dropping to 0"). 0, 0 for no
 // windows.
 func FPSShares(fps []int, good int) (atLeast, zero float64) {
 	if len(fps) == 0 {

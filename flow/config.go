@@ -9,7 +9,7 @@ import (
 const (
 	defaultMTU      = 1400 // udp_prague's default packet size
 	defaultInterval = time.Second
-	videoMTU        = 1200 // video packets stay at or below this (§4.2)
+	videoMTU        = 1200 // video packets stay at or below this
 	defaultFPS      = 30
 	defaultMinRate  = 300_000   // bit/s
 	defaultMaxRate  = 8_000_000 // bit/s

@@ -121,7 +121,7 @@ func (o *Reporter) ReceiverSummary(s ReceiverSummary) {
 }
 
 // VideoSummary writes a video receiver's summary: the call's quality
-// figures (l4s-endpoints.md §4.2).
+// figures (docs/design.md, the video call).
 func (o *Reporter) VideoSummary(s VideoReceiverSummary) {
 	ge25, zero := figure.FPSShares(s.FPS, 25)
 	delay := figure.Summarise(figure.Millis(s.FrameDelay))

@@ -23,7 +23,8 @@ type PragueConfig struct {
 	RFC8888Period time.Duration // block report period; 0 = 25 ms (udp_prague's default)
 }
 
-// VideoConfig configures VideoSend and VideoRecv (l4s-endpoints.md §4.2).
+// VideoConfig configures VideoSend and VideoRecv (docs/design.md, the
+// video call).
 // Zero values take the defaults named on each field.
 type VideoConfig struct {
 	ECN           string        // ECNL4S (default) or ECNClassic

@@ -6,7 +6,7 @@ import (
 	"github.com/pi2hop/pi2hop/flow/wire"
 )
 
-// Receiver-side frame rules (l4s-endpoints.md §4.2).
+// Receiver-side frame rules (docs/design.md, the video call).
 const (
 	lateAfter    = 400_000 // µs after capture: a frame not complete by then is dropped
 	reorderGrace = 3       // packets past a frame's last sequence number before it counts as lost

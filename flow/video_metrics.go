@@ -4,7 +4,7 @@ import "time"
 
 // freezeDetector applies the W3C webrtc-stats freeze rule to display
 // times as they come: a gap of at least max(3·avg, avg + 150 ms), avg the
-// mean of the last 30 display intervals (l4s-endpoints.md §6).
+// mean of the last 30 display intervals.
 type freezeDetector struct {
 	start   int64 // µs: session start, for Stall.At
 	nominal int64 // µs per frame: avg before any interval is known

@@ -12,7 +12,7 @@ import (
 	"github.com/pi2hop/pi2hop/flow/wire"
 )
 
-// Video-call emulator constants (l4s-endpoints.md §4.2).
+// Video-call emulator constants (docs/design.md, the video call).
 const (
 	videoHeader     = wire.RTDataSize + wire.VideoSize
 	frameSizeSigma  = 0.2                    // lognormal σ of P-frame sizes

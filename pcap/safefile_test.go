@@ -11,8 +11,8 @@ import (
 )
 
 // A planted FILE.1 symlink is refused at rotation with an error naming
-// it, and what it points to is untouched (issue 13); the capture up to
-// then is complete.
+// it, and what it points to is untouched; the capture up to then is
+// complete.
 func TestCaptureRotationRefusesPlantedLink(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "cap.pcapng")

@@ -350,7 +350,7 @@ func TestSeeds(t *testing.T) {
 // a 10 s gap p' decays to 0 (the kernel takes 209 updates from its
 // maximum), so the second burst starts from the state the first did.
 func TestIdleUpdates(t *testing.T) {
-	const epoch = 1_764_489_600_000_000_000 // 2025-11-30 in ns
+	const epoch = 1_764_489_600_000_000_000 // a wall-clock time in ns, as captures carry
 	const gap = 10_000 * ms
 	var in []Packet
 	for _, start := range []int64{epoch, epoch + gap} {

@@ -67,8 +67,8 @@ func TestChecks(t *testing.T) {
 			[]string{"L4S call RTT p99 ≤", "L4S call loss"}},
 		{"l4s-demo L4S no better", report.Report{Scenario: "l4s-demo", Runs: []report.Run{callRun("dualpi2-l4s", 24, 0), callRun("dualpi2-classic", 24, 0)}},
 			[]string{"L4S call RTT p99 below"}},
-		// Issue 12's noisy machine: its pauses raise the p99 of every
-		// round trip; the check holds the ones they left alone.
+		// A noisy machine: its pauses raise the p99 of every round
+		// trip; the check holds the ones they left alone.
 		{"l4s-demo machine pauses", report.Report{Scenario: "l4s-demo", Runs: []report.Run{paused(callRun("dualpi2-l4s", 25.2, 0), 24.9, 0.07), callRun("dualpi2-classic", 40, 0.05)}}, nil},
 		{"l4s-demo slow outside pauses", report.Report{Scenario: "l4s-demo", Runs: []report.Run{paused(callRun("dualpi2-l4s", 25.2, 0), 25.1, 0.07), callRun("dualpi2-classic", 40, 0.05)}},
 			[]string{"L4S call RTT p99 ≤"}},
@@ -87,8 +87,8 @@ func TestChecks(t *testing.T) {
 			{WindowBytes: 6553500, RTTMs: 15, LinkBps: 1e8, PredictedBps: 1e8, MeasuredBps: 5e7, RelErr: 0.5},         // link-limited: not checked
 			{WindowBytes: 6553500, RTTMs: 120, LinkBps: 1e9, PredictedBps: 4.369e8, MeasuredBps: 2.8e8, RelErr: 0.36}, // 44 % of the link: not checked
 		}}, []string{"window 17520 B at 50 ms"}},
-		// Issue 12's bounds: ≥ 97 % and p99 ≤ 2.6 ms at 10 Mbit/s, ≥ 98.5 %
-		// and p99 ≤ 1.8 ms at 50 Mbit/s, all inclusive.
+		// The Prague bounds: ≥ 97 % and p99 ≤ 2.6 ms at 10 Mbit/s,
+		// ≥ 98.5 % and p99 ≤ 1.8 ms at 50 Mbit/s, all inclusive.
 		{"prague at the bounds", report.Report{Scenario: "prague", Runs: []report.Run{
 			withQueues(report.Run{Name: "prague", RateBps: 10e6, Utilisation: 0.97}, 2.6, 0),
 			withQueues(report.Run{Name: "prague-50mbit", RateBps: 50e6, Utilisation: 0.985}, 1.8, 0)}},

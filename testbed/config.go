@@ -17,7 +17,7 @@ type Config struct {
 	RateBps  uint64        `json:"rate_bps"` // bottleneck rate, both directions
 	RTT      time.Duration `json:"-"`        // base RTT: RTT/2 one-way delay each direction
 	Duration time.Duration `json:"-"`        // traffic time of each run, warm-up included
-	Warmup   time.Duration `json:"-"`        // left out of every figure (§6: 5 s)
+	Warmup   time.Duration `json:"-"`        // left out of every figure (the scenario's warm-up)
 	Seed     uint64        `json:"seed"`     // AQM randomness and video frame sizes
 	// Repeat runs each run this many times, interleaved (all runs once,
 	// then again); the report gives medians and ranges. 0 means 1.

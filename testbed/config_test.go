@@ -79,8 +79,8 @@ func TestL4SDemoRuns(t *testing.T) {
 	}
 }
 
-// The prague scenario keeps the kernel's min_qlen_step 0 (issue 12's
-// bounds are udp_prague's at kernel defaults) unless asked otherwise; the
+// The prague scenario keeps the kernel's min_qlen_step 0 (its bounds are
+// udp_prague's at kernel defaults) unless asked otherwise; the
 // others take the lab's 1.
 func TestPragueScenarioMinQlenStep(t *testing.T) {
 	one := uint32(1)

@@ -104,13 +104,13 @@ func (c Config) Runs() []RunSpec { return scenarios[c.Scenario].runs(c) }
 // finds the L queue empty can still be step-marked, and at 10 Mbit/s it
 // is whenever it waits behind a packet on the wire: a 1428-byte Prague
 // packet takes 1.14 ms to serialise, more than the 1 ms threshold. 1
-// exempts it, like RFC 9332's rule of no marking with one packet queued
-// (dualpi2.md §"differences", 3). Measured, coexist at 10 Mbit/s: Prague
-// gets 0.22× cubic's rate with 0, 1.15× with 1, L-queue p99 unchanged.
+// exempts it, like the Th_len of RFC 9332 Appendix A.1 (no L4S marking
+// while the L queue holds a single packet); without it Prague falls far
+// below cubic's rate in coexist (docs/performance.md).
 const DefaultMinQlenStep = 1
 
 // kernelMinQlenStep is the kernel's min_qlen_step, which the prague
-// scenario keeps: issue 12's bounds are udp_prague's at kernel defaults,
+// scenario keeps: its bounds are udp_prague's at kernel defaults,
 // and with 1 the first packet queued behind one on the wire goes unmarked,
 // which at 10 Mbit/s lets the L queue run one packet longer (the
 // virtual-time model, flow/prague TestAloneThroughDualPI2: p99

@@ -31,7 +31,7 @@ import (
 // the same delay line and writes the due packets as the hop does on a
 // fast link (held up to 100 µs after the first is due, while another
 // falls due before then): the floor under the hop's CPU per segment on a
-// paced link (issue 10's 1 Gbit/s target). Its timed waits keep the
+// paced link at 1 Gbit/s. Its timed waits keep the
 // kernel's default 50 µs timer slack, so it wakes later than an exact
 // hop and writes larger batches: it errs towards a lower floor.
 

@@ -1,5 +1,5 @@
 // Command benchhop measures the live hop against the kernel's own router
-// on this machine, in one run (issues 3 and 10, `make bench-hop`), through
+// on this machine, in one run (`make bench-hop`), through
 // each TUN backend (offload and water): forwarding throughput unshaped
 // (TCP in rounds interleaved with the kernel router's, -rounds; UDP with
 // 1500-byte packets), shaped TCP through DualPI2 with 10 ms delay at 1, 2,

@@ -236,7 +236,7 @@ func TestReplayFIFOTailDrop(t *testing.T) {
 
 // TestReplayPI: 20 Classic packets at t=0 on a 1 Mbit/s link (12 ms each)
 // keep the C head's sojourn equal to t, so the PI updates follow the ramp
-// of dualpi2.md §14 item 6. PI lines stop once the last packet has left
+// aqm's TestRamp checks against the kernel's calculate_probability. PI lines stop once the last packet has left
 // and are interleaved with packet lines in time order.
 func TestReplayPI(t *testing.T) {
 	var b strings.Builder

@@ -4,9 +4,8 @@
 // in the tests.
 //
 // It follows the control law of L4STeam's udp_prague (PragueCC in
-// prague_cc.cpp, read at commit 9a5c6d8), as l4s-endpoints.md §1.1 sums it
-// up, and RFC 9331 §4.3; deliberate differences are commented where they
-// are:
+// prague_cc.cpp, read at commit 9a5c6d8) and RFC 9331 §4.3; deliberate
+// differences are commented where they are:
 //   - alpha is an EWMA (gain 1/16) of the CE fraction, updated once per
 //     virtual RTT and only after a full window was acknowledged;
 //   - on an ACK with new CE marks, at most one reduction per vRTT, by

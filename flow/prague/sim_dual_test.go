@@ -253,13 +253,14 @@ func TestBesideCubicPacketLaw(t *testing.T) {
 	}
 }
 
-// Prague alone through the aqm package's DualPI2 at issue 12's rates and
-// bounds, with the kernel's defaults, as the issue measured udp_prague
-// (10 Mbit/s ≥ 97 %, L p99 ≤ 2.6 ms; 50 Mbit/s ≥ 98.5 %, p99 ≤ 1.8 ms;
-// 1400 B payloads). With the lab's min_qlen_step 1 the first packet
-// queued behind one on the wire is not step-marked, so at 10 Mbit/s the
-// queue runs one packet longer before the marks start: this model then
-// gives p99 2.83 ms (logged, not held to the kernel-default bound).
+// Prague alone through the aqm package's DualPI2 at the lab's Prague rates
+// and bounds (testbed's pragueBounds: 10 Mbit/s ≥ 97 %, L p99 ≤ 2.6 ms;
+// 50 Mbit/s ≥ 98.5 %, p99 ≤ 1.8 ms; 1400 B payloads), with the kernel's
+// defaults, under which udp_prague was measured through the hop. With the
+// lab's min_qlen_step 1 the first packet queued behind one on the wire is
+// not step-marked, so at 10 Mbit/s the queue runs one packet longer
+// before the marks start: this model then gives p99 2.83 ms (logged, not
+// held to the kernel-default bound).
 func TestAloneThroughDualPI2(t *testing.T) {
 	for _, tt := range []struct {
 		mbit    float64
@@ -287,10 +288,10 @@ func TestAloneThroughDualPI2(t *testing.T) {
 // queue overshoots further before the cut (p99 4.1 against 2.5 ms); and
 // the window, which must allow for the period (FeedbackHold), no longer
 // brakes the flow between marks as the tight per-packet one does. Together
-// some 7 % of the goodput: issue 12's ±5 % does not hold for this law.
-// (With udp_prague's window, no allowance, the same model gives 0.57.)
-// The live comparison (TestFeedbackThroughHop in flow) measures
-// more, 0.95-0.99, because there the per-packet flow loses time to its
+// some 7 % of the goodput: the ±5 % the live comparison allows does not
+// hold for this law. (With udp_prague's window, no allowance, the same
+// model gives 0.57.) The live comparison (TestFeedbackThroughHop in flow)
+// comes out closer, because there the per-packet flow loses time to its
 // window on the machine's stalls too.
 func TestBlockFeedbackCost(t *testing.T) {
 	qc := aqm.DefaultConfig()

@@ -172,8 +172,8 @@ func (b *stepBottleneck) send(now int64, size int) (int64, bool) {
 
 // One flow under DualPI2's step marking alone (1 ms threshold, 20 ms base
 // RTT) fills the link and keeps the L queue short, with full 1400-byte
-// packets: issue 12's bounds, from udp_prague through the hop (10 Mbit/s:
-// 97.4 % and p99 2.50 ms; 50 Mbit/s: 98.9-99.4 % and p99 1.22-1.77 ms).
+// packets: the lab's bounds, which are udp_prague's figures through the
+// hop (docs/performance.md).
 // The queue peaks near the threshold plus one RTT's growth
 // (MTU·(srtt/vRTT)², 0.7 ms at 10 Mbit/s) plus the packet ahead. The
 // 28 bytes of IP and UDP header matter at 10 Mbit/s: they make a packet

@@ -10,10 +10,9 @@ import (
 // wakeups models the endpoints' scheduling on the lab's machine: every
 // time a thread waits (the receiver for a data packet, the sender for an
 // ACK or its pacing time) it runs a lognormal time after the event. The
-// median 40 µs and σ = 1 (p90 144 µs, p99 410 µs, mean 66 µs) fit the
-// receiver hold (kernel receive time → ACK sent) measured in live
-// `lab prague --quick` runs on the 2-core VM: p50 31-47, p90 92-167,
-// p99 260-820 µs over ~6 800 ACKs per run.
+// median 40 µs and σ = 1 (p90 144 µs, p99 410 µs, mean 66 µs) are
+// fitted to the receiver hold (kernel receive time → ACK sent) that live
+// `lab prague --quick` runs log (docs/performance.md).
 type wakeups struct {
 	median, sigma float64 // µs
 	rng           *rand.Rand
@@ -28,7 +27,7 @@ func (w *wakeups) draw() int64 {
 }
 
 // With the endpoints' measured wake-ups, one flow under step marking still
-// meets issue 12's bounds when the pacer makes up to 1 ms of lateness
+// meets the lab's Prague bounds when the pacer makes up to 1 ms of lateness
 // (flow.maxLateness), also after a window-limited wait. udp_prague's pacer
 // instead starts afresh from the ACK that opens its window (its compRecv
 // carries only the lateness of a pacing timeout); with jittered ACKs that

@@ -1,5 +1,5 @@
 // Package metrics computes the lab's figures from raw samples, exactly as
-// reference/l4s-endpoints.md §6 defines them: loss, goodput and
+// docs/design.md defines them: loss, goodput and
 // utilisation, Jain's fairness index, received frames per second and
 // stalls by the W3C webrtc-stats freeze rule. Percentiles, summaries,
 // CDFs and frame-rate shares live in package figure, shared with the

@@ -5,8 +5,8 @@ import (
 	"time"
 )
 
-// Goodput is the application payload delivered in d, in bit/s (§6:
-// distinct payload bytes delivered in order). 0 when d <= 0.
+// Goodput is the application payload delivered in d, in bit/s: distinct
+// payload bytes delivered in order. 0 when d <= 0.
 func Goodput(bytes uint64, d time.Duration) float64 {
 	if d <= 0 {
 		return 0
@@ -49,8 +49,8 @@ func Jain(rates []float64) float64 {
 	return sum * sum / (float64(len(rates)) * sq)
 }
 
-// RateRatio is a/b (§6: the L4S flow's rate over the classic flow's;
-// DualPI2 with k = 2 aims at about 1). +Inf when only b is 0, 0 when both are.
+// RateRatio is a/b: the L4S flow's rate over the classic flow's, which
+// DualPI2 with k = 2 aims to keep near 1 (RFC 9332 §2.5). +Inf when only b is 0, 0 when both are.
 func RateRatio(a, b float64) float64 {
 	if b == 0 {
 		if a == 0 {

@@ -6,7 +6,7 @@ import "time"
 type Stalls struct {
 	Count     int     `json:"count"`           // freezes (webrtc-stats freezeCount)
 	TotalMs   float64 `json:"total_ms"`        // Σ freeze durations inside the window, ms
-	Rate      float64 `json:"rate"`            // freeze time / window length (§6 "stall rate")
+	Rate      float64 `json:"rate"`            // freeze time / window length (the stall rate)
 	PerMinute float64 `json:"per_minute"`      // Count per minute of window
 	Gaps100ms int     `json:"gaps_over_100ms"` // display gaps > 100 ms, frozen or not
 }

@@ -101,7 +101,7 @@ type Run struct {
 	Error     string           `json:"error,omitempty"` // set when the run failed
 }
 
-// Call is the video call's experience (l4s-endpoints §6).
+// Call is the video call's experience (docs/design.md, the lab's figures).
 type Call struct {
 	Label string `json:"label"`
 	ECN   string `json:"ecn"` // "l4s" (ECT(1)) or "classic" (Not-ECT)
