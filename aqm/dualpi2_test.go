@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// Behaviours 1 and 2: classification by ECN mask, then Meta.Class.
+// dualpi2_skb_classify: classification by ECN mask, then Meta.Class.
 func TestClassify(t *testing.T) {
 	tests := []struct {
 		mask   uint8
@@ -93,8 +93,9 @@ func TestTwoMTUGuard(t *testing.T) {
 	}
 }
 
-// Behaviours 10, 11, 12, 16 and the Not-ECT rule, at p' = 1 (every roll
-// fires) so each row is exact.
+// The PI verdicts (must_drop, dualpi2_classic_marking and
+// dualpi2_scalable_marking), overload and the Not-ECT rule included, at
+// p' = 1 (every roll fires) so each row is exact.
 func TestMarkingTable(t *testing.T) {
 	type row struct {
 		ecn      ECN
@@ -150,8 +151,9 @@ func TestMarkingTable(t *testing.T) {
 	}
 }
 
-// Behaviours 10, 11, 12 and 16: long-run fractions at a fixed p', with the
-// backlog held above 2 MTU. Tolerances are 5 standard deviations.
+// The PI verdicts' long-run fractions at a fixed p' (RFC 9332 §2.1:
+// p'² for Classic, k·p' for L4S, drop on overload), with the backlog held
+// above 2 MTU. Tolerances are 5 standard deviations.
 func TestMarkDropFractions(t *testing.T) {
 	const n = 20000
 	tests := []struct {
@@ -276,7 +278,7 @@ func TestMinQlenStep(t *testing.T) {
 	}
 }
 
-// Behaviours 19 and 20: the WRR credit scheduler.
+// dequeue_packet's WRR credit scheduler, classic_protection 0 included.
 func TestWRR(t *testing.T) {
 	tests := []struct {
 		protection uint8

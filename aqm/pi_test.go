@@ -48,7 +48,8 @@ func setHead(t *testing.T, q *DualPI2, now, qdelay int64) {
 	}
 }
 
-// Behaviours 4, 5 and 8: exact integer PI updates.
+// calculate_probability: exact integer PI updates, saturating at 0 and
+// MaxProb.
 func TestCalculateProbability(t *testing.T) {
 	tests := []struct {
 		name        string

@@ -19,8 +19,9 @@ import (
 // loss slows the flow.
 //
 // The loop runs on a thread of its own with 1 ns timer slack, at nice -20
-// where permitted, and waits with ppoll, so packets leave within some
-// 10-50 µs of their pacing time at a modest CPU cost.
+// where permitted, and waits with ppoll, so packets leave close to their
+// pacing time, at a modest CPU cost, instead of when the Go scheduler
+// gets round to the goroutine.
 func PragueSend(ctx context.Context, conn *net.UDPConn, peer netip.AddrPort, cfg PragueConfig, report func(Interval)) (SenderSummary, error) {
 	cfg, classic, err := cfg.withDefaults()
 	if err != nil {

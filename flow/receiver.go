@@ -115,11 +115,10 @@ func (a *ackState) data(now, at int64, d wire.Data, e aqm.ECN, n int) wire.ACK {
 // received it (at), tick at least every 20 ms (and by the time wake
 // returns, when it is not nil and returns a time > 0), and tick with final
 // set at the end. It runs on a thread of its own (onPreciseThread) and
-// waits with ppoll rather than the netpoller, so an ACK leaves within
-// some 10-50 µs of its packet's arrival instead of after the runtime got
-// round to the goroutine (measured through the hop on a busy 2-core VM:
-// p90 0.6 ms, p99 2.4 ms that way), which Prague's window counts as
-// RTT that srtt does not.
+// waits with ppoll rather than the netpoller, so an ACK leaves soon after
+// its packet's arrival instead of after the runtime got round to the
+// goroutine, which on a busy machine can take ms (docs/performance.md)
+// and which Prague's window counts as RTT that srtt does not.
 func recvLoop(ctx context.Context, conn *net.UDPConn, clock wire.Clock, duration time.Duration,
 	onPacket func(now, at int64, p []byte, from netip.AddrPort, e aqm.ECN) error, tick func(now int64, final bool) error,
 	wake func() int64) error {

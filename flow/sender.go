@@ -232,11 +232,9 @@ func (s *sender) ackAge(now int64, seq int32, echoed int64) int64 {
 // for the report. The controller takes its sample as read, as udp_prague
 // does: its window must cover both ends' wake-ups. The figure reported is
 // the path's RTT, without the holds: on a machine that runs the hop and
-// every endpoint, the endpoints' wake-ups (measured on the 2-core VM
-// beside the l4s-demo load: p50 65 µs, p99 0.7-0.9 ms at each end) are
-// the lab's cost, not the path's. With the receiver's echo frozen at its
-// kernel's receive time (ackState.data), the figure is kernel to kernel,
-// as TCP measures it.
+// every endpoint, the endpoints' wake-ups are the lab's cost, not the
+// path's. With the receiver's echo frozen at its kernel's receive time
+// (ackState.data), the figure is kernel to kernel, as TCP measures it.
 func (s *sender) sample(ctl, rtt, hold, now int64) {
 	s.cc.RTT(ctl)
 	path := max(rtt-max(hold, 0), 1)

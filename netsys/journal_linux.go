@@ -123,8 +123,8 @@ func (j *Journal) AddAddr(ns, dev string, p netip.Prefix) error {
 // locally. An IPv6 address's local route is installed by addrconf's work
 // queue, not by the request that added it (even with NODAD): until that
 // work has run, packets to the address are treated as someone else's and
-// dropped (Ip6InAddrErrors). On a loaded machine that took over 100 ms,
-// and a hop's first packets were lost.
+// dropped (Ip6InAddrErrors). On a loaded machine that can take over
+// 100 ms, long enough to lose a hop's first packets.
 func waitLocal(h *netlink.Handle, a netip.Addr) error {
 	deadline := time.Now().Add(5 * time.Second)
 	for {

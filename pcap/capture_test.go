@@ -427,8 +427,8 @@ func TestCloseWhileOffering(t *testing.T) {
 		})
 	}
 	// Close while both offer: after each has offered at least once (on a
-	// loaded 2-core VM one of three busy goroutines may not run for a
-	// fixed 20 ms), and a little later.
+	// loaded machine with fewer cores than busy goroutines one may not
+	// run for a fixed 20 ms), and a little later.
 	offering.Wait()
 	time.Sleep(20 * time.Millisecond)
 	var closers sync.WaitGroup

@@ -171,8 +171,8 @@ func TestConfigRepeat(t *testing.T) {
 	}
 }
 
-// TestPragueRates: the prague scenario runs at 10 and 50 Mbit/s (issue
-// 12's two cases), --quick at 10 only, and a --rate of the user's alone.
+// TestPragueRates: the prague scenario runs at 10 and 50 Mbit/s (the two
+// rates with reference bounds), --quick at 10 only, and a --rate of the user's alone.
 func TestPragueRates(t *testing.T) {
 	for _, tt := range []struct {
 		in    Config

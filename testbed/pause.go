@@ -14,9 +14,8 @@ import (
 // CPUs: the host of a VM descheduled it (seen as steal), or something
 // beneath the hop's owners kept the wake-up probe, a real-time thread at
 // their priority pinned to each CPU, from waking on time. Every packet in
-// flight through the hop then waits, whatever the queue does: on the
-// 2-core VM pauses are 5-10 ms, and a few of them in a run decide a call's
-// RTT p99.
+// flight through the hop then waits, whatever the queue does: on a VM
+// pauses last ms, and a few of them in a run decide a call's RTT p99.
 
 // span is a stretch of a run's time, [from, to], since its traffic started.
 type span struct{ from, to time.Duration }

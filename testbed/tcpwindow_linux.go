@@ -56,9 +56,8 @@ func setClamp(fd uintptr, w uint64) error {
 // clampConn re-applies TCP_WINDOW_CLAMP after every read. Linux (6.x)
 // resets the clamp from the receive buffer whenever an arriving segment
 // changes its payload/truesize estimate (tcp_measure_rcv_mss), so a clamp
-// set before connect alone lets the window grow past w (measured: 17 520 B
-// asked, 26 064 B advertised). A setsockopt per read costs far less than
-// the read.
+// set before connect alone lets the window grow past w. A setsockopt per
+// read costs far less than the read.
 //
 // It embeds net.Conn, not *net.TCPConn, on purpose: TCPConn's WriteTo
 // would let io.Copy read around Read and so around the clamp.

@@ -288,9 +288,8 @@ func (d *offloadDevice) readvBlock(fd uintptr) bool {
 // readv and writev use RawSyscall: neither blocks (the descriptor is
 // non-blocking, a TUN write never waits), so there is no P to hand off,
 // and skipping entersyscall/exitsyscall saves the owner the race with
-// sysmon taking its P during a long write (Go 1.26 then spins in
-// exitsyscall; 19 % of the hop's CPU at 1 Gbit/s in a perf profile on the
-// loaded 2-core VM, 8.5 % after).
+// sysmon taking its P during a long write, after which exitsyscall spins
+// to get a P back (docs/performance.md has the profile).
 func (d *offloadDevice) readv(fd uintptr) {
 	for {
 		r, _, e := unix.RawSyscall(unix.SYS_READV, fd, uintptr(unsafe.Pointer(&d.riov[0])), uintptr(d.rIov))

@@ -325,10 +325,10 @@ func run() error {
 // backend, kernel, ...), a fresh pair each time, and prints each one's
 // median rate and the median of the rounds' ratios for the first backend,
 // with every round's ratio beside it. Both sides of a ratio share a
-// round: on this VM the kernel router's own rate moved from 13.9 to 20
-// Gbit/s between two runs minutes apart, so a lone pair of runs says as
-// much about the minute as about the hop. It returns the owners' CPU
-// summed over the rounds, per backend.
+// round: on a VM the kernel router's own rate moves a lot between runs
+// minutes apart, so a lone pair of runs says as much about the minute as
+// about the hop. It returns the owners' CPU summed over the rounds, per
+// backend.
 func unshapedTCP(prefix string, kernel path, bs []tun.Backend) ([]cpuRow, error) {
 	n := max(*rounds, 1)
 	krate := make([]float64, 0, n)
@@ -447,14 +447,12 @@ func newPair(prefix string, b tun.Backend, bps uint64, delay time.Duration) (*to
 
 // bdpBuffers lets TCP in p's namespaces grow its buffers to 64 MB. The
 // kernel's defaults (tcp_rmem max 6 MB, half of it window) hold a flow at
-// 1 Gbit/s to about 0.7-0.9 Gbit/s once DualPI2's 15 ms Classic target is
-// added to a 20 ms RTT: the measurement would show the socket buffers, not
-// the hop. 32 MB was still short at 5 Gbit/s: BBR, this VM's default,
-// keeps twice the path's BDP in flight (24 MB at 5 Gbit/s and 20 ms), and
-// a receive buffer advertises about half of itself. Measured (two runs
-// each): 32 MB 0.85-0.91 of 5 Gbit/s and 6.7 Gbit/s on a 10 Gbit/s link,
-// 64 MB 0.93-0.95 and 8.1-8.2, 128 MB no more than 64. Each namespace has
-// its own copy of these sysctls.
+// 1 Gbit/s below the link once DualPI2's 15 ms Classic target is added to
+// a 20 ms RTT: the measurement would show the socket buffers, not the
+// hop. At 5 Gbit/s BBR keeps twice the path's BDP in flight (24 MB at 20
+// ms) and a receive buffer advertises about half of itself, so 32 MB is
+// still short; docs/performance.md has the rates per buffer size. Each
+// namespace has its own copy of these sysctls.
 func bdpBuffers(p path) error {
 	for _, ns := range []string{p.client, p.server} {
 		err := netsys.Do(ns, func() error {
@@ -571,10 +569,9 @@ func tcpRate(p path) (tcpResult, error) {
 		if err == nil {
 			// Reads of 256 KiB, as the sender's writes. io.Copy to
 			// io.Discard reads 8 KiB at a time (Discard's ReadFrom), and a
-			// receiver that pays a system call per 8 KiB fell behind at 5
-			// Gbit/s on this machine: its window closed (TCP_INFO:
-			// rwnd-limited 19 % of the time) and the figure was 0.77-0.86
-			// of the link where it is 0.91-0.95 with these reads.
+			// receiver that pays a system call per 8 KiB falls behind at
+			// Gbit/s rates: its window closes (TCP_INFO shows it
+			// rwnd-limited) and the figure would measure the receiver.
 			buf := make([]byte, 256<<10)
 			for {
 				if _, err := c.Read(buf); err != nil {

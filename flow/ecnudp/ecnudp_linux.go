@@ -164,12 +164,12 @@ func Precise() {
 // udp_prague's endpoints run SCHED_RR as root (its UDPSocket asks for it):
 // without a boost a busy machine holds an ACK or a paced packet back by
 // milliseconds, and Prague's window, 3 % and one packet above rate·srtt,
-// then stops the flow. Here we differ from udp_prague on purpose: through
-// pi2hop shell at 50 Mbit/s, SCHED_RR endpoints (below the hop's owners)
-// stopped for 0.87 s in two runs of three while the hop kept time, likely
-// a stop-the-world of their own Go runtime waiting for a CFS thread that
-// the real-time threads kept off both CPUs until the kernel's fair server
-// let it run; at nice -20 they never did. Call it from a locked thread
+// then stops the flow. Here we differ from udp_prague on purpose:
+// SCHED_RR endpoints (below the hop's owners) can stop for most of a
+// second while the hop keeps time, likely a stop-the-world of their own
+// Go runtime waiting for a CFS thread that the real-time threads keep off
+// every CPU until the kernel's fair server lets it run; at nice -20 no
+// such stop shows (docs/performance.md).
 // (Precise): setpriority on a thread id sets that thread only.
 func Favour() bool {
 	return unix.Setpriority(unix.PRIO_PROCESS, unix.Gettid(), -20) == nil

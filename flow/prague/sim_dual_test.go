@@ -234,8 +234,8 @@ func runDual(t *testing.T, qc aqm.Config, mbit float64, cubic bool, block int64)
 // Beside one cubic flow through kernel-default DualPI2 (the aqm package's)
 // at 10 Mbit/s and 20 ms RTT, the Prague flow keeps the reference's packet
 // sizes: its mean packet is within 10 % of the law, rate·vRTT/2 between
-// 150 B and 1400 B, for the rate it gets. (pi2hop's old 0.5 ms
-// serialisation cap made it ~180 B there.) The lab's min_qlen_step 1 too.
+// 150 B and 1400 B, for the rate it gets, where a cap on serialisation
+// time would shrink it far below. The lab's min_qlen_step 1 too.
 func TestBesideCubicPacketLaw(t *testing.T) {
 	for _, minQlen := range []uint32{0, 1} {
 		qc := aqm.DefaultConfig()

@@ -1,7 +1,7 @@
 // Package procs is the one place that sets GOMAXPROCS in pi2hop. Two
 // needs meet here, and setting it from each would undo the other (a lab
-// restoring its old value under a running hop took the hop's extra Ps
-// away):
+// restoring its old value under a running hop would take the hop's extra
+// Ps away):
 //
 //   - extra: every running owner gets a P of its own. An owner spends its
 //     life blocked in ppoll on a locked thread. While it sleeps the

@@ -112,8 +112,8 @@ type Call struct {
 	// wake-up probe woke over 1 ms late) or drained the queue it left
 	// (testbed's machinePauses); PausedShare is the share of RTTMs's
 	// samples left out of it, -1 where neither steal nor a probe was
-	// there to tell. On a VM pauses are 5-10 ms: a few of them decide a
-	// p99 that says nothing about the queue.
+	// there to tell. On a VM pauses last ms: a few of them decide a p99
+	// that says nothing about the queue.
 	RTTOutsidePausesMs figure.Summary `json:"rtt_outside_pauses_ms"`
 	PausedShare        float64        `json:"rtt_paused_share"`
 	// Loss: (sent − received)/sent over the measured time; LossMax1s the
