@@ -27,8 +27,8 @@ const (
 	// counter's growth.
 	stealTick = 10 * time.Millisecond
 	// pauseLateness is the wake-up probe's lateness that makes a
-	// pause: twenty times the hop's own timing error at p99 (0.05 ms in
-	// the lab), and a fifth of the call's 5 ms margin.
+	// pause: far above the hop's own timing error at p99 in the lab
+	// (docs/performance.md), and a fifth of the call's 5 ms margin.
 	pauseLateness = time.Millisecond
 	// floorLag is how long a probe's worst wake-up may take to reach a
 	// sample: the probe reports every 20 ms (wakeprobe.ReportEvery), and a
