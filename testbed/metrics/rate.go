@@ -50,7 +50,8 @@ func Jain(rates []float64) float64 {
 }
 
 // RateRatio is a/b: the L4S flow's rate over the classic flow's, which
-// DualPI2 with k = 2 aims to keep near 1 (RFC 9332 §2.5). +Inf when only b is 0, 0 when both are.
+// DualPI2 with k = 2 aims to keep near 1 (RFC 9332 §2.1). +Inf when only
+// b is 0, 0 when both are.
 func RateRatio(a, b float64) float64 {
 	if b == 0 {
 		if a == 0 {
