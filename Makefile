@@ -31,10 +31,14 @@ test: lint
 test-short:
 	$(GO) test -short -count=1 $(PKGS)
 
+# gofmt, vet, and comments that state reasons rather than history: no
+# dates, issue numbers or citations of documents outside the repository
+# (internal/commentlint).
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
+	$(GO) test -short -count=1 ./internal/commentlint
 
 # Reads `go test -bench` output and prints each headline figure with its
 # ratio to the baseline from the same run.
