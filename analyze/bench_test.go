@@ -10,7 +10,7 @@ import (
 
 // BenchmarkAnalyze1M analyses a capture of one million packet records
 // (500 000 packets, each at the in tap and at the out or drop tap, all
-// annotated), the size the issue sets a 10 s budget for.
+// annotated): analysing a capture this size has a 10 s target.
 func BenchmarkAnalyze1M(b *testing.B) {
 	path := filepath.Join(b.TempDir(), "1m.pcapng")
 	start := time.Now()
