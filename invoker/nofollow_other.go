@@ -1,3 +1,5 @@
+//go:build !unix
+
 package invoker
 
 // Windows has no O_NOFOLLOW: there Create relies on O_EXCL alone, which

@@ -1,3 +1,5 @@
+//go:build !unix
+
 package statefile
 
 // Windows has no O_NOFOLLOW; pi2hop keeps no state files there (the
