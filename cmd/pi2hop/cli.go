@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -161,7 +160,7 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		}
 		return unknownSub(c, fs.Arg(0))
 	}
-	if err := needsLinux(c, runtime.GOOS); err != nil {
+	if err := needsLinux(c, goos); err != nil {
 		return err
 	}
 	return run(ctx, env, fs.Args())

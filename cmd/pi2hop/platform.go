@@ -1,6 +1,12 @@
 package main
 
-import "fmt"
+import (
+	"fmt"
+	"runtime"
+)
+
+// goos is the system Run dispatches for; a test sets another.
+var goos = runtime.GOOS
 
 // linuxOnly names each command that runs only on Linux and what it needs
 // there. Elsewhere it exits 2 with one line saying so; its help still

@@ -50,6 +50,26 @@ func TestLinuxOnlyCommands(t *testing.T) {
 	}
 }
 
+// TestRunElsewhere runs the dispatcher as it runs on darwin: a Linux-only
+// command with valid flags stops before doing anything, exit 2, one line;
+// its help and a portable command's help still print.
+func TestRunElsewhere(t *testing.T) {
+	defer func(g string) { goos = g }(goos)
+	goos = "darwin"
+	// stats, not share: were the check missing, the test would only ask
+	// for an instance that is not there, not change the machine.
+	_, _, err := runOut("stats", "--name", "pi2hop-no-such-instance")
+	var stderr bytes.Buffer
+	if code := exitCode(err, &stderr); code != 2 || stderr.String() != "pi2hop stats: needs Linux ("+linuxOnly["stats"]+")\n" {
+		t.Errorf("stats on darwin: exit %d, %q", code, stderr.String())
+	}
+	for _, args := range [][]string{{"share", "--help"}, {"help", "share"}, {"replay", "--help"}, {"flow", "prague-send", "--help"}} {
+		if out, _, err := runOut(args...); err != nil || !strings.HasPrefix(out, "Usage: pi2hop ") {
+			t.Errorf("%q on darwin: %v, %.40q", args, err, out)
+		}
+	}
+}
+
 // linuxOnlyPackages are what only builds for Linux: TUN devices, the
 // box's network state, and the libraries behind them.
 var linuxOnlyPackages = []string{
@@ -62,13 +82,15 @@ var linuxOnlyPackages = []string{
 	"github.com/pi2hop/pi2hop/hop",
 	"github.com/pi2hop/pi2hop/lan",
 	"github.com/pi2hop/pi2hop/instance",
+	"github.com/pi2hop/pi2hop/topology",
+	"github.com/pi2hop/pi2hop/testbed",
 }
 
 // TestPortableCommandsLinkNoLinuxPackage: what replay, analyze and flow
 // run on links none of the Linux-only packages, as built for each other
 // system, so they work there for what they are and not by stubs.
 func TestPortableCommandsLinkNoLinuxPackage(t *testing.T) {
-	pkgs := []string{"../../replay", "../../pcap", "../../flow/..."}
+	pkgs := []string{"../../replay", "../../analyze", "../../flow/..."}
 	for _, goos := range otherSystems {
 		cmd := exec.Command("go", append([]string{"list", "-deps"}, pkgs...)...)
 		cmd.Env = append(cmd.Environ(), "GOOS="+goos, "GOARCH=amd64", "CGO_ENABLED=0")
