@@ -19,8 +19,8 @@ var linuxOnly = map[string]string{
 	"lab":   "network namespaces, veth pairs, TUN devices",
 	// A running instance's control socket: only run, shell and share
 	// start one.
-	"stats": "a running instance, which run, shell and share start there",
-	"set":   "a running instance, which run, shell and share start there",
+	"stats": "a local instance started by run, shell or share",
+	"set":   "a local instance started by run, shell or share",
 }
 
 // platformError is a command this system cannot run: printed as is, one
