@@ -17,8 +17,6 @@ var linuxOnly = map[string]string{
 	"shell": "TUN devices, network namespaces",
 	"share": "TUN devices, netlink, nftables",
 	"lab":   "network namespaces, veth pairs, TUN devices",
-	// A running instance's control socket: only run, shell and share
-	// start one.
 	"stats": "a local instance started by run, shell or share",
 	"set":   "a local instance started by run, shell or share",
 }
