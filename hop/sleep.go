@@ -9,10 +9,8 @@ package hop
 const minSleep = 25_000 // ns
 
 // batchSleep is how long the owner sleeps when packets leave closer than
-// minSleep apart (links over ~500 Mbit/s): at most 10 000 wake-ups a second
-// however fast the link. On the 2-core VM, TCP through 1 Gbit/s + 10 ms
-// took 20 % less owner CPU per segment with 100 µs than with 25 µs, and
-// filled more of the link (measured on a loaded machine, see the commit).
-// Links up to ~500 Mbit/s never batch: their releases keep the lateness of
-// a single wake-up.
+// minSleep apart (links over ~500 Mbit/s): at most 10 000 wake-ups a
+// second however fast the link, and fewer wake-ups per segment cost less
+// owner CPU. Links up to ~500 Mbit/s never batch: their releases keep the
+// lateness of a single wake-up.
 const batchSleep = 100_000 // ns
