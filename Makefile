@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin/pi2hop
 PKGS    := ./...
 
-.PHONY: all build test test-short bench bench-hop lint cross lab clean
+.PHONY: all build test test-short bench bench-hop lint lab clean
 
 all: build
 
@@ -40,6 +40,7 @@ lint:
 # type-check there (vet), and the binary must link without cgo. replay,
 # analyze, flow and help work there; the Linux-only commands say what they
 # need. Only vet and the one binary, to stay quick.
+.PHONY: cross
 cross:
 	GOOS=darwin GOARCH=arm64 $(GO) vet $(PKGS)
 	GOOS=windows GOARCH=amd64 $(GO) vet $(PKGS)
