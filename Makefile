@@ -21,7 +21,7 @@ build:
 # at a time (-p 1): the root tests measure rates, delays and pacing through
 # the hop, and on a 2-core machine two of them at once starve each other.
 # Then the unit tests again under the race detector.
-test: lint
+test: lint cross
 	@./scripts/test-deps
 	$(GO) build -o bin/testsum ./internal/testsum
 	$(GO) test -p 1 -count=1 -timeout 45m -json $(PKGS) | bin/testsum
@@ -39,6 +39,18 @@ lint:
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
 	$(GO) test -short -count=1 ./internal/commentlint
+
+# The other systems pi2hop builds for: every package with its tests must
+# type-check there (vet), and the binary must link without cgo. replay,
+# analyze, flow and help work there; the Linux-only commands say what they
+# need. Only vet and the one binary, to stay quick.
+.PHONY: cross
+cross:
+	GOOS=darwin GOARCH=arm64 $(GO) vet $(PKGS)
+	GOOS=windows GOARCH=amd64 $(GO) vet $(PKGS)
+	GOOS=freebsd GOARCH=amd64 $(GO) vet $(PKGS)
+	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -o /dev/null ./cmd/pi2hop
+	GOOS=darwin GOARCH=amd64 CGO_ENABLED=0 $(GO) build -o /dev/null ./cmd/pi2hop
 
 # Reads `go test -bench` output and prints each headline figure with its
 # ratio to the baseline from the same run.

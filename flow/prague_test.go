@@ -12,8 +12,10 @@ import (
 
 func udpPair(t *testing.T, addr string) (a, b *net.UDPConn) {
 	t.Helper()
-	if runtime.GOOS != "linux" {
-		t.Skip("the endpoints' ECN sockets are Linux only")
+	switch runtime.GOOS {
+	case "linux", "darwin", "freebsd":
+	default:
+		t.Skip("the endpoints' ECN sockets need IP_TOS and IP_RECVTOS, which " + runtime.GOOS + " lacks")
 	}
 	open := func() *net.UDPConn {
 		c, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.MustParseAddrPort(addr)))

@@ -157,18 +157,6 @@ func pause(d int64) {
 	unix.RawSyscall(unix.SYS_NANOSLEEP, uintptr(unsafe.Pointer(&ts)), 0, 0)
 }
 
-// minSleep is the shortest sleep: at 1 Gbit/s a packet leaves every
-// 12 µs, and waking for each costs more CPU than the forwarding itself;
-// sleeping a little longer handles several, each at its scheduled time.
-const minSleep = 25_000 // ns
-
-// batchSleep is how long the owner sleeps when packets leave closer than
-// minSleep apart (links over ~500 Mbit/s): at most 10 000 wake-ups a
-// second however fast the link, and fewer wake-ups per segment cost less
-// owner CPU (docs/performance.md). Links up to ~500 Mbit/s never batch:
-// their releases keep the lateness of a single wake-up.
-const batchSleep = 100_000 // ns
-
 // Bounds of the learnt lead: at least minLead, at most maxLead and never
 // more than a quarter of the wait, so spinning stays under a quarter of a
 // core even when every wait gets a lead.

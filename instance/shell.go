@@ -199,17 +199,7 @@ func (t *Shell) Wait(ctx context.Context) error {
 		"PI2HOP_NETNS=" + p.ClientNS,
 		"PI2HOP_HOST=" + p.ServerAddr.String(), "PI2HOP_HOST6=" + p.ServerAddr6.String(),
 		"PI2HOP_ADDR=" + p.ClientAddr.String(), "PI2HOP_ADDR6=" + p.ClientAddr6.String()})
-	// The command dies with pi2hop, also when pi2hop is killed: else it
-	// would live on in a namespace whose bottleneck is gone. The signal
-	// comes when the forking thread ends, and InClient's thread lives as
-	// long as the process (it goes back to the runtime's pool); Go sets it
-	// after the credentials, whose change would clear it (prctl(2)).
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if t.User != nil {
-		// Dropping every uid from 0 clears the capabilities (see
-		// invoker.User.Credential).
-		cmd.SysProcAttr.Credential = t.User.Credential()
-	}
+	cmd.SysProcAttr = childAttr(t.User)
 	if err := p.InClient(cmd.Start); err != nil {
 		return fmt.Errorf("shell: start %s: %w", t.path, err)
 	}

@@ -33,7 +33,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"syscall"
 
 	"github.com/pi2hop/pi2hop/netsys"
 )
@@ -85,7 +84,7 @@ func checkRunDir(dir string) error {
 	if err != nil {
 		return err
 	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
+	uid, ok := fileOwner(fi)
 	if !ok {
 		return fmt.Errorf("%s: no owner to check", dir)
 	}
@@ -94,8 +93,8 @@ func checkRunDir(dir string) error {
 		return fmt.Errorf("%s is a symbolic link: want a folder owned by root with mode 0700; remove the link", dir)
 	case !fi.IsDir():
 		return fmt.Errorf("%s is not a folder: want a folder owned by root with mode 0700; remove it", dir)
-	case st.Uid != 0:
-		return fmt.Errorf("%s is owned by uid %d: want a folder owned by root with mode 0700 (chown root %s, or remove it)", dir, st.Uid, dir)
+	case uid != 0:
+		return fmt.Errorf("%s is owned by uid %d: want a folder owned by root with mode 0700 (chown root %s, or remove it)", dir, uid, dir)
 	case fi.Mode().Perm() != 0o700:
 		return fmt.Errorf("%s has mode %04o: want a folder owned by root with mode 0700 (chmod 700 %s)", dir, fi.Mode().Perm(), dir)
 	}

@@ -26,7 +26,7 @@ var ErrExists = errors.New("already exists; pi2hop does not overwrite files")
 // planted there (O_NOFOLLOW), never opening an existing file (O_EXCL),
 // with mode perm, owned by u. An existing name is an error naming it.
 func (u User) Create(path string, perm fs.FileMode) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, perm)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|oNoFollow|syscall.O_CLOEXEC, perm)
 	if err != nil {
 		if errors.Is(err, fs.ErrExist) {
 			if fi, lerr := os.Lstat(path); lerr == nil && fi.Mode()&fs.ModeSymlink != 0 {

@@ -11,7 +11,6 @@ import (
 	"os/user"
 	"strconv"
 	"strings"
-	"syscall"
 )
 
 // User is who files and commands belong to.
@@ -111,13 +110,6 @@ func loginShell(name string) string {
 		}
 	}
 	return "/bin/sh"
-}
-
-// Credential is what a child started as u runs with: u's uid, gid and
-// groups. The kernel clears every capability of a process whose uids all
-// change from 0 to non-zero (capabilities(7)), so the child has none.
-func (u User) Credential() *syscall.Credential {
-	return &syscall.Credential{Uid: u.UID, Gid: u.GID, Groups: u.Groups}
 }
 
 // safePath is the PATH a command runs with: the user's own from the

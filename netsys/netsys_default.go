@@ -24,3 +24,6 @@ func (j *Journal) BaseSysctl(ns, key string) (string, error)          { return "
 func (j *Journal) AddMasquerade(ns, name string, srcs ...netip.Prefix) error {
 	return ErrUnsupported
 }
+func LockDir(dir string) (unlock func(), err error) { return nil, ErrUnsupported }
+func (j *Journal) ShareSysctls(dir, holder string)  {}
+func ReleaseSysctls(dir, holder string) error       { return ErrUnsupported }

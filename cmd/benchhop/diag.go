@@ -1,3 +1,5 @@
+//go:build linux
+
 package main
 
 // Diagnostics of one shaped TCP run (-diag): what the link, the queue,

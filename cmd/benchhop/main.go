@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command benchhop measures the live hop against the kernel's own router
 // on this machine, in one run (`make bench-hop`), through
 // each TUN backend (offload and water): forwarding throughput unshaped

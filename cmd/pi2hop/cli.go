@@ -160,6 +160,9 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		}
 		return unknownSub(c, fs.Arg(0))
 	}
+	if err := needsLinux(c, goos); err != nil {
+		return err
+	}
 	return run(ctx, env, fs.Args())
 }
 
@@ -277,6 +280,11 @@ func exitCode(err error, stderr io.Writer) int {
 	var ee *exitError
 	if errors.As(err, &ee) {
 		return ee.code
+	}
+	var pe *platformError
+	if errors.As(err, &pe) {
+		fmt.Fprintln(stderr, pe.msg)
+		return 2
 	}
 	fmt.Fprintf(stderr, "pi2hop: %v\n", err)
 	var ue *usageError

@@ -1,15 +1,19 @@
-// Package ecnudp sets and reads the ECN field of UDP datagrams on Linux
-// sockets, and waits for a socket with sub-millisecond precision.
+// Package ecnudp sets and reads the ECN field of UDP datagrams on Linux,
+// macOS and FreeBSD sockets, and waits for a socket with sub-millisecond
+// precision. Elsewhere (Windows) its functions say which option is
+// missing.
 //
 // Send: the IP_TOS / IPV6_TCLASS socket options set the codepoint of
 // everything the socket sends (the kernel honours the ECN bits for UDP);
 // AppendCmsg builds a per-packet override. Receive: IP_RECVTOS /
 // IPV6_RECVTCLASS make the kernel attach the field to each datagram as a
-// control message (IPv4: IP_TOS, 1 byte; IPv6: IPV6_TCLASS, a 4-byte int),
-// which ParseECN reads from what ReadMsgUDPAddrPort returns. On a dual-stack
-// IPv6 socket both options are set, as IPv4-mapped traffic uses the IPv4
-// ones. SO_TIMESTAMPNS adds the time the kernel received the datagram, so
-// that a reader can tell the path's delay from its own wake-up delay.
+// control message (IPv4: 1 byte, of type IP_TOS on Linux and IP_RECVTOS on
+// the BSDs; IPv6: IPV6_TCLASS, a 4-byte int), which ParseECN reads from
+// what ReadMsgUDPAddrPort returns. On a dual-stack IPv6 socket both
+// options are set, as IPv4-mapped traffic uses the IPv4 ones.
+// SO_TIMESTAMPNS (SO_TIMESTAMP on the BSDs, in µs) adds the time the
+// kernel received the datagram, so that a reader can tell the path's delay
+// from its own wake-up delay.
 package ecnudp
 
 import "github.com/pi2hop/pi2hop/aqm"

@@ -3,17 +3,12 @@
 package ecnudp
 
 import (
-	"encoding/binary"
 	"fmt"
-	"net"
-	"net/netip"
 	"runtime"
 	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/pi2hop/pi2hop/aqm"
 )
 
 // family returns AF_INET or AF_INET6 for c's socket.
@@ -21,134 +16,27 @@ func family(fd int) (int, error) {
 	return unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_DOMAIN)
 }
 
-// control runs f on c's file descriptor.
-func control(c *net.UDPConn, f func(fd int) error) error {
-	rc, err := c.SyscallConn()
-	if err != nil {
-		return err
+// The receive time: SO_TIMESTAMPNS attaches it as a timespec, in ns.
+const (
+	stampOpt     = unix.SO_TIMESTAMPNS
+	stampOptName = "SO_TIMESTAMPNS"
+	stampType    = unix.SCM_TIMESTAMPNS
+)
+
+// stampNano reads the receive time from a stampType control message.
+func stampNano(data []byte) (int64, bool) {
+	if len(data) < int(unsafe.Sizeof(unix.Timespec{})) {
+		return 0, false
 	}
-	var ferr error
-	if err := rc.Control(func(fd uintptr) { ferr = f(int(fd)) }); err != nil {
-		return err
-	}
-	return ferr
+	return (*unix.Timespec)(unsafe.Pointer(&data[0])).Nano(), true
 }
 
-// EnableReceive asks the kernel to attach each datagram's ECN field and
-// the time it received the datagram (SO_TIMESTAMPNS).
-func EnableReceive(c *net.UDPConn) error {
-	return control(c, func(fd int) error {
-		if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1); err != nil {
-			return fmt.Errorf("setsockopt SO_TIMESTAMPNS: %w", err)
-		}
-		fam, err := family(fd)
-		if err != nil {
-			return err
-		}
-		if fam == unix.AF_INET6 {
-			if err := unix.SetsockoptInt(fd, unix.IPPROTO_IPV6, unix.IPV6_RECVTCLASS, 1); err != nil {
-				return fmt.Errorf("setsockopt IPV6_RECVTCLASS: %w", err)
-			}
-			// IPv4-mapped datagrams on a dual-stack socket; fails on a
-			// v6-only socket, where it is not needed.
-			_ = unix.SetsockoptInt(fd, unix.IPPROTO_IP, unix.IP_RECVTOS, 1)
-			return nil
-		}
-		if err := unix.SetsockoptInt(fd, unix.IPPROTO_IP, unix.IP_RECVTOS, 1); err != nil {
-			return fmt.Errorf("setsockopt IP_RECVTOS: %w", err)
-		}
-		return nil
-	})
-}
-
-// SetECN sets the codepoint of every datagram c sends from now on. The
-// DSCP bits of the TOS byte are cleared.
-func SetECN(c *net.UDPConn, e aqm.ECN) error {
-	v := int(e & 3)
-	return control(c, func(fd int) error {
-		fam, err := family(fd)
-		if err != nil {
-			return err
-		}
-		if fam == unix.AF_INET6 {
-			if err := unix.SetsockoptInt(fd, unix.IPPROTO_IPV6, unix.IPV6_TCLASS, v); err != nil {
-				return fmt.Errorf("setsockopt IPV6_TCLASS %d: %w", v, err)
-			}
-			_ = unix.SetsockoptInt(fd, unix.IPPROTO_IP, unix.IP_TOS, v) // IPv4-mapped peers
-			return nil
-		}
-		if err := unix.SetsockoptInt(fd, unix.IPPROTO_IP, unix.IP_TOS, v); err != nil {
-			return fmt.Errorf("setsockopt IP_TOS %d: %w", v, err)
-		}
-		return nil
-	})
-}
-
-// ParseECN returns the ECN field from the control messages of one
-// datagram; ok is false when there is none (EnableReceive not called).
-func ParseECN(oob []byte) (e aqm.ECN, ok bool) {
-	c := ParseControl(oob)
-	return c.ECN, c.HasECN
-}
-
-// ParseControl reads the ECN field and the kernel's receive time from the
-// control messages of one datagram.
-func ParseControl(oob []byte) Control {
-	var c Control
-	// Walk the cmsgs by hand: unix.ParseSocketControlMessage allocates.
-	for len(oob) >= unix.SizeofCmsghdr {
-		h := (*unix.Cmsghdr)(unsafe.Pointer(&oob[0]))
-		n := int(h.Len)
-		if n < unix.SizeofCmsghdr || n > len(oob) {
-			return c
-		}
-		data := oob[unix.CmsgLen(0):n]
-		switch {
-		case h.Level == unix.IPPROTO_IP && h.Type == unix.IP_TOS && len(data) >= 1:
-			c.ECN, c.HasECN = aqm.ECN(data[0]&3), true
-		case h.Level == unix.IPPROTO_IPV6 && h.Type == unix.IPV6_TCLASS && len(data) >= 4:
-			c.ECN, c.HasECN = aqm.ECN(binary.NativeEndian.Uint32(data)&3), true
-		case h.Level == unix.SOL_SOCKET && h.Type == unix.SCM_TIMESTAMPNS && len(data) >= int(unsafe.Sizeof(unix.Timespec{})):
-			ts := (*unix.Timespec)(unsafe.Pointer(&data[0]))
-			c.Arrival = ts.Nano()
-		}
-		next := unix.CmsgSpace(n - unix.CmsgLen(0))
-		if next > len(oob) {
-			break
-		}
-		oob = oob[next:]
-	}
-	return c
-}
-
-// AppendCmsg appends a control message that sends one datagram to a peer
-// at to with codepoint e, overriding the socket's setting (for
-// WriteMsgUDPAddrPort). The TOS value is a 4-byte int for both families.
-func AppendCmsg(b []byte, to netip.AddrPort, e aqm.ECN) []byte {
-	level, typ := unix.IPPROTO_IP, unix.IP_TOS
-	if to.Addr().Is6() && !to.Addr().Is4In6() {
-		level, typ = unix.IPPROTO_IPV6, unix.IPV6_TCLASS
-	}
-	start := len(b)
-	b = append(b, make([]byte, unix.CmsgSpace(4))...)
-	h := (*unix.Cmsghdr)(unsafe.Pointer(&b[start]))
-	h.Level = int32(level)
-	h.Type = int32(typ)
-	h.SetLen(unix.CmsgLen(4))
-	binary.NativeEndian.PutUint32(b[start+unix.CmsgLen(0):], uint32(e&3))
-	return b
-}
-
-// Waiter waits for a socket to become readable with the precision of a
-// high-resolution timer, not the millisecond of Go's netpoller. Use it
-// from one goroutine; call Precise once from the goroutine that waits.
-type Waiter struct {
-	c   *net.UDPConn
-	fds [1]unix.PollFd
-}
-
-// NewWaiter returns a Waiter for c.
-func NewWaiter(c *net.UDPConn) *Waiter { return &Waiter{c: c} }
+// Linux delivers a received IPv4 TOS byte as an IP_TOS control message,
+// and takes the per-packet override as an int.
+const (
+	recvTOSType = unix.IP_TOS
+	sendTOSLen  = 4
+)
 
 // Precise locks the calling goroutine to its thread and sets that thread's
 // timer slack to 1 ns (the default 50 µs would blur pacing). The thread
@@ -193,50 +81,4 @@ func (w *Waiter) Wait(d time.Duration) (bool, error) {
 		return nil
 	})
 	return readable, err
-}
-
-// TryReadMsg is TryRead with the datagram's control messages (the ECN
-// field, after EnableReceive) in oob, oobn bytes of them.
-func (w *Waiter) TryReadMsg(buf, oob []byte) (n, oobn int, from netip.AddrPort, ok bool, err error) {
-	err = control(w.c, func(fd int) error {
-		for {
-			var sa unix.Sockaddr
-			var rerr error
-			n, oobn, _, sa, rerr = unix.Recvmsg(fd, buf, oob, unix.MSG_DONTWAIT)
-			switch {
-			case rerr == unix.EINTR:
-				continue
-			case rerr == unix.EAGAIN:
-				return nil
-			case rerr == unix.ECONNREFUSED || rerr == unix.EHOSTUNREACH || rerr == unix.ENETUNREACH:
-				continue // an ICMP error for an earlier datagram: skip it
-			case rerr != nil:
-				return fmt.Errorf("recvmsg: %w", rerr)
-			}
-			ok = true
-			from = addrPort(sa)
-			return nil
-		}
-	})
-	return n, oobn, from, ok, err
-}
-
-// addrPort converts a socket address to an AddrPort (invalid for other
-// families).
-func addrPort(sa unix.Sockaddr) netip.AddrPort {
-	switch a := sa.(type) {
-	case *unix.SockaddrInet4:
-		return netip.AddrPortFrom(netip.AddrFrom4(a.Addr), uint16(a.Port))
-	case *unix.SockaddrInet6:
-		return netip.AddrPortFrom(netip.AddrFrom16(a.Addr), uint16(a.Port))
-	}
-	return netip.AddrPort{}
-}
-
-// TryRead reads one waiting datagram without blocking; ok is false when
-// none is waiting. (It bypasses the netpoller, whose read deadlines would
-// refuse to read at all once passed.)
-func (w *Waiter) TryRead(buf []byte) (n int, from netip.AddrPort, ok bool, err error) {
-	n, _, from, ok, err = w.TryReadMsg(buf, nil)
-	return n, from, ok, err
 }

@@ -1,23 +1,36 @@
-//go:build !linux
+//go:build !linux && !darwin && !freebsd
 
 package ecnudp
 
 import (
-	"errors"
+	"fmt"
 	"net"
 	"net/netip"
+	"runtime"
 	"time"
 
 	"github.com/pi2hop/pi2hop/aqm"
 )
 
-// Elsewhere than Linux the socket functions report errUnsupported, so
-// that the module still builds and its other packages can be tested.
+// Elsewhere the endpoints cannot set or read the ECN field through the
+// socket options they use (Windows ignores IP_TOS and has no
+// IP_RECVTOS/IPV6_RECVTCLASS): the functions that need one say which, and
+// the rest keep the package building.
 
-var errUnsupported = errors.New("ecnudp: ECN on UDP sockets is only supported on Linux")
+// errNeeds is the error of an endpoint that needs the socket options opts
+// to do what.
+func errNeeds(opts, what string) error {
+	return fmt.Errorf("ecnudp: %s needs the %s socket options, not available on %s (Linux, macOS and FreeBSD have them)", what, opts, runtime.GOOS)
+}
 
-func EnableReceive(*net.UDPConn) error                        { return errUnsupported }
-func SetECN(*net.UDPConn, aqm.ECN) error                      { return errUnsupported }
+func EnableReceive(*net.UDPConn) error {
+	return errNeeds("IP_RECVTOS and IPV6_RECVTCLASS", "reading the ECN field of received datagrams")
+}
+
+func SetECN(*net.UDPConn, aqm.ECN) error {
+	return errNeeds("IP_TOS and IPV6_TCLASS", "setting the ECN field of sent datagrams")
+}
+
 func ParseECN([]byte) (aqm.ECN, bool)                         { return 0, false }
 func ParseControl([]byte) Control                             { return Control{} }
 func AppendCmsg(b []byte, _ netip.AddrPort, _ aqm.ECN) []byte { return b }
@@ -35,9 +48,9 @@ func (w *Waiter) Wait(d time.Duration) (bool, error) {
 }
 
 func (w *Waiter) TryRead(buf []byte) (int, netip.AddrPort, bool, error) {
-	return 0, netip.AddrPort{}, false, errUnsupported
+	return 0, netip.AddrPort{}, false, errNeeds("IP_RECVTOS and IPV6_RECVTCLASS", "reading a datagram with its ECN field")
 }
 
 func (w *Waiter) TryReadMsg(buf, oob []byte) (int, int, netip.AddrPort, bool, error) {
-	return 0, 0, netip.AddrPort{}, false, errUnsupported
+	return 0, 0, netip.AddrPort{}, false, errNeeds("IP_RECVTOS and IPV6_RECVTCLASS", "reading a datagram with its ECN field")
 }
