@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin/pi2hop
 PKGS    := ./...
 
-.PHONY: all build test test-short bench bench-hop lint lab clean
+.PHONY: all build test test-short bench bench-hop bench-lab lint lab clean
 
 all: build
 
@@ -14,17 +14,19 @@ SHELL := /bin/bash
 build:
 	$(GO) build -o $(BIN) ./cmd/pi2hop
 
-# The whole suite. As root it first installs the Debian packages the root
-# tests need (scripts/test-deps). Tests that need root and network
+# The whole suite. As root it first installs the programs the tests run
+# (scripts/tools, by scripts/test-deps). Tests that need root and network
 # namespaces skip themselves when not run as root; internal/testsum counts
-# them and fails the run when one skipped in CI (CI=true). Packages run one
-# at a time (-p 1): the root tests measure rates, delays and pacing through
-# the hop, and on a 2-core machine two of them at once starve each other.
+# them and fails the run when one skipped in CI (CI=true), and prints each
+# package's wall time and the slowest tests. Packages run one at a time
+# (-p 1) and so do the tests that measure rates, delays and pacing: on a
+# 2-core machine two of them at once starve each other. Root tests that
+# measure nothing call t.Parallel and run together after them (-parallel).
 # Then the unit tests again under the race detector.
 test: lint cross
 	@./scripts/test-deps
 	$(GO) build -o bin/testsum ./internal/testsum
-	$(GO) test -p 1 -count=1 -timeout 45m -json $(PKGS) | bin/testsum
+	$(GO) test -p 1 -parallel 4 -count=1 -timeout 30m -json $(PKGS) | bin/testsum
 	$(GO) test -race -short -count=1 -timeout 20m $(PKGS)
 
 # Unit tests only: no namespaces, no root.
@@ -97,6 +99,16 @@ bench:
 # in CI): throughput, shaped throughput, idle RTT, pacing lateness, CPU.
 bench-hop:
 	$(GO) run ./cmd/benchhop $(BENCH_ARGS)
+
+# Every lab scenario as its figures are quoted (root; not in CI): --quick
+# durations, l4s-demo three times interleaved (figures are medians), each
+# printing its report's checks; reports in bin/bench-lab/SCENARIO. make
+# test runs each scenario once and aqm-zoo not at all; this is the rest.
+bench-lab: build
+	@rm -rf bin/bench-lab && mkdir -p bin/bench-lab
+	./$(BIN) lab l4s-demo --quick --repeat 3 --out bin/bench-lab/l4s-demo
+	for s in coexist bdp prague aqm-zoo classic-ecn wifi; do \
+		./$(BIN) lab $$s --quick --out bin/bench-lab/$$s || exit 1; done
 
 # The lab's default scenario, l4s-demo, through the hop in network
 # namespaces (needs root: sudo make lab). LAB_ARGS passes more, e.g.

@@ -76,10 +76,7 @@ func headerChecksum(h []byte) uint16 {
 // not grow with the capture (target: under 200 MB at 10 M).
 func BenchmarkAnalyzeRSS(b *testing.B) {
 	dir := b.TempDir()
-	bin := filepath.Join(dir, "pi2hop")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		b.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildPi2hop(b)
 	for _, n := range []int{1_000_000, 10_000_000} {
 		b.Run(fmt.Sprintf("%dM", n/1_000_000), func(b *testing.B) {
 			path := filepath.Join(dir, "onepoint.pcap")

@@ -50,10 +50,7 @@ func TestCraftedPcapBoundedMemory(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
-	bin := filepath.Join(t.TempDir(), "pi2hop")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildPi2hop(t)
 	const maxRSS = 100 << 20
 	for _, claimCap := range []bool{true, false} {
 		file := craftedPcap(t, claimCap)

@@ -248,10 +248,8 @@ func tsharkReads(t *testing.T, path string, want ...string) {
 // file reads to the end.
 func TestCaptureCompleteAfterSIGTERM(t *testing.T) {
 	needRoot(t)
-	bin := filepath.Join(t.TempDir(), "pi2hop")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	t.Parallel() // checks no timing: runs beside the others that check none
+	bin := buildPi2hop(t)
 	name := testInstance(7)
 	t.Cleanup(func() { cleanupInstance(name, nil, &bytes.Buffer{}) })
 	path := filepath.Join(t.TempDir(), "term.pcapng")

@@ -8,7 +8,6 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -240,16 +239,6 @@ func (l *gatewayLab) routerState(t *testing.T, name string) string {
 		b.WriteString("statefile ")
 	}
 	return b.String()
-}
-
-func buildPi2hop(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "pi2hop")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
 }
 
 // startGateway runs `pi2hop run` in the router and waits for its socket.

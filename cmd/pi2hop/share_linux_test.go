@@ -905,6 +905,7 @@ func TestShareIdleRTT(t *testing.T) {
 // trace.
 func TestShareRefuses(t *testing.T) {
 	needRoot(t, "ip", "nft")
+	t.Parallel() // checks no timing: runs beside the others that check none
 	bin := buildPi2hop(t)
 	name := testInstance(11)
 	os.Remove(instance.SharePath(name))

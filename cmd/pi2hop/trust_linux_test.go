@@ -82,6 +82,7 @@ func TestShellRunsAsTheInvokingUser(t *testing.T) {
 // cannot re-shape its own link.
 func TestShellAppCannotUseTheControlSocket(t *testing.T) {
 	needRoot(t)
+	t.Parallel() // checks no timing: runs beside the others that check none
 	bin := pi2hopForAll(t)
 	name := testInstance(6)
 	t.Cleanup(func() { cleanupInstance(name, nil, &bytes.Buffer{}) })
@@ -412,6 +413,7 @@ func ipForward(t *testing.T, ns string) string {
 // `pi2hop shell --cleanup` does.
 func TestShellNATEndsLeaveNothing(t *testing.T) {
 	needRoot(t, "nft")
+	t.Parallel() // checks no timing: runs beside the others that check none
 	bin := buildPi2hop(t)
 	for i, how := range []string{"SIGHUP", "SIGPIPE", "SIGKILL"} {
 		t.Run(how, func(t *testing.T) {
@@ -462,6 +464,7 @@ func TestShellNATEndsLeaveNothing(t *testing.T) {
 // was lost before the cleanup.
 func TestTwoNATShellsShareForwarding(t *testing.T) {
 	needRoot(t, "nft")
+	t.Parallel() // checks no timing: runs beside the others that check none
 	bin := buildPi2hop(t)
 	for i, end := range []string{"SIGTERM", "SIGKILL", "SIGKILL, state file lost"} {
 		t.Run(end, func(t *testing.T) {
@@ -514,6 +517,7 @@ func TestTwoNATShellsShareForwarding(t *testing.T) {
 // Every way `pi2hop run` can end leaves the router as it was.
 func TestGatewayEndsLeaveNothing(t *testing.T) {
 	needRoot(t, "nft")
+	t.Parallel() // checks no timing: runs beside the others that check none
 	bin := buildPi2hop(t)
 	for i, how := range []string{"SIGHUP", "SIGPIPE", "SIGKILL"} {
 		t.Run(how, func(t *testing.T) {
@@ -552,6 +556,7 @@ func TestGatewayEndsLeaveNothing(t *testing.T) {
 // leftovers.
 func TestLabEndsLeaveNothing(t *testing.T) {
 	needRoot(t)
+	t.Parallel() // checks no timing: runs beside the others that check none
 	bin := buildPi2hop(t)
 	for i, how := range []string{"SIGHUP", "SIGPIPE", "SIGKILL"} {
 		t.Run(how, func(t *testing.T) {
@@ -627,6 +632,7 @@ func TestStaleStateFileWithReusedPID(t *testing.T) {
 // name's table and priority, on another interface, stays.
 func TestGatewaySweepMatchesInterfaces(t *testing.T) {
 	needRoot(t)
+	t.Parallel() // checks no timing: runs beside the others that check none
 	bin := buildPi2hop(t)
 	name := testInstance(41)
 	l := newGatewayLab(t, name)
