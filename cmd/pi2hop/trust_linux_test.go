@@ -82,7 +82,6 @@ func TestShellRunsAsTheInvokingUser(t *testing.T) {
 // cannot re-shape its own link.
 func TestShellAppCannotUseTheControlSocket(t *testing.T) {
 	needRoot(t)
-	t.Parallel() // checks no timing: runs beside the others that check none
 	bin := pi2hopForAll(t)
 	name := testInstance(6)
 	t.Cleanup(func() { cleanupInstance(name, nil, &bytes.Buffer{}) })
