@@ -92,7 +92,7 @@ BENCH_SUMMARY = \
 # generated 10 M-packet one-point capture) against their targets.
 bench:
 	@mkdir -p bin
-	$(GO) test -run '^$$' -bench . -benchmem ./aqm ./shaper ./pcap ./replay ./cmd/pi2hop | tee bin/bench.txt
+	$(GO) test -run '^$$' -bench . -benchmem ./aqm ./shaper ./pcap ./analyze ./replay ./cmd/pi2hop | tee bin/bench.txt
 	@awk '$(BENCH_SUMMARY)' bin/bench.txt
 
 # The live hop against the kernel router, in network namespaces (root; not

@@ -210,21 +210,6 @@ func tcpInfo(t *testing.T, conn net.Conn) *unix.TCPInfo {
 	return info
 }
 
-func TestPairTCPRate(t *testing.T) {
-	roottest.Need(t)
-	for _, bps := range []uint64{10_000_000, 100_000_000} {
-		t.Run(fmt.Sprintf("%dMbit", bps/1_000_000), func(t *testing.T) {
-			p := newTestPair(t, hop.TestConfig(bps, 0))
-			got, w := tcpRate(t, p, time.Second, 8*time.Second)
-			checkTCPRate(t, got, bps, w)
-			s := p.Hop.Stats()
-			hop.CheckBalance(t, s.Up)
-			hop.CheckBalance(t, s.Down)
-			logDir(t, &s.Up)
-		})
-	}
-}
-
 // logDir logs what a rate test needs to tell a hop's fault (ring drops,
 // late releases) from the sender's (an idle link with nothing queued).
 func logDir(t *testing.T, d *hop.DirStats) {

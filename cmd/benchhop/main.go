@@ -34,12 +34,12 @@ import (
 	"github.com/pi2hop/pi2hop/figure"
 	"github.com/pi2hop/pi2hop/hop"
 	"github.com/pi2hop/pi2hop/internal/hoststeal"
+	"github.com/pi2hop/pi2hop/internal/labnet"
 	"github.com/pi2hop/pi2hop/internal/ping"
 	"github.com/pi2hop/pi2hop/netsys"
 	"github.com/pi2hop/pi2hop/shaper"
 	"github.com/pi2hop/pi2hop/topology"
 	"github.com/pi2hop/pi2hop/tun"
-	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 )
 
@@ -476,69 +476,22 @@ func pairPath(p *topology.Pair) path {
 	return path{client: p.ClientNS, server: p.ServerNS, serverAddr: p.ServerAddr, rxNS: p.ServerNS, rxDev: p.ServerDev, hop: p.Hop}
 }
 
-// kernelRouter builds client ─ veth ─ router (ip_forward) ─ veth ─ server.
+// kernelRouter builds client ─ veth ─ router (forwarding) ─ veth ─ server.
 func kernelRouter(prefix string) (path, func(), error) {
 	j := netsys.NewJournal(nil)
-	c, r, s := prefix+"c", prefix+"r", prefix+"s"
-	steps := []func() error{
-		func() error { return j.NewNamespace(c) },
-		func() error { return j.NewNamespace(r) },
-		func() error { return j.NewNamespace(s) },
-		func() error { return j.AddVeth(c, "c0", r, "rl") },
-		func() error { return j.AddVeth(r, "rw", s, "s0") },
-		func() error { return j.AddAddr(c, "c0", netip.MustParsePrefix("10.254.10.2/24")) },
-		func() error { return j.AddAddr(r, "rl", netip.MustParsePrefix("10.254.10.1/24")) },
-		func() error { return j.AddAddr(r, "rw", netip.MustParsePrefix("10.254.20.1/24")) },
-		func() error { return j.AddAddr(s, "s0", netip.MustParsePrefix("10.254.20.2/24")) },
-		func() error {
-			return j.AddRoute(c, netsys.Route{Dst: netip.MustParsePrefix("0.0.0.0/0"), Dev: "c0", Gw: netip.MustParseAddr("10.254.10.1")})
-		},
-		func() error {
-			return j.AddRoute(s, netsys.Route{Dst: netip.MustParsePrefix("0.0.0.0/0"), Dev: "s0", Gw: netip.MustParseAddr("10.254.20.1")})
-		},
-		func() error { return j.SetSysctl(r, "net/ipv4/ip_forward", "1") },
+	r, err := labnet.NewRouter(j, prefix, true)
+	if err != nil {
+		j.Undo()
+		return path{}, nil, err
 	}
-	for _, f := range steps {
-		if err := f(); err != nil {
-			j.Undo()
-			return path{}, nil, err
-		}
-	}
-	p := path{client: c, server: s, serverAddr: netip.MustParseAddr("10.254.20.2"), rxNS: s, rxDev: "s0", ethHeader: 14}
+	p := path{client: r.Client, server: r.Server, serverAddr: r.ServerAddr, rxNS: r.Server, rxDev: "s0", ethHeader: labnet.EthernetHeader}
 	return p, func() { j.Undo() }, nil
-}
-
-// rxIPBytes is the IP bytes and the packets received on the server's
-// interface.
-func rxIPBytes(p path) (bytes, packets uint64, err error) {
-	err = netsys.Do(p.rxNS, func() error {
-		l, err := netlink.LinkByName(p.rxDev)
-		if err != nil {
-			return err
-		}
-		s := l.Attrs().Statistics
-		bytes, packets = s.RxBytes-p.ethHeader*s.RxPackets, s.RxPackets
-		return nil
-	})
-	return bytes, packets, err
 }
 
 // rxOver is what the server's interface received over d: IP bytes and
 // packets, and the time it took.
 func rxOver(p path, d time.Duration) (bytes, packets uint64, dt time.Duration, err error) {
-	b0, n0, err := rxIPBytes(p)
-	t0 := time.Now()
-	if err != nil {
-		return 0, 0, 0, err
-	}
-	time.Sleep(d)
-	b1, n1, err := rxIPBytes(p)
-	return b1 - b0, n1 - n0, time.Since(t0), err
-}
-
-func rateOver(p path, d time.Duration) (float64, error) {
-	b, _, dt, err := rxOver(p, d)
-	return float64(b) * 8 / dt.Seconds(), err
+	return labnet.RxOver(p.rxNS, p.rxDev, p.ethHeader, d)
 }
 
 // tcpResult is one bulk transfer's rate over the measured window, two ways.
@@ -663,7 +616,7 @@ func udpRate(p path) (float64, error) {
 		}
 	}()
 	time.Sleep(300 * time.Millisecond)
-	r, err := rateOver(p, *udpTime)
+	r, err := labnet.RateOver(p.rxNS, p.rxDev, p.ethHeader, *udpTime)
 	close(stop)
 	sc.Close()
 	return r, err

@@ -15,14 +15,16 @@ import (
 
 	"github.com/pi2hop/pi2hop/instance"
 	"github.com/pi2hop/pi2hop/internal/hoststeal"
+	"github.com/pi2hop/pi2hop/internal/labnet"
 	"github.com/pi2hop/pi2hop/internal/ping"
 	"github.com/pi2hop/pi2hop/netsys"
 	"github.com/pi2hop/pi2hop/topology"
 	"github.com/vishvananda/netlink"
 )
 
-// gatewayLab is client ─ veth ─ router ─ veth ─ server, three namespaces;
-// pi2hop runs in the router between its two veths.
+// gatewayLab is client ─ veth ─ router ─ veth ─ server, three namespaces
+// (labnet.Router, the router not forwarding by itself); pi2hop runs in the
+// router between its two veths.
 type gatewayLab struct {
 	client, router, server string
 	serverAddr             netip.Addr
@@ -31,75 +33,27 @@ type gatewayLab struct {
 
 func newGatewayLab(t *testing.T, prefix string) *gatewayLab {
 	t.Helper()
-	l := &gatewayLab{client: prefix + "c", router: prefix + "r", server: prefix + "s",
-		serverAddr: netip.MustParseAddr("10.254.20.2"), j: netsys.NewJournal(nil)}
+	j := netsys.NewJournal(nil)
 	t.Cleanup(func() {
-		if err := l.j.Undo(); err != nil {
+		if err := j.Undo(); err != nil {
 			t.Errorf("lab cleanup: %v", err)
 		}
 	})
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, ns := range []string{l.client, l.router, l.server} {
-		must(l.j.NewNamespace(ns))
-		// Link-local addresses usable at once (no DAD): IPv6 neighbour
-		// discovery waits for them, and a first ping would wait a second.
-		for _, k := range []string{"net/ipv6/conf/all/accept_dad", "net/ipv6/conf/default/accept_dad"} {
-			must(netsys.WriteSysctl(ns, k, "0"))
-		}
-	}
-	must(l.j.AddVeth(l.client, "c0", l.router, "rl"))
-	must(l.j.AddVeth(l.router, "rw", l.server, "s0"))
-	for _, a := range []struct{ ns, dev, addr string }{
-		{l.client, "c0", "10.254.10.2/24"}, {l.router, "rl", "10.254.10.1/24"},
-		{l.router, "rw", "10.254.20.1/24"}, {l.server, "s0", "10.254.20.2/24"},
-	} {
-		must(l.j.AddAddr(a.ns, a.dev, netip.MustParsePrefix(a.addr)))
-	}
-	for _, a := range []struct{ ns, dev, addr string }{
-		{l.client, "c0", "fd00:254:10::2/64"}, {l.router, "rl", "fd00:254:10::1/64"},
-		{l.router, "rw", "fd00:254:20::1/64"}, {l.server, "s0", "fd00:254:20::2/64"},
-	} {
-		must(l.j.AddAddr(a.ns, a.dev, netip.MustParsePrefix(a.addr)))
-	}
-	for _, r := range []struct{ ns, dev, dst, gw string }{
-		{l.client, "c0", "0.0.0.0/0", "10.254.10.1"}, {l.server, "s0", "0.0.0.0/0", "10.254.20.1"},
-		{l.client, "c0", "::/0", "fd00:254:10::1"}, {l.server, "s0", "::/0", "fd00:254:20::1"},
-	} {
-		must(l.j.AddRoute(r.ns, netsys.Route{Dst: netip.MustParsePrefix(r.dst), Dev: r.dev, Gw: netip.MustParseAddr(r.gw)}))
-	}
-	return l
-}
-
-// ipRxBytes is the IP bytes the server received on s0 (veth counts the
-// 14-byte Ethernet header too).
-func (l *gatewayLab) ipRxBytes(t *testing.T) uint64 {
-	var n uint64
-	err := netsys.Do(l.server, func() error {
-		link, err := netlink.LinkByName("s0")
-		if err != nil {
-			return err
-		}
-		s := link.Attrs().Statistics
-		n = s.RxBytes - 14*s.RxPackets
-		return nil
-	})
+	r, err := labnet.NewRouter(j, prefix, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return n
+	return &gatewayLab{client: r.Client, router: r.Router, server: r.Server, serverAddr: r.ServerAddr, j: j}
 }
 
-// rateOver measures the server's received IP rate over d.
+// rateOver measures the IP rate the server received on s0 over d.
 func (l *gatewayLab) rateOver(t *testing.T, d time.Duration) float64 {
-	b0, t0 := l.ipRxBytes(t), time.Now()
-	time.Sleep(d)
-	b1, t1 := l.ipRxBytes(t), time.Now()
-	return float64(b1-b0) * 8 / t1.Sub(t0).Seconds()
+	t.Helper()
+	rate, err := labnet.RateOver(l.server, "s0", labnet.EthernetHeader, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rate
 }
 
 // bulk starts a TCP transfer client -> server that runs until the test ends.

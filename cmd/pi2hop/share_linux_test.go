@@ -19,6 +19,7 @@ import (
 	"github.com/miekg/dns"
 	"github.com/pi2hop/pi2hop/hop"
 	"github.com/pi2hop/pi2hop/instance"
+	"github.com/pi2hop/pi2hop/internal/labnet"
 	"github.com/pi2hop/pi2hop/internal/ping"
 	"github.com/pi2hop/pi2hop/lan"
 	"github.com/pi2hop/pi2hop/netsys"
@@ -344,29 +345,14 @@ func (l *shareLab) fetch(t *testing.T, addr string, n int, d time.Duration) int 
 	return got
 }
 
-// ipRxBytes is the IP bytes the device received on eth0 (veth counts the
-// 14-byte Ethernet header too).
-func (l *shareLab) ipRxBytes(t *testing.T) uint64 {
-	var n uint64
-	if err := netsys.Do(l.device, func() error {
-		link, err := netlink.LinkByName("eth0")
-		if err != nil {
-			return err
-		}
-		s := link.Attrs().Statistics
-		n = s.RxBytes - 14*s.RxPackets
-		return nil
-	}); err != nil {
+// rateOver measures the IP rate the device received on eth0 over d.
+func (l *shareLab) rateOver(t *testing.T, d time.Duration) float64 {
+	t.Helper()
+	rate, err := labnet.RateOver(l.device, "eth0", labnet.EthernetHeader, d)
+	if err != nil {
 		t.Fatal(err)
 	}
-	return n
-}
-
-func (l *shareLab) rateOver(t *testing.T, d time.Duration) float64 {
-	b0, t0 := l.ipRxBytes(t), time.Now()
-	time.Sleep(d)
-	b1, t1 := l.ipRxBytes(t), time.Now()
-	return float64(b1-b0) * 8 / t1.Sub(t0).Seconds()
+	return rate
 }
 
 // boxState is the box as share may change it: `ip addr`, `ip link`,
