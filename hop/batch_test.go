@@ -137,7 +137,7 @@ func TestReleaseBatchesWritesOnAFastLink(t *testing.T) {
 	}
 }
 
-// A device that does not coalesce (water) gains nothing from a held
+// A device that does not coalesce (plain) gains nothing from a held
 // write: every pass writes what it released.
 func TestReleaseHoldsNothingForAPlainDevice(t *testing.T) {
 	in, out := &nullDevice{pkt: udp4(1500, aqm.ECT1, 1)}, &nullDevice{}

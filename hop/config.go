@@ -27,7 +27,7 @@ type Config struct {
 	MTU      int    // largest packet, bytes (default 1500); sizes the buffers
 	// TUN is the backend of the devices a topology opens for the hop
 	// (topology.NewPair, NewGateway): tun.BackendOffload
-	// (the default, "") falls back to water when the kernel refuses it.
+	// (the default, "") falls back to plain when the kernel refuses it.
 	TUN tun.Backend
 
 	// Tuning; zero means the default.

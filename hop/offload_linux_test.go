@@ -272,7 +272,7 @@ func checkNoCsumErrors(t *testing.T, before, after map[string]uint64) {
 // one every other test uses); no checksum error at the receiver.
 func TestBackendTCPRate(t *testing.T) {
 	roottest.Need(t)
-	for _, b := range []tun.Backend{tun.BackendOffload, tun.BackendWater} {
+	for _, b := range []tun.Backend{tun.BackendOffload, tun.BackendPlain} {
 		for _, bps := range []uint64{10_000_000, 100_000_000} {
 			t.Run(fmt.Sprintf("%s/%dMbit", b, bps/1_000_000), func(t *testing.T) {
 				p, tap, bc := backendPair(t, b, hop.TestConfig(bps, 0))
@@ -369,7 +369,7 @@ func TestBackendMarksSegments(t *testing.T) {
 	roottest.Need(t)
 	step := aqm.DefaultConfig()
 	step.StepThresh, step.StepInPackets = 4, true
-	for _, b := range []tun.Backend{tun.BackendOffload, tun.BackendWater} {
+	for _, b := range []tun.Backend{tun.BackendOffload, tun.BackendPlain} {
 		for _, fl := range []struct {
 			name     string
 			link     uint64

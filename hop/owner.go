@@ -48,7 +48,7 @@ type owner struct {
 	lastTx             int64 // transmission time of the last packet sent, ns
 	// coalesces: out joins consecutive packets of a flow into one system
 	// call (the offload backend, tun.OffloadCounter), so holding released
-	// packets for one write saves calls; with water it saves none.
+	// packets for one write saves calls; with plain it saves none.
 	coalesces bool
 
 	bufs  [][]byte

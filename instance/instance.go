@@ -219,7 +219,7 @@ func (in *instance) clients() ([]lan.Client, error) {
 
 // tunBackend describes h's TUN backend for the start-up line (with the
 // offloads the kernel accepted), and warns when offload was asked for and
-// the kernel refused it: water costs a system call per packet.
+// the kernel refused it: plain costs a system call per packet.
 func tunBackend(log *slog.Logger, asked tun.Backend, h *hop.Hop) string {
 	d, _ := h.Devices()
 	desc, ok := d.(tun.Describer)
@@ -227,7 +227,7 @@ func tunBackend(log *slog.Logger, asked tun.Backend, h *hop.Hop) string {
 		return "unknown"
 	}
 	s := desc.Backend()
-	if _, off := d.(tun.OffloadCounter); !off && asked != tun.BackendWater {
+	if _, off := d.(tun.OffloadCounter); !off && asked != tun.BackendPlain {
 		log.Warn("TUN offload refused by the kernel: forwarding one packet per system call", "tun", s)
 	}
 	return s

@@ -85,26 +85,30 @@ type Backend string
 
 const (
 	// BackendOffload: vnet header with checksum offload and TSO (USO too
-	// where the kernel has it); falls back to water if refused.
+	// where the kernel has it); falls back to plain if refused.
 	BackendOffload Backend = "offload"
-	// BackendWater: songgao/water, one packet per system call.
-	BackendWater Backend = "water"
+	// BackendPlain: no offload, one packet per system call (through
+	// songgao/water).
+	BackendPlain Backend = "plain"
 )
 
-// ParseBackend reads a --tun value.
+// ParseBackend reads a --tun value. "water", the library's name that
+// plain had before it was named for what it does, still reads as plain.
 func ParseBackend(s string) (Backend, error) {
 	switch b := Backend(s); b {
-	case BackendOffload, BackendWater:
+	case BackendOffload, BackendPlain:
 		return b, nil
+	case "water":
+		return BackendPlain, nil
 	}
-	return "", fmt.Errorf("tun backend %q: want %s or %s", s, BackendOffload, BackendWater)
+	return "", fmt.Errorf("tun backend %q: want %s or %s", s, BackendOffload, BackendPlain)
 }
 
 // Describer is implemented by the devices this package opens.
 type Describer interface {
 	// Backend says which backend serves the device, for the start-up
 	// line: "offload (csum tso4 tso6 uso4 uso6)" with the offloads the
-	// kernel accepted, or "water", with the reason when offload was
+	// kernel accepted, or "plain", with the reason when offload was
 	// asked for and refused.
 	Backend() string
 }

@@ -47,12 +47,12 @@ type waterDevice struct {
 
 // Open creates TUN device name in the calling thread's network namespace
 // (run it inside netsys.Do for another one) with the default backend (BackendOffload,
-// falling back to water), sets its MTU and txqueuelen and brings it up.
+// falling back to plain), sets its MTU and txqueuelen and brings it up.
 // The device disappears when it is closed.
 func Open(name string, mtu int) (Device, error) { return OpenBackend(name, mtu, BackendOffload) }
 
 // OpenBackend is Open with a chosen backend. BackendOffload falls back to
-// water when the kernel refuses the vnet header or the offloads; the
+// plain when the kernel refuses the vnet header or the offloads; the
 // device's Backend method then says why.
 func OpenBackend(name string, mtu int, b Backend) (Device, error) {
 	if len(name) == 0 || len(name) >= unix.IFNAMSIZ {
@@ -62,7 +62,7 @@ func OpenBackend(name string, mtu int, b Backend) (Device, error) {
 		return nil, fmt.Errorf("tun: MTU %d for %s: want 576..65535", mtu, name)
 	}
 	switch b {
-	case BackendWater:
+	case BackendPlain:
 		return openWater(name, mtu, "")
 	case BackendOffload, "":
 		d, err := openOffload(name, mtu)
@@ -71,7 +71,7 @@ func OpenBackend(name string, mtu int, b Backend) (Device, error) {
 		}
 		return openWater(name, mtu, err.Error())
 	}
-	return nil, fmt.Errorf("tun: backend %q: want %s or %s", b, BackendOffload, BackendWater)
+	return nil, fmt.Errorf("tun: backend %q: want %s or %s", b, BackendOffload, BackendPlain)
 }
 
 func openWater(name string, mtu int, why string) (Device, error) {
@@ -142,9 +142,9 @@ func (d *waterDevice) PollFd() int  { return d.fd }
 
 func (d *waterDevice) Backend() string {
 	if d.why != "" {
-		return "water (no offload: " + d.why + ")"
+		return "plain (no offload: " + d.why + ")"
 	}
-	return "water"
+	return "plain"
 }
 
 func (d *waterDevice) Read(bufs [][]byte, sizes []int) (int, error) {

@@ -71,7 +71,7 @@ const maxRead = 65536 + 1
 
 // openOffload creates TUN device name with a vnet header and the offloads
 // the kernel accepts, in the calling thread's namespace. It fails, and the
-// caller falls back to water, unless at least checksum offload and TSO for
+// caller falls back to plain, unless at least checksum offload and TSO for
 // both families are accepted.
 func openOffload(name string, mtu int) (*offloadDevice, error) {
 	fd, err := unix.Open("/dev/net/tun", unix.O_RDWR|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)

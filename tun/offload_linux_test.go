@@ -224,24 +224,24 @@ func TestOffloadOpensWithTSO(t *testing.T) {
 		t.Errorf("offloads %v, want at least %v", od.Offloads(), want)
 	}
 	t.Logf("kernel accepted: %v", od.Offloads())
-	w, err := openIn(j, ns, "p2o1", 1500, BackendWater)
+	w, err := openIn(j, ns, "p2o1", 1500, BackendPlain)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer w.Close()
-	if got := w.(Describer).Backend(); got != "water" {
-		t.Errorf("water backend says %q", got)
+	if got := w.(Describer).Backend(); got != "plain" {
+		t.Errorf("plain backend says %q", got)
 	}
 }
 
 // forwardCases are the device pairs the forwarding tests run through:
 // the offload backend with checksums completed on read, the same with
-// them left partial from read to write, and the water fallback.
+// them left partial from read to write, and the plain fallback.
 var forwardCases = []struct {
 	name    string
 	backend Backend
 	partial bool
-}{{"offload", BackendOffload, false}, {"offload-partial", BackendOffload, true}, {"water", BackendWater, false}}
+}{{"offload", BackendOffload, false}, {"offload-partial", BackendOffload, true}, {"plain", BackendPlain, false}}
 
 // TCP in both families through two offload TUNs: the sender's TSO
 // super-packets are split, written back coalesced, and arrive intact with

@@ -2,7 +2,7 @@
 
 // Command benchhop measures the live hop against the kernel's own router
 // on this machine, in one run (`make bench-hop`), through
-// each TUN backend (offload and water): forwarding throughput unshaped
+// each TUN backend (offload and plain): forwarding throughput unshaped
 // (TCP in rounds interleaved with the kernel router's, -rounds; UDP with
 // 1500-byte packets), shaped TCP through DualPI2 with 10 ms delay at 1, 2,
 // 5 and 10 Gbit/s, added idle RTT, pacing lateness at 10, 100 and 1000
@@ -52,7 +52,7 @@ var (
 	cpuProf  = flag.String("cpuprofile", "", "write a CPU profile of the run to `file`")
 	only     = flag.String("only", "", "run only this part: tcp, udp, rtt, floor, shaped, pacing")
 	shapedR  = flag.String("shaped-gbit", "1,2,5,10", "link rates of the shaped TCP measurements, Gbit/s, comma-separated")
-	backends = flag.String("tun", "offload,water", "TUN backends to measure, comma-separated (offload, water)")
+	backends = flag.String("tun", "offload,plain", "TUN backends to measure, comma-separated (offload, plain)")
 	diagFlag = flag.Bool("diag", false, "print diagnostics of each TCP run: link, queue, CPUs, the sender's TCP_INFO")
 	rounds   = flag.Int("rounds", 3, "unshaped TCP: interleaved rounds of the kernel router and each backend, the ratio the median of the rounds'")
 )

@@ -31,14 +31,15 @@ type instanceFlags struct {
 func addInstanceFlags(fs *pflag.FlagSet) *instanceFlags {
 	f := &instanceFlags{tun: flagvalue.Choice{
 		Val:     string(tun.BackendOffload),
-		Choices: []string{string(tun.BackendOffload), string(tun.BackendWater)},
+		Choices: []string{string(tun.BackendOffload), string(tun.BackendPlain)},
+		Aliases: map[string]string{"water": string(tun.BackendPlain)}, // the library's name, before plain
 	}}
 	fs.StringVar(&f.name, "name", defaultInstance, "instance `name`: tags devices, rules and files (/run/pi2hop/NAME.*); stats and set find the instance by it")
 	fs.StringVar(&f.metrics, "metrics", "", "serve Prometheus /metrics on `ADDR` (host:port; a bare :port binds to loopback)")
 	fs.BoolVarP(&f.verbose, "verbose", "v", false, "log debug messages")
 	fs.Var(&f.cpuLatency, "cpu-latency", cpuLatencyUsage)
 	fs.BoolVar(&f.wakeProbe, "floor-probe", true, "measure the machine's own timing floor beside the hop (a SCHED_FIFO process per CPU that wakes every 1ms, ~5% of a core each on a VM); stats shows its worst wake-up next to the hop's")
-	fs.Var(&f.tun, "tun", "TUN `backend`: offload (vnet header, TSO/USO: the endpoints' super-packets are split into segments for the AQM and coalesced back where no packet changes; water if the kernel refuses, with the reason logged) or water (one packet per system call)")
+	fs.Var(&f.tun, "tun", "TUN `backend`: offload (vnet header, TSO/USO: the endpoints' super-packets are split into segments for the AQM and coalesced back where no packet changes; plain if the kernel refuses, with the reason logged) or plain (no offload, one packet per system call)")
 	return f
 }
 

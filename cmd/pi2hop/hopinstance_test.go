@@ -53,3 +53,19 @@ func TestEveryLinkFlagIsASetting(t *testing.T) {
 		}
 	})
 }
+
+// --tun names behaviours (offload, plain); water, the library behind
+// plain, still parses as plain but help no longer shows it.
+func TestTunBackendNames(t *testing.T) {
+	for _, in := range []string{"plain", "water"} {
+		fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+		f := addInstanceFlags(fs)
+		if err := fs.Parse([]string{"--tun", in}); err != nil || f.tun.Val != "plain" {
+			t.Errorf("--tun %s: %q, %v; want plain", in, f.tun.Val, err)
+		}
+	}
+	help, _, err := runOut("help", "run")
+	if err != nil || !strings.Contains(help, "or plain (") || strings.Contains(help, "water") {
+		t.Errorf("help run (err %v) should offer plain and not name water:\n%s", err, help)
+	}
+}
