@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin/pi2hop
 PKGS    := ./...
 
-.PHONY: all build test test-short bench bench-hop bench-lab lint lab clean
+.PHONY: all build test test-short bench bench-hop bench-lab lint lab docs man clean
 
 all: build
 
@@ -115,6 +115,15 @@ bench-lab: build
 # LAB_ARGS="coexist --quick".
 lab: build
 	./$(BIN) lab $(LAB_ARGS)
+
+# docs/cli.md is every command's help as Markdown, generated from the
+# commands themselves; a unit test fails when it is stale.
+docs: build
+	./$(BIN) help --markdown > docs/cli.md
+
+# The man page pi2hop(1), from the same help: read it with man -l bin/pi2hop.1.
+man: build
+	./$(BIN) help --man > bin/pi2hop.1
 
 clean:
 	rm -rf bin

@@ -18,13 +18,12 @@ import (
 // bottleneck did: ECN codepoints in and out, CE marks, drops, sojourn,
 // invalid ECN transitions, IPv4 checksum errors and the DualPI2 coupling.
 
-func init() {
-	register(&command{
-		name:  "analyze",
-		short: "report marks, drops, sojourn and ECN per flow and queue from pcap/pcapng captures",
-		usage: "analyze [--json] [--plot DIR] [--bin 1s] [--coupling 2] [--ingress FILE --egress FILE] [FILE...]",
-		flags: analyzeFlags,
-	})
+var analyzeCmd = &command{
+	name:     "analyze",
+	short:    "report marks, drops, sojourn and ECN per flow and queue from pcap/pcapng captures",
+	usage:    "analyze [--json] [--plot DIR] [--bin 1s] [--coupling 2] [--ingress FILE --egress FILE] [FILE...]",
+	flags:    analyzeFlags,
+	argFiles: true,
 }
 
 type analyzeArgs struct {

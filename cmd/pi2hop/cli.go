@@ -5,17 +5,34 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/spf13/pflag"
 )
 
-// command is one command or subcommand. Top-level commands live in their
-// own files and register themselves from init, so the dispatcher knows
-// none of them by name; a command with subs (flow) is a group whose
-// subcommands are dispatched, parsed and helped by the same code.
+// commands is every command, in the order `pi2hop help` lists them: the
+// one place that names them. Each carries its synopsis, help, flags and
+// run function; dispatch, help, the generated docs and the completion
+// scripts all read this list. It is filled in init because help and
+// completion read it from their run functions, which a package-level
+// initialiser may not refer back to.
+var commands []*command
+
+func init() {
+	commands = []*command{
+		shareCmd, runCmd, shellCmd, statsCmd, setCmd,
+		labCmd, flowCmd, replayCmd, analyzeCmd,
+		helpCmd, completionCmd, versionCmd,
+	}
+	for _, c := range commands {
+		setParents(c)
+	}
+}
+
+// command is one command or subcommand; a command with subs (flow) is a
+// group whose subcommands are dispatched, parsed and helped by the same
+// code.
 type command struct {
 	name  string // as typed: "replay", "prague-send"
 	short string // one line for the command list
@@ -26,8 +43,12 @@ type command struct {
 	// arguments (after "--" too). nil for a group.
 	flags func(fs *pflag.FlagSet) func(ctx context.Context, env *cmdEnv, args []string) error
 	// subs are the subcommands, in the order help lists them.
-	subs   []*command
-	parent *command // set by register
+	subs []*command
+	// argFiles: the positional arguments are files or a command line;
+	// argWords lists the words one may be. For completion.
+	argFiles bool
+	argWords func() []string
+	parent   *command // set from the list in init
 }
 
 // path is the command as typed after "pi2hop": "flow prague-send".
@@ -62,14 +83,14 @@ type cmdEnv struct {
 	stdout, stderr io.Writer
 }
 
-var commands = map[string]*command{}
-
-func register(c *command) {
-	if _, dup := commands[c.name]; dup {
-		panic("pi2hop: command registered twice: " + c.name)
+// topCommand returns the command named name, or nil.
+func topCommand(name string) *command {
+	for _, c := range commands {
+		if c.name == name {
+			return c
+		}
 	}
-	setParents(c)
-	commands[c.name] = c
+	return nil
 }
 
 func setParents(c *command) {
@@ -83,8 +104,8 @@ func setParents(c *command) {
 // then each subcommand the next argument names. It returns the deepest
 // command found and the arguments after it.
 func lookup(args []string) (*command, []string, error) {
-	c, ok := commands[args[0]]
-	if !ok {
+	c := topCommand(args[0])
+	if c == nil {
 		return nil, nil, usagef("unknown command %q", args[0])
 	}
 	rest := args[1:]
@@ -117,21 +138,8 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		printUsage(stderr)
 		return usagef("no command given")
 	}
-	switch args[0] {
-	case "help", "-h", "--help":
-		if len(args) == 1 {
-			printUsage(stdout)
-			return nil
-		}
-		c, rest, err := lookup(args[1:])
-		if err != nil {
-			return err
-		}
-		if len(rest) > 0 {
-			return unknownSub(c, rest[0])
-		}
-		printCommandUsage(stdout, c)
-		return nil
+	if args[0] == "-h" || args[0] == "--help" {
+		args = append([]string{"help"}, args[1:]...)
 	}
 	c, rest, err := lookup(args)
 	if err != nil {
@@ -234,13 +242,8 @@ func newFlagSet(c *command) *pflag.FlagSet {
 func printUsage(w io.Writer) {
 	fmt.Fprintln(w, "pi2hop: a software L4S bottleneck (DualPI2, RFC 9332) for Linux")
 	fmt.Fprintln(w, "\nUsage: pi2hop COMMAND [flags]\n\nCommands:")
-	names := make([]string, 0, len(commands))
-	for n := range commands {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		fmt.Fprintf(w, "  %-10s %s\n", n, commands[n].short)
+	for _, c := range commands {
+		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.short)
 	}
 	fmt.Fprintln(w, "\nRun 'pi2hop help COMMAND' for a command's flags.")
 }

@@ -7,7 +7,6 @@ import (
 	"runtime"
 	"runtime/debug"
 	"slices"
-	"sort"
 	"strings"
 	"testing"
 	"unicode"
@@ -18,11 +17,10 @@ import (
 )
 
 func commandNames() []string {
-	names := make([]string, 0, len(commands))
-	for n := range commands {
-		names = append(names, n)
+	names := make([]string, len(commands))
+	for i, c := range commands {
+		names[i] = c.name
 	}
-	sort.Strings(names)
 	return names
 }
 
@@ -42,8 +40,8 @@ func walkCommands(f func(c *command)) {
 			walk(s)
 		}
 	}
-	for _, n := range commandNames() {
-		walk(commands[n])
+	for _, c := range commands {
+		walk(c)
 	}
 }
 
@@ -64,10 +62,17 @@ func flagsOf(c *command) *pflag.FlagSet {
 // what is under them.
 func TestCommandHelp(t *testing.T) {
 	for _, want := range []string{"replay", "version", "flow"} {
-		if commands[want] == nil {
-			t.Errorf("command %q not registered", want)
+		if topCommand(want) == nil {
+			t.Errorf("command %q is not in the command list", want)
 		}
 	}
+	seen := map[string]bool{}
+	walkCommands(func(c *command) {
+		if seen[c.path()] {
+			t.Errorf("%s is in the command list twice", c.path())
+		}
+		seen[c.path()] = true
+	})
 	list, _, err := runOut("help")
 	if err != nil {
 		t.Fatal(err)
@@ -206,7 +211,7 @@ func TestOldSpellings(t *testing.T) {
 		t.Error("no deprecated spellings found: the walk saw none of --watch, --interval")
 	}
 	// One end to end: the old spelling sets the new flag and warns.
-	fs := flagsOf(commands["stats"])
+	fs := flagsOf(topCommand("stats"))
 	if err := fs.Parse([]string{"--watch", "2s"}); err != nil {
 		t.Fatal(err)
 	}
@@ -214,7 +219,7 @@ func TestOldSpellings(t *testing.T) {
 		t.Errorf("stats --watch 2s: --every = %s, want 2s", got)
 	}
 	var note bytes.Buffer
-	warnDeprecated(fs, commands["stats"], &note)
+	warnDeprecated(fs, topCommand("stats"), &note)
 	if !strings.Contains(note.String(), "--watch is deprecated") || !strings.Contains(note.String(), "use --every") {
 		t.Errorf("note %q: want it to name --watch and --every", note.String())
 	}

@@ -15,21 +15,19 @@ import (
 	"github.com/pi2hop/pi2hop/internal/flagvalue"
 )
 
-func init() {
-	register(&command{
-		name:  "flow",
-		short: "traffic endpoints: Prague (L4S or classic), a video call, bulk TCP, an ECN round-trip probe",
-		usage: "flow SUBCOMMAND [flags]",
-		long:  "Each works across real networks too, not only in pi2hop lab.",
-		subs: []*command{
-			flowSub("prague-send", "--to ADDR:PORT [--ecn l4s|classic] [--max-rate R] [--rfc8888]", "send a UDP Prague flow (udp_prague wire format) to a prague-recv", pragueSendCmd),
-			flowSub("prague-recv", "--listen ADDR:PORT [--ecn l4s|classic] [--rfc8888]", "receive a UDP Prague flow and ACK every packet (or report them in blocks)", pragueRecvCmd),
-			flowSub("video-send", "--to ADDR:PORT [--ecn l4s|classic] [--fps N]", "send a 30 fps video call over Prague congestion control", videoSendCmd),
-			flowSub("video-recv", "--listen ADDR:PORT [--ecn l4s|classic]", "receive a video call: fps, stalls, frame delay, loss", videoRecvCmd),
-			flowSub("bulk", "--listen ADDR:PORT [--cc cubic] | --to ADDR:PORT", "kernel TCP bulk transfer: the server sends, the client measures goodput", bulkCmd),
-			flowSub("probe", "--listen ADDR:PORT | --to ADDR:PORT [--ecn l4s|classic|ect0|ce] [--every 10ms]", "UDP round trips with a chosen ECN codepoint (L or C queue, both ways)", probeCmd),
-		},
-	})
+var flowCmd = &command{
+	name:  "flow",
+	short: "traffic endpoints: Prague (L4S or classic), a video call, bulk TCP, an ECN round-trip probe",
+	usage: "flow SUBCOMMAND [flags]",
+	long:  "Each works across real networks too, not only in pi2hop lab.",
+	subs: []*command{
+		flowSub("prague-send", "--to ADDR:PORT [--ecn l4s|classic] [--max-rate R] [--rfc8888]", "send a UDP Prague flow (udp_prague wire format) to a prague-recv", pragueSendCmd),
+		flowSub("prague-recv", "--listen ADDR:PORT [--ecn l4s|classic] [--rfc8888]", "receive a UDP Prague flow and ACK every packet (or report them in blocks)", pragueRecvCmd),
+		flowSub("video-send", "--to ADDR:PORT [--ecn l4s|classic] [--fps N]", "send a 30 fps video call over Prague congestion control", videoSendCmd),
+		flowSub("video-recv", "--listen ADDR:PORT [--ecn l4s|classic]", "receive a video call: fps, stalls, frame delay, loss", videoRecvCmd),
+		flowSub("bulk", "--listen ADDR:PORT [--cc cubic] | --to ADDR:PORT", "kernel TCP bulk transfer: the server sends, the client measures goodput", bulkCmd),
+		flowSub("probe", "--listen ADDR:PORT | --to ADDR:PORT [--ecn l4s|classic|ect0|ce] [--every 10ms]", "UDP round trips with a chosen ECN codepoint (L or C queue, both ways)", probeCmd),
+	},
 }
 
 // flowSub makes a `pi2hop flow` subcommand: it takes no positional

@@ -21,13 +21,12 @@ import (
 	"github.com/pi2hop/pi2hop/testbed/report"
 )
 
-func init() {
-	register(&command{
-		name:  "lab",
-		short: "run a lab scenario through the hop in network namespaces and write a report",
-		usage: "lab [SCENARIO] [--quick] [--out DIR] [--duration D] [--rate R] [flags]  |  lab --cleanup [--name N]",
-		flags: labFlags,
-	})
+var labCmd = &command{
+	name:     "lab",
+	short:    "run a lab scenario through the hop in network namespaces and write a report",
+	usage:    "lab [SCENARIO] [--quick] [--out DIR] [--duration D] [--rate R] [flags]  |  lab --cleanup [--name N]",
+	flags:    labFlags,
+	argWords: testbed.ScenarioNames,
 }
 
 // labArgs are lab's flags; zero values leave the scenario's defaults.

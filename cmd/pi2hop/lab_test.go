@@ -22,7 +22,7 @@ import (
 
 // labConfig parses a lab command line (without "lab") to its resolved Config.
 func labConfig(args ...string) (testbed.Config, error) {
-	fs := newFlagSet(commands["lab"])
+	fs := newFlagSet(topCommand("lab"))
 	a := addLabFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return testbed.Config{}, err

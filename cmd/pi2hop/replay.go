@@ -19,13 +19,11 @@ import (
 // each event as a JSON line (jsonWriter) and a summary. The model and
 // the event order are the replay package's.
 
-func init() {
-	register(&command{
-		name:  "replay",
-		short: "run a packet trace (CSV or pcap) through the link and a queue discipline (--aqm) in virtual time",
-		usage: "replay [flags] (--trace FILE | --pcap FILE [--pcap-out FILE])",
-		flags: replayFlags,
-	})
+var replayCmd = &command{
+	name:  "replay",
+	short: "run a packet trace (CSV or pcap) through the link and a queue discipline (--aqm) in virtual time",
+	usage: "replay [flags] (--trace FILE | --pcap FILE [--pcap-out FILE])",
+	flags: replayFlags,
 }
 
 type replayArgs struct {

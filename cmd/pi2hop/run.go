@@ -11,13 +11,11 @@ import (
 // pi2hop run: gateway mode. The bottleneck goes between two interfaces of
 // this box, by policy routing (see topology.Gateway).
 
-func init() {
-	register(&command{
-		name:  "run",
-		short: "insert the bottleneck between two interfaces of this box (gateway mode)",
-		usage: "run --lan IF --wan IF [flags]  |  run --cleanup [--name N] [--lan IF --wan IF]",
-		flags: runFlags,
-	})
+var runCmd = &command{
+	name:  "run",
+	short: "insert the bottleneck between two interfaces of this box (gateway mode)",
+	usage: "run --lan IF --wan IF [flags]  |  run --cleanup [--name N] [--lan IF --wan IF]",
+	flags: runFlags,
 }
 
 type runArgs struct {

@@ -15,13 +15,11 @@ import (
 // which the instance merges over the settings it runs with, validates as
 // a whole and applies to both directions at once, or not at all.
 
-func init() {
-	register(&command{
-		name:  "set",
-		short: "change a running hop's rate, delay, loss or DualPI2 parameters live",
-		usage: "set [--name N] LINK-FLAGS (e.g. --down-rate 5mbit --delay 30ms)",
-		flags: setFlags,
-	})
+var setCmd = &command{
+	name:  "set",
+	short: "change a running hop's rate, delay, loss or DualPI2 parameters live",
+	usage: "set [--name N] LINK-FLAGS (e.g. --down-rate 5mbit --delay 30ms)",
+	flags: setFlags,
 }
 
 func setFlags(fs *pflag.FlagSet) func(context.Context, *cmdEnv, []string) error {

@@ -19,13 +19,11 @@ import (
 // advertisements and NAT, with the bottleneck between LAN and WAN (see
 // instance.Share).
 
-func init() {
-	register(&command{
-		name:  "share",
-		short: "share this box's connection with a LAN (DHCP, DNS, NAT) behind the bottleneck, as a Mac's Internet Sharing",
-		usage: "share --lan IF --wan IF [flags]  |  share --cleanup [--name N]",
-		flags: shareFlags,
-	})
+var shareCmd = &command{
+	name:  "share",
+	short: "share this box's connection with a LAN (DHCP, DNS, NAT) behind the bottleneck, as a Mac's Internet Sharing",
+	usage: "share --lan IF --wan IF [flags]  |  share --cleanup [--name N]",
+	flags: shareFlags,
 }
 
 type shareArgs struct {

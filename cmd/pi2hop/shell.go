@@ -15,13 +15,12 @@ import (
 // bottleneck, like mahimahi's shells in one step (see instance.Shell). The
 // command's exit status is pi2hop's.
 
-func init() {
-	register(&command{
-		name:  "shell",
-		short: "run a command in a network namespace behind the bottleneck",
-		usage: "shell [flags] [-- CMD ARGS...]  (default CMD: the user's shell)  |  shell --cleanup [--name N]",
-		flags: shellFlags,
-	})
+var shellCmd = &command{
+	name:     "shell",
+	short:    "run a command in a network namespace behind the bottleneck",
+	usage:    "shell [flags] [-- CMD ARGS...]  (default CMD: the user's shell)  |  shell --cleanup [--name N]",
+	flags:    shellFlags,
+	argFiles: true,
 }
 
 type shellArgs struct {

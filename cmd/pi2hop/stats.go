@@ -19,13 +19,11 @@ import (
 // the link's figures. With --every the rates and sojourn quantiles are
 // those of the last interval.
 
-func init() {
-	register(&command{
-		name:  "stats",
-		short: "show a running hop's queue and link statistics",
-		usage: "stats [--name N] [--json] [--every 1s]",
-		flags: statsFlags,
-	})
+var statsCmd = &command{
+	name:  "stats",
+	short: "show a running hop's queue and link statistics",
+	usage: "stats [--name N] [--json] [--every 1s]",
+	flags: statsFlags,
 }
 
 type statsArgs struct {

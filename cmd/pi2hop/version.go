@@ -8,21 +8,19 @@ import (
 	"github.com/spf13/pflag"
 )
 
-func init() {
-	register(&command{
-		name:  "version",
-		short: "print pi2hop's version and the Go toolchain it was built with",
-		usage: "version",
-		flags: func(fs *pflag.FlagSet) func(context.Context, *cmdEnv, []string) error {
-			return func(_ context.Context, env *cmdEnv, args []string) error {
-				if len(args) > 0 {
-					return usagef("version: unexpected argument %q", args[0])
-				}
-				fmt.Fprint(env.stdout, versionText(buildinfo.Read()))
-				return nil
+var versionCmd = &command{
+	name:  "version",
+	short: "print pi2hop's version and the Go toolchain it was built with",
+	usage: "version",
+	flags: func(fs *pflag.FlagSet) func(context.Context, *cmdEnv, []string) error {
+		return func(_ context.Context, env *cmdEnv, args []string) error {
+			if len(args) > 0 {
+				return usagef("version: unexpected argument %q", args[0])
 			}
-		},
-	})
+			fmt.Fprint(env.stdout, versionText(buildinfo.Read()))
+			return nil
+		}
+	},
 }
 
 // versionText describes the build: its version as buildinfo spells it

@@ -1,0 +1,114 @@
+package main
+
+import (
+	"context"
+	"io"
+	"strings"
+
+	"github.com/pi2hop/pi2hop/internal/clidoc"
+	"github.com/pi2hop/pi2hop/internal/flagvalue"
+	"github.com/spf13/pflag"
+)
+
+var helpCmd = &command{
+	name:  "help",
+	short: "show the commands, or a command's synopsis, description and flags",
+	usage: "help [COMMAND [SUBCOMMAND]]  |  help --markdown  |  help --man",
+	flags: func(fs *pflag.FlagSet) func(context.Context, *cmdEnv, []string) error {
+		var markdown, man bool
+		fs.BoolVar(&markdown, "markdown", false, "print every command's help as one Markdown page (docs/cli.md is this)")
+		fs.BoolVar(&man, "man", false, "print every command's help as a roff man page, pi2hop(1)")
+		return func(_ context.Context, env *cmdEnv, args []string) error {
+			switch {
+			case markdown && man:
+				return usagef("help: --markdown and --man: give one")
+			case (markdown || man) && len(args) > 0:
+				return usagef("help: --markdown and --man cover every command: name none")
+			case markdown:
+				return clidoc.Markdown(env.stdout, program())
+			case man:
+				return clidoc.Man(env.stdout, program())
+			case len(args) == 0:
+				printUsage(env.stdout)
+				return nil
+			}
+			c, rest, err := lookup(args)
+			if err != nil {
+				return err
+			}
+			if len(rest) > 0 {
+				return unknownSub(c, rest[0])
+			}
+			printCommandUsage(env.stdout, c)
+			return nil
+		}
+	},
+}
+
+var completionCmd = &command{
+	name:  "completion",
+	short: "print a shell completion script: commands, subcommands, flags and their choices",
+	usage: "completion bash|zsh|fish",
+	long:  "bash: source <(pi2hop completion bash). zsh: source <(pi2hop completion zsh), or save it as _pi2hop in a directory of $fpath. fish: pi2hop completion fish | source.",
+	subs: []*command{
+		completionSub("bash", clidoc.Bash),
+		completionSub("zsh", clidoc.Zsh),
+		completionSub("fish", clidoc.Fish),
+	},
+}
+
+func completionSub(shell string, script func(io.Writer, *clidoc.Program) error) *command {
+	return &command{name: shell, usage: shell, short: "print the " + shell + " completion script",
+		flags: func(*pflag.FlagSet) func(context.Context, *cmdEnv, []string) error {
+			return func(_ context.Context, env *cmdEnv, args []string) error {
+				if len(args) > 0 {
+					return usagef("completion %s: unexpected argument %q", shell, args[0])
+				}
+				return script(env.stdout, program())
+			}
+		}}
+}
+
+// program describes the command list for clidoc: the help each command
+// prints and the flags it shows, hidden old spellings left out.
+func program() *clidoc.Program {
+	var usage strings.Builder
+	printUsage(&usage)
+	short, _, _ := strings.Cut(usage.String(), "\n")
+	p := &clidoc.Program{Name: "pi2hop", Short: strings.TrimPrefix(short, "pi2hop: "), Help: usage.String()}
+	var conv func(c *command) *clidoc.Command
+	conv = func(c *command) *clidoc.Command {
+		var help strings.Builder
+		printCommandUsage(&help, c)
+		d := &clidoc.Command{Name: c.name, Path: c.path(), Short: c.short, Help: help.String(), ArgsAreCommands: c.name == "help" && c.parent == nil, ArgFiles: c.argFiles}
+		if c.argWords != nil {
+			d.ArgWords = c.argWords()
+		}
+		fs := newFlagSet(c)
+		if c.flags != nil {
+			c.flags(fs)
+		}
+		fs.VisitAll(func(f *pflag.Flag) {
+			if f.Hidden || f.Deprecated != "" {
+				return
+			}
+			arg, text := pflag.UnquoteUsage(f)
+			if f.NoOptDefVal != "" {
+				arg = "" // a switch: pflag's "bool" or "[=true|false]" is no value to type
+			}
+			cf := clidoc.Flag{Name: f.Name, Shorthand: f.Shorthand, Arg: arg, Usage: text}
+			if ch, ok := f.Value.(*flagvalue.Choice); ok {
+				cf.Choices = ch.Choices
+			}
+			d.Flags = append(d.Flags, cf)
+		})
+		for _, s := range c.subs {
+			d.Subs = append(d.Subs, conv(s))
+		}
+		return d
+	}
+	for _, c := range commands {
+		p.Commands = append(p.Commands, conv(c))
+	}
+	return p
+}
