@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/pi2hop/pi2hop/internal/clidoc"
-	"github.com/pi2hop/pi2hop/internal/flagvalue"
 	"github.com/spf13/pflag"
 )
 
@@ -88,20 +87,7 @@ func program() *clidoc.Program {
 		if c.flags != nil {
 			c.flags(fs)
 		}
-		fs.VisitAll(func(f *pflag.Flag) {
-			if f.Hidden || f.Deprecated != "" {
-				return
-			}
-			arg, text := pflag.UnquoteUsage(f)
-			if f.NoOptDefVal != "" {
-				arg = "" // a switch: pflag's "bool" or "[=true|false]" is no value to type
-			}
-			cf := clidoc.Flag{Name: f.Name, Shorthand: f.Shorthand, Arg: arg, Usage: text}
-			if ch, ok := f.Value.(*flagvalue.Choice); ok {
-				cf.Choices = ch.Choices
-			}
-			d.Flags = append(d.Flags, cf)
-		})
+		d.Flags = clidoc.FlagsOf(fs)
 		for _, s := range c.subs {
 			d.Subs = append(d.Subs, conv(s))
 		}

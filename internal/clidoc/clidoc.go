@@ -9,6 +9,8 @@ package clidoc
 import (
 	"strings"
 	"unicode/utf8"
+
+	"github.com/spf13/pflag"
 )
 
 // Program is the whole command line.
@@ -44,6 +46,28 @@ type Flag struct {
 	Arg       string   // the value's name in help ("ADDR:PORT"); "" for a switch
 	Usage     string   // the help text, without the value's name quoting
 	Choices   []string // the words the value may be, when it is one of a list
+}
+
+// FlagsOf lists the flags of fs that help shows, in its order: hidden
+// and deprecated spellings are left out. A value with a Words method
+// (one word out of a fixed list) gives its Choices.
+func FlagsOf(fs *pflag.FlagSet) []Flag {
+	var out []Flag
+	fs.VisitAll(func(f *pflag.Flag) {
+		if f.Hidden || f.Deprecated != "" {
+			return
+		}
+		arg, usage := pflag.UnquoteUsage(f)
+		if f.NoOptDefVal != "" {
+			arg = "" // a switch: pflag's "bool" is no value to type
+		}
+		cf := Flag{Name: f.Name, Shorthand: f.Shorthand, Arg: arg, Usage: usage}
+		if w, ok := f.Value.(interface{ Words() []string }); ok {
+			cf.Choices = w.Words()
+		}
+		out = append(out, cf)
+	})
+	return out
 }
 
 // walk calls f for every command, each parent before its subcommands.

@@ -268,6 +268,10 @@ func (v *Choice) Set(s string) error {
 func (v *Choice) String() string { return v.Val }
 func (v *Choice) Type() string   { return strings.Join(v.Choices, "|") }
 
+// Words lists the canonical choices, for shell completion (aliases are
+// old or tc spellings, not offered).
+func (v *Choice) Words() []string { return v.Choices }
+
 // Loss is a loss model as shaper.ParseLoss reads it ("1%", "0.01",
 // "ge:p=1%,r=30%"). It keeps the text: Gilbert–Elliott has state, so each
 // direction parses its own instance.
