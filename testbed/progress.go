@@ -3,13 +3,15 @@ package testbed
 import (
 	"fmt"
 	"io"
-	"strings"
 	"sync"
 	"time"
+
+	"github.com/vbauerster/mpb/v8"
+	"github.com/vbauerster/mpb/v8/decor"
 )
 
-// Progress shows how far a lab has got: on a terminal a bar redrawn in
-// place with elapsed and remaining time, elsewhere (logs, CI) one line per
+// Progress shows how far a lab has got: on a terminal a bar drawn by mpb
+// with elapsed and remaining time, elsewhere (logs, CI) one line per
 // run. Remaining time comes from the planned durations, so it is an
 // estimate that setup and teardown stretch a little.
 type Progress struct {
@@ -25,13 +27,21 @@ type Progress struct {
 	phase      string
 	phaseStart time.Time
 	phaseLen   time.Duration
-	drawn      bool
-	stop       chan struct{}
-	stopped    chan struct{}
+
+	bars    *mpb.Progress
+	bar     *mpb.Bar
+	stop    chan struct{}
+	stopped chan struct{}
 }
 
-// barWidth is the bar's length in characters.
-const barWidth = 30
+// barWidth is the bar's length in characters; barSteps its resolution.
+const (
+	barWidth = 30
+	barSteps = 1000
+)
+
+// refresh is how often the bar is redrawn.
+const refresh = 500 * time.Millisecond
 
 // NewProgress reports to w a lab planned to take total. tty selects the
 // redrawn bar; a nil w reports nothing.
@@ -57,7 +67,7 @@ func (p *Progress) SetWidth(cols int) {
 	}
 }
 
-// Start begins the clock and, on a terminal, redraws twice a second until Stop.
+// Start begins the clock and, on a terminal, the bar, redrawn until Stop.
 func (p *Progress) Start() {
 	if p == nil {
 		return
@@ -68,20 +78,39 @@ func (p *Progress) Start() {
 	if p.w == nil || !p.tty {
 		return
 	}
+	// The bar's position is the planned time done, which only this
+	// package knows: a ticker moves it, mpb draws it. Auto refresh draws
+	// on any writer the caller found to be a terminal.
+	p.bars = mpb.New(mpb.WithOutput(p.w), mpb.WithRefreshRate(refresh), mpb.WithAutoRefresh(),
+		mpb.ContainerOptional(mpb.WithWidth(p.width-1), p.width > 1))
+	p.bar = p.bars.New(barSteps,
+		mpb.BarStyle().Lbound("[").Filler("=").Tip(">").Padding(" ").Rbound("]"),
+		mpb.BarWidth(barWidth), mpb.BarFillerTrim(),
+		mpb.AppendDecorators(decor.Any(func(st decor.Statistics) string {
+			// mpb fills decorators first and gives the bar what is left:
+			// leave the bar its width, cut the status on a narrow terminal.
+			return truncate(" "+p.Status(), st.AvailableWidth-barWidth)
+		})))
 	p.stop, p.stopped = make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(p.stopped)
-		t := time.NewTicker(500 * time.Millisecond)
+		t := time.NewTicker(refresh)
 		defer t.Stop()
 		for {
+			p.advance()
 			select {
 			case <-p.stop:
 				return
 			case <-t.C:
-				p.draw()
 			}
 		}
 	}()
+}
+
+// advance moves the bar to the fraction of the planned time done.
+func (p *Progress) advance() {
+	_, _, frac := p.times()
+	p.bar.SetCurrent(min(int64(frac*barSteps), barSteps-1)) // full only at Stop
 }
 
 // Phase marks the start of a step planned to take d; the previous step
@@ -103,24 +132,19 @@ func (p *Progress) Phase(name string, d time.Duration) {
 		el, left, _ := p.times()
 		fmt.Fprintf(p.w, "lab: %s (%v planned; %s elapsed, ~%s left)\n", name, d, clock(el), clock(left))
 	}
-	p.draw()
 }
 
-// Stop ends the display, leaving the terminal on a fresh line.
+// Stop ends the display: the bar is taken off the terminal, leaving it
+// on a fresh line.
 func (p *Progress) Stop() {
-	if p == nil {
+	if p == nil || p.stop == nil {
 		return
 	}
-	if p.stop != nil {
-		close(p.stop)
-		<-p.stopped
-		p.stop = nil
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.tty && p.drawn && p.w != nil {
-		fmt.Fprint(p.w, "\r\033[K")
-	}
+	close(p.stop)
+	<-p.stopped
+	p.stop = nil
+	p.bar.Abort(true)
+	p.bars.Wait()
 }
 
 // times returns elapsed and remaining time and the fraction done.
@@ -140,33 +164,22 @@ func (p *Progress) times() (elapsed, left time.Duration, frac float64) {
 	return elapsed, left, frac
 }
 
-// Line renders the bar as it would be drawn now.
-func (p *Progress) Line() string {
+// Status is the text beside the bar: the share of the planned time done,
+// elapsed and remaining time, and the step under way.
+func (p *Progress) Status() string {
 	el, left, frac := p.times()
-	n := int(frac * barWidth)
-	bar := strings.Repeat("=", n) + strings.Repeat(" ", barWidth-n)
-	if n > 0 && n < barWidth {
-		bar = strings.Repeat("=", n-1) + ">" + strings.Repeat(" ", barWidth-n)
-	}
 	p.mu.Lock()
 	phase := p.phase
 	p.mu.Unlock()
-	line := fmt.Sprintf("[%s] %3.0f%%  %s elapsed, ~%s left  %s", bar, 100*frac, clock(el), clock(left), phase)
-	if r := []rune(line); p.width > 1 && len(r) >= p.width {
-		line = string(r[:p.width-1])
-	}
-	return line
+	return fmt.Sprintf("%3.0f%%  %s elapsed, ~%s left  %s", 100*frac, clock(el), clock(left), phase)
 }
 
-func (p *Progress) draw() {
-	if p.w == nil || !p.tty {
-		return
+// truncate cuts s to at most n runes.
+func truncate(s string, n int) string {
+	if r := []rune(s); len(r) > max(n, 0) {
+		return string(r[:max(n, 0)])
 	}
-	line := p.Line()
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	fmt.Fprint(p.w, "\r\033[K"+line)
-	p.drawn = true
+	return s
 }
 
 // clock formats d as m:ss.
