@@ -73,6 +73,10 @@ func (v FlagValue) String() string { return v.st.value.format(v.field) }
 
 func (v FlagValue) Type() string { return v.st.value.typ() }
 
+// Words lists the words the value may be when it is one of a list (--aqm),
+// for shell completion; nil otherwise.
+func (v FlagValue) Words() []string { return v.st.value.words() }
+
 // IsBoolFlag makes a switch's flag take no value (--nqb), as pflag's own
 // boolean flags.
 func (v FlagValue) IsBoolFlag() bool { return v.st.value.isBool() }
@@ -148,6 +152,7 @@ type codec interface {
 	fieldType() reflect.Type                  // *T
 	typ() string
 	isBool() bool
+	words() []string // the choices, when the value is one of a list
 }
 
 // flagValue is what a flagvalue type is: a pflag.Value.
@@ -200,6 +205,14 @@ func (c via[T, V, P]) fallback() reflect.Value {
 
 func (c via[T, V, P]) fieldType() reflect.Type { return reflect.TypeFor[*T]() }
 func (c via[T, V, P]) typ() string             { v := c.def; return P(&v).Type() }
+
+func (c via[T, V, P]) words() []string {
+	v := c.def
+	if w, ok := any(P(&v)).(interface{ Words() []string }); ok {
+		return w.Words()
+	}
+	return nil
+}
 
 func (c via[T, V, P]) isBool() bool {
 	v := c.def
