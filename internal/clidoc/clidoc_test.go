@@ -65,7 +65,7 @@ func TestRoff(t *testing.T) {
 }
 
 func TestAnchor(t *testing.T) {
-	if got := anchor("pi2hop flow prague-send"); got != "pi2hop-flow-prague-send" {
+	if got := Anchor("pi2hop flow prague-send"); got != "pi2hop-flow-prague-send" {
 		t.Errorf("anchor = %q", got)
 	}
 }

@@ -16,7 +16,7 @@ func Markdown(w io.Writer, p *Program) error {
 	fmt.Fprintf(b, "%s\n\n", p.Short)
 	fmt.Fprintf(b, "| command | what it does |\n| --- | --- |\n")
 	for _, c := range p.Commands {
-		fmt.Fprintf(b, "| [`%s %s`](#%s) | %s |\n", p.Name, c.Path, anchor(p.Name+" "+c.Path), strings.ReplaceAll(c.Short, "|", `\|`))
+		fmt.Fprintf(b, "| [`%s %s`](#%s) | %s |\n", p.Name, c.Path, Anchor(p.Name+" "+c.Path), strings.ReplaceAll(c.Short, "|", `\|`))
 	}
 	p.walk(func(c *Command) {
 		level := "##" + strings.Repeat("#", strings.Count(c.Path, " "))
@@ -26,9 +26,9 @@ func Markdown(w io.Writer, p *Program) error {
 	return err
 }
 
-// anchor is the fragment GitHub gives a heading: lower case, spaces to
+// Anchor is the fragment GitHub gives a heading: lower case, spaces to
 // dashes, punctuation other than dashes and underscores dropped.
-func anchor(heading string) string {
+func Anchor(heading string) string {
 	var b strings.Builder
 	for _, r := range strings.ToLower(heading) {
 		switch {
