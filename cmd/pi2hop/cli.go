@@ -48,7 +48,11 @@ type command struct {
 	// argWords lists the words one may be. For completion.
 	argFiles bool
 	argWords func() []string
-	parent   *command // set from the list in init
+	// linux names what the command needs that only Linux has ("TUN
+	// devices, netlink, nftables"); "" where it runs anywhere. Elsewhere
+	// such a command and its subcommands exit 2 with one line saying so.
+	linux  string
+	parent *command // set from the list in init
 }
 
 // path is the command as typed after "pi2hop": "flow prague-send".

@@ -27,6 +27,7 @@ var labCmd = &command{
 	usage:    "lab [SCENARIO] [--quick] [--out DIR] [--duration D] [--rate R] [flags]  |  lab --cleanup [--name N]",
 	flags:    labFlags,
 	argWords: testbed.ScenarioNames,
+	linux:    "network namespaces, veth pairs, TUN devices",
 }
 
 // labArgs are lab's flags; zero values leave the scenario's defaults.

@@ -14,11 +14,13 @@ var otherSystems = []string{"darwin", "windows", "freebsd"}
 // each of its subcommands, exits 2 with one line naming what it needs;
 // on Linux none is refused, and the portable commands never are.
 func TestLinuxOnlyCommands(t *testing.T) {
-	for name, need := range linuxOnly {
-		c, _, err := lookup([]string{name})
-		if err != nil {
-			t.Fatalf("linuxOnly names %q, which is no command: %v", name, err)
+	var linuxOnly []string
+	for _, c := range commands {
+		if c.linux == "" {
+			continue
 		}
+		name, need := c.name, c.linux
+		linuxOnly = append(linuxOnly, name)
 		if err := needsLinux(c, "linux"); err != nil {
 			t.Errorf("%s on linux: %v, want nil", name, err)
 		}
@@ -33,6 +35,9 @@ func TestLinuxOnlyCommands(t *testing.T) {
 				t.Errorf("%s on %s prints %q, want %q", name, goos, stderr.String(), want)
 			}
 		}
+	}
+	if got, want := strings.Join(linuxOnly, " "), "share run shell stats set lab"; got != want {
+		t.Errorf("Linux-only commands: %s, want %s", got, want)
 	}
 	if c, _, _ := lookup([]string{"share"}); c == nil || needsLinux(c, "darwin").Error() != "pi2hop share: needs Linux (TUN devices, netlink, nftables)" {
 		t.Errorf("share on darwin does not say it needs TUN devices, netlink and nftables")
@@ -60,7 +65,7 @@ func TestRunElsewhere(t *testing.T) {
 	// for an instance that is not there, not change the machine.
 	_, _, err := runOut("stats", "--name", "pi2hop-no-such-instance")
 	var stderr bytes.Buffer
-	if code := exitCode(err, &stderr); code != 2 || stderr.String() != "pi2hop stats: needs Linux ("+linuxOnly["stats"]+")\n" {
+	if code := exitCode(err, &stderr); code != 2 || stderr.String() != "pi2hop stats: needs Linux ("+topCommand("stats").linux+")\n" {
 		t.Errorf("stats on darwin: exit %d, %q", code, stderr.String())
 	}
 	for _, args := range [][]string{{"share", "--help"}, {"help", "share"}, {"replay", "--help"}, {"flow", "prague-send", "--help"}} {

@@ -16,6 +16,7 @@ var runCmd = &command{
 	short: "insert the bottleneck between two interfaces of this box (gateway mode)",
 	usage: "run --lan IF --wan IF [flags]  |  run --cleanup [--name N] [--lan IF --wan IF]",
 	flags: runFlags,
+	linux: "TUN devices, netlink, policy routing",
 }
 
 type runArgs struct {

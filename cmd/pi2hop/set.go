@@ -20,6 +20,7 @@ var setCmd = &command{
 	short: "change a running hop's rate, delay, loss or DualPI2 parameters live",
 	usage: "set [--name N] LINK-FLAGS (e.g. --down-rate 5mbit --delay 30ms)",
 	flags: setFlags,
+	linux: "a local instance started by run, shell or share",
 }
 
 func setFlags(fs *pflag.FlagSet) func(context.Context, *cmdEnv, []string) error {

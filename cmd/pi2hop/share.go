@@ -24,6 +24,7 @@ var shareCmd = &command{
 	short: "share this box's connection with a LAN (DHCP, DNS, NAT) behind the bottleneck, as a Mac's Internet Sharing",
 	usage: "share --lan IF --wan IF [flags]  |  share --cleanup [--name N]",
 	flags: shareFlags,
+	linux: "TUN devices, netlink, nftables",
 }
 
 type shareArgs struct {

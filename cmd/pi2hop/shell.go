@@ -21,6 +21,7 @@ var shellCmd = &command{
 	usage:    "shell [flags] [-- CMD ARGS...]  (default CMD: the user's shell)  |  shell --cleanup [--name N]",
 	flags:    shellFlags,
 	argFiles: true,
+	linux:    "TUN devices, network namespaces",
 }
 
 type shellArgs struct {

@@ -24,6 +24,7 @@ var statsCmd = &command{
 	short: "show a running hop's queue and link statistics",
 	usage: "stats [--name N] [--json] [--every 1s]",
 	flags: statsFlags,
+	linux: "a local instance started by run, shell or share",
 }
 
 type statsArgs struct {
