@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pi2hop/pi2hop/internal/clidoc"
 	"github.com/spf13/pflag"
 )
 
@@ -145,4 +146,64 @@ func TestCompletionScripts(t *testing.T) {
 			t.Errorf("%s -n: %v\n%s", shell, err, out)
 		}
 	}
+}
+
+// TestReadme keeps the README a front door: at most 150 lines, every
+// relative link to a file that exists (and a heading there when it names
+// one), and every pi2hop command line in it one that parses: a command
+// of the list and flags that command has.
+func TestReadme(t *testing.T) {
+	const root = "../../"
+	readme, err := os.ReadFile(root + "README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(readme)
+	if n := strings.Count(text, "\n"); n > 150 {
+		t.Errorf("README.md has %d lines, want at most 150: move detail to docs/", n)
+	}
+	for _, m := range regexp.MustCompile(`\]\(([^)#:]+)(#[^)]*)?\)`).FindAllStringSubmatch(text, -1) {
+		target, err := os.ReadFile(root + m[1])
+		if err != nil {
+			t.Errorf("README links to %s: %v", m[1], err)
+			continue
+		}
+		if m[2] != "" && !hasHeading(string(target), m[2][1:]) {
+			t.Errorf("README links to %s%s: no such heading", m[1], m[2])
+		}
+	}
+	var lines [][]string
+	for _, block := range regexp.MustCompile("(?s)```sh\n(.*?)```").FindAllStringSubmatch(text, -1) {
+		lines = append(lines, regexp.MustCompile(`(?m)^(?:sudo )?(?:\./bin/)?pi2hop ([^#\n]*)`).FindAllStringSubmatch(block[1], -1)...)
+	}
+	if len(lines) < 4 {
+		t.Errorf("README shows %d pi2hop command lines, want the four paths'", len(lines))
+	}
+	for _, m := range lines {
+		args := strings.Fields(m[1])
+		c, rest, err := lookup(args)
+		if err != nil {
+			t.Errorf("README: pi2hop %s: %v", m[1], err)
+			continue
+		}
+		fs := flagsOf(c)
+		if err := fs.Parse(rest); err != nil {
+			t.Errorf("README: pi2hop %s: %v", m[1], err)
+		}
+	}
+}
+
+// hasHeading reports whether a Markdown page has a heading whose GitHub
+// anchor is frag.
+func hasHeading(page, frag string) bool {
+	for _, line := range strings.Split(page, "\n") {
+		h, ok := strings.CutPrefix(strings.TrimLeft(line, "#"), " ")
+		if !ok || !strings.HasPrefix(line, "#") {
+			continue
+		}
+		if clidoc.Anchor(h) == frag {
+			return true
+		}
+	}
+	return false
 }
