@@ -6,20 +6,26 @@ import (
 	"sync"
 	"time"
 
+	"github.com/vbauerster/cupwriter"
 	"github.com/vbauerster/mpb/v8"
 	"github.com/vbauerster/mpb/v8/decor"
 )
 
-// Progress shows how far a lab has got: on a terminal a bar drawn by mpb
-// with elapsed and remaining time, elsewhere (logs, CI) one line per
+// Progress shows how far a lab has got: on a terminal a bar redrawn in
+// place with elapsed and remaining time, elsewhere (logs, CI) one line per
 // run. Remaining time comes from the planned durations, so it is an
 // estimate that setup and teardown stretch a little.
+//
+// mpb draws the bar from its own goroutine; Phase only records the step
+// under a mutex the drawing takes briefly, so a slow or stopped terminal
+// never holds up a run.
 type Progress struct {
-	w     io.Writer
-	tty   bool
-	total time.Duration // planned, all runs
-	now   func() time.Time
-	width int // terminal columns; 0 = unknown
+	w      io.Writer
+	cw     mpb.ConsoleWriter // where the bar is drawn; nil: one line per run
+	total  time.Duration     // planned, all runs
+	now    func() time.Time
+	width  int        // columns of a forced terminal; a real one is asked at each redraw
+	redraw <-chan any // nil: every refreshEvery; tests redraw on demand
 
 	mu         sync.Mutex
 	start      time.Time
@@ -28,46 +34,59 @@ type Progress struct {
 	phaseStart time.Time
 	phaseLen   time.Duration
 
-	bars    *mpb.Progress
-	bar     *mpb.Bar
-	stop    chan struct{}
-	stopped chan struct{}
+	// Between Start and Stop on a terminal; Start and Stop come from one
+	// goroutine, the lab's.
+	bars *mpb.Progress
+	bar  *mpb.Bar
 }
 
-// barWidth is the bar's length in characters; barSteps its resolution.
 const (
+	// barWidth is the bar's length in characters, brackets aside.
 	barWidth = 30
-	barSteps = 1000
+	// refreshEvery: the clocks show whole seconds, and a lab measures
+	// latency on a shared machine, so the bar redraws no more than it must.
+	refreshEvery = 500 * time.Millisecond
+	// fillScale is the resolution of the fraction handed to the filler.
+	fillScale = 10000
 )
 
-// refresh is how often the bar is redrawn.
-const refresh = 500 * time.Millisecond
-
 // NewProgress reports to w a lab planned to take total. tty selects the
-// redrawn bar; a nil w reports nothing.
+// redrawn bar even when w is not a terminal; a nil w reports nothing.
 func NewProgress(w io.Writer, tty bool, total time.Duration) *Progress {
-	return &Progress{w: w, tty: tty, total: total, now: time.Now}
-}
-
-// NewTerminalProgress is NewProgress with the redrawn bar when w is a
-// terminal, fitted to its width; on anything else (a file, a pipe, not
-// Linux) it prints line by line.
-func NewTerminalProgress(w io.Writer, total time.Duration) *Progress {
-	cols, tty := terminalWidth(w)
-	p := NewProgress(w, tty, total)
-	p.SetWidth(cols)
+	p := &Progress{w: w, total: total, now: time.Now}
+	if tty && w != nil {
+		p.cw = cupwriter.New(w, true)
+	}
 	return p
 }
 
-// SetWidth tells the bar how many columns the terminal has, so a line
-// never wraps (a wrapped line cannot be redrawn in place).
+// NewTerminalProgress is NewProgress with the redrawn bar when w is a
+// terminal, fitted to its width at each redraw; on anything else (a file,
+// a pipe) it prints line by line. So does a terminal that reports no size
+// (a pseudo-terminal nobody sized): mpb fits the bar to the size and would
+// draw nothing.
+func NewTerminalProgress(w io.Writer, total time.Duration) *Progress {
+	p := NewProgress(w, false, total)
+	if w == nil {
+		return p
+	}
+	if cw := cupwriter.New(w, false); cw.IsTerminal() {
+		if cols, rows, err := cw.GetTermSize(); err == nil && cols > 0 && rows > 0 {
+			p.cw = cw
+		}
+	}
+	return p
+}
+
+// SetWidth tells a bar forced onto something that is not a terminal how
+// many columns to fit; a terminal's own width wins.
 func (p *Progress) SetWidth(cols int) {
 	if p != nil {
 		p.width = cols
 	}
 }
 
-// Start begins the clock and, on a terminal, the bar, redrawn until Stop.
+// Start begins the clock and, on a terminal, draws the bar until Stop.
 func (p *Progress) Start() {
 	if p == nil {
 		return
@@ -75,42 +94,28 @@ func (p *Progress) Start() {
 	p.mu.Lock()
 	p.start = p.now()
 	p.mu.Unlock()
-	if p.w == nil || !p.tty {
+	if p.cw == nil || p.bars != nil {
 		return
 	}
-	// The bar's position is the planned time done, which only this
-	// package knows: a ticker moves it, mpb draws it. Auto refresh draws
-	// on any writer the caller found to be a terminal.
-	p.bars = mpb.New(mpb.WithOutput(p.w), mpb.WithRefreshRate(refresh), mpb.WithAutoRefresh(),
-		mpb.ContainerOptional(mpb.WithWidth(p.width-1), p.width > 1))
-	p.bar = p.bars.New(barSteps,
+	opts := []mpb.ContainerOption{mpb.WithConsoleWriter(p.cw), mpb.WithRefreshRate(refreshEvery)}
+	if p.width > 0 {
+		opts = append(opts, mpb.WithWidth(p.width))
+	}
+	if p.redraw != nil {
+		opts = append(opts, mpb.WithManualRefresh(p.redraw))
+	} else {
+		// A console writer given to mpb redraws on its own only when it is
+		// a real terminal; a forced one must be asked to.
+		opts = append(opts, mpb.WithAutoRefresh())
+	}
+	p.bars = mpb.New(opts...)
+	// Total 0: the bar never completes by itself; its fill and text come
+	// from the lab's clock at each redraw, and Stop ends it.
+	p.bar = p.bars.New(0,
 		mpb.BarStyle().Lbound("[").Filler("=").Tip(">").Padding(" ").Rbound("]"),
-		mpb.BarWidth(barWidth), mpb.BarFillerTrim(),
-		mpb.AppendDecorators(decor.Any(func(st decor.Statistics) string {
-			// mpb fills decorators first and gives the bar what is left:
-			// leave the bar its width, cut the status on a narrow terminal.
-			return truncate(" "+p.Status(), st.AvailableWidth-barWidth)
-		})))
-	p.stop, p.stopped = make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(p.stopped)
-		t := time.NewTicker(refresh)
-		defer t.Stop()
-		for {
-			p.advance()
-			select {
-			case <-p.stop:
-				return
-			case <-t.C:
-			}
-		}
-	}()
-}
-
-// advance moves the bar to the fraction of the planned time done.
-func (p *Progress) advance() {
-	_, _, frac := p.times()
-	p.bar.SetCurrent(min(int64(frac*barSteps), barSteps-1)) // full only at Stop
+		mpb.BarWidth(barWidth+2), mpb.BarFillerTrim(),
+		mpb.BarFillerMiddleware(p.filler),
+		mpb.AppendDecorators(decor.Any(p.text)))
 }
 
 // Phase marks the start of a step planned to take d; the previous step
@@ -128,23 +133,21 @@ func (p *Progress) Phase(name string, d time.Duration) {
 	}
 	p.phase, p.phaseStart, p.phaseLen = name, p.now(), d
 	p.mu.Unlock()
-	if p.w != nil && !p.tty {
+	if p.w != nil && p.cw == nil {
 		el, left, _ := p.times()
 		fmt.Fprintf(p.w, "lab: %s (%v planned; %s elapsed, ~%s left)\n", name, d, clock(el), clock(left))
 	}
 }
 
-// Stop ends the display: the bar is taken off the terminal, leaving it
-// on a fresh line.
+// Stop ends the display: the bar is erased, leaving the cursor at the
+// start of the line it held. It returns once mpb has drawn its last.
 func (p *Progress) Stop() {
-	if p == nil || p.stop == nil {
+	if p == nil || p.bars == nil {
 		return
 	}
-	close(p.stop)
-	<-p.stopped
-	p.stop = nil
-	p.bar.Abort(true)
+	p.bar.Abort(true) // true: drop the bar from the screen
 	p.bars.Wait()
+	p.bars, p.bar = nil, nil
 }
 
 // times returns elapsed and remaining time and the fraction done.
@@ -164,20 +167,28 @@ func (p *Progress) times() (elapsed, left time.Duration, frac float64) {
 	return elapsed, left, frac
 }
 
-// Status is the text beside the bar: the share of the planned time done,
-// elapsed and remaining time, and the step under way.
-func (p *Progress) Status() string {
+// filler fills mpb's bar from the planned time run so far, read at each
+// redraw, so the bar moves within a run without anyone feeding it.
+func (p *Progress) filler(base mpb.BarFiller) mpb.BarFiller {
+	return mpb.BarFillerFunc(func(w io.Writer, st decor.Statistics) error {
+		_, _, frac := p.times()
+		st.Total, st.Current = fillScale, int64(frac*fillScale)
+		st.Completed = frac >= 1 // a full bar has no tip
+		return base.Fill(w, st)
+	})
+}
+
+// text is what follows the bar. mpb lays text out before the bar, so the
+// text leaves the bar its room and one column: a line reaching the last
+// column may wrap, and a wrapped line cannot be redrawn in place.
+func (p *Progress) text(st decor.Statistics) string {
 	el, left, frac := p.times()
 	p.mu.Lock()
 	phase := p.phase
 	p.mu.Unlock()
-	return fmt.Sprintf("%3.0f%%  %s elapsed, ~%s left  %s", 100*frac, clock(el), clock(left), phase)
-}
-
-// truncate cuts s to at most n runes.
-func truncate(s string, n int) string {
-	if r := []rune(s); len(r) > max(n, 0) {
-		return string(r[:max(n, 0)])
+	s := fmt.Sprintf(" %3.0f%%  %s elapsed, ~%s left  %s", 100*frac, clock(el), clock(left), phase)
+	if r, room := []rune(s), st.AvailableWidth-(barWidth+2)-1; len(r) > room {
+		s = string(r[:max(0, room)])
 	}
 	return s
 }
