@@ -53,10 +53,11 @@ func listenIn(t *testing.T, in func(func() error) error, addr netip.Addr) *net.U
 	return c
 }
 
-// Through the hop at 10 Mbit/s and a 20 ms RTT, in both directions, a
-// flow with type-18 block feedback gets about the goodput of one with
-// type-17 ACKs. The feedback travels on the other direction's link, which
-// only it uses.
+// Through the hop at 10 Mbit/s and a 20 ms RTT, client to server, a flow
+// with type-18 block feedback gets about the goodput of one with type-17
+// ACKs. The feedback travels on the other direction's link, which only it
+// uses, so one direction of data crosses both of the hop's owners; the
+// same flows the other way round would repeat the same code.
 //
 // Block feedback costs the law itself some goodput, as it would
 // udp_prague's; our block accounting does not (a block frees the window
@@ -89,7 +90,6 @@ func TestFeedbackThroughHop(t *testing.T) {
 		fromAddr netip.Addr
 	}{
 		{"up", p.InClient, p.InServer, p.ServerAddr, p.ClientAddr},
-		{"down", p.InServer, p.InClient, p.ClientAddr, p.ServerAddr},
 	} {
 		var goodput, stolen [2]float64
 		for i, block := range []bool{false, true} {
