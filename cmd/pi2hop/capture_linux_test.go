@@ -247,7 +247,7 @@ func tsharkReads(t *testing.T, path string, want ...string) {
 // process, stops it with SIGTERM while packets flow, and checks that the
 // file reads to the end.
 func TestCaptureCompleteAfterSIGTERM(t *testing.T) {
-	needRoot(t)
+	needRoot(t, "ping")
 	t.Parallel() // checks no timing: runs beside the others that check none
 	bin := buildPi2hop(t)
 	name := testInstance(7)

@@ -53,7 +53,9 @@ type use struct {
 // one: the literal first argument of exec.Command, exec.CommandContext and
 // exec.LookPath, the literal tools of roottest.Need and needRoot, and the
 // literal program after "netns", "exec", NS or after "--" in an argument
-// list. A path counts as its last element (/bin/sh is sh).
+// list. A path counts as its last element (/bin/sh is sh). The script a
+// shell is given with -c counts too (programsInShell): a literal, the
+// format of an fmt.Sprintf, or a variable the file assigns one of those.
 func toolsInGo(fset *token.FileSet, file *ast.File) []use {
 	var uses []use
 	lit := func(e ast.Expr) (string, bool) {
@@ -67,6 +69,37 @@ func toolsInGo(fset *token.FileSet, file *ast.File) []use {
 	add := func(e ast.Expr) {
 		if s, ok := lit(e); ok && s != "" {
 			uses = append(uses, use{filepath.Base(s), fset.Position(e.Pos()).String()})
+		}
+	}
+	// scripts holds what the file assigns to each name: a literal or an
+	// fmt.Sprintf of one, so a script built before the call is scanned.
+	scripts := map[string]ast.Expr{}
+	ast.Inspect(file, func(n ast.Node) bool {
+		if a, ok := n.(*ast.AssignStmt); ok && len(a.Lhs) == len(a.Rhs) {
+			for i, l := range a.Lhs {
+				if id, ok := l.(*ast.Ident); ok {
+					scripts[id.Name] = a.Rhs[i]
+				}
+			}
+		}
+		return true
+	})
+	scriptOf := func(e ast.Expr) (string, bool) {
+		if id, ok := e.(*ast.Ident); ok && scripts[id.Name] != nil {
+			e = scripts[id.Name]
+		}
+		if c, ok := e.(*ast.CallExpr); ok {
+			if f, ok := c.Fun.(*ast.SelectorExpr); ok && f.Sel.Name == "Sprintf" && len(c.Args) > 0 {
+				e = c.Args[0]
+			}
+		}
+		return lit(e)
+	}
+	addShell := func(e ast.Expr) {
+		if s, ok := scriptOf(e); ok {
+			for _, p := range programsInShell(s) {
+				uses = append(uses, use{filepath.Base(p), fset.Position(e.Pos()).String()})
+			}
 		}
 	}
 	// inArgs finds a program in a list of arguments: "netns", "exec", NS,
@@ -83,6 +116,8 @@ func toolsInGo(fset *token.FileSet, file *ast.File) []use {
 				add(args[i+3])
 			case a == "--" && i+1 < len(args):
 				add(args[i+1])
+			case (a == "sh" || a == "bash" || a == "/bin/sh" || a == "/bin/bash") && b == "-c" && i+2 < len(args):
+				addShell(args[i+2])
 			}
 		}
 	}
@@ -119,6 +154,42 @@ func toolsInGo(fset *token.FileSet, file *ast.File) []use {
 		return true
 	})
 	return uses
+}
+
+// shellWords are the shell's own words: builtins and keywords that name
+// no program. After those in shellNext, the next word is the command.
+var (
+	shellWords = map[string]bool{"for": true, "in": true, "case": true, "esac": true, "done": true, "fi": true,
+		"read": true, "echo": true, "printf": true, "cd": true, "exit": true, "return": true, "export": true,
+		"set": true, "trap": true, "wait": true, "kill": true, "test": true, "[": true, "[[": true, "]]": true,
+		"true": true, "false": true, "complete": true, "local": true, "shift": true, "eval": true, "source": true,
+		".": true, "{": true, "}": true, ":": true, "_pi2hop": true}
+	shellNext = map[string]bool{"exec": true, "do": true, "then": true, "else": true, "elif": true,
+		"if": true, "while": true, "until": true, "!": true, "time": true}
+)
+
+// programsInShell returns the programs a shell script runs: the command
+// word of each simple command, split at ;, &, |, newlines and command
+// substitutions. Words the shell expands ($x, %s of a format) and
+// redirections are not programs.
+func programsInShell(script string) []string {
+	sep := strings.NewReplacer("$(", ";", "`", ";", "&&", ";", "||", ";", "|", ";", "&", ";", "\n", ";", "(", ";", ")", ";")
+	var progs []string
+	for _, seg := range strings.Split(sep.Replace(script), ";") {
+		for _, w := range strings.Fields(seg) {
+			if shellNext[w] {
+				continue
+			}
+			if strings.Contains(w, "=") && !strings.ContainsAny(w[:1], "$%\"'<>-") {
+				continue // an assignment before the command
+			}
+			if !shellWords[w] && !strings.ContainsAny(w[:1], "$%\"'0123456789<>-") {
+				progs = append(progs, w)
+			}
+			break // the command word decides; the rest are its arguments
+		}
+	}
+	return progs
 }
 
 // commandV matches a script's check for a program: command -v NAME.
@@ -222,8 +293,11 @@ func f(t *testing.T) {
 	exec.LookPath("udhcpc")
 	exec.Command("ip", "netns", "exec", ns, "ping", "-c1")
 	args := []string{"netns", "exec", ns, "dnsmasq", "-k"}
-	exec.Command("unshare", "--mount", "--", "/bin/sh", "-c", "x")
+	exec.Command("unshare", "--mount", "--", "/bin/sh", "-c", "mount -t tmpfs x /run")
 	Run(ctx, []string{"shell", "--", "sleep", "9"})
+	script := fmt.Sprintf("exec iperf3 -c $H -p %d && id -u; x=1 grep y | seq 3 >&2; for i in $(nc -l); do printf x; done", 1)
+	Run(ctx, []string{"shell", "--", "/bin/bash", "-c", script})
+	exec.Command("sh", "-c", "exec /bin/ping -q $H 2>&1")
 	exec.Command(bin, "x")
 }`
 	fset := token.NewFileSet()
@@ -236,7 +310,7 @@ func f(t *testing.T) {
 		got = append(got, u.tool)
 	}
 	sort.Strings(got)
-	want := "dnsmasq ip ip iperf3 ping sh sleep socat tcpdump tshark udhcpc unshare"
+	want := "bash dnsmasq grep id ip ip iperf3 iperf3 mount nc ping ping seq sh sh sleep socat tcpdump tshark udhcpc unshare"
 	if strings.Join(got, " ") != want {
 		t.Errorf("scan found %q, want %q", strings.Join(got, " "), want)
 	}
