@@ -37,7 +37,7 @@ import (
 func backendPair(t *testing.T, b tun.Backend, cfg hop.Config) (*topology.Pair, *countTap, *backendCapture) {
 	t.Helper()
 	cfg.TUN = b
-	prefix := fmt.Sprintf("p2t%d%d", os.Getpid()%10000, pairSeq.Add(1))
+	prefix := roottest.Name("p2t")
 	bc := &backendCapture{path: filepath.Join(t.TempDir(), "hop.pcapng")}
 	var err error
 	// Records of 64 bytes hold IP and TCP headers; 64 Ki of them ride out

@@ -10,7 +10,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -25,8 +24,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-var pairSeq atomic.Int32
-
 func newTestPair(t *testing.T, cfg hop.Config) *topology.Pair {
 	t.Helper()
 	return newTestPairWith(t, cfg, nil)
@@ -35,7 +32,7 @@ func newTestPair(t *testing.T, cfg hop.Config) *topology.Pair {
 // newTestPairWith is newTestPair with tap (if not nil) on the hop.
 func newTestPairWith(t *testing.T, cfg hop.Config, tap hop.Tap) *topology.Pair {
 	t.Helper()
-	prefix := fmt.Sprintf("p2t%d%d", os.Getpid()%10000, pairSeq.Add(1))
+	prefix := roottest.Name("p2t")
 	p, err := topology.NewPairWith(context.Background(), topology.PairSpec{ClientNS: prefix + "c", ServerNS: prefix + "s", Tap: tap}, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -272,7 +269,7 @@ func TestPairIdleRTT(t *testing.T) {
 // reference the hop's idle RTT is judged against.
 func vethPathRTT(t *testing.T, n int) time.Duration {
 	t.Helper()
-	prefix := fmt.Sprintf("p2v%d%d", os.Getpid()%10000, pairSeq.Add(1))
+	prefix := roottest.Name("p2v")
 	a, b := prefix+"a", prefix+"b"
 	j := netsys.NewJournal(nil)
 	t.Cleanup(func() {

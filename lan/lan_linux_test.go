@@ -28,8 +28,6 @@ func needRoot(t *testing.T, tools ...string) {
 	roottest.Need(t, tools...)
 }
 
-var nameSeq int
-
 // lanTopology is a box whose bridge br0 is the LAN of two devices (a and
 // b, each eth0 on a veth port of the bridge), with wan0 towards inet.
 type lanTopology struct {
@@ -47,8 +45,7 @@ var (
 // (for a share, which addresses the LAN itself).
 func newLANTopology(t *testing.T, bare bool) lanTopology {
 	t.Helper()
-	nameSeq++
-	base := fmt.Sprintf("p2l%d%d", os.Getpid()%10000, nameSeq)
+	base := roottest.Name("p2l")
 	n := lanTopology{box: base + "x", a: base + "a", b: base + "b", inet: base + "i"}
 	j := netsys.NewJournal(nil)
 	t.Cleanup(func() {

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pi2hop/pi2hop/internal/roottest"
 )
 
 // natTopology builds dev -- box -- inet: the device's subnet is not routed
@@ -31,7 +33,7 @@ var (
 
 func newNATTopology(t *testing.T, j *Journal) natTopology {
 	t.Helper()
-	base := testName(t)
+	base := roottest.Name("p2t")
 	n := natTopology{dev: base + "d", box: base + "b", inet: base + "i", wan: "wan0"}
 	for _, ns := range []string{n.dev, n.box, n.inet} {
 		if err := j.NewNamespace(ns); err != nil {
@@ -282,7 +284,7 @@ func TestNATTableUndoneFromTheStateFile(t *testing.T) {
 	needRoot(t)
 	outer := NewJournal(nil)
 	t.Cleanup(func() { outer.Undo() })
-	ns := testName(t)
+	ns := roottest.Name("p2t")
 	if err := outer.NewNamespace(ns); err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pi2hop/pi2hop/internal/roottest"
 	"github.com/pi2hop/pi2hop/netsys"
 	"golang.org/x/sys/unix"
 )
@@ -38,7 +39,7 @@ type offloadPair struct {
 func newOffloadPair(t *testing.T, backend Backend, partial bool) *offloadPair {
 	t.Helper()
 	j := netsys.NewJournal(nil)
-	p := &offloadPair{nsA: testName(t), nsB: testName(t), errs: make(chan error, 2), partial: partial}
+	p := &offloadPair{nsA: roottest.Name("p2t"), nsB: roottest.Name("p2t"), errs: make(chan error, 2), partial: partial}
 	p.addrA = [2]netip.Addr{netip.MustParseAddr("10.253.0.2"), netip.MustParseAddr("fd00:253::2")}
 	p.addrB = [2]netip.Addr{netip.MustParseAddr("10.253.0.1"), netip.MustParseAddr("fd00:253::1")}
 	var devs []Device
@@ -204,7 +205,7 @@ func csumErrors(t *testing.T, ns string) map[string]uint64 {
 
 func TestOffloadOpensWithTSO(t *testing.T) {
 	needRoot(t)
-	ns := testName(t)
+	ns := roottest.Name("p2t")
 	j := netsys.NewJournal(nil)
 	t.Cleanup(func() { j.Undo() })
 	if err := j.NewNamespace(ns); err != nil {
@@ -485,7 +486,7 @@ func recvTOS(oob []byte) (uint8, bool) {
 // a single write and a read that finds nothing waiting.
 func TestOffloadDeviceAllocatesNothing(t *testing.T) {
 	needRoot(t)
-	ns := testName(t)
+	ns := roottest.Name("p2t")
 	j := netsys.NewJournal(nil)
 	t.Cleanup(func() { j.Undo() })
 	if err := j.NewNamespace(ns); err != nil {
@@ -532,7 +533,7 @@ func TestOffloadDeviceAllocatesNothing(t *testing.T) {
 // datagram whose partial checksum is completed.
 func TestOffloadReadAllocatesNothing(t *testing.T) {
 	needRoot(t)
-	ns := testName(t)
+	ns := roottest.Name("p2t")
 	j := netsys.NewJournal(nil)
 	t.Cleanup(func() { j.Undo() })
 	if err := j.NewNamespace(ns); err != nil {

@@ -2,21 +2,12 @@ package tun
 
 import (
 	"errors"
-	"fmt"
 	"os"
 	"testing"
 
 	"github.com/pi2hop/pi2hop/internal/roottest"
 	"github.com/pi2hop/pi2hop/netsys"
 )
-
-var nameSeq int
-
-// testName returns a unique short name for a namespace or device.
-func testName(t *testing.T) string {
-	nameSeq++
-	return fmt.Sprintf("p2t%d%d", os.Getpid()%10000, nameSeq)
-}
 
 func needRoot(t *testing.T, tools ...string) {
 	t.Helper()
@@ -33,7 +24,7 @@ func openIn(j *netsys.Journal, ns, name string, mtu int, b Backend) (Device, err
 
 func TestTUNReadWriteAndClose(t *testing.T) {
 	needRoot(t)
-	ns := testName(t)
+	ns := roottest.Name("p2t")
 	j := netsys.NewJournal(nil)
 	t.Cleanup(func() { j.Undo() })
 	if err := j.NewNamespace(ns); err != nil {

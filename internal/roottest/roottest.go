@@ -4,8 +4,10 @@
 package roottest
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
+	"sync/atomic"
 	"testing"
 )
 
@@ -36,4 +38,14 @@ func Need(t testing.TB, tools ...string) {
 		}
 	}
 	t.Log(Marker)
+}
+
+var names atomic.Uint32
+
+// Name returns a short name for a namespace or device: prefix, the
+// process id modulo 10000 and a counter, so tests running at once, in
+// this process or in others, never share one, and the name with a few
+// letters added still fits a device name's 15 bytes.
+func Name(prefix string) string {
+	return fmt.Sprintf("%s%d%d", prefix, os.Getpid()%10000, names.Add(1))
 }
