@@ -198,24 +198,10 @@ func runPair(t *testing.T, scfg, rcfg PragueConfig) (SenderSummary, ReceiverSumm
 }
 
 func runPairOn(tx, rx *net.UDPConn, scfg, rcfg PragueConfig) (SenderSummary, ReceiverSummary, error, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	defer cancel()
-	rctx, stopRecv := context.WithCancel(ctx)
-	var (
-		wg   sync.WaitGroup
-		rs   ReceiverSummary
-		rerr error
-	)
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		rs, rerr = PragueRecv(rctx, rx, rcfg, nil)
-	}()
-	ss, err := PragueSend(ctx, tx, addrOf(rx), scfg, nil)
-	time.Sleep(100 * time.Millisecond) // the last block report
-	stopRecv()
-	wg.Wait()
-	return ss, rs, err, rerr
+	// 100 ms of grace: time for the last block report.
+	return sendAndReceive(15*time.Second, 100*time.Millisecond,
+		func(ctx context.Context) (SenderSummary, error) { return PragueSend(ctx, tx, addrOf(rx), scfg, nil) },
+		func(ctx context.Context) (ReceiverSummary, error) { return PragueRecv(ctx, rx, rcfg, nil) })
 }
 
 // At a paced rate (10 Mbit/s, below what loopback carries) block feedback
@@ -328,24 +314,7 @@ func TestFeedbackMismatch(t *testing.T) {
 func TestVideoBlockFeedback(t *testing.T) {
 	run := func(scfg, rcfg VideoConfig) (VideoSenderSummary, VideoReceiverSummary, error, error) {
 		tx, rx := udpPair(t, "127.0.0.1:0")
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		rctx, stopRecv := context.WithCancel(ctx)
-		var (
-			wg   sync.WaitGroup
-			rs   VideoReceiverSummary
-			rerr error
-		)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			rs, rerr = VideoRecv(rctx, rx, rcfg, nil)
-		}()
-		ss, err := VideoSend(ctx, tx, addrOf(rx), scfg, nil)
-		time.Sleep(150 * time.Millisecond)
-		stopRecv()
-		wg.Wait()
-		return ss, rs, err, rerr
+		return runVideoOn(tx, rx, scfg, rcfg)
 	}
 	cfg := VideoConfig{Duration: 2 * time.Second, Seed: 1, RFC8888: true}
 	rcfg := cfg
