@@ -205,12 +205,7 @@ func csumErrors(t *testing.T, ns string) map[string]uint64 {
 
 func TestOffloadOpensWithTSO(t *testing.T) {
 	needRoot(t)
-	ns := roottest.Name("p2t")
-	j := netsys.NewJournal(nil)
-	t.Cleanup(func() { j.Undo() })
-	if err := j.NewNamespace(ns); err != nil {
-		t.Fatal(err)
-	}
+	j, ns := testNamespace(t)
 	d, err := openIn(j, ns, "p2o0", 1500, BackendOffload)
 	if err != nil {
 		t.Fatal(err)
@@ -486,12 +481,7 @@ func recvTOS(oob []byte) (uint8, bool) {
 // a single write and a read that finds nothing waiting.
 func TestOffloadDeviceAllocatesNothing(t *testing.T) {
 	needRoot(t)
-	ns := roottest.Name("p2t")
-	j := netsys.NewJournal(nil)
-	t.Cleanup(func() { j.Undo() })
-	if err := j.NewNamespace(ns); err != nil {
-		t.Fatal(err)
-	}
+	j, ns := testNamespace(t)
 	d, err := openIn(j, ns, "p2o0", 1500, BackendOffload)
 	if err != nil {
 		t.Fatal(err)
@@ -533,12 +523,7 @@ func TestOffloadDeviceAllocatesNothing(t *testing.T) {
 // datagram whose partial checksum is completed.
 func TestOffloadReadAllocatesNothing(t *testing.T) {
 	needRoot(t)
-	ns := roottest.Name("p2t")
-	j := netsys.NewJournal(nil)
-	t.Cleanup(func() { j.Undo() })
-	if err := j.NewNamespace(ns); err != nil {
-		t.Fatal(err)
-	}
+	j, ns := testNamespace(t)
 	// No IPv6 in the namespace: its router solicitations and MLD reports
 	// would be read in place of the packets counted here.
 	err := netsys.Do(ns, func() error {

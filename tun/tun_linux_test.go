@@ -22,14 +22,22 @@ func openIn(j *netsys.Journal, ns, name string, mtu int, b Backend) (Device, err
 	return d, err
 }
 
-func TestTUNReadWriteAndClose(t *testing.T) {
-	needRoot(t)
+// testNamespace makes a namespace for t, removed when t ends, and the
+// journal that records it and what the test adds to it.
+func testNamespace(t *testing.T) (*netsys.Journal, string) {
+	t.Helper()
 	ns := roottest.Name("p2t")
 	j := netsys.NewJournal(nil)
 	t.Cleanup(func() { j.Undo() })
 	if err := j.NewNamespace(ns); err != nil {
 		t.Fatal(err)
 	}
+	return j, ns
+}
+
+func TestTUNReadWriteAndClose(t *testing.T) {
+	needRoot(t)
+	j, ns := testNamespace(t)
 	d, err := openIn(j, ns, ns+"t", 1500, BackendOffload)
 	if err != nil {
 		t.Fatal(err)
