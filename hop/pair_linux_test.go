@@ -3,6 +3,7 @@ package hop_test
 import (
 	"bufio"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"io"
 	"net"
@@ -327,6 +328,22 @@ func snmpField(file, group, field string) (uint64, error) {
 	return 0, fmt.Errorf("%s %s %s not found", file, group, field)
 }
 
+// ecnOf is the ECN field of the datagram whose control messages are oob,
+// read with IP_RECVTOS or IPV6_RECVTCLASS on; the traffic class is an int
+// in host order (RFC 3542).
+func ecnOf(oob []byte) (aqm.ECN, bool) {
+	msgs, _ := unix.ParseSocketControlMessage(oob)
+	for _, m := range msgs {
+		switch {
+		case m.Header.Level == unix.IPPROTO_IP && m.Header.Type == unix.IP_TOS && len(m.Data) >= 1:
+			return aqm.ECN(m.Data[0] & 3), true
+		case m.Header.Level == unix.IPPROTO_IPV6 && m.Header.Type == unix.IPV6_TCLASS && len(m.Data) >= 4:
+			return aqm.ECN(binary.NativeEndian.Uint32(m.Data) & 3), true
+		}
+	}
+	return 0, false
+}
+
 // ecnFlood offers UDP with the given ECN codepoint at bps for d from the
 // client and counts, at the server, datagrams by the ECN they arrived with.
 // mid, if not nil, is called half way through.
@@ -363,12 +380,8 @@ func ecnFlood(t *testing.T, p *topology.Pair, v6 bool, ecn aqm.ECN, bps uint64, 
 			if err != nil {
 				return
 			}
-			msgs, _ := unix.ParseSocketControlMessage(oob[:oobn])
-			for _, m := range msgs {
-				if (m.Header.Level == unix.IPPROTO_IP && m.Header.Type == unix.IP_TOS && len(m.Data) >= 1) ||
-					(m.Header.Level == unix.IPPROTO_IPV6 && m.Header.Type == unix.IPV6_TCLASS && len(m.Data) >= 4) {
-					got[m.Data[0]&3]++
-				}
+			if e, ok := ecnOf(oob[:oobn]); ok {
+				got[e]++
 			}
 		}
 	}()
