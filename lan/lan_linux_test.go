@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+	"github.com/pi2hop/pi2hop/internal/labnet"
 	"github.com/pi2hop/pi2hop/internal/roottest"
 	"github.com/pi2hop/pi2hop/netsys"
 	"github.com/vishvananda/netlink"
@@ -66,22 +67,7 @@ func newLANTopology(t *testing.T, bare bool) lanTopology {
 	must(j.AddVeth(n.box, "pb", n.b, "eth0"))
 	must(j.AddVeth(n.box, "wan0", n.inet, "eth0"))
 	// The bridge goes with the box's namespace.
-	must(netsys.Do(n.box, func() error {
-		br := &netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: "br0"}}
-		if err := netlink.LinkAdd(br); err != nil {
-			return err
-		}
-		for _, p := range []string{"pa", "pb"} {
-			l, err := netlink.LinkByName(p)
-			if err != nil {
-				return err
-			}
-			if err := netlink.LinkSetMaster(l, br); err != nil {
-				return err
-			}
-		}
-		return netlink.LinkSetUp(br)
-	}))
+	must(labnet.Bridge(n.box, "br0", "pa", "pb"))
 	if !bare {
 		must(j.AddAddr(n.box, "br0", boxLAN))
 	}

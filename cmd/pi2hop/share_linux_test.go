@@ -64,22 +64,7 @@ func newShareLab(t *testing.T, prefix string) *shareLab {
 	must(l.j.AddVeth(l.devices[1], "eth0", l.box, "pb"))
 	must(l.j.AddVeth(l.box, "bw", l.inet, "eth0"))
 	// The bridge goes with the box's namespace.
-	must(netsys.Do(l.box, func() error {
-		br := &netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: "bl"}}
-		if err := netlink.LinkAdd(br); err != nil {
-			return err
-		}
-		for _, p := range []string{"pa", "pb"} {
-			pl, err := netlink.LinkByName(p)
-			if err != nil {
-				return err
-			}
-			if err := netlink.LinkSetMaster(pl, br); err != nil {
-				return err
-			}
-		}
-		return netlink.LinkSetUp(br)
-	}))
+	must(labnet.Bridge(l.box, "bl", "pa", "pb"))
 	l.waitBridgeUp(t)
 	for _, a := range []struct{ ns, dev, addr string }{
 		{l.box, "bw", "10.254.30.1/24"}, {l.inet, "eth0", "10.254.30.2/24"},
