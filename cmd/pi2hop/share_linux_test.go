@@ -438,9 +438,9 @@ func (w *lockedBuffer) String() string {
 	return w.b.String()
 }
 
-// startShare runs `pi2hop share` in the box and waits for its start-up
-// text (printed once it serves) and control socket.
-func (l *shareLab) startShare(t *testing.T, bin, name string, extra ...string) (*exec.Cmd, *lockedBuffer) {
+// execShare starts `pi2hop share` in the box between the lab's LAN and
+// WAN, with extra flags, its output collected.
+func (l *shareLab) execShare(t *testing.T, bin, name string, extra ...string) (*exec.Cmd, *lockedBuffer) {
 	t.Helper()
 	args := append([]string{"netns", "exec", l.box, bin, "share", "--name", name, "--lan", "bl", "--wan", "bw", "--dns", "10.254.30.2"}, extra...)
 	cmd := exec.Command("ip", args...)
@@ -449,6 +449,14 @@ func (l *shareLab) startShare(t *testing.T, bin, name string, extra ...string) (
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	return cmd, out
+}
+
+// startShare runs `pi2hop share` in the box and waits for its start-up
+// text (printed once it serves) and control socket.
+func (l *shareLab) startShare(t *testing.T, bin, name string, extra ...string) (*exec.Cmd, *lockedBuffer) {
+	t.Helper()
+	cmd, out := l.execShare(t, bin, name, extra...)
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -885,13 +893,7 @@ func TestShareRefuses(t *testing.T) {
 	before := l.boxState(t, name)
 	share := func(extra ...string) string {
 		t.Helper()
-		args := append([]string{"netns", "exec", l.box, bin, "share", "--name", name, "--lan", "bl", "--wan", "bw", "--dns", "10.254.30.2"}, extra...)
-		cmd := exec.Command("ip", args...)
-		out := &lockedBuffer{}
-		cmd.Stdout, cmd.Stderr = out, out
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
+		cmd, out := l.execShare(t, bin, name, extra...)
 		if err := waitExit(t, cmd, 15*time.Second); err == nil {
 			t.Errorf("share %v started:\n%s", extra, out)
 		}
