@@ -1,7 +1,6 @@
 package hop_test
 
 import (
-	"context"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -37,7 +36,6 @@ import (
 func backendPair(t *testing.T, b tun.Backend, cfg hop.Config) (*topology.Pair, *countTap, *backendCapture) {
 	t.Helper()
 	cfg.TUN = b
-	prefix := roottest.Name("p2t")
 	bc := &backendCapture{path: filepath.Join(t.TempDir(), "hop.pcapng")}
 	var err error
 	// Records of 64 bytes hold IP and TCP headers; 64 Ki of them ride out
@@ -48,18 +46,7 @@ func backendPair(t *testing.T, b tun.Backend, cfg hop.Config) (*topology.Pair, *
 	}
 	t.Cleanup(func() { bc.c.Close() })
 	tap := &countTap{}
-	p, err := topology.NewPairWith(context.Background(), topology.PairSpec{ClientNS: prefix + "c", ServerNS: prefix + "s", Tap: bothTaps{tap, pcap.NewHopTap(bc.c, "")}}, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := p.Close(); err != nil {
-			t.Errorf("close pair: %v", err)
-		}
-		if netsys.NamespaceExists(p.ClientNS) || netsys.NamespaceExists(p.ServerNS) {
-			t.Errorf("namespaces left behind")
-		}
-	})
+	p := newTestPairWith(t, cfg, bothTaps{tap, pcap.NewHopTap(bc.c, "")})
 	up, _ := p.Hop.Devices()
 	desc := up.(tun.Describer).Backend()
 	t.Logf("backend: %s", desc)
