@@ -181,6 +181,31 @@ func snmpCounter(file, proto, name string) (uint64, error) {
 	return 0, fmt.Errorf("%s: no %s %s", file, proto, name)
 }
 
+// sendChecked runs send for IPv4 (fam 0) and IPv6 (fam 1) and fails t
+// if the receiving namespace counted a checksum error meanwhile.
+func sendChecked(t *testing.T, p *offloadPair, send func(fam int)) {
+	t.Helper()
+	before := csumErrors(t, p.nsB)
+	for fam := 0; fam < 2; fam++ {
+		send(fam)
+	}
+	after := csumErrors(t, p.nsB)
+	for k, v := range before {
+		if after[k] != v {
+			t.Errorf("%s InCsumErrors %d -> %d", k, v, after[k])
+		}
+	}
+}
+
+// offloadStats returns, and logs, the offload counters of both devices.
+func (p *offloadPair) offloadStats(t *testing.T) (a, b OffloadStats) {
+	t.Helper()
+	a, b = p.a.(OffloadCounter).OffloadStats(), p.b.(OffloadCounter).OffloadStats()
+	t.Logf("A: %+v", a)
+	t.Logf("B: %+v", b)
+	return a, b
+}
+
 // csumErrors returns the receiving namespace's checksum error counters:
 // TCP and UDP over IPv4 (snmp, shared by both families for TCP) and UDP
 // over IPv6.
@@ -249,22 +274,11 @@ func TestOffloadForwardsTCP(t *testing.T) {
 		backend := tc.backend
 		t.Run(tc.name, func(t *testing.T) {
 			p := newOffloadPair(t, backend, tc.partial)
-			before := csumErrors(t, p.nsB)
-			for fam := 0; fam < 2; fam++ {
-				sendTCP(t, p, fam, 8<<20)
-			}
-			after := csumErrors(t, p.nsB)
-			for k, v := range before {
-				if after[k] != v {
-					t.Errorf("%s InCsumErrors %d -> %d", k, v, after[k])
-				}
-			}
+			sendChecked(t, p, func(fam int) { sendTCP(t, p, fam, 8<<20) })
 			if backend != BackendOffload {
 				return
 			}
-			sa, sb := p.a.(OffloadCounter).OffloadStats(), p.b.(OffloadCounter).OffloadStats()
-			t.Logf("A: %+v", sa)
-			t.Logf("B: %+v", sb)
+			sa, sb := p.offloadStats(t)
 			if sa.SuperPackets == 0 || sa.Segments <= sa.SuperPackets {
 				t.Errorf("sender side read %d super-packets, %d segments: want TSO super-packets split", sa.SuperPackets, sa.Segments)
 			}
@@ -341,22 +355,11 @@ func TestOffloadForwardsUDPGSO(t *testing.T) {
 		backend := tc.backend
 		t.Run(tc.name, func(t *testing.T) {
 			p := newOffloadPair(t, backend, tc.partial)
-			before := csumErrors(t, p.nsB)
-			for fam := 0; fam < 2; fam++ {
-				sendUDPGSO(t, p, fam)
-			}
-			after := csumErrors(t, p.nsB)
-			for k, v := range before {
-				if after[k] != v {
-					t.Errorf("%s InCsumErrors %d -> %d", k, v, after[k])
-				}
-			}
+			sendChecked(t, p, func(fam int) { sendUDPGSO(t, p, fam) })
 			if backend != BackendOffload {
 				return
 			}
-			sa, sb := p.a.(OffloadCounter).OffloadStats(), p.b.(OffloadCounter).OffloadStats()
-			t.Logf("A: %+v", sa)
-			t.Logf("B: %+v", sb)
+			sa, sb := p.offloadStats(t)
 			if off := p.a.(*offloadDevice).Offloads(); off&(OffloadUSO4|OffloadUSO6) != 0 {
 				if sa.SuperPackets == 0 || sb.Coalesced == 0 {
 					t.Errorf("with USO: %d super-packets read, %d written; want both", sa.SuperPackets, sb.Coalesced)
