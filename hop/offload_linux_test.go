@@ -435,61 +435,27 @@ type floodResult struct {
 func gsoFlood(t *testing.T, p *topology.Pair, tap *countTap, v6 bool, ecn aqm.ECN, bps uint64, perSend int, d time.Duration) floodResult {
 	t.Helper()
 	const seg = 1200
-	server, network, hdr := p.ServerAddr, "udp4", 28
+	server, hdr := p.ServerAddr, 28
 	if v6 {
-		server, network, hdr = p.ServerAddr6, "udp6", 48
+		server, hdr = p.ServerAddr6, 48
 	}
 	addr := netip.AddrPortFrom(server, floodPort)
-	var rc *net.UDPConn
-	if err := p.InServer(func() (err error) { rc, err = net.ListenUDP(network, net.UDPAddrFromAddrPort(addr)); return }); err != nil {
-		t.Fatal(err)
-	}
-	defer rc.Close()
-	control(t, rc, func(fd int) error {
-		if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, 16<<20); err != nil {
-			return err
-		}
-		if v6 {
-			return unix.SetsockoptInt(fd, unix.IPPROTO_IPV6, unix.IPV6_RECVTCLASS, 1)
-		}
-		return unix.SetsockoptInt(fd, unix.IPPROTO_IP, unix.IP_RECVTOS, 1)
-	})
 	res := floodResult{seen: map[uint32]bool{}}
 	var mu sync.Mutex
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		buf, oob := make([]byte, 2048), make([]byte, 128)
-		for {
-			n, oobn, _, _, err := rc.ReadMsgUDP(buf, oob)
-			if err != nil {
-				return
-			}
-			e, ok := ecnOf(oob[:oobn])
-			mu.Lock()
-			if n >= 4 {
-				res.seen[binary.BigEndian.Uint32(buf)] = true
-			}
-			res.total++
-			if ok {
-				res.ecn[e]++
-			}
-			mu.Unlock()
+	rc, done := ecnSink(t, p, addr, unix.SO_RCVBUFFORCE, 16<<20, func(b []byte, e aqm.ECN, ok bool) {
+		mu.Lock()
+		if len(b) >= 4 {
+			res.seen[binary.BigEndian.Uint32(b)] = true
 		}
-	}()
-	var sc *net.UDPConn
-	if err := p.InClient(func() (err error) { sc, err = net.DialUDP(network, nil, net.UDPAddrFromAddrPort(addr)); return }); err != nil {
-		t.Fatal(err)
-	}
-	control(t, sc, func(fd int) error {
-		if err := unix.SetsockoptInt(fd, unix.SOL_UDP, unix.UDP_SEGMENT, seg); err != nil {
-			return err
+		res.total++
+		if ok {
+			res.ecn[e]++
 		}
-		if v6 {
-			return unix.SetsockoptInt(fd, unix.IPPROTO_IPV6, unix.IPV6_TCLASS, int(ecn))
-		}
-		return unix.SetsockoptInt(fd, unix.IPPROTO_IP, unix.IP_TOS, int(ecn))
+		mu.Unlock()
 	})
+	defer rc.Close()
+	sc := ecnSource(t, p, addr, ecn)
+	control(t, sc, func(fd int) error { return unix.SetsockoptInt(fd, unix.SOL_UDP, unix.UDP_SEGMENT, seg) })
 	out0 := tap.floodOut.Load()
 	payload := make([]byte, seg*perSend)
 	gap := time.Duration(float64(8*perSend*(seg+hdr)) / float64(bps) * 1e9)

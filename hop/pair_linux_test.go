@@ -344,62 +344,85 @@ func ecnOf(oob []byte) (aqm.ECN, bool) {
 	return 0, false
 }
 
+// ecnSink listens at addr in p's server namespace with a receive buffer of
+// size bytes (socket option bufOpt), asks for each datagram's ECN field,
+// and hands got every datagram it reads until rc is closed; done closes
+// after the last.
+func ecnSink(t *testing.T, p *topology.Pair, addr netip.AddrPort, bufOpt, size int, got func(b []byte, e aqm.ECN, ok bool)) (rc *net.UDPConn, done <-chan struct{}) {
+	t.Helper()
+	if err := p.InServer(func() (err error) { rc, err = net.ListenUDP(udpNetwork(addr), net.UDPAddrFromAddrPort(addr)); return }); err != nil {
+		t.Fatal(err)
+	}
+	control(t, rc, func(fd int) error {
+		if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, bufOpt, size); err != nil {
+			return err
+		}
+		if addr.Addr().Is6() {
+			return unix.SetsockoptInt(fd, unix.IPPROTO_IPV6, unix.IPV6_RECVTCLASS, 1)
+		}
+		return unix.SetsockoptInt(fd, unix.IPPROTO_IP, unix.IP_RECVTOS, 1)
+	})
+	closed := make(chan struct{})
+	go func() {
+		defer close(closed)
+		buf, oob := make([]byte, 2048), make([]byte, 128)
+		for {
+			n, oobn, _, _, err := rc.ReadMsgUDP(buf, oob)
+			if err != nil {
+				return
+			}
+			e, ok := ecnOf(oob[:oobn])
+			got(buf[:n], e, ok)
+		}
+	}()
+	return rc, closed
+}
+
+// udpNetwork is the network of addr's family, so a socket is only that.
+func udpNetwork(addr netip.AddrPort) string {
+	if addr.Addr().Is6() {
+		return "udp6"
+	}
+	return "udp4"
+}
+
+// ecnSource dials addr from p's client namespace, every datagram sent
+// with codepoint ecn.
+func ecnSource(t *testing.T, p *topology.Pair, addr netip.AddrPort, ecn aqm.ECN) *net.UDPConn {
+	t.Helper()
+	var sc *net.UDPConn
+	if err := p.InClient(func() (err error) {
+		sc, err = net.DialUDP(udpNetwork(addr), nil, net.UDPAddrFromAddrPort(addr))
+		return
+	}); err != nil {
+		t.Fatal(err)
+	}
+	control(t, sc, func(fd int) error {
+		if addr.Addr().Is6() {
+			return unix.SetsockoptInt(fd, unix.IPPROTO_IPV6, unix.IPV6_TCLASS, int(ecn))
+		}
+		return unix.SetsockoptInt(fd, unix.IPPROTO_IP, unix.IP_TOS, int(ecn))
+	})
+	return sc
+}
+
 // ecnFlood offers UDP with the given ECN codepoint at bps for d from the
 // client and counts, at the server, datagrams by the ECN they arrived with.
 // mid, if not nil, is called half way through.
 func ecnFlood(t *testing.T, p *topology.Pair, v6 bool, ecn aqm.ECN, bps uint64, d time.Duration, mid func()) (got [4]int) {
 	t.Helper()
-	server, network := p.ServerAddr, "udp4"
+	server := p.ServerAddr
 	if v6 {
-		server, network = p.ServerAddr6, "udp6"
+		server = p.ServerAddr6
 	}
 	addr := netip.AddrPortFrom(server, 9000)
-	var rc *net.UDPConn
-	if err := p.InServer(func() (err error) {
-		rc, err = net.ListenUDP(network, net.UDPAddrFromAddrPort(addr))
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
+	rc, done := ecnSink(t, p, addr, unix.SO_RCVBUF, 4<<20, func(_ []byte, e aqm.ECN, ok bool) {
+		if ok {
+			got[e]++
+		}
+	})
 	defer rc.Close()
-	raw, _ := rc.SyscallConn()
-	raw.Control(func(fd uintptr) {
-		unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUF, 4<<20)
-		if v6 {
-			unix.SetsockoptInt(int(fd), unix.IPPROTO_IPV6, unix.IPV6_RECVTCLASS, 1)
-		} else {
-			unix.SetsockoptInt(int(fd), unix.IPPROTO_IP, unix.IP_RECVTOS, 1)
-		}
-	})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		buf, oob := make([]byte, 2048), make([]byte, 128)
-		for {
-			_, oobn, _, _, err := rc.ReadMsgUDP(buf, oob)
-			if err != nil {
-				return
-			}
-			if e, ok := ecnOf(oob[:oobn]); ok {
-				got[e]++
-			}
-		}
-	}()
-	var sc *net.UDPConn
-	if err := p.InClient(func() (err error) {
-		sc, err = net.DialUDP(network, nil, net.UDPAddrFromAddrPort(addr))
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	raw, _ = sc.SyscallConn()
-	raw.Control(func(fd uintptr) {
-		if v6 {
-			unix.SetsockoptInt(int(fd), unix.IPPROTO_IPV6, unix.IPV6_TCLASS, int(ecn))
-		} else {
-			unix.SetsockoptInt(int(fd), unix.IPPROTO_IP, unix.IP_TOS, int(ecn))
-		}
-	})
+	sc := ecnSource(t, p, addr, ecn)
 	payload := make([]byte, 1200)
 	pktBits := float64(8 * (len(payload) + 28))
 	if v6 {
