@@ -380,28 +380,7 @@ func TestDNSFromDeviceThroughForwarder(t *testing.T) {
 	}
 	// The Internet's DNS server, for names under test.
 	asked := make(chan string, 4)
-	h := dns.HandlerFunc(func(w dns.ResponseWriter, r *dns.Msg) {
-		_, tcp := w.LocalAddr().(*net.TCPAddr)
-		asked <- fmt.Sprintf("%s tcp=%v from=%v", r.Question[0].Name, tcp, w.RemoteAddr())
-		m := new(dns.Msg)
-		m.SetReply(r)
-		rr, _ := dns.NewRR(r.Question[0].Name + " 300 IN A 10.66.0.7")
-		m.Answer = []dns.RR{rr}
-		w.WriteMsg(m)
-	})
-	var pc net.PacketConn
-	var ln net.Listener
-	inNS(t, n.inet, func() (err error) {
-		if pc, err = net.ListenPacket("udp", "10.78.0.2:53"); err != nil {
-			return err
-		}
-		ln, err = net.Listen("tcp", "10.78.0.2:53")
-		return err
-	})
-	for _, s := range []*dns.Server{{PacketConn: pc, Handler: h}, {Listener: ln, Handler: h}} {
-		go s.ActivateAndServe()
-		t.Cleanup(func() { s.Shutdown() })
-	}
+	inetDNS(t, n.inet, inetAddr.Addr(), asked)
 
 	var f *DNSForwarder
 	inNS(t, n.box, func() (err error) {
