@@ -455,7 +455,7 @@ func gsoFlood(t *testing.T, p *topology.Pair, tap *countTap, v6 bool, ecn aqm.EC
 	})
 	defer rc.Close()
 	sc := ecnSource(t, p, addr, ecn)
-	control(t, sc, func(fd int) error { return unix.SetsockoptInt(fd, unix.SOL_UDP, unix.UDP_SEGMENT, seg) })
+	roottest.Control(t, sc, func(fd int) error { return unix.SetsockoptInt(fd, unix.SOL_UDP, unix.UDP_SEGMENT, seg) })
 	out0 := tap.floodOut.Load()
 	payload := make([]byte, seg*perSend)
 	gap := time.Duration(float64(8*perSend*(seg+hdr)) / float64(bps) * 1e9)
@@ -503,16 +503,4 @@ func gsoFlood(t *testing.T, p *topology.Pair, tap *countTap, v6 bool, ecn aqm.EC
 	mu.Lock()
 	defer mu.Unlock()
 	return res
-}
-
-func control(t *testing.T, c *net.UDPConn, f func(fd int) error) {
-	t.Helper()
-	raw, err := c.SyscallConn()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ferr error
-	if err := raw.Control(func(fd uintptr) { ferr = f(int(fd)) }); err != nil || ferr != nil {
-		t.Fatalf("socket option: %v %v", err, ferr)
-	}
 }

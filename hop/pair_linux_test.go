@@ -353,7 +353,7 @@ func ecnSink(t *testing.T, p *topology.Pair, addr netip.AddrPort, bufOpt, size i
 	if err := p.InServer(func() (err error) { rc, err = net.ListenUDP(udpNetwork(addr), net.UDPAddrFromAddrPort(addr)); return }); err != nil {
 		t.Fatal(err)
 	}
-	control(t, rc, func(fd int) error {
+	roottest.Control(t, rc, func(fd int) error {
 		if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, bufOpt, size); err != nil {
 			return err
 		}
@@ -397,7 +397,7 @@ func ecnSource(t *testing.T, p *topology.Pair, addr netip.AddrPort, ecn aqm.ECN)
 	}); err != nil {
 		t.Fatal(err)
 	}
-	control(t, sc, func(fd int) error {
+	roottest.Control(t, sc, func(fd int) error {
 		if addr.Addr().Is6() {
 			return unix.SetsockoptInt(fd, unix.IPPROTO_IPV6, unix.IPV6_TCLASS, int(ecn))
 		}

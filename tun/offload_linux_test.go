@@ -387,7 +387,7 @@ func sendUDPGSO(t *testing.T, p *offloadPair, fam int) {
 	}
 	defer rc.Close()
 	rc.SetReadBuffer(8 << 20)
-	setsock(t, rc, func(fd int) error {
+	roottest.Control(t, rc, func(fd int) error {
 		if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, 8<<20); err != nil {
 			return err
 		}
@@ -405,7 +405,7 @@ func sendUDPGSO(t *testing.T, p *offloadPair, fam int) {
 		t.Fatal(err)
 	}
 	defer sc.Close()
-	setsock(t, sc, func(fd int) error {
+	roottest.Control(t, sc, func(fd int) error {
 		if err := unix.SetsockoptInt(fd, unix.SOL_UDP, unix.UDP_SEGMENT, segSize); err != nil {
 			return err
 		}
@@ -448,18 +448,6 @@ func sendUDPGSO(t *testing.T, p *offloadPair, fam int) {
 	}
 	if tosOK != count {
 		t.Errorf("family %d: %d of %d datagrams arrived ECT(1)", fam, tosOK, count)
-	}
-}
-
-func setsock(t *testing.T, c *net.UDPConn, f func(fd int) error) {
-	t.Helper()
-	raw, err := c.SyscallConn()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var serr error
-	if err := raw.Control(func(fd uintptr) { serr = f(int(fd)) }); err != nil || serr != nil {
-		t.Fatalf("setsockopt: %v %v", err, serr)
 	}
 }
 
