@@ -398,6 +398,20 @@ func appsIn(ns string) []int {
 	return pids
 }
 
+// runCleanup runs `pi2hop command --cleanup --name name` in namespace ns
+// and fails t if it fails.
+func runCleanup(t *testing.T, ns, bin, command, name string) {
+	t.Helper()
+	var out []byte
+	err := netsys.Do(ns, func() (err error) {
+		out, err = exec.Command(bin, command, "--cleanup", "--name", name).CombinedOutput()
+		return err
+	})
+	if err != nil {
+		t.Fatalf("%s --cleanup --name %s: %v\n%s", command, name, err, out)
+	}
+}
+
 func ipForward(t *testing.T, ns string) string {
 	t.Helper()
 	v, err := netsys.ReadSysctl(ns, "net/ipv4/ip_forward")
@@ -441,14 +455,7 @@ func TestShellNATEndsLeaveNothing(t *testing.T) {
 				if left := snapshot(t, h.ns, name); left == before {
 					t.Fatal("SIGKILL left nothing to clean up; the test proves nothing")
 				}
-				var out []byte
-				err := netsys.Do(h.ns, func() (err error) {
-					out, err = exec.Command(bin, "shell", "--cleanup", "--name", name).CombinedOutput()
-					return err
-				})
-				if err != nil {
-					t.Fatalf("shell --cleanup: %v\n%s", err, out)
-				}
+				runCleanup(t, h.ns, bin, "shell", name)
 			}
 			if after := snapshot(t, h.ns, name); after != before {
 				t.Errorf("after %s:\n got %s\nwant %s\n%s", how, after, before, p.log())
@@ -490,14 +497,7 @@ func TestTwoNATShellsShareForwarding(t *testing.T) {
 						t.Fatal(err)
 					}
 				}
-				var out []byte
-				err := netsys.Do(h.ns, func() (err error) {
-					out, err = exec.Command(bin, "shell", "--cleanup", "--name", a).CombinedOutput()
-					return err
-				})
-				if err != nil {
-					t.Fatalf("shell --cleanup of the first: %v\n%s", err, out)
-				}
+				runCleanup(t, h.ns, bin, "shell", a)
 			}
 			if v := ipForward(t, h.ns); v != "1" {
 				t.Errorf("ip_forward %s after the first shell ended (%s), the second still needs 1", v, end)
@@ -534,14 +534,7 @@ func TestGatewayEndsLeaveNothing(t *testing.T) {
 				if left := snapshot(t, l.router, name); left == before {
 					t.Fatal("SIGKILL left nothing to clean up; the test proves nothing")
 				}
-				var out []byte
-				err := netsys.Do(l.router, func() (err error) {
-					out, err = exec.Command(bin, "run", "--cleanup", "--name", name).CombinedOutput()
-					return err
-				})
-				if err != nil {
-					t.Fatalf("run --cleanup: %v\n%s", err, out)
-				}
+				runCleanup(t, l.router, bin, "run", name)
 			}
 			if after := snapshot(t, l.router, name); after != before {
 				t.Errorf("after %s:\n got %s\nwant %s\n%s", how, after, before, p.log())
