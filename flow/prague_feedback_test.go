@@ -189,6 +189,19 @@ func TestBlockFeedbackSplitsBySize(t *testing.T) {
 	}
 }
 
+// goodputIn is the mean goodput of the intervals ending after from and by
+// to (seconds), and the seconds they cover.
+func goodputIn(ivs []Interval, from, to float64) (bps, secs float64) {
+	var bits float64
+	for _, iv := range ivs {
+		if iv.T > from && iv.T <= to {
+			bits += iv.GoodputBps * iv.Dur
+			secs += iv.Dur
+		}
+	}
+	return bits / secs, secs
+}
+
 // runPair runs PragueSend against PragueRecv on loopback and returns both
 // summaries and errors.
 func runPair(t *testing.T, scfg, rcfg PragueConfig) (SenderSummary, ReceiverSummary, error, error) {
@@ -255,17 +268,11 @@ func TestBlockFeedbackGoodput(t *testing.T) {
 				t.Fatalf("rfc8888 %v: RTT sample %v on loopback", block, r)
 			}
 		}
-		var bytes, secs float64
-		for _, iv := range rs.Intervals {
-			if iv.T > 1.5 && iv.T <= 5.01 {
-				bytes += iv.GoodputBps * iv.Dur
-				secs += iv.Dur
-			}
-		}
+		var secs float64
+		goodput[i], secs = goodputIn(rs.Intervals, 1.5, 5.01)
 		if secs < 3 {
 			t.Fatalf("rfc8888 %v: %.2f s of receiver intervals in 1.5..5 s: %+v", block, secs, rs.Intervals)
 		}
-		goodput[i] = bytes / secs
 		t.Logf("rfc8888 %v: %.2f Mbit/s from 1.5 to 5 s", block, goodput[i]/1e6)
 	}
 	// Under the race detector the pairs may not reach the paced rate:
