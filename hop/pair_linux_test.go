@@ -17,6 +17,7 @@ import (
 	"github.com/pi2hop/pi2hop/aqm"
 	"github.com/pi2hop/pi2hop/hop"
 	"github.com/pi2hop/pi2hop/internal/hoststeal"
+	"github.com/pi2hop/pi2hop/internal/labnet"
 	"github.com/pi2hop/pi2hop/internal/ping"
 	"github.com/pi2hop/pi2hop/internal/roottest"
 	"github.com/pi2hop/pi2hop/netsys"
@@ -47,23 +48,6 @@ func newTestPairWith(t *testing.T, cfg hop.Config, tap hop.Tap) *topology.Pair {
 		}
 	})
 	return p
-}
-
-// rxBytes returns the IP bytes received on dev in ns.
-func rxBytes(t *testing.T, ns, dev string) uint64 {
-	var n uint64
-	err := netsys.Do(ns, func() error {
-		l, err := netlink.LinkByName(dev)
-		if err != nil {
-			return err
-		}
-		n = l.Attrs().Statistics.RxBytes
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n
 }
 
 // tcpRate runs a bulk TCP transfer client -> server and returns the IP
@@ -112,14 +96,15 @@ func tcpRate(t *testing.T, p *topology.Pair, warmup, window time.Duration) (floa
 	defer close(stop)
 	time.Sleep(warmup)
 	i0, steal0 := tcpInfo(t, conn), hoststeal.Total()
-	b0, t0 := rxBytes(t, p.ServerNS, p.ServerDev), time.Now()
-	time.Sleep(window)
-	b1, t1 := rxBytes(t, p.ServerNS, p.ServerDev), time.Now()
-	w := rateWindow{Sender: senderDelta(tcpInfo(t, conn), i0), Window: t1.Sub(t0), Steal: -1}
+	b, _, dt, err := labnet.RxOver(p.ServerNS, p.ServerDev, 0, window) // a TUN counts no link header
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := rateWindow{Sender: senderDelta(tcpInfo(t, conn), i0), Window: dt, Steal: -1}
 	if steal1 := hoststeal.Total(); steal0 >= 0 && steal1 >= 0 {
 		w.Steal = steal1 - steal0
 	}
-	return float64(b1-b0) * 8 / w.Window.Seconds(), w
+	return float64(b) * 8 / w.Window.Seconds(), w
 }
 
 // rateWindow is what a rate measurement saw besides the bytes.
