@@ -228,14 +228,23 @@ func csumErrors(t *testing.T, ns string) map[string]uint64 {
 	return out
 }
 
-func TestOffloadOpensWithTSO(t *testing.T) {
-	needRoot(t)
+// openTestOffload opens offload device p2o0 (MTU 1500) in a namespace of
+// its own, both gone when t ends, and returns the journal and namespace
+// for more.
+func openTestOffload(t *testing.T) (Device, *netsys.Journal, string) {
+	t.Helper()
 	j, ns := testNamespace(t)
 	d, err := openIn(j, ns, "p2o0", 1500, BackendOffload)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer d.Close()
+	t.Cleanup(func() { d.Close() })
+	return d, j, ns
+}
+
+func TestOffloadOpensWithTSO(t *testing.T) {
+	needRoot(t)
+	d, j, ns := openTestOffload(t)
 	od, ok := d.(*offloadDevice)
 	if !ok {
 		t.Fatalf("backend %s, want the offload one", d.(Describer).Backend())
@@ -472,12 +481,7 @@ func recvTOS(oob []byte) (uint8, bool) {
 // a single write and a read that finds nothing waiting.
 func TestOffloadDeviceAllocatesNothing(t *testing.T) {
 	needRoot(t)
-	j, ns := testNamespace(t)
-	d, err := openIn(j, ns, "p2o0", 1500, BackendOffload)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
+	d, _, _ := openTestOffload(t)
 	p := d.(Pollable)
 	f := flow{flags: tcpACK, seq: 1, id: 1} // to 10.9.0.2: no route there, the kernel drops them
 	super := f.packet(payload(20*1400, 1), true)
