@@ -22,13 +22,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// needRoot skips t unless it runs as root (and fails it in CI when one
-// of tools is missing): see roottest.
-func needRoot(t *testing.T, tools ...string) {
-	t.Helper()
-	roottest.Need(t, tools...)
-}
-
 // lanTopology is a box whose bridge br0 is the LAN of two devices (a and
 // b, each eth0 on a veth port of the bridge), with wan0 towards inet.
 type lanTopology struct {
@@ -142,7 +135,7 @@ func startClient(t *testing.T, ns, name string) *client {
 	t.Helper()
 	path, err := exec.LookPath("udhcpc")
 	if err != nil {
-		t.Fatalf("needs udhcpc (the test asks for it with needRoot): %v", err)
+		t.Fatalf("needs udhcpc (the test asks for it with roottest.Need): %v", err)
 	}
 	dir := t.TempDir()
 	script := filepath.Join(dir, "script")
@@ -232,7 +225,7 @@ func hwAddr(t *testing.T, ns, dev string) string {
 }
 
 func TestRealClientsGetLeases(t *testing.T) {
-	needRoot(t, "udhcpc", "ip") // ip: udhcpc's script configures the device
+	roottest.Need(t, "udhcpc", "ip") // ip: udhcpc's script configures the device
 	n := newLANTopology(t, false)
 	leaseFile := filepath.Join(t.TempDir(), "leases.json")
 	cfg := DHCPConfig{Iface: "br0", Subnet: testSubnet, LeaseTime: time.Minute,
@@ -327,7 +320,7 @@ func TestRealClientsGetLeases(t *testing.T) {
 }
 
 func TestProbeNamesAnotherServer(t *testing.T) {
-	needRoot(t)
+	roottest.Need(t)
 	n := newLANTopology(t, false)
 	var o *OtherServer
 	probe := func() {
@@ -371,7 +364,7 @@ func dialIn(ns string) func(ctx context.Context, network, addr string) (net.Conn
 }
 
 func TestDNSFromDeviceThroughForwarder(t *testing.T) {
-	needRoot(t)
+	roottest.Need(t)
 	n := newLANTopology(t, false)
 	j := netsys.NewJournal(nil)
 	t.Cleanup(func() { j.Undo() })
@@ -462,7 +455,7 @@ func waitV6(t *testing.T, ns string, prefix netip.Prefix, wantAddr, wantRoute bo
 }
 
 func TestRouterAdvertisementsGiveDevicesIPv6(t *testing.T) {
-	needRoot(t)
+	roottest.Need(t)
 	n := newLANTopology(t, false)
 	prefix := NewULA()
 	j := netsys.NewJournal(nil)
@@ -516,7 +509,7 @@ func TestRouterAdvertisementsGiveDevicesIPv6(t *testing.T) {
 }
 
 func TestBoxInUse(t *testing.T) {
-	needRoot(t)
+	roottest.Need(t)
 	n := newLANTopology(t, false)
 	used, err := BoxInUse(n.box)
 	if err != nil {

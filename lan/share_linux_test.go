@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+	"github.com/pi2hop/pi2hop/internal/roottest"
 	"github.com/pi2hop/pi2hop/netsys"
 	"github.com/vishvananda/netlink"
 )
@@ -132,7 +133,7 @@ func download(t *testing.T, ns string, dst netip.Addr) int {
 }
 
 func TestShareServesADevice(t *testing.T) {
-	needRoot(t, "udhcpc", "ip")
+	roottest.Need(t, "udhcpc", "ip")
 	n := newLANTopology(t, true)
 	withWAN6(t, n)
 	seen := inetServers(t, n)
@@ -234,7 +235,7 @@ func TestShareServesADevice(t *testing.T) {
 }
 
 func TestShareRefuses(t *testing.T) {
-	needRoot(t)
+	roottest.Need(t)
 	n := newLANTopology(t, true)
 	j := netsys.NewJournal(nil)
 	t.Cleanup(func() { j.Undo() })
@@ -270,7 +271,7 @@ func TestShareRefuses(t *testing.T) {
 // A WAN without IPv6: no ULA, no IPv6 address on the LAN, no router
 // advertisements and no NAT66 (the NAT's sources are the IPv4 subnet).
 func TestShareWithoutWANIPv6(t *testing.T) {
-	needRoot(t)
+	roottest.Need(t)
 	n := newLANTopology(t, true) // wan0 has only 10.78.0.1/24
 	j := netsys.NewJournal(nil)
 	t.Cleanup(func() { j.Undo() })

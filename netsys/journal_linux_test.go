@@ -11,13 +11,8 @@ import (
 	"github.com/vishvananda/netlink"
 )
 
-func needRoot(t *testing.T, tools ...string) {
-	t.Helper()
-	roottest.Need(t, tools...)
-}
-
 func TestJournalBuildsAndUndoes(t *testing.T) {
-	needRoot(t)
+	roottest.Need(t)
 	state := filepath.Join(t.TempDir(), "state.json")
 	j := NewJournal(SaveFile(state))
 	t.Cleanup(func() { j.Undo() })
@@ -111,7 +106,7 @@ func TestJournalBuildsAndUndoes(t *testing.T) {
 }
 
 func TestUndoSysctlAndRulesInHostStyleNamespace(t *testing.T) {
-	needRoot(t)
+	roottest.Need(t)
 	ns := roottest.Name("p2t")
 	outer := NewJournal(nil)
 	t.Cleanup(func() { outer.Undo() })

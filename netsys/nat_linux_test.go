@@ -119,7 +119,7 @@ func seenFrom(t *testing.T, n natTopology, dst netip.Addr, timeout time.Duration
 }
 
 func TestMasqueradeOutOfWAN(t *testing.T) {
-	needRoot(t)
+	roottest.Need(t)
 	j := NewJournal(nil)
 	t.Cleanup(func() { j.Undo() })
 	n := newNATTopology(t, j)
@@ -167,7 +167,7 @@ func TestMasqueradeOutOfWAN(t *testing.T) {
 }
 
 func TestMasqueradeOnlyOutOfItsDevice(t *testing.T) {
-	needRoot(t)
+	roottest.Need(t)
 	j := NewJournal(nil)
 	t.Cleanup(func() { j.Undo() })
 	n := newNATTopology(t, j)
@@ -246,7 +246,7 @@ func transfer(t *testing.T, n natTopology, dst netip.Addr, up, down int) {
 }
 
 func TestNATCountsBytesPerClient(t *testing.T) {
-	needRoot(t)
+	roottest.Need(t)
 	j := NewJournal(nil)
 	t.Cleanup(func() { j.Undo() })
 	n := newNATTopology(t, j)
@@ -281,7 +281,7 @@ func TestNATCountsBytesPerClient(t *testing.T) {
 // A process killed with its table in place leaves a state file; a later
 // cleanup (`--cleanup`) undoes the table from the file alone.
 func TestNATTableUndoneFromTheStateFile(t *testing.T) {
-	needRoot(t)
+	roottest.Need(t)
 	outer := NewJournal(nil)
 	t.Cleanup(func() { outer.Undo() })
 	ns := roottest.Name("p2t")

@@ -15,7 +15,7 @@ import (
 // Run in a private mount namespace with a fresh /run, so the machine's
 // own /run/netns is neither needed nor touched.
 func TestNamespaceSurvivesIPNetnsAdd(t *testing.T) {
-	needRoot(t, "unshare", "ip")
+	roottest.Need(t, "unshare", "ip")
 	if os.Getenv("PI2HOP_NETNS_CHILD") == "1" {
 		netnsChild(t)
 		return

@@ -243,7 +243,7 @@ func openTestOffload(t *testing.T) (Device, *netsys.Journal, string) {
 }
 
 func TestOffloadOpensWithTSO(t *testing.T) {
-	needRoot(t)
+	roottest.Need(t)
 	d, j, ns := openTestOffload(t)
 	od, ok := d.(*offloadDevice)
 	if !ok {
@@ -278,7 +278,7 @@ var forwardCases = []struct {
 // no checksum error counted by the receiving kernel; also with the
 // segments' checksums left partial from read to write (PartialReader).
 func TestOffloadForwardsTCP(t *testing.T) {
-	needRoot(t)
+	roottest.Need(t)
 	for _, tc := range forwardCases {
 		backend := tc.backend
 		t.Run(tc.name, func(t *testing.T) {
@@ -359,7 +359,7 @@ func sendTCP(t *testing.T, p *offloadPair, fam int, n int) {
 // as sent, with its ToS, and no checksum error is counted; also with
 // partial checksums from read to write.
 func TestOffloadForwardsUDPGSO(t *testing.T) {
-	needRoot(t)
+	roottest.Need(t)
 	for _, tc := range forwardCases {
 		backend := tc.backend
 		t.Run(tc.name, func(t *testing.T) {
@@ -480,7 +480,7 @@ func recvTOS(oob []byte) (uint8, bool) {
 // The device's read and write paths allocate nothing: a coalesced write,
 // a single write and a read that finds nothing waiting.
 func TestOffloadDeviceAllocatesNothing(t *testing.T) {
-	needRoot(t)
+	roottest.Need(t)
 	d, _, _ := openTestOffload(t)
 	p := d.(Pollable)
 	f := flow{flags: tcpACK, seq: 1, id: 1} // to 10.9.0.2: no route there, the kernel drops them
@@ -517,7 +517,7 @@ func TestOffloadDeviceAllocatesNothing(t *testing.T) {
 // (the second takes what did not fit the first's buffers), and a single
 // datagram whose partial checksum is completed.
 func TestOffloadReadAllocatesNothing(t *testing.T) {
-	needRoot(t)
+	roottest.Need(t)
 	j, ns := testNamespace(t)
 	// No IPv6 in the namespace: its router solicitations and MLD reports
 	// would be read in place of the packets counted here.

@@ -9,11 +9,6 @@ import (
 	"github.com/pi2hop/pi2hop/netsys"
 )
 
-func needRoot(t *testing.T, tools ...string) {
-	t.Helper()
-	roottest.Need(t, tools...)
-}
-
 // openIn opens device name with backend b inside namespace ns, recorded
 // in j so that its Undo removes it if the test dies before Close.
 func openIn(j *netsys.Journal, ns, name string, mtu int, b Backend) (Device, error) {
@@ -36,7 +31,7 @@ func testNamespace(t *testing.T) (*netsys.Journal, string) {
 }
 
 func TestTUNReadWriteAndClose(t *testing.T) {
-	needRoot(t)
+	roottest.Need(t)
 	j, ns := testNamespace(t)
 	d, err := openIn(j, ns, ns+"t", 1500, BackendOffload)
 	if err != nil {
