@@ -398,6 +398,23 @@ func appsIn(ns string) []int {
 	return pids
 }
 
+// checkLeftAsBefore checks that instance name of command, ended by how,
+// left namespace ns as the snapshot before it started; after SIGKILL
+// there must first be something left, which the command's --cleanup
+// removes.
+func checkLeftAsBefore(t *testing.T, p *proc, how, ns, bin, command, name, before string) {
+	t.Helper()
+	if how == "SIGKILL" {
+		if left := snapshot(t, ns, name); left == before {
+			t.Fatal("SIGKILL left nothing to clean up; the test proves nothing")
+		}
+		runCleanup(t, ns, bin, command, name)
+	}
+	if after := snapshot(t, ns, name); after != before {
+		t.Errorf("after %s:\n got %s\nwant %s\n%s", how, after, before, p.log())
+	}
+}
+
 // runCleanup runs `pi2hop command --cleanup --name name` in namespace ns
 // and fails t if it fails.
 func runCleanup(t *testing.T, ns, bin, command, name string) {
@@ -451,15 +468,7 @@ func TestShellNATEndsLeaveNothing(t *testing.T) {
 					syscall.Kill(pid, syscall.SIGKILL)
 				}
 			}
-			if how == "SIGKILL" {
-				if left := snapshot(t, h.ns, name); left == before {
-					t.Fatal("SIGKILL left nothing to clean up; the test proves nothing")
-				}
-				runCleanup(t, h.ns, bin, "shell", name)
-			}
-			if after := snapshot(t, h.ns, name); after != before {
-				t.Errorf("after %s:\n got %s\nwant %s\n%s", how, after, before, p.log())
-			}
+			checkLeftAsBefore(t, p, how, h.ns, bin, "shell", name, before)
 		})
 	}
 }
@@ -530,15 +539,7 @@ func TestGatewayEndsLeaveNothing(t *testing.T) {
 				t.Errorf("through the gateway: %d of %d bytes", got, 64<<10)
 			}
 			p.endBy("run", how)
-			if how == "SIGKILL" {
-				if left := snapshot(t, l.router, name); left == before {
-					t.Fatal("SIGKILL left nothing to clean up; the test proves nothing")
-				}
-				runCleanup(t, l.router, bin, "run", name)
-			}
-			if after := snapshot(t, l.router, name); after != before {
-				t.Errorf("after %s:\n got %s\nwant %s\n%s", how, after, before, p.log())
-			}
+			checkLeftAsBefore(t, p, how, l.router, bin, "run", name, before)
 		})
 	}
 }
