@@ -332,6 +332,15 @@ func classIndex(c aqm.Class) int {
 	return 1
 }
 
+// classFor is the queue p went to: the one the hop's annotation names, or
+// without one, the classifier's choice for codepoint e.
+func classFor(p *pcap.Packet, e aqm.ECN) int {
+	if p.HasAnn {
+		return classIndex(p.Ann.Class)
+	}
+	return classOf(e)
+}
+
 // add counts one packet at point pt of direction d: what every point
 // shares (length, checksum, bin, flow, match key), then the point's own.
 func (a *Analyzer) add(d *dirAcc, pt point, p *pcap.Packet, h *ipHeader) error {
@@ -371,10 +380,7 @@ type sighting struct {
 // at its out or drop point.
 func (d *dirAcc) addIn(p *pcap.Packet, h *ipHeader, s *sighting) {
 	d.sawIn = true
-	cls := classOf(h.ecn)
-	if p.HasAnn {
-		cls = classIndex(p.Ann.Class)
-	}
+	cls := classFor(p, h.ecn)
 	c := d.classes[cls]
 	c.res.In++
 	c.res.InBytes += uint64(s.length)
@@ -401,10 +407,7 @@ func (d *dirAcc) addOut(p *pcap.Packet, h *ipHeader, s *sighting) {
 	case matched:
 		ecnIn, knownIn = m.ecn, true
 	}
-	cls := classOf(ecnIn)
-	if p.HasAnn {
-		cls = classIndex(p.Ann.Class)
-	}
+	cls := classFor(p, ecnIn)
 	c := d.classes[cls]
 	c.res.Sent++
 	c.res.SentBytes += uint64(s.length)

@@ -7,15 +7,7 @@ import (
 
 func newTestCoDel(t testing.TB, mod func(*CodelConfig)) *CoDel {
 	t.Helper()
-	cfg := DefaultCodelConfig()
-	if mod != nil {
-		mod(&cfg)
-	}
-	q, err := NewCoDel(cfg)
-	if err != nil {
-		t.Fatalf("NewCoDel: %v", err)
-	}
-	return q
+	return newTestQueue(t, DefaultCodelConfig(), mod, func(c CodelConfig) (*CoDel, error) { return NewCoDel(c) })
 }
 
 // standingQueue runs a queue with a standing backlog: n packets of size

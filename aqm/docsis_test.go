@@ -7,15 +7,7 @@ import (
 
 func newTestDOCSIS(t testing.TB, mod func(*DOCSISConfig)) *DOCSIS {
 	t.Helper()
-	cfg := DefaultDOCSISConfig()
-	if mod != nil {
-		mod(&cfg)
-	}
-	q, err := NewDOCSIS(cfg, rand.New(rand.NewPCG(7, 0x5eed)))
-	if err != nil {
-		t.Fatalf("NewDOCSIS: %v", err)
-	}
-	return q
+	return newTestQueue(t, DefaultDOCSISConfig(), mod, func(c DOCSISConfig) (*DOCSIS, error) { return NewDOCSIS(c, rand.New(rand.NewPCG(7, 0x5eed))) })
 }
 
 // The L-queue ramp with the defaults: MAXTH 1 ms, range 2^19 = 524288 ns,

@@ -6,15 +6,7 @@ import (
 
 func newTestFQCodel(t testing.TB, mod func(*FQCodelConfig)) *FQCodel {
 	t.Helper()
-	cfg := DefaultFQCodelConfig()
-	if mod != nil {
-		mod(&cfg)
-	}
-	q, err := NewFQCodel(cfg)
-	if err != nil {
-		t.Fatalf("NewFQCodel: %v", err)
-	}
-	return q
+	return newTestQueue(t, DefaultFQCodelConfig(), mod, func(c FQCodelConfig) (*FQCodel, error) { return NewFQCodel(c) })
 }
 
 // Hashes of two flows in different buckets: hash·1024 >> 32 = 64 and 512.

@@ -7,19 +7,25 @@ import (
 
 const ms = int64(1_000_000)
 
+// newTestQueue builds a queue with build from the defaults def changed by
+// mod (if not nil), failing t if the result is refused.
+func newTestQueue[C, Q any](t testing.TB, def C, mod func(*C), build func(C) (Q, error)) Q {
+	t.Helper()
+	if mod != nil {
+		mod(&def)
+	}
+	q, err := build(def)
+	if err != nil {
+		t.Fatalf("%T: %v", def, err)
+	}
+	return q
+}
+
 // newTestDualPI2 returns a DualPI2 with the defaults changed by mod, on a
 // fixed seed.
 func newTestDualPI2(t testing.TB, mod func(*Config)) *DualPI2 {
 	t.Helper()
-	cfg := DefaultConfig()
-	if mod != nil {
-		mod(&cfg)
-	}
-	q, err := NewDualPI2(cfg, rand.New(rand.NewPCG(1, 0x5eed)))
-	if err != nil {
-		t.Fatalf("NewDualPI2: %v", err)
-	}
-	return q
+	return newTestQueue(t, DefaultConfig(), mod, func(c Config) (*DualPI2, error) { return NewDualPI2(c, rand.New(rand.NewPCG(1, 0x5eed))) })
 }
 
 func pkt(e ECN, n int32) Meta { return Meta{ECN: e, Len: n} }

@@ -8,15 +8,7 @@ import (
 
 func newTestPIE(t testing.TB, mod func(*PIEConfig)) *PIE {
 	t.Helper()
-	cfg := DefaultPIEConfig()
-	if mod != nil {
-		mod(&cfg)
-	}
-	q, err := NewPIE(cfg, rand.New(rand.NewPCG(3, 0x5eed)))
-	if err != nil {
-		t.Fatalf("NewPIE: %v", err)
-	}
-	return q
+	return newTestQueue(t, DefaultPIEConfig(), mod, func(c PIEConfig) (*PIE, error) { return NewPIE(c, rand.New(rand.NewPCG(3, 0x5eed))) })
 }
 
 // A constant queue delay of 20 ms (1000-byte packets in and out every

@@ -13,14 +13,23 @@ import (
 	"github.com/pi2hop/pi2hop/flow/ecnudp"
 )
 
-func TestBulkLoopback(t *testing.T) {
+// loopbackListener is a TCP listener on loopback, closed when t ends; it
+// skips t off Linux, where the bulk server cannot set TCP_CONGESTION.
+func loopbackListener(t *testing.T) *net.TCPListener {
+	t.Helper()
 	if runtime.GOOS != "linux" {
 		t.Skip("TCP_CONGESTION is Linux only")
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := net.ListenTCP("tcp", &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { ln.Close() })
+	return ln
+}
+
+func TestBulkLoopback(t *testing.T) {
+	ln := loopbackListener(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	var serr error
@@ -50,18 +59,11 @@ func TestBulkLoopback(t *testing.T) {
 }
 
 func TestSetCongestionErrors(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("TCP_CONGESTION is Linux only")
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	if err := SetCongestion(ln.(*net.TCPListener), "cubic"); err != nil {
+	ln := loopbackListener(t)
+	if err := SetCongestion(ln, "cubic"); err != nil {
 		t.Errorf("cubic: %v", err)
 	}
-	if err := SetCongestion(ln.(*net.TCPListener), "no-such-cc"); err == nil {
+	if err := SetCongestion(ln, "no-such-cc"); err == nil {
 		t.Error("an unknown congestion control was accepted")
 	}
 }

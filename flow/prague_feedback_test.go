@@ -189,6 +189,19 @@ func TestBlockFeedbackSplitsBySize(t *testing.T) {
 	}
 }
 
+// goodputIn is the mean goodput of the intervals ending after from and by
+// to (seconds), and the seconds they cover.
+func goodputIn(ivs []Interval, from, to float64) (bps, secs float64) {
+	var bits float64
+	for _, iv := range ivs {
+		if iv.T > from && iv.T <= to {
+			bits += iv.GoodputBps * iv.Dur
+			secs += iv.Dur
+		}
+	}
+	return bits / secs, secs
+}
+
 // runPair runs PragueSend against PragueRecv on loopback and returns both
 // summaries and errors.
 func runPair(t *testing.T, scfg, rcfg PragueConfig) (SenderSummary, ReceiverSummary, error, error) {
@@ -198,24 +211,10 @@ func runPair(t *testing.T, scfg, rcfg PragueConfig) (SenderSummary, ReceiverSumm
 }
 
 func runPairOn(tx, rx *net.UDPConn, scfg, rcfg PragueConfig) (SenderSummary, ReceiverSummary, error, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	defer cancel()
-	rctx, stopRecv := context.WithCancel(ctx)
-	var (
-		wg   sync.WaitGroup
-		rs   ReceiverSummary
-		rerr error
-	)
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		rs, rerr = PragueRecv(rctx, rx, rcfg, nil)
-	}()
-	ss, err := PragueSend(ctx, tx, addrOf(rx), scfg, nil)
-	time.Sleep(100 * time.Millisecond) // the last block report
-	stopRecv()
-	wg.Wait()
-	return ss, rs, err, rerr
+	// 100 ms of grace: time for the last block report.
+	return sendAndReceive(15*time.Second, 100*time.Millisecond,
+		func(ctx context.Context) (SenderSummary, error) { return PragueSend(ctx, tx, addrOf(rx), scfg, nil) },
+		func(ctx context.Context) (ReceiverSummary, error) { return PragueRecv(ctx, rx, rcfg, nil) })
 }
 
 // At a paced rate (10 Mbit/s, below what loopback carries) block feedback
@@ -269,17 +268,11 @@ func TestBlockFeedbackGoodput(t *testing.T) {
 				t.Fatalf("rfc8888 %v: RTT sample %v on loopback", block, r)
 			}
 		}
-		var bytes, secs float64
-		for _, iv := range rs.Intervals {
-			if iv.T > 1.5 && iv.T <= 5.01 {
-				bytes += iv.GoodputBps * iv.Dur
-				secs += iv.Dur
-			}
-		}
+		var secs float64
+		goodput[i], secs = goodputIn(rs.Intervals, 1.5, 5.01)
 		if secs < 3 {
 			t.Fatalf("rfc8888 %v: %.2f s of receiver intervals in 1.5..5 s: %+v", block, secs, rs.Intervals)
 		}
-		goodput[i] = bytes / secs
 		t.Logf("rfc8888 %v: %.2f Mbit/s from 1.5 to 5 s", block, goodput[i]/1e6)
 	}
 	// Under the race detector the pairs may not reach the paced rate:
@@ -328,24 +321,7 @@ func TestFeedbackMismatch(t *testing.T) {
 func TestVideoBlockFeedback(t *testing.T) {
 	run := func(scfg, rcfg VideoConfig) (VideoSenderSummary, VideoReceiverSummary, error, error) {
 		tx, rx := udpPair(t, "127.0.0.1:0")
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		rctx, stopRecv := context.WithCancel(ctx)
-		var (
-			wg   sync.WaitGroup
-			rs   VideoReceiverSummary
-			rerr error
-		)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			rs, rerr = VideoRecv(rctx, rx, rcfg, nil)
-		}()
-		ss, err := VideoSend(ctx, tx, addrOf(rx), scfg, nil)
-		time.Sleep(150 * time.Millisecond)
-		stopRecv()
-		wg.Wait()
-		return ss, rs, err, rerr
+		return runVideoOn(tx, rx, scfg, rcfg)
 	}
 	cfg := VideoConfig{Duration: 2 * time.Second, Seed: 1, RFC8888: true}
 	rcfg := cfg

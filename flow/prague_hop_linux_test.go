@@ -112,17 +112,11 @@ func TestFeedbackThroughHop(t *testing.T) {
 			if err != nil || rerr != nil {
 				t.Fatalf("%s, rfc8888 %v: send: %v, recv: %v", dir.name, block, err, rerr)
 			}
-			var bytes, secs float64
-			for _, iv := range rs.Intervals {
-				if iv.T > 2.9 && iv.T <= 8.01 {
-					bytes += iv.GoodputBps * iv.Dur
-					secs += iv.Dur
-				}
-			}
+			var secs float64
+			goodput[i], secs = goodputIn(rs.Intervals, 2.9, 8.01)
 			if secs < 4.5 {
 				t.Fatalf("%s, rfc8888 %v: %.2f s of receiver intervals in 2.5..8 s: %+v", dir.name, block, secs, rs.Intervals)
 			}
-			goodput[i] = bytes / secs
 			if steal > 0 {
 				stolen[i] = min(steal.Seconds()/secs, 0.5)
 			}

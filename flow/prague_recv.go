@@ -11,6 +11,15 @@ import (
 	"github.com/pi2hop/pi2hop/flow/wire"
 )
 
+// setFeedbackECN makes a receiver's feedback (ACKs, blocks) ECT(1) in L4S
+// mode, as udp_prague's receiver sends it, and Not-ECT in classic mode.
+func setFeedbackECN(conn *net.UDPConn, classic bool) error {
+	if classic {
+		return ecnudp.SetECN(conn, aqm.NotECT)
+	}
+	return ecnudp.SetECN(conn, aqm.ECT1)
+}
+
 // PragueRecv receives a Prague flow on conn and ACKs every packet with the
 // cumulative received / CE / lost counters (type 17), or with cfg.RFC8888
 // reports the packets in type-18 blocks every cfg.RFC8888Period, until
@@ -23,11 +32,7 @@ func PragueRecv(ctx context.Context, conn *net.UDPConn, cfg PragueConfig, report
 	if err != nil {
 		return ReceiverSummary{}, err
 	}
-	ackECN := aqm.ECT1
-	if classic {
-		ackECN = aqm.NotECT
-	}
-	if err := ecnudp.SetECN(conn, ackECN); err != nil {
+	if err := setFeedbackECN(conn, classic); err != nil {
 		return ReceiverSummary{}, err
 	}
 	r := &pragueReceiver{conn: conn, clock: wire.NewClock(), label: cfg.Label, report: report,

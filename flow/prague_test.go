@@ -30,6 +30,30 @@ func udpPair(t *testing.T, addr string) (a, b *net.UDPConn) {
 
 func addrOf(c *net.UDPConn) netip.AddrPort { return c.LocalAddr().(*net.UDPAddr).AddrPort() }
 
+// sendAndReceive runs recv while send runs, both under a context that ends
+// after timeout, and stops recv grace after send returns, time for the
+// last report to arrive. It returns what each returned.
+func sendAndReceive[S, R any](timeout, grace time.Duration, send func(context.Context) (S, error), recv func(context.Context) (R, error)) (S, R, error, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	rctx, stopRecv := context.WithCancel(ctx)
+	var (
+		wg   sync.WaitGroup
+		rs   R
+		rerr error
+	)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		rs, rerr = recv(rctx)
+	}()
+	ss, err := send(ctx)
+	time.Sleep(grace)
+	stopRecv()
+	wg.Wait()
+	return ss, rs, err, rerr
+}
+
 // A Prague pair over loopback for ~2 s delivers data and reports sane
 // intervals on both sides.
 func TestPragueLoopback(t *testing.T) {
@@ -44,24 +68,12 @@ func TestPragueLoopback(t *testing.T) {
 			cfg := PragueConfig{ECN: tc.ecn, MaxRate: 20_000_000, Duration: 2 * time.Second, Interval: 250 * time.Millisecond, Label: "t"}
 			rcfg := cfg
 			rcfg.Duration = 0
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			var (
-				wg   sync.WaitGroup
-				rs   ReceiverSummary
-				rerr error
-			)
-			rctx, stopRecv := context.WithCancel(ctx)
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				rs, rerr = PragueRecv(rctx, rx, rcfg, nil)
-			}()
 			var reports []Interval
-			ss, err := PragueSend(ctx, tx, addrOf(rx), cfg, func(iv Interval) { reports = append(reports, iv) })
-			time.Sleep(50 * time.Millisecond)
-			stopRecv()
-			wg.Wait()
+			ss, rs, err, rerr := sendAndReceive(10*time.Second, 50*time.Millisecond,
+				func(ctx context.Context) (SenderSummary, error) {
+					return PragueSend(ctx, tx, addrOf(rx), cfg, func(iv Interval) { reports = append(reports, iv) })
+				},
+				func(ctx context.Context) (ReceiverSummary, error) { return PragueRecv(ctx, rx, rcfg, nil) })
 			if err != nil || rerr != nil {
 				t.Fatalf("send: %v, recv: %v", err, rerr)
 			}

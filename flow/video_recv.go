@@ -10,7 +10,6 @@ import (
 
 	"github.com/pi2hop/pi2hop/aqm"
 	"github.com/pi2hop/pi2hop/figure"
-	"github.com/pi2hop/pi2hop/flow/ecnudp"
 	"github.com/pi2hop/pi2hop/flow/wire"
 )
 
@@ -32,11 +31,7 @@ func VideoRecv(ctx context.Context, conn *net.UDPConn, cfg VideoConfig, report f
 	if err != nil {
 		return VideoReceiverSummary{}, err
 	}
-	ackECN := aqm.ECT1
-	if classic {
-		ackECN = aqm.NotECT
-	}
-	if err := ecnudp.SetECN(conn, ackECN); err != nil {
+	if err := setFeedbackECN(conn, classic); err != nil {
 		return VideoReceiverSummary{}, err
 	}
 	period := int64(time.Second/time.Microsecond) / int64(cfg.FPS)

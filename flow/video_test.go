@@ -3,14 +3,24 @@ package flow
 import (
 	"context"
 	"math"
+	"net"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/pi2hop/pi2hop/figure"
 	"github.com/pi2hop/pi2hop/flow/wire"
 )
+
+// runVideoOn runs VideoSend on tx against VideoRecv on rx and returns both
+// summaries and errors.
+func runVideoOn(tx, rx *net.UDPConn, scfg, rcfg VideoConfig) (VideoSenderSummary, VideoReceiverSummary, error, error) {
+	return sendAndReceive(10*time.Second, 150*time.Millisecond,
+		func(ctx context.Context) (VideoSenderSummary, error) {
+			return VideoSend(ctx, tx, addrOf(rx), scfg, nil)
+		},
+		func(ctx context.Context) (VideoReceiverSummary, error) { return VideoRecv(ctx, rx, rcfg, nil) })
+}
 
 // A video call over loopback: about 30 fps displayed, no loss, no stalls,
 // frame delay about the playout delay, per-ACK RTT samples at the sender.
@@ -19,23 +29,7 @@ func TestVideoLoopback(t *testing.T) {
 	cfg := VideoConfig{Duration: 2500 * time.Millisecond, Interval: 500 * time.Millisecond, Seed: 1, Label: "call"}
 	rcfg := cfg
 	rcfg.Duration = 0
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	rctx, stopRecv := context.WithCancel(ctx)
-	var (
-		wg   sync.WaitGroup
-		rs   VideoReceiverSummary
-		rerr error
-	)
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		rs, rerr = VideoRecv(rctx, rx, rcfg, nil)
-	}()
-	ss, err := VideoSend(ctx, tx, addrOf(rx), cfg, nil)
-	time.Sleep(150 * time.Millisecond)
-	stopRecv()
-	wg.Wait()
+	ss, rs, err, rerr := runVideoOn(tx, rx, cfg, rcfg)
 	if err != nil || rerr != nil {
 		t.Fatalf("send: %v, recv: %v", err, rerr)
 	}

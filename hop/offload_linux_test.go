@@ -1,7 +1,6 @@
 package hop_test
 
 import (
-	"context"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -37,7 +36,6 @@ import (
 func backendPair(t *testing.T, b tun.Backend, cfg hop.Config) (*topology.Pair, *countTap, *backendCapture) {
 	t.Helper()
 	cfg.TUN = b
-	prefix := fmt.Sprintf("p2t%d%d", os.Getpid()%10000, pairSeq.Add(1))
 	bc := &backendCapture{path: filepath.Join(t.TempDir(), "hop.pcapng")}
 	var err error
 	// Records of 64 bytes hold IP and TCP headers; 64 Ki of them ride out
@@ -48,18 +46,7 @@ func backendPair(t *testing.T, b tun.Backend, cfg hop.Config) (*topology.Pair, *
 	}
 	t.Cleanup(func() { bc.c.Close() })
 	tap := &countTap{}
-	p, err := topology.NewPairWith(context.Background(), topology.PairSpec{ClientNS: prefix + "c", ServerNS: prefix + "s", Tap: bothTaps{tap, pcap.NewHopTap(bc.c, "")}}, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := p.Close(); err != nil {
-			t.Errorf("close pair: %v", err)
-		}
-		if netsys.NamespaceExists(p.ClientNS) || netsys.NamespaceExists(p.ServerNS) {
-			t.Errorf("namespaces left behind")
-		}
-	})
+	p := newTestPairWith(t, cfg, bothTaps{tap, pcap.NewHopTap(bc.c, "")})
 	up, _ := p.Hop.Devices()
 	desc := up.(tun.Describer).Backend()
 	t.Logf("backend: %s", desc)
@@ -448,64 +435,27 @@ type floodResult struct {
 func gsoFlood(t *testing.T, p *topology.Pair, tap *countTap, v6 bool, ecn aqm.ECN, bps uint64, perSend int, d time.Duration) floodResult {
 	t.Helper()
 	const seg = 1200
-	server, network, hdr := p.ServerAddr, "udp4", 28
+	server, hdr := p.ServerAddr, 28
 	if v6 {
-		server, network, hdr = p.ServerAddr6, "udp6", 48
+		server, hdr = p.ServerAddr6, 48
 	}
 	addr := netip.AddrPortFrom(server, floodPort)
-	var rc *net.UDPConn
-	if err := p.InServer(func() (err error) { rc, err = net.ListenUDP(network, net.UDPAddrFromAddrPort(addr)); return }); err != nil {
-		t.Fatal(err)
-	}
-	defer rc.Close()
-	control(t, rc, func(fd int) error {
-		if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, 16<<20); err != nil {
-			return err
-		}
-		if v6 {
-			return unix.SetsockoptInt(fd, unix.IPPROTO_IPV6, unix.IPV6_RECVTCLASS, 1)
-		}
-		return unix.SetsockoptInt(fd, unix.IPPROTO_IP, unix.IP_RECVTOS, 1)
-	})
 	res := floodResult{seen: map[uint32]bool{}}
 	var mu sync.Mutex
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		buf, oob := make([]byte, 2048), make([]byte, 128)
-		for {
-			n, oobn, _, _, err := rc.ReadMsgUDP(buf, oob)
-			if err != nil {
-				return
-			}
-			msgs, _ := unix.ParseSocketControlMessage(oob[:oobn])
-			mu.Lock()
-			if n >= 4 {
-				res.seen[binary.BigEndian.Uint32(buf)] = true
-			}
-			res.total++
-			for _, m := range msgs {
-				if (m.Header.Level == unix.IPPROTO_IP && m.Header.Type == unix.IP_TOS && len(m.Data) >= 1) ||
-					(m.Header.Level == unix.IPPROTO_IPV6 && m.Header.Type == unix.IPV6_TCLASS && len(m.Data) >= 4) {
-					res.ecn[m.Data[0]&3]++
-				}
-			}
-			mu.Unlock()
+	rc, done := ecnSink(t, p, addr, unix.SO_RCVBUFFORCE, 16<<20, func(b []byte, e aqm.ECN, ok bool) {
+		mu.Lock()
+		if len(b) >= 4 {
+			res.seen[binary.BigEndian.Uint32(b)] = true
 		}
-	}()
-	var sc *net.UDPConn
-	if err := p.InClient(func() (err error) { sc, err = net.DialUDP(network, nil, net.UDPAddrFromAddrPort(addr)); return }); err != nil {
-		t.Fatal(err)
-	}
-	control(t, sc, func(fd int) error {
-		if err := unix.SetsockoptInt(fd, unix.SOL_UDP, unix.UDP_SEGMENT, seg); err != nil {
-			return err
+		res.total++
+		if ok {
+			res.ecn[e]++
 		}
-		if v6 {
-			return unix.SetsockoptInt(fd, unix.IPPROTO_IPV6, unix.IPV6_TCLASS, int(ecn))
-		}
-		return unix.SetsockoptInt(fd, unix.IPPROTO_IP, unix.IP_TOS, int(ecn))
+		mu.Unlock()
 	})
+	defer rc.Close()
+	sc := ecnSource(t, p, addr, ecn)
+	roottest.Control(t, sc, func(fd int) error { return unix.SetsockoptInt(fd, unix.SOL_UDP, unix.UDP_SEGMENT, seg) })
 	out0 := tap.floodOut.Load()
 	payload := make([]byte, seg*perSend)
 	gap := time.Duration(float64(8*perSend*(seg+hdr)) / float64(bps) * 1e9)
@@ -553,16 +503,4 @@ func gsoFlood(t *testing.T, p *topology.Pair, tap *countTap, v6 bool, ecn aqm.EC
 	mu.Lock()
 	defer mu.Unlock()
 	return res
-}
-
-func control(t *testing.T, c *net.UDPConn, f func(fd int) error) {
-	t.Helper()
-	raw, err := c.SyscallConn()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ferr error
-	if err := raw.Control(func(fd uintptr) { ferr = f(int(fd)) }); err != nil || ferr != nil {
-		t.Fatalf("socket option: %v %v", err, ferr)
-	}
 }

@@ -3,6 +3,7 @@ package hop_test
 import (
 	"bufio"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"io"
 	"net"
@@ -10,13 +11,13 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/pi2hop/pi2hop/aqm"
 	"github.com/pi2hop/pi2hop/hop"
 	"github.com/pi2hop/pi2hop/internal/hoststeal"
+	"github.com/pi2hop/pi2hop/internal/labnet"
 	"github.com/pi2hop/pi2hop/internal/ping"
 	"github.com/pi2hop/pi2hop/internal/roottest"
 	"github.com/pi2hop/pi2hop/netsys"
@@ -24,8 +25,6 @@ import (
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 )
-
-var pairSeq atomic.Int32
 
 func newTestPair(t *testing.T, cfg hop.Config) *topology.Pair {
 	t.Helper()
@@ -35,7 +34,7 @@ func newTestPair(t *testing.T, cfg hop.Config) *topology.Pair {
 // newTestPairWith is newTestPair with tap (if not nil) on the hop.
 func newTestPairWith(t *testing.T, cfg hop.Config, tap hop.Tap) *topology.Pair {
 	t.Helper()
-	prefix := fmt.Sprintf("p2t%d%d", os.Getpid()%10000, pairSeq.Add(1))
+	prefix := roottest.Name("p2t")
 	p, err := topology.NewPairWith(context.Background(), topology.PairSpec{ClientNS: prefix + "c", ServerNS: prefix + "s", Tap: tap}, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -49,23 +48,6 @@ func newTestPairWith(t *testing.T, cfg hop.Config, tap hop.Tap) *topology.Pair {
 		}
 	})
 	return p
-}
-
-// rxBytes returns the IP bytes received on dev in ns.
-func rxBytes(t *testing.T, ns, dev string) uint64 {
-	var n uint64
-	err := netsys.Do(ns, func() error {
-		l, err := netlink.LinkByName(dev)
-		if err != nil {
-			return err
-		}
-		n = l.Attrs().Statistics.RxBytes
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n
 }
 
 // tcpRate runs a bulk TCP transfer client -> server and returns the IP
@@ -114,14 +96,15 @@ func tcpRate(t *testing.T, p *topology.Pair, warmup, window time.Duration) (floa
 	defer close(stop)
 	time.Sleep(warmup)
 	i0, steal0 := tcpInfo(t, conn), hoststeal.Total()
-	b0, t0 := rxBytes(t, p.ServerNS, p.ServerDev), time.Now()
-	time.Sleep(window)
-	b1, t1 := rxBytes(t, p.ServerNS, p.ServerDev), time.Now()
-	w := rateWindow{Sender: senderDelta(tcpInfo(t, conn), i0), Window: t1.Sub(t0), Steal: -1}
+	b, _, dt, err := labnet.RxOver(p.ServerNS, p.ServerDev, 0, window) // a TUN counts no link header
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := rateWindow{Sender: senderDelta(tcpInfo(t, conn), i0), Window: dt, Steal: -1}
 	if steal1 := hoststeal.Total(); steal0 >= 0 && steal1 >= 0 {
 		w.Steal = steal1 - steal0
 	}
-	return float64(b1-b0) * 8 / w.Window.Seconds(), w
+	return float64(b) * 8 / w.Window.Seconds(), w
 }
 
 // rateWindow is what a rate measurement saw besides the bytes.
@@ -272,7 +255,7 @@ func TestPairIdleRTT(t *testing.T) {
 // reference the hop's idle RTT is judged against.
 func vethPathRTT(t *testing.T, n int) time.Duration {
 	t.Helper()
-	prefix := fmt.Sprintf("p2v%d%d", os.Getpid()%10000, pairSeq.Add(1))
+	prefix := roottest.Name("p2v")
 	a, b := prefix+"a", prefix+"b"
 	j := netsys.NewJournal(nil)
 	t.Cleanup(func() {
@@ -330,66 +313,101 @@ func snmpField(file, group, field string) (uint64, error) {
 	return 0, fmt.Errorf("%s %s %s not found", file, group, field)
 }
 
+// ecnOf is the ECN field of the datagram whose control messages are oob,
+// read with IP_RECVTOS or IPV6_RECVTCLASS on; the traffic class is an int
+// in host order (RFC 3542).
+func ecnOf(oob []byte) (aqm.ECN, bool) {
+	msgs, _ := unix.ParseSocketControlMessage(oob)
+	for _, m := range msgs {
+		switch {
+		case m.Header.Level == unix.IPPROTO_IP && m.Header.Type == unix.IP_TOS && len(m.Data) >= 1:
+			return aqm.ECN(m.Data[0] & 3), true
+		case m.Header.Level == unix.IPPROTO_IPV6 && m.Header.Type == unix.IPV6_TCLASS && len(m.Data) >= 4:
+			return aqm.ECN(binary.NativeEndian.Uint32(m.Data) & 3), true
+		}
+	}
+	return 0, false
+}
+
+// ecnSink listens at addr in p's server namespace with a receive buffer of
+// size bytes (socket option bufOpt), asks for each datagram's ECN field,
+// and hands got every datagram it reads until rc is closed; done closes
+// after the last.
+func ecnSink(t *testing.T, p *topology.Pair, addr netip.AddrPort, bufOpt, size int, got func(b []byte, e aqm.ECN, ok bool)) (rc *net.UDPConn, done <-chan struct{}) {
+	t.Helper()
+	if err := p.InServer(func() (err error) { rc, err = net.ListenUDP(udpNetwork(addr), net.UDPAddrFromAddrPort(addr)); return }); err != nil {
+		t.Fatal(err)
+	}
+	roottest.Control(t, rc, func(fd int) error {
+		if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, bufOpt, size); err != nil {
+			return err
+		}
+		if addr.Addr().Is6() {
+			return unix.SetsockoptInt(fd, unix.IPPROTO_IPV6, unix.IPV6_RECVTCLASS, 1)
+		}
+		return unix.SetsockoptInt(fd, unix.IPPROTO_IP, unix.IP_RECVTOS, 1)
+	})
+	closed := make(chan struct{})
+	go func() {
+		defer close(closed)
+		buf, oob := make([]byte, 2048), make([]byte, 128)
+		for {
+			n, oobn, _, _, err := rc.ReadMsgUDP(buf, oob)
+			if err != nil {
+				return
+			}
+			e, ok := ecnOf(oob[:oobn])
+			got(buf[:n], e, ok)
+		}
+	}()
+	return rc, closed
+}
+
+// udpNetwork is the network of addr's family, so a socket is only that.
+func udpNetwork(addr netip.AddrPort) string {
+	if addr.Addr().Is6() {
+		return "udp6"
+	}
+	return "udp4"
+}
+
+// ecnSource dials addr from p's client namespace, every datagram sent
+// with codepoint ecn.
+func ecnSource(t *testing.T, p *topology.Pair, addr netip.AddrPort, ecn aqm.ECN) *net.UDPConn {
+	t.Helper()
+	var sc *net.UDPConn
+	if err := p.InClient(func() (err error) {
+		sc, err = net.DialUDP(udpNetwork(addr), nil, net.UDPAddrFromAddrPort(addr))
+		return
+	}); err != nil {
+		t.Fatal(err)
+	}
+	roottest.Control(t, sc, func(fd int) error {
+		if addr.Addr().Is6() {
+			return unix.SetsockoptInt(fd, unix.IPPROTO_IPV6, unix.IPV6_TCLASS, int(ecn))
+		}
+		return unix.SetsockoptInt(fd, unix.IPPROTO_IP, unix.IP_TOS, int(ecn))
+	})
+	return sc
+}
+
 // ecnFlood offers UDP with the given ECN codepoint at bps for d from the
 // client and counts, at the server, datagrams by the ECN they arrived with.
 // mid, if not nil, is called half way through.
 func ecnFlood(t *testing.T, p *topology.Pair, v6 bool, ecn aqm.ECN, bps uint64, d time.Duration, mid func()) (got [4]int) {
 	t.Helper()
-	server, network := p.ServerAddr, "udp4"
+	server := p.ServerAddr
 	if v6 {
-		server, network = p.ServerAddr6, "udp6"
+		server = p.ServerAddr6
 	}
 	addr := netip.AddrPortFrom(server, 9000)
-	var rc *net.UDPConn
-	if err := p.InServer(func() (err error) {
-		rc, err = net.ListenUDP(network, net.UDPAddrFromAddrPort(addr))
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
+	rc, done := ecnSink(t, p, addr, unix.SO_RCVBUF, 4<<20, func(_ []byte, e aqm.ECN, ok bool) {
+		if ok {
+			got[e]++
+		}
+	})
 	defer rc.Close()
-	raw, _ := rc.SyscallConn()
-	raw.Control(func(fd uintptr) {
-		unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUF, 4<<20)
-		if v6 {
-			unix.SetsockoptInt(int(fd), unix.IPPROTO_IPV6, unix.IPV6_RECVTCLASS, 1)
-		} else {
-			unix.SetsockoptInt(int(fd), unix.IPPROTO_IP, unix.IP_RECVTOS, 1)
-		}
-	})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		buf, oob := make([]byte, 2048), make([]byte, 128)
-		for {
-			_, oobn, _, _, err := rc.ReadMsgUDP(buf, oob)
-			if err != nil {
-				return
-			}
-			msgs, _ := unix.ParseSocketControlMessage(oob[:oobn])
-			for _, m := range msgs {
-				if (m.Header.Level == unix.IPPROTO_IP && m.Header.Type == unix.IP_TOS && len(m.Data) >= 1) ||
-					(m.Header.Level == unix.IPPROTO_IPV6 && m.Header.Type == unix.IPV6_TCLASS && len(m.Data) >= 4) {
-					got[m.Data[0]&3]++
-				}
-			}
-		}
-	}()
-	var sc *net.UDPConn
-	if err := p.InClient(func() (err error) {
-		sc, err = net.DialUDP(network, nil, net.UDPAddrFromAddrPort(addr))
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	raw, _ = sc.SyscallConn()
-	raw.Control(func(fd uintptr) {
-		if v6 {
-			unix.SetsockoptInt(int(fd), unix.IPPROTO_IPV6, unix.IPV6_TCLASS, int(ecn))
-		} else {
-			unix.SetsockoptInt(int(fd), unix.IPPROTO_IP, unix.IP_TOS, int(ecn))
-		}
-	})
+	sc := ecnSource(t, p, addr, ecn)
 	payload := make([]byte, 1200)
 	pktBits := float64(8 * (len(payload) + 28))
 	if v6 {

@@ -42,23 +42,23 @@ func (a Aggregate) shaper() shaper.Aggregate {
 
 // jitterFor and aggregateFor pick the most specific level given.
 func (s Settings) jitterFor(dir string) *Jitter {
-	switch {
-	case dir == "up" && s.UpJitter != nil:
-		return s.UpJitter
-	case dir == "down" && s.DownJitter != nil:
-		return s.DownJitter
-	}
-	return s.Jitter
+	return forDir(dir, s.UpJitter, s.DownJitter, s.Jitter)
 }
 
 func (s Settings) aggregateFor(dir string) *Aggregate {
+	return forDir(dir, s.UpAggregate, s.DownAggregate, s.Aggregate)
+}
+
+// forDir is dir's own value (up or down) if given, else both's: the value
+// dirKey names.
+func forDir[T any](dir string, up, down, both *T) *T {
 	switch {
-	case dir == "up" && s.UpAggregate != nil:
-		return s.UpAggregate
-	case dir == "down" && s.DownAggregate != nil:
-		return s.DownAggregate
+	case dir == "up" && up != nil:
+		return up
+	case dir == "down" && down != nil:
+		return down
 	}
-	return s.Aggregate
+	return both
 }
 
 // dirKey names the key a direction's value came from.

@@ -15,20 +15,12 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+	"github.com/pi2hop/pi2hop/internal/labnet"
 	"github.com/pi2hop/pi2hop/internal/roottest"
 	"github.com/pi2hop/pi2hop/netsys"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 )
-
-// needRoot skips t unless it runs as root (and fails it in CI when one
-// of tools is missing): see roottest.
-func needRoot(t *testing.T, tools ...string) {
-	t.Helper()
-	roottest.Need(t, tools...)
-}
-
-var nameSeq int
 
 // lanTopology is a box whose bridge br0 is the LAN of two devices (a and
 // b, each eth0 on a veth port of the bridge), with wan0 towards inet.
@@ -47,8 +39,7 @@ var (
 // (for a share, which addresses the LAN itself).
 func newLANTopology(t *testing.T, bare bool) lanTopology {
 	t.Helper()
-	nameSeq++
-	base := fmt.Sprintf("p2l%d%d", os.Getpid()%10000, nameSeq)
+	base := roottest.Name("p2l")
 	n := lanTopology{box: base + "x", a: base + "a", b: base + "b", inet: base + "i"}
 	j := netsys.NewJournal(nil)
 	t.Cleanup(func() {
@@ -69,22 +60,7 @@ func newLANTopology(t *testing.T, bare bool) lanTopology {
 	must(j.AddVeth(n.box, "pb", n.b, "eth0"))
 	must(j.AddVeth(n.box, "wan0", n.inet, "eth0"))
 	// The bridge goes with the box's namespace.
-	must(netsys.Do(n.box, func() error {
-		br := &netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: "br0"}}
-		if err := netlink.LinkAdd(br); err != nil {
-			return err
-		}
-		for _, p := range []string{"pa", "pb"} {
-			l, err := netlink.LinkByName(p)
-			if err != nil {
-				return err
-			}
-			if err := netlink.LinkSetMaster(l, br); err != nil {
-				return err
-			}
-		}
-		return netlink.LinkSetUp(br)
-	}))
+	must(labnet.Bridge(n.box, "br0", "pa", "pb"))
 	if !bare {
 		must(j.AddAddr(n.box, "br0", boxLAN))
 	}
@@ -159,7 +135,7 @@ func startClient(t *testing.T, ns, name string) *client {
 	t.Helper()
 	path, err := exec.LookPath("udhcpc")
 	if err != nil {
-		t.Fatalf("needs udhcpc (the test asks for it with needRoot): %v", err)
+		t.Fatalf("needs udhcpc (the test asks for it with roottest.Need): %v", err)
 	}
 	dir := t.TempDir()
 	script := filepath.Join(dir, "script")
@@ -249,7 +225,7 @@ func hwAddr(t *testing.T, ns, dev string) string {
 }
 
 func TestRealClientsGetLeases(t *testing.T) {
-	needRoot(t, "udhcpc", "ip") // ip: udhcpc's script configures the device
+	roottest.Need(t, "udhcpc", "ip") // ip: udhcpc's script configures the device
 	n := newLANTopology(t, false)
 	leaseFile := filepath.Join(t.TempDir(), "leases.json")
 	cfg := DHCPConfig{Iface: "br0", Subnet: testSubnet, LeaseTime: time.Minute,
@@ -344,7 +320,7 @@ func TestRealClientsGetLeases(t *testing.T) {
 }
 
 func TestProbeNamesAnotherServer(t *testing.T) {
-	needRoot(t)
+	roottest.Need(t)
 	n := newLANTopology(t, false)
 	var o *OtherServer
 	probe := func() {
@@ -388,7 +364,7 @@ func dialIn(ns string) func(ctx context.Context, network, addr string) (net.Conn
 }
 
 func TestDNSFromDeviceThroughForwarder(t *testing.T) {
-	needRoot(t)
+	roottest.Need(t)
 	n := newLANTopology(t, false)
 	j := netsys.NewJournal(nil)
 	t.Cleanup(func() { j.Undo() })
@@ -397,28 +373,7 @@ func TestDNSFromDeviceThroughForwarder(t *testing.T) {
 	}
 	// The Internet's DNS server, for names under test.
 	asked := make(chan string, 4)
-	h := dns.HandlerFunc(func(w dns.ResponseWriter, r *dns.Msg) {
-		_, tcp := w.LocalAddr().(*net.TCPAddr)
-		asked <- fmt.Sprintf("%s tcp=%v from=%v", r.Question[0].Name, tcp, w.RemoteAddr())
-		m := new(dns.Msg)
-		m.SetReply(r)
-		rr, _ := dns.NewRR(r.Question[0].Name + " 300 IN A 10.66.0.7")
-		m.Answer = []dns.RR{rr}
-		w.WriteMsg(m)
-	})
-	var pc net.PacketConn
-	var ln net.Listener
-	inNS(t, n.inet, func() (err error) {
-		if pc, err = net.ListenPacket("udp", "10.78.0.2:53"); err != nil {
-			return err
-		}
-		ln, err = net.Listen("tcp", "10.78.0.2:53")
-		return err
-	})
-	for _, s := range []*dns.Server{{PacketConn: pc, Handler: h}, {Listener: ln, Handler: h}} {
-		go s.ActivateAndServe()
-		t.Cleanup(func() { s.Shutdown() })
-	}
+	inetDNS(t, n.inet, inetAddr.Addr(), asked)
 
 	var f *DNSForwarder
 	inNS(t, n.box, func() (err error) {
@@ -500,7 +455,7 @@ func waitV6(t *testing.T, ns string, prefix netip.Prefix, wantAddr, wantRoute bo
 }
 
 func TestRouterAdvertisementsGiveDevicesIPv6(t *testing.T) {
-	needRoot(t)
+	roottest.Need(t)
 	n := newLANTopology(t, false)
 	prefix := NewULA()
 	j := netsys.NewJournal(nil)
@@ -554,7 +509,7 @@ func TestRouterAdvertisementsGiveDevicesIPv6(t *testing.T) {
 }
 
 func TestBoxInUse(t *testing.T) {
-	needRoot(t)
+	roottest.Need(t)
 	n := newLANTopology(t, false)
 	used, err := BoxInUse(n.box)
 	if err != nil {

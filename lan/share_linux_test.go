@@ -3,6 +3,7 @@ package lan
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/netip"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+	"github.com/pi2hop/pi2hop/internal/roottest"
 	"github.com/pi2hop/pi2hop/netsys"
 	"github.com/vishvananda/netlink"
 )
@@ -37,36 +39,51 @@ func withWAN6(t *testing.T, n lanTopology) {
 	}
 }
 
-// inetServers starts, in inet, a DNS server for names under test. (UDP
-// and TCP on port 53) and a TCP server on port 8080 that sends 200 kB to
-// whoever connects and reports the address it saw.
-func inetServers(t *testing.T, n lanTopology) (seen chan netip.Addr) {
+// inetDNS serves DNS in namespace ns at addr, port 53, over UDP and TCP
+// until t ends: every name is 10.66.0.7. asked, if not nil, hears of each
+// question: the name, whether it came over TCP, and who asked.
+func inetDNS(t *testing.T, ns string, addr netip.Addr, asked chan<- string) {
 	t.Helper()
 	h := dns.HandlerFunc(func(w dns.ResponseWriter, r *dns.Msg) {
+		if asked != nil {
+			_, tcp := w.LocalAddr().(*net.TCPAddr)
+			asked <- fmt.Sprintf("%s tcp=%v from=%v", r.Question[0].Name, tcp, w.RemoteAddr())
+		}
 		m := new(dns.Msg)
 		m.SetReply(r)
 		rr, _ := dns.NewRR(r.Question[0].Name + " 300 IN A 10.66.0.7")
 		m.Answer = []dns.RR{rr}
 		w.WriteMsg(m)
 	})
+	at := netip.AddrPortFrom(addr, 53).String()
+	var pc net.PacketConn
+	var ln net.Listener
+	inNS(t, ns, func() (err error) {
+		if pc, err = net.ListenPacket("udp", at); err != nil {
+			return err
+		}
+		ln, err = net.Listen("tcp", at)
+		return err
+	})
+	for _, s := range []*dns.Server{{PacketConn: pc, Handler: h}, {Listener: ln, Handler: h}} {
+		go s.ActivateAndServe()
+		t.Cleanup(func() { s.Shutdown() })
+	}
+}
+
+// inetServers starts, in inet, a DNS server for names under test. (UDP
+// and TCP on port 53) and a TCP server on port 8080 that sends 200 kB to
+// whoever connects and reports the address it saw.
+func inetServers(t *testing.T, n lanTopology) (seen chan netip.Addr) {
+	t.Helper()
 	seen = make(chan netip.Addr, 4)
 	for _, a := range []netip.Addr{inetAddr.Addr(), inetAddr6.Addr()} {
-		var pc net.PacketConn
-		var ln, web net.Listener
+		inetDNS(t, n.inet, a, nil)
+		var web net.Listener
 		inNS(t, n.inet, func() (err error) {
-			if pc, err = net.ListenPacket("udp", netip.AddrPortFrom(a, 53).String()); err != nil {
-				return err
-			}
-			if ln, err = net.Listen("tcp", netip.AddrPortFrom(a, 53).String()); err != nil {
-				return err
-			}
 			web, err = net.Listen("tcp", netip.AddrPortFrom(a, 8080).String())
 			return err
 		})
-		for _, s := range []*dns.Server{{PacketConn: pc, Handler: h}, {Listener: ln, Handler: h}} {
-			go s.ActivateAndServe()
-			t.Cleanup(func() { s.Shutdown() })
-		}
 		t.Cleanup(func() { web.Close() })
 		go func() {
 			for {
@@ -116,7 +133,7 @@ func download(t *testing.T, ns string, dst netip.Addr) int {
 }
 
 func TestShareServesADevice(t *testing.T) {
-	needRoot(t, "udhcpc", "ip")
+	roottest.Need(t, "udhcpc", "ip")
 	n := newLANTopology(t, true)
 	withWAN6(t, n)
 	seen := inetServers(t, n)
@@ -218,7 +235,7 @@ func TestShareServesADevice(t *testing.T) {
 }
 
 func TestShareRefuses(t *testing.T) {
-	needRoot(t)
+	roottest.Need(t)
 	n := newLANTopology(t, true)
 	j := netsys.NewJournal(nil)
 	t.Cleanup(func() { j.Undo() })
@@ -254,7 +271,7 @@ func TestShareRefuses(t *testing.T) {
 // A WAN without IPv6: no ULA, no IPv6 address on the LAN, no router
 // advertisements and no NAT66 (the NAT's sources are the IPv4 subnet).
 func TestShareWithoutWANIPv6(t *testing.T) {
-	needRoot(t)
+	roottest.Need(t)
 	n := newLANTopology(t, true) // wan0 has only 10.78.0.1/24
 	j := netsys.NewJournal(nil)
 	t.Cleanup(func() { j.Undo() })

@@ -118,6 +118,21 @@ func (j *Journal) record(e Entry) (forget func(), err error) {
 	}, nil
 }
 
+// change records e and then makes the change with do. If do fails, the
+// record is dropped again: the journal lists what may exist, and the
+// record made first covers a crash in between.
+func (j *Journal) change(e Entry, do func() error) error {
+	forget, err := j.record(e)
+	if err != nil {
+		return err
+	}
+	if err := do(); err != nil {
+		forget()
+		return err
+	}
+	return nil
+}
+
 func (j *Journal) saveLocked() error {
 	if j.save == nil {
 		return nil

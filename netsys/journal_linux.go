@@ -16,15 +16,7 @@ import (
 // NewNamespace creates the named namespace (see the function of the same
 // name) and records it.
 func (j *Journal) NewNamespace(name string) error {
-	forget, err := j.record(Entry{Kind: KindNetns, Name: name})
-	if err != nil {
-		return err
-	}
-	if err := NewNamespace(name); err != nil {
-		forget()
-		return err
-	}
-	return nil
+	return j.change(Entry{Kind: KindNetns, Name: name}, func() error { return NewNamespace(name) })
 }
 
 // AddLink records network device name in namespace ns and then runs
@@ -33,24 +25,17 @@ func (j *Journal) NewNamespace(name string) error {
 // covers a crash in between; Undo deletes the device if it is still
 // there. If create fails, the record is dropped again.
 func (j *Journal) AddLink(ns, name string, create func() error) error {
-	forget, err := j.record(Entry{Kind: KindLink, NS: ns, Name: name})
-	if err != nil {
-		return err
-	}
-	if err := Do(ns, create); err != nil {
-		forget()
-		return err
-	}
-	return nil
+	return j.change(Entry{Kind: KindLink, NS: ns, Name: name}, func() error { return Do(ns, create) })
 }
 
 // AddVeth creates a veth pair: name in ns and peer in peerNS, both up.
 func (j *Journal) AddVeth(ns, name, peerNS, peer string) error {
-	forget, err := j.record(Entry{Kind: KindLink, NS: ns, Name: name})
-	if err != nil {
-		return err
-	}
-	err = withHandle(ns, func(h *netlink.Handle) error {
+	return j.change(Entry{Kind: KindLink, NS: ns, Name: name}, func() error { return addVeth(ns, name, peerNS, peer) })
+}
+
+// addVeth makes the veth pair AddVeth records.
+func addVeth(ns, name, peerNS, peer string) error {
+	return withHandle(ns, func(h *netlink.Handle) error {
 		peerH, err := nsHandle(peerNS)
 		if err != nil {
 			return err
@@ -79,10 +64,6 @@ func (j *Journal) AddVeth(ns, name, peerNS, peer string) error {
 			return err
 		})
 	})
-	if err != nil {
-		forget()
-	}
-	return err
 }
 
 // AddAddr adds address p (address and prefix length) to device dev in
@@ -93,30 +74,27 @@ func (j *Journal) AddAddr(ns, dev string, p netip.Prefix) error {
 		return fmt.Errorf("netsys: address %v: want ADDR/LEN", p)
 	}
 	e := Entry{Kind: KindAddr, NS: ns, Name: dev, Prefix: p.String()}
-	forget, err := j.record(e)
-	if err != nil {
-		return err
-	}
-	err = withHandle(ns, func(h *netlink.Handle) error {
-		l, err := h.LinkByName(dev)
+	return j.change(e, func() error {
+		err := withHandle(ns, func(h *netlink.Handle) error {
+			l, err := h.LinkByName(dev)
+			if err != nil {
+				return err
+			}
+			a := &netlink.Addr{IPNet: ipNet(p)}
+			if !p.Addr().Is6() {
+				return h.AddrAdd(l, a)
+			}
+			a.Flags = unix.IFA_F_NODAD
+			if err := h.AddrAdd(l, a); err != nil {
+				return err
+			}
+			return waitLocal(h, p.Addr())
+		})
 		if err != nil {
-			return err
+			return fmt.Errorf("netsys: add %s: %w", e, err)
 		}
-		a := &netlink.Addr{IPNet: ipNet(p)}
-		if !p.Addr().Is6() {
-			return h.AddrAdd(l, a)
-		}
-		a.Flags = unix.IFA_F_NODAD
-		if err := h.AddrAdd(l, a); err != nil {
-			return err
-		}
-		return waitLocal(h, p.Addr())
+		return nil
 	})
-	if err != nil {
-		forget()
-		return fmt.Errorf("netsys: add %s: %w", e, err)
-	}
-	return nil
 }
 
 // waitLocal waits until the kernel delivers packets for IPv6 address a
@@ -145,22 +123,19 @@ func (j *Journal) AddRoute(ns string, r Route) error {
 	if r.Gw.IsValid() {
 		e.Gw = r.Gw.String()
 	}
-	forget, err := j.record(e)
-	if err != nil {
-		return err
-	}
-	err = withHandle(ns, func(h *netlink.Handle) error {
-		rt, err := nlRoute(h, e)
+	return j.change(e, func() error {
+		err := withHandle(ns, func(h *netlink.Handle) error {
+			rt, err := nlRoute(h, e)
+			if err != nil {
+				return err
+			}
+			return h.RouteAdd(rt)
+		})
 		if err != nil {
-			return err
+			return fmt.Errorf("netsys: add %s: %w", e, err)
 		}
-		return h.RouteAdd(rt)
+		return nil
 	})
-	if err != nil {
-		forget()
-		return fmt.Errorf("netsys: add %s: %w", e, err)
-	}
-	return nil
 }
 
 // AddRule adds policy rule r in namespace ns.
@@ -169,16 +144,12 @@ func (j *Journal) AddRule(ns string, r Rule) error {
 	if r.Family != 4 && r.Family != 6 {
 		return fmt.Errorf("netsys: rule family %d: want 4 or 6", r.Family)
 	}
-	forget, err := j.record(e)
-	if err != nil {
-		return err
-	}
-	err = withHandle(ns, func(h *netlink.Handle) error { return h.RuleAdd(nlRule(e)) })
-	if err != nil {
-		forget()
-		return fmt.Errorf("netsys: add %s: %w", e, err)
-	}
-	return nil
+	return j.change(e, func() error {
+		if err := withHandle(ns, func(h *netlink.Handle) error { return h.RuleAdd(nlRule(e)) }); err != nil {
+			return fmt.Errorf("netsys: add %s: %w", e, err)
+		}
+		return nil
+	})
 }
 
 // SetSysctl sets key (a path under /proc/sys, e.g. "net/ipv4/ip_forward")

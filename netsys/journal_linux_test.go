@@ -1,9 +1,7 @@
 package netsys
 
 import (
-	"fmt"
 	"net/netip"
-	"os"
 	"path/filepath"
 	"reflect"
 	"testing"
@@ -13,25 +11,12 @@ import (
 	"github.com/vishvananda/netlink"
 )
 
-var nameSeq int
-
-// testName returns a unique short name for a namespace or device.
-func testName(t *testing.T) string {
-	nameSeq++
-	return fmt.Sprintf("p2t%d%d", os.Getpid()%10000, nameSeq)
-}
-
-func needRoot(t *testing.T, tools ...string) {
-	t.Helper()
-	roottest.Need(t, tools...)
-}
-
 func TestJournalBuildsAndUndoes(t *testing.T) {
-	needRoot(t)
+	roottest.Need(t)
 	state := filepath.Join(t.TempDir(), "state.json")
 	j := NewJournal(SaveFile(state))
 	t.Cleanup(func() { j.Undo() })
-	ns := testName(t)
+	ns := roottest.Name("p2t")
 	if err := j.NewNamespace(ns); err != nil {
 		t.Fatal(err)
 	}
@@ -121,8 +106,8 @@ func TestJournalBuildsAndUndoes(t *testing.T) {
 }
 
 func TestUndoSysctlAndRulesInHostStyleNamespace(t *testing.T) {
-	needRoot(t)
-	ns := testName(t)
+	roottest.Need(t)
+	ns := roottest.Name("p2t")
 	outer := NewJournal(nil)
 	t.Cleanup(func() { outer.Undo() })
 	if err := outer.NewNamespace(ns); err != nil {

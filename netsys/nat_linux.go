@@ -49,15 +49,7 @@ func (j *Journal) AddNAT(ns string, n NAT) error {
 			return fmt.Errorf("netsys: masquerade source %v: want ADDR/LEN", p)
 		}
 	}
-	forget, err := j.record(Entry{Kind: KindNftTable, NS: ns, Name: n.Table})
-	if err != nil {
-		return err
-	}
-	if err := addNATTable(ns, n); err != nil {
-		forget()
-		return err
-	}
-	return nil
+	return j.change(Entry{Kind: KindNftTable, NS: ns, Name: n.Table}, func() error { return addNATTable(ns, n) })
 }
 
 // nftConn opens an nftables connection whose netlink socket lives in ns.

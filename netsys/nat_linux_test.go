@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pi2hop/pi2hop/internal/roottest"
 )
 
 // natTopology builds dev -- box -- inet: the device's subnet is not routed
@@ -31,7 +33,7 @@ var (
 
 func newNATTopology(t *testing.T, j *Journal) natTopology {
 	t.Helper()
-	base := testName(t)
+	base := roottest.Name("p2t")
 	n := natTopology{dev: base + "d", box: base + "b", inet: base + "i", wan: "wan0"}
 	for _, ns := range []string{n.dev, n.box, n.inet} {
 		if err := j.NewNamespace(ns); err != nil {
@@ -117,7 +119,7 @@ func seenFrom(t *testing.T, n natTopology, dst netip.Addr, timeout time.Duration
 }
 
 func TestMasqueradeOutOfWAN(t *testing.T) {
-	needRoot(t)
+	roottest.Need(t)
 	j := NewJournal(nil)
 	t.Cleanup(func() { j.Undo() })
 	n := newNATTopology(t, j)
@@ -165,7 +167,7 @@ func TestMasqueradeOutOfWAN(t *testing.T) {
 }
 
 func TestMasqueradeOnlyOutOfItsDevice(t *testing.T) {
-	needRoot(t)
+	roottest.Need(t)
 	j := NewJournal(nil)
 	t.Cleanup(func() { j.Undo() })
 	n := newNATTopology(t, j)
@@ -244,7 +246,7 @@ func transfer(t *testing.T, n natTopology, dst netip.Addr, up, down int) {
 }
 
 func TestNATCountsBytesPerClient(t *testing.T) {
-	needRoot(t)
+	roottest.Need(t)
 	j := NewJournal(nil)
 	t.Cleanup(func() { j.Undo() })
 	n := newNATTopology(t, j)
@@ -279,10 +281,10 @@ func TestNATCountsBytesPerClient(t *testing.T) {
 // A process killed with its table in place leaves a state file; a later
 // cleanup (`--cleanup`) undoes the table from the file alone.
 func TestNATTableUndoneFromTheStateFile(t *testing.T) {
-	needRoot(t)
+	roottest.Need(t)
 	outer := NewJournal(nil)
 	t.Cleanup(func() { outer.Undo() })
-	ns := testName(t)
+	ns := roottest.Name("p2t")
 	if err := outer.NewNamespace(ns); err != nil {
 		t.Fatal(err)
 	}

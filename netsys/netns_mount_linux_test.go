@@ -5,6 +5,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/pi2hop/pi2hop/internal/roottest"
 )
 
 // TestNamespaceSurvivesIPNetnsAdd: a namespace made while /run/netns is
@@ -13,7 +15,7 @@ import (
 // Run in a private mount namespace with a fresh /run, so the machine's
 // own /run/netns is neither needed nor touched.
 func TestNamespaceSurvivesIPNetnsAdd(t *testing.T) {
-	needRoot(t, "unshare", "ip")
+	roottest.Need(t, "unshare", "ip")
 	if os.Getenv("PI2HOP_NETNS_CHILD") == "1" {
 		netnsChild(t)
 		return
@@ -33,7 +35,7 @@ func TestNamespaceSurvivesIPNetnsAdd(t *testing.T) {
 }
 
 func netnsChild(t *testing.T) {
-	ours, theirs := testName(t), testName(t)+"x"
+	ours, theirs := roottest.Name("p2t"), roottest.Name("p2t")+"x"
 	if err := NewNamespace(ours); err != nil {
 		t.Fatal(err)
 	}

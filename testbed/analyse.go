@@ -203,6 +203,20 @@ func analyseQueues(run *report.Run, kind string, q *queueTrace) {
 	s := q.samples
 	a, ah := q.edge(&q.from)
 	b, bh := q.edge(&q.to)
+	fillQueues(run, kind, s, a, b, ah, bh, func(i int, l bool) int64 {
+		if l {
+			return s[i].lMedian
+		}
+		return s[i].cMedian
+	})
+}
+
+// fillQueues fills run's hop figures from the samples s: counts and
+// histograms between a and b, the samples at the window's edges, with
+// their histograms ah and bh; and the series of every sample, in which
+// median(i, l) is the median sojourn of the packets the L queue (l) or the
+// C queue forwarded between samples i-1 and i, ns.
+func fillQueues(run *report.Run, kind string, s []queueSample, a, b queueSample, ah, bh *queueHists, median func(i int, l bool) int64) {
 	if b.elapsed > a.elapsed && run.RateBps > 0 {
 		run.Utilisation = metrics.Utilisation(b.outBytes-a.outBytes, run.RateBps, time.Duration(b.elapsed-a.elapsed))
 	}
@@ -240,11 +254,7 @@ func analyseQueues(run *report.Run, kind string, q *queueTrace) {
 		// The time series: median sojourn of the packets forwarded in each bin.
 		var series []float64
 		for i := 1; i < len(s); i++ {
-			m := s[i].cMedian
-			if name == "L" {
-				m = s[i].lMedian
-			}
-			series = append(series, figure.Ms(time.Duration(m)))
+			series = append(series, figure.Ms(time.Duration(median(i, name == "L"))))
 		}
 		run.Series.QueueDelayMs[name] = series
 	}

@@ -135,48 +135,28 @@ func (e *endpoints) run(ctx context.Context, pair *topology.Pair, res *runResult
 		switch ep.spec.Kind {
 		case KindVideo:
 			vc := flow.VideoConfig{ECN: ep.spec.ECN, Seed: sp.Seed + uint64(i), Duration: sp.Duration, Interval: time.Second, Label: label}
-			receivers.Add(1)
-			go func() {
-				defer receivers.Done()
-				rc := vc
-				rc.Duration = 0 // until stopped: count everything the sender sent
-				s, err := flow.VideoRecv(recvCtx, ep.recv, rc, nil)
-				fr.videoRecv = &s
-				fail(label+" receiver", err)
-			}()
-			senders.Add(1)
-			go func() {
-				defer senders.Done()
-				s, err := flow.VideoSend(sendCtx, ep.send, ep.peer, vc, nil)
-				fr.videoSend = &s
-				fail(label+" sender", err)
-			}()
+			rc := vc
+			rc.Duration = 0 // until stopped: count everything the sender sent
+			goKeep(&receivers, &fr.videoRecv, fail, label+" receiver", func() (flow.VideoReceiverSummary, error) {
+				return flow.VideoRecv(recvCtx, ep.recv, rc, nil)
+			})
+			goKeep(&senders, &fr.videoSend, fail, label+" sender", func() (flow.VideoSenderSummary, error) {
+				return flow.VideoSend(sendCtx, ep.send, ep.peer, vc, nil)
+			})
 		case KindPrague:
 			pc := flow.PragueConfig{ECN: ep.spec.ECN, Duration: sp.Duration, Interval: time.Second, Label: label}
-			receivers.Add(1)
-			go func() {
-				defer receivers.Done()
-				rc := pc
-				rc.Duration = 0
-				s, err := flow.PragueRecv(recvCtx, ep.recv, rc, nil)
-				fr.pragueRecv = &s
-				fail(label+" receiver", err)
-			}()
-			senders.Add(1)
-			go func() {
-				defer senders.Done()
-				s, err := flow.PragueSend(sendCtx, ep.send, ep.peer, pc, nil)
-				fr.pragueSend = &s
-				fail(label+" sender", err)
-			}()
+			rc := pc
+			rc.Duration = 0
+			goKeep(&receivers, &fr.pragueRecv, fail, label+" receiver", func() (flow.ReceiverSummary, error) {
+				return flow.PragueRecv(recvCtx, ep.recv, rc, nil)
+			})
+			goKeep(&senders, &fr.pragueSend, fail, label+" sender", func() (flow.SenderSummary, error) {
+				return flow.PragueSend(sendCtx, ep.send, ep.peer, pc, nil)
+			})
 		case KindCubic:
-			senders.Add(1)
-			go func() {
-				defer senders.Done()
-				s, err := flow.BulkFetch(sendCtx, ep.tcp, sp.Duration, nil)
-				fr.bulk = &s
-				fail(label, err)
-			}()
+			goKeep(&senders, &fr.bulk, fail, label, func() (flow.BulkSummary, error) {
+				return flow.BulkFetch(sendCtx, ep.tcp, sp.Duration, nil)
+			})
 		}
 	}
 	senders.Wait()
@@ -192,4 +172,16 @@ func (e *endpoints) run(ctx context.Context, pair *topology.Pair, res *runResult
 		return ctx.Err()
 	}
 	return errors.Join(errs...)
+}
+
+// goKeep runs f in a goroutine counted by wg, keeps its result in *dst and
+// hands its error, as what's, to fail.
+func goKeep[S any](wg *sync.WaitGroup, dst **S, fail func(what string, err error), what string, f func() (S, error)) {
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		s, err := f()
+		*dst = &s
+		fail(what, err)
+	}()
 }

@@ -8,9 +8,7 @@ import (
 	"unsafe"
 
 	"github.com/pi2hop/pi2hop/aqm"
-	"github.com/pi2hop/pi2hop/figure"
 	"github.com/pi2hop/pi2hop/hop"
-	"github.com/pi2hop/pi2hop/testbed/metrics"
 	"github.com/pi2hop/pi2hop/testbed/report"
 )
 
@@ -53,58 +51,23 @@ func fullSampleAt(s []fullSample, t time.Duration) fullSample {
 }
 
 // analyseQueuesFull is analyseQueues as it was over the full list of
-// samples, the reference the streaming trace must agree with.
+// samples, the reference the streaming trace must agree with: the same
+// figures from the window's edges and the per-sample medians, both taken
+// from every sample's histograms.
 func analyseQueuesFull(run *report.Run, kind string, s []fullSample, from, to time.Duration) {
 	small := make([]queueSample, len(s))
 	for i := range s {
 		small[i] = s[i].queueSample
 	}
 	a, b := fullSampleAt(s, from), fullSampleAt(s, to)
-	if b.elapsed > a.elapsed && run.RateBps > 0 {
-		run.Utilisation = metrics.Utilisation(b.outBytes-a.outBytes, run.RateBps, time.Duration(b.elapsed-a.elapsed))
-	}
-	late := b.h.late.Sub(&a.h.late)
-	run.HopLatenessMs = histDist(&late)
-	worst, floor, rt := worstIn(small, a.at, b.at)
-	run.HopWorstMs, run.FloorWorstMs, run.FloorRealTime = figure.Ms(time.Duration(worst)), -1, rt
-	if floor >= 0 {
-		run.FloorWorstMs = figure.Ms(time.Duration(floor))
-	}
-	run.StealMs = -1
-	if a.steal >= 0 && b.steal >= a.steal {
-		run.StealMs = figure.Ms(b.steal - a.steal)
-	}
-	run.Series.HopWorstMs, run.Series.FloorWorstMs = worstPerSecond(small)
-	queues := []string{"L", "C"}
-	if kind == aqm.KindFIFO {
-		queues = []string{"C"}
-	}
-	run.Series.QueueBinS = meanSpacing(small).Seconds()
-	run.Series.QueueDelayMs = map[string][]float64{}
-	for i := 1; i < len(s); i++ {
-		run.Series.QueueT = append(run.Series.QueueT, s[i].at.Seconds())
-	}
-	for _, q := range queues {
-		hb, ha := &b.h.c, &a.h.c
-		cb, ca := b.cq, a.cq
-		if q == "L" {
-			hb, ha, cb, ca = &b.h.l, &a.h.l, b.lq, a.lq
+	fillQueues(run, kind, small, a.queueSample, b.queueSample, &a.h, &b.h, func(i int, l bool) int64 {
+		cur, prev := &s[i].h.c, &s[i-1].h.c
+		if l {
+			cur, prev = &s[i].h.l, &s[i-1].h.l
 		}
-		h := hb.Sub(ha)
-		c := sub(cb, ca)
-		run.Queues = append(run.Queues, report.Queue{Name: q, SojournMs: histDist(&h),
-			Packets: c.Sent, Marked: c.Marked, Dropped: c.Dropped})
-		var series []float64
-		for i := 1; i < len(s); i++ {
-			cur, prev := &s[i].h.c, &s[i-1].h.c
-			if q == "L" {
-				cur, prev = &s[i].h.l, &s[i-1].h.l
-			}
-			d := cur.Sub(prev)
-			series = append(series, figure.Ms(time.Duration(d.Quantile(0.5))))
-		}
-		run.Series.QueueDelayMs[q] = series
-	}
+		d := cur.Sub(prev)
+		return d.Quantile(0.5)
+	})
 }
 
 // synthSamples makes n seeded snapshots, about 100 ms apart (a few ms

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pi2hop/pi2hop/internal/roottest"
 	"github.com/pi2hop/pi2hop/netsys"
 	"golang.org/x/sys/unix"
 )
@@ -38,7 +39,7 @@ type offloadPair struct {
 func newOffloadPair(t *testing.T, backend Backend, partial bool) *offloadPair {
 	t.Helper()
 	j := netsys.NewJournal(nil)
-	p := &offloadPair{nsA: testName(t), nsB: testName(t), errs: make(chan error, 2), partial: partial}
+	p := &offloadPair{nsA: roottest.Name("p2t"), nsB: roottest.Name("p2t"), errs: make(chan error, 2), partial: partial}
 	p.addrA = [2]netip.Addr{netip.MustParseAddr("10.253.0.2"), netip.MustParseAddr("fd00:253::2")}
 	p.addrB = [2]netip.Addr{netip.MustParseAddr("10.253.0.1"), netip.MustParseAddr("fd00:253::1")}
 	var devs []Device
@@ -180,6 +181,31 @@ func snmpCounter(file, proto, name string) (uint64, error) {
 	return 0, fmt.Errorf("%s: no %s %s", file, proto, name)
 }
 
+// sendChecked runs send for IPv4 (fam 0) and IPv6 (fam 1) and fails t
+// if the receiving namespace counted a checksum error meanwhile.
+func sendChecked(t *testing.T, p *offloadPair, send func(fam int)) {
+	t.Helper()
+	before := csumErrors(t, p.nsB)
+	for fam := 0; fam < 2; fam++ {
+		send(fam)
+	}
+	after := csumErrors(t, p.nsB)
+	for k, v := range before {
+		if after[k] != v {
+			t.Errorf("%s InCsumErrors %d -> %d", k, v, after[k])
+		}
+	}
+}
+
+// offloadStats returns, and logs, the offload counters of both devices.
+func (p *offloadPair) offloadStats(t *testing.T) (a, b OffloadStats) {
+	t.Helper()
+	a, b = p.a.(OffloadCounter).OffloadStats(), p.b.(OffloadCounter).OffloadStats()
+	t.Logf("A: %+v", a)
+	t.Logf("B: %+v", b)
+	return a, b
+}
+
 // csumErrors returns the receiving namespace's checksum error counters:
 // TCP and UDP over IPv4 (snmp, shared by both families for TCP) and UDP
 // over IPv6.
@@ -202,19 +228,23 @@ func csumErrors(t *testing.T, ns string) map[string]uint64 {
 	return out
 }
 
-func TestOffloadOpensWithTSO(t *testing.T) {
-	needRoot(t)
-	ns := testName(t)
-	j := netsys.NewJournal(nil)
-	t.Cleanup(func() { j.Undo() })
-	if err := j.NewNamespace(ns); err != nil {
-		t.Fatal(err)
-	}
+// openTestOffload opens offload device p2o0 (MTU 1500) in a namespace of
+// its own, both gone when t ends, and returns the journal and namespace
+// for more.
+func openTestOffload(t *testing.T) (Device, *netsys.Journal, string) {
+	t.Helper()
+	j, ns := testNamespace(t)
 	d, err := openIn(j, ns, "p2o0", 1500, BackendOffload)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer d.Close()
+	t.Cleanup(func() { d.Close() })
+	return d, j, ns
+}
+
+func TestOffloadOpensWithTSO(t *testing.T) {
+	roottest.Need(t)
+	d, j, ns := openTestOffload(t)
 	od, ok := d.(*offloadDevice)
 	if !ok {
 		t.Fatalf("backend %s, want the offload one", d.(Describer).Backend())
@@ -248,27 +278,16 @@ var forwardCases = []struct {
 // no checksum error counted by the receiving kernel; also with the
 // segments' checksums left partial from read to write (PartialReader).
 func TestOffloadForwardsTCP(t *testing.T) {
-	needRoot(t)
+	roottest.Need(t)
 	for _, tc := range forwardCases {
 		backend := tc.backend
 		t.Run(tc.name, func(t *testing.T) {
 			p := newOffloadPair(t, backend, tc.partial)
-			before := csumErrors(t, p.nsB)
-			for fam := 0; fam < 2; fam++ {
-				sendTCP(t, p, fam, 8<<20)
-			}
-			after := csumErrors(t, p.nsB)
-			for k, v := range before {
-				if after[k] != v {
-					t.Errorf("%s InCsumErrors %d -> %d", k, v, after[k])
-				}
-			}
+			sendChecked(t, p, func(fam int) { sendTCP(t, p, fam, 8<<20) })
 			if backend != BackendOffload {
 				return
 			}
-			sa, sb := p.a.(OffloadCounter).OffloadStats(), p.b.(OffloadCounter).OffloadStats()
-			t.Logf("A: %+v", sa)
-			t.Logf("B: %+v", sb)
+			sa, sb := p.offloadStats(t)
 			if sa.SuperPackets == 0 || sa.Segments <= sa.SuperPackets {
 				t.Errorf("sender side read %d super-packets, %d segments: want TSO super-packets split", sa.SuperPackets, sa.Segments)
 			}
@@ -340,27 +359,16 @@ func sendTCP(t *testing.T, p *offloadPair, fam int, n int) {
 // as sent, with its ToS, and no checksum error is counted; also with
 // partial checksums from read to write.
 func TestOffloadForwardsUDPGSO(t *testing.T) {
-	needRoot(t)
+	roottest.Need(t)
 	for _, tc := range forwardCases {
 		backend := tc.backend
 		t.Run(tc.name, func(t *testing.T) {
 			p := newOffloadPair(t, backend, tc.partial)
-			before := csumErrors(t, p.nsB)
-			for fam := 0; fam < 2; fam++ {
-				sendUDPGSO(t, p, fam)
-			}
-			after := csumErrors(t, p.nsB)
-			for k, v := range before {
-				if after[k] != v {
-					t.Errorf("%s InCsumErrors %d -> %d", k, v, after[k])
-				}
-			}
+			sendChecked(t, p, func(fam int) { sendUDPGSO(t, p, fam) })
 			if backend != BackendOffload {
 				return
 			}
-			sa, sb := p.a.(OffloadCounter).OffloadStats(), p.b.(OffloadCounter).OffloadStats()
-			t.Logf("A: %+v", sa)
-			t.Logf("B: %+v", sb)
+			sa, sb := p.offloadStats(t)
 			if off := p.a.(*offloadDevice).Offloads(); off&(OffloadUSO4|OffloadUSO6) != 0 {
 				if sa.SuperPackets == 0 || sb.Coalesced == 0 {
 					t.Errorf("with USO: %d super-packets read, %d written; want both", sa.SuperPackets, sb.Coalesced)
@@ -388,7 +396,7 @@ func sendUDPGSO(t *testing.T, p *offloadPair, fam int) {
 	}
 	defer rc.Close()
 	rc.SetReadBuffer(8 << 20)
-	setsock(t, rc, func(fd int) error {
+	roottest.Control(t, rc, func(fd int) error {
 		if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, 8<<20); err != nil {
 			return err
 		}
@@ -406,7 +414,7 @@ func sendUDPGSO(t *testing.T, p *offloadPair, fam int) {
 		t.Fatal(err)
 	}
 	defer sc.Close()
-	setsock(t, sc, func(fd int) error {
+	roottest.Control(t, sc, func(fd int) error {
 		if err := unix.SetsockoptInt(fd, unix.SOL_UDP, unix.UDP_SEGMENT, segSize); err != nil {
 			return err
 		}
@@ -452,18 +460,6 @@ func sendUDPGSO(t *testing.T, p *offloadPair, fam int) {
 	}
 }
 
-func setsock(t *testing.T, c *net.UDPConn, f func(fd int) error) {
-	t.Helper()
-	raw, err := c.SyscallConn()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var serr error
-	if err := raw.Control(func(fd uintptr) { serr = f(int(fd)) }); err != nil || serr != nil {
-		t.Fatalf("setsockopt: %v %v", err, serr)
-	}
-}
-
 // recvTOS finds the ToS / Traffic Class in received control messages.
 func recvTOS(oob []byte) (uint8, bool) {
 	msgs, err := unix.ParseSocketControlMessage(oob)
@@ -484,18 +480,8 @@ func recvTOS(oob []byte) (uint8, bool) {
 // The device's read and write paths allocate nothing: a coalesced write,
 // a single write and a read that finds nothing waiting.
 func TestOffloadDeviceAllocatesNothing(t *testing.T) {
-	needRoot(t)
-	ns := testName(t)
-	j := netsys.NewJournal(nil)
-	t.Cleanup(func() { j.Undo() })
-	if err := j.NewNamespace(ns); err != nil {
-		t.Fatal(err)
-	}
-	d, err := openIn(j, ns, "p2o0", 1500, BackendOffload)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
+	roottest.Need(t)
+	d, _, _ := openTestOffload(t)
 	p := d.(Pollable)
 	f := flow{flags: tcpACK, seq: 1, id: 1} // to 10.9.0.2: no route there, the kernel drops them
 	super := f.packet(payload(20*1400, 1), true)
@@ -531,13 +517,8 @@ func TestOffloadDeviceAllocatesNothing(t *testing.T) {
 // (the second takes what did not fit the first's buffers), and a single
 // datagram whose partial checksum is completed.
 func TestOffloadReadAllocatesNothing(t *testing.T) {
-	needRoot(t)
-	ns := testName(t)
-	j := netsys.NewJournal(nil)
-	t.Cleanup(func() { j.Undo() })
-	if err := j.NewNamespace(ns); err != nil {
-		t.Fatal(err)
-	}
+	roottest.Need(t)
+	j, ns := testNamespace(t)
 	// No IPv6 in the namespace: its router solicitations and MLD reports
 	// would be read in place of the packets counted here.
 	err := netsys.Do(ns, func() error {

@@ -2,26 +2,12 @@ package tun
 
 import (
 	"errors"
-	"fmt"
 	"os"
 	"testing"
 
 	"github.com/pi2hop/pi2hop/internal/roottest"
 	"github.com/pi2hop/pi2hop/netsys"
 )
-
-var nameSeq int
-
-// testName returns a unique short name for a namespace or device.
-func testName(t *testing.T) string {
-	nameSeq++
-	return fmt.Sprintf("p2t%d%d", os.Getpid()%10000, nameSeq)
-}
-
-func needRoot(t *testing.T, tools ...string) {
-	t.Helper()
-	roottest.Need(t, tools...)
-}
 
 // openIn opens device name with backend b inside namespace ns, recorded
 // in j so that its Undo removes it if the test dies before Close.
@@ -31,14 +17,22 @@ func openIn(j *netsys.Journal, ns, name string, mtu int, b Backend) (Device, err
 	return d, err
 }
 
-func TestTUNReadWriteAndClose(t *testing.T) {
-	needRoot(t)
-	ns := testName(t)
+// testNamespace makes a namespace for t, removed when t ends, and the
+// journal that records it and what the test adds to it.
+func testNamespace(t *testing.T) (*netsys.Journal, string) {
+	t.Helper()
+	ns := roottest.Name("p2t")
 	j := netsys.NewJournal(nil)
 	t.Cleanup(func() { j.Undo() })
 	if err := j.NewNamespace(ns); err != nil {
 		t.Fatal(err)
 	}
+	return j, ns
+}
+
+func TestTUNReadWriteAndClose(t *testing.T) {
+	roottest.Need(t)
+	j, ns := testNamespace(t)
 	d, err := openIn(j, ns, ns+"t", 1500, BackendOffload)
 	if err != nil {
 		t.Fatal(err)

@@ -111,215 +111,160 @@ func parseList() ([]tun.Backend, []float64, error) {
 	return bs, rates, nil
 }
 
+// bench is one run's state shared by its figures: the namespace prefix,
+// the backends measured (the first one's ratio is printed), the CPU rows
+// the figures collect for the table at the end, and what each backend said
+// of its devices.
+type bench struct {
+	prefix   string
+	backends []tun.Backend
+	cpu      []cpuRow
+	seen     map[tun.Backend]string
+}
+
+// run prints the figures in order; each figure is one function.
 func run() error {
 	bs, rates, err := parseList()
 	if err != nil {
 		return err
 	}
-	prefix := fmt.Sprintf("p2b%d", os.Getpid()%10000)
-	fmt.Printf("benchhop: %s, GOMAXPROCS %d, TCP %v, UDP %v, load average %s\n", time.Now().Format(time.RFC3339), runtime.GOMAXPROCS(0), *tcpTime, *udpTime, loadAvg())
-	cols := []string{"figure", "kernel"}
-	for _, b := range bs {
-		cols = append(cols, string(b))
-	}
-	row(append(cols, "ratio "+string(bs[0]))...)
-	var cpu []cpuRow
-	backendSeen := map[tun.Backend]string{}
-	defer func() {
-		fmt.Println()
-		for _, b := range bs {
-			if d, ok := backendSeen[b]; ok {
-				fmt.Printf("backend %s: %s\n", b, d)
-			}
-		}
-	}()
+	b := &bench{prefix: fmt.Sprintf("p2b%d", os.Getpid()%10000), backends: bs, seen: map[tun.Backend]string{}}
+	b.header()
+	defer b.backendNotes()
 	if want("tcp") || want("udp") || want("rtt") {
-		kernel, undo, err := kernelRouter(prefix + "k")
+		kernel, undo, err := kernelRouter(b.prefix + "k")
 		if err != nil {
 			return err
 		}
 		defer undo()
-		var krtt time.Duration
-		var ku float64
-		if want("rtt") {
-			if krtt, err = medianPing(kernel, 100); err != nil {
+		if want("rtt") { // idle RTT first, on a quiet machine
+			if err := b.idleRTT(kernel); err != nil {
 				return err
 			}
 		}
+		// UDP is measured before TCP (its CPU rows come first) but
+		// printed after it.
+		var udp []string
 		if want("udp") {
-			if ku, err = udpRate(kernel); err != nil {
+			if udp, err = b.unshapedUDP(kernel); err != nil {
 				return err
 			}
-		}
-		rtt, udp := []string{"idle RTT (median of 100), ms", ms(krtt)}, []string{"UDP 1500 B unshaped, Mbit/s", mbit(ku)}
-		var firstUDP float64
-		for i, b := range bs {
-			unshaped, err := newPair(prefix+"u", b, 100_000_000_000, 0)
-			if err != nil {
-				return err
-			}
-			up := pairPath(unshaped)
-			backendSeen[b] = describe(unshaped.Hop)
-			if want("rtt") { // idle RTT first, on a quiet machine
-				hrtt, err := medianPing(up, 100)
-				if err != nil {
-					unshaped.Close()
-					return err
-				}
-				rtt = append(rtt, fmt.Sprintf("+%.3f", (hrtt-krtt).Seconds()*1e3))
-			}
-			if want("udp") {
-				c0 := cpuAndPackets(up.hop)
-				hu, err := udpRate(up)
-				if err != nil {
-					unshaped.Close()
-					return err
-				}
-				cpu = append(cpu, cpuRow{"UDP unshaped", b, cpuAndPackets(up.hop).sub(c0)})
-				udp = append(udp, mbit(hu))
-				if i == 0 {
-					firstUDP = hu
-				}
-			}
-			unshaped.Close()
-		}
-		if want("rtt") {
-			row(append(rtt, "added")...)
 		}
 		if want("tcp") {
-			c, err := unshapedTCP(prefix+"u", kernel, bs)
-			if err != nil {
+			if err := b.unshapedTCP(kernel); err != nil {
 				return err
 			}
-			cpu = append(cpu, c...)
 		}
 		if want("udp") {
-			row(append(udp, ratio(firstUDP, ku))...)
+			row(udp...)
 		}
 	}
 	if want("floor") {
-		// Each row a fresh pair: no socket or route carries over.
-		fmt.Println()
-		var floors []cpuRow
-		row("per-write floor: minimal forwarder, TCP", "Mbit/s", "µs/segment", "kernel µs", "segments/write")
-		for _, v := range []struct {
-			name   string
-			single bool
-			delay  time.Duration
-			bps    uint64
-		}{
-			{"  writes coalesced", false, 0, 0},
-			{"  one segment per write", true, 0, 0},
-			{"  coalesced, 10 ms delay line", false, 10 * time.Millisecond, 0},
-			{"  paced at 1 Gbit/s, 10 ms, held <= 100 us", false, 10 * time.Millisecond, 1_000_000_000},
-		} {
-			name := v.name
-			rate, c, per, err := floorRow(prefix+"f", v.single, v.delay, v.bps)
-			if err != nil {
-				return err
-			}
-			row(name, mbit(rate), fmt.Sprintf("%.2f", c.perSegment()), fmt.Sprintf("%.2f", c.sysPerSegment()), fmt.Sprintf("%.1f", per))
-			floors = append(floors, cpuRow{name: name, c: c})
-		}
-		row("  each thread, per packet it read", "data µs/pkt", "ACK µs/pkt", "ACK kernel µs", "ACK packets")
-		for _, f := range floors {
-			row("  "+f.name, fmt.Sprintf("%.2f", f.c.up.perPacket()), fmt.Sprintf("%.2f", f.c.down.perPacket()), fmt.Sprintf("%.2f", perUnit(f.c.down.sys, f.c.down.packets)), fmt.Sprint(f.c.down.packets))
+		if err := b.floor(); err != nil {
+			return err
 		}
 	}
 	if want("shaped") {
 		for _, g := range rates {
-			bps := uint64(g * 1e9)
-			r := []string{fmt.Sprintf("TCP at %g Gbit/s, DualPI2, 10 ms, Mbit/s", g), "(" + mbit(float64(bps)) + ")"}
-			var first tcpResult
-			rx := []string{"  same, server's rx counter (headers per write)", ""}
-			for i, b := range bs {
-				shaped, err := newPair(prefix+"g", b, bps, 10*time.Millisecond)
-				if err != nil {
-					return err
-				}
-				sp := pairPath(shaped)
-				backendSeen[b] = describe(shaped.Hop)
-				if err := bdpBuffers(sp); err != nil {
-					shaped.Close()
-					return err
-				}
-				c0 := cpuAndPackets(sp.hop)
-				st, err := tcpRate(sp)
-				if err != nil {
-					shaped.Close()
-					return err
-				}
-				c := cpuAndPackets(sp.hop).sub(c0)
-				c.ringDrops = ringDrops(sp.hop)
-				cpu = append(cpu, cpuRow{fmt.Sprintf("TCP %g Gbit/s + 10 ms", g), b, c})
-				r = append(r, mbit(st.ip))
-				rx = append(rx, mbit(st.rx))
-				if i == 0 {
-					first = st
-				}
-				shaped.Close()
+			if err := b.shapedTCP(g); err != nil {
+				return err
 			}
-			row(append(r, fmt.Sprintf("%.3f of rate", first.ip/float64(bps)))...)
-			row(append(rx, fmt.Sprintf("%.3f of rate", first.rx/float64(bps)))...)
 		}
 	}
 	if want("pacing") {
-		fmt.Println()
-		// The owner's CPU shows what its spinning costs; the machine's
-		// steal time (its vCPUs descheduled by the host, 10 ms ticks)
-		// shows a run whose p99 is the host's stalls rather than the hop.
-		var lat, cpu, steal [][]string
-		for _, bps := range []uint64{10_000_000, 100_000_000, 1_000_000_000} {
-			name := fmt.Sprintf("  at %s", shaper.FormatRate(bps))
-			l, c, st := []string{name, ""}, []string{name, ""}, []string{name, ""}
-			for _, b := range bs {
-				p, err := pacing(prefix+"p", b, bps)
-				if err != nil {
-					return err
-				}
-				l = append(l, us(p.p50)+"/"+us(p.p99))
-				c = append(c, fmt.Sprintf("%.1f", 100*p.cpu))
-				st = append(st, "?")
-				if p.steal >= 0 {
-					st[len(st)-1] = fmt.Sprint(p.steal.Milliseconds())
-				}
-			}
-			lat, cpu, steal = append(lat, l), append(cpu, c), append(steal, st)
-		}
-		for _, t := range []struct {
-			title string
-			rows  [][]string
-		}{
-			{"pacing lateness (UDP at 1.2x rate), p50/p99 µs", lat},
-			{"pacing: the sending owner's CPU, % of a core", cpu},
-			{"pacing: host steal time (both vCPUs), ms", steal},
-		} {
-			row(t.title)
-			for _, r := range t.rows {
-				row(r...)
-			}
+		if err := b.pacingLateness(); err != nil {
+			return err
 		}
 	}
-	if len(cpu) > 0 {
-		// Per data segment: both owners' CPU over the segments of the
-		// data direction (client to server), so a flow's ACKs cost their
-		// share of the segments they acknowledge rather than count as
-		// segments themselves. "kernel" is the part of it in system calls:
-		// TUN reads and writes, waits, and on this one machine the
-		// endpoints' own TCP receive and ACK processing, which the kernel
-		// runs inside the hop's TUN writes. Then each owner on its own.
-		fmt.Println()
-		row("hop CPU per data segment (both owner threads)", "backend", "µs/segment", "kernel µs", "segments", "ring drops", "segments/write")
-		for _, c := range cpu {
-			row("  "+c.name, string(c.backend), fmt.Sprintf("%.2f", c.c.perSegment()), fmt.Sprintf("%.2f", c.c.sysPerSegment()), fmt.Sprint(c.c.up.packets), fmt.Sprint(c.c.ringDrops), fmt.Sprintf("%.1f", c.c.perWrite()))
-		}
-		fmt.Println()
-		row("each owner thread, per packet it read", "backend", "data µs/pkt", "ACK µs/pkt", "ACK kernel µs", "ACK packets")
-		for _, c := range cpu {
-			row("  "+c.name, string(c.backend), fmt.Sprintf("%.2f", c.c.up.perPacket()), fmt.Sprintf("%.2f", c.c.down.perPacket()), fmt.Sprintf("%.2f", perUnit(c.c.down.sys, c.c.down.packets)), fmt.Sprint(c.c.down.packets))
-		}
-	}
+	b.cpuTables()
 	return nil
+}
+
+// header prints the run's conditions and the columns of the figures.
+func (b *bench) header() {
+	fmt.Printf("benchhop: %s, GOMAXPROCS %d, TCP %v, UDP %v, load average %s\n", time.Now().Format(time.RFC3339), runtime.GOMAXPROCS(0), *tcpTime, *udpTime, loadAvg())
+	cols := []string{"figure", "kernel"}
+	for _, be := range b.backends {
+		cols = append(cols, string(be))
+	}
+	row(append(cols, "ratio "+string(b.backends[0]))...)
+}
+
+// backendNotes prints, after the figures, which backend served each
+// measured pair and the offloads the kernel accepted.
+func (b *bench) backendNotes() {
+	fmt.Println()
+	for _, be := range b.backends {
+		if d, ok := b.seen[be]; ok {
+			fmt.Printf("backend %s: %s\n", be, d)
+		}
+	}
+}
+
+// unshapedPair is a fresh pair whose hop, with backend be, runs at
+// 100 Gbit/s without delay, so the link never holds a packet back.
+func (b *bench) unshapedPair(be tun.Backend) (*topology.Pair, error) {
+	p, err := newPair(b.prefix+"u", be, 100_000_000_000, 0)
+	if err != nil {
+		return nil, err
+	}
+	b.seen[be] = describe(p.Hop)
+	return p, nil
+}
+
+// idleRTT prints the kernel router's median idle RTT and what each
+// backend's hop adds to it.
+func (b *bench) idleRTT(kernel path) error {
+	krtt, err := medianPing(kernel, 100)
+	if err != nil {
+		return err
+	}
+	rtt := []string{"idle RTT (median of 100), ms", ms(krtt)}
+	for _, be := range b.backends {
+		unshaped, err := b.unshapedPair(be)
+		if err != nil {
+			return err
+		}
+		hrtt, err := medianPing(pairPath(unshaped), 100)
+		unshaped.Close()
+		if err != nil {
+			return err
+		}
+		rtt = append(rtt, fmt.Sprintf("+%.3f", (hrtt-krtt).Seconds()*1e3))
+	}
+	row(append(rtt, "added")...)
+	return nil
+}
+
+// unshapedUDP measures the UDP rate through the kernel router and through
+// each backend's unshaped hop, and returns the row to print.
+func (b *bench) unshapedUDP(kernel path) ([]string, error) {
+	ku, err := udpRate(kernel)
+	if err != nil {
+		return nil, err
+	}
+	udp := []string{"UDP 1500 B unshaped, Mbit/s", mbit(ku)}
+	var first float64
+	for i, be := range b.backends {
+		unshaped, err := b.unshapedPair(be)
+		if err != nil {
+			return nil, err
+		}
+		up := pairPath(unshaped)
+		c0 := cpuAndPackets(up.hop)
+		hu, err := udpRate(up)
+		if err != nil {
+			unshaped.Close()
+			return nil, err
+		}
+		b.cpu = append(b.cpu, cpuRow{"UDP unshaped", be, cpuAndPackets(up.hop).sub(c0)})
+		unshaped.Close()
+		udp = append(udp, mbit(hu))
+		if i == 0 {
+			first = hu
+		}
+	}
+	return append(udp, ratio(first, ku)), nil
 }
 
 // unshapedTCP measures bulk TCP through the kernel router and through an
@@ -329,33 +274,33 @@ func run() error {
 // with every round's ratio beside it. Both sides of a ratio share a
 // round: on a VM the kernel router's own rate moves a lot between runs
 // minutes apart, so a lone pair of runs says as much about the minute as
-// about the hop. It returns the owners' CPU summed over the rounds, per
-// backend.
-func unshapedTCP(prefix string, kernel path, bs []tun.Backend) ([]cpuRow, error) {
+// about the hop. The owners' CPU, summed over the rounds, is one CPU row
+// per backend.
+func (b *bench) unshapedTCP(kernel path) error {
 	n := max(*rounds, 1)
 	krate := make([]float64, 0, n)
-	hrate := make([][]float64, len(bs))
+	hrate := make([][]float64, len(b.backends))
 	ratios := make([]float64, 0, n)
-	cpu := make([]cpuRow, len(bs))
+	cpu := make([]cpuRow, len(b.backends))
 	for r := 0; r < n; r++ {
 		kt, err := tcpRate(kernel)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		krate = append(krate, kt.ip)
-		for i, b := range bs {
-			unshaped, err := newPair(prefix, b, 100_000_000_000, 0)
+		for i, be := range b.backends {
+			unshaped, err := b.unshapedPair(be)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			up := pairPath(unshaped)
 			c0 := cpuAndPackets(up.hop)
 			ht, err := tcpRate(up)
 			if err != nil {
 				unshaped.Close()
-				return nil, err
+				return err
 			}
-			cpu[i] = cpuRow{"TCP unshaped", b, cpu[i].c.add(cpuAndPackets(up.hop).sub(c0))}
+			cpu[i] = cpuRow{"TCP unshaped", be, cpu[i].c.add(cpuAndPackets(up.hop).sub(c0))}
 			unshaped.Close()
 			hrate[i] = append(hrate[i], ht.ip)
 			if i == 0 {
@@ -363,6 +308,7 @@ func unshapedTCP(prefix string, kernel path, bs []tun.Backend) ([]cpuRow, error)
 			}
 		}
 	}
+	b.cpu = append(b.cpu, cpu...)
 	median := func(xs []float64) float64 {
 		s := slices.Clone(xs)
 		slices.Sort(s)
@@ -373,7 +319,7 @@ func unshapedTCP(prefix string, kernel path, bs []tun.Backend) ([]cpuRow, error)
 		name = fmt.Sprintf("TCP unshaped, Mbit/s, median of %d", n)
 	}
 	cols := []string{name, mbit(median(krate))}
-	for i := range bs {
+	for i := range b.backends {
 		cols = append(cols, mbit(median(hrate[i])))
 	}
 	row(append(cols, fmt.Sprintf("%.3f", median(ratios)))...)
@@ -382,9 +328,147 @@ func unshapedTCP(prefix string, kernel path, bs []tun.Backend) ([]cpuRow, error)
 		for i, r := range ratios {
 			each[i] = fmt.Sprintf("%.3f", r)
 		}
-		fmt.Printf("  each round's ratio, %s against the kernel router: %s\n", bs[0], strings.Join(each, " "))
+		fmt.Printf("  each round's ratio, %s against the kernel router: %s\n", b.backends[0], strings.Join(each, " "))
 	}
-	return cpu, nil
+	return nil
+}
+
+// floor prints the per-write floor: the minimal forwarder's TCP rate and
+// CPU, writing coalesced or one segment per write, behind a delay line,
+// and paced; then each of its threads per packet. Each row a fresh pair:
+// no socket or route carries over.
+func (b *bench) floor() error {
+	fmt.Println()
+	var floors []cpuRow
+	row("per-write floor: minimal forwarder, TCP", "Mbit/s", "µs/segment", "kernel µs", "segments/write")
+	for _, v := range []struct {
+		name   string
+		single bool
+		delay  time.Duration
+		bps    uint64
+	}{
+		{"  writes coalesced", false, 0, 0},
+		{"  one segment per write", true, 0, 0},
+		{"  coalesced, 10 ms delay line", false, 10 * time.Millisecond, 0},
+		{"  paced at 1 Gbit/s, 10 ms, held <= 100 us", false, 10 * time.Millisecond, 1_000_000_000},
+	} {
+		rate, c, per, err := floorRow(b.prefix+"f", v.single, v.delay, v.bps)
+		if err != nil {
+			return err
+		}
+		row(v.name, mbit(rate), fmt.Sprintf("%.2f", c.perSegment()), fmt.Sprintf("%.2f", c.sysPerSegment()), fmt.Sprintf("%.1f", per))
+		floors = append(floors, cpuRow{name: v.name, c: c})
+	}
+	row("  each thread, per packet it read", "data µs/pkt", "ACK µs/pkt", "ACK kernel µs", "ACK packets")
+	for _, f := range floors {
+		row("  "+f.name, fmt.Sprintf("%.2f", f.c.up.perPacket()), fmt.Sprintf("%.2f", f.c.down.perPacket()), fmt.Sprintf("%.2f", perUnit(f.c.down.sys, f.c.down.packets)), fmt.Sprint(f.c.down.packets))
+	}
+	return nil
+}
+
+// shapedTCP prints bulk TCP through each backend's hop shaped to g Gbit/s
+// with DualPI2 and 10 ms delay, as the IP rate and as the server's rx
+// counter reads it, each against the link rate.
+func (b *bench) shapedTCP(g float64) error {
+	bps := uint64(g * 1e9)
+	r := []string{fmt.Sprintf("TCP at %g Gbit/s, DualPI2, 10 ms, Mbit/s", g), "(" + mbit(float64(bps)) + ")"}
+	var first tcpResult
+	rx := []string{"  same, server's rx counter (headers per write)", ""}
+	for i, be := range b.backends {
+		shaped, err := newPair(b.prefix+"g", be, bps, 10*time.Millisecond)
+		if err != nil {
+			return err
+		}
+		sp := pairPath(shaped)
+		b.seen[be] = describe(shaped.Hop)
+		if err := bdpBuffers(sp); err != nil {
+			shaped.Close()
+			return err
+		}
+		c0 := cpuAndPackets(sp.hop)
+		st, err := tcpRate(sp)
+		if err != nil {
+			shaped.Close()
+			return err
+		}
+		c := cpuAndPackets(sp.hop).sub(c0)
+		c.ringDrops = ringDrops(sp.hop)
+		b.cpu = append(b.cpu, cpuRow{fmt.Sprintf("TCP %g Gbit/s + 10 ms", g), be, c})
+		r = append(r, mbit(st.ip))
+		rx = append(rx, mbit(st.rx))
+		if i == 0 {
+			first = st
+		}
+		shaped.Close()
+	}
+	row(append(r, fmt.Sprintf("%.3f of rate", first.ip/float64(bps)))...)
+	row(append(rx, fmt.Sprintf("%.3f of rate", first.rx/float64(bps)))...)
+	return nil
+}
+
+// pacingLateness prints pacing lateness at 10, 100 and 1000 Mbit/s per backend,
+// then the sending owner's CPU and the host's steal time over the same
+// runs. The owner's CPU shows what its spinning costs; the machine's
+// steal time (its vCPUs descheduled by the host, 10 ms ticks) shows a run
+// whose p99 is the host's stalls rather than the hop.
+func (b *bench) pacingLateness() error {
+	fmt.Println()
+	var lat, cpu, steal [][]string
+	for _, bps := range []uint64{10_000_000, 100_000_000, 1_000_000_000} {
+		name := fmt.Sprintf("  at %s", shaper.FormatRate(bps))
+		l, c, st := []string{name, ""}, []string{name, ""}, []string{name, ""}
+		for _, be := range b.backends {
+			p, err := pacing(b.prefix+"p", be, bps)
+			if err != nil {
+				return err
+			}
+			l = append(l, us(p.p50)+"/"+us(p.p99))
+			c = append(c, fmt.Sprintf("%.1f", 100*p.cpu))
+			st = append(st, "?")
+			if p.steal >= 0 {
+				st[len(st)-1] = fmt.Sprint(p.steal.Milliseconds())
+			}
+		}
+		lat, cpu, steal = append(lat, l), append(cpu, c), append(steal, st)
+	}
+	for _, t := range []struct {
+		title string
+		rows  [][]string
+	}{
+		{"pacing lateness (UDP at 1.2x rate), p50/p99 µs", lat},
+		{"pacing: the sending owner's CPU, % of a core", cpu},
+		{"pacing: host steal time (both vCPUs), ms", steal},
+	} {
+		row(t.title)
+		for _, r := range t.rows {
+			row(r...)
+		}
+	}
+	return nil
+}
+
+// cpuTables prints the hop's CPU over the figures that collected it, if
+// any. Per data segment: both owners' CPU over the segments of the data
+// direction (client to server), so a flow's ACKs cost their share of the
+// segments they acknowledge rather than count as segments themselves.
+// "kernel" is the part of it in system calls: TUN reads and writes,
+// waits, and on this one machine the endpoints' own TCP receive and ACK
+// processing, which the kernel runs inside the hop's TUN writes. Then
+// each owner on its own.
+func (b *bench) cpuTables() {
+	if len(b.cpu) == 0 {
+		return
+	}
+	fmt.Println()
+	row("hop CPU per data segment (both owner threads)", "backend", "µs/segment", "kernel µs", "segments", "ring drops", "segments/write")
+	for _, c := range b.cpu {
+		row("  "+c.name, string(c.backend), fmt.Sprintf("%.2f", c.c.perSegment()), fmt.Sprintf("%.2f", c.c.sysPerSegment()), fmt.Sprint(c.c.up.packets), fmt.Sprint(c.c.ringDrops), fmt.Sprintf("%.1f", c.c.perWrite()))
+	}
+	fmt.Println()
+	row("each owner thread, per packet it read", "backend", "data µs/pkt", "ACK µs/pkt", "ACK kernel µs", "ACK packets")
+	for _, c := range b.cpu {
+		row("  "+c.name, string(c.backend), fmt.Sprintf("%.2f", c.c.up.perPacket()), fmt.Sprintf("%.2f", c.c.down.perPacket()), fmt.Sprintf("%.2f", perUnit(c.c.down.sys, c.c.down.packets)), fmt.Sprint(c.c.down.packets))
+	}
 }
 
 // describe says which backend serves h's devices and, for the offload one,

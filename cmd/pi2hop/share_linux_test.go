@@ -64,22 +64,7 @@ func newShareLab(t *testing.T, prefix string) *shareLab {
 	must(l.j.AddVeth(l.devices[1], "eth0", l.box, "pb"))
 	must(l.j.AddVeth(l.box, "bw", l.inet, "eth0"))
 	// The bridge goes with the box's namespace.
-	must(netsys.Do(l.box, func() error {
-		br := &netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: "bl"}}
-		if err := netlink.LinkAdd(br); err != nil {
-			return err
-		}
-		for _, p := range []string{"pa", "pb"} {
-			pl, err := netlink.LinkByName(p)
-			if err != nil {
-				return err
-			}
-			if err := netlink.LinkSetMaster(pl, br); err != nil {
-				return err
-			}
-		}
-		return netlink.LinkSetUp(br)
-	}))
+	must(labnet.Bridge(l.box, "bl", "pa", "pb"))
 	l.waitBridgeUp(t)
 	for _, a := range []struct{ ns, dev, addr string }{
 		{l.box, "bw", "10.254.30.1/24"}, {l.inet, "eth0", "10.254.30.2/24"},
@@ -453,9 +438,9 @@ func (w *lockedBuffer) String() string {
 	return w.b.String()
 }
 
-// startShare runs `pi2hop share` in the box and waits for its start-up
-// text (printed once it serves) and control socket.
-func (l *shareLab) startShare(t *testing.T, bin, name string, extra ...string) (*exec.Cmd, *lockedBuffer) {
+// execShare starts `pi2hop share` in the box between the lab's LAN and
+// WAN, with extra flags, its output collected.
+func (l *shareLab) execShare(t *testing.T, bin, name string, extra ...string) (*exec.Cmd, *lockedBuffer) {
 	t.Helper()
 	args := append([]string{"netns", "exec", l.box, bin, "share", "--name", name, "--lan", "bl", "--wan", "bw", "--dns", "10.254.30.2"}, extra...)
 	cmd := exec.Command("ip", args...)
@@ -464,6 +449,14 @@ func (l *shareLab) startShare(t *testing.T, bin, name string, extra ...string) (
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	return cmd, out
+}
+
+// startShare runs `pi2hop share` in the box and waits for its start-up
+// text (printed once it serves) and control socket.
+func (l *shareLab) startShare(t *testing.T, bin, name string, extra ...string) (*exec.Cmd, *lockedBuffer) {
+	t.Helper()
+	cmd, out := l.execShare(t, bin, name, extra...)
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -900,13 +893,7 @@ func TestShareRefuses(t *testing.T) {
 	before := l.boxState(t, name)
 	share := func(extra ...string) string {
 		t.Helper()
-		args := append([]string{"netns", "exec", l.box, bin, "share", "--name", name, "--lan", "bl", "--wan", "bw", "--dns", "10.254.30.2"}, extra...)
-		cmd := exec.Command("ip", args...)
-		out := &lockedBuffer{}
-		cmd.Stdout, cmd.Stderr = out, out
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
+		cmd, out := l.execShare(t, bin, name, extra...)
 		if err := waitExit(t, cmd, 15*time.Second); err == nil {
 			t.Errorf("share %v started:\n%s", extra, out)
 		}

@@ -398,6 +398,37 @@ func appsIn(ns string) []int {
 	return pids
 }
 
+// checkLeftAsBefore checks that instance name of command, ended by how,
+// left namespace ns as the snapshot before it started; after SIGKILL
+// there must first be something left, which the command's --cleanup
+// removes.
+func checkLeftAsBefore(t *testing.T, p *proc, how, ns, bin, command, name, before string) {
+	t.Helper()
+	if how == "SIGKILL" {
+		if left := snapshot(t, ns, name); left == before {
+			t.Fatal("SIGKILL left nothing to clean up; the test proves nothing")
+		}
+		runCleanup(t, ns, bin, command, name)
+	}
+	if after := snapshot(t, ns, name); after != before {
+		t.Errorf("after %s:\n got %s\nwant %s\n%s", how, after, before, p.log())
+	}
+}
+
+// runCleanup runs `pi2hop command --cleanup --name name` in namespace ns
+// and fails t if it fails.
+func runCleanup(t *testing.T, ns, bin, command, name string) {
+	t.Helper()
+	var out []byte
+	err := netsys.Do(ns, func() (err error) {
+		out, err = exec.Command(bin, command, "--cleanup", "--name", name).CombinedOutput()
+		return err
+	})
+	if err != nil {
+		t.Fatalf("%s --cleanup --name %s: %v\n%s", command, name, err, out)
+	}
+}
+
 func ipForward(t *testing.T, ns string) string {
 	t.Helper()
 	v, err := netsys.ReadSysctl(ns, "net/ipv4/ip_forward")
@@ -437,22 +468,7 @@ func TestShellNATEndsLeaveNothing(t *testing.T) {
 					syscall.Kill(pid, syscall.SIGKILL)
 				}
 			}
-			if how == "SIGKILL" {
-				if left := snapshot(t, h.ns, name); left == before {
-					t.Fatal("SIGKILL left nothing to clean up; the test proves nothing")
-				}
-				var out []byte
-				err := netsys.Do(h.ns, func() (err error) {
-					out, err = exec.Command(bin, "shell", "--cleanup", "--name", name).CombinedOutput()
-					return err
-				})
-				if err != nil {
-					t.Fatalf("shell --cleanup: %v\n%s", err, out)
-				}
-			}
-			if after := snapshot(t, h.ns, name); after != before {
-				t.Errorf("after %s:\n got %s\nwant %s\n%s", how, after, before, p.log())
-			}
+			checkLeftAsBefore(t, p, how, h.ns, bin, "shell", name, before)
 		})
 	}
 }
@@ -490,14 +506,7 @@ func TestTwoNATShellsShareForwarding(t *testing.T) {
 						t.Fatal(err)
 					}
 				}
-				var out []byte
-				err := netsys.Do(h.ns, func() (err error) {
-					out, err = exec.Command(bin, "shell", "--cleanup", "--name", a).CombinedOutput()
-					return err
-				})
-				if err != nil {
-					t.Fatalf("shell --cleanup of the first: %v\n%s", err, out)
-				}
+				runCleanup(t, h.ns, bin, "shell", a)
 			}
 			if v := ipForward(t, h.ns); v != "1" {
 				t.Errorf("ip_forward %s after the first shell ended (%s), the second still needs 1", v, end)
@@ -530,22 +539,7 @@ func TestGatewayEndsLeaveNothing(t *testing.T) {
 				t.Errorf("through the gateway: %d of %d bytes", got, 64<<10)
 			}
 			p.endBy("run", how)
-			if how == "SIGKILL" {
-				if left := snapshot(t, l.router, name); left == before {
-					t.Fatal("SIGKILL left nothing to clean up; the test proves nothing")
-				}
-				var out []byte
-				err := netsys.Do(l.router, func() (err error) {
-					out, err = exec.Command(bin, "run", "--cleanup", "--name", name).CombinedOutput()
-					return err
-				})
-				if err != nil {
-					t.Fatalf("run --cleanup: %v\n%s", err, out)
-				}
-			}
-			if after := snapshot(t, l.router, name); after != before {
-				t.Errorf("after %s:\n got %s\nwant %s\n%s", how, after, before, p.log())
-			}
+			checkLeftAsBefore(t, p, how, l.router, bin, "run", name, before)
 		})
 	}
 }

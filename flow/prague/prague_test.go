@@ -55,6 +55,17 @@ func TestRandomMarkingScalableRate(t *testing.T) {
 	}
 }
 
+// exchange has cc send sent packets, then take a 20 ms RTT sample and an
+// ACK at now whose feedback fb has counted got's packets besides.
+func exchange(cc *CC, fb *Feedback, now int64, sent int, got Feedback) {
+	cc.Sent(sent)
+	fb.Received += got.Received
+	fb.CE += got.CE
+	fb.Lost += got.Lost
+	cc.RTT(20000)
+	cc.ACK(now, *fb)
+}
+
 // steady returns a controller in congestion avoidance after some unmarked
 // ACKs at a 20 ms RTT, and the feedback so far.
 func steady(t *testing.T, cfg Config) (*CC, Feedback, int64) {
@@ -67,10 +78,7 @@ func steady(t *testing.T, cfg Config) (*CC, Feedback, int64) {
 	now := int64(0)
 	for i := 0; i < 2000; i++ {
 		now += 1000
-		cc.Sent(1)
-		fb.Received++
-		cc.RTT(20000)
-		cc.ACK(now, fb)
+		exchange(cc, &fb, now, 1, Feedback{Received: 1})
 	}
 	if s := cc.Info(now).State; s != StateCA {
 		t.Fatalf("state %v after unmarked ACKs, want ca", s)
@@ -83,11 +91,7 @@ func TestLossHalvesOncePerVRTTAndUndo(t *testing.T) {
 	before := cc.Info(now).Rate
 
 	now += 1000
-	cc.Sent(2)
-	fb.Received++
-	fb.Lost++
-	cc.RTT(20000)
-	cc.ACK(now, fb)
+	exchange(cc, &fb, now, 2, Feedback{Received: 1, Lost: 1})
 	after := cc.Info(now)
 	if r := after.Rate / before; math.Abs(r-0.5) > 0.01 {
 		t.Fatalf("rate after loss = %.3f of before, want 0.5", r)
@@ -122,11 +126,7 @@ func TestLossUndoAfterLossState(t *testing.T) {
 	cc, fb, now := steady(t, Config{})
 	before := cc.Info(now).Window
 	now += 1000
-	cc.Sent(2)
-	fb.Received++
-	fb.Lost++
-	cc.RTT(20000)
-	cc.ACK(now, fb)
+	exchange(cc, &fb, now, 2, Feedback{Received: 1, Lost: 1})
 	cut := cc.Info(now).Window
 	if r := cut / before; math.Abs(r-0.5) > 0.01 {
 		t.Fatalf("window after loss %.3f of before, want 0.5", r)
@@ -135,10 +135,7 @@ func TestLossUndoAfterLossState(t *testing.T) {
 	// before the cut; the loss state ends and the window grows again.
 	for i := 0; i < 30; i++ {
 		now += 1000
-		cc.Sent(1)
-		fb.Received++
-		cc.RTT(20000)
-		cc.ACK(now, fb)
+		exchange(cc, &fb, now, 1, Feedback{Received: 1})
 	}
 	mid := cc.Info(now)
 	if mid.State != StateCA {
@@ -214,11 +211,7 @@ func TestCEMarkedACKsGiveNoIncrease(t *testing.T) {
 	w := cc.Info(now).Window
 	for i := 0; i < 500; i++ {
 		now += 1000
-		cc.Sent(1)
-		fb.Received++
-		fb.CE++
-		cc.RTT(20000)
-		cc.ACK(now, fb)
+		exchange(cc, &fb, now, 1, Feedback{Received: 1, CE: 1})
 		if got := cc.Info(now).Window; got > w {
 			t.Fatalf("ACK %d (CE-marked): window grew from %.0f to %.0f", i, w, got)
 		}
@@ -270,11 +263,7 @@ func TestTimeoutResets(t *testing.T) {
 		t.Errorf("inflight %d after a timeout, want the lost window written off", n)
 	}
 	// New packets get through; the receiver reports the 30 as lost.
-	cc.Sent(2)
-	fb.Received++
-	fb.Lost += 30
-	cc.RTT(20000)
-	cc.ACK(now+1, fb)
+	exchange(cc, &fb, now+1, 2, Feedback{Received: 1, Lost: 30})
 	if n := cc.Inflight(); n != 1 {
 		t.Errorf("inflight %d after the loss report, want 1", n)
 	}

@@ -119,3 +119,25 @@ func RateOver(ns, dev string, header uint64, d time.Duration) (float64, error) {
 	b, _, dt, err := RxOver(ns, dev, header, d)
 	return float64(b) * 8 / dt.Seconds(), err
 }
+
+// Bridge makes bridge name in namespace ns with ports (links already in
+// ns) as its members, and brings it up: a LAN for devices on veth ports.
+// It goes with the namespace.
+func Bridge(ns, name string, ports ...string) error {
+	return netsys.Do(ns, func() error {
+		br := &netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: name}}
+		if err := netlink.LinkAdd(br); err != nil {
+			return err
+		}
+		for _, p := range ports {
+			l, err := netlink.LinkByName(p)
+			if err != nil {
+				return err
+			}
+			if err := netlink.LinkSetMaster(l, br); err != nil {
+				return err
+			}
+		}
+		return netlink.LinkSetUp(br)
+	})
+}

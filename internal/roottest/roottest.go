@@ -4,8 +4,11 @@
 package roottest
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
+	"sync/atomic"
+	"syscall"
 	"testing"
 )
 
@@ -36,4 +39,28 @@ func Need(t testing.TB, tools ...string) {
 		}
 	}
 	t.Log(Marker)
+}
+
+var names atomic.Uint32
+
+// Name returns a short name for a namespace or device: prefix, the
+// process id modulo 10000 and a counter, so tests running at once, in
+// this process or in others, never share one, and the name with a few
+// letters added still fits a device name's 15 bytes.
+func Name(prefix string) string {
+	return fmt.Sprintf("%s%d%d", prefix, os.Getpid()%10000, names.Add(1))
+}
+
+// Control runs f on c's socket, to set an option the test needs, and fails
+// t if it or the socket does.
+func Control(t testing.TB, c syscall.Conn, f func(fd int) error) {
+	t.Helper()
+	raw, err := c.SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ferr error
+	if err := raw.Control(func(fd uintptr) { ferr = f(int(fd)) }); err != nil || ferr != nil {
+		t.Fatalf("socket option: %v %v", err, ferr)
+	}
 }
