@@ -7,7 +7,7 @@
 // 1500-byte packets), shaped TCP through DualPI2 with 10 ms delay at 1, 2,
 // 5 and 10 Gbit/s, added idle RTT, pacing lateness at 10, 100 and 1000
 // Mbit/s, and the hop's CPU time per segment and segments per write; the
-// per-write floor (floor.go: a forwarder that only moves packets, writing
+// baseline forwarder (baseline.go: a forwarder that only moves packets, writing
 // coalesced or one segment per write, behind a 10 ms delay line, and
 // paced at 1 Gbit/s as the hop paces); it says which offloads the kernel
 // accepted, and the load average it ran under.
@@ -50,7 +50,7 @@ var (
 	prio     = flag.Int("priority", 0, "hop.Config.Priority (0: default, negative: normal threads)")
 	cpuLat   = flag.Duration("cpu-latency", 0, "hop.Config.CPULatency (0: idle CPUs poll, negative: no PM QoS request)")
 	cpuProf  = flag.String("cpuprofile", "", "write a CPU profile of the run to `file`")
-	only     = flag.String("only", "", "run only this part: tcp, udp, rtt, floor, shaped, pacing")
+	only     = flag.String("only", "", "run only this part: tcp, udp, rtt, baseline, shaped, pacing")
 	shapedR  = flag.String("shaped-gbit", "1,2,5,10", "link rates of the shaped TCP measurements, Gbit/s, comma-separated")
 	backends = flag.String("tun", "offload,plain", "TUN backends to measure, comma-separated (offload, plain)")
 	diagFlag = flag.Bool("diag", false, "print diagnostics of each TCP run: link, queue, CPUs, the sender's TCP_INFO")
@@ -159,8 +159,8 @@ func run() error {
 			row(udp...)
 		}
 	}
-	if want("floor") {
-		if err := b.floor(); err != nil {
+	if want("baseline") {
+		if err := b.baseline(); err != nil {
 			return err
 		}
 	}
@@ -333,14 +333,14 @@ func (b *bench) unshapedTCP(kernel path) error {
 	return nil
 }
 
-// floor prints the per-write floor: the minimal forwarder's TCP rate and
+// baseline prints the baseline forwarder's row: the minimal forwarder's TCP rate and
 // CPU, writing coalesced or one segment per write, behind a delay line,
 // and paced; then each of its threads per packet. Each row a fresh pair:
 // no socket or route carries over.
-func (b *bench) floor() error {
+func (b *bench) baseline() error {
 	fmt.Println()
-	var floors []cpuRow
-	row("per-write floor: minimal forwarder, TCP", "Mbit/s", "µs/segment", "kernel µs", "segments/write")
+	var baselines []cpuRow
+	row("baseline forwarder (only moves packets), TCP", "Mbit/s", "µs/segment", "kernel µs", "segments/write")
 	for _, v := range []struct {
 		name   string
 		single bool
@@ -352,15 +352,15 @@ func (b *bench) floor() error {
 		{"  coalesced, 10 ms delay line", false, 10 * time.Millisecond, 0},
 		{"  paced at 1 Gbit/s, 10 ms, held <= 100 us", false, 10 * time.Millisecond, 1_000_000_000},
 	} {
-		rate, c, per, err := floorRow(b.prefix+"f", v.single, v.delay, v.bps)
+		rate, c, per, err := baselineRow(b.prefix+"f", v.single, v.delay, v.bps)
 		if err != nil {
 			return err
 		}
 		row(v.name, mbit(rate), fmt.Sprintf("%.2f", c.perSegment()), fmt.Sprintf("%.2f", c.sysPerSegment()), fmt.Sprintf("%.1f", per))
-		floors = append(floors, cpuRow{name: v.name, c: c})
+		baselines = append(baselines, cpuRow{name: v.name, c: c})
 	}
 	row("  each thread, per packet it read", "data µs/pkt", "ACK µs/pkt", "ACK kernel µs", "ACK packets")
-	for _, f := range floors {
+	for _, f := range baselines {
 		row("  "+f.name, fmt.Sprintf("%.2f", f.c.up.perPacket()), fmt.Sprintf("%.2f", f.c.down.perPacket()), fmt.Sprintf("%.2f", perUnit(f.c.down.sys, f.c.down.packets)), fmt.Sprint(f.c.down.packets))
 	}
 	return nil

@@ -17,7 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The per-write floor: what a forwarder that does nothing but move packets
+// The baseline forwarder: what a forwarder that does nothing but move packets
 // between the two offload TUNs pays per 1500-byte segment, when the kernel
 // gets them coalesced (as the hop writes when many are due at once) and
 // when it gets one per write (as the hop must write when a paced link lets
@@ -296,9 +296,9 @@ func (m *minimalPair) close() {
 	m.j.Undo()
 }
 
-// floorRow measures one bulk TCP transfer through a minimal pair, paced at
+// baselineRow measures one bulk TCP transfer through a minimal pair, paced at
 // bps in each direction (0: unpaced).
-func floorRow(prefix string, single bool, delay time.Duration, bps uint64) (rate float64, c cpuCount, segsPerWrite float64, err error) {
+func baselineRow(prefix string, single bool, delay time.Duration, bps uint64) (rate float64, c cpuCount, segsPerWrite float64, err error) {
 	m, p, err := newMinimalPair(prefix, single, delay, bps)
 	if err != nil {
 		return 0, c, 0, err
