@@ -22,12 +22,13 @@ build:
 # (-p 1) and so do the tests that measure rates, delays and pacing: on a
 # 2-core machine two of them at once starve each other. Root tests that
 # measure nothing call t.Parallel and run together after them (-parallel).
-# Then the unit tests again under the race detector.
+# Then the unit tests again under the race detector. lint has run go vet
+# on every package, so the test runs leave it out (-vet=off).
 test: lint cross
 	@./scripts/test-deps
 	$(GO) build -o bin/testsum ./internal/testsum
-	$(GO) test -p 1 -parallel 4 -count=1 -timeout 30m -json $(PKGS) | bin/testsum
-	$(GO) test -race -short -count=1 -timeout 20m $(PKGS)
+	$(GO) test -p 1 -parallel 4 -count=1 -vet=off -timeout 30m -json $(PKGS) | bin/testsum
+	$(GO) test -race -short -count=1 -vet=off -timeout 20m $(PKGS)
 
 # Unit tests only: no namespaces, no root.
 test-short:
