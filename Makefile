@@ -18,16 +18,23 @@ build:
 # (scripts/tools, by scripts/test-deps). Tests that need root and network
 # namespaces skip themselves when not run as root; internal/testsum counts
 # them and fails the run when one skipped in CI (CI=true), and prints each
-# package's wall time and the slowest tests. Packages run one at a time
-# (-p 1) and so do the tests that measure rates, delays and pacing: on a
-# 2-core machine two of them at once starve each other. Root tests that
-# measure nothing call t.Parallel and run together after them (-parallel).
-# Then the unit tests again under the race detector. lint has run go vet
-# on every package, so the test runs leave it out (-vet=off).
+# package's wall time and the slowest tests. The packages whose tests
+# measure rates, delays and pacing (TIMED) run first, one at a time (-p
+# 1), and so do their timing tests: on a 2-core machine two of them at
+# once starve each other; their root tests that measure nothing call
+# t.Parallel and run together after them (-parallel). The other packages
+# follow two at a time. Then the unit tests again under the race
+# detector. lint has run go vet on every package, so the test runs leave
+# it out (-vet=off).
+MODULE := github.com/pi2hop/pi2hop
+TIMED  := $(MODULE)/cmd/pi2hop $(MODULE)/hop $(MODULE)/flow
 test: lint cross
 	@./scripts/test-deps
 	$(GO) build -o bin/testsum ./internal/testsum
-	$(GO) test -p 1 -parallel 4 -count=1 -vet=off -timeout 30m -json $(PKGS) | bin/testsum
+	( st=0; \
+	  $(GO) test -p 1 -parallel 4 -count=1 -vet=off -timeout 30m -json $(TIMED) || st=1; \
+	  $(GO) test -p 2 -count=1 -vet=off -timeout 30m -json $(filter-out $(TIMED),$(shell $(GO) list $(PKGS))) || st=1; \
+	  exit $$st ) | bin/testsum
 	$(GO) test -race -short -count=1 -vet=off -timeout 20m $(PKGS)
 
 # Unit tests only: no namespaces, no root.
