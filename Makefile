@@ -1,5 +1,8 @@
 # pi2hop — build, test, benchmark.
 GO      ?= go
+# Builds, vets and tests with file paths trimmed: the build cache then
+# serves a fresh clone in another folder (CI's) what an earlier one built.
+export GOFLAGS += -trimpath
 BIN     := bin/pi2hop
 PKGS    := ./...
 
