@@ -25,7 +25,7 @@ import (
 // the burst).
 func TestShellDrainsAtExit(t *testing.T) {
 	needRoot(t, "bash") // for /dev/udp
-	name := testInstance(9)
+	name := testInstance(12)
 	t.Cleanup(func() { cleanupInstance(name, nil, &bytes.Buffer{}) })
 	const burst = 200
 	ln, err := net.ListenUDP("udp", &net.UDPAddr{})

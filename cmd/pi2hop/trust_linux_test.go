@@ -447,7 +447,7 @@ func TestShellNATEndsLeaveNothing(t *testing.T) {
 	bin := buildPi2hop(t)
 	for i, how := range []string{"SIGHUP", "SIGPIPE", "SIGKILL"} {
 		t.Run(how, func(t *testing.T) {
-			name := testInstance(10 + i)
+			name := testInstance(60 + i)
 			h := newTestHost(t, name)
 			t.Cleanup(func() { netsys.Do(h.ns, exec.Command(bin, "shell", "--cleanup", "--name", name).Run) })
 			before := snapshot(t, h.ns, name)
