@@ -163,7 +163,7 @@ var (
 		"read": true, "echo": true, "printf": true, "cd": true, "exit": true, "return": true, "export": true,
 		"set": true, "trap": true, "wait": true, "kill": true, "test": true, "[": true, "[[": true, "]]": true,
 		"true": true, "false": true, "complete": true, "local": true, "shift": true, "eval": true, "source": true,
-		".": true, "{": true, "}": true, ":": true, "_pi2hop": true}
+		".": true, "{": true, "}": true, ":": true}
 	shellNext = map[string]bool{"exec": true, "do": true, "then": true, "else": true, "elif": true,
 		"if": true, "while": true, "until": true, "!": true, "time": true}
 )
