@@ -18,7 +18,7 @@ build:
 	$(GO) build -o $(BIN) ./cmd/pi2hop
 
 # The whole suite. As root it first installs the programs the tests run
-# (scripts/tools, by scripts/test-deps). Tests that need root and network
+# (the list in scripts/test-deps). Tests that need root and network
 # namespaces skip themselves when not run as root; internal/testsum counts
 # them and fails the run when one skipped in CI (CI=true), and prints each
 # package's wall time and the slowest tests. The packages whose tests

@@ -68,7 +68,7 @@ func TestManPage(t *testing.T) {
 	groff, err := exec.LookPath("groff")
 	if err != nil {
 		if roottest.InCI() {
-			t.Fatalf("needs groff, which make test installs (scripts/tools): %v", err)
+			t.Fatalf("needs groff, which make test installs (scripts/test-deps): %v", err)
 		}
 		t.Log("no groff: the page is not formatted")
 		return

@@ -1,7 +1,6 @@
 package roottest
 
 import (
-	"bufio"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -17,28 +16,29 @@ import (
 // repoRoot is the module's root: this package lives two levels below it.
 const repoRoot = "../.."
 
-// readToolList reads scripts/tools: "command package ..." per line.
+// readToolList reads the tools=( command:package ... ) list of
+// scripts/test-deps.
 func readToolList(t *testing.T) map[string]string {
 	t.Helper()
-	f, err := os.Open(filepath.Join(repoRoot, "scripts", "tools"))
+	src, err := os.ReadFile(filepath.Join(repoRoot, "scripts", "test-deps"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	m := regexp.MustCompile(`(?s)\ntools=\((.*?)\n\)`).FindSubmatch(src)
+	if m == nil {
+		t.Fatal("scripts/test-deps: no tools=( ... ) list")
+	}
 	list := map[string]string{}
-	sc := bufio.NewScanner(f)
-	for n := 1; sc.Scan(); n++ {
-		fields := strings.Fields(sc.Text())
-		if len(fields) == 0 || strings.HasPrefix(fields[0], "#") {
+	for _, line := range strings.Split(string(m[1]), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
-		if len(fields) < 2 {
-			t.Fatalf("scripts/tools:%d: want \"command package\", got %q", n, sc.Text())
+		cmd, pkg, ok := strings.Cut(line, ":")
+		if !ok || cmd == "" || pkg == "" {
+			t.Fatalf("scripts/test-deps: tools entry %q: want command:package", line)
 		}
-		list[fields[0]] = fields[1]
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
+		list[cmd] = pkg
 	}
 	return list
 }
@@ -236,7 +236,7 @@ func sourceTools(t *testing.T) []use {
 				u.pos = strings.TrimPrefix(u.pos, repoRoot+"/")
 				uses = append(uses, u)
 			}
-		case filepath.Dir(rel) == "scripts" && d.Name() != "tools":
+		case filepath.Dir(rel) == "scripts" && d.Name() != "test-deps":
 			src, err := os.ReadFile(path)
 			if err != nil {
 				return err
@@ -252,7 +252,7 @@ func sourceTools(t *testing.T) []use {
 }
 
 // TestToolListCoversTests: every program a test, a script or the code
-// runs by name is in scripts/tools, so scripts/test-deps installs it on a
+// runs by name is in scripts/test-deps, so scripts/test-deps installs it on a
 // fresh machine and no test passes only where someone installed a tool by
 // hand.
 func TestToolListCoversTests(t *testing.T) {
@@ -266,7 +266,7 @@ func TestToolListCoversTests(t *testing.T) {
 	for _, u := range uses {
 		seen[u.tool] = true
 		if _, ok := list[u.tool]; !ok {
-			missing = append(missing, u.pos+": runs "+u.tool+", which scripts/tools does not list (add it with its Debian package)")
+			missing = append(missing, u.pos+": runs "+u.tool+", which scripts/test-deps does not list (add command:package to its tools list)")
 		}
 	}
 	sort.Strings(missing)
@@ -277,7 +277,7 @@ func TestToolListCoversTests(t *testing.T) {
 	// set-up for nothing.
 	for tool := range list {
 		if !seen[tool] {
-			t.Errorf("scripts/tools lists %s, which no test, script or code runs: remove it", tool)
+			t.Errorf("scripts/test-deps lists %s, which no test, script or code runs: remove it", tool)
 		}
 	}
 }
@@ -286,16 +286,16 @@ func TestToolListCoversTests(t *testing.T) {
 func TestToolScan(t *testing.T) {
 	src := `package x
 func f(t *testing.T) {
-	needRoot(t, "socat", "ip")
+	needRoot(t, "iperf3", "ip")
 	roottest.Need(t, "tcpdump")
 	exec.Command("tshark", "-r", p)
 	exec.CommandContext(ctx, "iperf3", "-s")
 	exec.LookPath("udhcpc")
 	exec.Command("ip", "netns", "exec", ns, "ping", "-c1")
-	args := []string{"netns", "exec", ns, "dnsmasq", "-k"}
+	args := []string{"netns", "exec", ns, "udhcpc", "-f"}
 	exec.Command("unshare", "--mount", "--", "/bin/sh", "-c", "mount -t tmpfs x /run")
 	Run(ctx, []string{"shell", "--", "sleep", "9"})
-	script := fmt.Sprintf("exec iperf3 -c $H -p %d && id -u; x=1 grep y | seq 3 >&2; for i in $(nc -l); do printf x; done", 1)
+	script := fmt.Sprintf("exec iperf3 -c $H -p %d && id -u; x=1 grep y | seq 3 >&2; for i in $(seq 3); do printf x; done", 1)
 	Run(ctx, []string{"shell", "--", "/bin/bash", "-c", script})
 	exec.Command("sh", "-c", "exec /bin/ping -q $H 2>&1")
 	exec.Command(bin, "x")
@@ -310,7 +310,7 @@ func f(t *testing.T) {
 		got = append(got, u.tool)
 	}
 	sort.Strings(got)
-	want := "bash dnsmasq grep id ip ip iperf3 iperf3 mount nc ping ping seq sh sh sleep socat tcpdump tshark udhcpc unshare"
+	want := "bash grep id ip ip iperf3 iperf3 iperf3 mount ping ping seq seq sh sh sleep tcpdump tshark udhcpc udhcpc unshare"
 	if strings.Join(got, " ") != want {
 		t.Errorf("scan found %q, want %q", strings.Join(got, " "), want)
 	}
