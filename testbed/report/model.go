@@ -26,7 +26,7 @@ type Report struct {
 	Config   any      `json:"config"`
 	Versions Versions `json:"versions"`
 	Runs     []Run    `json:"runs"`
-	// BDP is the seed-001 table (bdp scenario only).
+	// BDP is the window-limited TCP table (bdp scenario only).
 	BDP []BDPRow `json:"bdp,omitempty"`
 	// Comparison sets the measured figures beside published ones
 	// (l4s-demo: Apple's WWDC23 session).
@@ -91,6 +91,10 @@ type Run struct {
 	// RTTMs holds raw RTT samples (ms, after warm-up) per flow label for
 	// the CDF plots; too bulky for report.json, whose Dists summarise them.
 	RTTMs map[string][]float64 `json:"-"`
+	// SojournDist is each queue's sojourn distribution after warm-up
+	// ("L", "C"), for the sojourn CDF and CCDF plots; report.json
+	// summarises it in Queues.
+	SojournDist map[string]Dist `json:"-"`
 	// With lab --repeat N (N > 1): every figure above is the median of the
 	// N repetitions, Spread holds each one's median and min-max by its
 	// path in this JSON, and the series and plots are those of repetition
@@ -161,12 +165,15 @@ type Fairness struct {
 // Series are the time series behind the plots. Times are seconds since
 // the run's traffic started.
 type Series struct {
-	// Per second (window k covers [k, k+1) s).
+	// Per second of the whole run, warm-up included (window k covers
+	// [k, k+1) s); only whole windows of the traffic time.
 	FPS []int `json:"fps,omitempty"`
 	// The hop's worst lateness and the wake-up probe's worst wake-up, ms.
-	HopWorstMs   []float64            `json:"hop_worst_lateness_ms,omitempty"`
-	FloorWorstMs []float64            `json:"floor_worst_lateness_ms,omitempty"`
-	Throughput   map[string][]float64 `json:"throughput_bps,omitempty"` // per flow label
+	HopWorstMs   []float64 `json:"hop_worst_lateness_ms,omitempty"`
+	FloorWorstMs []float64 `json:"floor_worst_lateness_ms,omitempty"`
+	// Goodput per flow label and second (bin k covers [k, k+1) s); only
+	// whole seconds of the traffic time, so the last is not an idle tail.
+	Throughput map[string][]float64 `json:"throughput_bps,omitempty"`
 	// Queue delay per queue: the median sojourn of the packets forwarded
 	// between two stats snapshots (about QueueBinS apart, 0 where none
 	// was), at times QueueT.
@@ -175,7 +182,15 @@ type Series struct {
 	QueueDelayMs map[string][]float64 `json:"queue_delay_ms,omitempty"`
 }
 
-// BDPRow is one line of the seed-001 table.
+// Dist is an empirical distribution as plotted: Ms ascending, Share[i]
+// the fraction of the N samples at or below Ms[i].
+type Dist struct {
+	Ms    []float64
+	Share []float64
+	N     int
+}
+
+// BDPRow is one line of the window-limited TCP table.
 type BDPRow struct {
 	DistanceKm   int     `json:"distance_km"`
 	RTTMs        float64 `json:"rtt_ms"`

@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"math"
 	"path/filepath"
 	"sort"
 
@@ -15,87 +16,176 @@ import (
 	"github.com/pi2hop/pi2hop/figure"
 )
 
-// Plot sizes: wide enough for a 60 s time axis, small enough for a README.
+// Plot sizes of the data area (a legend goes beside it): wide enough
+// for a 60 s time axis, small enough for a README.
 const (
 	plotW = 16 * vg.Centimeter
 	plotH = 9 * vg.Centimeter
 )
 
-// maxCDFPoints bounds the points drawn per CDF line; a call gives tens of
-// thousands of RTT samples and the curve looks the same with fewer.
-const maxCDFPoints = 2000
+// maxCDFPoints bounds the points drawn per distribution line in its body;
+// a call gives tens of thousands of RTT samples and the curve looks the
+// same with fewer. The tail (tailPoints largest samples) is drawn whole:
+// on a CCDF's log axis every one of them shows.
+const (
+	maxCDFPoints = 2000
+	tailPoints   = 1000
+)
 
-// WritePlots draws every plot the report's data allows into dir and
-// returns the file names it wrote, in a stable order.
-func (r *Report) WritePlots(dir string, owner invoker.User) ([]string, error) {
+// chart is one plot and what its series stand for, so a test can check
+// that a class has one colour across a report.
+type chart struct {
+	name   string // file name without the extension
+	p      *plot.Plot
+	series []drawn
+}
+
+// drawn is one line or set of points of a plot: its legend label, the
+// class its colour stands for and its line style.
+type drawn struct {
+	Label string
+	Class plotfile.Class
+	Style int
+}
+
+// line adds one styled line to c.
+func (c *chart) line(label string, class plotfile.Class, style int, xys plotter.XYs) error {
+	l, err := plotter.NewLine(xys)
+	if err != nil {
+		return err
+	}
+	plotfile.Style(&l.LineStyle, class, style)
+	c.p.Add(l)
+	c.p.Legend.Add(label, l)
+	c.series = append(c.series, drawn{Label: label, Class: class, Style: style})
+	return nil
+}
+
+// WritePlots draws every plot the report's data allows into dir, in each
+// of formats (nil: plotfile.DefaultFormats), and returns the file names
+// it wrote, in a stable order.
+func (r *Report) WritePlots(dir string, formats plotfile.Formats, owner invoker.User) ([]string, error) {
 	var names []string
-	save := func(p *plot.Plot, name string) error {
-		if err := plotfile.SavePNG(p, plotW, plotH, filepath.Join(dir, name), owner); err != nil {
-			return err
+	for _, c := range r.charts() {
+		files, err := plotfile.Save(c.p, plotW, plotH, filepath.Join(dir, c.name), formats, owner)
+		for _, f := range files {
+			names = append(names, filepath.Base(f))
 		}
-		names = append(names, name)
-		return nil
-	}
-	if p, ok := r.rttCDF(); ok {
-		if err := save(p, "rtt_cdf.png"); err != nil {
-			return names, err
-		}
-	}
-	if p, ok := r.fpsPlot(); ok {
-		if err := save(p, "fps.png"); err != nil {
-			return names, err
-		}
-	}
-	for i := range r.Runs {
-		run := &r.Runs[i]
-		if p, ok := queueDelayPlot(run); ok {
-			if err := save(p, "queue_delay_"+run.Name+".png"); err != nil {
-				return names, err
-			}
-		}
-		if p, ok := throughputPlot(run); ok {
-			if err := save(p, "throughput_"+run.Name+".png"); err != nil {
-				return names, err
-			}
-		}
-	}
-	if p, ok := r.bdpPlot(); ok {
-		if err := save(p, "bdp.png"); err != nil {
+		if err != nil {
 			return names, err
 		}
 	}
 	return names, nil
 }
 
-func newPlot(title, x, y string) *plot.Plot {
-	p := plot.New()
-	p.Title.Text = title
-	p.X.Label.Text = x
-	p.Y.Label.Text = y
-	p.Add(plotter.NewGrid())
-	p.Legend.Top = true
-	return p
-}
-
-// headroom raises the y axis so the legend, top right, does not cover
-// the lines.
-func headroom(p *plot.Plot) {
-	p.Y.Min = 0
-	p.Y.Max *= 1.35
-}
-
-// addLine adds one styled line; i picks the colour and dash pattern.
-func addLine(p *plot.Plot, i int, label string, xys plotter.XYs) error {
-	l, err := plotter.NewLine(xys)
-	if err != nil {
-		return err
+// charts builds every plot the report's data allows, in file order.
+func (r *Report) charts() []*chart {
+	var cs []*chart
+	add := func(c *chart, ok bool) {
+		if ok {
+			cs = append(cs, c)
+		}
 	}
-	l.Color = plotutil.Color(i)
-	l.Dashes = plotutil.Dashes(i / 7)
-	l.Width = vg.Points(1.2)
-	p.Add(l)
-	p.Legend.Add(label, l)
-	return nil
+	rtt, sojourn := r.runStyles(rttClasses), r.runStyles(sojournClasses)
+	add(r.rttDist(rtt, false))
+	add(r.rttDist(rtt, true))
+	add(r.sojournDist(sojourn, false))
+	add(r.sojournDist(sojourn, true))
+	add(r.fpsPlot(r.runStyles(callClasses)))
+	for i := range r.Runs {
+		run := &r.Runs[i]
+		add(queueDelayPlot(run, plotfile.AQMStyle(run.AQM)))
+		add(throughputPlot(run))
+	}
+	add(r.bdpPlot())
+	return cs
+}
+
+// runStyles gives each run its line style in a plot across runs: the
+// style of its AQM, unless an earlier run drawn in that style has a series
+// of the same class in the plot (two DualPI2 runs' L queues, two Prague
+// runs at two rates), which moves it to the first style of no AQM's that
+// is free for its classes. classes gives a run's series' classes.
+func (r *Report) runStyles(classes func(*Run) map[plotfile.Class]bool) []int {
+	styles := make([]int, len(r.Runs))
+	taken := map[int]map[plotfile.Class]bool{}
+	for i := range r.Runs {
+		cs := classes(&r.Runs[i])
+		s := plotfile.AQMStyle(r.Runs[i].AQM)
+		if clash(taken[s], cs) {
+			s = plotfile.VariantStyles
+			for clash(taken[s], cs) {
+				s++
+			}
+		}
+		if taken[s] == nil {
+			taken[s] = map[plotfile.Class]bool{}
+		}
+		for c := range cs {
+			taken[s][c] = true
+		}
+		styles[i] = s
+	}
+	return styles
+}
+
+// rttClasses are the classes of a run's RTT lines.
+func rttClasses(run *Run) map[plotfile.Class]bool {
+	cs := map[plotfile.Class]bool{}
+	for label := range run.RTTMs {
+		cs[flowClass(run, label)] = true
+	}
+	return cs
+}
+
+// sojournClasses are the classes of a run's sojourn lines.
+func sojournClasses(run *Run) map[plotfile.Class]bool {
+	cs := map[plotfile.Class]bool{}
+	for q := range run.SojournDist {
+		cs[queueClass(run, q)] = true
+	}
+	return cs
+}
+
+// callClasses is the class of a run's frame-rate line.
+func callClasses(run *Run) map[plotfile.Class]bool {
+	if run.Call == nil {
+		return nil
+	}
+	return map[plotfile.Class]bool{plotfile.ClassOfECN(run.Call.ECN): true}
+}
+
+func clash(taken, classes map[plotfile.Class]bool) bool {
+	for c := range classes {
+		if taken[c] {
+			return true
+		}
+	}
+	return false
+}
+
+// flowClass is the class of run's flow label.
+func flowClass(run *Run, label string) plotfile.Class {
+	for _, f := range run.Flows {
+		if f.Label == label {
+			return plotfile.ClassOfECN(f.ECN)
+		}
+	}
+	return plotfile.Other
+}
+
+// queueClass is the class of run's queue name: the L queue holds L4S
+// traffic, the C queue Classic, and a FIFO's one queue every packet.
+func queueClass(run *Run, name string) plotfile.Class {
+	switch {
+	case run.AQM == "fifo":
+		return plotfile.Other
+	case name == "L":
+		return plotfile.L4S
+	case name == "C":
+		return plotfile.Classic
+	}
+	return plotfile.Other
 }
 
 func sortedKeys[V any](m map[string]V) []string {
@@ -107,115 +197,210 @@ func sortedKeys[V any](m map[string]V) []string {
 	return ks
 }
 
-func (r *Report) rttCDF() (*plot.Plot, bool) {
-	p := newPlot("Round-trip time, CDF", "RTT (ms)", "fraction of samples ≤ x")
-	n := 0
-	for _, run := range r.Runs {
+// distPoints turns an empirical distribution, xs ascending with share[i]
+// = r/n the fraction of the n samples at or below xs[i] (the sample of
+// rank r), into the points of its CDF or, with ccdf, of its CCDF: the
+// fraction at or above xs[i], (n - r + 1)/n, which ends at 1/n on the
+// largest sample, so a log axis shows the tail down to one sample. The
+// body is thinned to maxCDFPoints; the tail is kept whole.
+func distPoints(xs, share []float64, n int, ccdf bool) plotter.XYs {
+	if len(xs) == 0 || n <= 0 {
+		return nil
+	}
+	step := max(1, len(xs)/maxCDFPoints)
+	var pts plotter.XYs
+	for i := range xs {
+		if i%step != 0 && i < len(xs)-tailPoints && i != len(xs)-1 {
+			continue
+		}
+		y := share[i]
+		if ccdf {
+			y = math.Max(1-share[i]+1/float64(n), 1/float64(n))
+		}
+		pts = append(pts, plotter.XY{X: xs[i], Y: y})
+	}
+	return pts
+}
+
+// distAxes sets a distribution plot's y axis: linear 0..1 for a CDF, log
+// from just below the smallest share drawn to 1 for a CCDF.
+func distAxes(p *plot.Plot, ccdf bool, smallest float64) {
+	if !ccdf {
+		p.Y.Min, p.Y.Max = 0, 1
+		return
+	}
+	p.Y.Scale = plot.LogScale{}
+	p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+	p.Y.Min, p.Y.Max = math.Pow(10, math.Floor(math.Log10(smallest))), 1
+}
+
+func distTitle(what string, ccdf bool) (title, y, suffix string) {
+	if ccdf {
+		return what + ", CCDF (tail on a log axis)", "fraction of samples ≥ x", "_ccdf"
+	}
+	return what + ", CDF", "fraction of samples ≤ x", "_cdf"
+}
+
+// rttDist is the RTT CDF or CCDF of every flow with RTT samples, across runs.
+func (r *Report) rttDist(styles []int, ccdf bool) (*chart, bool) {
+	title, y, suffix := distTitle("Round-trip time", ccdf)
+	c := &chart{name: "rtt" + suffix, p: plotfile.New(title, "RTT (ms)", y)}
+	smallest := 1.0
+	for i, run := range r.Runs {
 		for _, label := range sortedKeys(run.RTTMs) {
 			xs, fs := figure.CDF(run.RTTMs[label])
-			if len(xs) == 0 {
+			pts := distPoints(xs, fs, len(xs), ccdf)
+			if len(pts) == 0 {
 				continue
 			}
-			step := max(1, len(xs)/maxCDFPoints)
-			var pts plotter.XYs
-			for i := 0; i < len(xs); i += step {
-				pts = append(pts, plotter.XY{X: xs[i], Y: fs[i]})
-			}
-			pts = append(pts, plotter.XY{X: xs[len(xs)-1], Y: 1})
 			name := run.Title
 			if len(run.RTTMs) > 1 {
 				name += ": " + label
 			}
-			if addLine(p, n, name, pts) == nil {
-				n++
+			if c.line(name, flowClass(&run, label), styles[i], pts) == nil {
+				smallest = min(smallest, 1/float64(len(xs)))
 			}
 		}
 	}
-	p.Y.Min, p.Y.Max = 0, 1
-	p.Legend.Top = false // the curves rise on the left and end top right
-	p.Legend.XOffs = -vg.Millimeter
-	p.Legend.YOffs = 2 * vg.Millimeter
-	return p, n > 0
+	distAxes(c.p, ccdf, smallest)
+	return c, len(c.series) > 0
 }
 
-func (r *Report) fpsPlot() (*plot.Plot, bool) {
-	p := newPlot("Received video frame rate", "time after warm-up (s)", "frames displayed per second")
-	n := 0
-	for _, run := range r.Runs {
-		if run.Call == nil || len(run.Call.FPS) == 0 {
-			continue
-		}
-		var pts plotter.XYs
-		for k, f := range run.Call.FPS {
-			pts = append(pts, plotter.XY{X: float64(k), Y: float64(f)}, plotter.XY{X: float64(k + 1), Y: float64(f)})
-		}
-		if addLine(p, n, run.Title, pts) == nil {
-			n++
+// sojournDist is each queue's sojourn CDF or CCDF, across runs.
+func (r *Report) sojournDist(styles []int, ccdf bool) (*chart, bool) {
+	title, y, suffix := distTitle("Queue sojourn per queue", ccdf)
+	c := &chart{name: "sojourn" + suffix, p: plotfile.New(title, "sojourn (ms)", y)}
+	smallest := 1.0
+	for i, run := range r.Runs {
+		for _, q := range sortedKeys(run.SojournDist) {
+			d := run.SojournDist[q]
+			pts := distPoints(d.Ms, d.Share, d.N, ccdf)
+			if len(pts) == 0 {
+				continue
+			}
+			if c.line(run.Title+": "+q+" queue", queueClass(&run, q), styles[i], pts) == nil {
+				smallest = min(smallest, 1/float64(d.N))
+			}
 		}
 	}
-	headroom(p)
-	return p, n > 0
+	distAxes(c.p, ccdf, smallest)
+	return c, len(c.series) > 0
 }
 
-func queueDelayPlot(run *Run) (*plot.Plot, bool) {
+// timeAxis sets a time plot's x axis to the run's traffic time, seconds
+// since its start, with the warm-up shaded.
+func timeAxis(p *plot.Plot, durationS, warmupS float64) {
+	plotfile.ShadeWarmup(p, warmupS)
+	p.X.Min = 0
+	if durationS > 0 {
+		p.X.Max = durationS
+	}
+}
+
+// timeLabel is every time plot's x axis label.
+const timeLabel = "time since the run's start (s)"
+
+func (r *Report) fpsPlot(styles []int) (*chart, bool) {
+	c := &chart{name: "fps", p: plotfile.New("Received video frame rate", timeLabel, "frames displayed per second")}
+	var dur, warm float64
+	for i, run := range r.Runs {
+		if run.Call == nil || len(run.Series.FPS) == 0 {
+			continue
+		}
+		dur, warm = max(dur, run.DurationS), max(warm, run.WarmupS)
+		// Window k covers [k, k+1) s: a step per window.
+		var pts plotter.XYs
+		for k, f := range run.Series.FPS {
+			pts = append(pts, plotter.XY{X: float64(k), Y: float64(f)}, plotter.XY{X: float64(k + 1), Y: float64(f)})
+		}
+		_ = c.line(run.Title, plotfile.ClassOfECN(run.Call.ECN), styles[i], pts)
+	}
+	timeAxis(c.p, dur, warm)
+	c.p.Y.Min = 0
+	return c, len(c.series) > 0
+}
+
+func queueDelayPlot(run *Run, style int) (*chart, bool) {
 	s := run.Series
 	if s.QueueBinS <= 0 || len(s.QueueDelayMs) == 0 {
 		return nil, false
 	}
-	// The warm-up is left out: slow start's overshoot would set the scale.
-	p := newPlot("Queue delay per queue: "+run.Title, "time (s; warm-up left out)",
-		fmt.Sprintf("median sojourn per %.0f ms (ms)", s.QueueBinS*1000))
-	n := 0
+	c := &chart{name: "queue_delay_" + run.Name, p: plotfile.New("Queue delay per queue: "+run.Title, timeLabel,
+		fmt.Sprintf("median sojourn per %.0f ms (ms)", s.QueueBinS*1000))}
+	top := 0.0
 	for _, q := range sortedKeys(s.QueueDelayMs) {
 		var pts plotter.XYs
 		for k, d := range s.QueueDelayMs[q] {
-			x := float64(k) * s.QueueBinS
+			x := float64(k+1) * s.QueueBinS
 			if k < len(s.QueueT) {
 				x = s.QueueT[k]
 			}
+			// 0 is a bin in which the queue forwarded nothing: no
+			// sojourn to show, not a sojourn of 0. Past the traffic
+			// time the queue only drains.
+			if d <= 0 || (run.DurationS > 0 && x > run.DurationS) {
+				continue
+			}
+			pts = append(pts, plotter.XY{X: x, Y: d})
 			if x >= run.WarmupS {
-				pts = append(pts, plotter.XY{X: x, Y: d})
+				top = max(top, d)
 			}
 		}
-		if len(pts) > 0 && addLine(p, n, q+"-queue", pts) == nil {
-			n++
+		if len(pts) > 0 {
+			_ = c.line(q+" queue", queueClass(run, q), style, pts)
 		}
 	}
-	headroom(p)
-	return p, n > 0
+	timeAxis(c.p, run.DurationS, run.WarmupS)
+	// The scale is the measured time's: slow start's overshoot in the
+	// warm-up would squash it, so it is cut off at the top.
+	c.p.Y.Min = 0
+	if top > 0 {
+		c.p.Y.Max = top * 1.1
+	}
+	return c, len(c.series) > 0
 }
 
-func throughputPlot(run *Run) (*plot.Plot, bool) {
+// throughputPlot shows each flow's goodput per second of the run. Flows
+// of one class differ by line style, in label order.
+func throughputPlot(run *Run) (*chart, bool) {
 	if len(run.Series.Throughput) == 0 {
 		return nil, false
 	}
-	p := newPlot("Throughput per flow: "+run.Title, "time (s)", "goodput per second (Mbit/s)")
-	n := 0
+	c := &chart{name: "throughput_" + run.Name, p: plotfile.New("Throughput per flow: "+run.Title, timeLabel,
+		"goodput per second (Mbit/s)")}
+	perClass := map[plotfile.Class]int{}
 	for _, label := range sortedKeys(run.Series.Throughput) {
 		var pts plotter.XYs
+		// Bin k covers [k, k+1) s; drawn at its middle.
 		for k, bps := range run.Series.Throughput[label] {
 			pts = append(pts, plotter.XY{X: float64(k) + 0.5, Y: bps / 1e6})
 		}
-		if len(pts) > 0 && addLine(p, n, label, pts) == nil {
-			n++
+		if len(pts) == 0 {
+			continue
+		}
+		class := flowClass(run, label)
+		if c.line(label, class, perClass[class], pts) == nil {
+			perClass[class]++
 		}
 	}
-	headroom(p)
-	return p, n > 0
+	timeAxis(c.p, run.DurationS, run.WarmupS)
+	c.p.Y.Min = 0
+	return c, len(c.series) > 0
 }
 
-func (r *Report) bdpPlot() (*plot.Plot, bool) {
+// bdpPlot: the window-limited flows are Classic (Not-ECT cubic); the two
+// windows differ by line style and marker.
+func (r *Report) bdpPlot() (*chart, bool) {
 	if len(r.BDP) == 0 {
 		return nil, false
 	}
-	p := newPlot("Window-limited TCP: window / RTT vs measured", "RTT (ms)", "throughput (Mbit/s)")
+	c := &chart{name: "bdp", p: plotfile.New("Window-limited TCP: window / RTT vs measured", "RTT (ms)", "throughput (Mbit/s)")}
 	byWin := map[string][]BDPRow{}
 	for _, b := range r.BDP {
 		k := fmt.Sprintf("%d B", b.WindowBytes)
 		byWin[k] = append(byWin[k], b)
 	}
-	n := 0
-	for _, k := range sortedKeys(byWin) {
+	for n, k := range sortedKeys(byWin) {
 		rows := byWin[k]
 		sort.Slice(rows, func(i, j int) bool { return rows[i].RTTMs < rows[j].RTTMs })
 		var pred, meas plotter.XYs
@@ -223,26 +408,26 @@ func (r *Report) bdpPlot() (*plot.Plot, bool) {
 			pred = append(pred, plotter.XY{X: b.RTTMs, Y: b.PredictedBps / 1e6})
 			meas = append(meas, plotter.XY{X: b.RTTMs, Y: b.MeasuredBps / 1e6})
 		}
-		if addLine(p, n, "predicted, window "+k, pred) != nil {
+		if c.line("predicted, window "+k, plotfile.Classic, n, pred) != nil {
 			continue
 		}
 		s, err := plotter.NewScatter(meas)
 		if err != nil {
 			continue
 		}
-		s.Color = plotutil.Color(n)
+		s.Color = plotfile.Classic.Colour()
 		s.Shape = plotutil.Shape(n)
-		p.Add(s)
-		p.Legend.Add("measured, window "+k, s)
-		n++
+		c.p.Add(s)
+		c.p.Legend.Add("measured, window "+k, s)
+		c.series = append(c.series, drawn{Label: "measured, window " + k, Class: plotfile.Classic, Style: n})
 	}
 	positive := true
 	for _, b := range r.BDP {
 		positive = positive && b.PredictedBps > 0 && b.MeasuredBps > 0
 	}
 	if positive { // the two windows differ by 400×: only a log axis shows both
-		p.Y.Scale = plot.LogScale{}
-		p.Y.Tick.Marker = plot.LogTicks{}
+		c.p.Y.Scale = plot.LogScale{}
+		c.p.Y.Tick.Marker = plot.LogTicks{}
 	}
-	return p, n > 0
+	return c, len(c.series) > 0
 }

@@ -60,7 +60,7 @@ func Combine(reps []Run) (Run, error) {
 		return Run{}, fmt.Errorf("report: combining repetitions: %w", err)
 	}
 	base := reps[m]
-	out.Setup, out.Series, out.RTTMs = base.Setup, base.Series, base.RTTMs
+	out.Setup, out.Series, out.RTTMs, out.SojournDist = base.Setup, base.Series, base.RTTMs, base.SojournDist
 	out.Repeats, out.MedianRun, out.Spread = len(reps), m+1, spread
 	var errs []string
 	for i, r := range reps {

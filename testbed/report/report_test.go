@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pi2hop/pi2hop/figure"
+	"github.com/pi2hop/pi2hop/internal/plotfile"
 	"github.com/pi2hop/pi2hop/invoker"
 	"github.com/pi2hop/pi2hop/testbed/metrics"
 )
@@ -43,6 +44,10 @@ func sampleRun(name, title, ecn string, rtt float64) Run {
 			QueueDelayMs: map[string][]float64{"L": {0.2, 0.5, 1}, "C": {12, 15, 18}},
 		},
 		RTTMs: map[string][]float64{"call": rtts},
+		SojournDist: map[string]Dist{
+			"L": {Ms: []float64{0.2, 0.5, 2}, Share: []float64{0.5, 0.99, 1}, N: 100},
+			"C": {Ms: []float64{10, 14, 30}, Share: []float64{0.5, 0.9, 1}, N: 900},
+		},
 	}
 }
 
@@ -67,10 +72,11 @@ func sampleReport() *Report {
 func TestWriteAndRead(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "out")
 	r := sampleReport()
-	if err := r.Write(dir, invoker.User{}); err != nil {
+	if err := r.Write(dir, plotfile.Formats{"png"}, invoker.User{}); err != nil {
 		t.Fatal(err)
 	}
-	wantPlots := []string{"rtt_cdf.png", "fps.png", "queue_delay_dualpi2-l4s.png", "throughput_dualpi2-l4s.png",
+	wantPlots := []string{"rtt_cdf.png", "rtt_ccdf.png", "sojourn_cdf.png", "sojourn_ccdf.png", "fps.png",
+		"queue_delay_dualpi2-l4s.png", "throughput_dualpi2-l4s.png",
 		"queue_delay_dualpi2-classic.png", "throughput_dualpi2-classic.png", "bdp.png"}
 	if strings.Join(r.Plots, " ") != strings.Join(wantPlots, " ") {
 		t.Errorf("plots %v, want %v", r.Plots, wantPlots)

@@ -180,7 +180,7 @@ func (r *Report) fairnessTable() (Table, bool) {
 }
 
 func (r *Report) bdpTable() Table {
-	t := Table{Title: "Window-limited TCP (seed 001: throughput ≤ window / RTT)",
+	t := Table{Title: "Window-limited TCP (throughput ≤ window / RTT)",
 		Header: []string{"distance", "RTT (ms)", "window (B)", "link (Mbit/s)", "predicted (Mbit/s)", "measured (Mbit/s)", "error"}}
 	for _, b := range r.BDP {
 		t.Rows = append(t.Rows, []string{fmt.Sprintf("%d km", b.DistanceKm), ms(b.RTTMs), fmt.Sprintf("%d", b.WindowBytes),

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pi2hop/pi2hop/internal/plotfile"
 	"github.com/pi2hop/pi2hop/invoker"
 )
 
@@ -20,13 +21,14 @@ const (
 )
 
 // Write creates the folder dir (it must not exist; its parent must) for
-// owner and writes the plots, report.json and report.md into it, each a
-// new file of owner's. r.Plots is set to the plots written.
-func (r *Report) Write(dir string, owner invoker.User) error {
+// owner and writes the plots (in each of formats; nil:
+// plotfile.DefaultFormats), report.json and report.md into it, each a new
+// file of owner's. r.Plots is set to the plot files written.
+func (r *Report) Write(dir string, formats plotfile.Formats, owner invoker.User) error {
 	if err := owner.Mkdir(dir, invoker.ModeDir); err != nil {
 		return fmt.Errorf("report folder: %w", err)
 	}
-	plots, err := r.WritePlots(dir, owner)
+	plots, err := r.WritePlots(dir, formats, owner)
 	r.Plots = plots
 	if err != nil {
 		return err
@@ -93,9 +95,7 @@ func (r *Report) Markdown(out io.Writer) error {
 	}
 	if len(r.Plots) > 0 {
 		w.WriteString("## Plots\n\n")
-		for _, p := range r.Plots {
-			fmt.Fprintf(w, "![%s](%s)\n\n", strings.TrimSuffix(p, ".png"), p)
-		}
+		writePlotLinks(w, r.Plots)
 	}
 	if len(r.Notes) > 0 {
 		w.WriteString("## Notes\n\n")
@@ -111,4 +111,30 @@ func (r *Report) Markdown(out io.Writer) error {
 	fmt.Fprintf(w, "## Configuration\n\n```json\n%s\n```\n", cfg)
 	_, err = out.Write(w.Bytes())
 	return err
+}
+
+// writePlotLinks shows each plot once, as its PNG (what every Markdown
+// viewer shows) or its SVG when no PNG was written, with a link to the
+// SVG copy.
+func writePlotLinks(w *bytes.Buffer, plots []string) {
+	files := map[string]bool{}
+	var bases []string
+	for _, p := range plots {
+		files[p] = true
+		base := strings.TrimSuffix(p, filepath.Ext(p))
+		if len(bases) == 0 || bases[len(bases)-1] != base {
+			bases = append(bases, base)
+		}
+	}
+	for _, b := range bases {
+		png, svg := b+".png", b+".svg"
+		switch {
+		case files[png] && files[svg]:
+			fmt.Fprintf(w, "![%s](%s) ([SVG](%s))\n\n", b, png, svg)
+		case files[png]:
+			fmt.Fprintf(w, "![%s](%s)\n\n", b, png)
+		case files[svg]:
+			fmt.Fprintf(w, "![%s](%s)\n\n", b, svg)
+		}
+	}
 }
