@@ -1,6 +1,7 @@
 package testbed
 
 import (
+	"math"
 	"time"
 
 	"github.com/pi2hop/pi2hop/aqm"
@@ -52,9 +53,10 @@ func analyse(res *runResult) report.Run {
 			call := analyseCall(fr, from, to)
 			outsidePauses(&call, fr.videoSend, from, res.queues)
 			run.Call = &call
-			run.Series.FPS = call.FPS
+			// The plot shows the whole run, the warm-up shaded.
+			run.Series.FPS = metrics.FramesPerSecond(fr.videoRecv.Display, 0, callEnd(fr.videoRecv, from, to))
 			f.GoodputBps, f.RTTMs, f.Loss = call.GoodputBps, &call.RTTMs, &call.Loss
-			run.Series.Throughput[f.Label] = perSecond(fr.videoRecv.Intervals)
+			run.Series.Throughput[f.Label] = perSecond(fr.videoRecv.Intervals, to)
 			if fr.videoSend != nil {
 				run.RTTMs[f.Label] = rttAfter(fr.videoSend.RTT, fr.videoSend.RTTAt, from)
 			}
@@ -64,7 +66,7 @@ func analyse(res *runResult) report.Run {
 			lost, got := lossAfter(rc.Lost, rc.Packets, rc.Intervals, from)
 			loss := metrics.LossRate(lost+got, got)
 			f.Loss = &loss
-			run.Series.Throughput[f.Label] = perSecond(rc.Intervals)
+			run.Series.Throughput[f.Label] = perSecond(rc.Intervals, to)
 			if fr.pragueSend != nil {
 				rtts := rttAfter(fr.pragueSend.RTT, fr.pragueSend.RTTAt, from)
 				d := figure.Summarise(rtts)
@@ -74,7 +76,9 @@ func analyse(res *runResult) report.Run {
 		case fr.bulk != nil:
 			ps := fr.bulk.PerSecond
 			f.GoodputBps = meanFrom(ps, int(from/time.Second))
-			run.Series.Throughput[f.Label] = ps
+			// Whole seconds of the traffic time only (BulkFetch counts
+			// none beyond its duration; this bounds a late one).
+			run.Series.Throughput[f.Label] = ps[:min(len(ps), int(to/time.Second))]
 		}
 		run.Flows = append(run.Flows, f)
 	}
@@ -98,11 +102,7 @@ func analyseCall(fr flowResult, from, to time.Duration) report.Call {
 			call.LossMax1s = max(call.LossMax1s, iv.LossFrac)
 		}
 	}
-	// The receiver's clock starts at its first packet, a few ms after the
-	// run's; its own duration bounds the window when it is the shorter.
-	if rc.Duration > from && rc.Duration < to {
-		to = rc.Duration
-	}
+	to = callEnd(rc, from, to)
 	const fps = 30
 	call.Stalls = metrics.FindStalls(rc.Display, from, to, time.Second/fps)
 	call.FPS = metrics.FramesPerSecond(rc.Display, from, to)
@@ -123,6 +123,16 @@ func analyseCall(fr flowResult, from, to time.Duration) report.Call {
 	call.FrameDelayMs = figure.Summarise(figure.Millis(delays))
 	call.GoodputBps = meanGoodput(rc.Intervals, from)
 	return call
+}
+
+// callEnd is the end of the call's window [from, to): the receiver's clock
+// starts at its first packet, a few ms after the run's, so its own
+// duration bounds the window when it is the shorter.
+func callEnd(rc *flow.VideoReceiverSummary, from, to time.Duration) time.Duration {
+	if rc.Duration > from && rc.Duration < to {
+		return rc.Duration
+	}
+	return to
 }
 
 // rttAfter returns the RTT samples (ms) taken at or after from.
@@ -176,13 +186,32 @@ func meanGoodput(ivs []flow.Interval, from time.Duration) float64 {
 	return bits / secs
 }
 
-// perSecond lists the intervals' goodput, for the throughput plots.
-func perSecond(ivs []flow.Interval) []float64 {
-	out := make([]float64, len(ivs))
-	for i, iv := range ivs {
-		out[i] = iv.GoodputBps
+// perSecond resamples the intervals' goodput into one-second bins of the
+// flow's time, bin k covering [k, k+1) s, for the throughput plots. An
+// interval's bytes are spread evenly over its span. Only the whole
+// seconds before to are kept: the receivers listen on for a moment after
+// the senders stop (drainTime), and an interval that ends in that idle
+// tail would read as a collapse of the goodput at the end.
+func perSecond(ivs []flow.Interval, to time.Duration) []float64 {
+	n := int(to / time.Second)
+	if n <= 0 {
+		return nil
 	}
-	return out
+	bits := make([]float64, n)
+	for _, iv := range ivs {
+		if iv.Dur <= 0 {
+			continue
+		}
+		start, end := iv.T-iv.Dur, iv.T
+		rate := iv.GoodputBps // bit/s over [start, end)
+		for k := max(0, int(math.Floor(start))); k < n && float64(k) < end; k++ {
+			overlap := min(end, float64(k+1)) - max(start, float64(k))
+			if overlap > 0 {
+				bits[k] += rate * overlap
+			}
+		}
+	}
+	return bits
 }
 
 func meanFrom(xs []float64, k int) float64 {
@@ -251,6 +280,12 @@ func fillQueues(run *report.Run, kind string, s []queueSample, a, b queueSample,
 		c := sub(cb, ca)
 		run.Queues = append(run.Queues, report.Queue{Name: name, SojournMs: histDist(&h),
 			Packets: c.Sent, Marked: c.Marked, Dropped: c.Dropped})
+		if h.Total > 0 {
+			if run.SojournDist == nil {
+				run.SojournDist = map[string]report.Dist{}
+			}
+			run.SojournDist[name] = histCurve(&h)
+		}
 		// The time series: median sojourn of the packets forwarded in each bin.
 		var series []float64
 		for i := 1; i < len(s); i++ {

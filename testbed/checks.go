@@ -225,13 +225,14 @@ func zooChecks(r *report.Report) []report.Check {
 }
 
 // appleComparison sets l4s-demo's figures beside those Apple showed in
-// WWDC23 session 10004: the same network (10 Mbit/s, 20 ms
+// the WWDC23 session "Reduce network delays with L4S": the same network (10 Mbit/s, 20 ms
 // minimum RTT, other devices loading it), a call without and with L4S.
 func appleComparison(r *report.Report) *report.Table {
 	order := []string{"dualpi2-classic", "fifo-classic", "dualpi2-l4s"}
 	t := &report.Table{Title: "Side by side with Apple's WWDC23 figures",
 		Header: []string{"metric", "Apple, no L4S", "Apple, L4S"},
-		Notes: []string{"Apple's figures as stated in the session (seed 000); its minimum RTT was 20 ms, as here. " +
+		Notes: []string{"Apple's figures as stated in its WWDC23 session \"Reduce network delays with L4S\"; " +
+			"its minimum RTT was 20 ms, as here. " +
 			"\"Without L4S\" is the same app with L4S off; here the call is Not-ECT, in DualPI2's Classic queue or behind a FIFO."}}
 	var runs []*report.Run
 	for _, n := range order {

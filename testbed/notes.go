@@ -5,7 +5,8 @@ import "fmt"
 // notes explains, in the report, what the figures rest on.
 func notes(c Config) []string {
 	n := []string{
-		fmt.Sprintf("Every figure leaves out the first %v of each run (warm-up, l4s-endpoints.md §6).", c.Warmup),
+		fmt.Sprintf("Every figure leaves out the first %v of each run, the warm-up in which slow start and the AQM settle; "+
+			"the time plots shade it.", c.Warmup),
 		"Traffic flows server → client through the hop; the bottleneck rate and half the base RTT apply in each direction, " +
 			"the same queue discipline in both.",
 		"Queue delay is the sojourn dequeue − enqueue at the hop (delay line excluded), from its histograms (1.6 % buckets).",
@@ -37,7 +38,9 @@ func notes(c Config) []string {
 		n = append(n, "Rate ratio = L4S flow goodput / classic flow goodput; Jain's index over the two flows' mean goodputs.")
 	case "bdp":
 		n = append(n,
-			"Predicted = min(window / RTT, link rate), seed 001's formula (17 520 B / 15 ms ≈ 9.34 Mbit/s); measured = TCP payload goodput.",
+			"Predicted = min(window / RTT, link rate), the bandwidth-delay product formula of Cisco's technical note "+
+				"\"Why does your application only use 10 Mbps even though the link is 1 Gbps?\" (17 520 B / 15 ms ≈ 9.34 Mbit/s); "+
+				"measured = TCP payload goodput.",
 			fmt.Sprintf("Window/RTT is a bound: cubic sends each window as a burst, and its last packet waits for the rest to "+
 				"cross the bottleneck, so a round takes RTT + window/rate: 17 520 B at 15 ms over %s give %.2f Mbit/s.",
 				fmtRate(float64(c.RateBps)), 17520*8/(0.015+17520*8/float64(c.RateBps))/1e6),
