@@ -6,11 +6,13 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/pi2hop/pi2hop/aqm"
+	"github.com/pi2hop/pi2hop/internal/plotfile"
 	"github.com/pi2hop/pi2hop/invoker"
 	"github.com/pi2hop/pi2hop/pcap"
 	"github.com/pi2hop/pi2hop/pcap/pcaptest"
@@ -267,21 +269,36 @@ func TestWritePlots(t *testing.T) {
 	if n := len(res.Direction("up").Bins); n < 3 {
 		t.Fatalf("%d bins of 10ms over 30ms, want at least 3", n)
 	}
-	dir := filepath.Join(t.TempDir(), "plots")
-	files, err := res.WritePlots(dir, invoker.User{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(files) != 4 {
-		t.Errorf("plots %v, want 4 (two per direction)", files)
-	}
-	for _, f := range files {
-		b, err := os.ReadFile(f)
+	for _, tt := range []struct {
+		formats plotfile.Formats
+		want    []string
+	}{
+		{nil, []string{"up-marking.png", "up-marking.svg", "up-sojourn.png", "up-sojourn.svg"}},
+		{plotfile.Formats{"svg"}, []string{"up-marking.svg", "up-sojourn.svg"}},
+	} {
+		dir := filepath.Join(t.TempDir(), "plots")
+		files, err := res.WritePlots(dir, tt.formats, invoker.User{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !bytes.HasPrefix(b, []byte("\x89PNG")) {
-			t.Errorf("%s is not a PNG", f)
+		// Two plots per direction, each in every format.
+		if len(files) != 2*len(tt.want) {
+			t.Errorf("formats %v: plots %v, want %d", tt.formats, files, 2*len(tt.want))
+		}
+		for _, w := range tt.want {
+			if !slices.Contains(files, filepath.Join(dir, w)) {
+				t.Errorf("formats %v: %s not written (%v)", tt.formats, w, files)
+			}
+		}
+		for _, f := range files {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			png, svg := bytes.HasPrefix(b, []byte("\x89PNG")), bytes.Contains(b[:min(len(b), 512)], []byte("<svg"))
+			if (filepath.Ext(f) == ".png" && !png) || (filepath.Ext(f) == ".svg" && !svg) {
+				t.Errorf("%s is not what its name says", f)
+			}
 		}
 	}
 }

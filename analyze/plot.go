@@ -3,31 +3,31 @@ package analyze
 import (
 	"errors"
 	"fmt"
-	"image/color"
 	"path/filepath"
 	"strings"
 
 	"github.com/pi2hop/pi2hop/internal/plotfile"
 	"github.com/pi2hop/pi2hop/invoker"
-	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 )
 
-// Series colours: the L queue in blue, the Classic queue in orange;
-// solid for the main figure, dashed for the secondary one.
+// Series colours are the classes' (plotfile's palette, as in a lab
+// report): the L queue L4S, the Classic queue Classic; solid for the main
+// figure, dashed for the secondary one.
 var (
-	colourL = color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff}
-	colourC = color.RGBA{R: 0xff, G: 0x7f, B: 0x0e, A: 0xff}
+	colourL = plotfile.L4S
+	colourC = plotfile.Classic
 )
 
-// WritePlots draws two PNGs per direction into dir (made for owner if it
-// does not exist): <direction>-marking.png (mark and drop fraction per
-// bin, per queue) and <direction>-sojourn.png (sojourn p50 and p99 per
+// WritePlots draws two plots per direction into dir (made for owner if
+// it does not exist), each in every one of formats (nil:
+// plotfile.DefaultFormats): <direction>-marking (mark and drop fraction
+// per bin, per queue) and <direction>-sojourn (sojourn p50 and p99 per
 // bin, per queue), each a new file of owner's. A direction's name becomes
 // one path element of the file name, whatever it holds. It returns the
 // files written.
-func (r *Result) WritePlots(dir string, owner invoker.User) ([]string, error) {
+func (r *Result) WritePlots(dir string, formats plotfile.Formats, owner invoker.User) ([]string, error) {
 	if err := owner.Mkdir(dir, invoker.ModeDir); err != nil && !errors.Is(err, invoker.ErrExists) {
 		return nil, fmt.Errorf("plot directory: %w", err)
 	}
@@ -54,13 +54,14 @@ func (r *Result) WritePlots(dir string, owner invoker.User) ([]string, error) {
 			file, title, y string
 			s              []series
 		}{
-			{filepath.Join(dir, base+"-marking.png"), d.Name + ": congestion signals per " + binLabel(r.BinMs), "fraction of packets", marking},
-			{filepath.Join(dir, base+"-sojourn.png"), d.Name + ": queue sojourn per " + binLabel(r.BinMs), "sojourn (ms)", sojourn},
+			{filepath.Join(dir, base+"-marking"), d.Name + ": congestion signals per " + binLabel(r.BinMs), "fraction of packets", marking},
+			{filepath.Join(dir, base+"-sojourn"), d.Name + ": queue sojourn per " + binLabel(r.BinMs), "sojourn (ms)", sojourn},
 		} {
-			if err := drawSeries(pl.file, owner, pl.title, pl.y, d.Bins, r.BinMs, pl.s); err != nil {
+			written, err := drawSeries(pl.file, formats, owner, pl.title, pl.y, d.Bins, r.BinMs, pl.s)
+			files = append(files, written...)
+			if err != nil {
 				return files, err
 			}
-			files = append(files, pl.file)
 		}
 	}
 	return files, nil
@@ -69,19 +70,15 @@ func (r *Result) WritePlots(dir string, owner invoker.User) ([]string, error) {
 // series is one line: the value of a bin, and whether the bin has one.
 type series struct {
 	name   string
-	colour color.Color
+	class  plotfile.Class
 	dashed bool
 	value  func(*BinResult) (float64, bool)
 }
 
-func drawSeries(file string, owner invoker.User, title, ylabel string, bins []BinResult, binMs float64, ss []series) error {
-	p := plot.New()
-	p.Title.Text = title
-	p.X.Label.Text = "time (s)"
-	p.Y.Label.Text = ylabel
+func drawSeries(base string, formats plotfile.Formats, owner invoker.User, title, ylabel string, bins []BinResult, binMs float64, ss []series) ([]string, error) {
+	p := plotfile.New(title, "time since the capture's first packet (s)", ylabel)
 	p.Y.Min = 0
-	p.Add(plotter.NewGrid())
-	p.Legend.Top = true
+	p.X.Min = 0
 	for _, s := range ss {
 		var xy plotter.XYs
 		for i := range bins {
@@ -95,17 +92,17 @@ func drawSeries(file string, owner invoker.User, title, ylabel string, bins []Bi
 		}
 		line, err := plotter.NewLine(xy)
 		if err != nil {
-			return fmt.Errorf("plot %s: %w", file, err)
+			return nil, fmt.Errorf("plot %s: %w", base, err)
 		}
-		line.Color = s.colour
-		line.Width = vg.Points(1.5)
+		style := 0
 		if s.dashed {
-			line.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+			style = 1
 		}
+		plotfile.Style(&line.LineStyle, s.class, style)
 		p.Add(line)
 		p.Legend.Add(s.name, line)
 	}
-	return plotfile.SavePNG(p, 20*vg.Centimeter, 10*vg.Centimeter, file, owner)
+	return plotfile.Save(p, 20*vg.Centimeter, 10*vg.Centimeter, base, formats, owner)
 }
 
 func binLabel(binMs float64) string {

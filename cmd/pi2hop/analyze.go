@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/pi2hop/pi2hop/analyze"
+	"github.com/pi2hop/pi2hop/internal/plotfile"
 	"github.com/pi2hop/pi2hop/invoker"
 	"github.com/pi2hop/pi2hop/pcap"
 	"github.com/spf13/pflag"
@@ -21,7 +22,7 @@ import (
 var analyzeCmd = &command{
 	name:     "analyze",
 	short:    "report marks, drops, sojourn and ECN per flow and queue from pcap/pcapng captures",
-	usage:    "analyze [--json] [--plot DIR] [--bin 1s] [--coupling 2] [--ingress FILE --egress FILE] [FILE...]",
+	usage:    "analyze [--json] [--plot DIR [--plot-format png,svg]] [--bin 1s] [--coupling 2] [--ingress FILE --egress FILE] [FILE...]",
 	flags:    analyzeFlags,
 	argFiles: true,
 }
@@ -29,6 +30,7 @@ var analyzeCmd = &command{
 type analyzeArgs struct {
 	json            bool
 	plotDir         string
+	plotFormat      plotfile.Formats
 	bin             time.Duration
 	coupling        float64
 	ingress, egress []string
@@ -37,7 +39,9 @@ type analyzeArgs struct {
 func analyzeFlags(fs *pflag.FlagSet) func(context.Context, *cmdEnv, []string) error {
 	a := &analyzeArgs{}
 	jsonFlag(fs, &a.json, "print the full result as JSON instead of tables")
-	fs.StringVar(&a.plotDir, "plot", "", "write PNG plots of mark fraction and sojourn over time into `DIR`")
+	fs.StringVar(&a.plotDir, "plot", "", "write plots of mark fraction and sojourn over time and the sojourn distribution into `DIR`")
+	a.plotFormat = plotfile.DefaultFormats
+	fs.Var(&a.plotFormat, "plot-format", plotFormatUsage)
 	fs.DurationVar(&a.bin, "bin", time.Second, "`width` of each time bin of the series (mark fraction, sojourn percentiles per bin)")
 	fs.Float64Var(&a.coupling, "coupling", 2, "DualPI2 coupling factor k for the check p_C = (p_L/k)²")
 	fs.StringArrayVar(&a.ingress, "ingress", nil, "capture `FILE` taken before the bottleneck (tcpdump); packets are matched with --egress (repeatable)")
@@ -94,7 +98,7 @@ func runAnalyze(env *cmdEnv, a *analyzeArgs, args []string) error {
 		if err != nil {
 			return err
 		}
-		files, err := res.WritePlots(a.plotDir, owner)
+		files, err := res.WritePlots(a.plotDir, a.plotFormat, owner)
 		if err != nil {
 			return fmt.Errorf("analyze: %w", err)
 		}
@@ -105,3 +109,6 @@ func runAnalyze(env *cmdEnv, a *analyzeArgs, args []string) error {
 	}
 	return nil
 }
+
+// plotFormatUsage is lab's and analyze's --plot-format.
+const plotFormatUsage = "plot file `formats`, comma-separated: png, svg or png,svg (each plot in each format)"

@@ -110,10 +110,21 @@ func TestAnalyzeCommand(t *testing.T) {
 	if _, err := runCLI(t, "", "analyze", "--plot", plots, capture); err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range []string{"up-marking.png", "up-sojourn.png"} {
+	for _, f := range []string{"up-marking.png", "up-sojourn.png", "up-marking.svg", "up-sojourn.svg"} {
 		if fi, err := os.Stat(filepath.Join(plots, f)); err != nil || fi.Size() == 0 {
 			t.Errorf("plot %s: %v", f, err)
 		}
+	}
+	svgOnly := filepath.Join(dir, "svg")
+	if _, err := runCLI(t, "", "analyze", "--plot", svgOnly, "--plot-format", "svg", capture); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(svgOnly, "up-marking.png")); err == nil {
+		t.Error("--plot-format svg wrote a PNG")
+	}
+	if _, err := runCLI(t, "", "analyze", "--plot", svgOnly, "--plot-format", "jpg", capture); err == nil ||
+		!strings.Contains(err.Error(), "plot-format") || !strings.Contains(err.Error(), "png,svg") {
+		t.Errorf("--plot-format jpg: %v, want an error naming the flag and the accepted forms", err)
 	}
 }
 

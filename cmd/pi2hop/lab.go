@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/pi2hop/pi2hop/internal/flagvalue"
+	"github.com/pi2hop/pi2hop/internal/plotfile"
 	"github.com/pi2hop/pi2hop/invoker"
 	"github.com/spf13/pflag"
 
@@ -49,6 +50,7 @@ type labArgs struct {
 	windows     []string
 	capture     *captureFlags
 	cpuLatency  flagvalue.CPULatency
+	plotFormat  plotfile.Formats
 }
 
 func labFlags(fs *pflag.FlagSet) func(ctx context.Context, env *cmdEnv, args []string) error {
@@ -69,7 +71,7 @@ func labFlags(fs *pflag.FlagSet) func(ctx context.Context, env *cmdEnv, args []s
 		if err != nil {
 			return err
 		}
-		return runLab(ctx, env, a.name, cfg, a.out, a.capture, a.cpuLatency.D)
+		return runLab(ctx, env, a.name, cfg, a.out, a.plotFormat, a.capture, a.cpuLatency.D)
 	}
 }
 
@@ -94,6 +96,8 @@ func addLabFlags(fs *pflag.FlagSet) *labArgs {
 	fs.DurationSliceVar(&a.rtts, "rtts", nil, "bdp: comma-separated RTTs, one run per RTT and window (default 15ms,50ms,120ms)")
 	fs.StringSliceVar(&a.windows, "windows", nil, "bdp: comma-separated receiver windows in tc size units (default 17520,6553500)")
 	fs.Var(&a.cpuLatency, "cpu-latency", cpuLatencyUsage)
+	a.plotFormat = plotfile.DefaultFormats
+	fs.Var(&a.plotFormat, "plot-format", plotFormatUsage)
 	a.capture = addCaptureFlags(fs)
 	// The usage texts name each scenario's default; pflag's own "(default
 	// 0s)" would contradict them.
@@ -179,7 +183,7 @@ const defaultLab = "lab"
 // lab left), the capture (one for the whole lab: each run's taps are
 // named after it, l4s.up-in, classic.up-out, ..., so analyze reports the
 // runs apart) and the teardown order; testbed builds a hop per run.
-func runLab(ctx context.Context, env *cmdEnv, name string, cfg testbed.Config, out string, cf *captureFlags, cpuLatency time.Duration) error {
+func runLab(ctx context.Context, env *cmdEnv, name string, cfg testbed.Config, out string, formats plotfile.Formats, cf *captureFlags, cpuLatency time.Duration) error {
 	if out == "" {
 		out = fmt.Sprintf("pi2hop-lab-%s-%s", cfg.Scenario, time.Now().Format("20060102-150405"))
 	}
@@ -219,7 +223,7 @@ func runLab(ctx context.Context, env *cmdEnv, name string, cfg testbed.Config, o
 		}
 		return fmt.Errorf("lab %s: %w", cfg.Scenario, err)
 	}
-	if err := rep.Write(out, owner); err != nil {
+	if err := rep.Write(out, formats, owner); err != nil {
 		return fmt.Errorf("lab %s: writing the report: %w", cfg.Scenario, err)
 	}
 	fmt.Fprintln(env.stdout)

@@ -128,8 +128,10 @@ func runLabCLI(t *testing.T, ctx context.Context, args ...string) *report.Report
 	}
 	for _, p := range rep.Plots {
 		b, err := os.ReadFile(filepath.Join(dir, p))
-		if err != nil || !bytes.HasPrefix(b, []byte("\x89PNG\r\n\x1a\n")) {
-			t.Errorf("plot %s missing or not a PNG (err %v)", p, err)
+		ok := err == nil && (filepath.Ext(p) == ".png" && bytes.HasPrefix(b, []byte("\x89PNG\r\n\x1a\n")) ||
+			filepath.Ext(p) == ".svg" && bytes.Contains(b[:min(len(b), 512)], []byte("<svg")))
+		if !ok {
+			t.Errorf("plot %s missing or not what its name says (err %v)", p, err)
 		}
 	}
 	t.Logf("lab %q:\n%s", args, stdout.String())
@@ -167,7 +169,7 @@ func TestLabScenarios(t *testing.T) {
 		gap      string
 		gapCheck func(rep *report.Report) error
 	}{
-		{scenario: "l4s-demo", runs: 3, plots: []string{"rtt_cdf.png", "fps.png", "queue_delay_dualpi2-l4s.png", "throughput_fifo-classic.png"}},
+		{scenario: "l4s-demo", runs: 3, plots: []string{"rtt_cdf.png", "rtt_ccdf.png", "rtt_ccdf.svg", "sojourn_ccdf.svg", "fps.png", "queue_delay_dualpi2-l4s.png", "throughput_fifo-classic.svg"}},
 		{scenario: "coexist", args: []string{"--repeat", "2"}, runs: 1, plots: []string{"rtt_cdf.png", "queue_delay_coexist.png", "throughput_coexist.png"}},
 		{scenario: "bdp", runs: 6, plots: []string{"bdp.png"}},
 		{scenario: "prague", runs: 1, plots: []string{"queue_delay_prague.png"}, gap: "Prague utilisation ≥ 97 %", gapCheck: pragueUtilGap},
