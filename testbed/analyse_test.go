@@ -179,3 +179,67 @@ func TestLossAfter(t *testing.T) {
 		t.Errorf("lossAfter clamps to 0, got %d %d", lost, got)
 	}
 }
+
+// TestPerSecond: receiver intervals resampled into one-second bins of the
+// run, whole seconds of the traffic time only. Bits per bin worked by hand.
+func TestPerSecond(t *testing.T) {
+	iv := func(end, dur, bps float64) flow.Interval { return flow.Interval{T: end, Dur: dur, GoodputBps: bps} }
+	for _, tt := range []struct {
+		name string
+		ivs  []flow.Interval
+		to   time.Duration
+		want []float64
+	}{
+		// The receivers' drain after the senders stop: [2, 2.3) s carries
+		// a few bytes and lies past the 2 s of traffic, so it is no bin.
+		{"drain tail left out", []flow.Interval{iv(1, 1, 8e6), iv(2, 1, 8e6), iv(2.3, 0.3, 1e5)}, 2 * time.Second, []float64{8e6, 8e6}},
+		// An interval over [0.5, 1.5) at 4 Mbit/s: half of its 4 Mbit in
+		// each bin, beside [0, 0.5) at 2 Mbit/s and [1.5, 2) at 6 Mbit/s.
+		{"straddling interval", []flow.Interval{iv(0.5, 0.5, 2e6), iv(1.5, 1, 4e6), iv(2, 0.5, 6e6)}, 2 * time.Second, []float64{1e6 + 2e6, 2e6 + 3e6}},
+		// A partial last second of traffic is not a bin.
+		{"partial last second", []flow.Interval{iv(1, 1, 8e6), iv(2, 1, 8e6)}, 1500 * time.Millisecond, []float64{8e6}},
+		{"no traffic time", []flow.Interval{iv(1, 1, 8e6)}, 0, nil},
+	} {
+		got := perSecond(tt.ivs, tt.to)
+		if len(got) != len(tt.want) {
+			t.Errorf("%s: %v, want %v", tt.name, got, tt.want)
+			continue
+		}
+		for k := range got {
+			if math.Abs(got[k]-tt.want[k]) > 1e-6 {
+				t.Errorf("%s: bin %d = %g, want %g", tt.name, k, got[k], tt.want[k])
+			}
+		}
+	}
+}
+
+// TestHistCurve: 1000 sojourns of 1 µs .. 1000 µs. The curve's shares
+// are rank/N, its values the bucket bounds of those ranks, and it ends on
+// the largest sample (share 1), so the CCDF reaches 1/N.
+func TestHistCurve(t *testing.T) {
+	var h hop.Histogram
+	for i := 1; i <= 1000; i++ {
+		h.Add(int64(i) * 1000)
+	}
+	d := histCurve(&h)
+	if d.N != 1000 || len(d.Ms) != len(d.Share) || len(d.Ms) < 400 {
+		t.Fatalf("N %d, %d values, %d shares: want N 1000 and at least 400 points", d.N, len(d.Ms), len(d.Share))
+	}
+	last := len(d.Ms) - 1
+	if d.Share[last] != 1 || d.Ms[last] < 1 || d.Ms[last] > 1.016 {
+		t.Errorf("last point (%g ms, %g), want the largest sample, 1 ms within a bucket (1.6 %%), share 1", d.Ms[last], d.Share[last])
+	}
+	// Rank 999 is in the curve (20 points a decade towards the top).
+	found := false
+	for i := range d.Share {
+		if d.Share[i] == 0.999 {
+			found = d.Ms[i] >= 0.999 && d.Ms[i] <= 0.999*1.016
+		}
+		if i > 0 && (d.Ms[i] < d.Ms[i-1] || d.Share[i] <= d.Share[i-1]) {
+			t.Fatalf("point %d (%g, %g) after (%g, %g): not ascending", i, d.Ms[i], d.Share[i], d.Ms[i-1], d.Share[i-1])
+		}
+	}
+	if !found {
+		t.Error("no point at rank 999 with a value within its bucket of 0.999 ms")
+	}
+}

@@ -1,8 +1,11 @@
 package testbed
 
 import (
+	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/pi2hop/pi2hop/testbed/report"
 )
 
 func TestNotes(t *testing.T) {
@@ -26,4 +29,38 @@ func TestNotes(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestNotesCitePublicSources: what a report says about its figures cites
+// sources a reader can look up, never the project's internal notes.
+func TestNotesCitePublicSources(t *testing.T) {
+	internal := regexp.MustCompile(`seed[ -]?0\d\d|issue \d|\.md\b|§`)
+	for _, name := range ScenarioNames() {
+		c, err := Config{Scenario: name}.Resolve()
+		if err != nil {
+			t.Fatal(err)
+		}
+		texts := notes(c)
+		texts = append(texts, appleComparison(&report.Report{}).Notes...)
+		for _, s := range texts {
+			if m := internal.FindString(s); m != "" {
+				t.Errorf("%s: a note cites %q: %s", name, m, s)
+			}
+		}
+	}
+	all := strings.Join(append(notes(Config{Scenario: "bdp"}.mustResolve(t)), appleComparison(&report.Report{}).Notes...), "\n")
+	for _, want := range []string{"WWDC23 session \"Reduce network delays with L4S\"", "Cisco's technical note"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("notes lack %q", want)
+		}
+	}
+}
+
+func (c Config) mustResolve(t *testing.T) Config {
+	t.Helper()
+	r, err := c.Resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }
