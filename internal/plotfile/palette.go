@@ -78,9 +78,13 @@ var dashes = [][]vg.Length{
 	{vg.Points(12), vg.Points(3)},
 	{vg.Points(6), vg.Points(2), vg.Points(1.5), vg.Points(2), vg.Points(1.5), vg.Points(2)},
 	{vg.Points(1.5), vg.Points(5)},
+	{vg.Points(10), vg.Points(2), vg.Points(3), vg.Points(2)},
+	{vg.Points(4), vg.Points(1.5), vg.Points(1.5), vg.Points(1.5), vg.Points(1.5), vg.Points(1.5)},
+	{vg.Points(2), vg.Points(4), vg.Points(8), vg.Points(4)},
+	{vg.Points(16), vg.Points(4), vg.Points(4), vg.Points(4)},
 }
 
-// Dashes is the i-th line style (0 solid); they repeat after eight.
+// Dashes is the i-th line style (0 solid); they repeat after twelve.
 func Dashes(i int) []vg.Length {
 	return dashes[((i%len(dashes))+len(dashes))%len(dashes)]
 }

@@ -288,13 +288,17 @@ func (r *Report) sojournDist(styles []int, ccdf bool) (*chart, bool) {
 }
 
 // timeAxis sets a time plot's x axis to the run's traffic time, seconds
-// since its start, with the warm-up shaded.
+// since its start, with the warm-up shaded, and its y axis from 0 to a
+// little above the largest value, so a line at the maximum is not hidden
+// in the frame.
 func timeAxis(p *plot.Plot, durationS, warmupS float64) {
 	plotfile.ShadeWarmup(p, warmupS)
 	p.X.Min = 0
 	if durationS > 0 {
 		p.X.Max = durationS
 	}
+	p.Y.Min = 0
+	p.Y.Max *= 1.08
 }
 
 // timeLabel is every time plot's x axis label.
@@ -316,7 +320,6 @@ func (r *Report) fpsPlot(styles []int) (*chart, bool) {
 		_ = c.line(run.Title, plotfile.ClassOfECN(run.Call.ECN), styles[i], pts)
 	}
 	timeAxis(c.p, dur, warm)
-	c.p.Y.Min = 0
 	return c, len(c.series) > 0
 }
 
@@ -353,7 +356,6 @@ func queueDelayPlot(run *Run, style int) (*chart, bool) {
 	timeAxis(c.p, run.DurationS, run.WarmupS)
 	// The scale is the measured time's: slow start's overshoot in the
 	// warm-up would squash it, so it is cut off at the top.
-	c.p.Y.Min = 0
 	if top > 0 {
 		c.p.Y.Max = top * 1.1
 	}
@@ -384,7 +386,6 @@ func throughputPlot(run *Run) (*chart, bool) {
 		}
 	}
 	timeAxis(c.p, run.DurationS, run.WarmupS)
-	c.p.Y.Min = 0
 	return c, len(c.series) > 0
 }
 
