@@ -368,6 +368,7 @@ func (d *dirAcc) result(a *Analyzer, start int64) *DirectionResult {
 			cr.DropFraction = float64(cr.Dropped) / float64(cr.Sent+cr.Dropped)
 		}
 		cr.Sojourn = c.sojourn.all.percentiles()
+		cr.sojournDist = c.sojourn.all.curve()
 		cr.Transit = c.transit.percentiles()
 		r.Classes = append(r.Classes, &cr)
 	}

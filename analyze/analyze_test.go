@@ -273,17 +273,18 @@ func TestWritePlots(t *testing.T) {
 		formats plotfile.Formats
 		want    []string
 	}{
-		{nil, []string{"up-marking.png", "up-marking.svg", "up-sojourn.png", "up-sojourn.svg"}},
-		{plotfile.Formats{"svg"}, []string{"up-marking.svg", "up-sojourn.svg"}},
+		// The scenario's sojourns are all up: down has no CCDF.
+		{nil, []string{"up-marking.png", "up-marking.svg", "up-sojourn.png", "up-sojourn.svg", "up-sojourn-ccdf.png",
+			"up-sojourn-ccdf.svg", "down-marking.png", "down-marking.svg", "down-sojourn.png", "down-sojourn.svg"}},
+		{plotfile.Formats{"svg"}, []string{"up-marking.svg", "up-sojourn.svg", "up-sojourn-ccdf.svg", "down-marking.svg", "down-sojourn.svg"}},
 	} {
 		dir := filepath.Join(t.TempDir(), "plots")
 		files, err := res.WritePlots(dir, tt.formats, invoker.User{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		// Two plots per direction, each in every format.
-		if len(files) != 2*len(tt.want) {
-			t.Errorf("formats %v: plots %v, want %d", tt.formats, files, 2*len(tt.want))
+		if len(files) != len(tt.want) {
+			t.Errorf("formats %v: plots %v, want %v", tt.formats, files, tt.want)
 		}
 		for _, w := range tt.want {
 			if !slices.Contains(files, filepath.Join(dir, w)) {

@@ -20,11 +20,12 @@ var (
 	colourC = plotfile.Classic
 )
 
-// WritePlots draws two plots per direction into dir (made for owner if
-// it does not exist), each in every one of formats (nil:
+// WritePlots draws two or three plots per direction into dir (made for
+// owner if it does not exist), each in every one of formats (nil:
 // plotfile.DefaultFormats): <direction>-marking (mark and drop fraction
-// per bin, per queue) and <direction>-sojourn (sojourn p50 and p99 per
-// bin, per queue), each a new file of owner's. A direction's name becomes
+// per bin, per queue), <direction>-sojourn (sojourn p50 and p99 per bin,
+// per queue) and, when the capture carries sojourns, <direction>-sojourn-ccdf
+// (each queue's sojourn CCDF on a log axis), each a new file of owner's. A direction's name becomes
 // one path element of the file name, whatever it holds. It returns the
 // files written.
 func (r *Result) WritePlots(dir string, formats plotfile.Formats, owner invoker.User) ([]string, error) {
@@ -63,8 +64,45 @@ func (r *Result) WritePlots(dir string, formats plotfile.Formats, owner invoker.
 				return files, err
 			}
 		}
+		written, err := drawSojournCCDF(filepath.Join(dir, base+"-sojourn-ccdf"), formats, owner, d)
+		files = append(files, written...)
+		if err != nil {
+			return files, err
+		}
 	}
 	return files, nil
+}
+
+// drawSojournCCDF draws each queue's sojourn CCDF, the share of packets
+// that waited at least x, down to one packet; nothing without sojourns.
+func drawSojournCCDF(base string, formats plotfile.Formats, owner invoker.User, d *DirectionResult) ([]string, error) {
+	p := plotfile.New(d.Name+": queue sojourn, CCDF (tail on a log axis)", "sojourn (ms)", "fraction of packets ≥ x")
+	smallest, lines := 1.0, 0
+	for _, c := range d.Classes {
+		sd := c.sojournDist
+		pts := plotfile.DistPoints(sd.ms, sd.share, sd.n, true)
+		if len(pts) == 0 {
+			continue
+		}
+		line, err := plotter.NewLine(pts)
+		if err != nil {
+			return nil, fmt.Errorf("plot %s: %w", base, err)
+		}
+		class, name := plotfile.Classic, "C queue"
+		if c.Class == "L" {
+			class, name = plotfile.L4S, "L queue"
+		}
+		plotfile.Style(&line.LineStyle, class, 0)
+		p.Add(line)
+		p.Legend.Add(name, line)
+		smallest = min(smallest, 1/float64(sd.n))
+		lines++
+	}
+	if lines == 0 {
+		return nil, nil
+	}
+	plotfile.DistAxis(p, true, smallest)
+	return plotfile.Save(p, 20*vg.Centimeter, 10*vg.Centimeter, base, formats, owner)
 }
 
 // series is one line: the value of a bin, and whether the bin has one.

@@ -100,6 +100,8 @@ type ClassResult struct {
 	// serialisation plus delay for hop taps).
 	Sojourn Percentiles `json:"sojourn"`
 	Transit Percentiles `json:"transit"`
+	// sojournDist is Sojourn's whole distribution, for the CCDF plot.
+	sojournDist dist
 }
 
 // Percentiles summarise a set of durations, in ms.

@@ -2,6 +2,7 @@ package figure
 
 import (
 	"math"
+	"slices"
 	"testing"
 	"time"
 )
@@ -146,5 +147,33 @@ func TestFPSShares(t *testing.T) {
 		if g, z := FPSShares(tt.fps, 25); g != tt.good || z != tt.zero {
 			t.Errorf("FPSShares(%v, 25) = %v, %v, want %v, %v", tt.fps, g, z, tt.good, tt.zero)
 		}
+	}
+}
+
+// TestCurveRanks: 10 samples give every rank (the body's 0.25 % steps
+// round up to each); 10⁶ samples give rank n, n−1 (the top decade's
+// steps from 10 down to 1 reach 1) and n−9 (m = 10), and no rank twice.
+func TestCurveRanks(t *testing.T) {
+	if got := CurveRanks(10); !slices.Equal(got, []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}) {
+		t.Errorf("CurveRanks(10) = %v, want 1..10", got)
+	}
+	if got := CurveRanks(0); got != nil {
+		t.Errorf("CurveRanks(0) = %v, want none", got)
+	}
+	const n = 1_000_000
+	rs := CurveRanks(n)
+	for _, want := range []int{n, n - 1, n - 9, 2500} {
+		if !slices.Contains(rs, want) {
+			t.Errorf("CurveRanks(%d) lacks rank %d", n, want)
+		}
+	}
+	for i := 1; i < len(rs); i++ {
+		if rs[i] <= rs[i-1] {
+			t.Fatalf("ranks not strictly ascending at %d: %d after %d", i, rs[i], rs[i-1])
+		}
+	}
+	// 400 body ranks and about 20 a decade over six decades.
+	if len(rs) < 400 || len(rs) > 400+20*6+10 {
+		t.Errorf("%d ranks, want about 520", len(rs))
 	}
 }

@@ -97,3 +97,27 @@ func CDF(xs []float64) (x, share []float64) {
 	}
 	return x, share
 }
+
+// CurveRanks are the ranks (1..n, ascending) at which a distribution
+// kept as counts (a histogram, a sketch) is drawn: every 0.25 % of the
+// samples in the body and, towards the largest, ranks whose distance
+// from the top shrinks by 10^(1/20) a step, so a CCDF on a log axis gets
+// about 20 points a decade, down to the largest sample (rank n).
+func CurveRanks(n int) []int {
+	if n <= 0 {
+		return nil
+	}
+	seen := map[int]bool{n: true}
+	for j := 1; j <= 400; j++ {
+		seen[Rank(n, float64(j)/400)] = true
+	}
+	for m := float64(n); m >= 1; m /= math.Pow(10, 0.05) {
+		seen[n-int(m)+1] = true
+	}
+	rs := make([]int, 0, len(seen))
+	for r := range seen {
+		rs = append(rs, r)
+	}
+	slices.Sort(rs)
+	return rs
+}

@@ -2,7 +2,6 @@ package testbed
 
 import (
 	"math"
-	"sort"
 	"time"
 
 	"github.com/pi2hop/pi2hop/aqm"
@@ -169,29 +168,11 @@ func histDist(h *hop.Histogram) figure.Summary {
 }
 
 // histCurve is a sojourn histogram's distribution as the plots draw it,
-// in ms: the bucket bound of the sample of each of a set of ranks, every
-// 0.25 % of the samples in the body and, towards the largest, ranks
-// whose distance from the top shrinks by 10^(1/20) a step, so a CCDF on
-// a log axis gets 20 points a decade down to the largest sample.
+// in ms: the bucket bound of the sample of each of figure.CurveRanks.
 func histCurve(h *hop.Histogram) report.Dist {
 	n := int(min(h.Total, math.MaxInt))
-	if n == 0 {
-		return report.Dist{}
-	}
-	ranks := map[int]bool{n: true}
-	for j := 1; j <= 400; j++ {
-		ranks[figure.Rank(n, float64(j)/400)] = true
-	}
-	for m := float64(n); m >= 1; m /= math.Pow(10, 0.05) {
-		ranks[n-int(m)+1] = true
-	}
-	rs := make([]int, 0, len(ranks))
-	for r := range ranks {
-		rs = append(rs, r)
-	}
-	sort.Ints(rs)
 	d := report.Dist{N: n}
-	for _, r := range rs {
+	for _, r := range figure.CurveRanks(n) {
 		q := float64(r) / float64(n)
 		d.Ms = append(d.Ms, figure.Ms(time.Duration(h.Quantile(q))))
 		d.Share = append(d.Share, q)

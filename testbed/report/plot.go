@@ -2,7 +2,6 @@ package report
 
 import (
 	"fmt"
-	"math"
 	"path/filepath"
 	"sort"
 
@@ -21,15 +20,6 @@ import (
 const (
 	plotW = 16 * vg.Centimeter
 	plotH = 9 * vg.Centimeter
-)
-
-// maxCDFPoints bounds the points drawn per distribution line in its body;
-// a call gives tens of thousands of RTT samples and the curve looks the
-// same with fewer. The tail (tailPoints largest samples) is drawn whole:
-// on a CCDF's log axis every one of them shows.
-const (
-	maxCDFPoints = 2000
-	tailPoints   = 1000
 )
 
 // chart is one plot and what its series stand for, so a test can check
@@ -197,43 +187,6 @@ func sortedKeys[V any](m map[string]V) []string {
 	return ks
 }
 
-// distPoints turns an empirical distribution, xs ascending with share[i]
-// = r/n the fraction of the n samples at or below xs[i] (the sample of
-// rank r), into the points of its CDF or, with ccdf, of its CCDF: the
-// fraction at or above xs[i], (n - r + 1)/n, which ends at 1/n on the
-// largest sample, so a log axis shows the tail down to one sample. The
-// body is thinned to maxCDFPoints; the tail is kept whole.
-func distPoints(xs, share []float64, n int, ccdf bool) plotter.XYs {
-	if len(xs) == 0 || n <= 0 {
-		return nil
-	}
-	step := max(1, len(xs)/maxCDFPoints)
-	var pts plotter.XYs
-	for i := range xs {
-		if i%step != 0 && i < len(xs)-tailPoints && i != len(xs)-1 {
-			continue
-		}
-		y := share[i]
-		if ccdf {
-			y = math.Max(1-share[i]+1/float64(n), 1/float64(n))
-		}
-		pts = append(pts, plotter.XY{X: xs[i], Y: y})
-	}
-	return pts
-}
-
-// distAxes sets a distribution plot's y axis: linear 0..1 for a CDF, log
-// from just below the smallest share drawn to 1 for a CCDF.
-func distAxes(p *plot.Plot, ccdf bool, smallest float64) {
-	if !ccdf {
-		p.Y.Min, p.Y.Max = 0, 1
-		return
-	}
-	p.Y.Scale = plot.LogScale{}
-	p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
-	p.Y.Min, p.Y.Max = math.Pow(10, math.Floor(math.Log10(smallest))), 1
-}
-
 func distTitle(what string, ccdf bool) (title, y, suffix string) {
 	if ccdf {
 		return what + ", CCDF (tail on a log axis)", "fraction of samples ≥ x", "_ccdf"
@@ -249,7 +202,7 @@ func (r *Report) rttDist(styles []int, ccdf bool) (*chart, bool) {
 	for i, run := range r.Runs {
 		for _, label := range sortedKeys(run.RTTMs) {
 			xs, fs := figure.CDF(run.RTTMs[label])
-			pts := distPoints(xs, fs, len(xs), ccdf)
+			pts := plotfile.DistPoints(xs, fs, len(xs), ccdf)
 			if len(pts) == 0 {
 				continue
 			}
@@ -262,7 +215,7 @@ func (r *Report) rttDist(styles []int, ccdf bool) (*chart, bool) {
 			}
 		}
 	}
-	distAxes(c.p, ccdf, smallest)
+	plotfile.DistAxis(c.p, ccdf, smallest)
 	return c, len(c.series) > 0
 }
 
@@ -274,7 +227,7 @@ func (r *Report) sojournDist(styles []int, ccdf bool) (*chart, bool) {
 	for i, run := range r.Runs {
 		for _, q := range sortedKeys(run.SojournDist) {
 			d := run.SojournDist[q]
-			pts := distPoints(d.Ms, d.Share, d.N, ccdf)
+			pts := plotfile.DistPoints(d.Ms, d.Share, d.N, ccdf)
 			if len(pts) == 0 {
 				continue
 			}
@@ -283,7 +236,7 @@ func (r *Report) sojournDist(styles []int, ccdf bool) (*chart, bool) {
 			}
 		}
 	}
-	distAxes(c.p, ccdf, smallest)
+	plotfile.DistAxis(c.p, ccdf, smallest)
 	return c, len(c.series) > 0
 }
 
