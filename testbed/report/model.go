@@ -1,6 +1,6 @@
 // Package report holds what a lab run measured and writes it out:
 // report.json (every figure, the full configuration, versions), report.md
-// (the tables) and PNG plots, plus the summary printed on the terminal.
+// (the tables) and plots (PNG, SVG), plus the summary printed on the terminal.
 //
 // The model is plain data: the testbed fills it in, this package only
 // renders it, so a report read back from JSON renders the same tables.
