@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -299,6 +300,19 @@ func TestWritePlots(t *testing.T) {
 			png, svg := bytes.HasPrefix(b, []byte("\x89PNG")), bytes.Contains(b[:min(len(b), 512)], []byte("<svg"))
 			if (filepath.Ext(f) == ".png" && !png) || (filepath.Ext(f) == ".svg" && !svg) {
 				t.Errorf("%s is not what its name says", f)
+			}
+			// Series strokes are the lab report's class colours (L4S
+			// blue, Classic vermillion); black and grey are axes and grid.
+			if svg && strings.HasPrefix(filepath.Base(f), "up-") {
+				strokes := map[string]bool{}
+				for _, m := range regexp.MustCompile(`stroke:(#[0-9A-Fa-f]{6})`).FindAllStringSubmatch(string(b), -1) {
+					strokes[strings.ToUpper(m[1])] = true
+				}
+				delete(strokes, "#000000")
+				delete(strokes, "#808080")
+				if len(strokes) != 2 || !strokes["#0072B2"] || !strokes["#D55E00"] {
+					t.Errorf("%s: series strokes %v, want #0072B2 (L) and #D55E00 (C)", f, strokes)
+				}
 			}
 		}
 	}

@@ -2,6 +2,7 @@ package testbed
 
 import (
 	"math"
+	"slices"
 	"testing"
 	"time"
 
@@ -134,6 +135,29 @@ func TestAnalyseCall(t *testing.T) {
 		}
 		if l := run.Series.QueueDelayMs["L"][i]; c < want || c > want*1.016 || l < 1 || l > 1.016 {
 			t.Errorf("queue delay at %v s: C %v L %v ms, want about %v and 1", run.Series.QueueT[i], c, l, want)
+		}
+	}
+	// The plots' series cover the whole run, warm-up included: frames
+	// every 33 ms give 31 in [0, 1) s (0 … 990 ms); from 5 s on the
+	// windows are the call's figures'.
+	if fps := run.Series.FPS; len(fps) != 10 || fps[0] != 31 || !slices.Equal(fps[5:], c.FPS) {
+		t.Errorf("fps series %v, want 10 windows from 0 s, 31 frames in the first, the call's %v from 5 s", fps, c.FPS)
+	}
+	for label, want := range map[string][]float64{
+		"call":   {1e6, 1e6, 1e6, 1e6, 1e6, 1e6, 1e6, 1e6, 1e6, 1e6},
+		"bulk-1": {1e6, 1e6, 1e6, 1e6, 1e6, 8e6, 8e6, 8e6, 8e6, 8e6},
+	} {
+		if got := run.Series.Throughput[label]; !slices.Equal(got, want) {
+			t.Errorf("%s throughput series %v, want %v", label, got, want)
+		}
+	}
+	// The sojourn distributions are the measured time's: 500 packets a
+	// queue, C all at 10 ms (its 30 ms warm-up left out).
+	for q, want := range map[string]float64{"L": 1, "C": 10} {
+		d := run.SojournDist[q]
+		if d.N != 500 || len(d.Ms) == 0 || d.Ms[0] < want || d.Ms[len(d.Ms)-1] > want*1.016 || d.Share[len(d.Share)-1] != 1 {
+			t.Errorf("%s sojourn distribution: N %d, %d points, %v..%v ms; want 500 samples all about %v ms", q, d.N, len(d.Ms),
+				d.Ms[:min(1, len(d.Ms))], d.Ms[max(0, len(d.Ms)-1):], want)
 		}
 	}
 	if run.Fairness != nil {
