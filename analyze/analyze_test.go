@@ -313,6 +313,17 @@ func TestWritePlots(t *testing.T) {
 				if len(strokes) != 2 || !strokes["#0072B2"] || !strokes["#D55E00"] {
 					t.Errorf("%s: series strokes %v, want #0072B2 (L) and #D55E00 (C)", f, strokes)
 				}
+				// Each legend entry is its line's thumbnail, then its text.
+				legend := regexp.MustCompile(`stroke:(#[0-9A-Fa-f]{6})[^"]*" />\s*<text[^>]*>([LC]) `)
+				entries := legend.FindAllStringSubmatch(string(b), -1)
+				if len(entries) < 2 {
+					t.Errorf("%s: %d legend entries of L and C, want 2 or more", f, len(entries))
+				}
+				for _, m := range entries {
+					if want := map[string]string{"L": "#0072B2", "C": "#D55E00"}[m[2]]; strings.ToUpper(m[1]) != want {
+						t.Errorf("%s: %s series drawn in %s, want %s", f, m[2], m[1], want)
+					}
+				}
 			}
 		}
 	}
