@@ -178,6 +178,15 @@ func queueClass(run *Run, name string) plotfile.Class {
 	return plotfile.Other
 }
 
+// queueName names run's queue in a legend: a FIFO's one queue is no C
+// queue.
+func queueName(run *Run, name string) string {
+	if run.AQM == "fifo" {
+		return "FIFO queue"
+	}
+	return name + " queue"
+}
+
 func sortedKeys[V any](m map[string]V) []string {
 	ks := make([]string, 0, len(m))
 	for k := range m {
@@ -231,7 +240,7 @@ func (r *Report) sojournDist(styles []int, ccdf bool) (*chart, bool) {
 			if len(pts) == 0 {
 				continue
 			}
-			if c.line(run.Title+": "+q+" queue", queueClass(&run, q), styles[i], pts) == nil {
+			if c.line(run.Title+": "+queueName(&run, q), queueClass(&run, q), styles[i], pts) == nil {
 				smallest = min(smallest, 1/float64(d.N))
 			}
 		}
@@ -303,7 +312,7 @@ func queueDelayPlot(run *Run, style int) (*chart, bool) {
 			}
 		}
 		if len(pts) > 0 {
-			_ = c.line(q+" queue", queueClass(run, q), style, pts)
+			_ = c.line(queueName(run, q), queueClass(run, q), style, pts)
 		}
 	}
 	timeAxis(c.p, run.DurationS, run.WarmupS)

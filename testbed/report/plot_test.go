@@ -67,7 +67,7 @@ func TestPlotsClassColours(t *testing.T) {
 		"rtt_ccdf.svg": {"DualPI2, call on L4S": l4s, "DualPI2, call classic": classic, "FIFO, call classic": classic},
 		"rtt_cdf.svg":  {"DualPI2, call on L4S": l4s, "DualPI2, call classic": classic, "FIFO, call classic": classic},
 		"sojourn_ccdf.svg": {"DualPI2, call on L4S: L queue": l4s, "DualPI2, call on L4S: C queue": classic,
-			"DualPI2, call classic: L queue": l4s, "DualPI2, call classic: C queue": classic, "FIFO, call classic: C queue": "other"},
+			"DualPI2, call classic: L queue": l4s, "DualPI2, call classic: C queue": classic, "FIFO, call classic: FIFO queue": "other"},
 		"fps.svg":                        {"DualPI2, call on L4S": l4s, "DualPI2, call classic": classic, "FIFO, call classic": classic},
 		"queue_delay_dualpi2-l4s.svg":    {"L queue": l4s, "C queue": classic},
 		"queue_delay_fifo-classic.svg":   {"C queue": "other"},
