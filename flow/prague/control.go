@@ -12,7 +12,7 @@ func (c *CC) ACK(now int64, fb Feedback) {
 	if fb.ErrorL4S && c.ecn == aqm.ECT1 {
 		// ECT(1) is bleached or re-marked on the path (RFC 9331 §4.3):
 		// L4S treatment is not available, so behave classic for good.
-		c.ecn = aqm.NotECT
+		c.FallBack()
 	}
 	if c.classic {
 		fb.CE = 0 // a loss-only response
@@ -46,6 +46,22 @@ func (c *CC) ACK(now int64, fb Feedback) {
 	c.window = c.rate * srtt
 	c.last = fb
 	c.derive()
+}
+
+// FallBack makes the flow Not-ECT for good with a loss-only response:
+// what a sender does once ECN validation fails (RFC 9000 §13.4.2) or the
+// receiver reports error_L4S. CE counted from here on, which only a
+// mangling path can produce for Not-ECT packets, is ignored.
+func (c *CC) FallBack() {
+	if c.classic {
+		return
+	}
+	c.ecn = aqm.NotECT
+	c.classic = true
+	// The CE response reads increases of the receiver's CE count, which a
+	// classic flow treats as zero: start the comparison from zero too, or
+	// the next ACK would count every earlier mark as an unmarked packet.
+	c.last.CE, c.alphaCE = 0, 0
 }
 
 // growthDelay is the number of vRTTs to wait after a CE reduction (and at

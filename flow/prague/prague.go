@@ -21,7 +21,9 @@
 //     most 250 µs, a packet window of W·1.03/size + 1 (derive);
 //   - pacing at rate·1.03 for the first half of each vRTT after an alpha
 //     update and rate/1.03 for the second half;
-//   - ECT(1) until the receiver reports error_L4S, then Not-ECT for good.
+//   - ECT(1) until the receiver reports error_L4S or the sender's ECN
+//     validation fails (Validator, RFC 9000 §13.4.2), then Not-ECT for
+//     good with a loss-only response (FallBack).
 //
 // Rates are bytes per second, windows bytes, times microseconds.
 package prague

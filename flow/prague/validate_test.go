@@ -1,0 +1,350 @@
+package prague
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/pi2hop/pi2hop/aqm"
+)
+
+// pathFault is what a faulty middlebox does to a packet sent with
+// codepoint sent that the path delivers as got (CE when a queue marked
+// it): the codepoint that arrives, or drop.
+type pathFault func(sent, got aqm.ECN) (aqm.ECN, bool)
+
+// The path faults of the ECN-fault issue, on one packet. ce-bleach restores
+// the codepoint the packet was sent with.
+var pathFaults = map[string]pathFault{
+	"none":   func(_, got aqm.ECN) (aqm.ECN, bool) { return got, false },
+	"bleach": func(_, _ aqm.ECN) (aqm.ECN, bool) { return aqm.NotECT, false },
+	// The whole ToS byte zeroed: to the ECN field the same as bleach.
+	"tos-zero": func(_, _ aqm.ECN) (aqm.ECN, bool) { return aqm.NotECT, false },
+	"ect1-to-ect0": func(_, got aqm.ECN) (aqm.ECN, bool) {
+		if got == aqm.ECT1 {
+			return aqm.ECT0, false
+		}
+		return got, false
+	},
+	"ect0-to-ect1": func(_, got aqm.ECN) (aqm.ECN, bool) {
+		if got == aqm.ECT0 {
+			return aqm.ECT1, false
+		}
+		return got, false
+	},
+	"ce-bleach": func(sent, got aqm.ECN) (aqm.ECN, bool) {
+		if got == aqm.CE {
+			return sent, false
+		}
+		return got, false
+	},
+	"mangle": func(_, got aqm.ECN) (aqm.ECN, bool) {
+		if got != aqm.NotECT {
+			return aqm.CE, false
+		}
+		return got, false
+	},
+	"drop-ect": func(_, got aqm.ECN) (aqm.ECN, bool) { return got, got != aqm.NotECT },
+}
+
+// valPath is the validation test's network: one packet a millisecond, a
+// 20 ms base RTT, an ACK per arrived packet (type 17: cumulative counts),
+// and before the fault a queue that may CE-mark (with its sojourn added
+// to the RTT) and lose packets at random.
+type valPath struct {
+	fault     pathFault
+	faultFrom int32 // first sequence number the fault applies to
+	// queue returns the sojourn (µs) of packet seq and whether the queue
+	// CE-marks it; nil: no queue.
+	queue func(seq int32) (int64, bool)
+	loss  float64
+	rng   *rand.Rand
+}
+
+type valResult struct {
+	failed      bool
+	reason      ECNReason
+	at          int64 // µs of the failure
+	firstFault  int64 // µs of the first feedback on a faulted packet (or, with none, -1)
+	sentECT     int64 // ECT packets sent
+	stallAt     int64 // µs of the stall, 0 if none
+	capableSeen bool
+}
+
+// runValidation sends n packets marked by v through p, feeding v the
+// feedback, and stalls it (as the sender's timeout) after 1 s without an
+// ACK.
+func runValidation(v *Validator, p valPath, n int32) valResult {
+	type ack struct {
+		at, rtt int64
+		seq     int32
+		fb      ECNFeedback
+	}
+	var (
+		acks   []ack
+		counts ECNCounts
+		recv   int64
+		lost   int64
+		next   int32 = 1 // receiver's next expected
+		r            = valResult{firstFault: -1}
+		lastFB int64
+	)
+	feed := func(upTo int64) {
+		for len(acks) > 0 && acks[0].at <= upTo {
+			a := acks[0]
+			acks = acks[1:]
+			v.RTT(a.rtt)
+			v.Acked(a.seq)
+			if a.seq >= p.faultFrom && r.firstFault < 0 {
+				r.firstFault = a.at
+			}
+			lastFB = a.at
+			if v.Feedback(a.at, a.fb) && !r.failed {
+				r.failed = true
+				r.reason, r.at = v.Failure()
+			}
+			if v.State() == ValidCapable {
+				r.capableSeen = true
+			}
+		}
+	}
+	for seq := int32(1); seq <= n; seq++ {
+		now := int64(seq) * 1000
+		feed(now)
+		if now-lastFB >= TimeoutAfter && r.stallAt == 0 && !r.failed {
+			v.Stalled()
+			r.stallAt, lastFB = now, now
+		}
+		sent := v.Send(seq)
+		if sent != aqm.NotECT {
+			r.sentECT++
+		}
+		got, soj := sent, int64(0)
+		if p.queue != nil {
+			var mark bool
+			soj, mark = p.queue(seq)
+			if mark && sent != aqm.NotECT {
+				got = aqm.CE
+			}
+		}
+		if p.loss > 0 && p.rng.Float64() < p.loss {
+			continue
+		}
+		if seq >= p.faultFrom {
+			var drop bool
+			if got, drop = p.fault(sent, got); drop {
+				continue
+			}
+		}
+		// The receiver (flow's ackState): gaps count as lost.
+		lost += int64(seq - next)
+		next = seq + 1
+		recv++
+		switch got {
+		case aqm.ECT0:
+			counts.ECT0++
+		case aqm.ECT1:
+			counts.ECT1++
+		case aqm.CE:
+			counts.CE++
+		}
+		rtt := 20000 + soj
+		acks = append(acks, ack{at: now + rtt, rtt: rtt, seq: seq,
+			fb: ECNFeedback{Received: recv, Lost: lost, Counts: counts, HasCounts: true}})
+	}
+	feed(int64(n)*1000 + 1e6)
+	return r
+}
+
+// stepQueue is a DualPI2 L queue under an L4S flow at the step: its
+// sojourn saws between 0.2 and 3.2 ms, 30 packets up and 30 down, and
+// the step marks every packet above 1 ms, which makes runs of some 45
+// packets all CE, 24 % left unmarked.
+func stepQueue(seq int32) (int64, bool) {
+	ph := int64(seq % 60)
+	if ph >= 30 {
+		ph = 60 - ph
+	}
+	soj := 200 + ph*100
+	return soj, soj > 1000
+}
+
+// For each fault, from the first packet and from packet 200 on (after the
+// path was validated), the validator's verdict, worked out from RFC 9000
+// §13.4.2 on the packets the fault touches (one packet a millisecond, a
+// 20 ms RTT, so packet s's ACK arrives at s+20 ms):
+//   - bleach, tos-zero: the first faulted packet's ACK counts it nowhere
+//     while the sender knows it arrived sent ECT(1): bleached, at that
+//     first feedback;
+//   - ect1-to-ect0: its ECT(0) count (1) exceeds the ECT(0) packets sent
+//     (0): re-marked, at the first feedback; ect0-to-ect1 the same for a
+//     sender of ECT(0);
+//   - mangle from the start: the first 10 test packets all CE, at the 10th
+//     ACK (30 ms); from packet 200: a run of all-CE ACKs at the minimum
+//     RTT without loss, complete after 2 smoothed RTTs (40 ms) from the
+//     first, at 260 ms;
+//   - drop-ect from the start: the 10 test packets lost, packet 11 (sent
+//     Not-ECT while their fate is unknown) arrives, its ACK at 31 ms;
+//     from packet 200: no ACK after 219 ms, the sender stalls 1 s later
+//     and re-tests with the packet it sends then, 1219 (ECT, lost), and
+//     1220 (Not-ECT, ACKed at 1240 ms), then with 1240 (sent as that ACK
+//     is read; lost) and 1241 (ACKed at 1261 ms);
+//   - ce-bleach and none: never (the counts are valid; a queue that marks
+//     would make ce-bleach's RTT rise, which the counts cannot show).
+func TestValidatorFaults(t *testing.T) {
+	tests := []struct {
+		fault  string
+		ecn    aqm.ECN // codepoint the sender validates
+		from   int32
+		reason ECNReason // ReasonNone: never fails
+		at     int64     // ms
+	}{
+		{"none", aqm.ECT1, 1, ReasonNone, 0},
+		{"bleach", aqm.ECT1, 1, ReasonBleached, 21},
+		{"bleach", aqm.ECT1, 200, ReasonBleached, 220},
+		{"tos-zero", aqm.ECT1, 1, ReasonBleached, 21},
+		{"tos-zero", aqm.ECT1, 200, ReasonBleached, 220},
+		{"ect1-to-ect0", aqm.ECT1, 1, ReasonRemarked, 21},
+		{"ect1-to-ect0", aqm.ECT1, 200, ReasonRemarked, 220},
+		{"ect0-to-ect1", aqm.ECT0, 1, ReasonRemarked, 21},
+		{"ect0-to-ect1", aqm.ECT0, 200, ReasonRemarked, 220},
+		{"ect0-to-ect1", aqm.ECT1, 1, ReasonNone, 0}, // an ECT(1) sender's packets are untouched
+		{"mangle", aqm.ECT1, 1, ReasonMangled, 30},
+		{"mangle", aqm.ECT1, 200, ReasonMangled, 260},
+		{"drop-ect", aqm.ECT1, 1, ReasonECTDropped, 31},
+		{"drop-ect", aqm.ECT1, 200, ReasonECTDropped, 1261},
+		{"ce-bleach", aqm.ECT1, 1, ReasonNone, 0},
+	}
+	for _, tt := range tests {
+		v := NewValidator(tt.ecn)
+		r := runValidation(v, valPath{fault: pathFaults[tt.fault], faultFrom: tt.from}, 3000)
+		name := tt.fault
+		if r.reason != tt.reason || r.at != tt.at*1000 {
+			t.Errorf("%s from packet %d, sender %v: failed %v, reason %q at %.1f ms; want %q at %d ms",
+				name, tt.from, tt.ecn, r.failed, r.reason, float64(r.at)/1000, tt.reason, tt.at)
+			continue
+		}
+		if tt.reason == ReasonNone {
+			if v.State() != ValidCapable {
+				t.Errorf("%s: state %v at the end, want capable", name, v.State())
+			}
+			continue
+		}
+		if tt.from > 1 && tt.reason != ReasonECTDropped {
+			// Within 3 RTTs of the first feedback on a faulted packet.
+			if d := r.at - r.firstFault; d > 3*20000 {
+				t.Errorf("%s from packet %d: detected %.1f ms after the first affected feedback, want within 3 RTTs (60 ms)", name, tt.from, float64(d)/1000)
+			}
+		}
+		if tt.from > 1 && !r.capableSeen {
+			t.Errorf("%s from packet %d: never validated before the fault", name, tt.from)
+		}
+		// After the failure, Not-ECT for good.
+		for seq := int32(5000); seq < 5010; seq++ {
+			if e := v.Send(seq); e != aqm.NotECT {
+				t.Fatalf("%s: packet sent %v after failing, want Not-ECT", name, e)
+			}
+		}
+	}
+}
+
+// Congestion is not a fault: under DualPI2's step marking (runs of 45
+// packets all CE, with the queue in their RTT), with random loss of 1 %
+// and 5 % besides, and CE bleaching after such a queue, the validator
+// never fails over 60 s of packets.
+func TestValidatorCongestionIsNoFault(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		fault string
+		loss  float64
+	}{
+		{"step marking", "none", 0},
+		{"step marking, 1% loss", "none", 0.01},
+		{"step marking, 5% loss", "none", 0.05},
+		{"random loss 5%, no queue", "none", 0.05},
+		{"step marking, CE bleached after the queue", "ce-bleach", 0.01},
+	} {
+		p := valPath{fault: pathFaults[tt.fault], faultFrom: 1, queue: stepQueue, loss: tt.loss, rng: rand.New(rand.NewPCG(7, 11))}
+		if tt.name == "random loss 5%, no queue" {
+			p.queue = nil
+		}
+		v := NewValidator(aqm.ECT1)
+		r := runValidation(v, p, 60000)
+		if r.failed || v.State() != ValidCapable {
+			t.Errorf("%s: failed %v (%q at %.1f ms), state %v; want capable throughout", tt.name, r.failed, r.reason, float64(r.at)/1000, v.State())
+		}
+	}
+}
+
+// All CE with the RTT at its minimum and no loss is mangling; all CE with
+// a queue in the RTT (step marking above 1 ms of sojourn) is not, and
+// neither is all CE with loss (DualPI2 in overload drops too).
+func TestValidatorMangleNeedsBaseRTT(t *testing.T) {
+	all := func(soj int64) func(int32) (int64, bool) {
+		return func(int32) (int64, bool) { return soj, true }
+	}
+	for _, tt := range []struct {
+		name   string
+		queue  func(int32) (int64, bool)
+		loss   float64
+		failed bool
+	}{
+		{"all CE at the base RTT", all(0), 0, true},
+		{"all CE with 1.2 ms of queue", func(seq int32) (int64, bool) {
+			if seq < 100 { // the first packets unmarked, with no queue: the minimum
+				return 0, false
+			}
+			return 1200, true
+		}, 0, false},
+		{"all CE with 10% loss (overload)", func(seq int32) (int64, bool) { return 0, seq >= 100 }, 0.10, false},
+	} {
+		p := valPath{fault: pathFaults["none"], faultFrom: 1, queue: tt.queue, loss: tt.loss, rng: rand.New(rand.NewPCG(1, 2))}
+		r := runValidation(NewValidator(aqm.ECT1), p, 5000)
+		if r.failed != tt.failed || (tt.failed && r.reason != ReasonMangled) {
+			t.Errorf("%s: failed %v (%q); want failed %v", tt.name, r.failed, r.reason, tt.failed)
+		}
+	}
+}
+
+// Counts that go down, on a newer feedback, fail at once; an older
+// feedback arriving late is ignored.
+func TestValidatorDecreasingCounts(t *testing.T) {
+	v := NewValidator(aqm.ECT1)
+	for seq := int32(1); seq <= 3; seq++ {
+		v.Send(seq)
+	}
+	v.Acked(1)
+	v.Acked(2)
+	if v.Feedback(1000, ECNFeedback{Received: 2, HasCounts: true, Counts: ECNCounts{ECT1: 2}}) {
+		t.Fatal("valid counts failed")
+	}
+	if v.Feedback(1100, ECNFeedback{Received: 1, HasCounts: true, Counts: ECNCounts{ECT1: 1}}) {
+		t.Fatal("an older feedback, reordered, failed validation")
+	}
+	v.Acked(3)
+	if !v.Feedback(1200, ECNFeedback{Received: 3, HasCounts: true, Counts: ECNCounts{ECT1: 1, CE: 2}}) {
+		t.Fatal("ECT(1) count 2 then 1 on a newer feedback did not fail")
+	}
+	if r, at := v.Failure(); r != ReasonDecreased || at != 1200 {
+		t.Errorf("failure %q at %d, want counts-decreased at 1200", r, at)
+	}
+}
+
+// A udp_prague receiver sends no counts: its error_L4S, set on a packet
+// that arrived neither ECT(1) nor CE, ends ECT(1) as udp_prague's sender
+// does; without it the path stays in use.
+func TestValidatorReceiverWithoutCounts(t *testing.T) {
+	v := NewValidator(aqm.ECT1)
+	v.Send(1)
+	v.Acked(1)
+	if v.Feedback(1000, ECNFeedback{Received: 1}) {
+		t.Fatal("no counts and no error_L4S failed validation")
+	}
+	v.Send(2)
+	v.Acked(2)
+	if !v.Feedback(2000, ECNFeedback{Received: 2, ErrorL4S: true}) {
+		t.Fatal("error_L4S from a receiver without counts did not fail validation")
+	}
+	if r, _ := v.Failure(); r != ReasonErrorL4S {
+		t.Errorf("reason %q, want error-l4s", r)
+	}
+}
