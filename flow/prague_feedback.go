@@ -226,7 +226,10 @@ type blockSender struct {
 	ce       int32
 	lost     int32
 	errorL4S bool
-	reports  []wire.BlockReport
+	// Received packets by arrival codepoint: the counts the sender's
+	// ECN validation checks (ce above).
+	ect0, ect1 int64
+	reports    []wire.BlockReport
 	rtts     []int64 // µs, scratch
 }
 
@@ -265,8 +268,13 @@ func (b *blockSender) report(now int64, a wire.BlockACK, sent int32, received fu
 			}
 			b.st[i] = sndReceived
 			b.received++
-			if r.ECN == aqm.CE {
+			switch r.ECN {
+			case aqm.CE:
 				b.ce++
+			case aqm.ECT0:
+				b.ect0++
+			case aqm.ECT1:
+				b.ect1++
 			}
 			if r.ECN&1 == 0 { // Not-ECT or ECT(0): the path does not keep ECT(1)
 				b.errorL4S = true

@@ -420,7 +420,7 @@ func TestBlockFreesWindow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := newSender(tx, addrOf(rx), cc, "prague-send", "", time.Second, true, nil)
+	s, err := newSender(tx, addrOf(rx), cc, "prague-send", "", time.Second, true, true, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

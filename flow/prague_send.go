@@ -32,7 +32,7 @@ func PragueSend(ctx context.Context, conn *net.UDPConn, peer netip.AddrPort, cfg
 	if err != nil {
 		return SenderSummary{}, err
 	}
-	s, err := newSender(conn, peer, cc, "prague-send", cfg.Label, cfg.Interval, cfg.RFC8888, report)
+	s, err := newSender(conn, peer, cc, "prague-send", cfg.Label, cfg.Interval, cfg.RFC8888, !cfg.NoECNValidation, report)
 	if err != nil {
 		return SenderSummary{}, err
 	}

@@ -106,6 +106,7 @@ func (a *ackState) data(now, at int64, d wire.Data, e aqm.ECN, n int) wire.ACK {
 	return wire.ACK{
 		AckSeq: d.Seq, TS: wire.Stamp(now), EchoedTS: a.echo.Echoed(now),
 		Received: a.received, CE: a.ce, Lost: a.lost, ErrorL4S: a.errorL4S,
+		Counts: true, ECT0: int32(a.byECN[aqm.ECT0]), ECT1: int32(a.byECN[aqm.ECT1]), NotECT: int32(a.byECN[aqm.NotECT]),
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/pi2hop/pi2hop/figure"
 )
@@ -64,6 +65,9 @@ func (o *Reporter) Interval(iv Interval) {
 	if iv.ErrorL4S {
 		b.WriteString("  error_L4S")
 	}
+	if iv.ECNFallback != "" {
+		fmt.Fprintf(&b, "  ECN validation failed: %s", iv.ECNFallback)
+	}
 	b.WriteByte('\n')
 	io.WriteString(o.w, b.String())
 }
@@ -104,8 +108,32 @@ func (o *Reporter) SenderSummary(kind string, s SenderSummary, extra ...any) {
 	rtt := figure.Summarise(figure.Millis(s.RTT))
 	kv := []any{"duration_s", s.Duration.Seconds(), "packets_sent", s.PacketsSent, "goodput_bps", s.GoodputBps,
 		"rtt_samples", len(s.RTT), "rtt_p50_ms", rtt.P50, "rtt_p95_ms", rtt.P95, "rtt_p99_ms", rtt.P99, "rtt_max_ms", rtt.Max,
-		"ce_frac", s.CEFraction, "loss_frac", s.LossFraction, "ecn", s.ECN, "fell_back", s.FellBack, "timeouts", s.Timeouts}
+		"ce_frac", s.CEFraction, "loss_frac", s.LossFraction, "ecn", s.ECN, "fell_back", s.FellBack, "timeouts", s.Timeouts,
+		"ecn_validation", s.Validation.State}
+	v := s.Validation
+	if v.Failed != "" {
+		kv = append(kv, "ecn_fail_reason", v.Failed, "ecn_fail_t_s", v.At.Seconds())
+	}
+	kv = append(kv, "rtt_rise_no_ce_ms", figure.Ms(v.RTTRiseNoCE))
+	if o.json && v.RTTRiseNoCE >= RTTRiseNote {
+		kv = append(kv, "ecn_note", noSignal(v.RTTRiseNoCE))
+	}
 	o.Summary(kind, append(kv, extra...)...)
+	if o.json {
+		return
+	}
+	if v.Failed != "" {
+		fmt.Fprintf(o.w, "[%s] ECN validation failed at %.2f s (%s): sending Not-ECT with a loss-only response\n", kind, v.At.Seconds(), v.Failed)
+	}
+	if v.RTTRiseNoCE >= RTTRiseNote {
+		fmt.Fprintf(o.w, "[%s] %s\n", kind, noSignal(v.RTTRiseNoCE))
+	}
+}
+
+// noSignal is the report's note on an RTT that rose with no CE: what the
+// counts cannot tell (CE bleached, or a queue that does not mark L4S).
+func noSignal(rise time.Duration) string {
+	return fmt.Sprintf("no congestion signal while RTT rose by %.1f ms", figure.Ms(rise))
 }
 
 // VideoSenderSummary writes a video sender's summary.

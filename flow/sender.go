@@ -51,6 +51,16 @@ type sender struct {
 	// block is the state of block (type-18) feedback, nil when the
 	// receiver ACKs every packet (type 17).
 	block *blockSender
+	// val is the ECN validation (RFC 9000 §13.4.2), nil when it is off
+	// (--no-ecn-validation, or a classic flow, which sends Not-ECT).
+	val      *prague.Validator
+	noVal    bool // validation turned off for an L4S flow
+	failedAt int64
+	failed   string // the validation's reason, once it failed
+	ivFailed string // the same, in the interval it happened
+	// The path's minimum RTT, and the largest rise of an interval's
+	// median over it in intervals with no new CE while sending ECT(1).
+	minRTT, rttRise time.Duration
 
 	seq          int32
 	sizes        [1 << 16]uint16 // payload bytes by sequence number (mod 2^16)
@@ -76,8 +86,9 @@ type sender struct {
 }
 
 // newSender sets up the shared sender; block selects type-18 block
-// feedback rather than type-17 ACKs.
-func newSender(conn *net.UDPConn, peer netip.AddrPort, cc *prague.CC, flow, label string, interval time.Duration, block bool, report func(Interval)) (*sender, error) {
+// feedback rather than type-17 ACKs, validate the ECN validation of an
+// L4S flow.
+func newSender(conn *net.UDPConn, peer netip.AddrPort, cc *prague.CC, flow, label string, interval time.Duration, block, validate bool, report func(Interval)) (*sender, error) {
 	if !peer.IsValid() {
 		return nil, fmt.Errorf("%s: no peer address", flow)
 	}
@@ -91,6 +102,13 @@ func newSender(conn *net.UDPConn, peer netip.AddrPort, cc *prague.CC, flow, labe
 		s.block = new(blockSender)
 	}
 	s.ecn = cc.Info(0).ECN
+	if s.ecn != aqm.NotECT {
+		if validate {
+			s.val = prague.NewValidator(s.ecn)
+		} else {
+			s.noVal = true
+		}
+	}
 	if err := ecnudp.SetECN(conn, s.ecn); err != nil {
 		return nil, err
 	}
@@ -110,8 +128,16 @@ func (s *sender) dataHeader(now int64) wire.Data {
 }
 
 // write sends p (whose header carries sequence number s.seq+1, stamped
-// at now) and counts it.
+// at now) with the codepoint the validation picks, and counts it.
 func (s *sender) write(now int64, p []byte) error {
+	if s.val != nil {
+		if e := s.val.Next(); e != s.ecn {
+			if err := ecnudp.SetECN(s.conn, e); err != nil {
+				return fmt.Errorf("%s: %w", s.flow, err)
+			}
+			s.ecn = e
+		}
+	}
 	if _, err := s.conn.WriteToUDPAddrPort(p, s.peer); err != nil {
 		if isTransient(err) {
 			return nil // not sent: the pacer moves on, as if it had been lost at once
@@ -128,6 +154,9 @@ func (s *sender) record(now int64, n int) {
 	s.seq++
 	if s.block != nil {
 		s.block.sent(now, s.seq)
+	}
+	if s.val != nil {
+		s.val.Send(s.seq)
 	}
 	s.cc.Sent(1)
 	s.sizes[uint16(s.seq)] = uint16(n)
@@ -206,9 +235,35 @@ func (s *sender) onACK(now, at int64, a wire.ACK) {
 	if fb.Received >= s.fb.Received {
 		s.fb = fb
 	}
-	s.cc.ACK(now, fb)
+	if s.val != nil && a.AckSeq >= 1 && a.AckSeq <= s.seq {
+		s.val.Acked(a.AckSeq)
+	}
+	s.validate(now, prague.ECNFeedback{Received: int64(a.Received), Lost: int64(a.Lost), HasCounts: a.Counts,
+		Counts: prague.ECNCounts{ECT0: int64(a.ECT0), ECT1: int64(a.ECT1), CE: int64(a.CE)}, ErrorL4S: a.ErrorL4S})
+	s.cc.ACK(now, s.ccFeedback(fb))
 	s.lastACK = now
 	s.quiet = 0
+}
+
+// ccFeedback is the feedback the controller takes: the receiver's
+// error_L4S is left to the validation, which falls back for it when the
+// receiver sends no counts, and ignored without validation (a naive
+// sender).
+func (s *sender) ccFeedback(fb prague.Feedback) prague.Feedback {
+	fb.ErrorL4S = false
+	return fb
+}
+
+// validate runs the ECN validation on a feedback read at now and falls
+// back to Not-ECT with a loss-only response when it fails.
+func (s *sender) validate(now int64, f prague.ECNFeedback) {
+	if s.val == nil || s.failed != "" || !s.val.Feedback(now, f) {
+		return
+	}
+	r, _ := s.val.Failure()
+	s.failed, s.ivFailed, s.failedAt = r.String(), r.String(), now
+	s.cc.FallBack()
+	s.fellBack = true
 }
 
 // ackAge returns the controller's RTT sample for a type-17 ACK of seq
@@ -238,6 +293,12 @@ func (s *sender) ackAge(now int64, seq int32, echoed int64) int64 {
 func (s *sender) sample(ctl, rtt, hold, now int64) {
 	s.cc.RTT(ctl)
 	path := max(rtt-max(hold, 0), 1)
+	if s.val != nil {
+		s.val.RTT(path)
+	}
+	if d := time.Duration(path) * time.Microsecond; s.minRTT == 0 || d < s.minRTT {
+		s.minRTT = d
+	}
 	s.rtt = append(s.rtt, time.Duration(path)*time.Microsecond)
 	s.rttAt = append(s.rttAt, time.Duration(now)*time.Microsecond)
 }
@@ -246,7 +307,12 @@ func (s *sender) sample(ctl, rtt, hold, now int64) {
 // per newly received packet, and (as udp_prague, only when it gave a
 // sample) the controller's ACK step.
 func (s *sender) onBlock(now, at int64, a wire.BlockACK) {
-	rtts, ok := s.block.report(now, a, s.seq, func(seq int32) { s.ackedBytes += int64(s.sizes[uint16(seq)]) })
+	rtts, ok := s.block.report(now, a, s.seq, func(seq int32) {
+		s.ackedBytes += int64(s.sizes[uint16(seq)])
+		if s.val != nil {
+			s.val.Acked(seq)
+		}
+	})
 	if !ok {
 		return
 	}
@@ -255,23 +321,22 @@ func (s *sender) onBlock(now, at int64, a wire.BlockACK) {
 	}
 	b := s.block
 	s.fb = prague.Feedback{Received: b.received, CE: b.ce, Lost: b.lost, ErrorL4S: b.errorL4S}
+	// The reports carry every packet's arrival codepoint: the counts.
+	s.validate(now, prague.ECNFeedback{Received: int64(b.received), Lost: int64(b.lost), HasCounts: true,
+		Counts: prague.ECNCounts{ECT0: b.ect0, ECT1: b.ect1, CE: int64(b.ce)}})
 	if len(rtts) > 0 {
-		s.cc.ACK(now, s.fb)
+		s.cc.ACK(now, s.ccFeedback(s.fb))
 	}
 	s.lastACK = now
 	s.quiet = 0
 }
 
-// tick does the housekeeping due at now: ECN fallback, timeouts, reports.
+// tick does the housekeeping due at now: timeouts, reports.
 func (s *sender) tick(now int64) error {
-	if e := s.cc.Info(now).ECN; e != s.ecn {
-		if err := ecnudp.SetECN(s.conn, e); err != nil {
-			return err
-		}
-		s.ecn = e
-		s.fellBack = true
-	}
 	if info := s.cc.Info(now); s.cc.Inflight() >= info.PacketWindow && now-s.lastACK >= prague.TimeoutAfter {
+		if s.val != nil {
+			s.val.Stalled() // the path may have changed: test it again
+		}
 		s.cc.Timeout(now)
 		s.timeouts++
 		s.quiet++
@@ -300,9 +365,17 @@ func (s *sender) emit(now int64) {
 		SentBps: bps(s.ivSent, d), GoodputBps: bps(s.ackedBytes-s.ivAckedBase, d), PacingBps: info.PacingRate * 8,
 		Packets: s.ivPackets, SRTTMs: float64(info.SRTT) / 1e3,
 		CEFrac: frac(int64(dc), int64(dr)), LossFrac: frac(int64(max(dl, 0)), int64(dr+max(dl, 0))),
-		WindowPkts: info.PacketWindow, Alpha: info.Alpha, ECN: info.ECN.String(), ErrorL4S: s.fellBack,
+		WindowPkts: info.PacketWindow, Alpha: info.Alpha, ECN: s.ecn.String(), ErrorL4S: s.fellBack,
+		ECNFallback: s.ivFailed,
 	}
 	rttFields(&iv, append([]time.Duration(nil), s.rtt[s.ivRTT:]...))
+	if dc == 0 && s.ecn == aqm.ECT1 && !s.fellBack && iv.RTTSamples > 0 {
+		// No CE while the RTT rose: a queue that does not mark L4S
+		// packets, or marks bleached on the way (which counts cannot
+		// show).
+		s.rttRise = max(s.rttRise, time.Duration(iv.RTTP50Ms*1e6)-s.minRTT)
+	}
+	s.ivFailed = ""
 	if s.extra != nil {
 		s.extra(&iv)
 	}
@@ -317,8 +390,20 @@ func (s *sender) emit(now int64) {
 // summary returns the run's totals at now.
 func (s *sender) summary(now int64) SenderSummary {
 	d := time.Duration(now) * time.Microsecond
+	v := ECNValidation{Failed: s.failed, RTTRiseNoCE: s.rttRise}
+	switch {
+	case s.val != nil:
+		v.State = s.val.State().String()
+		if s.failed != "" {
+			v.At = time.Duration(s.failedAt) * time.Microsecond
+		}
+	case s.noVal:
+		v.State = "off"
+	default:
+		v.State = "classic"
+	}
 	return SenderSummary{
-		Label: s.label, ECN: s.ecn.String(), FellBack: s.fellBack, Duration: d,
+		Label: s.label, ECN: s.ecn.String(), FellBack: s.fellBack, Duration: d, Validation: v,
 		PacketsSent: s.packetsSent, BytesSent: s.bytesSent, AckedBytes: s.ackedBytes,
 		Received: int64(s.fb.Received), CE: int64(s.fb.CE), Lost: int64(s.fb.Lost), Timeouts: s.timeouts,
 		RTT: s.rtt, RTTAt: s.rttAt,

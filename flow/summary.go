@@ -6,8 +6,10 @@ import "time"
 type SenderSummary struct {
 	Label    string
 	ECN      string        // codepoint sent at the end: "ECT(1)" or "Not-ECT"
-	FellBack bool          // the receiver reported error_L4S and the sender went Not-ECT
+	FellBack bool          // the sender went Not-ECT: its ECN validation failed
 	Duration time.Duration // first packet sent to the end
+	// Validation is what the sender's ECN validation found.
+	Validation ECNValidation
 
 	PacketsSent int64
 	BytesSent   int64 // UDP payload
@@ -27,6 +29,30 @@ type SenderSummary struct {
 	LossFraction float64 // Lost / (Received + Lost)
 	Intervals    []Interval
 }
+
+// ECNValidation is the outcome of a sender's ECN validation (RFC 9000
+// §13.4.2, docs/design.md, ECN validation).
+type ECNValidation struct {
+	// State: "capable" (the path keeps ECN), "testing" or "unknown" (the
+	// run ended before the test packets' fate was known), "failed",
+	// "off" (--no-ecn-validation) or "classic" (a Not-ECT flow).
+	State string
+	// Failed is the reason validation failed: bleached, re-marked,
+	// mangled, counts-decreased, ect-dropped or error-l4s; "" if it did
+	// not. At is when, since the flow started.
+	Failed string
+	At     time.Duration
+	// RTTRiseNoCE is the largest rise of an interval's median RTT over
+	// the path's minimum in intervals that brought no CE while the flow
+	// sent ECT(1): a queue that gives no L4S signal (a Classic bottleneck,
+	// or CE bleached on the way, which the counts cannot show).
+	RTTRiseNoCE time.Duration
+}
+
+// RTTRiseNote is the rise of RTT without CE from which a sender's report
+// says "no congestion signal": five times DualPI2's 1 ms step threshold,
+// past any queue an L4S AQM keeps unmarked.
+const RTTRiseNote = 5 * time.Millisecond
 
 // ReceiverSummary is what a Prague receiver saw.
 type ReceiverSummary struct {

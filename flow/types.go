@@ -21,6 +21,9 @@ type PragueConfig struct {
 	// sends it, the sender expects it. Both ends must agree.
 	RFC8888       bool
 	RFC8888Period time.Duration // block report period; 0 = 25 ms (udp_prague's default)
+	// NoECNValidation turns the sender's ECN validation off: it keeps
+	// sending ECT(1) whatever the path does to it (a naive app).
+	NoECNValidation bool
 }
 
 // VideoConfig configures VideoSend and VideoRecv (docs/design.md, the
@@ -38,8 +41,9 @@ type VideoConfig struct {
 	Duration      time.Duration // 0 = until ctx is done
 	Interval      time.Duration // report period; 0 = 1 s
 	Label         string
-	RFC8888       bool          // block feedback, as PragueConfig.RFC8888
-	RFC8888Period time.Duration // 0 = 25 ms
+	RFC8888         bool          // block feedback, as PragueConfig.RFC8888
+	RFC8888Period   time.Duration // 0 = 25 ms
+	NoECNValidation bool          // as PragueConfig.NoECNValidation
 }
 
 // Interval is one periodic report, the row of the JSON lines the CLI prints
@@ -68,6 +72,10 @@ type Interval struct {
 	Alpha      float64 `json:"alpha,omitempty"`
 	ECN        string  `json:"ecn,omitempty"` // codepoint sent (sender) at the end of the interval
 	ErrorL4S   bool    `json:"err_l4s,omitempty"`
+	// ECNFallback is the reason the sender's ECN validation failed, in
+	// the interval it failed in (bleached, re-marked, mangled,
+	// counts-decreased, ect-dropped, error-l4s).
+	ECNFallback string `json:"ecn_fallback,omitempty"`
 
 	FPS           float64 `json:"fps,omitempty"`         // frames displayed per second
 	Frames        int     `json:"frames,omitempty"`      // frames sent (sender) or displayed (receiver)

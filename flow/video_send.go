@@ -47,7 +47,7 @@ func VideoSend(ctx context.Context, conn *net.UDPConn, peer netip.AddrPort, cfg 
 	if err != nil {
 		return VideoSenderSummary{}, err
 	}
-	s, err := newSender(conn, peer, cc, "video-send", cfg.Label, cfg.Interval, cfg.RFC8888, report)
+	s, err := newSender(conn, peer, cc, "video-send", cfg.Label, cfg.Interval, cfg.RFC8888, !cfg.NoECNValidation, report)
 	if err != nil {
 		return VideoSenderSummary{}, err
 	}

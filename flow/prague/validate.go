@@ -174,13 +174,21 @@ func (v *Validator) State() ValidationState { return v.state }
 // has not.
 func (v *Validator) Failure() (ECNReason, int64) { return v.reason, v.at }
 
-// Send returns the codepoint for packet seq, about to be sent, and
-// records it. Sequence numbers are consecutive from 1.
+// Next returns the codepoint for the next packet: the one Send will
+// record for it.
+func (v *Validator) Next() aqm.ECN {
+	if v.state == ValidTesting || v.state == ValidCapable {
+		return v.ecn
+	}
+	return aqm.NotECT
+}
+
+// Send returns the codepoint for packet seq, sent now, and records it.
+// Sequence numbers are consecutive from 1.
 func (v *Validator) Send(seq int32) aqm.ECN {
-	e := aqm.NotECT
+	e := v.Next()
 	switch v.state {
 	case ValidTesting:
-		e = v.ecn
 		if v.testSent == 0 {
 			v.first = seq
 		}
@@ -192,8 +200,6 @@ func (v *Validator) Send(seq int32) aqm.ECN {
 				v.pass()
 			}
 		}
-	case ValidCapable:
-		e = v.ecn
 	}
 	v.sentAs[uint16(seq)] = uint8(e)
 	v.sent[e]++

@@ -11,6 +11,16 @@
 //
 // pi2hop's video call adds, inside the RT DATA padding (which udp_prague
 // ignores), a Video extension, and a PLI message of its own type.
+//
+// pi2hop's receiver appends to every ACK an ECN-counts extension (the
+// counts QUIC's ACK_ECN carries, for the sender's ECN validation), after
+// the 26 bytes udp_prague reads:
+//
+//	ACK ECN  magic u8 (0xec) | ect0 i32 | ect1 i32 | not_ect i32      13 B after the ACK
+//
+// The format is not versioned: it stays compatible both ways. A
+// udp_prague sender reads the first 26 bytes; an ACK without the
+// extension is a udp_prague receiver's (Counts false).
 package wire
 
 import (
@@ -33,6 +43,7 @@ const (
 	RTDataSize = 25
 	ACKSize    = 26
 	VideoSize  = 14 // the Video extension after the RT DATA header
+	ACKECNSize = 13 // the ECN-counts extension after the ACK
 	PLISize    = 5
 )
 
@@ -57,6 +68,10 @@ type ACK struct {
 	CE       int32 // of which CE-marked
 	Lost     int32 // sequence gaps so far, less late arrivals
 	ErrorL4S bool  // a packet arrived neither ECT(1) nor CE: stop sending ECT(1)
+	// Counts says the ACK carries the ECN-counts extension: the received
+	// packets by arrival codepoint (CE is the field above).
+	Counts             bool
+	ECT0, ECT1, NotECT int32
 }
 
 // Video is pi2hop's per-packet video information, carried in the RT DATA
@@ -124,7 +139,11 @@ func DecodeData(p []byte) (Data, error) {
 	return d, nil
 }
 
-// AppendACK appends a's 26 bytes to b.
+// ackECNMagic marks the ECN-counts extension.
+const ackECNMagic = 0xec
+
+// AppendACK appends a's 26 bytes to b, and the ECN-counts extension when
+// a.Counts.
 func AppendACK(b []byte, a ACK) []byte {
 	b = append(b, TypeACK)
 	b = be.AppendUint32(b, uint32(a.AckSeq))
@@ -137,10 +156,18 @@ func AppendACK(b []byte, a ACK) []byte {
 	if a.ErrorL4S {
 		e = 1
 	}
-	return append(b, e)
+	b = append(b, e)
+	if a.Counts {
+		b = append(b, ackECNMagic)
+		b = be.AppendUint32(b, uint32(a.ECT0))
+		b = be.AppendUint32(b, uint32(a.ECT1))
+		b = be.AppendUint32(b, uint32(a.NotECT))
+	}
+	return b
 }
 
-// DecodeACK decodes an ACK; bytes after the 26 are ignored.
+// DecodeACK decodes an ACK and its ECN-counts extension if it has one;
+// other bytes after the 26 are ignored.
 func DecodeACK(p []byte) (ACK, error) {
 	if len(p) < ACKSize {
 		return ACK{}, fmt.Errorf("%w: %d bytes, ACK needs %d", ErrShort, len(p), ACKSize)
@@ -148,7 +175,7 @@ func DecodeACK(p []byte) (ACK, error) {
 	if p[0] != TypeACK {
 		return ACK{}, fmt.Errorf("%w: %d, want %d", ErrType, p[0], TypeACK)
 	}
-	return ACK{
+	a := ACK{
 		AckSeq:   int32(be.Uint32(p[1:])),
 		TS:       int32(be.Uint32(p[5:])),
 		EchoedTS: int32(be.Uint32(p[9:])),
@@ -156,7 +183,14 @@ func DecodeACK(p []byte) (ACK, error) {
 		CE:       int32(be.Uint32(p[17:])),
 		Lost:     int32(be.Uint32(p[21:])),
 		ErrorL4S: p[25] != 0, // a C++ bool: any non-zero byte is true
-	}, nil
+	}
+	if x := p[ACKSize:]; len(x) >= ACKECNSize && x[0] == ackECNMagic {
+		a.Counts = true
+		a.ECT0 = int32(be.Uint32(x[1:]))
+		a.ECT1 = int32(be.Uint32(x[5:]))
+		a.NotECT = int32(be.Uint32(x[9:]))
+	}
+	return a, nil
 }
 
 // videoMagic marks the Video extension so that padding from another

@@ -23,6 +23,9 @@ func TestGoldenBytes(t *testing.T) {
 			[]byte{17, 0, 0, 0, 9, 0x7f, 0xff, 0xff, 0xff, 0x80, 0, 0, 0, 0, 0, 0, 8, 0, 0, 0, 2, 0, 0, 0, 1, 1}},
 		{"ACK no error", AppendACK(nil, ACK{AckSeq: 1, TS: 1, EchoedTS: 1, Received: 1}),
 			[]byte{17, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0}},
+		{"ACK with ECN counts", AppendACK(nil, ACK{AckSeq: 1, TS: 1, EchoedTS: 1, Received: 10, CE: 2, Counts: true, ECT0: 1, ECT1: 0x0102, NotECT: 5}),
+			[]byte{17, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 10, 0, 0, 0, 2, 0, 0, 0, 0, 0,
+				0xec, 0, 0, 0, 1, 0, 0, 1, 2, 0, 0, 0, 5}},
 		{"PLI", AppendPLI(nil, PLI{FrameNr: 300}), []byte{48, 0, 0, 1, 0x2c}},
 		{"Video", AppendVideo(nil, Video{FrameTS: 0x0102030405060708, Key: true, Count: 3, Idx: 2}),
 			[]byte{0x9d, 1, 1, 2, 3, 4, 5, 6, 7, 8, 0, 3, 0, 2}},
@@ -58,6 +61,16 @@ func TestRoundTrip(t *testing.T) {
 	a := ACK{AckSeq: 1 << 30, TS: 3, EchoedTS: 4, Received: 5, CE: 6, Lost: 7, ErrorL4S: true}
 	if got, err := DecodeACK(AppendACK(nil, a)); err != nil || got != a {
 		t.Errorf("DecodeACK round trip = %+v, %v; want %+v", got, err, a)
+	}
+	a.Counts, a.ECT0, a.ECT1, a.NotECT = true, 8, 9, 10
+	if got, err := DecodeACK(AppendACK(nil, a)); err != nil || got != a {
+		t.Errorf("DecodeACK round trip with counts = %+v, %v; want %+v", got, err, a)
+	}
+	// A udp_prague receiver's 26 bytes, or other bytes after them: no counts.
+	for _, tail := range [][]byte{nil, make([]byte, ACKECNSize), {0xec, 1}} {
+		if got, err := DecodeACK(append(AppendACK(nil, ACK{AckSeq: 1}), tail...)); err != nil || got.Counts {
+			t.Errorf("DecodeACK with % x after the ACK: counts %v, %v; want none", tail, got.Counts, err)
+		}
 	}
 	v := Video{FrameTS: 1700000000000000, Key: true, Count: 12, Idx: 11}
 	p := AppendVideo(AppendData(nil, Data{RT: true, Seq: 1}), v)
