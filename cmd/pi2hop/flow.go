@@ -55,6 +55,7 @@ type flowArgs struct {
 	to, listen, bind string
 	ecn              string
 	rfc8888          bool // block feedback (type 18) instead of an ACK per packet
+	noValidation     bool // senders: no ECN validation
 	duration         flagvalue.Duration
 	every            flagvalue.Duration // interval reports
 	json             bool
@@ -68,6 +69,11 @@ func (a *flowArgs) peerFlags(fs *pflag.FlagSet) {
 
 func (a *flowArgs) listenFlag(fs *pflag.FlagSet) {
 	fs.StringVar(&a.listen, "listen", "", "local `ADDR:PORT` to receive on, e.g. :8080 or [::]:8080")
+}
+
+// noValidationFlag declares the senders' --no-ecn-validation.
+func (a *flowArgs) noValidationFlag(fs *pflag.FlagSet) {
+	fs.BoolVar(&a.noValidation, "no-ecn-validation", false, "keep sending ECT(1) whatever the path does to it (a naive app); by default the sender checks the receiver's ECN counts and falls back to Not-ECT on a path that bleaches, re-marks, mangles or drops ECN")
 }
 
 func (a *flowArgs) ecnFlag(fs *pflag.FlagSet) {
@@ -144,6 +150,7 @@ func pragueSendCmd(fs *pflag.FlagSet) func(context.Context, *cmdEnv) error {
 	a.ecnFlag(fs)
 	fs.Var(&maxRate, "max-rate", "never send faster than `rate`, tc units (10mbit); default no limit")
 	fs.Var(&mtu, "mtu", "largest UDP payload in `bytes`")
+	a.noValidationFlag(fs)
 	a.outputFlags(fs, 10*time.Second, "send", true)
 	return func(ctx context.Context, env *cmdEnv) error {
 		if err := a.checkECN(); err != nil {
@@ -155,7 +162,7 @@ func pragueSendCmd(fs *pflag.FlagSet) func(context.Context, *cmdEnv) error {
 		}
 		defer conn.Close()
 		out := a.reporter(env)
-		cfg := flow.PragueConfig{ECN: a.ecn, MaxRate: maxRate.BPS, MTU: mtu.N, Duration: a.duration.D, Interval: a.every.D, Label: a.label, RFC8888: a.rfc8888}
+		cfg := flow.PragueConfig{ECN: a.ecn, MaxRate: maxRate.BPS, MTU: mtu.N, Duration: a.duration.D, Interval: a.every.D, Label: a.label, RFC8888: a.rfc8888, NoECNValidation: a.noValidation}
 		s, err := flow.PragueSend(ctx, conn, peer, cfg, out.Interval)
 		out.SenderSummary("prague-send", s)
 		return err
@@ -201,6 +208,7 @@ func videoSendCmd(fs *pflag.FlagSet) func(context.Context, *cmdEnv) error {
 	fs.Var(&keyEvery, "keyframe-every", "periodic keyframe `interval` (also on the receiver's PLI)")
 	fs.Var(&budget, "budget", "send each frame within this `time`, or at the Prague rate if slower")
 	fs.Uint64Var(&cfg.Seed, "seed", 1, "seed of the frame-size noise")
+	a.noValidationFlag(fs)
 	a.outputFlags(fs, 30*time.Second, "send", true)
 	return func(ctx context.Context, env *cmdEnv) error {
 		if err := a.checkECN(); err != nil {
@@ -216,7 +224,7 @@ func videoSendCmd(fs *pflag.FlagSet) func(context.Context, *cmdEnv) error {
 		defer conn.Close()
 		out := a.reporter(env)
 		cfg.ECN, cfg.RFC8888, cfg.FPS, cfg.MinRate, cfg.MaxRate = a.ecn, a.rfc8888, fps.N, minRate.BPS, maxRate.BPS
-		cfg.KeyframeEvery, cfg.FrameBudget = keyEvery.D, budget.D
+		cfg.KeyframeEvery, cfg.FrameBudget, cfg.NoECNValidation = keyEvery.D, budget.D, a.noValidation
 		cfg.Duration, cfg.Interval, cfg.Label = a.duration.D, a.every.D, a.label
 		s, err := flow.VideoSend(ctx, conn, peer, cfg, out.Interval)
 		out.VideoSenderSummary(s)
