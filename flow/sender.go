@@ -294,7 +294,7 @@ func (s *sender) sample(ctl, rtt, hold, now int64) {
 	s.cc.RTT(ctl)
 	path := max(rtt-max(hold, 0), 1)
 	if s.val != nil {
-		s.val.RTT(path)
+		s.val.RTT(now, path)
 	}
 	if d := time.Duration(path) * time.Microsecond; s.minRTT == 0 || d < s.minRTT {
 		s.minRTT = d

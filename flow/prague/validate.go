@@ -150,12 +150,19 @@ type Validator struct {
 	runFirst  bool  // it began with the flow's first acknowledged ECT packet
 	ackedECT  int64 // ECT packets acknowledged as of the last feedback
 
-	minRTT, srtt int64 // µs
+	// The path's minimum RTT over the last minWindow to 2·minWindow
+	// (two buckets, so that it follows a change of packet size, whose
+	// serialisation is in every sample, or of route), and the smoothed
+	// RTT; µs.
+	minRTT, minPrev, minAt, srtt int64
 }
+
+// minWindow is the age of the older bucket of the windowed minimum RTT.
+const minWindow = 5_000_000 // µs
 
 // NewValidator validates codepoint e (ECT(1) or ECT(0)) from the start.
 func NewValidator(e aqm.ECN) *Validator {
-	v := &Validator{ecn: e, minRTT: math.MaxInt64, runMinRTT: math.MaxInt64}
+	v := &Validator{ecn: e, minRTT: math.MaxInt64, minPrev: math.MaxInt64, runMinRTT: math.MaxInt64}
 	v.startRound(TestPackets, 1)
 	return v
 }
@@ -226,9 +233,12 @@ func (v *Validator) Acked(seq int32) {
 	}
 }
 
-// RTT takes a round-trip sample (µs) of the path.
-func (v *Validator) RTT(rtt int64) {
+// RTT takes a round-trip sample (µs) of the path, taken at now.
+func (v *Validator) RTT(now, rtt int64) {
 	rtt = max(rtt, 1)
+	if now-v.minAt >= minWindow {
+		v.minPrev, v.minRTT, v.minAt = v.minRTT, math.MaxInt64, now
+	}
 	v.minRTT = min(v.minRTT, rtt)
 	if v.srtt == 0 {
 		v.srtt = rtt
@@ -330,7 +340,7 @@ func (v *Validator) mangled(now int64, f ECNFeedback) bool {
 		return true // the first test packets all CE, as quic-go's check
 	}
 	return now-v.runStart >= mangleRTTs*v.srtt && f.Lost == v.runLost &&
-		v.runMinRTT != math.MaxInt64 && v.runMinRTT <= v.minRTT+stepMargin
+		v.runMinRTT != math.MaxInt64 && v.runMinRTT <= min(v.minRTT, v.minPrev)+stepMargin
 }
 
 // settle ends a test round whose packets' fate is known.

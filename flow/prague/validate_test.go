@@ -92,7 +92,7 @@ func runValidation(v *Validator, p valPath, n int32) valResult {
 		for len(acks) > 0 && acks[0].at <= upTo {
 			a := acks[0]
 			acks = acks[1:]
-			v.RTT(a.rtt)
+			v.RTT(a.at, a.rtt)
 			v.Acked(a.seq)
 			if a.seq >= p.faultFrom && r.firstFault < 0 {
 				r.firstFault = a.at
