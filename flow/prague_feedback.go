@@ -230,7 +230,7 @@ type blockSender struct {
 	// ECN validation checks (ce above).
 	ect0, ect1 int64
 	reports    []wire.BlockReport
-	rtts     []int64 // µs, scratch
+	rtts       []int64 // µs, scratch
 }
 
 func (b *blockSender) sent(now int64, seq int32) {

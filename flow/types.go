@@ -30,17 +30,17 @@ type PragueConfig struct {
 // video call).
 // Zero values take the defaults named on each field.
 type VideoConfig struct {
-	ECN           string        // ECNL4S (default) or ECNClassic
-	FPS           int           // frames per second; 0 = 30
-	MinRate       uint64        // bit/s, encoder floor; 0 = 300 kbit/s
-	MaxRate       uint64        // bit/s, encoder ceiling; 0 = 8 Mbit/s
-	KeyframeEvery time.Duration // periodic keyframe; 0 = 2 s
-	Playout       time.Duration // receiver playout delay D after the frame's capture; 0 = 80 ms
-	FrameBudget   time.Duration // a frame's packets are paced over at most this; 0 = 15 ms
-	Seed          uint64        // frame-size noise; the same seed gives the same frame sizes
-	Duration      time.Duration // 0 = until ctx is done
-	Interval      time.Duration // report period; 0 = 1 s
-	Label         string
+	ECN             string        // ECNL4S (default) or ECNClassic
+	FPS             int           // frames per second; 0 = 30
+	MinRate         uint64        // bit/s, encoder floor; 0 = 300 kbit/s
+	MaxRate         uint64        // bit/s, encoder ceiling; 0 = 8 Mbit/s
+	KeyframeEvery   time.Duration // periodic keyframe; 0 = 2 s
+	Playout         time.Duration // receiver playout delay D after the frame's capture; 0 = 80 ms
+	FrameBudget     time.Duration // a frame's packets are paced over at most this; 0 = 15 ms
+	Seed            uint64        // frame-size noise; the same seed gives the same frame sizes
+	Duration        time.Duration // 0 = until ctx is done
+	Interval        time.Duration // report period; 0 = 1 s
+	Label           string
 	RFC8888         bool          // block feedback, as PragueConfig.RFC8888
 	RFC8888Period   time.Duration // 0 = 25 ms
 	NoECNValidation bool          // as PragueConfig.NoECNValidation
