@@ -8,6 +8,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/pi2hop/pi2hop/aqm"
+	"github.com/pi2hop/pi2hop/flow/ecnudp"
 )
 
 func udpPair(t *testing.T, addr string) (a, b *net.UDPConn) {
@@ -121,9 +124,11 @@ func TestPragueLoopback(t *testing.T) {
 }
 
 // relay forwards datagrams between a sender (on front) and a receiver (at
-// to, through back), bleaching the ECN field (its sockets send Not-ECT)
-// and dropping every dropEvery-th data packet (0: none).
-func relay(ctx context.Context, front, back *net.UDPConn, to netip.AddrPort, dropEvery int) {
+// to, through back), rewriting the ECN field of every data packet to
+// codepoint e (its socket's) and dropping every dropEvery-th data packet
+// (0: none).
+func relay(ctx context.Context, front, back *net.UDPConn, to netip.AddrPort, e aqm.ECN, dropEvery int) {
+	ecnudp.SetECN(back, e)
 	var sender netip.AddrPort
 	var mu sync.Mutex
 	go func() {
@@ -155,44 +160,80 @@ func relay(ctx context.Context, front, back *net.UDPConn, to netip.AddrPort, dro
 	}
 }
 
-// Through a path that bleaches ECT(1) and loses 1 packet in 50, the
-// receiver reports error_L4S, the sender falls back to Not-ECT for good,
-// and both ends count the losses.
-func TestPragueBleachedLossyPath(t *testing.T) {
-	tx, rx := udpPair(t, "127.0.0.1:0")
-	front, back := udpPair(t, "127.0.0.1:0")
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	go relay(ctx, front, back, addrOf(rx), 50)
-	defer front.Close()
-	defer back.Close()
-	var wg sync.WaitGroup
-	var rs ReceiverSummary
-	rctx, stopRecv := context.WithCancel(ctx)
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		rs, _ = PragueRecv(rctx, rx, PragueConfig{}, nil)
-	}()
-	ss, err := PragueSend(ctx, tx, addrOf(front), PragueConfig{MaxRate: 10_000_000, Duration: 1500 * time.Millisecond}, nil)
-	time.Sleep(50 * time.Millisecond)
-	stopRecv()
-	wg.Wait()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("sender: %d sent, lost %d (%.3f), ECN %s, fell back %v; receiver: Not-ECT %d of %d, lost %d",
-		ss.PacketsSent, ss.Lost, ss.LossFraction, ss.ECN, ss.FellBack, rs.NotECT, rs.Packets, rs.Lost)
-	if !rs.ErrorL4S || rs.NotECT != rs.Packets {
-		t.Errorf("receiver: error_L4S %v, Not-ECT %d of %d", rs.ErrorL4S, rs.NotECT, rs.Packets)
-	}
-	if !ss.FellBack || ss.ECN != "Not-ECT" {
-		t.Errorf("sender: fell back %v, ECN %s; want a fallback to Not-ECT", ss.FellBack, ss.ECN)
-	}
-	if f := ss.LossFraction; f < 0.01 || f > 0.03 {
-		t.Errorf("sender loss %.3f, want about 1/50", f)
-	}
-	if rs.Lost < ss.Lost-1 || rs.Lost > ss.Lost+1 {
-		t.Errorf("receiver lost %d, sender's last ACK says %d", rs.Lost, ss.Lost)
+// Through a path that rewrites every packet's ECN field, the sender's
+// validation fails with the reason RFC 9000 §13.4.2 gives at the first
+// ACK (bleached: counted nowhere; re-marked: ECT(0) counted, none sent) or
+// once the 10 test packets are ACKed (mangled: all CE), and the sender
+// falls back to Not-ECT for good; the receiver's own figure, error_L4S,
+// is set for every rewrite but CE. With --no-ecn-validation the sender
+// keeps ECT(1) through the bleaching. The bleaching path also loses 1
+// packet in 50, which both ends count.
+func TestPragueFaultyPath(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		path      aqm.ECN
+		noVal     bool
+		dropEvery int
+		reason    string
+	}{
+		{"bleached, lossy", aqm.NotECT, false, 50, "bleached"},
+		{"re-marked ECT(0)", aqm.ECT0, false, 0, "re-marked"},
+		{"mangled CE", aqm.CE, false, 0, "mangled"},
+		{"bleached, no validation", aqm.NotECT, true, 0, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			tx, rx := udpPair(t, "127.0.0.1:0")
+			front, back := udpPair(t, "127.0.0.1:0")
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			go relay(ctx, front, back, addrOf(rx), tc.path, tc.dropEvery)
+			defer front.Close()
+			defer back.Close()
+			var wg sync.WaitGroup
+			var rs ReceiverSummary
+			rctx, stopRecv := context.WithCancel(ctx)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				rs, _ = PragueRecv(rctx, rx, PragueConfig{}, nil)
+			}()
+			ss, err := PragueSend(ctx, tx, addrOf(front), PragueConfig{MaxRate: 10_000_000, Duration: 1500 * time.Millisecond,
+				NoECNValidation: tc.noVal}, nil)
+			time.Sleep(50 * time.Millisecond)
+			stopRecv()
+			wg.Wait()
+			if err != nil {
+				t.Fatal(err)
+			}
+			v := ss.Validation
+			t.Logf("sender: %d sent, lost %d (%.3f), ECN %s, validation %s %q at %v; receiver: Not-ECT %d, ECT(0) %d, CE %d of %d, lost %d",
+				ss.PacketsSent, ss.Lost, ss.LossFraction, ss.ECN, v.State, v.Failed, v.At, rs.NotECT, rs.ECT0, rs.CE, rs.Packets, rs.Lost)
+			if rs.ErrorL4S != (tc.path != aqm.CE) {
+				t.Errorf("receiver: error_L4S %v, want %v", rs.ErrorL4S, tc.path != aqm.CE)
+			}
+			if tc.noVal {
+				if ss.FellBack || ss.ECN != "ECT(1)" || v.State != "off" {
+					t.Errorf("sender without validation: fell back %v, ECN %s, validation %s; want ECT(1) throughout, off", ss.FellBack, ss.ECN, v.State)
+				}
+			} else {
+				if !ss.FellBack || ss.ECN != "Not-ECT" || v.State != "failed" || v.Failed != tc.reason {
+					t.Errorf("sender: fell back %v, ECN %s, validation %s %q; want a fallback to Not-ECT, failed %q", ss.FellBack, ss.ECN, v.State, v.Failed, tc.reason)
+				}
+				// At the first ACK, or the 10th: a few ms on loopback,
+				// where the first packets leave 12 ms apart at 100 kbit/s.
+				if v.At <= 0 || v.At > 500*time.Millisecond {
+					t.Errorf("sender: failed at %v, want within the test period (0.5 s)", v.At)
+				}
+			}
+			if tc.dropEvery > 0 {
+				if f := ss.LossFraction; f < 0.01 || f > 0.03 {
+					t.Errorf("sender loss %.3f, want about 1/50", f)
+				}
+				if rs.Lost < ss.Lost-1 || rs.Lost > ss.Lost+1 {
+					t.Errorf("receiver lost %d, sender's last ACK says %d", rs.Lost, ss.Lost)
+				}
+			}
+		})
 	}
 }

@@ -27,6 +27,20 @@ func TestReporterLines(t *testing.T) {
 		{"bulk interval text", false, "", func(r *Reporter) {
 			r.Interval(Interval{Flow: "bulk", Label: "b1", T: 1, GoodputBps: 9.5e6})
 		}, "[bulk]    1.00 s b1  goodput   9.500 Mbit/s\n"},
+		{"sender summary text: validation failed, RTT rose", false, "", func(r *Reporter) {
+			r.SenderSummary("prague-send", SenderSummary{Duration: 2 * time.Second, ECN: "Not-ECT", FellBack: true,
+				Validation: ECNValidation{State: "failed", Failed: "bleached", At: 1250 * time.Millisecond, RTTRiseNoCE: 12300 * time.Microsecond}})
+		}, "[prague-send] summary: duration_s=2 packets_sent=0 goodput_bps=0 rtt_samples=0 rtt_p50_ms=0 rtt_p95_ms=0 rtt_p99_ms=0 rtt_max_ms=0" +
+			" ce_frac=0 loss_frac=0 ecn=Not-ECT fell_back=true timeouts=0 ecn_validation=failed ecn_fail_reason=bleached ecn_fail_t_s=1.25 rtt_rise_no_ce_ms=12.3\n" +
+			"[prague-send] ECN validation failed at 1.25 s (bleached): sending Not-ECT with a loss-only response\n" +
+			"[prague-send] no congestion signal while RTT rose by 12.3 ms\n"},
+		{"sender summary JSON: capable, RTT rose under 5 ms", true, "", func(r *Reporter) {
+			r.SenderSummary("prague-send", SenderSummary{ECN: "ECT(1)", Validation: ECNValidation{State: "capable", RTTRiseNoCE: 4900 * time.Microsecond}})
+		}, `{"ce_frac":0,"duration_s":0,"ecn":"ECT(1)","ecn_validation":"capable","fell_back":false,"flow":"prague-send","goodput_bps":0,` +
+			`"loss_frac":0,"packets_sent":0,"rtt_max_ms":0,"rtt_p50_ms":0,"rtt_p95_ms":0,"rtt_p99_ms":0,"rtt_rise_no_ce_ms":4.9,"rtt_samples":0,"summary":true,"timeouts":0}` + "\n"},
+		{"sender interval text: validation failed", false, "", func(r *Reporter) {
+			r.Interval(Interval{Flow: "prague-send", T: 1, ECNFallback: "mangled", ErrorL4S: true})
+		}, "[prague-send]    1.00 s  goodput   0.000 Mbit/s  CE 0.00%  loss 0.00%  error_L4S  ECN validation failed: mangled\n"},
 	}
 	for _, tc := range tests {
 		var b bytes.Buffer
