@@ -22,10 +22,17 @@ import (
 // between two fresh namespaces, removed when the test ends.
 func hopPair(t *testing.T, bps uint64, delay time.Duration) *topology.Pair {
 	t.Helper()
+	return hopPairNamed(t, "p2f", bps, delay)
+}
+
+// hopPairNamed is hopPair with namespaces and devices named from tag (3
+// characters), one per test that may run beside another.
+func hopPairNamed(t *testing.T, tag string, bps uint64, delay time.Duration) *topology.Pair {
+	t.Helper()
 	roottest.Need(t)
 	d := hop.DirConfig{Link: shaper.Config{Rate: shaper.Const{BitsPerSecond: bps}, Delay: int64(delay)},
 		Queue: aqm.Spec{Kind: aqm.KindDualPI2, DualPI2: aqm.DefaultConfig()}}
-	prefix := fmt.Sprintf("p2f%d", os.Getpid()%10000)
+	prefix := fmt.Sprintf("%s%d", tag, os.Getpid()%10000)
 	p, err := topology.NewPair(context.Background(), prefix, hop.Config{Name: prefix, Up: d, Down: d, Seed: 1})
 	if err != nil {
 		t.Fatal(err)
