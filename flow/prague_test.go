@@ -220,10 +220,11 @@ func TestPragueFaultyPath(t *testing.T) {
 				if !ss.FellBack || ss.ECN != "Not-ECT" || v.State != "failed" || v.Failed != tc.reason {
 					t.Errorf("sender: fell back %v, ECN %s, validation %s %q; want a fallback to Not-ECT, failed %q", ss.FellBack, ss.ECN, v.State, v.Failed, tc.reason)
 				}
-				// At the first ACK, or the 10th: a few ms on loopback,
-				// where the first packets leave 12 ms apart at 100 kbit/s.
-				if v.At <= 0 || v.At > 500*time.Millisecond {
-					t.Errorf("sender: failed at %v, want within the test period (0.5 s)", v.At)
+				// At the first ACK, or the 10th: the first packets leave
+				// 12 ms apart at 100 kbit/s, so 0.15 s on loopback; 1 s
+				// allows for a busy machine's stalls.
+				if v.At <= 0 || v.At > time.Second {
+					t.Errorf("sender: failed at %v, want within the test period (1 s)", v.At)
 				}
 			}
 			if tc.dropEvery > 0 {

@@ -15,8 +15,9 @@ import (
 // the server's namespace rewrites the ECN field of each flow's packets
 // as they arrive, after the hop (a middlebox downstream of the
 // bottleneck), and the Prague sender's validation names the fault within
-// its test period (the first 10 packets and their ACKs, 0.5 s at most at
-// the starting rate): not-ect is bleached, ect0 re-marked, ce mangled, a
+// its test period (the first 10 packets and their ACKs: 0.15 s at the
+// starting rate, 12 ms a packet, and a 20 ms RTT; the bound, 1 s, allows
+// for a busy machine's stalls): not-ect is bleached, ect0 re-marked, ce mangled, a
 // rule that drops ECT packets ect-dropped; the flow without a rule stays
 // ECT(1) beside them. Five flows at once, 3 s each.
 func TestValidationThroughHop(t *testing.T) {
@@ -81,8 +82,8 @@ func TestValidationThroughHop(t *testing.T) {
 		if v.Failed != tc.reason || !r.ss.FellBack || r.ss.ECN != "Not-ECT" {
 			t.Errorf("%s: validation %s %q, fell back %v, ECN %s; want failed %q, Not-ECT", tc.name, v.State, v.Failed, r.ss.FellBack, r.ss.ECN, tc.reason)
 		}
-		if v.At <= 0 || v.At > 500*time.Millisecond {
-			t.Errorf("%s: failed at %v, want within the test period (0.5 s)", tc.name, v.At)
+		if v.At <= 0 || v.At > time.Second {
+			t.Errorf("%s: failed at %v, want within the test period (1 s)", tc.name, v.At)
 		}
 	}
 }
