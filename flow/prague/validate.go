@@ -19,7 +19,7 @@ import (
 //     [DecreasedECNCounts];
 //   - more CE than packets sent ECN-capable (Not-ECT turned CE), or the
 //     first test packets, or a long run of packets at the path's minimum
-//     RTT without loss, all CE: mangled [MoreECNCountsThanSent for CE,
+//     RTT, all CE without loss: mangled [MoreECNCountsThanSent for CE,
 //     ManglingDetected];
 //   - a count of a codepoint above the packets sent with it, or
 //     ECT(x) + CE below the packets sent as ECT(x) known to have arrived
@@ -337,7 +337,10 @@ func (v *Validator) mangled(now int64, f ECNFeedback) bool {
 		return false
 	}
 	if v.runFirst {
-		return true // the first test packets all CE, as quic-go's check
+		// The first test packets all CE, as quic-go's check; without loss,
+		// since an overloaded DualPI2 that marks every L4S packet also
+		// drops them.
+		return f.Lost == v.runLost
 	}
 	return now-v.runStart >= mangleRTTs*v.srtt && f.Lost == v.runLost &&
 		v.runMinRTT != math.MaxInt64 && v.runMinRTT <= min(v.minRTT, v.minPrev)+stepMargin

@@ -277,7 +277,8 @@ func TestValidatorCongestionIsNoFault(t *testing.T) {
 
 // All CE with the RTT at its minimum and no loss is mangling; all CE with
 // a queue in the RTT (step marking above 1 ms of sojourn) is not, and
-// neither is all CE with loss (DualPI2 in overload drops too).
+// neither is all CE with loss (DualPI2 in overload drops too), from the
+// start or later.
 func TestValidatorMangleNeedsBaseRTT(t *testing.T) {
 	all := func(soj int64) func(int32) (int64, bool) {
 		return func(int32) (int64, bool) { return soj, true }
@@ -296,6 +297,7 @@ func TestValidatorMangleNeedsBaseRTT(t *testing.T) {
 			return 1200, true
 		}, 0, false},
 		{"all CE with 10% loss (overload)", func(seq int32) (int64, bool) { return 0, seq >= 100 }, 0.10, false},
+		{"all CE from the start with 30% loss (overload)", all(0), 0.30, false},
 	} {
 		p := valPath{fault: pathFaults["none"], faultFrom: 1, queue: tt.queue, loss: tt.loss, rng: rand.New(rand.NewPCG(1, 2))}
 		r := runValidation(NewValidator(aqm.ECT1), p, 5000)
