@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pi2hop/pi2hop/aqm"
 	"github.com/pi2hop/pi2hop/figure"
 	"github.com/pi2hop/pi2hop/flow/wire"
 )
@@ -266,5 +267,35 @@ func TestFPSWindows(t *testing.T) {
 	got := fpsWindows(displays, 0, 2_600_000)
 	if len(got) != 2 || got[0] != 3 || got[1] != 1 {
 		t.Errorf("fpsWindows = %v, want [3 1] (partial third second left out)", got)
+	}
+}
+
+// The video call validates ECN as the bulk sender does: through a relay
+// that re-marks every packet ECT(0) the sender fails validation at once
+// (re-marked) and goes on Not-ECT, and the call carries on.
+func TestVideoValidation(t *testing.T) {
+	tx, rx := udpPair(t, "127.0.0.1:0")
+	front, back := udpPair(t, "127.0.0.1:0")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	go relay(ctx, front, back, addrOf(rx), aqm.ECT0, 0)
+	defer front.Close()
+	defer back.Close()
+	cfg := VideoConfig{Duration: 1500 * time.Millisecond, Seed: 1}
+	rcfg := cfg
+	rcfg.Duration = 0
+	ss, rs, err, rerr := sendAndReceive(10*time.Second, 150*time.Millisecond,
+		func(ctx context.Context) (VideoSenderSummary, error) { return VideoSend(ctx, tx, addrOf(front), cfg, nil) },
+		func(ctx context.Context) (VideoReceiverSummary, error) { return VideoRecv(ctx, rx, rcfg, nil) })
+	if err != nil || rerr != nil {
+		t.Fatalf("send: %v, recv: %v", err, rerr)
+	}
+	v := ss.Validation
+	t.Logf("sender: ECN %s, validation %s %q at %v; receiver: %d displayed of %d frames", ss.ECN, v.State, v.Failed, v.At, rs.Displayed, ss.Frames)
+	if v.State != "failed" || v.Failed != "re-marked" || ss.ECN != "Not-ECT" || !ss.FellBack {
+		t.Errorf("validation %s %q, ECN %s, fell back %v; want failed, re-marked, Not-ECT", v.State, v.Failed, ss.ECN, ss.FellBack)
+	}
+	if rs.Displayed < ss.Frames/2 {
+		t.Errorf("displayed %d of %d frames after the fallback", rs.Displayed, ss.Frames)
 	}
 }
