@@ -285,7 +285,9 @@ func TestVideoValidation(t *testing.T) {
 	rcfg := cfg
 	rcfg.Duration = 0
 	ss, rs, err, rerr := sendAndReceive(10*time.Second, 150*time.Millisecond,
-		func(ctx context.Context) (VideoSenderSummary, error) { return VideoSend(ctx, tx, addrOf(front), cfg, nil) },
+		func(ctx context.Context) (VideoSenderSummary, error) {
+			return VideoSend(ctx, tx, addrOf(front), cfg, nil)
+		},
 		func(ctx context.Context) (VideoReceiverSummary, error) { return VideoRecv(ctx, rx, rcfg, nil) })
 	if err != nil || rerr != nil {
 		t.Fatalf("send: %v, recv: %v", err, rerr)
