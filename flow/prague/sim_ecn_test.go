@@ -29,8 +29,9 @@ type ecnPathRun struct {
 // arrivals by codepoint and ACKs each packet with its cumulative counters
 // and counts, as flow's receiver does (type 17 with the ECN extension);
 // the sender stalls after TimeoutAfter without an ACK while its window is
-// full, as flow's sender does. Utilisation is measured from measureFrom µs.
-func runFaulted(t *testing.T, mbit float64, fault pathFault, after bool, faultFrom, measureFrom, end int64) ecnPathRun {
+// full, as flow's sender does. The link loses a share loss of the packets
+// it sends, at random. Utilisation is measured from measureFrom µs.
+func runFaulted(t *testing.T, mbit, loss float64, fault pathFault, after bool, faultFrom, measureFrom, end int64) ecnPathRun {
 	t.Helper()
 	const (
 		rtt = 20000 // µs
@@ -53,6 +54,7 @@ func runFaulted(t *testing.T, mbit float64, fault pathFault, after bool, faultFr
 		t.Fatal(err)
 	}
 	v := NewValidator(aqm.ECT1)
+	rng := rand.New(rand.NewPCG(5, 6))
 	var (
 		now, next, linkFree, lastACK int64
 		linkAt                       float64
@@ -101,6 +103,9 @@ func runFaulted(t *testing.T, mbit float64, fault pathFault, after bool, faultFr
 			if sentAt >= measureFrom {
 				busy += tx
 				acked += float64(m.Len - hdr)
+			}
+			if loss > 0 && rng.Float64() < loss {
+				continue // lost on the link: the receiver counts the gap
 			}
 			got, affected := m.ECN, m.Flow != 0
 			if verdict.Action == aqm.Mark {
@@ -224,7 +229,7 @@ func TestFaultedPathFallback(t *testing.T) {
 				if after {
 					where = "after"
 				}
-				r := runFaulted(t, mbit, pathFaults[tt.fault], after, from, measure, end)
+				r := runFaulted(t, mbit, 0, pathFaults[tt.fault], after, from, measure, end)
 				t.Logf("%2.0f Mbit/s %-12s %-6s from %2.0f s: failed %v %q at %.3f s (first affected ACK %.3f s, srtt %.1f ms); utilisation %.1f %%",
 					mbit, tt.fault, where, float64(from)/1e6, r.failed, r.reason, float64(r.at)/1e6, float64(r.firstAffected)/1e6, float64(r.srtt)/1e3, r.util*100)
 				if r.reason != tt.reason {
@@ -247,6 +252,19 @@ func TestFaultedPathFallback(t *testing.T) {
 						tt.fault, where, float64(from)/1e6, float64(r.at-r.firstAffected)/1e3, 3*float64(r.srtt)/1e3)
 				}
 			}
+		}
+	}
+}
+
+// With no fault, random loss on the link (1 % and 3 %) never makes the
+// validation fail: losses are not ECN faults, and no test packet round is
+// lost whole.
+func TestCleanLossyPathNoFallback(t *testing.T) {
+	for _, loss := range []float64{0.01, 0.03} {
+		r := runFaulted(t, 10, loss, pathFaults["none"], false, 0, 20e6, 40e6)
+		t.Logf("%.0f %% loss: failed %v %q, utilisation %.1f %%", loss*100, r.failed, r.reason, r.util*100)
+		if r.failed {
+			t.Errorf("%.0f %% random loss, no fault: validation failed (%q at %.3f s)", loss*100, r.reason, float64(r.at)/1e6)
 		}
 	}
 }
