@@ -35,10 +35,12 @@ import (
 // is known to have arrived by the time the last one is sent, the next
 // ones go Not-ECT until the test packets' fate is known (as RFC 9000's
 // "unknown" state: without Not-ECT packets getting through, a path that
-// drops every ECT packet looks like a dead path). When the sender stalls
-// (no feedback for its timeout) the path may have changed: a re-test
-// sends one ECT packet and then Not-ECT ones, twice, so that an outage
-// ending between two packets is not taken for a filter.
+// drops every ECT packet looks like a dead path). If they were all lost,
+// a second round of one ECT packet follows before the verdict, so that a
+// receiver that started late or an outage that ended between two
+// packets is not taken for a filter. When the sender stalls (no feedback
+// for its timeout) the path may have changed: it re-tests the same way,
+// with two rounds of one ECT packet.
 
 // ECNReason says why validation failed.
 type ECNReason uint8
@@ -163,7 +165,7 @@ const minWindow = 5_000_000 // µs
 // NewValidator validates codepoint e (ECT(1) or ECT(0)) from the start.
 func NewValidator(e aqm.ECN) *Validator {
 	v := &Validator{ecn: e, minRTT: math.MaxInt64, minPrev: math.MaxInt64, runMinRTT: math.MaxInt64}
-	v.startRound(TestPackets, 1)
+	v.startRound(TestPackets, retestRounds)
 	return v
 }
 
@@ -279,7 +281,10 @@ func (v *Validator) Feedback(now int64, f ECNFeedback) bool {
 			v.fail(now, ReasonErrorL4S)
 			return true
 		}
-		return false
+		if v.state == ValidUnknown {
+			v.settle(now)
+		}
+		return v.state == ValidFailed
 	}
 	v.counted = true
 	if r := v.check(f.Counts); r != ReasonNone {

@@ -184,6 +184,8 @@ func stepQueue(seq int32) (int64, bool) {
 //     first, at 260 ms;
 //   - drop-ect from the start: the 10 test packets lost, packet 11 (sent
 //     Not-ECT while their fate is unknown) arrives, its ACK at 31 ms;
+//     the second round's test packet, 31, is lost too and 32 ACKed at
+//     52 ms;
 //     from packet 200: no ACK after 219 ms, the sender stalls 1 s later
 //     and re-tests with the packet it sends then, 1219 (ECT, lost), and
 //     1220 (Not-ECT, ACKed at 1240 ms), then with 1240 (sent as that ACK
@@ -210,7 +212,7 @@ func TestValidatorFaults(t *testing.T) {
 		{"ect0-to-ect1", aqm.ECT1, 1, ReasonNone, 0}, // an ECT(1) sender's packets are untouched
 		{"mangle", aqm.ECT1, 1, ReasonMangled, 30},
 		{"mangle", aqm.ECT1, 200, ReasonMangled, 260},
-		{"drop-ect", aqm.ECT1, 1, ReasonECTDropped, 31},
+		{"drop-ect", aqm.ECT1, 1, ReasonECTDropped, 52},
 		{"drop-ect", aqm.ECT1, 200, ReasonECTDropped, 1261},
 		{"ce-bleach", aqm.ECT1, 1, ReasonNone, 0},
 	}
@@ -348,5 +350,43 @@ func TestValidatorReceiverWithoutCounts(t *testing.T) {
 	}
 	if r, _ := v.Failure(); r != ReasonErrorL4S {
 		t.Errorf("reason %q, want error-l4s", r)
+	}
+}
+
+// A receiver that starts late loses the first 10 packets whatever their
+// codepoint: the first round's test packets all lost is no verdict, and
+// the second round's test packet arrives, so the path is capable. A
+// receiver without counts (udp_prague's) settles the test rounds from the
+// packets it acknowledges.
+func TestValidatorLateReceiver(t *testing.T) {
+	v := NewValidator(aqm.ECT1)
+	for seq := int32(1); seq <= 12; seq++ {
+		v.Send(seq) // 1..10 lost (no receiver yet), 11 and 12 Not-ECT
+	}
+	v.Acked(11)
+	if v.Feedback(100, ECNFeedback{Received: 1, Lost: 10, HasCounts: true}) {
+		t.Fatal("the first round lost whole failed validation at once")
+	}
+	if s := v.State(); s != ValidTesting {
+		t.Fatalf("state %v after the first round was lost, want testing (a second round)", s)
+	}
+	if e := v.Send(13); e != aqm.ECT1 {
+		t.Fatalf("second round's test packet %v, want ECT(1)", e)
+	}
+	v.Acked(13)
+	if v.Feedback(200, ECNFeedback{Received: 2, Lost: 11, HasCounts: true, Counts: ECNCounts{ECT1: 1}}) || v.State() != ValidCapable {
+		t.Errorf("second round's test packet arrived: state %v, want capable", v.State())
+	}
+
+	v = NewValidator(aqm.ECT1)
+	for seq := int32(1); seq <= 11; seq++ {
+		v.Send(seq)
+	}
+	if v.State() != ValidUnknown {
+		t.Fatalf("state %v after 10 unacknowledged test packets, want unknown", v.State())
+	}
+	v.Acked(3)
+	if v.Feedback(100, ECNFeedback{Received: 3}) || v.State() != ValidCapable {
+		t.Errorf("receiver without counts ACKed a test packet: state %v, want capable", v.State())
 	}
 }
