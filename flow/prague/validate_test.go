@@ -58,6 +58,9 @@ type valPath struct {
 	queue func(seq int32) (int64, bool)
 	loss  float64
 	rng   *rand.Rand
+	// drop, if not nil, says which packets the path loses whatever their
+	// codepoint (an outage).
+	drop func(seq int32) bool
 }
 
 type valResult struct {
@@ -126,7 +129,7 @@ func runValidation(v *Validator, p valPath, n int32) valResult {
 				got = aqm.CE
 			}
 		}
-		if p.loss > 0 && p.rng.Float64() < p.loss {
+		if (p.loss > 0 && p.rng.Float64() < p.loss) || (p.drop != nil && p.drop(seq)) {
 			continue
 		}
 		if seq >= p.faultFrom {
@@ -388,5 +391,20 @@ func TestValidatorLateReceiver(t *testing.T) {
 	v.Acked(3)
 	if v.Feedback(100, ECNFeedback{Received: 3}) || v.State() != ValidCapable {
 		t.Errorf("receiver without counts ACKed a test packet: state %v, want capable", v.State())
+	}
+}
+
+// An outage is not a filter: every packet from 200 ms to 1.7 s lost. The
+// sender stalls at 1219 ms and re-tests; the first round's test packet
+// (1219) is lost with everything else, and the Not-ECT packet that comes
+// through first (1700, ACKed at 1720 ms) ends that round; the second
+// round's test packet (1720) arrives, and the path is capable again.
+func TestValidatorOutageIsNoFault(t *testing.T) {
+	v := NewValidator(aqm.ECT1)
+	r := runValidation(v, valPath{fault: pathFaults["none"], faultFrom: 1,
+		drop: func(seq int32) bool { return seq >= 200 && seq < 1700 }}, 3000)
+	if r.failed || v.State() != ValidCapable || r.stallAt != 1219000 {
+		t.Errorf("outage from 200 ms to 1.7 s: failed %v (%q at %.1f ms), stalled at %.1f ms, state %v; want a stall at 1219 ms and capable after",
+			r.failed, r.reason, float64(r.at)/1000, float64(r.stallAt)/1000, v.State())
 	}
 }
