@@ -13,7 +13,7 @@ import (
 	"github.com/pi2hop/pi2hop/shaper"
 )
 
-// publish closes the open Worst interval and hands out a snapshot of the
+// publish closes the open Worst intervals (the histograms' too) and hands out a snapshot of the
 // counters: into reqSnap when a reader asked for one (statsReq), which
 // allocates nothing, and as a new DirStats in snap when store is set (the
 // owner starting or returning) or when nobody asked (the periodic one, so
@@ -23,6 +23,9 @@ import (
 // goroutine assist it.
 func (o *owner) publish(now int64, store bool) {
 	o.st.Worst.Close()
+	o.st.SojournC.Close()
+	o.st.SojournL.Close()
+	o.st.Lateness.Close()
 	o.seq++
 	req := o.statsReq.Swap(false)
 	if req {

@@ -23,9 +23,14 @@ const (
 // Histogram counts durations (ns) in fixed logarithmic buckets, so the
 // owner records a sojourn with no allocation and readers compute
 // quantiles, or subtract two snapshots to get an interval's quantiles.
+// It also keeps the largest value, measured (Worst), for the run and per
+// interval, so that no quantile it gives exceeds the worst value it saw:
+// a bucket's upper edge alone can lie above every sample in the bucket.
+// The writer Closes an interval when it publishes (as Worst.Close).
 type Histogram struct {
 	Counts [histBuckets]uint64
 	Total  uint64
+	Worst  Worst
 }
 
 func histIndex(v int64) int {
@@ -57,25 +62,58 @@ func histUpper(i int) int64 {
 func (h *Histogram) Add(ns int64) {
 	h.Counts[histIndex(ns)]++
 	h.Total++
+	h.Worst.Add(ns)
+}
+
+// Close ends the open interval of Worst; a snapshot taken right after
+// holds it, and Sub of two such snapshots knows the interval's maximum.
+func (h *Histogram) Close() { h.Worst.Close() }
+
+// Max returns the largest value recorded (0 when empty): measured, not a
+// bucket edge. Of an interval (Sub) it is the interval's largest, or the
+// run's when the interval is older than Worst remembers.
+func (h *Histogram) Max() int64 {
+	if h.Total == 0 {
+		return 0
+	}
+	return h.Worst.Max
 }
 
 // Quantile returns the upper edge of the bucket holding the sample of
 // nearest rank q (figure.Rank, the definition every pi2hop figure uses),
-// within 1.6 % of that sample; 0 when empty. It is a bucket bound, not a
-// sample: the histogram keeps counts, never values.
+// within 1.6 % of that sample, capped at the measured maximum (Max), so
+// that no percentile shown exceeds the worst shown beside it; 0 when
+// empty. It is a bucket bound, not a sample: the histogram keeps counts,
+// never values. A histogram whose counts were set without Add carries no
+// maximum (one below the bucket's lowest value cannot have been
+// measured), and then the edge is returned as it is.
 func (h *Histogram) Quantile(q float64) int64 {
 	if h.Total == 0 {
 		return 0
 	}
 	rank := uint64(figure.Rank(int(min(h.Total, math.MaxInt)), q))
 	var seen uint64
-	for i, c := range h.Counts {
+	i := histBuckets - 1
+	for j, c := range h.Counts {
 		seen += c
 		if seen >= rank {
-			return histUpper(i)
+			i = j
+			break
 		}
 	}
-	return histUpper(histBuckets - 1)
+	up := histUpper(i)
+	if m := h.Worst.Max; m >= histLower(i) {
+		return min(up, m)
+	}
+	return up
+}
+
+// histLower returns the smallest value in bucket i.
+func histLower(i int) int64 {
+	if i == 0 {
+		return math.MinInt64 // negative durations count as 0
+	}
+	return histUpper(i-1) + 1
 }
 
 // Sub returns h minus an earlier snapshot of the same histogram.
@@ -85,5 +123,13 @@ func (h *Histogram) Sub(earlier *Histogram) Histogram {
 		d.Counts[i] = h.Counts[i] - earlier.Counts[i]
 	}
 	d.Total = h.Total - earlier.Total
+	// The interval's maximum, measured; when Worst no longer holds all of
+	// its sub-intervals, the run's maximum, which still bounds every
+	// value of the interval from above.
+	worst, ok := h.Worst.Since(&earlier.Worst)
+	if !ok {
+		worst = h.Worst.Max
+	}
+	d.Worst = Worst{Max: worst}
 	return d
 }

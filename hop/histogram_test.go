@@ -90,3 +90,44 @@ func TestHistogramResolution(t *testing.T) {
 		}
 	}
 }
+
+// TestHistogramQuantileCappedAtMax: 1 ms lies in the bucket
+// [122·2^13, 123·2^13) = [999 424, 1 007 616) ns, whose upper edge,
+// 1 007 615 ns, is above every sample; the quantile stops at the measured
+// 1 000 000 when that is the maximum. Over an interval (Sub) the cap is
+// the interval's own maximum, not the run's.
+func TestHistogramQuantileCappedAtMax(t *testing.T) {
+	var h Histogram
+	h.Add(2_000_000)
+	h.Close()
+	before := h
+	for range 100 {
+		h.Add(1_000_000)
+	}
+	h.Close()
+	iv := h.Sub(&before)
+	var uncapped Histogram
+	uncapped.Counts[histIndex(1_000_000)] = 100
+	uncapped.Total = 100
+	tests := []struct {
+		name    string
+		h       *Histogram
+		q       float64
+		want    int64
+		wantMax int64
+	}{
+		{"run p50: the edge, below the run's 2 ms", &h, 0.5, 1_007_615, 2_000_000},
+		{"run p100", &h, 1, 2_000_000, 2_000_000},
+		{"interval p99", &iv, 0.99, 1_000_000, 1_000_000},
+		{"interval p50", &iv, 0.5, 1_000_000, 1_000_000},
+		{"counts without a maximum", &uncapped, 0.99, 1_007_615, 0},
+	}
+	for _, tt := range tests {
+		if got := tt.h.Quantile(tt.q); got != tt.want {
+			t.Errorf("%s: Quantile(%v) = %d, want %d", tt.name, tt.q, got, tt.want)
+		}
+		if got := tt.h.Max(); got != tt.wantMax {
+			t.Errorf("%s: Max() = %d, want %d", tt.name, got, tt.wantMax)
+		}
+	}
+}
