@@ -26,6 +26,14 @@ func (o *owner) publish(now int64, store bool) {
 	o.st.SojournC.Close()
 	o.st.SojournL.Close()
 	o.st.Lateness.Close()
+	if o.onThread { // not the publish before the owner runs
+		if cpu := selfCPU(); cpu > 0 {
+			if o.st.In == o.pubIn {
+				o.st.IdleCPU += cpu - o.pubCPU
+			}
+			o.pubCPU, o.pubIn = cpu, o.st.In
+		}
+	}
 	o.seq++
 	req := o.statsReq.Swap(false)
 	if req {

@@ -90,6 +90,12 @@ type owner struct {
 	tid       atomic.Int32 // the owner's OS thread, for its CPU time
 	// The thread's CPU time (total, system) when the owner locked it.
 	cpuBase, sysBase atomic.Int64
+	// The thread's CPU time and In at the last publish on the owner's
+	// thread (onThread), to count the CPU of the intervals that read no
+	// packet (DirStats.IdleCPU).
+	pubCPU   int64
+	pubIn    uint64
+	onThread bool
 }
 
 // Spin modes besides a fixed lead (Config.Spin > 0).

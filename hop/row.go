@@ -138,6 +138,7 @@ func (s *DirStats) since(prev *DirStats) DirStats {
 	d.OutBytes -= prev.OutBytes
 	d.CPU -= prev.CPU
 	d.CPUSys -= prev.CPUSys
+	d.IdleCPU -= prev.IdleCPU
 	d.In -= prev.In
 	d.SojournC = s.SojournC.Sub(&prev.SojournC)
 	d.SojournL = s.SojournL.Sub(&prev.SojournL)

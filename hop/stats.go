@@ -67,6 +67,10 @@ type DirStats struct {
 	// the kernel does inside a TUN write (the receiving stack: on one
 	// machine, the endpoints' own TCP processing).
 	CPUSys int64
+	// IdleCPU is the part of CPU spent in the owner's stats intervals
+	// (Config.StatsInterval) that read no packet, ns: ticks and wake-ups
+	// of an idle link, left out of the CPU per packet.
+	IdleCPU int64
 }
 
 // Dropped returns all drops: by the queue and link, and by the hop.

@@ -23,6 +23,8 @@ func (w *waker) close()      {}
 
 func threadCPU(tid int32) (cpu, sys int64) { return 0, 0 }
 
+func selfCPU() int64 { return 0 }
+
 func pause(d int64) { time.Sleep(time.Duration(d)) }
 
 func requestCPULatency(time.Duration) (io.Closer, error) { return nil, tun.ErrUnsupported }

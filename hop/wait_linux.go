@@ -30,6 +30,7 @@ func (o *owner) lockForRealTime() error {
 	cpu, sys := threadCPU(tid)
 	o.cpuBase.Store(cpu)
 	o.sysBase.Store(sys)
+	o.pubCPU, o.pubIn, o.onThread = cpu, o.st.In, true
 	o.tid.Store(tid)
 	// Raw system calls from here on, as all of the owner's (see rawPpoll):
 	// the return from sched_setattr is already the real-time thread's.
@@ -279,6 +280,17 @@ func threadCPU(tid int32) (cpu, sys int64) {
 		}
 	}
 	return cpu, sys
+}
+
+// selfCPU returns the calling thread's CPU time, ns (0 when unknown): the
+// same sum threadCPU reads from schedstat, by a raw system call, as the
+// owner makes all of its own.
+func selfCPU() int64 {
+	var ts unix.Timespec
+	if _, _, e := unix.RawSyscall(unix.SYS_CLOCK_GETTIME, unix.CLOCK_THREAD_CPUTIME_ID, uintptr(unsafe.Pointer(&ts)), 0); e != 0 {
+		return 0
+	}
+	return ts.Nano()
 }
 
 // clockTicks is USER_HZ, the unit of /proc's times: 100 on every Linux
