@@ -6,7 +6,6 @@ package hop
 
 import (
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/pi2hop/pi2hop/aqm"
@@ -63,6 +62,8 @@ func (o *owner) fill(s *DirStats, now int64) {
 	s.Taken = time.Now()
 	s.Elapsed = now - o.start
 	s.Kind = o.cfg.Queue.Kind
+	s.Spec = o.cfg.Queue
+	s.Jitter, s.Loss, s.Aggregate = o.linkNames[0], o.linkNames[1], o.linkNames[2]
 	s.Rate = o.rateName
 	s.Bps = 0
 	if c, ok := o.cfg.Link.Rate.(shaper.Const); ok {
@@ -186,7 +187,7 @@ func (o *owner) apply(next DirConfig) error {
 		o.link.SetLoss(next.Link.Loss)
 	}
 	o.cfg = next
-	o.rateName = fmt.Sprint(next.Link.Rate)
+	o.setNames(next.Link)
 	return nil
 }
 

@@ -72,6 +72,9 @@ type owner struct {
 	dropFn   func(aqm.Meta)
 	st       DirStats
 	rateName string   // fmt.Sprint(cfg.Link.Rate), made when the rate is set
+	// The link's jitter, loss and aggregation as DirStats names them,
+	// made when they are set (setNames), so a snapshot allocates nothing.
+	linkNames [3]string
 	reqSnap  DirStats // the snapshot a reader asked for (see snapshot)
 
 	// Shared with other goroutines.
@@ -156,7 +159,7 @@ func newOwner(h *Hop, d Dir, dir DirConfig, in, out tun.Device) (*owner, error) 
 			o.drops, o.ringBase = dc, n
 		}
 	}
-	o.rateName = fmt.Sprint(dir.Link.Rate)
+	o.setNames(dir.Link)
 	o.start = clock()
 	o.publish(o.start, true)
 	return o, nil
@@ -244,3 +247,18 @@ func (o *owner) signalStop() {
 
 // close releases the owner's descriptors; the owner must have returned.
 func (o *owner) close() { o.waker.close() }
+
+// setNames makes the names a snapshot gives the link's settings.
+func (o *owner) setNames(l shaper.Config) {
+	o.rateName = fmt.Sprint(l.Rate)
+	o.linkNames = [3]string{}
+	if l.Jitter.Amount > 0 {
+		o.linkNames[0] = l.Jitter.String()
+	}
+	if l.Loss != nil {
+		o.linkNames[1] = fmt.Sprint(l.Loss)
+	}
+	if l.Aggregate.On() {
+		o.linkNames[2] = l.Aggregate.String()
+	}
+}

@@ -1,10 +1,12 @@
 package hop
 
 import (
+	"strings"
 	"time"
 
 	"github.com/pi2hop/pi2hop/aqm"
 	"github.com/pi2hop/pi2hop/figure"
+	"github.com/pi2hop/pi2hop/shaper"
 )
 
 // StatsRow is one direction's figures as `pi2hop stats` shows them: tc's
@@ -39,25 +41,63 @@ type StatsRow struct {
 	FQCodel *FQCodelXStats `json:"fq_codel,omitempty"`
 	QProt   *QProtXStats   `json:"queue_protection,omitempty"`
 	// link
-	Rate        string            `json:"rate"`
-	Delay       string            `json:"delay"`
 	Interval    float64           `json:"interval_s"`
 	InPkts      uint64            `json:"in_packets"`
 	InBytes     uint64            `json:"in_bytes"`
 	OutPkts     uint64            `json:"out_packets"`
 	OutBytes    uint64            `json:"out_bytes"`
-	OutBps      float64           `json:"out_bits_per_second"`
+	OutBps      float64           `json:"out_bps"`
 	Utilisation float64           `json:"utilisation"`
 	Marked      uint64            `json:"marked"`
 	Malformed   uint64            `json:"malformed"`
 	Drops       map[string]uint64 `json:"drops"` // by aqm.Reason name, and nobuffer, write
 	Pending     int               `json:"pending"`
-	SojournC    [2]float64        `json:"sojourn_c_ms"` // p50, p99
-	SojournL    [2]float64        `json:"sojourn_l_ms"`
-	Lateness    [2]float64        `json:"lateness_us"`       // driver's pacing error p50, p99
-	WorstLate   float64           `json:"worst_lateness_us"` // its largest value, measured
+	SojournC    MsQuantiles       `json:"sojourn_c"`
+	SojournL    MsQuantiles       `json:"sojourn_l"`
+	Lateness    UsQuantiles       `json:"lateness"` // the driver's pacing error
 	RingDrops   uint64            `json:"tun_ring_drops"`
-	CPUPerPkt   float64           `json:"cpu_us_per_packet"` // the direction's owner thread (includes kernel work done in its writes)
+	// CPUPerPkt is the direction's owner thread's CPU time (including the
+	// kernel's work inside its writes) per packet read, over the stats
+	// intervals that read one; nil when none did.
+	CPUPerPkt *float64 `json:"cpu_us_per_packet"`
+	// Config is the configuration in force (after any live `set`).
+	Config ConfigRow `json:"config"`
+}
+
+// MsQuantiles are a distribution's nearest-rank percentiles and its
+// measured maximum, in ms; no percentile exceeds Max (Histogram.Quantile).
+type MsQuantiles struct {
+	P50 float64 `json:"p50_ms"`
+	P99 float64 `json:"p99_ms"`
+	Max float64 `json:"max_ms"`
+}
+
+// UsQuantiles are MsQuantiles in µs.
+type UsQuantiles struct {
+	P50 float64 `json:"p50_us"`
+	P99 float64 `json:"p99_us"`
+	Max float64 `json:"max_us"`
+}
+
+// ConfigRow is a direction's configuration in force, as tc qdisc show
+// prints a dualpi2 qdisc and netem a link: the queue's parameters in tc's
+// words (aqm.Spec.TCParams) and the link's.
+type ConfigRow struct {
+	Qdisc string `json:"qdisc"`
+	// Params are the queue's parameters: tc keyword -> value as tc
+	// prints it ("15ms", "10000p"), or true for a keyword that stands
+	// alone ("l4s_ect", "drop_dequeue").
+	Params map[string]any `json:"params"`
+	TC     string         `json:"tc"`   // "qdisc dualpi2 limit 10000p ...", in tc's order
+	Link   string         `json:"link"` // "rate 10Mbit delay 10ms", in netem's words
+	// RateBps is the link rate, bit/s; 0 when it is not one constant
+	// rate (unlimited, a trace or a schedule: Rate says which).
+	RateBps   uint64  `json:"rate_bps"`
+	Rate      string  `json:"rate"` // as tc prints it ("10Mbit"), or the trace
+	DelayMs   float64 `json:"delay_ms"`
+	Jitter    string  `json:"jitter,omitempty"`
+	Loss      string  `json:"loss,omitempty"`
+	Aggregate string  `json:"aggregate,omitempty"`
 }
 
 // Row returns s's figures with rates, utilisation and quantiles over the
@@ -72,7 +112,6 @@ func (s *DirStats) Row(prev *DirStats) StatsRow {
 		Prob: aqm.ProbFloat(q.Prob), DelayCus: q.DelayC / 1000, DelayLus: q.DelayL / 1000,
 		PktsInC: q.PktsInC, PktsInL: q.PktsInL, MaxQ: q.MaxQ, ECNMark: q.ECNMark, StepMarks: q.StepMarks,
 		Credit: q.Credit, MemUsed: q.MemoryUsed, MemMax: q.MaxMemoryUsed, MemLimit: q.MemoryLimit,
-		Rate: s.Rate, Delay: time.Duration(s.Delay).String(),
 		InPkts: s.In, InBytes: s.InBytes, OutPkts: s.Out, OutBytes: s.OutBytes,
 		Marked: s.Marked, Malformed: s.Malformed, Pending: s.Pending, RingDrops: s.RingDrops,
 		Drops: map[string]uint64{"nobuffer": s.NoBuffer, "write": s.WriteErrors},
@@ -89,19 +128,63 @@ func (s *DirStats) Row(prev *DirStats) StatsRow {
 		v.OutBps = float64(iv.OutBytes) * 8 / v.Interval
 	}
 	v.Utilisation = iv.Utilisation()
-	if iv.In > 0 && iv.CPU > 0 {
-		v.CPUPerPkt = float64(iv.CPU) / float64(iv.In) / 1e3
+	if busy := iv.CPU - iv.IdleCPU; iv.In > 0 && busy > 0 {
+		us := float64(busy) / float64(iv.In) / 1e3
+		v.CPUPerPkt = &us
 	}
-	ms := func(h *Histogram, q float64) float64 { return figure.Ms(time.Duration(h.Quantile(q))) }
-	v.SojournC = [2]float64{ms(&iv.SojournC, 0.5), ms(&iv.SojournC, 0.99)}
-	v.SojournL = [2]float64{ms(&iv.SojournL, 0.5), ms(&iv.SojournL, 0.99)}
-	v.Lateness = [2]float64{float64(iv.Lateness.Quantile(0.5)) / 1e3, float64(iv.Lateness.Quantile(0.99)) / 1e3}
-	worst := s.Worst.Max
-	if prev != nil {
-		worst, _ = s.Worst.Since(&prev.Worst)
+	ms := func(h *Histogram) MsQuantiles {
+		f := func(ns int64) float64 { return figure.Ms(time.Duration(ns)) }
+		return MsQuantiles{f(h.Quantile(0.5)), f(h.Quantile(0.99)), f(h.Max())}
 	}
-	v.WorstLate = float64(worst) / 1e3
+	v.SojournC, v.SojournL = ms(&iv.SojournC), ms(&iv.SojournL)
+	l := &iv.Lateness
+	v.Lateness = UsQuantiles{float64(l.Quantile(0.5)) / 1e3, float64(l.Quantile(0.99)) / 1e3, float64(l.Max()) / 1e3}
+	v.Config = s.configRow()
 	return v
+}
+
+// configRow is the configuration s was taken under.
+func (s *DirStats) configRow() ConfigRow {
+	c := ConfigRow{Qdisc: s.Kind, Params: map[string]any{}, RateBps: s.Bps, Rate: tcRate(s.Rate, s.Bps),
+		DelayMs: figure.Ms(time.Duration(s.Delay)), Jitter: s.Jitter, Loss: s.Loss, Aggregate: s.Aggregate}
+	p := s.Spec.TCParams()
+	for _, x := range p {
+		if x.Value == "" {
+			c.Params[x.Name] = true
+		} else {
+			c.Params[x.Name] = x.Value
+		}
+	}
+	c.TC = "qdisc " + s.Kind
+	if line := aqm.TCLine(p); line != "" {
+		c.TC += " " + line
+	}
+	c.Link = "rate " + c.Rate + " delay " + aqm.TCTime(s.Delay)
+	if s.Jitter != "" {
+		c.Link += " jitter " + s.Jitter
+	}
+	if s.Loss != "" {
+		c.Link += " loss " + s.Loss
+	}
+	if s.Aggregate != "" {
+		c.Link += " aggregate " + s.Aggregate
+	}
+	return c
+}
+
+// tcRate is a link rate as tc prints one ("10Mbit"): a constant rate in
+// tc's capitalised units, anything else (unlimited, a trace) by its name.
+func tcRate(name string, bps uint64) string {
+	if bps == 0 {
+		return name
+	}
+	r := shaper.FormatRate(bps)
+	for _, u := range [...]string{"kbit", "mbit", "gbit", "tbit"} {
+		if strings.HasSuffix(r, u) {
+			return strings.TrimSuffix(r, u) + strings.ToUpper(u[:1]) + u[1:]
+		}
+	}
+	return r
 }
 
 // WakeProbeRow is the machine's timing floor over the same interval: the

@@ -39,7 +39,11 @@ type DirStats struct {
 	Rate  string    // link rate as configured (tc units, or the trace)
 	Bps   uint64    // link rate in bit/s when constant, else 0
 	Delay int64     // one-way delay, ns
-	Queue aqm.Stats // tc -s qdisc figures
+	Spec  aqm.Spec  // the queue's configuration in force
+	// The link's jitter, loss model and aggregation in force, as stats
+	// prints them; "" when off.
+	Jitter, Loss, Aggregate string
+	Queue                   aqm.Stats // tc -s qdisc figures
 	Link  shaper.LinkStats
 
 	In, InBytes   uint64 // packets read from the input device

@@ -853,15 +853,14 @@ func TestShareIdleRTT(t *testing.T) {
 	if out, err := exec.Command(bin, "stats", "--name", name, "--json").Output(); err == nil {
 		var s struct {
 			Dirs []struct {
-				Dir       string     `json:"dir"`
-				Lateness  [2]float64 `json:"lateness_us"`
-				WorstLate float64    `json:"worst_lateness_us"`
+				Dir      string          `json:"dir"`
+				Lateness hop.UsQuantiles `json:"lateness"`
 			} `json:"directions"`
 			WakeProbe *hop.WakeProbeRow `json:"floor"`
 		}
 		if json.Unmarshal(out, &s) == nil {
 			for _, d := range s.Dirs {
-				t.Logf("%s: release lateness p50 %.0f µs p99 %.0f µs worst %.0f µs", d.Dir, d.Lateness[0], d.Lateness[1], d.WorstLate)
+				t.Logf("%s: release lateness p50 %.0f µs p99 %.0f µs worst %.0f µs", d.Dir, d.Lateness.P50, d.Lateness.P99, d.Lateness.Max)
 			}
 			if s.WakeProbe != nil {
 				t.Logf("wake-up probe: sleeping %.0f µs woke at worst %.0f µs late (realtime %v)", s.WakeProbe.PeriodUs, s.WakeProbe.WorstLate, s.WakeProbe.RealTime)

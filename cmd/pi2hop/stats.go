@@ -110,14 +110,16 @@ func writeDirRow(w io.Writer, v *hop.StatsRow) {
 	if v.Dir == "down" {
 		path = "server -> client"
 	}
-	fmt.Fprintf(w, "%s (%s): qdisc %s\n", v.Dir, path, v.Qdisc)
+	fmt.Fprintf(w, "%s (%s):\n", v.Dir, path)
+	fmt.Fprintf(w, " %s\n", v.Config.TC)
+	fmt.Fprintf(w, " link %s\n", v.Config.Link)
 	fmt.Fprintf(w, " Sent %d bytes %d pkt (dropped %d, overlimits %d requeues 0)\n", v.SentBytes, v.SentPkts, v.Dropped, v.Overlimits)
 	fmt.Fprintf(w, " backlog %db %dp requeues 0\n", v.BacklogB, v.BacklogP)
 	for _, l := range v.QdiscLines() {
 		fmt.Fprintf(w, "  %s\n", l)
 	}
-	fmt.Fprintf(w, " link: rate %s delay %s, %s out over %.1fs, utilisation %.1f%%\n",
-		v.Rate, v.Delay, shaper.FormatRate(uint64(v.OutBps)), v.Interval, 100*v.Utilisation)
+	fmt.Fprintf(w, " link: %s out over %.1fs, utilisation %.1f%%\n",
+		shaper.FormatRate(uint64(v.OutBps)), v.Interval, 100*v.Utilisation)
 	fmt.Fprintf(w, "  in %d pkt %d bytes, out %d pkt %d bytes, pending %d, marked %d, malformed %d\n",
 		v.InPkts, v.InBytes, v.OutPkts, v.OutBytes, v.Pending, v.Marked, v.Malformed)
 	var drops []string
@@ -125,8 +127,13 @@ func writeDirRow(w io.Writer, v *hop.StatsRow) {
 		drops = append(drops, fmt.Sprintf("%s %d", r, v.Drops[r]))
 	}
 	fmt.Fprintf(w, "  drops: %s; TUN ring drops %d\n", strings.Join(drops, ", "), v.RingDrops)
-	fmt.Fprintf(w, "  sojourn C p50 %.2fms p99 %.2fms, L p50 %.2fms p99 %.2fms; pacing lateness p50 %.0fus p99 %.0fus worst %.0fus; cpu %.1fus/pkt\n",
-		v.SojournC[0], v.SojournC[1], v.SojournL[0], v.SojournL[1], v.Lateness[0], v.Lateness[1], v.WorstLate, v.CPUPerPkt)
+	cpu := "-" // no packet read: no figure per packet
+	if v.CPUPerPkt != nil {
+		cpu = fmt.Sprintf("%.1fus", *v.CPUPerPkt)
+	}
+	c, l, late := v.SojournC, v.SojournL, v.Lateness
+	fmt.Fprintf(w, "  sojourn C p50 %.2fms p99 %.2fms max %.2fms, L p50 %.2fms p99 %.2fms max %.2fms\n", c.P50, c.P99, c.Max, l.P50, l.P99, l.Max)
+	fmt.Fprintf(w, "  pacing lateness p50 %.0fus p99 %.0fus worst %.0fus; cpu %s/pkt\n", late.P50, late.P99, late.Max, cpu)
 }
 
 // writeWakeProbeRow prints the wake-up probes' line (nothing without a probe).

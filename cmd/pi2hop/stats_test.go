@@ -14,7 +14,8 @@ func TestStatsViewPrintsTcFigures(t *testing.T) {
 	var s hop.DirStats
 	s.Dir = hop.Down
 	s.Kind = aqm.KindDualPI2
-	s.Rate = "10mbit"
+	s.Rate, s.Bps, s.Delay = "10mbit", 10_000_000, int64(10*time.Millisecond)
+	s.Spec = aqm.Spec{Kind: aqm.KindDualPI2, DualPI2: aqm.DefaultConfig()}
 	s.Elapsed = int64(time.Second)
 	s.Link.Busy = int64(500 * time.Millisecond)
 	s.Queue.Prob = aqm.MaxProb / 4
@@ -29,8 +30,10 @@ func TestStatsViewPrintsTcFigures(t *testing.T) {
 	v := s.Row(nil)
 	var b bytes.Buffer
 	writeDirRow(&b, &v)
-	for _, want := range []string{"down (server -> client): qdisc dualpi2", "prob 0.250000 delay_c 1500us delay_l 0us",
-		"ecn_mark 7 step_marks 3", "classic 5", "TUN ring drops 0", "L p50 0.49ms p99 0.98ms"} {
+	for _, want := range []string{"down (server -> client):", "prob 0.250000 delay_c 1500us delay_l 0us",
+		"ecn_mark 7 step_marks 3", "classic 5", "TUN ring drops 0", "L p50 0.49ms p99 0.98ms max 0.99ms", "cpu -/pkt",
+		"\n qdisc dualpi2 limit 10000p memlimit 30000000B target 15ms tupdate 16ms alpha 0.156250 beta 3.195312 step_thresh 1ms min_qlen_step 0p coupling_factor 2 drop_on_overload drop_dequeue classic_protection 10% l4s_ect split_gso\n",
+		"\n link rate 10Mbit delay 10ms\n"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, b.String())
 		}
