@@ -71,11 +71,11 @@ type owner struct {
 	ev       shaper.Event   // scratch event for taps of refused packets
 	dropFn   func(aqm.Meta)
 	st       DirStats
-	rateName string   // fmt.Sprint(cfg.Link.Rate), made when the rate is set
+	rateName string // fmt.Sprint(cfg.Link.Rate), made when the rate is set
 	// The link's jitter, loss and aggregation as DirStats names them,
 	// made when they are set (setNames), so a snapshot allocates nothing.
 	linkNames [3]string
-	reqSnap  DirStats // the snapshot a reader asked for (see snapshot)
+	reqSnap   DirStats // the snapshot a reader asked for (see snapshot)
 
 	// Shared with other goroutines.
 	waker     waker

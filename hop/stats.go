@@ -35,16 +35,16 @@ type DirStats struct {
 	Elapsed int64     // ns since the direction started
 	Seq     uint64    // increases with every snapshot
 
-	Kind  string    // queue discipline
-	Rate  string    // link rate as configured (tc units, or the trace)
-	Bps   uint64    // link rate in bit/s when constant, else 0
-	Delay int64     // one-way delay, ns
-	Spec  aqm.Spec  // the queue's configuration in force
+	Kind  string   // queue discipline
+	Rate  string   // link rate as configured (tc units, or the trace)
+	Bps   uint64   // link rate in bit/s when constant, else 0
+	Delay int64    // one-way delay, ns
+	Spec  aqm.Spec // the queue's configuration in force
 	// The link's jitter, loss model and aggregation in force, as stats
 	// prints them; "" when off.
 	Jitter, Loss, Aggregate string
 	Queue                   aqm.Stats // tc -s qdisc figures
-	Link  shaper.LinkStats
+	Link                    shaper.LinkStats
 
 	In, InBytes   uint64 // packets read from the input device
 	Out, OutBytes uint64 // packets written to the output device
