@@ -96,3 +96,16 @@ func cleanupInstance(name string, ifaces []string, stdout io.Writer) error {
 	}
 	return instance.Cleanup(name, ifaces, stdout)
 }
+
+// pickNameUsage is the --name flag's help of the commands that talk to a
+// running instance.
+const pickNameUsage = "instance `name` (as given to run, shell or share; default: the only one running, else " + defaultInstance + ")"
+
+// pickInstance returns the instance a client command talks to: the one
+// named, or with no name ("") the only one running (instance.Pick).
+func pickInstance(name string) (string, error) {
+	if name == "" {
+		return instance.Pick(defaultInstance, false)
+	}
+	return instance.Pick(name, true)
+}

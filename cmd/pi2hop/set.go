@@ -25,7 +25,7 @@ var setCmd = &command{
 
 func setFlags(fs *pflag.FlagSet) func(context.Context, *cmdEnv, []string) error {
 	var name string
-	fs.StringVar(&name, "name", defaultInstance, "instance `name` (as given to run or shell)")
+	fs.StringVar(&name, "name", "", pickNameUsage)
 	lf := addLinkFlags(fs, true)
 	return func(ctx context.Context, env *cmdEnv, args []string) error {
 		if len(args) > 0 {
@@ -41,6 +41,11 @@ func setFlags(fs *pflag.FlagSet) func(context.Context, *cmdEnv, []string) error 
 				return usagef("set: --%s cannot change while the hop runs: restart it", st.FlagName())
 			}
 		}
+		asked := name
+		name, err := pickInstance(name)
+		if err != nil {
+			return fmt.Errorf("set: %w", err)
+		}
 		warnings, err := instance.Set(name, s)
 		for _, w := range warnings {
 			fmt.Fprintf(env.stderr, "pi2hop: warning: %s\n", w)
@@ -52,7 +57,7 @@ func setFlags(fs *pflag.FlagSet) func(context.Context, *cmdEnv, []string) error 
 		if err != nil {
 			return fmt.Errorf("set: %w", err)
 		}
-		fmt.Fprintf(env.stdout, "%s: set %v\n", name, slices.DeleteFunc(givenFlags(fs), func(f string) bool { return f == "--name="+name }))
+		fmt.Fprintf(env.stdout, "%s: set %v\n", name, slices.DeleteFunc(givenFlags(fs), func(f string) bool { return f == "--name="+asked }))
 		return nil
 	}
 }

@@ -35,7 +35,7 @@ type statsArgs struct {
 
 func statsFlags(fs *pflag.FlagSet) func(context.Context, *cmdEnv, []string) error {
 	a := &statsArgs{}
-	fs.StringVar(&a.name, "name", defaultInstance, "instance `name` (as given to run or shell)")
+	fs.StringVar(&a.name, "name", "", pickNameUsage)
 	jsonFlag(fs, &a.json, "print JSON: one object per snapshot")
 	fs.DurationVar(&a.every, "every", 0, "print again once per `period` (e.g. 1s) until interrupted; figures are per period")
 	alias(fs, "watch", "every") // --watch before this release
@@ -46,6 +46,11 @@ func statsFlags(fs *pflag.FlagSet) func(context.Context, *cmdEnv, []string) erro
 		if a.every < 0 || (a.every > 0 && a.every < 10*time.Millisecond) {
 			return usagef("stats: --every %v: want 10ms or more", a.every)
 		}
+		name, err := pickInstance(a.name)
+		if err != nil {
+			return fmt.Errorf("stats: %w", err)
+		}
+		a.name = name
 		return runStats(ctx, env.stdout, a)
 	}
 }
