@@ -142,6 +142,23 @@ func (r *Reader) ifaceName(id int) string {
 	return fmt.Sprintf("%s#%d", r.name, id)
 }
 
+// Interfaces returns the names of the capture's interfaces read so far,
+// in file order, as Packet.Interface names them: a pcapng file's
+// interface descriptions met before the last packet Next returned (a
+// pi2hop capture describes its taps before its first packet), a pcap
+// file's one.
+func (r *Reader) Interfaces() []string {
+	if r.ng == nil {
+		return []string{r.name}
+	}
+	n := r.ng.NInterfaces()
+	names := make([]string, n)
+	for i := range n {
+		names[i] = r.ifaceName(i)
+	}
+	return names
+}
+
 // Next returns the next IP packet, skipping (and counting) frames that
 // are not IP. It returns io.EOF at the end of the file. The Packet and its
 // Data are reused by the next call.

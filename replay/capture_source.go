@@ -18,6 +18,11 @@ import (
 // than its predecessor's (multi-queue captures) is taken as equal to it,
 // as virtual time cannot go back. Frames that are not IP are skipped and
 // counted.
+//
+// Of a capture with several interfaces it replays one (ChooseTap): a
+// pi2hop capture holds each packet up to three times (as it came in, as
+// it left or was dropped), and replaying them all would queue it again
+// at each of its taps.
 type CaptureSource struct {
 	r       *pcap.Reader
 	start   int64 // Unix ns of the first IP packet: virtual time 0
@@ -28,6 +33,10 @@ type CaptureSource struct {
 	first    Packet // read ahead by NewCaptureSource, to know start
 	hasFirst bool
 	pad      []byte // the current packet when it had to be padded
+
+	tap   string // the interface replayed; "" for all (a single-interface capture)
+	note  string // why that one (ChooseTap)
+	other int    // IP packets of other interfaces, not replayed
 }
 
 // maxIPLen is the largest IP packet the link model takes (IPv4's total
@@ -36,8 +45,16 @@ const maxIPLen = 65535
 
 // NewCaptureSource reads a capture from rd; name (a file name, or
 // "stdin") prefixes errors. It reads the first IP packet at once, so that
-// Start is known before the replay runs.
+// Start is known before the replay runs. Of several interfaces it replays
+// the one ChooseTap picks with none asked.
 func NewCaptureSource(rd io.Reader, name string) (*CaptureSource, error) {
+	return NewCaptureSourceTap(rd, name, "")
+}
+
+// NewCaptureSourceTap is NewCaptureSource replaying interface tap, or
+// with tap "" the one ChooseTap picks. Start is then the first packet of
+// that interface.
+func NewCaptureSourceTap(rd io.Reader, name, tap string) (*CaptureSource, error) {
 	r, err := pcap.NewReader(rd, name)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
@@ -45,6 +62,12 @@ func NewCaptureSource(rd io.Reader, name string) (*CaptureSource, error) {
 	c := &CaptureSource{r: r}
 	p, err := c.read()
 	if err != nil || p == nil {
+		return c, err
+	}
+	if c.tap, c.note, err = ChooseTap(r.Interfaces(), tap); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if p, err = c.skipOthers(p); err != nil || p == nil {
 		return c, err
 	}
 	c.start = p.Time
@@ -92,12 +115,66 @@ func (c *CaptureSource) Next(p *Packet) (bool, error) {
 		return true, nil
 	}
 	cp, err := c.read()
+	if err == nil && cp != nil {
+		cp, err = c.skipOthers(cp)
+	}
 	if err != nil || cp == nil {
 		return false, err
 	}
 	c.fill(p, cp)
 	return true, nil
 }
+
+// skipOthers reads past the packets of interfaces other than c.tap,
+// from p on; nil at the end.
+func (c *CaptureSource) skipOthers(p *pcap.Packet) (*pcap.Packet, error) {
+	for c.tap != "" && p != nil && p.Interface != c.tap {
+		c.other++
+		var err error
+		if p, err = c.read(); err != nil {
+			return nil, err
+		}
+	}
+	return p, nil
+}
+
+// Tap is the interface replayed ("" for all: the capture has one), and
+// a note for the user on why it is that one ("" when asked for).
+func (c *CaptureSource) Tap() (name, note string) { return c.tap, c.note }
+
+// OtherTaps counts the IP packets of the interfaces not replayed.
+func (c *CaptureSource) OtherTaps() int { return c.other }
+
+// ChooseTap picks the interface to replay of a capture's interfaces
+// (pcap.Reader.Interfaces): asked, which must be one of them; else all
+// of a single-interface capture (""); else, of a pi2hop capture, its first
+// "-in" tap, the packets as they came to the hop (a tap X-in beside
+// X-out or X-drop); else an error listing them, as mixing the interfaces
+// of another tool's capture would replay packets in an order no link saw.
+// note says which tap was chosen and why, for the user.
+func ChooseTap(ifaces []string, asked string) (tap, note string, err error) {
+	list := strings.Join(ifaces, ", ")
+	switch {
+	case asked != "" && slices.Contains(ifaces, asked):
+		return asked, "", nil
+	case asked != "":
+		return "", "", &TapError{fmt.Sprintf("no interface %q in the capture; it has %s", asked, list)}
+	case len(ifaces) <= 1:
+		return "", "", nil
+	}
+	for _, n := range ifaces {
+		dir, ok := strings.CutSuffix(n, "-in")
+		if ok && (slices.Contains(ifaces, dir+"-out") || slices.Contains(ifaces, dir+"-drop")) {
+			return n, fmt.Sprintf("replaying tap %s only, the packets as they came to the hop (the capture's taps: %s); choose another with --tap", n, list), nil
+		}
+	}
+	return "", "", &TapError{fmt.Sprintf("the capture has %d interfaces (%s) and no pi2hop taps: choose the one to replay with --tap", len(ifaces), list)}
+}
+
+// TapError is a capture whose interface to replay ChooseTap cannot pick.
+type TapError struct{ Msg string }
+
+func (e *TapError) Error() string { return e.Msg }
 
 // fill turns a captured packet into a replay packet.
 func (c *CaptureSource) fill(p *Packet, cp *pcap.Packet) {

@@ -206,3 +206,33 @@ func TestSynthHeaderIsValidIPv4(t *testing.T) {
 		}
 	}
 }
+
+func TestChooseTap(t *testing.T) {
+	pi := []string{"up-in", "up-out", "up-drop", "down-in", "down-out", "down-drop"}
+	tests := []struct {
+		ifaces  []string
+		asked   string
+		want    string
+		wantErr string
+	}{
+		{[]string{"in.pcap"}, "", "", ""}, // one interface: all of it
+		{pi, "", "up-in", ""},             // the first -in tap
+		{pi, "down-in", "down-in", ""},    // as asked
+		{[]string{"lab-up-in", "lab-up-out"}, "", "lab-up-in", ""},
+		{[]string{"eth0", "eth1"}, "", "", "2 interfaces (eth0, eth1) and no pi2hop taps"},
+		{[]string{"eth0", "login-in"}, "", "", "no pi2hop taps"}, // an -in name alone is not a pi2hop tap
+		{[]string{"eth0", "eth1"}, "eth1", "eth1", ""},
+		{pi, "up", "", `no interface "up" in the capture; it has up-in, up-out`},
+	}
+	for _, tt := range tests {
+		got, note, err := ChooseTap(tt.ifaces, tt.asked)
+		switch {
+		case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
+			t.Errorf("ChooseTap(%v, %q): %q, %v; want an error with %q", tt.ifaces, tt.asked, got, err, tt.wantErr)
+		case tt.wantErr == "" && (err != nil || got != tt.want):
+			t.Errorf("ChooseTap(%v, %q) = %q, %v; want %q", tt.ifaces, tt.asked, got, err, tt.want)
+		case tt.wantErr == "" && (note != "") != (tt.asked == "" && tt.want != ""):
+			t.Errorf("ChooseTap(%v, %q): note %q: want one exactly when a tap was chosen unasked", tt.ifaces, tt.asked, note)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -28,6 +29,7 @@ var replayCmd = &command{
 
 type replayArgs struct {
 	trace, pcap, pcapOut string
+	tap                  string
 	link                 *linkFlags
 	capture              *captureFlags
 }
@@ -37,6 +39,7 @@ func replayFlags(fs *pflag.FlagSet) func(context.Context, *cmdEnv, []string) err
 	fs.StringVar(&a.trace, "trace", "", "CSV packet trace `FILE` (- = stdin): header time_ns,bytes,ecn[,flow][,dscp], ecn 0 Not-ECT, 1 ECT(1), 2 ECT(0), 3 CE; dscp 0..63 (45 NQB)")
 	fs.StringVar(&a.pcap, "pcap", "", "capture `FILE` (- = stdin; pcap or pcapng, gzipped or not, as analyze reads) to replay: arrival = capture time since the first packet")
 	fs.StringVar(&a.pcapOut, "pcap-out", "", "write the packets as they leave (after --delay, CE marks applied) to this pcap `FILE` (raw IP, ns timestamps)")
+	fs.StringVar(&a.tap, "tap", "", "of a capture with several interfaces, the one to replay (`NAME`, e.g. up-in); default: of a pi2hop capture its first -in tap, the packets as they came to the hop")
 	a.link = addLinkFlags(fs, false)
 	a.capture = addCaptureFlags(fs)
 	return func(ctx context.Context, env *cmdEnv, args []string) error {
@@ -50,6 +53,8 @@ func runReplay(ctx context.Context, env *cmdEnv, a *replayArgs, args []string) e
 		return usagef("replay: unexpected argument %q (name the input with --trace FILE or --pcap FILE)", args[0])
 	case (a.trace == "") == (a.pcap == ""):
 		return usagef("replay: give one input: --trace FILE (CSV) or --pcap FILE")
+	case a.tap != "" && a.pcap == "":
+		return usagef("replay: --tap needs --pcap: a CSV trace has no interfaces")
 	case a.pcapOut != "" && a.pcap == "":
 		return usagef("replay: --pcap-out needs --pcap: a CSV trace has no packet bytes to write")
 	}
@@ -76,8 +81,15 @@ func runReplay(ctx context.Context, env *cmdEnv, a *replayArgs, args []string) e
 	if a.trace != "" {
 		src = replay.NewCSVSource(in, name)
 	} else {
-		if capIn, err = replay.NewCaptureSource(in, name); err != nil {
+		if capIn, err = replay.NewCaptureSourceTap(in, name, a.tap); err != nil {
+			var te *replay.TapError
+			if errors.As(err, &te) {
+				return usagef("replay: --tap: %s: %v", name, te)
+			}
 			return err
+		}
+		if _, note := capIn.Tap(); note != "" {
+			fmt.Fprintf(env.stderr, "replay: %s\n", note)
 		}
 		src = capIn
 	}
