@@ -83,6 +83,11 @@ func writeConfig(j *jsonline.Line, a *replayArgs, link shaper.Config, spec aqm.S
 	} else {
 		j.Str("rate", fmt.Sprint(link.Rate))
 	}
+	var bps uint64 // 0: not one constant rate (unlimited, a trace)
+	if c, ok := link.Rate.(shaper.Const); ok {
+		bps = c.BitsPerSecond
+	}
+	j.Uint("rate_bps", bps)
 	j.Int("delay", link.Delay)
 	loss := "none"
 	if s.Loss != nil && *s.Loss != "" {
@@ -157,7 +162,7 @@ func writeConfig(j *jsonline.Line, a *replayArgs, link shaper.Config, spec aqm.S
 		j.Uint("classic_protection", uint64(c.DualPI2.ClassicProtection))
 		j.Int("maxth", c.MaxTh)
 		j.Uint("lg_range", uint64(c.LgRange))
-		j.Uint("rate", c.Rate)
+		j.Uint("service_rate_bps", c.Rate)
 		j.Bool("nqb", c.NQB)
 		j.Bool("queue_protection", c.QProt.On)
 	}

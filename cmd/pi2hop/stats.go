@@ -10,6 +10,7 @@ import (
 
 	"github.com/pi2hop/pi2hop/hop"
 	"github.com/pi2hop/pi2hop/instance"
+	"github.com/pi2hop/pi2hop/lan"
 	"github.com/pi2hop/pi2hop/shaper"
 	"github.com/spf13/pflag"
 )
@@ -69,13 +70,7 @@ func runStats(ctx context.Context, w io.Writer, a *statsArgs) error {
 		}
 		fl := cur.WakeProbe.Row(prevFloor)
 		if a.json {
-			b, err := json.Marshal(struct {
-				Name    string            `json:"name"`
-				Time    time.Time         `json:"time"`
-				Dirs    [2]hop.StatsRow   `json:"directions"`
-				Floor   *hop.WakeProbeRow `json:"floor,omitempty"`
-				Clients []clientView      `json:"clients,omitempty"`
-			}{cur.Name, cur.Up.Taken, rows, fl, clientViews(clients, cur.Up.Taken)})
+			b, err := statsJSON(cur, rows, fl, clients)
 			if err != nil {
 				return err
 			}
@@ -101,6 +96,17 @@ func runStats(ctx context.Context, w io.Writer, a *statsArgs) error {
 		case <-time.After(a.every):
 		}
 	}
+}
+
+// statsJSON is one snapshot as stats --json prints it (docs/json.md).
+func statsJSON(cur *hop.Snapshot, rows [2]hop.StatsRow, fl *hop.WakeProbeRow, clients []lan.Client) ([]byte, error) {
+	return json.Marshal(struct {
+		Name    string            `json:"name"`
+		Time    time.Time         `json:"time"`
+		Dirs    [2]hop.StatsRow   `json:"directions"`
+		Floor   *hop.WakeProbeRow `json:"floor,omitempty"`
+		Clients []clientView      `json:"clients,omitempty"`
+	}{cur.Name, cur.Up.Taken, rows, fl, clientViews(clients, cur.Up.Taken)})
 }
 
 func prevDir(s *hop.Snapshot, d hop.Dir) *hop.DirStats {

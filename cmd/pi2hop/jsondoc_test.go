@@ -1,0 +1,152 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pi2hop/pi2hop/aqm"
+	"github.com/pi2hop/pi2hop/hop"
+	"github.com/pi2hop/pi2hop/internal/jsondoc"
+	"github.com/pi2hop/pi2hop/lan"
+)
+
+// jsonOutput is one JSON document a command printed, and the object of
+// docs/json.md that documents it.
+type jsonOutput struct {
+	what, root string
+	data       []byte
+}
+
+// readSchema parses docs/json.md.
+func readSchema(t *testing.T) *jsondoc.Schema {
+	t.Helper()
+	page, err := os.ReadFile("../../docs/json.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := jsondoc.Parse(page, "docs/json.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestJSONOutputsMatchDocs runs or builds every JSON output of the binary
+// (stats from rows of each queue kind, replay of a CSV trace with each
+// kind and of a capture, analyze of a hop's capture) and checks each
+// against docs/json.md: a field the page lacks, a documented field the
+// output lacks, or a value of another type fails, naming the table to fix.
+// lab's report.json is checked by testbed/report's tests.
+func TestJSONOutputsMatchDocs(t *testing.T) {
+	schema := readSchema(t)
+	var outs []jsonOutput
+	outs = append(outs, statsOutputs(t)...)
+	outs = append(outs, replayOutputs(t)...)
+	outs = append(outs, analyzeOutputs(t)...)
+	for _, o := range outs {
+		for _, e := range schema.Check(o.what, o.root, o.data) {
+			t.Error(e)
+		}
+	}
+}
+
+// statsOutputs are stats --json snapshots: one per queue kind (each with
+// its own xstats), with a wake-up probe and a share's clients.
+func statsOutputs(t *testing.T) []jsonOutput {
+	var outs []jsonOutput
+	for _, kind := range aqm.Kinds {
+		spec, _ := aqm.DefaultSpec(kind)
+		snap := &hop.Snapshot{Name: "pi2hop", Running: true}
+		for _, d := range []hop.Dir{hop.Up, hop.Down} {
+			s := snap.Dir(d)
+			s.Dir, s.Kind, s.Spec, s.Rate, s.Bps, s.Delay = d, kind, spec, "10mbit", 10_000_000, int64(10*time.Millisecond)
+			s.Queue.Kind = kind
+			s.Loss, s.Jitter = "1%", "2ms normal"
+			s.Taken, s.Elapsed, s.In, s.CPU = time.Unix(1_800_000_000, 0), int64(time.Second), 10, 1000
+			s.SojournL.Add(1_000_000)
+			s.Lateness.Add(5000)
+		}
+		rows := [2]hop.StatsRow{snap.Up.Row(nil), snap.Down.Row(nil)}
+		probe := &hop.WakeProbeRow{RealTime: true, CPUs: 2, PeriodUs: 1000, WorstLate: 40}
+		clients := []lan.Client{{Lease: lan.Lease{MAC: "02:00:00:00:00:01", Addr: netip.MustParseAddr("10.254.1.10"), Hostname: "phone",
+			Expiry: time.Unix(1_800_000_600, 0)}, Addrs6: []netip.Addr{netip.MustParseAddr("fd00::10")}, Up: 1000, Down: 2000}}
+		b, err := statsJSON(snap, rows, probe, clients)
+		if err != nil {
+			t.Fatal(err)
+		}
+		outs = append(outs, jsonOutput{"stats --json (" + kind + ")", "stats", b})
+	}
+	return outs
+}
+
+// replayOutputs are replay's lines (pkt, pi, summary) of a CSV trace
+// through each queue kind, and of a capture.
+func replayOutputs(t *testing.T) []jsonOutput {
+	dir := t.TempDir()
+	var csv strings.Builder
+	csv.WriteString("time_ns,bytes,ecn,flow\n")
+	for i := range 200 { // 20 Mbit/s of all codepoints into 10 Mbit/s
+		fmt.Fprintf(&csv, "%d,1500,%d,%d\n", i*600_000, i%4, i%3)
+	}
+	trace := filepath.Join(dir, "in.csv")
+	if err := os.WriteFile(trace, []byte(csv.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	capture := filepath.Join(dir, "in.pcapng")
+	var outs []jsonOutput
+	for _, kind := range aqm.Kinds {
+		args := []string{"replay", "--trace", trace, "--rate", "10mbit", "--aqm", kind, "--limit", "100"}
+		if kind == aqm.KindDualPI2 {
+			args = append(args, "--capture", capture)
+		}
+		out, err := runCLI(t, "", args...)
+		if err != nil {
+			t.Fatalf("replay --aqm %s: %v", kind, err)
+		}
+		outs = append(outs, replayLines(t, "replay --aqm "+kind, out)...)
+	}
+	out, err := runCLI(t, "", "replay", "--pcap", capture, "--rate", "10mbit")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append(outs, replayLines(t, "replay --pcap", out)...)
+}
+
+// replayLines splits replay's output into its lines, each documented by
+// the object of its type.
+func replayLines(t *testing.T, what, out string) []jsonOutput {
+	var outs []jsonOutput
+	sc := bufio.NewScanner(strings.NewReader(out))
+	sc.Buffer(nil, 1<<20)
+	seen := map[string]bool{}
+	for sc.Scan() {
+		var l struct{ Type string }
+		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
+			t.Fatalf("%s: %q: %v", what, sc.Text(), err)
+		}
+		if seen[l.Type] && l.Type != "pkt" {
+			continue
+		}
+		seen[l.Type] = true
+		outs = append(outs, jsonOutput{what + " (" + l.Type + " line)", "replay." + l.Type, append([]byte(nil), sc.Bytes()...)})
+	}
+	return outs
+}
+
+// analyzeOutputs is analyze --json of a hop's capture.
+func analyzeOutputs(t *testing.T) []jsonOutput {
+	capture := filepath.Join(t.TempDir(), "hop.pcapng")
+	writeHopCapture(t, capture)
+	out, err := runCLI(t, "", "analyze", "--json", capture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return []jsonOutput{{"analyze --json", "analyze", []byte(out)}}
+}
