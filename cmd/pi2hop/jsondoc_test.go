@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/pi2hop/pi2hop/aqm"
+	"github.com/pi2hop/pi2hop/flow"
 	"github.com/pi2hop/pi2hop/hop"
 	"github.com/pi2hop/pi2hop/internal/jsondoc"
 	"github.com/pi2hop/pi2hop/lan"
@@ -43,6 +44,7 @@ func readSchema(t *testing.T) *jsondoc.Schema {
 // kind and of a capture, analyze of a hop's capture) and checks each
 // against docs/json.md: a field the page lacks, a documented field the
 // output lacks, or a value of another type fails, naming the table to fix.
+// flow --json's lines come from its reporter fed every kind of flow. The
 // lab's report.json is checked by testbed/report's tests.
 func TestJSONOutputsMatchDocs(t *testing.T) {
 	schema := readSchema(t)
@@ -50,6 +52,7 @@ func TestJSONOutputsMatchDocs(t *testing.T) {
 	outs = append(outs, statsOutputs(t)...)
 	outs = append(outs, replayOutputs(t)...)
 	outs = append(outs, analyzeOutputs(t)...)
+	outs = append(outs, flowOutputs(t)...)
 	for _, o := range outs {
 		for _, e := range schema.Check(o.what, o.root, o.data) {
 			t.Error(e)
@@ -149,4 +152,39 @@ func analyzeOutputs(t *testing.T) []jsonOutput {
 		t.Fatal(err)
 	}
 	return []jsonOutput{{"analyze --json", "analyze", []byte(out)}}
+}
+
+// flowOutputs are flow --json's lines: an interval with every field set,
+// and each kind of flow's summary, as the reporter writes them.
+func flowOutputs(t *testing.T) []jsonOutput {
+	var b strings.Builder
+	r := flow.NewReporter(&b, true, "cli")
+	r.Interval(flow.Interval{Flow: "video-recv", Label: "cli", T: 1, Dur: 1, SentBps: 1, GoodputBps: 1, PacingBps: 1, TargetBps: 1,
+		Packets: 1, RTTSamples: 1, RTTMeanMs: 1, RTTP50Ms: 1, RTTP99Ms: 1, RTTMaxMs: 1, SRTTMs: 1, CEFrac: 0.5, LossFrac: 0.5,
+		WindowPkts: 1, Alpha: 0.5, ECN: "ECT(1)", ErrorL4S: true, FPS: 1, Frames: 1, Keyframes: 1, Late: 1, Undecodable: 1,
+		Stalls: 1, StallMs: 1, FrameDelayP50: 1, FrameDelayP99: 1, PLIs: 1})
+	rtt := []time.Duration{time.Millisecond, 2 * time.Millisecond}
+	snd := flow.SenderSummary{ECN: "ECT(1)", Duration: time.Second, PacketsSent: 10, GoodputBps: 1e6, RTT: rtt}
+	r.SenderSummary("prague-send", snd)
+	r.VideoSenderSummary(flow.VideoSenderSummary{SenderSummary: snd, Frames: 30, Keyframes: 1})
+	r.ReceiverSummary(flow.ReceiverSummary{Duration: time.Second, Packets: 10})
+	r.VideoSummary(flow.VideoReceiverSummary{Duration: time.Second, FPS: []int{30}, FrameDelay: rtt})
+	r.BulkSummary(flow.BulkSummary{Bytes: 1000, Duration: time.Second})
+	r.ProbeSummary(flow.ProbeSummary{ECN: "ECT(1)", Sent: 10, Received: 10, RTT: rtt})
+	var outs []jsonOutput
+	for _, l := range strings.Split(strings.TrimSpace(b.String()), "\n") {
+		var h struct {
+			Flow    string
+			Summary bool
+		}
+		if err := json.Unmarshal([]byte(l), &h); err != nil {
+			t.Fatalf("flow line %q: %v", l, err)
+		}
+		root := "flow.interval"
+		if h.Summary {
+			root = "flow." + h.Flow
+		}
+		outs = append(outs, jsonOutput{"flow --json (" + root + ")", root, []byte(l)})
+	}
+	return outs
 }
