@@ -275,7 +275,7 @@ func TestGatewayRateSetAndCleanup(t *testing.T) {
 	if rate < 0.9*10e6 || rate > 1.01*10e6 {
 		t.Errorf("rate %.0f bit/s in the second after set, want 90..101 %% of 10 Mbit/s", rate)
 	}
-	if out, err := exec.Command(bin, "stats", "--name", name).CombinedOutput(); err != nil || !strings.Contains(string(out), "rate 10mbit") {
+	if out, err := exec.Command(bin, "stats", "--name", name).CombinedOutput(); err != nil || !strings.Contains(string(out), "rate 10Mbit") {
 		t.Errorf("stats after set: %v\n%s", err, out)
 	}
 
