@@ -31,7 +31,7 @@ func TestReportJSONMatchesDocs(t *testing.T) {
 	r.Runs[1].Spread = map[string]Range{"runs.1.utilisation": {Median: 0.97, Min: 0.95, Max: 0.98}}
 	r.Runs[1].Error = "a failure"
 	dir := filepath.Join(t.TempDir(), "out")
-	if err := r.Write(dir, invoker.User{}); err != nil {
+	if err := r.Write(dir, nil, invoker.User{}); err != nil {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(filepath.Join(dir, JSONFile))
