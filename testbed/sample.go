@@ -31,7 +31,8 @@ type queueSample struct {
 	floorRT      bool
 	steal        time.Duration // hoststeal.Total when the sample was taken
 	// Median sojourn of the L and C packets forwarded since the previous
-	// sample (bucket upper edge, hop.Histogram.Quantile), ns; 0 in the
+	// sample (bucket upper edge capped at the measured maximum,
+	// hop.Histogram.Quantile), ns; 0 in the
 	// first sample and when none were.
 	lMedian, cMedian int64
 }
