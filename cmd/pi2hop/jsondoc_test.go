@@ -166,6 +166,8 @@ func flowOutputs(t *testing.T) []jsonOutput {
 	rtt := []time.Duration{time.Millisecond, 2 * time.Millisecond}
 	snd := flow.SenderSummary{ECN: "ECT(1)", Duration: time.Second, PacketsSent: 10, GoodputBps: 1e6, RTT: rtt}
 	r.SenderSummary("prague-send", snd)
+	snd.Validation = flow.ECNValidation{State: "failed", Failed: "bleached", At: time.Second, RTTRiseNoCE: 20 * time.Millisecond}
+	r.SenderSummary("prague-send", snd) // the optional fields of a failed validation
 	r.VideoSenderSummary(flow.VideoSenderSummary{SenderSummary: snd, Frames: 30, Keyframes: 1})
 	r.ReceiverSummary(flow.ReceiverSummary{Duration: time.Second, Packets: 10})
 	r.VideoSummary(flow.VideoReceiverSummary{Duration: time.Second, FPS: []int{30}, FrameDelay: rtt})
