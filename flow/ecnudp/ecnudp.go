@@ -27,5 +27,8 @@ const OOBSize = 128
 type Control struct {
 	ECN     aqm.ECN
 	HasECN  bool  // false when no ECN field was attached
+	TOS     uint8 // the whole TOS / traffic class byte (DSCP and ECN), when HasECN
 	Arrival int64 // Unix ns at which the kernel received it; 0 when not attached
+	TTL     uint8 // the IPv4 TTL or IPv6 hop limit it arrived with, after EnableTTL
+	HasTTL  bool
 }

@@ -43,6 +43,11 @@ func stampNano(data []byte) (int64, bool) {
 // IP_RECVTOS (the override's size, sendTOSLen, is per system).
 const recvTOSType = unix.IP_RECVTOS
 
+// They deliver the received TTL as one byte, of type IP_RECVTTL.
+const recvTTLType = unix.IP_RECVTTL
+
+func ttlByte(data []byte) uint8 { return data[0] }
+
 // Precise locks the calling goroutine to its thread, as on Linux; these
 // systems have no per-thread timer slack to lower.
 func Precise() { runtime.LockOSThread() }

@@ -3,6 +3,7 @@
 package ecnudp
 
 import (
+	"encoding/binary"
 	"fmt"
 	"runtime"
 	"time"
@@ -37,6 +38,17 @@ const (
 	recvTOSType = unix.IP_TOS
 	sendTOSLen  = 4
 )
+
+// Linux delivers the received TTL (IP_RECVTTL) as an IP_TTL control
+// message holding an int.
+const recvTTLType = unix.IP_TTL
+
+func ttlByte(data []byte) uint8 {
+	if len(data) >= 4 {
+		return uint8(binary.NativeEndian.Uint32(data))
+	}
+	return data[0]
+}
 
 // Precise locks the calling goroutine to its thread and sets that thread's
 // timer slack to 1 ns (the default 50 µs would blur pacing). The thread

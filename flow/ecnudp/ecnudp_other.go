@@ -27,6 +27,10 @@ func EnableReceive(*net.UDPConn) error {
 	return errNeeds("IP_RECVTOS and IPV6_RECVTCLASS", "reading the ECN field of received datagrams")
 }
 
+func EnableTTL(*net.UDPConn) error {
+	return errNeeds("IP_RECVTTL and IPV6_RECVHOPLIMIT", "reading the TTL of received datagrams")
+}
+func AppendTOS(b []byte, _ netip.AddrPort, _ uint8) []byte { return b }
 func SetECN(*net.UDPConn, aqm.ECN) error {
 	return errNeeds("IP_TOS and IPV6_TCLASS", "setting the ECN field of sent datagrams")
 }

@@ -147,3 +147,38 @@ func TestReceiveTime(t *testing.T) {
 		}
 	}
 }
+
+// TestTOSAndTTL: a per-packet TOS byte with DSCP bits arrives whole (the
+// DSCP kept beside the ECN field), and after EnableTTL each datagram
+// carries the TTL or hop limit the sender set (loopback crosses no router).
+func TestTOSAndTTL(t *testing.T) {
+	for _, addr := range []string{"127.0.0.1:0", "[::1]:0"} {
+		tx, rx := listen(t, addr), listen(t, addr)
+		if err := EnableReceive(rx); err != nil {
+			t.Fatal(err)
+		}
+		if err := EnableTTL(rx); err != nil {
+			t.Fatal(err)
+		}
+		to := rx.LocalAddr().(*net.UDPAddr).AddrPort()
+		setTTL(t, tx, to.Addr().Is6(), 33)
+		for _, tos := range []uint8{0x29, 0xb8 | 3, 0} {
+			if _, _, err := tx.WriteMsgUDPAddrPort([]byte("tos"), AppendTOS(nil, to, tos), to); err != nil {
+				t.Fatal(err)
+			}
+			buf, oob := make([]byte, 64), make([]byte, OOBSize)
+			rx.SetReadDeadline(time.Now().Add(2 * time.Second))
+			_, oobn, _, _, err := rx.ReadMsgUDPAddrPort(buf, oob)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := ParseControl(oob[:oobn])
+			if !c.HasECN || c.TOS != tos || c.ECN != aqm.ECN(tos&3) {
+				t.Errorf("%s: sent TOS %#x, received %#x (ECN %v, attached %v)", addr, tos, c.TOS, c.ECN, c.HasECN)
+			}
+			if !c.HasTTL || c.TTL != 33 {
+				t.Errorf("%s: sent with TTL 33, received %d (attached %v)", addr, c.TTL, c.HasTTL)
+			}
+		}
+	}
+}

@@ -59,6 +59,29 @@ func EnableReceive(c *net.UDPConn) error {
 	})
 }
 
+// EnableTTL asks the kernel to attach to each datagram the IPv4 TTL or
+// IPv6 hop limit it arrived with (ParseControl reads it), which tells how
+// many routers it crossed.
+func EnableTTL(c *net.UDPConn) error {
+	return control(c, func(fd int) error {
+		fam, err := family(fd)
+		if err != nil {
+			return err
+		}
+		if fam == unix.AF_INET6 {
+			if err := unix.SetsockoptInt(fd, unix.IPPROTO_IPV6, unix.IPV6_RECVHOPLIMIT, 1); err != nil {
+				return fmt.Errorf("setsockopt IPV6_RECVHOPLIMIT: %w", err)
+			}
+			_ = unix.SetsockoptInt(fd, unix.IPPROTO_IP, unix.IP_RECVTTL, 1) // IPv4-mapped peers
+			return nil
+		}
+		if err := unix.SetsockoptInt(fd, unix.IPPROTO_IP, unix.IP_RECVTTL, 1); err != nil {
+			return fmt.Errorf("setsockopt IP_RECVTTL: %w", err)
+		}
+		return nil
+	})
+}
+
 // SetECN sets the codepoint of every datagram c sends from now on. The
 // DSCP bits of the TOS byte are cleared.
 func SetECN(c *net.UDPConn, e aqm.ECN) error {
@@ -103,9 +126,15 @@ func ParseControl(oob []byte) Control {
 		data := oob[unix.CmsgLen(0):n]
 		switch {
 		case h.Level == unix.IPPROTO_IP && h.Type == recvTOSType && len(data) >= 1:
-			c.ECN, c.HasECN = aqm.ECN(data[0]&3), true
+			c.TOS, c.HasECN = data[0], true
+			c.ECN = aqm.ECN(c.TOS & 3)
 		case h.Level == unix.IPPROTO_IPV6 && h.Type == unix.IPV6_TCLASS && len(data) >= 4:
-			c.ECN, c.HasECN = aqm.ECN(binary.NativeEndian.Uint32(data)&3), true
+			c.TOS, c.HasECN = uint8(binary.NativeEndian.Uint32(data)), true
+			c.ECN = aqm.ECN(c.TOS & 3)
+		case h.Level == unix.IPPROTO_IP && h.Type == recvTTLType && len(data) >= 1:
+			c.TTL, c.HasTTL = ttlByte(data), true
+		case h.Level == unix.IPPROTO_IPV6 && h.Type == unix.IPV6_HOPLIMIT && len(data) >= 4:
+			c.TTL, c.HasTTL = uint8(binary.NativeEndian.Uint32(data)), true
 		case h.Level == unix.SOL_SOCKET && h.Type == stampType:
 			if at, ok := stampNano(data); ok {
 				c.Arrival = at
@@ -125,6 +154,12 @@ func ParseControl(oob []byte) Control {
 // WriteMsgUDPAddrPort). The traffic class is a 4-byte int (RFC 3542); the
 // IPv4 TOS value is as long as the system takes it (sendTOSLen).
 func AppendCmsg(b []byte, to netip.AddrPort, e aqm.ECN) []byte {
+	return AppendTOS(b, to, uint8(e&3))
+}
+
+// AppendTOS is AppendCmsg with the whole TOS / traffic class byte: DSCP in
+// the upper six bits, ECN in the lower two.
+func AppendTOS(b []byte, to netip.AddrPort, tos uint8) []byte {
 	level, typ, size := unix.IPPROTO_IP, unix.IP_TOS, sendTOSLen
 	if to.Addr().Is6() && !to.Addr().Is4In6() {
 		level, typ, size = unix.IPPROTO_IPV6, unix.IPV6_TCLASS, 4
@@ -137,9 +172,9 @@ func AppendCmsg(b []byte, to netip.AddrPort, e aqm.ECN) []byte {
 	h.SetLen(unix.CmsgLen(size))
 	data := b[start+unix.CmsgLen(0):]
 	if size == 1 {
-		data[0] = byte(e & 3)
+		data[0] = tos
 	} else {
-		binary.NativeEndian.PutUint32(data, uint32(e&3))
+		binary.NativeEndian.PutUint32(data, uint32(tos))
 	}
 	return b
 }

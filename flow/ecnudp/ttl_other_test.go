@@ -1,0 +1,10 @@
+//go:build !linux && !darwin && !freebsd
+
+package ecnudp
+
+import (
+	"net"
+	"testing"
+)
+
+func setTTL(*testing.T, *net.UDPConn, bool, int) {}
