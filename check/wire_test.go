@@ -1,0 +1,99 @@
+package check
+
+import (
+	"bytes"
+	"encoding/hex"
+	"testing"
+
+	"github.com/pi2hop/pi2hop/aqm"
+)
+
+// The probe's bytes, laid out by hand from the format in wire.go.
+func TestProbeBytes(t *testing.T) {
+	b := appendMsg(nil, msg{typ: typeProbe, session: 0x01020304, seq: 0x0506, sentTOS: 0x29, echoECN: aqm.CE})
+	want := "7032636b" + "03" + "01020304" + "0506" + "29" + "03"
+	if len(b) != ProbeSize {
+		t.Fatalf("probe of %d bytes, want %d", len(b), ProbeSize)
+	}
+	if got := hex.EncodeToString(b[:13]); got != want {
+		t.Errorf("probe starts %s, want %s", got, want)
+	}
+	if !bytes.Equal(b[13:], make([]byte, ProbeSize-13)) {
+		t.Errorf("padding not zero: % x", b[13:])
+	}
+}
+
+func TestWireRoundTrip(t *testing.T) {
+	sum := msg{typ: typeSummary, session: 7, echoes: [4]uint16{1, 2, 3, 0xffff}, ttlMin: 61, ttlMax: 63}
+	sum.arrived[aqm.ECT1][aqm.CE] = 9
+	sum.arrived[aqm.CE][aqm.CE] = 0x1234
+	sum.tosZero[aqm.ECT0][aqm.NotECT] = 5
+	for _, m := range []msg{
+		{typ: typeHello, session: 1},
+		{typ: typeHelloAck, session: 0xffffffff},
+		{typ: typeProbe, session: 2, seq: 99, sentTOS: 0x2a, echoECN: aqm.ECT1},
+		{typ: typeEcho, session: 3, seq: 65535, sentTOS: 0x2b, arrivedTOS: 0x28, flags: flagTOS | flagTTL, arrivedTTL: 62, echoTOS: 0x29},
+		{typ: typeSummaryReq, session: 4},
+		sum,
+	} {
+		b := appendMsg(nil, m)
+		if len(b) != size(m.typ) {
+			t.Errorf("type %d: %d bytes, want %d", m.typ, len(b), size(m.typ))
+		}
+		got, err := parseMsg(b)
+		if err != nil || got != m {
+			t.Errorf("type %d: round trip gave %+v, %v; want %+v", m.typ, got, err, m)
+		}
+	}
+}
+
+// Requests and their answers have one size, so the responder's rule
+// (answer nothing shorter than the answer) costs a client nothing.
+func TestRequestAsLongAsAnswer(t *testing.T) {
+	for _, p := range [][2]uint8{{typeHello, typeHelloAck}, {typeProbe, typeEcho}, {typeSummaryReq, typeSummary}} {
+		if size(p[0]) != size(p[1]) {
+			t.Errorf("type %d is %d bytes, its answer %d", p[0], size(p[0]), size(p[1]))
+		}
+	}
+}
+
+func TestParseMalformed(t *testing.T) {
+	good := appendMsg(nil, msg{typ: typeSummaryReq, session: 1})
+	for _, c := range []struct {
+		name string
+		b    []byte
+	}{
+		{"empty", nil},
+		{"header only, short", good[:headerSize-1]},
+		{"other magic", append([]byte("P2CK"), good[4:]...)},
+		{"type 0", append(append([]byte(magic), 0), good[5:]...)},
+		{"type 7", append(append([]byte(magic), 7), good[5:]...)},
+		{"summary request cut to a probe's size", good[:ProbeSize]},
+		{"probe cut short", appendMsg(nil, msg{typ: typeProbe})[:20]},
+	} {
+		if m, err := parseMsg(c.b); err == nil {
+			t.Errorf("%s: parsed as %+v", c.name, m)
+		}
+	}
+}
+
+func FuzzParseMsg(f *testing.F) {
+	f.Add(appendMsg(nil, msg{typ: typeSummary}))
+	f.Add(appendMsg(nil, msg{typ: typeEcho, seq: 3}))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		m, err := parseMsg(b)
+		if err != nil {
+			return
+		}
+		// What parses re-encodes to the same bytes up to its size (the
+		// padding is not read, so it is compared as zeros).
+		out := appendMsg(nil, m)
+		if len(out) != size(m.typ) {
+			t.Fatalf("re-encoded to %d bytes", len(out))
+		}
+		again, err := parseMsg(out)
+		if err != nil || again != m {
+			t.Fatalf("re-encoded message parses as %+v, %v; want %+v", again, err, m)
+		}
+	})
+}
