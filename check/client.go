@@ -70,14 +70,15 @@ type TargetError struct {
 
 func (e *TargetError) Error() string { return fmt.Sprintf("%s: %s", e.Target, e.Why) }
 
-// UnreachableError is a responder that did not answer.
+// UnreachableError is a responder that did not answer, or a name that
+// does not resolve.
 type UnreachableError struct {
-	Peer netip.AddrPort
+	Addr string // the address, or the name, tried
 	Why  string
 }
 
 func (e *UnreachableError) Error() string {
-	return fmt.Sprintf("no responder at %v: %s", e.Peer, e.Why)
+	return fmt.Sprintf("no responder at %s: %s", e.Addr, e.Why)
 }
 
 // ParseTarget splits HOST[:PORT] (an IPv6 literal in brackets when a
@@ -87,8 +88,12 @@ func ParseTarget(target string) (host string, port uint16, err error) {
 	if target == "" {
 		return "", 0, bad
 	}
-	if a, err := netip.ParseAddr(strings.Trim(target, "[]")); err == nil {
-		return a.String(), DefaultPort, nil // a bare address, IPv6 too
+	bare := target
+	if strings.HasPrefix(target, "[") && strings.HasSuffix(target, "]") {
+		bare = target[1 : len(target)-1]
+	}
+	if a, err := netip.ParseAddr(bare); err == nil {
+		return a.String(), DefaultPort, nil // an address without a port, IPv6 too
 	}
 	h, p, err := net.SplitHostPort(target)
 	if err != nil {
@@ -117,7 +122,7 @@ func Resolve(ctx context.Context, target string) (netip.AddrPort, error) {
 	defer cancel()
 	addrs, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
 	if err != nil || len(addrs) == 0 {
-		return netip.AddrPort{}, &TargetError{target, fmt.Sprintf("cannot resolve %q: %v", host, err)}
+		return netip.AddrPort{}, &UnreachableError{target, fmt.Sprintf("cannot resolve %q: %v", host, err)}
 	}
 	return netip.AddrPortFrom(addrs[0].Unmap(), port), nil
 }
@@ -134,7 +139,7 @@ type client struct {
 	fwd, rev Table // from the echoes
 	rtts     []time.Duration
 	summary  *msg
-	refused  bool
+	icmpErr  error // the last ICMP error the socket reported
 	hello    chan struct{}
 	gotSum   chan struct{}
 }
@@ -150,7 +155,7 @@ func Path(ctx context.Context, opts Options) (*Result, error) {
 	}
 	conn, err := net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(peer))
 	if err != nil {
-		return nil, &UnreachableError{peer, err.Error()}
+		return nil, &UnreachableError{peer.String(), err.Error()}
 	}
 	defer conn.Close()
 	if err := ecnudp.EnableReceive(conn); err != nil {
@@ -198,10 +203,14 @@ func (c *client) greet(ctx context.Context, wait time.Duration) error {
 		return nil
 	case ctx.Err() != nil:
 		return ctx.Err()
-	case c.isRefused():
-		return &UnreachableError{c.peer, "the port is closed (ICMP port unreachable): is `pi2hop check --serve` running there?"}
+	case errors.Is(c.icmpError(), syscall.ECONNREFUSED):
+		return &UnreachableError{c.peer.String(), "the port is closed (ICMP port unreachable): is `pi2hop check --serve` running there?"}
+	case c.icmpError() != nil:
+		return &UnreachableError{c.peer.String(), c.icmpError().Error()}
+	case err != errNoAnswer:
+		return &UnreachableError{c.peer.String(), err.Error()}
 	}
-	return &UnreachableError{c.peer, fmt.Sprintf("no answer within %v: is `pi2hop check --serve` running there, and is UDP port %d open?", wait.Round(time.Millisecond), c.peer.Port())}
+	return &UnreachableError{c.peer.String(), fmt.Sprintf("no answer within %v: is `pi2hop check --serve` running there, and is UDP port %d open?", wait.Round(time.Millisecond), c.peer.Port())}
 }
 
 var errNoAnswer = errors.New("no answer")
@@ -210,7 +219,7 @@ var errNoAnswer = errors.New("no answer")
 func (c *client) ask(ctx context.Context, m msg, ch chan struct{}, period time.Duration, tries int) error {
 	b := appendMsg(nil, m)
 	for range tries {
-		if _, err := c.conn.Write(b); err != nil && !isRefused(err) {
+		if _, err := c.conn.Write(b); err != nil && !isICMP(err) {
 			return err
 		}
 		t := time.NewTimer(period)
@@ -223,7 +232,7 @@ func (c *client) ask(ctx context.Context, m msg, ch chan struct{}, period time.D
 			return ctx.Err()
 		case <-t.C:
 		}
-		if c.isRefused() {
+		if c.icmpError() != nil {
 			return errNoAnswer
 		}
 	}
@@ -252,7 +261,7 @@ func (c *client) train(ctx context.Context, opts Options) ([4]int, error) {
 		c.mu.Unlock()
 		if _, _, err := c.conn.WriteMsgUDP(b, oob, nil); err == nil {
 			sent[fwd]++
-		} else if !isRefused(err) {
+		} else if !isICMP(err) {
 			return sent, err
 		}
 		select {
@@ -270,9 +279,9 @@ func (c *client) read() {
 	for {
 		n, oobn, _, _, err := c.conn.ReadMsgUDPAddrPort(buf, oob)
 		if err != nil {
-			if isRefused(err) {
+			if isICMP(err) {
 				c.mu.Lock()
-				c.refused = true
+				c.icmpErr = err
 				c.mu.Unlock()
 				continue
 			}
@@ -363,13 +372,18 @@ func (c *client) result(opts Options, sent [4]int) *Result {
 	return r
 }
 
-func (c *client) isRefused() bool {
+func (c *client) icmpError() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.refused
+	return c.icmpErr
 }
 
-func isRefused(err error) bool { return errors.Is(err, syscall.ECONNREFUSED) }
+// isICMP reports whether err is an ICMP error the connected socket
+// reports for an earlier datagram: closed port, host or network
+// unreachable.
+func isICMP(err error) bool {
+	return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EHOSTUNREACH) || errors.Is(err, syscall.ENETUNREACH)
+}
 
 func signal(ch chan struct{}) {
 	select {

@@ -22,7 +22,7 @@ var commands []*command
 func init() {
 	commands = []*command{
 		shareCmd, runCmd, shellCmd, statsCmd, setCmd,
-		labCmd, flowCmd, replayCmd, analyzeCmd,
+		labCmd, flowCmd, checkCmd, replayCmd, analyzeCmd,
 		helpCmd, completionCmd, versionCmd,
 	}
 	for _, c := range commands {

@@ -1,0 +1,141 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pi2hop/pi2hop/check"
+)
+
+// checkResponder runs `check --serve` in-process on a free loopback port
+// and returns its address.
+func checkResponder(t *testing.T) string {
+	t.Helper()
+	switch runtime.GOOS {
+	case "linux", "darwin", "freebsd":
+	default:
+		t.Skip("no ECN socket options on " + runtime.GOOS)
+	}
+	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := c.LocalAddr().String()
+	c.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	var out syncBuffer
+	done := make(chan error, 1)
+	go func() { done <- Run(ctx, []string{"check", "--serve", addr}, nil, &out, &out) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("check --serve: %v", err)
+			}
+		case <-time.After(2 * time.Second):
+			t.Error("check --serve still running 2 s after its context ended")
+		}
+	})
+	deadline := time.Now().Add(2 * time.Second)
+	for !strings.Contains(out.String(), "answering on "+addr) {
+		if time.Now().After(deadline) {
+			t.Fatalf("check --serve did not say it answers on %s within 2 s: %q", addr, out.String())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return addr
+}
+
+func TestCheckCommand(t *testing.T) {
+	addr := checkResponder(t)
+	out, err := runCLI(t, "", "check", "--to", addr, "--probes", "3", "--every", "1ms")
+	if err != nil {
+		t.Fatalf("check over loopback: %v\n%s", err, out)
+	}
+	for _, want := range []string{"client → responder: ECN passes", "responder → client: ECN passes", "ECT(1)   0/3   ECT(1) 3", "L4S-ready: yes"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	out, err = runCLI(t, "", "check", "--to", addr, "--probes", "2", "--every", "1ms", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var j check.JSON
+	if err := json.Unmarshal([]byte(out), &j); err != nil {
+		t.Fatalf("--json output %q: %v", out, err)
+	}
+	if !j.Ready || j.Forward.Verdict != check.Passes || j.Reverse.Verdict != check.Passes || j.Peer != addr ||
+		len(j.Forward.Codepoints) != 4 || j.Forward.Codepoints[2].Sent != "ECT(1)" || j.Forward.Codepoints[2].Arrived["ECT(1)"] != 2 {
+		t.Errorf("--json: %s", out)
+	}
+}
+
+// Usage errors exit 2 with a hint; a closed port exits 2 at once with
+// the address.
+func TestCheckCommandErrors(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"check"}, "want --to HOST[:PORT]"},
+		{[]string{"check", "--to", "a", "--serve", ":1"}, "give one"},
+		{[]string{"check", "--serve", "nowhere"}, "want [ADDR]:PORT"},
+		{[]string{"check", "--to", "[::1"}, "want HOST[:PORT]"},
+		{[]string{"check", "--to", "h:0"}, "want HOST[:PORT]"},
+		{[]string{"check", "--to", "h", "--probes", "0"}, "--probes"},
+		{[]string{"check", "--to", "h", "extra"}, "unexpected argument"},
+	} {
+		_, err := runCLI(t, "", c.args...)
+		var ue *usageError
+		if !errors.As(err, &ue) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: %v, want a usage error with %q", c.args, err, c.want)
+		}
+	}
+	if runtime.GOOS != "linux" && runtime.GOOS != "darwin" && runtime.GOOS != "freebsd" {
+		return
+	}
+	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := c.LocalAddr().String()
+	c.Close()
+	var stdout, stderr bytes.Buffer
+	start := time.Now()
+	err = Run(context.Background(), []string{"check", "--to", closed}, nil, &stdout, &stderr)
+	if code := exitCode(err, &stderr); code != 2 || !strings.Contains(stderr.String(), closed) {
+		t.Errorf("check --to a closed port: exit %d, stderr %q; want 2 naming %s", code, stderr.String(), closed)
+	}
+	if el := time.Since(start); el > 5*time.Second {
+		t.Errorf("closed port reported after %v, want within 5 s", el)
+	}
+}
+
+// syncBuffer is a bytes.Buffer that a command writes to while the test
+// reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
