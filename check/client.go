@@ -179,9 +179,11 @@ func Path(ctx context.Context, opts Options) (*Result, error) {
 		return nil, err
 	}
 	c.mu.Lock()
+	// Late echoes: four times the slowest round trip seen, within
+	// bounds (a path's delay varies; a few are always lost).
 	drain := 500 * time.Millisecond
 	if len(c.rtts) > 0 {
-		drain = min(max(drain, 4*slowest(c.rtts)), 3*time.Second)
+		drain = min(max(200*time.Millisecond, 4*slowest(c.rtts)), 3*time.Second)
 	}
 	c.mu.Unlock()
 	if err := sleep(ctx, drain); err != nil {
