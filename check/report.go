@@ -87,6 +87,7 @@ type JSON struct {
 	Why     string        `json:"why,omitempty"`
 	Forward DirectionJSON `json:"forward"`
 	Reverse DirectionJSON `json:"reverse"`
+	Trace   *TraceJSON    `json:"trace,omitempty"` // with --trace
 }
 
 // DirectionJSON is one direction in JSON.

@@ -20,10 +20,11 @@ import (
 var checkCmd = &command{
 	name:  "check",
 	short: "is the path L4S-ready: ECN transitions both ways (against a check --serve responder)",
-	usage: "check --to HOST[:PORT] [--json] | check --serve [ADDR]:PORT",
+	usage: "check --to HOST[:PORT] [--trace] [--json] | check --serve [ADDR]:PORT",
 	long: "Sends trains of UDP probes in each ECN codepoint to a responder, which counts what they arrived as and " +
 		"answers each with a probe of its own, and judges each direction: ECN passes, bleached, ECT(1) re-marked to ECT(0), " +
-		"CE bleached, ECT dropped, mangled or ToS zeroed. Exit status 0 when ECN passes both ways, 1 when not, " +
+		"CE bleached, ECT dropped, mangled or ToS zeroed. --trace then sends probes with rising TTL and names the first hop " +
+		"whose ICMP time-exceeded quote shows the field changed (Linux, root). Exit status 0 when ECN passes both ways, 1 when not, " +
 		"2 on a usage error or when no responder answers. Runs on Linux, macOS and FreeBSD.",
 	flags: checkFlags,
 }
@@ -33,6 +34,7 @@ type checkArgs struct {
 	probes    flagvalue.IntRange
 	every     flagvalue.Duration
 	json      bool
+	trace     bool
 }
 
 func checkFlags(fs *pflag.FlagSet) func(context.Context, *cmdEnv, []string) error {
@@ -45,6 +47,7 @@ func checkFlags(fs *pflag.FlagSet) func(context.Context, *cmdEnv, []string) erro
 	fs.StringVar(&a.serve, "serve", "", "answer clients on `[ADDR]:PORT`, e.g. :9332 (IPv4 and IPv6) until interrupted")
 	fs.Var(&a.probes, "probes", "probes per codepoint and direction (`N`)")
 	fs.Var(&a.every, "every", "send a probe once per `period`")
+	fs.BoolVar(&a.trace, "trace", false, "then find the hop that changes the field: probes with rising TTL, each router's quote of it (Linux, root)")
 	jsonFlag(fs, &a.json, "print the result as one JSON object")
 	return func(ctx context.Context, env *cmdEnv, args []string) error {
 		if len(args) > 0 {
@@ -95,14 +98,37 @@ func checkPath(ctx context.Context, env *cmdEnv, a *checkArgs) error {
 	case err != nil:
 		return fmt.Errorf("check: %w", err)
 	}
+	var tr *check.Trace
+	if a.trace {
+		o := check.DefaultTraceOptions()
+		o.Peer, o.Sent = r.Peer, check.TraceCodepoint(r)
+		if tr, err = check.RunTrace(ctx, o); err != nil {
+			return fmt.Errorf("check: %w", err)
+		}
+	}
 	if a.json {
-		b, err := json.Marshal(r.JSON())
+		j := r.JSON()
+		if tr != nil {
+			tj := tr.JSON()
+			j.Trace = &tj
+		}
+		b, err := json.Marshal(j)
 		if err != nil {
 			return err
 		}
 		fmt.Fprintf(env.stdout, "%s\n", b)
-	} else if err := r.WriteText(env.stdout); err != nil {
-		return err
+	} else {
+		if err := r.WriteText(env.stdout); err != nil {
+			return err
+		}
+		if tr != nil {
+			if err := tr.WriteText(env.stdout); err != nil {
+				return err
+			}
+			if note := check.TraceNote(r); note != "" {
+				fmt.Fprintf(env.stdout, "  %s\n", note)
+			}
+		}
 	}
 	if !r.Ready() {
 		return &exitError{1}
