@@ -20,11 +20,13 @@ import (
 var checkCmd = &command{
 	name:  "check",
 	short: "is the path L4S-ready: ECN transitions both ways (against a check --serve responder)",
-	usage: "check --to HOST[:PORT] [--trace] [--json] | check --serve [ADDR]:PORT",
+	usage: "check --to HOST[:PORT] [--trace] [--json] | check --serve [ADDR]:PORT | check --box [--lan IF --wan IF --rate R]",
 	long: "Sends trains of UDP probes in each ECN codepoint to a responder, which counts what they arrived as and " +
 		"answers each with a probe of its own, and judges each direction: ECN passes, bleached, ECT(1) re-marked to ECT(0), " +
 		"CE bleached, ECT dropped, mangled or ToS zeroed. --trace then sends probes with rising TTL and names the first hop " +
-		"whose ICMP time-exceeded quote shows the field changed (Linux, root). Exit status 0 when ECN passes both ways, 1 when not, " +
+		"whose ICMP time-exceeded quote shows the field changed (Linux, root). --box checks this box as a bottleneck instead " +
+		"(Linux, root): forwarding, a firewall that drops forwarded packets, offloads, another shaper, conntrack, CPU clock, " +
+		"wake-up latency; each problem with its fix. Exit status 0 when ECN passes both ways (or the box has no problem), 1 when not, " +
 		"2 on a usage error or when no responder answers. Runs on Linux, macOS and FreeBSD.",
 	flags: checkFlags,
 }
@@ -35,6 +37,10 @@ type checkArgs struct {
 	every     flagvalue.Duration
 	json      bool
 	trace     bool
+	box       bool
+	lan, wan  string
+	rate      flagvalue.Rate
+	wakeFor   flagvalue.Duration
 }
 
 func checkFlags(fs *pflag.FlagSet) func(context.Context, *cmdEnv, []string) error {
@@ -48,20 +54,37 @@ func checkFlags(fs *pflag.FlagSet) func(context.Context, *cmdEnv, []string) erro
 	fs.Var(&a.probes, "probes", "probes per codepoint and direction (`N`)")
 	fs.Var(&a.every, "every", "send a probe once per `period`")
 	fs.BoolVar(&a.trace, "trace", false, "then find the hop that changes the field: probes with rising TTL, each router's quote of it (Linux, root)")
+	fs.BoolVar(&a.box, "box", false, "check this box as a bottleneck instead of a path (Linux, root)")
+	fs.StringVar(&a.lan, "lan", "", "with --box: the LAN `interface` pi2hop is to forward from")
+	fs.StringVar(&a.wan, "wan", "", "with --box: the WAN `interface` pi2hop is to forward to")
+	fs.Var(&a.rate, "rate", "with --box: the `rate` pi2hop is to run at, tc units (10mbit): a slower shaper on --wan is a problem")
+	a.wakeFor = flagvalue.Duration{D: 2 * time.Second, Min: 0}
+	fs.Var(&a.wakeFor, "wake-for", "with --box: how long to measure the wake-up latency (`period`); 0 skips it")
 	jsonFlag(fs, &a.json, "print the result as one JSON object")
 	return func(ctx context.Context, env *cmdEnv, args []string) error {
 		if len(args) > 0 {
 			return usagef("check: unexpected argument %q", args[0])
 		}
+		given := 0
+		for _, g := range []bool{a.serve != "", a.to != "", a.box} {
+			if g {
+				given++
+			}
+		}
+		if !a.box && (a.lan != "" || a.wan != "" || a.rate.BPS != 0) {
+			return usagef("check: --lan, --wan and --rate go with --box")
+		}
 		switch {
-		case a.serve != "" && a.to != "":
-			return usagef("check: --serve and --to: give one (a responder, or a client of one)")
+		case given > 1:
+			return usagef("check: give one of --to, --serve and --box")
+		case a.box:
+			return runCheckBox(ctx, env, a)
 		case a.serve != "":
 			return checkServe(ctx, env, a.serve)
 		case a.to != "":
 			return checkPath(ctx, env, a)
 		}
-		return usagef("check: want --to HOST[:PORT] (a client) or --serve [ADDR]:PORT (a responder)")
+		return usagef("check: want --to HOST[:PORT] (a client), --serve [ADDR]:PORT (a responder) or --box")
 	}
 }
 
@@ -131,6 +154,29 @@ func checkPath(ctx context.Context, env *cmdEnv, a *checkArgs) error {
 		}
 	}
 	if !r.Ready() {
+		return &exitError{1}
+	}
+	return nil
+}
+
+func runCheckBox(ctx context.Context, env *cmdEnv, a *checkArgs) error {
+	if goos != "linux" {
+		return &platformError{"pi2hop check --box: needs Linux (forwarding, nftables, qdiscs)"}
+	}
+	fs, err := check.Box(ctx, check.BoxOptions{LAN: a.lan, WAN: a.wan, Rate: a.rate.BPS, WakeFor: a.wakeFor.D})
+	if err != nil {
+		return fmt.Errorf("check --box (run it as root): %w", err)
+	}
+	if a.json {
+		b, err := json.Marshal(check.BoxJSON{Problems: check.Problems(fs), Findings: fs})
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(env.stdout, "%s\n", b)
+	} else if err := check.WriteBoxText(env.stdout, fs); err != nil {
+		return err
+	}
+	if check.Problems(fs) > 0 {
 		return &exitError{1}
 	}
 	return nil
