@@ -55,7 +55,11 @@ func (r *Result) WriteText(w io.Writer) error {
 		}
 		tw.Flush()
 		for _, f := range d.d.Verdict.Faults {
-			fmt.Fprintf(&b, "  %s: %s\n", f.Kind, f.Detail)
+			if f.Kind == d.d.Verdict.Kind {
+				fmt.Fprintf(&b, "  %s\n", f.Detail)
+			} else {
+				fmt.Fprintf(&b, "  also %s: %s\n", f.Kind, f.Detail)
+			}
 		}
 		if t.TTLMin > 0 {
 			ttl := fmt.Sprint(t.TTLMin)
