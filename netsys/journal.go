@@ -21,6 +21,10 @@ const (
 	KindSysctl = "sysctl" // sysctl Name (path under /proc/sys) in NS, previous value Old
 	// KindNftTable is an nftables table Name (family inet) in NS.
 	KindNftTable = "nft-table"
+	// KindNftAccept is the accept rules tagged Name (their user data) in
+	// chain Chain of the nftables table NftTable of family Family (the
+	// kernel's number) in NS: rules put into a chain that is not ours.
+	KindNftAccept = "nft-accept"
 )
 
 // Entry is one change made to the system, with what it takes to undo it.
@@ -40,6 +44,9 @@ type Entry struct {
 	// folder Refs under the name Holder, not simply written back.
 	Holder string `json:"holder,omitempty"`
 	Refs   string `json:"refs,omitempty"`
+	// NftTable and Chain: where a KindNftAccept entry's rules are.
+	NftTable string `json:"nft_table,omitempty"`
+	Chain    string `json:"chain,omitempty"`
 }
 
 func (e Entry) String() string {
@@ -62,6 +69,8 @@ func (e Entry) String() string {
 		return fmt.Sprintf("rule -%d pref %d iif %s lookup %d%s", e.Family, e.Priority, e.Name, e.Table, where)
 	case KindNftTable:
 		return fmt.Sprintf("nftables table inet %s%s", e.Name, where)
+	case KindNftAccept:
+		return fmt.Sprintf("nftables accept rules %s in chain %s of table %s (family %d)%s", e.Name, e.Chain, e.NftTable, e.Family, where)
 	case KindSysctl:
 		if e.Holder != "" {
 			return fmt.Sprintf("sysctl %s (was %q; shared, held by %s)%s", e.Name, e.Old, e.Holder, where)

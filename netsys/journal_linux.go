@@ -186,6 +186,8 @@ func undo(e Entry) error {
 		return DeleteNamespace(e.Name)
 	case KindNftTable:
 		return undoNftTable(e)
+	case KindNftAccept:
+		return undoNftAccept(e)
 	case KindSysctl:
 		if e.Refs != "" {
 			return undoShared(e)
