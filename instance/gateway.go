@@ -3,6 +3,7 @@ package instance
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/pi2hop/pi2hop/hop"
 	"github.com/pi2hop/pi2hop/topology"
@@ -11,14 +12,15 @@ import (
 // Gateway puts the instance between two interfaces of this box (pi2hop
 // run): see topology.Gateway.
 type Gateway struct {
-	LAN, WAN string
-	g        *topology.Gateway
+	LAN, WAN       string
+	FirewallAccept bool // accept rules where a firewall drops forwarding (topology.GatewaySpec)
+	g              *topology.Gateway
 }
 
 func (t *Gateway) Kind() string { return "gateway" }
 
 func (t *Gateway) Start(ctx context.Context, env *Env) (*hop.Hop, error) {
-	g, err := topology.NewGateway(ctx, topology.GatewaySpec{Name: env.Name, LAN: t.LAN, WAN: t.WAN, Journal: env.Journal, Tap: env.Tap("")}, env.Config)
+	g, err := topology.NewGateway(ctx, topology.GatewaySpec{Name: env.Name, LAN: t.LAN, WAN: t.WAN, Journal: env.Journal, Tap: env.Tap(""), FirewallAccept: t.FirewallAccept}, env.Config)
 	if err != nil {
 		return nil, err
 	}
@@ -27,8 +29,21 @@ func (t *Gateway) Start(ctx context.Context, env *Env) (*hop.Hop, error) {
 }
 
 func (t *Gateway) Attrs() []any {
-	return []any{"lan", t.g.LAN, "wan", t.g.WAN, "tun_up", t.g.UpDev, "tun_down", t.g.DownDev,
-		"tables", fmt.Sprintf("%d,%d", t.g.UpTable, t.g.DownTable), "rule_pref", t.g.RulePriority}
+	return append([]any{"lan", t.g.LAN, "wan", t.g.WAN, "tun_up", t.g.UpDev, "tun_down", t.g.DownDev,
+		"tables", fmt.Sprintf("%d,%d", t.g.UpTable, t.g.DownTable), "rule_pref", t.g.RulePriority}, acceptedAttrs(t.g)...)
+}
+
+// acceptedAttrs names the firewall chains the gateway put accept rules
+// into, for the start-up line: a firewall changed is said out loud.
+func acceptedAttrs(g *topology.Gateway) []any {
+	if len(g.Accepted) == 0 {
+		return nil
+	}
+	var where []string
+	for _, a := range g.Accepted {
+		where = append(where, a.String())
+	}
+	return []any{"firewall_accept", strings.Join(where, "; ")}
 }
 
 // Wait returns when ctx is done or the hop stops on its own (a device

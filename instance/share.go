@@ -29,6 +29,9 @@ type Share struct {
 	NoIPv6    bool             // no ULA prefix, RAs or NAT66
 	DNS       []netip.AddrPort // upstreams; zero: the box's resolv.conf
 	LeaseTime time.Duration    // zero: lan.DefaultLeaseTime
+	// FirewallAccept: accept rules where a firewall drops forwarding
+	// (topology.GatewaySpec).
+	FirewallAccept bool
 	// Ready, if set, is called once the share serves, with it: the
 	// command prints what to do next.
 	Ready func(*lan.Share)
@@ -106,7 +109,7 @@ func (t *Share) Start(ctx context.Context, env *Env) (*hop.Hop, error) {
 	// size the delay line for it.
 	cfg := env.Config
 	cfg.LineRate = max(cfg.LineRate, hop.UnlimitedLineRate)
-	g, err := topology.NewGateway(ctx, topology.GatewaySpec{Name: env.Name, LAN: t.LAN, WAN: t.WAN, Journal: env.Journal, Tap: env.Tap("")}, cfg)
+	g, err := topology.NewGateway(ctx, topology.GatewaySpec{Name: env.Name, LAN: t.LAN, WAN: t.WAN, Journal: env.Journal, Tap: env.Tap(""), FirewallAccept: t.FirewallAccept}, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -151,8 +154,9 @@ func (t *Share) Attrs() []any {
 	if t.sh.ULA.IsValid() {
 		a = append(a, "ula", t.sh.ULA)
 	}
-	return append(a, "tun_up", t.g.UpDev, "tun_down", t.g.DownDev,
+	a = append(a, "tun_up", t.g.UpDev, "tun_down", t.g.DownDev,
 		"tables", fmt.Sprintf("%d,%d", t.g.UpTable, t.g.DownTable), "rule_pref", t.g.RulePriority)
+	return append(a, acceptedAttrs(t.g)...)
 }
 
 // Wait returns when ctx is done, the hop stops on its own, or a LAN

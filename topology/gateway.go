@@ -32,7 +32,10 @@ type Gateway struct {
 	DownTable      int
 	RulePriority   int
 	Hop            *hop.Hop
-	started        // Done, Err, Close
+	// Accepted are the firewall chains given accept rules for the
+	// gateway's forwarding (GatewaySpec.FirewallAccept).
+	Accepted []netsys.ForwardAccept
+	started  // Done, Err, Close
 }
 
 // GatewaySpec places a Gateway.
@@ -43,6 +46,9 @@ type GatewaySpec struct {
 	// own. Close undoes all of it.
 	Journal *netsys.Journal
 	Tap     hop.Tap // installed before the hop starts, if not nil
+	// FirewallAccept lets the gateway's forwarding past a firewall whose
+	// forward chain drops by policy (Docker's): see netsys.AcceptForward.
+	FirewallAccept bool
 }
 
 // GatewayTables returns the routing tables and rule priority of instance
@@ -130,6 +136,15 @@ func NewGateway(ctx context.Context, spec GatewaySpec, cfg hop.Config) (g *Gatew
 	}
 	if err := gatewaySysctls(j, g.UpDev, g.DownDev); err != nil {
 		return nil, err
+	}
+	if spec.FirewallAccept {
+		// The kernel forwards each packet twice: LAN to NAME-up and
+		// NAME-dn to WAN going up, WAN to NAME-dn and NAME-up to LAN
+		// coming down.
+		pairs := [][2]string{{g.LAN, g.UpDev}, {g.DownDev, g.WAN}, {g.WAN, g.DownDev}, {g.UpDev, g.LAN}}
+		if g.Accepted, err = j.AcceptForward("", "pi2hop-"+spec.Name, pairs); err != nil {
+			return nil, err
+		}
 	}
 	if g.Hop, err = g.startHop(ctx, cfg, devs, spec.Tap, j); err != nil {
 		return nil, err

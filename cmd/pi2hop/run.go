@@ -22,6 +22,7 @@ var runCmd = &command{
 type runArgs struct {
 	lan, wan string
 	cleanup  bool
+	accept   bool
 	inst     *instanceFlags
 	link     *linkFlags
 	capture  *captureFlags
@@ -32,6 +33,7 @@ func runFlags(fs *pflag.FlagSet) func(context.Context, *cmdEnv, []string) error 
 	fs.StringVar(&a.lan, "lan", "", "`interface` facing the clients (their traffic goes up through the bottleneck)")
 	fs.StringVar(&a.wan, "wan", "", "`interface` facing the network (its traffic comes down through the bottleneck)")
 	fs.BoolVar(&a.cleanup, "cleanup", false, cleanupUsage+"; with --lan and --wan it also sweeps the gateway's rules on them when the state file is lost")
+	firewallAcceptFlag(fs, &a.accept)
 	a.inst = addInstanceFlags(fs)
 	a.link = addLinkFlags(fs, true)
 	a.capture = addCaptureFlags(fs)
@@ -40,8 +42,13 @@ func runFlags(fs *pflag.FlagSet) func(context.Context, *cmdEnv, []string) error 
 			return err
 		}
 		return runInstance(ctx, env, "run", a.inst, a.link, a.capture, "pi2hop run "+strings.Join(givenFlags(fs), " "),
-			&instance.Gateway{LAN: a.lan, WAN: a.wan})
+			&instance.Gateway{LAN: a.lan, WAN: a.wan, FirewallAccept: a.accept})
 	}
+}
+
+// firewallAcceptFlag declares --firewall-accept, which run and share share.
+func firewallAcceptFlag(fs *pflag.FlagSet, p *bool) {
+	fs.BoolVar(p, "firewall-accept", true, "when a firewall's forward chain drops by policy (Docker's, ufw's), add accept rules for this instance's interfaces there (Docker's DOCKER-USER chain, else that chain) until exit; --firewall-accept=false leaves the firewall alone")
 }
 
 // gatewayArgs checks the --lan/--wan pair run and share take and carries

@@ -34,6 +34,7 @@ type shareArgs struct {
 	dns       []string
 	leaseTime flagvalue.Duration
 	cleanup   bool
+	accept    bool
 	inst      *instanceFlags
 	link      *linkFlags
 	capture   *captureFlags
@@ -48,6 +49,7 @@ func shareFlags(fs *pflag.FlagSet) func(context.Context, *cmdEnv, []string) erro
 	fs.StringArrayVar(&a.dns, "dns", nil, "upstream DNS server `ADDR` (host or host:port; repeat for more); default the box's /etc/resolv.conf")
 	fs.Var(&a.leaseTime, "lease-time", "DHCP lease `duration`")
 	fs.BoolVar(&a.cleanup, "cleanup", false, cleanupUsage+"; with --lan and --wan it also sweeps the gateway's rules on them when the state file is lost")
+	firewallAcceptFlag(fs, &a.accept)
 	a.inst = addInstanceFlags(fs)
 	a.link = addLinkFlags(fs, true)
 	a.capture = addCaptureFlags(fs)
@@ -55,7 +57,7 @@ func shareFlags(fs *pflag.FlagSet) func(context.Context, *cmdEnv, []string) erro
 		if done, err := gatewayArgs("share", args, a.lan, a.wan, a.cleanup, a.inst, env); done {
 			return err
 		}
-		topo := &instance.Share{LAN: a.lan, WAN: a.wan, NoIPv6: a.noIPv6, LeaseTime: a.leaseTime.D}
+		topo := &instance.Share{LAN: a.lan, WAN: a.wan, NoIPv6: a.noIPv6, LeaseTime: a.leaseTime.D, FirewallAccept: a.accept}
 		if a.subnet != "" {
 			p, err := netip.ParsePrefix(a.subnet)
 			if err != nil || !p.Addr().Is4() {
