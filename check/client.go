@@ -118,7 +118,7 @@ func Resolve(ctx context.Context, target string) (netip.AddrPort, error) {
 	if a, err := netip.ParseAddr(host); err == nil {
 		return netip.AddrPortFrom(a.Unmap(), port), nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, 1500*time.Millisecond)
 	defer cancel()
 	addrs, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
 	if err != nil || len(addrs) == 0 {
