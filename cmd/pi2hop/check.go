@@ -49,9 +49,9 @@ func checkFlags(fs *pflag.FlagSet) func(context.Context, *cmdEnv, []string) erro
 		probes: flagvalue.IntRange{N: def.Probes, Min: 1, Max: 1000},
 		every:  flagvalue.Duration{D: def.Interval, Min: time.Millisecond},
 	}
-	fs.StringVar(&a.to, "to", "", fmt.Sprintf("the responder's `HOST[:PORT]` (port %d when not given)", check.DefaultPort))
+	fs.StringVar(&a.to, "to", "", fmt.Sprintf("check the path to the responder at `HOST[:PORT]` (port %d when not given)", check.DefaultPort))
 	fs.StringVar(&a.serve, "serve", "", "answer clients on `[ADDR]:PORT`, e.g. :9332 (IPv4 and IPv6) until interrupted")
-	fs.Var(&a.probes, "probes", "probes per codepoint and direction (`N`)")
+	fs.Var(&a.probes, "probes", "send `N` probes per codepoint and direction")
 	fs.Var(&a.every, "every", "send a probe once per `period`")
 	fs.BoolVar(&a.trace, "trace", false, "then find the hop that changes the field: probes with rising TTL, each router's quote of it (Linux, root)")
 	fs.BoolVar(&a.box, "box", false, "check this box as a bottleneck instead of a path (Linux, root)")
@@ -73,6 +73,9 @@ func checkFlags(fs *pflag.FlagSet) func(context.Context, *cmdEnv, []string) erro
 		}
 		if !a.box && (a.lan != "" || a.wan != "" || a.rate.BPS != 0) {
 			return usagef("check: --lan, --wan and --rate go with --box")
+		}
+		if a.to == "" && a.trace {
+			return usagef("check: --trace goes with --to")
 		}
 		switch {
 		case given > 1:

@@ -94,6 +94,9 @@ func TestCheckCommandErrors(t *testing.T) {
 		{[]string{"check", "--to", "h:0"}, "want HOST[:PORT]"},
 		{[]string{"check", "--to", "h", "--probes", "0"}, "--probes"},
 		{[]string{"check", "--to", "h", "extra"}, "unexpected argument"},
+		{[]string{"check", "--serve", ":1", "--trace"}, "--trace goes with --to"},
+		{[]string{"check", "--to", "h", "--wan", "eth0"}, "go with --box"},
+		{[]string{"check", "--box", "--serve", ":1"}, "give one of"},
 	} {
 		_, err := runCLI(t, "", c.args...)
 		var ue *usageError
