@@ -132,7 +132,7 @@ func (t *Trace) WriteText(w io.Writer) error {
 type TraceJSON struct {
 	Sent    string    `json:"sent"`
 	Reached bool      `json:"reached"`
-	Changed *HopJSON  `json:"changed"` // the first hop that saw the field changed; null when none did
+	Changed *HopJSON  `json:"changed,omitempty"` // the first hop that saw the field changed; left out when none did
 	Where   string    `json:"where"`
 	Hops    []HopJSON `json:"hops"`
 }

@@ -6,12 +6,14 @@ import (
 	"encoding/json"
 	"errors"
 	"net"
+	"net/netip"
 	"runtime"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/pi2hop/pi2hop/aqm"
 	"github.com/pi2hop/pi2hop/check"
 )
 
@@ -141,4 +143,39 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// TestCheckJSONMatchesDocs: check's JSON outputs (the path check with a
+// fault and its trace, and --box's) against docs/json.md.
+func TestCheckJSONMatchesDocs(t *testing.T) {
+	schema := readSchema(t)
+	var tb check.Table
+	for _, s := range []aqm.ECN{aqm.NotECT, aqm.ECT0, aqm.ECT1, aqm.CE} {
+		tb.Sent[s], tb.Arrived[s][s] = 5, 5
+	}
+	bleached := tb
+	bleached.Arrived[aqm.ECT1] = [4]int{aqm.NotECT: 5}
+	r := &check.Result{Target: "far.example.net", Peer: netip.MustParseAddrPort("192.0.2.7:9332"), Probes: 5, RTT: time.Millisecond,
+		Forward: check.Direction{Table: bleached, Verdict: check.Judge(bleached)},
+		Reverse: check.Direction{Table: tb, Verdict: check.Judge(tb), Partial: true}}
+	r.Forward.Table.TTLMin, r.Forward.Table.TTLMax = 61, 62
+	j := r.JSON()
+	tr := &check.Trace{Peer: r.Peer, Sent: aqm.ECT1, Reached: true, Changed: 1, Hops: []check.Hop{
+		{N: 1, Silent: true}, {N: 2, Addr: r.Peer.Addr(), Responder: true, TOS: 0x28, RTT: time.Millisecond}}}
+	tj := tr.JSON()
+	j.Trace = &tj
+	clean := (&check.Result{Forward: check.Direction{Table: tb, Verdict: check.Judge(tb)}, Reverse: check.Direction{Table: tb, Verdict: check.Judge(tb)}}).JSON()
+	box := check.BoxJSON{Problems: 1, Findings: []check.Finding{{Check: "firewall", Status: check.Problem, Detail: "d", Fix: "f"}, {Check: "conntrack", Status: check.OK, Detail: "d"}}}
+	for _, o := range []struct {
+		what, root string
+		v          any
+	}{{"check --json --trace", "check", j}, {"check --json, ECN passes", "check", clean}, {"check --box --json", "check.box", box}} {
+		b, err := json.Marshal(o.v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range schema.Check(o.what, o.root, b) {
+			t.Error(e)
+		}
+	}
 }
