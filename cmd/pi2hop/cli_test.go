@@ -105,6 +105,14 @@ func TestCommandHelp(t *testing.T) {
 			switch {
 			case f.Deprecated != "":
 				return // a hidden old spelling: TestOldSpellings
+			case f.Hidden && f.Annotations[tcAliasAnnotation] != nil:
+				// tc's keyword as an alias: the help names the keyword.
+				if kw := f.Annotations[tcAliasAnnotation][0]; !strings.Contains(help, kw) {
+					t.Errorf("help %s hides --%s and never names tc's %s", path, f.Name, kw)
+				}
+				return
+			case f.Hidden && c == setCmd && isFixed(f.Name):
+				return // parsed only to be refused with a reason: TestHelpHonest
 			case f.Hidden:
 				t.Errorf("%s --%s is hidden but not a deprecated alias: show it in the help or remove it", path, f.Name)
 			case strings.TrimSpace(f.Usage) == "":

@@ -26,7 +26,7 @@ var setCmd = &command{
 func setFlags(fs *pflag.FlagSet) func(context.Context, *cmdEnv, []string) error {
 	var name string
 	fs.StringVar(&name, "name", "", pickNameUsage)
-	lf := addLinkFlags(fs, true)
+	lf := addLiveLinkFlags(fs)
 	return func(ctx context.Context, env *cmdEnv, args []string) error {
 		if len(args) > 0 {
 			return usagef("set: unexpected argument %q", args[0])

@@ -10,6 +10,7 @@ import (
 
 	"github.com/pi2hop/pi2hop/hop"
 	"github.com/pi2hop/pi2hop/instance"
+	"github.com/pi2hop/pi2hop/internal/flagvalue"
 	"github.com/pi2hop/pi2hop/lan"
 	"github.com/pi2hop/pi2hop/shaper"
 	"github.com/spf13/pflag"
@@ -38,7 +39,7 @@ func statsFlags(fs *pflag.FlagSet) func(context.Context, *cmdEnv, []string) erro
 	a := &statsArgs{}
 	fs.StringVar(&a.name, "name", "", pickNameUsage)
 	jsonFlag(fs, &a.json, "print JSON: one object per snapshot")
-	fs.DurationVar(&a.every, "every", 0, "print again once per `period` (e.g. 1s) until interrupted; figures are per period")
+	fs.Var((*flagvalue.Time)(&a.every), "every", "print again once per `period` (e.g. 1s) until interrupted; figures are per period")
 	alias(fs, "watch", "every") // --watch before this release
 	return func(ctx context.Context, env *cmdEnv, args []string) error {
 		if len(args) > 0 {
