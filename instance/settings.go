@@ -167,7 +167,7 @@ var table = []Setting{
 	{Key: "ce-threshold-selector", TC: []string{"ce_threshold_selector"}, Kinds: []string{aqm.KindFQCodel}, value: text(),
 		Usage: "fq_codel: apply --ce-threshold only where DS field & MASK == VALUE, as `VALUE/MASK` (0x01/0x01: ECT(1))"},
 	{Key: "flows", TC: []string{"flows"}, Kinds: []string{aqm.KindFQCodel},
-		value: count(flagvalue.Count{N: aqm.DefaultFQCodelFlows, Min: 1, Max: 65536}), Usage: "fq_codel: number of flow buckets"},
+		value: count(flagvalue.Count{N: aqm.DefaultFQCodelFlows, Min: 1, Max: 65536}), Usage: "fq_codel: number of flow `buckets`"},
 	{Key: "quantum", TC: []string{"quantum"}, Kinds: []string{aqm.KindFQCodel},
 		value: count(flagvalue.Count{N: aqm.DefaultPschedMTU, Min: 256, Max: 1 << 20}), Usage: "fq_codel: DRR quantum in `bytes`"},
 	{Key: "drop-batch", TC: []string{"drop_batch"}, Kinds: []string{aqm.KindFQCodel},
@@ -183,7 +183,7 @@ var table = []Setting{
 		Usage: "docsis: queue `delay` where the L queue's marking ramp reaches 100 %"},
 
 	{Key: "jitter", value: jitter(),
-		Usage: "delay variation added per packet, never reordering: `AMOUNT[,DIST]`, DIST uniform (default, ±AMOUNT), normal, pareto, paretonormal (deviation AMOUNT)"},
+		Usage: "delay variation added per packet, never reordering: `AMOUNT[,DIST]`, DIST uniform (±AMOUNT; when none is named), normal, pareto, paretonormal (deviation AMOUNT)"},
 	{Key: "aggregate", value: aggregate(),
 		Usage: "Wi-Fi-like bursts: the link sends only every INTERVAL, up to SIZE per burst, as `INTERVAL,SIZE` (4ms,6kb)"},
 	{Key: "up-jitter", Dir: "up", value: jitter(), Usage: "uplink delay variation `AMOUNT[,DIST]`; default --jitter"},

@@ -21,9 +21,14 @@ import (
 // invalid ECN transitions, IPv4 checksum errors and the DualPI2 coupling.
 
 var analyzeCmd = &command{
-	name:     "analyze",
-	short:    "report marks, drops, sojourn and ECN per flow and queue from pcap/pcapng captures",
-	usage:    "analyze [--json] [--plot DIR [--plot-format png,svg]] [--bin 1s] [--coupling 2] [--ingress FILE --egress FILE] [FILE...]",
+	name:  "analyze",
+	short: "report marks, drops, sojourn and ECN per flow and queue from pcap/pcapng captures",
+	usage: "analyze [--json] [--plot DIR [--plot-format png,svg]] [--bin 1s] [--coupling 2] [--ingress FILE --egress FILE] [FILE...]",
+	examples: []example{
+		{"pi2hop analyze hop.pcapng", "marks, drops and sojourn per flow of a pi2hop capture"},
+		{"pi2hop analyze --ingress before.pcap --egress after.pcap", "match packets across any bottleneck captured on both sides"},
+		{"pi2hop analyze --plot plots --bin 100ms hop.pcapng", "plots with 100 ms bins"},
+	},
 	flags:    analyzeFlags,
 	argFiles: true,
 }

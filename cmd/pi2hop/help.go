@@ -59,7 +59,11 @@ var completionCmd = &command{
 	name:  "completion",
 	short: "print a shell completion script: commands, subcommands, flags and their choices",
 	usage: "completion bash|zsh|fish",
-	long:  "bash: source <(pi2hop completion bash). zsh: source <(pi2hop completion zsh), or save it as _pi2hop in a directory of $fpath. fish: pi2hop completion fish | source.",
+	examples: []example{
+		{"source <(pi2hop completion bash)", "complete pi2hop in this bash"},
+		{"pi2hop completion fish | source", "the same in fish"},
+	},
+	long: "bash: source <(pi2hop completion bash). zsh: source <(pi2hop completion zsh), or save it as _pi2hop in a directory of $fpath. fish: pi2hop completion fish | source.",
 	subs: []*command{
 		completionSub("bash", clidoc.Bash),
 		completionSub("zsh", clidoc.Zsh),
@@ -68,7 +72,12 @@ var completionCmd = &command{
 }
 
 func completionSub(shell string, script func(io.Writer, *clidoc.Program) error) *command {
+	load := map[string]string{"bash": "source <(pi2hop completion bash)", "zsh": "source <(pi2hop completion zsh)", "fish": "pi2hop completion fish | source"}[shell]
 	return &command{name: shell, usage: shell, short: "print the " + shell + " completion script",
+		examples: []example{
+			{load, "complete pi2hop in this " + shell},
+			{"pi2hop completion " + shell + " > pi2hop." + shell, "save the script to install it"},
+		},
 		flags: func(*pflag.FlagSet) func(context.Context, *cmdEnv, []string) error {
 			return func(_ context.Context, env *cmdEnv, args []string) error {
 				if len(args) > 0 {

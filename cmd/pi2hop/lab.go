@@ -24,9 +24,14 @@ import (
 )
 
 var labCmd = &command{
-	name:     "lab",
-	short:    "run a lab scenario through the hop in network namespaces and write a report",
-	usage:    "lab [SCENARIO] [--quick] [--out DIR] [--duration D] [--rate R] [flags]  |  lab --cleanup [--name N]",
+	name:  "lab",
+	short: "run a lab scenario through the hop in network namespaces and write a report",
+	usage: "lab [SCENARIO] [--quick] [--out DIR] [--duration D] [--rate R] [flags]  |  lab --cleanup [--name N]",
+	examples: []example{
+		{"sudo pi2hop lab l4s-demo --quick", "the WWDC23 video call A/B in about two minutes, report in a new folder"},
+		{"sudo pi2hop lab bdp --out bdp-report", "the BDP table through the hop"},
+		{"pi2hop lab --list", "the scenarios and their defaults"},
+	},
 	flags:    labFlags,
 	argWords: testbed.ScenarioNames,
 	linux:    "network namespaces, veth pairs, TUN devices",

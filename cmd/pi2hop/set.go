@@ -19,6 +19,11 @@ var setCmd = &command{
 	name:  "set",
 	short: "change a running hop's rate, delay, loss or DualPI2 parameters live",
 	usage: "set [--name N] LINK-FLAGS (e.g. --down-rate 5mbit --delay 30ms)",
+	examples: []example{
+		{"pi2hop set --rate 2mbit", "throttle both directions to 2 Mbit/s"},
+		{"pi2hop set --down-delay 40ms --up-loss 1", "more delay down, 1 % loss up"},
+		{"pi2hop set --rate unlimited", "unthrottle"},
+	},
 	flags: setFlags,
 	linux: "a local instance started by run, shell or share",
 }

@@ -25,6 +25,11 @@ var statsCmd = &command{
 	name:  "stats",
 	short: "show a running hop's queue and link statistics",
 	usage: "stats [--name N] [--json] [--every 1s]",
+	examples: []example{
+		{"pi2hop stats", "the running hop's queues and link, once"},
+		{"pi2hop stats --every 1s", "again every second, figures per second"},
+		{"pi2hop stats --name lab2 --json", "one JSON object for a program"},
+	},
 	flags: statsFlags,
 	linux: "a local instance started by run, shell or share",
 }
