@@ -216,7 +216,7 @@ func groupTitle(g string) string {
 	case "link":
 		return "Link flags"
 	case "queue":
-		return "Queue flags (each kind takes its own; 'pi2hop help CMD --aqm KIND' shows one kind's with its defaults)"
+		return "Queue flags"
 	}
 	return strings.ToUpper(g[:1]) + g[1:] + " flags"
 }
@@ -344,7 +344,19 @@ func printCommandHelp(w io.Writer, c *command, kind string) {
 	if kind != "" {
 		focusQueue(fs, kind)
 	}
-	if u := clidoc.Usages(fs, flagGroups, groupTitle); u != "" {
+	title := func(g string) string {
+		if g == "queue" && fs.Lookup("aqm") != nil && kind == "" {
+			return fmt.Sprintf("Queue flags (each kind takes its own; 'pi2hop help %s --aqm KIND' shows one kind's with its defaults)", c.path())
+		}
+		if g == "queue" && kind != "" && c == setCmd {
+			return "Queue flags of " + kind // set changes from what runs: no defaults
+		}
+		if g == "queue" && kind != "" {
+			return "Queue flags of " + kind + ", with its defaults"
+		}
+		return groupTitle(g)
+	}
+	if u := clidoc.Usages(fs, flagGroups, title); u != "" {
 		fmt.Fprintf(w, "\n%s", u)
 	}
 }

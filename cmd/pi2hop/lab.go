@@ -106,6 +106,10 @@ func addLabFlags(fs *pflag.FlagSet) *labArgs {
 	a.plotFormat = plotfile.DefaultFormats
 	fs.Var(&a.plotFormat, "plot-format", plotFormatUsage)
 	a.capture = addCaptureFlags(fs)
+	for name, group := range map[string]string{"rate": "link", "rtt": "link", "rtts": "link",
+		"min-qlen-step": "queue", "fifo-limit": "queue", "out": "output", "list": "output"} {
+		clidoc.Annotate(fs, name, clidoc.GroupAnnotation, group)
+	}
 	// The usage texts name each scenario's default; pflag's own "(default
 	// 0s)" would contradict them.
 	for _, name := range []string{"rtt", "duration", "warmup", "rtts"} {
