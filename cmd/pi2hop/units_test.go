@@ -27,7 +27,7 @@ var bareMeaning = map[string]struct{ print, err string }{
 	"jitter":      {err: "want AMOUNT[,DIST] like 5ms"}, "up-jitter": {err: "want AMOUNT"}, "down-jitter": {err: "want AMOUNT"},
 	"aggregate": {err: "want INTERVAL,SIZE"}, "up-aggregate": {err: "want INTERVAL,SIZE"}, "down-aggregate": {err: "want INTERVAL,SIZE"},
 	"mtu":     {err: "must be in "}, // bytes, as ip-link(8), but 10 is below every MTU
-	"quantum": {err: "256..1048576"},
+	"quantum": {err: "want a number of bytes in 256..1048576"},
 	"aqm":     {err: "want one of"}, "overload": {err: "want one of"}, "drop-at": {err: "want one of"},
 	"ecn-mask": {err: "want one of"}, "tun": {err: "want one of"}, "log-format": {err: "want one of"},
 	// netem reads "loss 10" as 10 %.

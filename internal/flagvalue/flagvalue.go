@@ -163,10 +163,14 @@ func (v *CPULatency) Type() string { return "duration|off" }
 type Count struct {
 	N        uint32
 	Min, Max uint32
+	Of       string // what is counted, for errors: "bytes", "buckets"; "" for packets
 }
 
 func (v *Count) Set(s string) error {
 	n, _, err := shaper.ParsePackets(s)
+	if (err != nil || n < v.Min || n > v.Max) && v.Of != "" {
+		return fmt.Errorf("want a number of %s in %d..%d", v.Of, v.Min, v.Max)
+	}
 	if err != nil || n < v.Min || n > v.Max {
 		return fmt.Errorf("want a packet count in %d..%d, like 100 or 100p", v.Min, v.Max)
 	}
