@@ -1,6 +1,7 @@
 package shaper
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -126,7 +127,7 @@ func parseProb(s string) (float64, error) {
 		return 0, fmt.Errorf("%q is not a number", s)
 	}
 	if f < 0 || f > 100 {
-		return 0, fmt.Errorf("%q is not within 0%%..100%%", s)
+		return 0, errors.New("not within 0%..100%")
 	}
 	return f / 100, nil
 }
