@@ -30,6 +30,7 @@ var bareMeaning = map[string]struct{ print, err string }{
 	"quantum": {err: "want a number of bytes in 256..1048576"},
 	"aqm":     {err: "want one of"}, "overload": {err: "want one of"}, "drop-at": {err: "want one of"},
 	"ecn-mask": {err: "want one of"}, "tun": {err: "want one of"}, "log-format": {err: "want one of"},
+	"plot-format": {err: "unknown format"},
 	// netem reads "loss 10" as 10 %.
 	"loss": {print: "10"}, "up-loss": {print: "10"}, "down-loss": {print: "10"},
 	// tc(8) reads a bare size as bytes, as here.
