@@ -122,7 +122,7 @@ func isShell(path string) bool {
 
 // Summary is the gateway's lines of the start-up message.
 func (t *Gateway) Summary() ([]string, string) {
-	return []string{fmt.Sprintf("clients on %s, network on %s: up is %s to %s", t.g.LAN, t.g.WAN, t.g.LAN, t.g.WAN)}, "Ctrl-C"
+	return []string{fmt.Sprintf("clients on %s (up goes out), network on %s (down comes in)", t.g.LAN, t.g.WAN)}, "Ctrl-C"
 }
 
 // Summary is the share's lines of the start-up message.

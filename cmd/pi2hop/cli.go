@@ -203,7 +203,7 @@ var flagGroups = []string{"link", "queue", "capture", "output", "instance"}
 // themselves.
 var groupOf = map[string]string{
 	"capture": "capture", "snaplen": "capture", "capture-max-size": "capture",
-	"json": "output", "every": "output", "verbose": "output", "log-format": "output",
+	"json": "output", "every": "output", "verbose": "output", "log-format": "output", "plot-format": "output",
 	"name": "instance", "metrics": "instance", "cpu-latency": "instance", "floor-probe": "instance",
 	"tun": "instance", "cleanup": "instance",
 }
