@@ -28,10 +28,13 @@ func PlanSet(base, set Settings, cur hop.Config) (hop.Config, Settings, error) {
 	}
 	next := cur
 	next.Up, next.Down = r.Up, r.Down
-	if set.Loss == nil {
-		// Loss models carry state, so the loss changes only when the
-		// request names it: the running models stay.
-		next.Up.Link.Loss, next.Down.Link.Loss = cur.Up.Link.Loss, cur.Down.Link.Loss
+	// Loss models carry state, so a direction's loss changes only when
+	// the request names it (its own or both's): the running models stay.
+	if set.Loss == nil && set.UpLoss == nil {
+		next.Up.Link.Loss = cur.Up.Link.Loss
+	}
+	if set.Loss == nil && set.DownLoss == nil {
+		next.Down.Link.Loss = cur.Down.Link.Loss
 	}
 	return next, merged, nil
 }

@@ -77,6 +77,8 @@ type Options struct {
 	Capture func() (*pcap.Capture, error)
 	Stderr  io.Writer // logs
 	Verbose bool      // debug logs too
+	// LogFormat is LogText (the default for "") or LogJSON.
+	LogFormat string
 	// Attrs are more fields of the start-up line (the capture's path).
 	Attrs []any
 }
@@ -111,7 +113,7 @@ func Run(ctx context.Context, opt Options, topo Topology) (err error) {
 	if stderr == nil {
 		stderr = io.Discard
 	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	log, structured := newLogger(stderr, opt.LogFormat, level)
 	j := netsys.NewJournal(nil)
 	if opt.Name != "" {
 		log = log.With("instance", opt.Name)
@@ -179,7 +181,17 @@ func Run(ctx context.Context, opt Options, topo Topology) (err error) {
 		}
 		attrs = append(attrs, "up", c.Up, "down", c.Down, "cpu_latency", cpu, "tun", tunBackend(log, c.TUN, in.hop))
 	}
-	log.Info("pi2hop running: "+topo.Kind(), append(append(topo.Attrs(), attrs...), opt.Attrs...)...)
+	// A person reads a few lines; the record with every field goes to a
+	// reader that keeps it (JSON, the journal), else at debug level.
+	record := append(append(topo.Attrs(), attrs...), opt.Attrs...)
+	if structured {
+		log.Info("pi2hop running: "+topo.Kind(), record...)
+	} else {
+		log.Debug("pi2hop running: "+topo.Kind(), record...)
+	}
+	if opt.LogFormat != LogJSON && in.hop != nil {
+		io.WriteString(stderr, startupMessage(opt.Command, opt.Name, in.hop.Config(), topo))
+	}
 	for _, w := range opt.Settings.Warnings() {
 		log.Warn(w)
 	}

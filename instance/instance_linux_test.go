@@ -99,7 +99,7 @@ func TestRunLifecycle(t *testing.T) {
 	var stderr bytes.Buffer
 	done := make(chan error, 1)
 	go func() {
-		done <- Run(ctx, Options{Name: name, Command: "test", Settings: base, Config: cfg, Stderr: &stderr,
+		done <- Run(ctx, Options{Name: name, Command: "test", Settings: base, Config: cfg, Stderr: &stderr, Verbose: true,
 			Capture: func() (*pcap.Capture, error) {
 				return pcap.NewCapture(filepath.Join(t.TempDir(), "cap.pcapng"), pcap.Options{})
 			}}, topo)
@@ -151,7 +151,12 @@ func TestRunLifecycle(t *testing.T) {
 			t.Errorf("%s left behind", f)
 		}
 	}
+	// The record with every field at debug level (-v), the lines a
+	// person reads at any level.
 	if !strings.Contains(stderr.String(), `msg="pi2hop running: fake" instance=`+name+" where=channels") {
-		t.Errorf("start-up line missing in:\n%s", stderr.String())
+		t.Errorf("start-up record missing in:\n%s", stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "pi2hop test \""+name+"\": ") || !strings.Contains(stderr.String(), "\nstats: pi2hop stats --name "+name+"   stop: Ctrl-C\n") {
+		t.Errorf("start-up message missing in:\n%s", stderr.String())
 	}
 }

@@ -37,7 +37,9 @@ type Settings struct {
 	Delay         *time.Duration `json:"delay,omitempty"` // one-way, both directions
 	UpDelay       *time.Duration `json:"up-delay,omitempty"`
 	DownDelay     *time.Duration `json:"down-delay,omitempty"`
-	Loss          *string        `json:"loss,omitempty"`   // as shaper.ParseLoss reads it: each direction gets its own model
+	Loss          *string        `json:"loss,omitempty"` // as shaper.ParseLoss reads it: each direction gets its own model
+	UpLoss        *string        `json:"up-loss,omitempty"`
+	DownLoss      *string        `json:"down-loss,omitempty"`
 	Jitter        *Jitter        `json:"jitter,omitempty"` // delay variation, both directions (never reorders)
 	UpJitter      *Jitter        `json:"up-jitter,omitempty"`
 	DownJitter    *Jitter        `json:"down-jitter,omitempty"`
@@ -86,40 +88,42 @@ type Settings struct {
 // QueueSpec; the commands' flags, set requests and errors follow.
 var table = []Setting{
 	{Key: "rate", TC: []string{"rate"}, value: linkRate(DefaultRate),
-		Usage: "link `rate` in tc units: bit, kbit, mbit, gbit, or bps, kbps, mbps (bytes/s); unlimited: no shaping"},
+		Usage: "link `rate` in tc units: bit, kbit, mbit, gbit, or bps, kbps, mbps (bytes/s); unlimited: no shaping. A bare number is refused (tc would read it as bit/s)"},
 	{Key: "delay", TC: []string{"delay"}, value: duration(flagvalue.Duration{}),
-		Usage: "one-way `delay` added after the link (a FIFO delay line; never reorders)"},
+		Usage: "one-way `delay` added after the link, each direction (a FIFO delay line; never reorders): 10ms, or tc's 10msec; a bare number is refused (tc would read it as µs)"},
 	{Key: "loss", TC: []string{"loss"}, value: loss(),
-		Usage: "random `loss` after the link: 1%, 0.01, or Gilbert-Elliott ge:p=1%,r=30%[,h=0,k=100%] (default none)"},
+		Usage: "random `loss` after the link, a percentage as netem reads it: 1% or 1 (both 1 %), 0.01 (0.01 %), or Gilbert-Elliott ge:p=1%,r=30%[,h=0%,k=100%]"},
 	{Key: "rate-trace", value: text(),
 		Usage: "vary the rate over time from `FILE`: a mahimahi trace (ms per 1500-byte opportunity, looping) or time,rate CSV; replaces --rate"},
 	{Key: "up-rate", Dir: "up", value: linkRate(0), Usage: "uplink `rate` (client to server); default --rate"},
 	{Key: "down-rate", Dir: "down", value: linkRate(0), Usage: "downlink `rate` (server to client); default --rate"},
 	{Key: "up-delay", Dir: "up", value: duration(flagvalue.Duration{Optional: true}), Usage: "uplink one-way `delay`; default --delay"},
 	{Key: "down-delay", Dir: "down", value: duration(flagvalue.Duration{Optional: true}), Usage: "downlink one-way `delay`; default --delay"},
+	{Key: "up-loss", Dir: "up", value: loss(), Usage: "uplink `loss`; default --loss"},
+	{Key: "down-loss", Dir: "down", value: loss(), Usage: "downlink `loss`; default --loss"},
 	{Key: "up-rate-trace", Dir: "up", value: text(), Usage: "uplink rate trace `FILE`; default --rate-trace"},
 	{Key: "down-rate-trace", Dir: "down", value: text(), Usage: "downlink rate trace `FILE`; default --rate-trace"},
 
 	{Key: "aqm", Fixed: true, value: choice(flagvalue.Choice{Val: aqm.KindDualPI2, Choices: aqm.Kinds}),
 		Usage: "queue discipline, each with Linux's semantics and defaults: dualpi2 (RFC 9332), fifo (tail drop, no AQM), codel (RFC 8289), pie (RFC 8033), fq_codel (RFC 8290), docsis (DOCSIS 3.1 low latency: DualQ with queue protection, RFC 9957)"},
 	{Key: "limit", TC: []string{"limit"}, value: count(flagvalue.Count{N: dualpi2Default.Limit, Min: 1, Max: math.MaxUint32}),
-		Usage: "queue limit in `packets`, both queues (fifo: default 1000 packets unless --memlimit is given)"},
+		Usage: "queue limit in `packets`, both queues (fifo: none when only --memlimit is given)"},
 	{Key: "memlimit", TC: []string{"memlimit", "memory_limit"}, Kinds: []string{aqm.KindDualPI2, aqm.KindFIFO, aqm.KindFQCodel, aqm.KindDOCSIS},
 		value: size(flagvalue.Size{Max: math.MaxUint32}),
-		Usage: "queue limit in bytes of packet data, tc `size` units (default limit·2·mtu, as the kernel)"},
+		Usage: "queue limit in bytes of packet data, tc `size` units, a bare number in bytes as in tc (dualpi2, docsis: follows --limit as limit·2·mtu unless given, as in the kernel)"},
 	{Key: "target", TC: []string{"target"}, Kinds: []string{aqm.KindDualPI2, aqm.KindCoDel, aqm.KindPIE, aqm.KindFQCodel, aqm.KindDOCSIS}, Tuned: true,
 		value: duration(flagvalue.Duration{D: time.Duration(dualpi2Default.Target)}),
-		Usage: "target queue delay: the PI target (dualpi2, docsis; default 15ms, docsis 10ms), PIE's reference delay (15ms), CoDel's target (codel, fq_codel: 5ms)"},
+		Usage: "target queue `delay`: the PI target (dualpi2, docsis), PIE's reference delay, CoDel's target (codel, fq_codel)"},
 	{Key: "tupdate", TC: []string{"tupdate"}, Kinds: []string{aqm.KindDualPI2, aqm.KindPIE, aqm.KindDOCSIS}, Tuned: true,
 		value: duration(flagvalue.Duration{D: time.Duration(dualpi2Default.Tupdate), Min: time.Microsecond}),
-		Usage: "probability update interval (dualpi2, docsis: 16ms; pie: 15ms)"},
+		Usage: "probability update `interval` (dualpi2, docsis, pie)"},
 	{Key: "alpha", TC: []string{"alpha"}, Kinds: []string{aqm.KindDualPI2, aqm.KindPIE, aqm.KindDOCSIS}, Tuned: true,
 		value: gain(dualpi2Default.Alpha), Usage: "PI integral gain in `Hz` (sent as trunc(Hz·256) like tc)"},
 	{Key: "beta", TC: []string{"beta"}, Kinds: []string{aqm.KindDualPI2, aqm.KindPIE, aqm.KindDOCSIS}, Tuned: true,
 		value: gain(dualpi2Default.Beta), Usage: "PI proportional gain in `Hz` (sent as trunc(Hz·256) like tc)"},
 	{Key: "coupling", TC: []string{"coupling_factor"}, Kinds: []string{aqm.KindDualPI2, aqm.KindDOCSIS},
 		value: integer[uint8](flagvalue.IntRange{N: int(dualpi2Default.Coupling), Min: 1, Max: 255}),
-		Usage: "coupling factor k, 1..255: L4S marks with k·p, Classic with p²"},
+		Usage: "coupling factor `k`, 1..255: L4S marks with k·p, Classic with p²"},
 	{Key: "step-thresh", TC: []string{"step_thresh"}, Kinds: []string{aqm.KindDualPI2}, value: step(dualpi2Default),
 		Usage: "L4S step marking threshold: sojourn `time` (1ms) or L-queue length (3p, 3pkts, 3packets)"},
 	{Key: "min-qlen-step", TC: []string{"min_qlen_step"}, Kinds: []string{aqm.KindDualPI2},
@@ -128,7 +132,7 @@ var table = []Setting{
 	{Key: "drop-on-overload", Flag: "overload", TC: []string{"drop_on_overload", "overflow"}, Kinds: []string{aqm.KindDualPI2, aqm.KindDOCSIS},
 		value: choiceOf(flagvalue.Choice{Choices: []string{"drop", "overflow"}, Aliases: map[string]string{"drop_on_overload": "drop"}},
 			map[string]bool{"drop": true, "overflow": false}, dualpi2Default.DropOverload),
-		Usage: "when k·p > 1: drop (drop_on_overload) or overflow (cap p at 1/k, let the queue grow)"},
+		Usage: "when k·p > 1: drop, or overflow (cap p at 1/k, let the queue grow)"},
 	{Key: "drop-enqueue", Flag: "drop-at", TC: []string{"drop_enqueue", "drop_dequeue"}, Kinds: []string{aqm.KindDualPI2, aqm.KindDOCSIS},
 		value: choiceOf(flagvalue.Choice{Choices: []string{"enqueue", "dequeue"}, Aliases: map[string]string{"drop_enqueue": "enqueue", "drop_dequeue": "dequeue"}},
 			map[string]bool{"enqueue": true, "dequeue": false}, dualpi2Default.DropEnqueue),
@@ -142,10 +146,10 @@ var table = []Setting{
 		Usage: "what goes to the L4S queue: l4s (ECT(1), CE) or any (ECT(0) too)"},
 	{Key: "max-rtt", TC: []string{"max_rtt"}, Kinds: []string{aqm.KindDualPI2, aqm.KindDOCSIS},
 		value: duration(flagvalue.Duration{Min: time.Microsecond, Optional: true}),
-		Usage: "auto-tune target, tupdate, alpha, beta like tc for this largest expected RTT; as in tc, the tuned values win over --target, --tupdate, --alpha, --beta (with a warning)"},
+		Usage: "auto-tune target, tupdate, alpha, beta like tc for this largest expected round-trip `time`; as in tc, the tuned values win over --target, --tupdate, --alpha, --beta (with a warning)"},
 	{Key: "typical-rtt", TC: []string{"typical_rtt"}, Kinds: []string{aqm.KindDualPI2, aqm.KindDOCSIS},
 		value: duration(flagvalue.Duration{Min: time.Microsecond, Optional: true}),
-		Usage: "auto-tune like tc for this typical RTT (with or without --max-rtt); the tuned values win over explicit ones, as in tc"},
+		Usage: "auto-tune like tc for this typical round-trip `time` (with or without --max-rtt); the tuned values win over explicit ones, as in tc"},
 	{Key: "mtu", Fixed: true, value: integer[int](flagvalue.IntRange{N: DefaultMTU, Min: 68, Max: 65535}),
 		Usage: "MTU in `bytes`: DualPI2's 2-MTU guard and WRR credit use it"},
 	{Key: "seed", Fixed: true, value: number(DefaultSeed), Usage: "seed of the random loss and AQM decisions (same seed, same run)"},
@@ -153,19 +157,19 @@ var table = []Setting{
 	{Key: "nqb", Kinds: []string{aqm.KindDualPI2, aqm.KindDOCSIS}, value: boolean(false),
 		Usage: "dualpi2, docsis: packets with DSCP 45 (NQB, RFC 9956) use the L queue whatever their ECN"},
 	{Key: "ecn", TC: []string{"ecn", "noecn"}, Kinds: []string{aqm.KindCoDel, aqm.KindPIE, aqm.KindFQCodel}, value: boolean(false),
-		Usage: "codel, pie, fq_codel: mark ECN-capable packets instead of dropping them (default: off for codel and pie, on for fq_codel, as in Linux)"},
+		Usage: "codel, pie, fq_codel: mark ECN-capable packets instead of dropping them (--ecn=false or tc's noecn: drop them)"},
 	{Key: "codel-interval", TC: []string{"interval"}, Kinds: []string{aqm.KindCoDel, aqm.KindFQCodel},
 		value: duration(flagvalue.Duration{D: aqm.DefaultCodelInterval, Min: time.Microsecond}),
-		Usage: "codel, fq_codel: CoDel's interval (tc's interval), how long the sojourn must stay above target before a drop"},
+		Usage: "codel, fq_codel: CoDel's `interval`, how long the sojourn must stay above target before a drop"},
 	{Key: "ce-threshold", TC: []string{"ce_threshold"}, Kinds: []string{aqm.KindCoDel, aqm.KindFQCodel},
 		value: duration(flagvalue.Duration{Optional: true}),
-		Usage: "codel, fq_codel: CE-mark ECN-capable packets whose sojourn exceeds this (default off)"},
+		Usage: "codel, fq_codel: CE-mark ECN-capable packets whose sojourn exceeds this `time` (off unless given)"},
 	{Key: "ce-threshold-selector", TC: []string{"ce_threshold_selector"}, Kinds: []string{aqm.KindFQCodel}, value: text(),
 		Usage: "fq_codel: apply --ce-threshold only where DS field & MASK == VALUE, as `VALUE/MASK` (0x01/0x01: ECT(1))"},
 	{Key: "flows", TC: []string{"flows"}, Kinds: []string{aqm.KindFQCodel},
-		value: count(flagvalue.Count{N: aqm.DefaultFQCodelFlows, Min: 1, Max: 65536}), Usage: "fq_codel: number of flow buckets"},
+		value: count(flagvalue.Count{N: aqm.DefaultFQCodelFlows, Min: 1, Max: 65536, Of: "buckets"}), Usage: "fq_codel: number of flow `buckets`"},
 	{Key: "quantum", TC: []string{"quantum"}, Kinds: []string{aqm.KindFQCodel},
-		value: count(flagvalue.Count{N: aqm.DefaultPschedMTU, Min: 256, Max: 1 << 20}), Usage: "fq_codel: DRR quantum in `bytes`"},
+		value: count(flagvalue.Count{N: aqm.DefaultPschedMTU, Min: 256, Max: 1 << 20, Of: "bytes"}), Usage: "fq_codel: DRR quantum in `bytes`"},
 	{Key: "drop-batch", TC: []string{"drop_batch"}, Kinds: []string{aqm.KindFQCodel},
 		value: count(flagvalue.Count{N: aqm.DefaultFQCodelDropBatch, Min: 1, Max: math.MaxUint32}),
 		Usage: "fq_codel: most `packets` dropped from the fattest flow on overflow"},
@@ -176,16 +180,16 @@ var table = []Setting{
 	{Key: "queue-protection", Kinds: []string{aqm.KindDOCSIS}, value: boolean(true),
 		Usage: "docsis: queue protection (RFC 9957), sanctioning flows that build the L queue"},
 	{Key: "maxth", Kinds: []string{aqm.KindDOCSIS}, value: duration(flagvalue.Duration{D: aqm.DefaultDOCSISMaxTh, Min: time.Microsecond}),
-		Usage: "docsis: queue delay where the L queue's marking ramp reaches 100 %"},
+		Usage: "docsis: queue `delay` where the L queue's marking ramp reaches 100 %"},
 
 	{Key: "jitter", value: jitter(),
-		Usage: "delay variation added per packet, never reordering: `AMOUNT[,DIST]`, DIST uniform (default, ±AMOUNT), normal, pareto, paretonormal (deviation AMOUNT)"},
+		Usage: "delay variation added per packet, never reordering: `AMOUNT[,DIST]`, DIST uniform (±AMOUNT; when none is named), normal, pareto, paretonormal (deviation AMOUNT)"},
 	{Key: "aggregate", value: aggregate(),
 		Usage: "Wi-Fi-like bursts: the link sends only every INTERVAL, up to SIZE per burst, as `INTERVAL,SIZE` (4ms,6kb)"},
-	{Key: "up-jitter", Dir: "up", value: jitter(), Usage: "uplink delay variation; default --jitter"},
-	{Key: "down-jitter", Dir: "down", value: jitter(), Usage: "downlink delay variation; default --jitter"},
-	{Key: "up-aggregate", Dir: "up", value: aggregate(), Usage: "uplink bursts; default --aggregate"},
-	{Key: "down-aggregate", Dir: "down", value: aggregate(), Usage: "downlink bursts; default --aggregate"},
+	{Key: "up-jitter", Dir: "up", value: jitter(), Usage: "uplink delay variation `AMOUNT[,DIST]`; default --jitter"},
+	{Key: "down-jitter", Dir: "down", value: jitter(), Usage: "downlink delay variation `AMOUNT[,DIST]`; default --jitter"},
+	{Key: "up-aggregate", Dir: "up", value: aggregate(), Usage: "uplink bursts `INTERVAL,SIZE`; default --aggregate"},
+	{Key: "down-aggregate", Dir: "down", value: aggregate(), Usage: "downlink bursts `INTERVAL,SIZE`; default --aggregate"},
 }
 
 // dualpi2Default is sch_dualpi2's configuration when tc gives no knob.
@@ -359,9 +363,9 @@ func (s Settings) Direction(dir string) (hop.DirConfig, error) {
 		return zero, err
 	}
 	link := shaper.Config{Rate: rate, Delay: int64(s.delayFor(dir))}
-	if s.Loss != nil {
-		if link.Loss, err = shaper.ParseLoss(*s.Loss); err != nil {
-			return zero, &FieldError{"loss", err}
+	if l := forDir(dir, s.UpLoss, s.DownLoss, s.Loss); l != nil {
+		if link.Loss, err = shaper.ParseLoss(*l); err != nil {
+			return zero, &FieldError{dirKey(dir, "loss", s.UpLoss, s.DownLoss), err}
 		}
 	}
 	if j := s.jitterFor(dir); j != nil {

@@ -14,6 +14,7 @@ import (
 // flag, as a user types it ("" for rate traces: a file the test writes).
 var tableExamples = map[string]string{
 	"rate": "5mbit", "delay": "10ms", "loss": "1%", "rate-trace": "",
+	"up-loss": "2", "down-loss": "ge:p=1,r=30",
 	"up-rate": "5mbit", "down-rate": "unlimited", "up-delay": "3ms", "down-delay": "4ms", "up-rate-trace": "", "down-rate-trace": "",
 	"aqm": "fifo", "limit": "100p", "memlimit": "64k", "target": "5ms", "tupdate": "10ms", "alpha": "0.25", "beta": "2",
 	"coupling": "3", "step-thresh": "3p", "min-qlen-step": "2", "drop-on-overload": "overflow", "drop-enqueue": "enqueue",

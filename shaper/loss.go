@@ -1,6 +1,7 @@
 package shaper
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -61,15 +62,15 @@ func (g *GilbertElliott) String() string {
 		formatPercent(1-g.LossBad), formatPercent(1-g.LossGood))
 }
 
-const lossForms = `want a probability: 0.01 or 1%, or Gilbert-Elliott ge:p=1%,r=30%[,h=0%,k=100%]`
+const lossForms = `want a percentage as netem reads it: 1% or 1 (both 1 %), 0.01 (0.01 %), or Gilbert-Elliott ge:p=1%,r=30%[,h=0%,k=100%]`
 
-// ParseLoss reads a loss model: "0" (none), a probability as a fraction
-// ("0.01") or a percentage ("1%"), or a Gilbert–Elliott model
-// "ge:p=P,r=R[,h=H,k=K]" where p and r are the Good→Bad and Bad→Good
-// transition probabilities and h and k the probabilities that a packet gets
-// through in Bad and in Good (defaults h=0, k=100%: every packet in Bad is
-// lost, none in Good). Note: unlike netem, a bare number is a fraction, not
-// a percentage; numbers above 1 are rejected so "5" cannot mean 500%.
+// ParseLoss reads a loss model: "0" (none), a percentage with or without
+// the sign ("1%" and "1" are both 1 %, as netem's "loss 1" is), or a
+// Gilbert–Elliott model "ge:p=P,r=R[,h=H,k=K]" where p and r are the
+// Good→Bad and Bad→Good transition probabilities and h and k the
+// probabilities that a packet gets through in Bad and in Good (defaults
+// h=0, k=100%: every packet in Bad is lost, none in Good), each a
+// percentage in the same way, as netem's gemodel takes them.
 func ParseLoss(s string) (Loss, error) {
 	t := strings.TrimSpace(s)
 	if rest, ok := strings.CutPrefix(strings.ToLower(t), "ge:"); ok {
@@ -117,20 +118,18 @@ func parseGE(s, params string) (Loss, error) {
 	return g, nil
 }
 
-// parseProb reads "0.25" or "25%" into 0.25, within 0..1.
+// parseProb reads a percentage, "25%" or "25", into 0.25: netem's
+// parse_percent divides by 100 whether or not the sign is written.
 func parseProb(s string) (float64, error) {
-	num, pct := strings.CutSuffix(s, "%")
+	num, _ := strings.CutSuffix(s, "%")
 	f, err := strconv.ParseFloat(strings.TrimSpace(num), 64)
 	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
 		return 0, fmt.Errorf("%q is not a number", s)
 	}
-	if pct {
-		f /= 100
+	if f < 0 || f > 100 {
+		return 0, errors.New("not within 0%..100%")
 	}
-	if f < 0 || f > 1 {
-		return 0, fmt.Errorf("%q is not within 0..1 (0%%..100%%)", s)
-	}
-	return f, nil
+	return f / 100, nil
 }
 
 // formatPercent prints a probability as a percentage: 0.01 -> "1%", to 10

@@ -82,11 +82,13 @@ func TestParseLoss(t *testing.T) {
 	}{
 		{"0", "0%"},
 		{"1%", "1%"},
-		{"0.01", "1%"},
+		// netem's parse_percent: a bare number is a percentage.
+		{"1", "1%"},
+		{"0.01", "0.01%"},
 		{" 2.5% ", "2.5%"},
-		{"1", "100%"},
+		{"100", "100%"},
 		{"ge:p=1%,r=30%", "ge:p=1%,r=30%,h=0%,k=100%"},
-		{"GE:p=0.01, r=0.3, h=10%, k=99%", "ge:p=1%,r=30%,h=10%,k=99%"},
+		{"GE:p=1, r=30, h=10%, k=99%", "ge:p=1%,r=30%,h=10%,k=99%"},
 	}
 	for _, tt := range tests {
 		l, err := ParseLoss(tt.in)
@@ -106,15 +108,15 @@ func TestParseLoss(t *testing.T) {
 
 func TestParseLossErrors(t *testing.T) {
 	tests := []struct{ in, want string }{
-		{"", `"": "" is not a number (want a probability: 0.01 or 1%, or Gilbert-Elliott ge:p=1%,r=30%[,h=0%,k=100%])`},
-		{"5", `"5": "5" is not within 0..1 (0%..100%)`},
-		{"101%", `"101%": "101%" is not within 0..1`},
-		{"-1%", `"-1%": "-1%" is not within 0..1`},
+		{"", `"": "" is not a number (want a percentage as netem reads it: 1% or 1 (both 1 %), 0.01 (0.01 %), or Gilbert-Elliott ge:p=1%,r=30%[,h=0%,k=100%])`},
+		{"101", `"101": not within 0%..100%`},
+		{"101%", `"101%": not within 0%..100%`},
+		{"-1%", `"-1%": not within 0%..100%`},
 		{"lots", `"lots": "lots" is not a number`},
 		{"NaN", `"NaN": "NaN" is not a number`},
 		{"ge:p=1%", `"ge:p=1%": p and r are required`},
 		{"ge:p=1%,r", `"ge:p=1%,r": "r" is not key=value`},
-		{"ge:p=1%,r=2", `"ge:p=1%,r=2": r: "2" is not within 0..1`},
+		{"ge:p=1%,r=200", `"ge:p=1%,r=200": r: not within 0%..100%`},
 		{"ge:p=1%,r=3%,x=1", `"ge:p=1%,r=3%,x=1": unknown parameter "x" (want p, r, h, k)`},
 		{"ge:p=1%,p=2%,r=3%", `"ge:p=1%,p=2%,r=3%": p given twice`},
 	}

@@ -169,9 +169,11 @@ seconds at ≥ 25 fps and at 0 fps, queue delay per queue, bulk goodput.`,
 	})
 	define(&scenario{
 		name:  "bdp",
-		title: "Window-limited TCP: throughput ≤ window / RTT (seed 001)",
-		doc: `The BDP note's table: a 1 Gbit/s path at 1000, 4000 and 8000 km (RTT 15, 50 and
-120 ms), one kernel TCP cubic download with a 17 520-byte receive window
+		title: "Window-limited TCP: throughput ≤ window / RTT (Cisco's BDP note)",
+		doc: `The table of Cisco's technical note "Why does your application only
+use 10 Mbps even the link is 1 Gbps?": a 1 Gbit/s path at 1000, 4000 and
+8000 km (RTT 15, 50 and 120 ms), one kernel TCP cubic download with a
+17 520-byte receive window
 (Windows 2003's default) and one with 6 553 500 bytes. The window is pinned
 on the receiver with TCP_WINDOW_CLAMP and SO_RCVBUF. Predicted throughput is
 min(window/RTT, link). The hop forwards in user space, so 1 Gbit/s is more
@@ -189,8 +191,8 @@ rows, ≤ 9.3 Mbit/s, are unaffected).`,
 		name:  "prague",
 		title: "One Prague flow alone on a DualPI2 bottleneck",
 		doc: `A single UDP Prague flow (ECT(1)) through a 20 ms DualPI2 bottleneck at the
-kernel's defaults (min_qlen_step 0, as issue 12 measured udp_prague), one run
-at 10 Mbit/s and one at 50 Mbit/s (--quick: 10 Mbit/s only; --rate R: R
+kernel's defaults (min_qlen_step 0, as udp_prague meets the kernel's
+qdisc), one run at 10 Mbit/s and one at 50 Mbit/s (--quick: 10 Mbit/s only; --rate R: R
 only): the scalable sender should keep the link busy while the L queue stays
 short, as udp_prague does — utilisation ≥ 97 % with L sojourn p99 ≤ 2.6 ms at
 10 Mbit/s, ≥ 98.5 % with p99 ≤ 1.8 ms at 50 Mbit/s.`,

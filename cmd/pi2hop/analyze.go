@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/pi2hop/pi2hop/analyze"
+	"github.com/pi2hop/pi2hop/internal/flagvalue"
 	"github.com/pi2hop/pi2hop/internal/plotfile"
 	"github.com/pi2hop/pi2hop/invoker"
 	"github.com/pi2hop/pi2hop/pcap"
@@ -20,9 +21,14 @@ import (
 // invalid ECN transitions, IPv4 checksum errors and the DualPI2 coupling.
 
 var analyzeCmd = &command{
-	name:     "analyze",
-	short:    "report marks, drops, sojourn and ECN per flow and queue from pcap/pcapng captures",
-	usage:    "analyze [--json] [--plot DIR [--plot-format png,svg]] [--bin 1s] [--coupling 2] [--ingress FILE --egress FILE] [FILE...]",
+	name:  "analyze",
+	short: "report marks, drops, sojourn and ECN per flow and queue from pcap/pcapng captures",
+	usage: "analyze [--json] [--plot DIR [--plot-format png,svg]] [--bin 1s] [--coupling 2] [--ingress FILE --egress FILE] [FILE...]",
+	examples: []example{
+		{"pi2hop analyze hop.pcapng", "marks, drops and sojourn per flow of a pi2hop capture"},
+		{"pi2hop analyze --ingress before.pcap --egress after.pcap", "match packets across any bottleneck captured on both sides"},
+		{"pi2hop analyze --plot plots --bin 100ms hop.pcapng", "plots with 100 ms bins"},
+	},
 	flags:    analyzeFlags,
 	argFiles: true,
 }
@@ -42,7 +48,8 @@ func analyzeFlags(fs *pflag.FlagSet) func(context.Context, *cmdEnv, []string) er
 	fs.StringVar(&a.plotDir, "plot", "", "write plots of mark fraction and sojourn over time and the sojourn distribution into `DIR`")
 	a.plotFormat = plotfile.DefaultFormats
 	fs.Var(&a.plotFormat, "plot-format", plotFormatUsage)
-	fs.DurationVar(&a.bin, "bin", time.Second, "`width` of each time bin of the series (mark fraction, sojourn percentiles per bin)")
+	a.bin = time.Second
+	fs.Var((*flagvalue.Time)(&a.bin), "bin", "`width` of each time bin of the series (mark fraction, sojourn percentiles per bin)")
 	fs.Float64Var(&a.coupling, "coupling", 2, "DualPI2 coupling factor k for the check p_C = (p_L/k)²")
 	fs.StringArrayVar(&a.ingress, "ingress", nil, "capture `FILE` taken before the bottleneck (tcpdump); packets are matched with --egress (repeatable)")
 	fs.StringArrayVar(&a.egress, "egress", nil, "capture `FILE` taken after the bottleneck, matched with --ingress (repeatable)")

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/pi2hop/pi2hop/internal/clidoc"
 	"github.com/spf13/pflag"
 )
 
@@ -38,6 +39,9 @@ type command struct {
 	short string // one line for the command list
 	usage string // synopsis after the parent's path: "replay [flags] --trace FILE"
 	long  string // optional paragraph printed after short in the command's help
+	// examples are command lines with what each does, as help lists them
+	// ("pi2hop shell --rate 10mbit --delay 10ms -- ./app": "...").
+	examples []example
 	// flags declares the command's flags on fs and returns the function
 	// that runs the command once they are parsed; args are the positional
 	// arguments (after "--" too). nil for a group.
@@ -54,6 +58,9 @@ type command struct {
 	linux  string
 	parent *command // set from the list in init
 }
+
+// example is one command line of a command's help and what it does.
+type example struct{ line, what string }
 
 // path is the command as typed after "pi2hop": "flow prague-send".
 func (c *command) path() string {
@@ -123,12 +130,23 @@ func lookup(args []string) (*command, []string, error) {
 	return c, rest, nil
 }
 
-// usageError is a mistake in the command line: printed with a hint, exit 2.
-type usageError struct{ msg string }
+// usageError is a mistake in the command line: printed with a hint
+// naming the command's help (cmd, its path), exit 2.
+type usageError struct{ msg, cmd string }
 
 func (e *usageError) Error() string { return e.msg }
 
-func usagef(format string, a ...any) error { return &usageError{fmt.Sprintf(format, a...)} }
+func usagef(format string, a ...any) error { return &usageError{msg: fmt.Sprintf(format, a...)} }
+
+// inCommand names c in a usage error that names no command yet, so its
+// hint points at c's help.
+func inCommand(err error, c *command) error {
+	var ue *usageError
+	if errors.As(err, &ue) && ue.cmd == "" && c != helpCmd {
+		ue.cmd = c.path()
+	}
+	return err
+}
 
 // exitError carries a child's exit status through (pi2hop shell).
 type exitError struct{ code int }
@@ -142,19 +160,18 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		printUsage(stderr)
 		return usagef("no command given")
 	}
-	if args[0] == "-h" || args[0] == "--help" {
+	switch args[0] {
+	case "-h", "--help":
 		args = append([]string{"help"}, args[1:]...)
+	case "-V", "--version":
+		args = append([]string{"version"}, args[1:]...)
 	}
 	c, rest, err := lookup(args)
 	if err != nil {
 		printUsage(stderr)
 		return err
 	}
-	fs := newFlagSet(c)
-	var run func(context.Context, *cmdEnv, []string) error
-	if c.flags != nil {
-		run = c.flags(fs)
-	}
+	fs, run := declare(c)
 	if len(c.subs) > 0 {
 		fs.SetInterspersed(false) // a word after the group's flags is a subcommand
 	}
@@ -163,19 +180,61 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			printCommandUsage(stdout, c)
 			return nil
 		}
-		return usagef("%s: %v", c.path(), flagError(err))
+		return inCommand(usagef("%s: %v", c.path(), flagError(err)), c)
 	}
 	warnDeprecated(fs, c, stderr)
 	if len(c.subs) > 0 {
 		if fs.NArg() == 0 {
-			return usagef("%s: no subcommand given (want %s)", c.path(), c.subNames())
+			return inCommand(usagef("%s: no subcommand given (want %s)", c.path(), c.subNames()), c)
 		}
-		return unknownSub(c, fs.Arg(0))
+		return inCommand(unknownSub(c, fs.Arg(0)), c)
 	}
 	if err := needsLinux(c, goos); err != nil {
 		return err
 	}
-	return run(ctx, env, fs.Args())
+	return inCommand(run(ctx, env, fs.Args()), c)
+}
+
+// flagGroups are the headings of a command's flags, in help's order;
+// its own flags (no group) come first.
+var flagGroups = []string{"link", "queue", "capture", "output", "instance"}
+
+// groupOf places the flags shared across commands that declare no group
+// themselves.
+var groupOf = map[string]string{
+	"capture": "capture", "snaplen": "capture", "capture-max-size": "capture",
+	"json": "output", "every": "output", "verbose": "output", "log-format": "output", "plot-format": "output",
+	"name": "instance", "metrics": "instance", "cpu-latency": "instance", "floor-probe": "instance",
+	"tun": "instance", "cleanup": "instance",
+}
+
+// groupTitle is a group's heading in help.
+func groupTitle(g string) string {
+	switch g {
+	case "":
+		return "Flags"
+	case "link":
+		return "Link flags"
+	case "queue":
+		return "Queue flags"
+	}
+	return strings.ToUpper(g[:1]) + g[1:] + " flags"
+}
+
+// declare makes c's flag set: its flags, each placed under its heading,
+// and the function that runs c (nil for a group).
+func declare(c *command) (*pflag.FlagSet, func(context.Context, *cmdEnv, []string) error) {
+	fs := newFlagSet(c)
+	var run func(context.Context, *cmdEnv, []string) error
+	if c.flags != nil {
+		run = c.flags(fs)
+	}
+	fs.VisitAll(func(f *pflag.Flag) {
+		if g, ok := groupOf[f.Name]; ok && f.Annotations[clidoc.GroupAnnotation] == nil {
+			clidoc.Annotate(fs, f.Name, clidoc.GroupAnnotation, g)
+		}
+	})
+	return fs, run
 }
 
 func unknownSub(c *command, name string) error {
@@ -253,8 +312,13 @@ func printUsage(w io.Writer) {
 }
 
 // printCommandUsage is the one help format, for commands, groups and
-// subcommands alike: synopsis, description, subcommands, flags.
-func printCommandUsage(w io.Writer, c *command) {
+// subcommands alike: synopsis, description, subcommands, examples, flags
+// under their headings.
+func printCommandUsage(w io.Writer, c *command) { printCommandHelp(w, c, "") }
+
+// printCommandHelp is printCommandUsage with the queue flags narrowed to
+// queue kind kind ("" for all).
+func printCommandHelp(w io.Writer, c *command, kind string) {
 	prefix := ""
 	if c.parent != nil {
 		prefix = c.parent.path() + " "
@@ -270,12 +334,30 @@ func printCommandUsage(w io.Writer, c *command) {
 		}
 		fmt.Fprintf(w, "\nRun 'pi2hop help %s SUBCOMMAND' for a subcommand's flags.\n", c.path())
 	}
-	fs := newFlagSet(c)
-	if c.flags != nil {
-		c.flags(fs)
+	if len(c.examples) > 0 {
+		fmt.Fprintln(w, "\nExamples:")
+		for _, e := range c.examples {
+			fmt.Fprintf(w, "  %s\n      %s\n", e.line, e.what)
+		}
 	}
-	if u := fs.FlagUsages(); strings.TrimSpace(u) != "" {
-		fmt.Fprintf(w, "\nFlags:\n%s", u)
+	fs, _ := declare(c)
+	if kind != "" {
+		focusQueue(fs, kind)
+	}
+	title := func(g string) string {
+		if g == "queue" && fs.Lookup("aqm") != nil && kind == "" {
+			return fmt.Sprintf("Queue flags (each kind takes its own; 'pi2hop help %s --aqm KIND' shows one kind's with its defaults)", c.path())
+		}
+		if g == "queue" && kind != "" && c == setCmd {
+			return "Queue flags of " + kind // set changes from what runs: no defaults
+		}
+		if g == "queue" && kind != "" {
+			return "Queue flags of " + kind + ", with its defaults"
+		}
+		return groupTitle(g)
+	}
+	if u := clidoc.Usages(fs, flagGroups, title); u != "" {
+		fmt.Fprintf(w, "\n%s", u)
 	}
 }
 
@@ -296,7 +378,7 @@ func exitCode(err error, stderr io.Writer) int {
 	fmt.Fprintf(stderr, "pi2hop: %v\n", err)
 	var ue *usageError
 	if errors.As(err, &ue) {
-		fmt.Fprintln(stderr, "Run 'pi2hop help' for usage.")
+		fmt.Fprintf(stderr, "Run '%s' for usage.\n", strings.TrimSpace("pi2hop help "+ue.cmd))
 		return 2
 	}
 	return 1

@@ -105,6 +105,14 @@ func TestCommandHelp(t *testing.T) {
 			switch {
 			case f.Deprecated != "":
 				return // a hidden old spelling: TestOldSpellings
+			case f.Hidden && f.Annotations[tcAliasAnnotation] != nil:
+				// tc's keyword as an alias: the help names the keyword.
+				if kw := f.Annotations[tcAliasAnnotation][0]; !strings.Contains(help, kw) {
+					t.Errorf("help %s hides --%s and never names tc's %s", path, f.Name, kw)
+				}
+				return
+			case f.Hidden && c == setCmd && isFixed(f.Name):
+				return // parsed only to be refused with a reason: TestHelpHonest
 			case f.Hidden:
 				t.Errorf("%s --%s is hidden but not a deprecated alias: show it in the help or remove it", path, f.Name)
 			case strings.TrimSpace(f.Usage) == "":
@@ -323,10 +331,13 @@ func TestVersion(t *testing.T) {
 	info := buildinfo.From(&debug.BuildInfo{Main: debug.Module{Path: "github.com/pi2hop/pi2hop", Version: "v1.2.3"},
 		Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "abc123"}, {Key: "vcs.modified", Value: "true"}}})
 	got := versionText(info)
-	for _, want := range []string{"pi2hop v1.2.3 revision abc123 (modified)\n", "module github.com/pi2hop/pi2hop\n"} {
+	for _, want := range []string{"pi2hop v1.2.3 revision abc123 (modified)\n", "commit abc123 with uncommitted changes\n", "module github.com/pi2hop/pi2hop\n"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("versionText = %q, want %q in it", got, want)
 		}
+	}
+	if dash, _, err := runOut("--version"); err != nil || dash != out || !strings.Contains(out, "\ncommit ") {
+		t.Errorf("--version: %q, %v; want version's %q with a commit line", dash, err, out)
 	}
 	if _, _, err := runOut("version", "extra"); err == nil {
 		t.Error("version extra: no error")

@@ -19,7 +19,11 @@ var flowCmd = &command{
 	name:  "flow",
 	short: "traffic endpoints: Prague (L4S or classic), a video call, bulk TCP, an ECN round-trip probe",
 	usage: "flow SUBCOMMAND [flags]",
-	long:  "Each works across real networks too, not only in pi2hop lab.",
+	examples: []example{
+		{"pi2hop flow prague-recv --listen :5000", "an L4S receiver"},
+		{"pi2hop flow prague-send --to 10.254.1.1:5000 --duration 10s", "an L4S flow to it for 10 s"},
+	},
+	long: "Each works across real networks too, not only in pi2hop lab.",
 	subs: []*command{
 		flowSub("prague-send", "--to ADDR:PORT [--ecn l4s|classic] [--max-rate R] [--rfc8888]", "send a UDP Prague flow (udp_prague wire format) to a prague-recv", pragueSendCmd),
 		flowSub("prague-recv", "--listen ADDR:PORT [--ecn l4s|classic] [--rfc8888]", "receive a UDP Prague flow and ACK every packet (or report them in blocks)", pragueRecvCmd),
@@ -30,10 +34,38 @@ var flowCmd = &command{
 	},
 }
 
+// flowExamples are each subcommand's examples: both ends of a test.
+var flowExamples = map[string][]example{
+	"prague-send": {
+		{"pi2hop flow prague-send --to 10.254.1.2:5000", "an L4S Prague flow until interrupted"},
+		{"pi2hop flow prague-send --to 10.254.1.2:5000 --ecn classic --duration 30s", "the same flow classic, for 30 s"},
+	},
+	"prague-recv": {
+		{"pi2hop flow prague-recv --listen :5000", "receive and ACK every packet"},
+		{"pi2hop flow prague-recv --listen :5000 --rfc8888 --json", "feedback in RFC 8888 blocks, reports as JSON"},
+	},
+	"video-send": {
+		{"pi2hop flow video-send --to 10.254.1.2:6000", "a 30 fps call over L4S"},
+		{"pi2hop flow video-send --to 10.254.1.2:6000 --ecn classic --fps 60", "a classic 60 fps call"},
+	},
+	"video-recv": {
+		{"pi2hop flow video-recv --listen :6000", "receive the call: fps, stalls, frame delay"},
+		{"pi2hop flow video-recv --listen :6000 --json", "the same as JSON lines"},
+	},
+	"bulk": {
+		{"pi2hop flow bulk --listen :7000 --cc cubic", "the sending side"},
+		{"pi2hop flow bulk --to 10.254.1.1:7000 --duration 20s", "download for 20 s and print goodput"},
+	},
+	"probe": {
+		{"pi2hop flow probe --listen :8000", "echo probes back"},
+		{"pi2hop flow probe --to 10.254.1.1:8000 --ecn l4s --every 10ms", "round trips through the L queue every 10 ms"},
+	},
+}
+
 // flowSub makes a `pi2hop flow` subcommand: it takes no positional
 // arguments, and its errors name it.
 func flowSub(name, synopsis, short string, setup func(fs *pflag.FlagSet) func(context.Context, *cmdEnv) error) *command {
-	return &command{name: name, usage: name + " " + synopsis, short: short,
+	return &command{name: name, usage: name + " " + synopsis, short: short, examples: flowExamples[name],
 		flags: func(fs *pflag.FlagSet) func(context.Context, *cmdEnv, []string) error {
 			run := setup(fs)
 			return func(ctx context.Context, env *cmdEnv, args []string) error {
@@ -190,7 +222,7 @@ func pragueRecvCmd(fs *pflag.FlagSet) func(context.Context, *cmdEnv) error {
 // fpsFlag declares --fps, which both video ends take.
 func fpsFlag(fs *pflag.FlagSet) *flagvalue.IntRange {
 	fps := &flagvalue.IntRange{N: 30, Min: 1, Max: 240}
-	fs.Var(fps, "fps", "frames per `second`")
+	fs.Var(fps, "fps", "`N` frames per second")
 	return fps
 }
 

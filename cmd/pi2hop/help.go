@@ -5,20 +5,31 @@ import (
 	"io"
 	"strings"
 
+	"github.com/pi2hop/pi2hop/aqm"
 	"github.com/pi2hop/pi2hop/internal/clidoc"
+	"github.com/pi2hop/pi2hop/internal/flagvalue"
 	"github.com/spf13/pflag"
 )
 
 var helpCmd = &command{
 	name:  "help",
 	short: "show the commands, or a command's synopsis, description and flags",
-	usage: "help [COMMAND [SUBCOMMAND]]  |  help --markdown  |  help --man",
+	usage: "help [COMMAND [SUBCOMMAND]] [--aqm KIND]  |  help --markdown  |  help --man",
+	examples: []example{
+		{"pi2hop help shell", "shell's synopsis, examples and flags"},
+		{"pi2hop help shell --aqm codel", "the same with only CoDel's queue knobs, each with CoDel's default"},
+		{"pi2hop help --markdown > docs/cli.md", "every command's help as one page"},
+	},
 	flags: func(fs *pflag.FlagSet) func(context.Context, *cmdEnv, []string) error {
 		var markdown, man bool
+		kind := flagvalue.Choice{Choices: aqm.Kinds}
 		fs.BoolVar(&markdown, "markdown", false, "print every command's help as one Markdown page (docs/cli.md is this)")
 		fs.BoolVar(&man, "man", false, "print every command's help as a roff man page, pi2hop(1)")
+		fs.Var(&kind, "aqm", "list only the queue knobs of this `KIND`, each with its default for that kind")
 		return func(_ context.Context, env *cmdEnv, args []string) error {
 			switch {
+			case kind.Val != "" && (markdown || man || len(args) == 0):
+				return usagef("help: --aqm narrows one command's help: name the command (help shell --aqm codel)")
 			case markdown && man:
 				return usagef("help: --markdown and --man: give one")
 			case (markdown || man) && len(args) > 0:
@@ -38,7 +49,7 @@ var helpCmd = &command{
 			if len(rest) > 0 {
 				return unknownSub(c, rest[0])
 			}
-			printCommandUsage(env.stdout, c)
+			printCommandHelp(env.stdout, c, kind.Val)
 			return nil
 		}
 	},
@@ -48,7 +59,11 @@ var completionCmd = &command{
 	name:  "completion",
 	short: "print a shell completion script: commands, subcommands, flags and their choices",
 	usage: "completion bash|zsh|fish",
-	long:  "bash: source <(pi2hop completion bash). zsh: source <(pi2hop completion zsh), or save it as _pi2hop in a directory of $fpath. fish: pi2hop completion fish | source.",
+	examples: []example{
+		{"source <(pi2hop completion bash)", "complete pi2hop in this bash"},
+		{"pi2hop completion fish | source", "the same in fish"},
+	},
+	long: "bash: source <(pi2hop completion bash). zsh: source <(pi2hop completion zsh), or save it as _pi2hop in a directory of $fpath. fish: pi2hop completion fish | source.",
 	subs: []*command{
 		completionSub("bash", clidoc.Bash),
 		completionSub("zsh", clidoc.Zsh),
@@ -57,7 +72,12 @@ var completionCmd = &command{
 }
 
 func completionSub(shell string, script func(io.Writer, *clidoc.Program) error) *command {
+	load := map[string]string{"bash": "source <(pi2hop completion bash)", "zsh": "source <(pi2hop completion zsh)", "fish": "pi2hop completion fish | source"}[shell]
 	return &command{name: shell, usage: shell, short: "print the " + shell + " completion script",
+		examples: []example{
+			{load, "complete pi2hop in this " + shell},
+			{"pi2hop completion " + shell + " > pi2hop." + shell, "save the script to install it"},
+		},
 		flags: func(*pflag.FlagSet) func(context.Context, *cmdEnv, []string) error {
 			return func(_ context.Context, env *cmdEnv, args []string) error {
 				if len(args) > 0 {

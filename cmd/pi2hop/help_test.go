@@ -135,7 +135,7 @@ func TestCompletionScripts(t *testing.T) {
 				t.Errorf("%s script lacks %s", shell, c.path())
 			}
 			flagsOf(c).VisitAll(func(f *pflag.Flag) {
-				if f.Deprecated == "" && !strings.Contains(script, f.Name) {
+				if f.Deprecated == "" && !f.Hidden && !strings.Contains(script, f.Name) {
 					t.Errorf("%s script lacks %s --%s", shell, c.path(), f.Name)
 				}
 			})

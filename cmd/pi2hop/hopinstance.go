@@ -23,6 +23,7 @@ type instanceFlags struct {
 	name       string
 	metrics    string
 	verbose    bool
+	logFormat  flagvalue.Choice
 	cpuLatency flagvalue.CPULatency
 	wakeProbe  bool
 	tun        flagvalue.Choice
@@ -36,7 +37,9 @@ func addInstanceFlags(fs *pflag.FlagSet) *instanceFlags {
 	}}
 	fs.StringVar(&f.name, "name", defaultInstance, "instance `name`: tags devices, rules and files (/run/pi2hop/NAME.*); stats and set find the instance by it")
 	fs.StringVar(&f.metrics, "metrics", "", "serve Prometheus /metrics on `ADDR` (host:port; a bare :port binds to loopback)")
-	fs.BoolVarP(&f.verbose, "verbose", "v", false, "log debug messages")
+	fs.BoolVarP(&f.verbose, "verbose", "v", false, "log debug messages (the full start-up record among them)")
+	f.logFormat = flagvalue.Choice{Val: instance.LogText, Choices: instance.LogFormats}
+	fs.Var(&f.logFormat, "log-format", "text: a few start-up lines a person reads, then key=value log lines; json: every line a JSON object, the start-up record with every field among them (under systemd the journal gets that record too)")
 	fs.Var(&f.cpuLatency, "cpu-latency", cpuLatencyUsage)
 	fs.BoolVar(&f.wakeProbe, "floor-probe", true, "measure the machine's own timing floor beside the hop (a SCHED_FIFO process per CPU that wakes every 1ms, ~5% of a core each on a VM); stats shows its worst wake-up next to the hop's")
 	fs.Var(&f.tun, "tun", "TUN `backend`: offload (vnet header, TSO/USO: the endpoints' super-packets are split into segments for the AQM and coalesced back where no packet changes; plain if the kernel refuses, with the reason logged) or plain (no offload, one packet per system call)")
@@ -69,7 +72,7 @@ func runInstance(ctx context.Context, env *cmdEnv, command string, inst *instanc
 		Settings: link.settings(), Config: cfg,
 		Metrics: inst.metrics,
 		Capture: func() (*pcap.Capture, error) { return openCapture(cf, comment) },
-		Stderr:  env.stderr, Verbose: inst.verbose,
+		Stderr:  env.stderr, Verbose: inst.verbose, LogFormat: inst.logFormat.Val,
 		Attrs: []any{"capture", cf.path},
 	}, topo)
 	var ee *instance.ExitError

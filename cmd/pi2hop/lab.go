@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pi2hop/pi2hop/internal/clidoc"
 	"github.com/pi2hop/pi2hop/internal/flagvalue"
 	"github.com/pi2hop/pi2hop/internal/plotfile"
 	"github.com/pi2hop/pi2hop/invoker"
@@ -23,9 +24,14 @@ import (
 )
 
 var labCmd = &command{
-	name:     "lab",
-	short:    "run a lab scenario through the hop in network namespaces and write a report",
-	usage:    "lab [SCENARIO] [--quick] [--out DIR] [--duration D] [--rate R] [flags]  |  lab --cleanup [--name N]",
+	name:  "lab",
+	short: "run a lab scenario through the hop in network namespaces and write a report",
+	usage: "lab [SCENARIO] [--quick] [--out DIR] [--duration D] [--rate R] [flags]  |  lab --cleanup [--name N]",
+	examples: []example{
+		{"sudo pi2hop lab l4s-demo --quick", "the WWDC23 video call A/B in about two minutes, report in a new folder"},
+		{"sudo pi2hop lab bdp --out bdp-report", "the BDP table through the hop"},
+		{"pi2hop lab --list", "the scenarios and their defaults"},
+	},
 	flags:    labFlags,
 	argWords: testbed.ScenarioNames,
 	linux:    "network namespaces, veth pairs, TUN devices",
@@ -46,7 +52,7 @@ type labArgs struct {
 	seed        uint64
 	repeat      int
 	minQlenStep uint32
-	rtts        []time.Duration
+	rtts        flagvalue.Durations
 	windows     []string
 	capture     *captureFlags
 	cpuLatency  flagvalue.CPULatency
@@ -93,12 +99,17 @@ func addLabFlags(fs *pflag.FlagSet) *labArgs {
 	fs.IntVar(&a.repeat, "repeat", 1, "run each run `N` times, interleaved; the report gives each figure's median and min-max, judges the checks on the medians and plots the median run")
 	fs.Uint32Var(&a.minQlenStep, "min-qlen-step", testbed.DefaultMinQlenStep,
 		"DualPI2 min_qlen_step in `packets` (the kernel's default is 0; see pi2hop lab --list)")
-	fs.DurationSliceVar(&a.rtts, "rtts", nil, "bdp: comma-separated RTTs, one run per RTT and window (default 15ms,50ms,120ms)")
-	fs.StringSliceVar(&a.windows, "windows", nil, "bdp: comma-separated receiver windows in tc size units (default 17520,6553500)")
+	fs.Var(&a.rtts, "rtts", "bdp: comma-separated round-trip times, one run per RTT and window (default 15ms,50ms,120ms)")
+	fs.StringSliceVar(&a.windows, "windows", nil, "bdp: comma-separated receiver windows in tc size units, a bare number in bytes as in tc (default 17520,6553500)")
+	fs.Lookup("windows").Annotations = map[string][]string{clidoc.ArgAnnotation: {"SIZE,..."}}
 	fs.Var(&a.cpuLatency, "cpu-latency", cpuLatencyUsage)
 	a.plotFormat = plotfile.DefaultFormats
 	fs.Var(&a.plotFormat, "plot-format", plotFormatUsage)
 	a.capture = addCaptureFlags(fs)
+	for name, group := range map[string]string{"rate": "link", "rtt": "link", "rtts": "link",
+		"min-qlen-step": "queue", "fifo-limit": "queue", "out": "output", "list": "output"} {
+		clidoc.Annotate(fs, name, clidoc.GroupAnnotation, group)
+	}
 	// The usage texts name each scenario's default; pflag's own "(default
 	// 0s)" would contradict them.
 	for _, name := range []string{"rtt", "duration", "warmup", "rtts"} {
@@ -137,7 +148,7 @@ func (a *labArgs) config(fs *pflag.FlagSet, args []string) (testbed.Config, erro
 	if a.repeat < 1 {
 		return cfg, usagef("lab: --repeat %d: want 1 or more", a.repeat)
 	}
-	cfg.Bulk, cfg.Seed, cfg.RTTs, cfg.Repeat = a.bulk, a.seed, a.rtts, a.repeat
+	cfg.Bulk, cfg.Seed, cfg.RTTs, cfg.Repeat = a.bulk, a.seed, a.rtts.D, a.repeat
 	for _, w := range a.windows {
 		n, err := shaper.ParseSize(w)
 		if err != nil {

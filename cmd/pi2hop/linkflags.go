@@ -3,11 +3,13 @@ package main
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/pi2hop/pi2hop/aqm"
 	"github.com/pi2hop/pi2hop/hop"
 	"github.com/pi2hop/pi2hop/instance"
+	"github.com/pi2hop/pi2hop/internal/clidoc"
 	"github.com/pi2hop/pi2hop/shaper"
 	"github.com/spf13/pflag"
 )
@@ -25,16 +27,126 @@ type linkFlags struct {
 }
 
 // addLinkFlags declares the link and AQM flags on fs. With bidir it also
-// declares the per-direction --up-*/--down-* flags.
+// declares the per-direction --up-*/--down-* flags. tc's keywords where
+// ours differ are hidden aliases (--coupling-factor, --overflow, --noecn),
+// named in the flag's usage.
 func addLinkFlags(fs *pflag.FlagSet, bidir bool) *linkFlags {
 	f := &linkFlags{fs: fs, bidir: bidir}
 	for _, st := range instance.Table() {
-		if st.Dir == "" || bidir {
-			fs.Var(st.Bind(&f.s), st.FlagName(), st.Usage)
+		if st.Dir != "" && !bidir {
+			continue
+		}
+		v := st.Bind(&f.s)
+		fs.Var(v, st.FlagName(), linkUsage(st, ""))
+		clidoc.Annotate(fs, st.FlagName(), clidoc.GroupAnnotation, st.Group())
+		if _, same := st.DefaultsByKind(); st.QueueKnob() && !same {
+			fs.Lookup(st.FlagName()).DefValue = "" // the usage gives each kind's
+		}
+		for _, a := range st.TCAliases() {
+			if a.Name == "interval" {
+				continue // across pi2hop --interval is a repeat interval (spelled --every): CoDel's stays --codel-interval
+			}
+			if a.Word == "" {
+				fs.Var(v, a.Name, st.Usage)
+			} else {
+				fs.Var(&switchAlias{v, a.Word}, a.Name, st.Usage)
+				fs.Lookup(a.Name).NoOptDefVal = a.Word
+			}
+			clidoc.Annotate(fs, a.Name, tcAliasAnnotation, a.Keyword)
+			if err := fs.MarkHidden(a.Name); err != nil {
+				panic(err)
+			}
 		}
 	}
 	return f
 }
+
+// tcAliasAnnotation marks a hidden flag that is tc's keyword for one of
+// ours; its value is the keyword.
+const tcAliasAnnotation = "pi2hop-tc-alias"
+
+// isFixed reports whether flag is a setting a running hop cannot change.
+func isFixed(flag string) bool {
+	for _, st := range instance.Table() {
+		if st.FlagName() == flag {
+			return st.Fixed
+		}
+	}
+	return false
+}
+
+// addLiveLinkFlags declares set's link flags: those a running hop can
+// change are listed, with no default (set changes from what runs); the
+// fixed ones (--aqm, --mtu, --seed) are hidden, parsed only to be refused
+// with a reason.
+func addLiveLinkFlags(fs *pflag.FlagSet) *linkFlags {
+	f := addLinkFlags(fs, true)
+	for _, st := range instance.Table() {
+		clidoc.Annotate(fs, st.FlagName(), clidoc.NoDefaultAnnotation, "")
+		fs.Lookup(st.FlagName()).Usage = linkUsage(st, "-")
+		if st.Fixed {
+			if err := fs.MarkHidden(st.FlagName()); err != nil {
+				panic(err)
+			}
+		}
+	}
+	return f
+}
+
+// linkUsage is st's help: its usage, the defaults per queue kind when
+// they differ ("" kind: all kinds; "-": none, as set shows), and tc's
+// keywords where they are not the flag's name.
+func linkUsage(st instance.Setting, kind string) string {
+	u := st.Usage
+	if d, same := st.DefaultsByKind(); st.QueueKnob() && !same && kind == "" {
+		u += " (default " + d + ")"
+	}
+	var kws []string
+	for _, a := range st.TCAliases() {
+		if !slices.Contains(kws, a.Keyword) {
+			kws = append(kws, a.Keyword)
+		}
+	}
+	if len(kws) > 0 {
+		u += " (tc: " + strings.Join(kws, ", ") + ")"
+	}
+	return u
+}
+
+// focusQueue narrows a command's help to one queue kind: the knobs the
+// kind does not take are hidden, the others show the kind's own default.
+func focusQueue(fs *pflag.FlagSet, kind string) {
+	for _, st := range instance.Table() {
+		f := fs.Lookup(st.FlagName())
+		if f == nil || !st.QueueKnob() {
+			continue
+		}
+		if st.Kinds != nil && !slices.Contains(st.Kinds, kind) {
+			f.Hidden = true
+			continue
+		}
+		if _, live := f.Annotations[clidoc.NoDefaultAnnotation]; !live {
+			f.Usage = linkUsage(st, kind)
+		}
+		f.DefValue, _ = instance.KindDefault(st.Key, kind)
+	}
+}
+
+// switchAlias is a tc keyword that stands for one value of a setting
+// (--overflow, --noecn): it takes no value of its own.
+type switchAlias struct {
+	v    pflag.Value
+	word string
+}
+
+func (a *switchAlias) Set(s string) error {
+	if s != a.word {
+		return fmt.Errorf("takes no value: it is tc's keyword for %s", a.word)
+	}
+	return a.v.Set(s)
+}
+func (a *switchAlias) String() string { return "" }
+func (a *switchAlias) Type() string   { return "" }
 
 // seed returns --seed.
 func (f *linkFlags) seed() uint64 {

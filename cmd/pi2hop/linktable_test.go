@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -17,7 +18,11 @@ func TestLinkFlagsAreTheTable(t *testing.T) {
 		fs.SetOutput(new(strings.Builder))
 		lf := addLinkFlags(fs, bidir)
 		n := 0
-		fs.VisitAll(func(*pflag.Flag) { n++ })
+		fs.VisitAll(func(f *pflag.Flag) {
+			if !f.Hidden {
+				n++
+			}
+		})
 		rows := 0
 		for _, st := range instance.Table() {
 			fl := fs.Lookup(st.FlagName())
@@ -28,7 +33,7 @@ func TestLinkFlagsAreTheTable(t *testing.T) {
 				continue
 			}
 			rows++
-			if fl == nil || fl.Usage != st.Usage {
+			if fl == nil || fl.Usage != linkUsage(st, "") {
 				t.Errorf("--%s: flag %v, want the table's usage", st.FlagName(), fl)
 				continue
 			}
@@ -41,5 +46,48 @@ func TestLinkFlagsAreTheTable(t *testing.T) {
 		if n != rows {
 			t.Errorf("bidir %v: %d flags for %d rows", bidir, n, rows)
 		}
+	}
+}
+
+// tc's keywords are hidden aliases that set what the flag they stand for
+// sets: --coupling-factor 3 is --coupling 3, --overflow is --overload
+// overflow, --noecn is --ecn=false; a switch alias takes no value.
+func TestTCAliases(t *testing.T) {
+	tests := []struct {
+		args []string
+		want []string // the same setting, spelled our way
+	}{
+		{[]string{"--coupling-factor", "3"}, []string{"--coupling", "3"}},
+		{[]string{"--memory-limit", "64k"}, []string{"--memlimit", "64k"}},
+		{[]string{"--drop-on-overload"}, []string{"--overload", "drop"}},
+		{[]string{"--drop-overload"}, []string{"--overload", "drop"}},
+		{[]string{"--overflow"}, []string{"--overload", "overflow"}},
+		{[]string{"--drop-enqueue"}, []string{"--drop-at", "enqueue"}},
+		{[]string{"--drop-dequeue"}, []string{"--drop-at", "dequeue"}},
+		{[]string{"--l4s-ect"}, []string{"--ecn-mask", "l4s"}},
+		{[]string{"--any-ect"}, []string{"--ecn-mask", "any"}},
+		{[]string{"--aqm", "codel", "--noecn"}, []string{"--aqm", "codel", "--ecn=false"}},
+		{[]string{"--aqm", "pie", "--nobytemode"}, []string{"--aqm", "pie", "--bytemode=false"}},
+		{[]string{"--aqm", "pie", "--no-dq-rate-estimator"}, []string{"--aqm", "pie", "--dq-rate-estimator=false"}},
+	}
+	parse := func(args []string) (string, error) {
+		fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+		fs.SetOutput(new(strings.Builder))
+		lf := addLinkFlags(fs, true)
+		if err := fs.Parse(args); err != nil {
+			return "", err
+		}
+		b, err := json.Marshal(lf.settings())
+		return string(b), err
+	}
+	for _, tt := range tests {
+		got, err := parse(tt.args)
+		want, werr := parse(tt.want)
+		if err != nil || werr != nil || got != want {
+			t.Errorf("%v gives %s (%v), want %s as %v gives (%v)", tt.args, got, err, want, tt.want, werr)
+		}
+	}
+	if _, err := parse([]string{"--overflow=drop"}); err == nil {
+		t.Errorf("--overflow=drop accepted: a switch alias takes no value")
 	}
 }

@@ -24,6 +24,11 @@ var replayCmd = &command{
 	name:  "replay",
 	short: "run a packet trace (CSV or pcap) through the link and a queue discipline (--aqm) in virtual time",
 	usage: "replay [flags] (--trace FILE | --pcap FILE [--pcap-out FILE])",
+	examples: []example{
+		{"pi2hop replay --trace packets.csv --rate 10mbit --delay 10ms", "what DualPI2 would do to this trace, in virtual time"},
+		{"pi2hop replay --pcap phone.pcapng --aqm fq_codel --pcap-out out.pcap", "a capture through fq_codel, the result as a capture"},
+		{"pi2hop replay --trace packets.csv --aqm codel --target 10ms", "the trace through CoDel with a 10 ms target"},
+	},
 	flags: replayFlags,
 }
 

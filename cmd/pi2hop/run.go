@@ -15,6 +15,11 @@ var runCmd = &command{
 	name:  "run",
 	short: "insert the bottleneck between two interfaces of this box (gateway mode)",
 	usage: "run --lan IF --wan IF [flags]  |  run --cleanup [--name N] [--lan IF --wan IF]",
+	examples: []example{
+		{"sudo pi2hop run --lan eth1 --wan eth0 --rate 10mbit", "shape the traffic this router already forwards between eth1 and eth0"},
+		{"sudo pi2hop run --lan eth1 --wan eth0 --aqm fq_codel --capture hop.pcapng", "compare with fq_codel and capture every decision"},
+		{"sudo pi2hop run --cleanup --lan eth1 --wan eth0", "remove what a killed run left"},
+	},
 	flags: runFlags,
 	linux: "TUN devices, netlink, policy routing",
 }

@@ -19,6 +19,11 @@ var setCmd = &command{
 	name:  "set",
 	short: "change a running hop's rate, delay, loss or DualPI2 parameters live",
 	usage: "set [--name N] LINK-FLAGS (e.g. --down-rate 5mbit --delay 30ms)",
+	examples: []example{
+		{"pi2hop set --rate 2mbit", "throttle both directions to 2 Mbit/s"},
+		{"pi2hop set --down-delay 40ms --up-loss 1", "more delay down, 1 % loss up"},
+		{"pi2hop set --rate unlimited", "unthrottle"},
+	},
 	flags: setFlags,
 	linux: "a local instance started by run, shell or share",
 }
@@ -26,7 +31,7 @@ var setCmd = &command{
 func setFlags(fs *pflag.FlagSet) func(context.Context, *cmdEnv, []string) error {
 	var name string
 	fs.StringVar(&name, "name", "", pickNameUsage)
-	lf := addLinkFlags(fs, true)
+	lf := addLiveLinkFlags(fs)
 	return func(ctx context.Context, env *cmdEnv, args []string) error {
 		if len(args) > 0 {
 			return usagef("set: unexpected argument %q", args[0])

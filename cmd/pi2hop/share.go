@@ -23,6 +23,11 @@ var shareCmd = &command{
 	name:  "share",
 	short: "share this box's connection with a LAN (DHCP, DNS, NAT) behind the bottleneck, as a Mac's Internet Sharing",
 	usage: "share --lan IF --wan IF [flags]  |  share --cleanup [--name N]",
+	examples: []example{
+		{"sudo pi2hop share --lan eth1 --wan eth0 --rate 10mbit", "share eth0's connection on eth1 through a 10 Mbit/s DualPI2 bottleneck"},
+		{"sudo pi2hop share --lan wlan0 --wan eth0 --down-rate 20mbit --up-rate 5mbit --delay 10ms", "an asymmetric access link with 20 ms of round trip"},
+		{"sudo pi2hop share --cleanup", "remove what a killed share left"},
+	},
 	flags: shareFlags,
 	linux: "TUN devices, netlink, nftables",
 }

@@ -16,9 +16,14 @@ import (
 // command's exit status is pi2hop's.
 
 var shellCmd = &command{
-	name:     "shell",
-	short:    "run a command in a network namespace behind the bottleneck",
-	usage:    "shell [flags] [-- CMD ARGS...]  (default CMD: the user's shell)  |  shell --cleanup [--name N]",
+	name:  "shell",
+	short: "run a command in a network namespace behind the bottleneck",
+	usage: "shell [flags] [-- CMD ARGS...]  (default CMD: the user's shell)  |  shell --cleanup [--name N]",
+	examples: []example{
+		{"sudo pi2hop shell --rate 10mbit --delay 10ms", "a shell behind a 10 Mbit/s link with 20 ms of round trip"},
+		{"sudo pi2hop shell --rate 5mbit --loss 1 --nat -- curl -O https://example.com/big", "one command, 1 % loss, with Internet access"},
+		{"sudo pi2hop shell --aqm codel --target 5ms -- ./myapp", "the same app behind a single CoDel queue"},
+	},
 	flags:    shellFlags,
 	argFiles: true,
 	linux:    "TUN devices, network namespaces",

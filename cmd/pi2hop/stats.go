@@ -10,6 +10,7 @@ import (
 
 	"github.com/pi2hop/pi2hop/hop"
 	"github.com/pi2hop/pi2hop/instance"
+	"github.com/pi2hop/pi2hop/internal/flagvalue"
 	"github.com/pi2hop/pi2hop/lan"
 	"github.com/pi2hop/pi2hop/shaper"
 	"github.com/spf13/pflag"
@@ -24,6 +25,11 @@ var statsCmd = &command{
 	name:  "stats",
 	short: "show a running hop's queue and link statistics",
 	usage: "stats [--name N] [--json] [--every 1s]",
+	examples: []example{
+		{"pi2hop stats", "the running hop's queues and link, once"},
+		{"pi2hop stats --every 1s", "again every second, figures per second"},
+		{"pi2hop stats --name lab2 --json", "one JSON object for a program"},
+	},
 	flags: statsFlags,
 	linux: "a local instance started by run, shell or share",
 }
@@ -38,7 +44,7 @@ func statsFlags(fs *pflag.FlagSet) func(context.Context, *cmdEnv, []string) erro
 	a := &statsArgs{}
 	fs.StringVar(&a.name, "name", "", pickNameUsage)
 	jsonFlag(fs, &a.json, "print JSON: one object per snapshot")
-	fs.DurationVar(&a.every, "every", 0, "print again once per `period` (e.g. 1s) until interrupted; figures are per period")
+	fs.Var((*flagvalue.Time)(&a.every), "every", "print again once per `period` (e.g. 1s) until interrupted; figures are per period")
 	alias(fs, "watch", "every") // --watch before this release
 	return func(ctx context.Context, env *cmdEnv, args []string) error {
 		if len(args) > 0 {

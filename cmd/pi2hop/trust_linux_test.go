@@ -158,7 +158,8 @@ func startIn(t *testing.T, ns, bin string, args ...string) *proc {
 			p.mu.Lock()
 			p.stderr.WriteString(sc.Text() + "\n")
 			p.mu.Unlock()
-			if !seen && strings.Contains(sc.Text(), "pi2hop running") {
+			// The start-up message's last line, or the JSON record.
+			if !seen && (strings.HasPrefix(sc.Text(), "stats: ") || strings.Contains(sc.Text(), "pi2hop running")) {
 				seen = true
 				close(p.running)
 			}

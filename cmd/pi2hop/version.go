@@ -10,8 +10,12 @@ import (
 
 var versionCmd = &command{
 	name:  "version",
-	short: "print pi2hop's version and the Go toolchain it was built with",
+	short: "print pi2hop's version, the commit it was built from and the Go toolchain",
 	usage: "version",
+	examples: []example{
+		{"pi2hop version", "version, commit, module, Go version and platform"},
+		{"pi2hop --version", "the same"},
+	},
 	flags: func(fs *pflag.FlagSet) func(context.Context, *cmdEnv, []string) error {
 		return func(_ context.Context, env *cmdEnv, args []string) error {
 			if len(args) > 0 {
@@ -24,7 +28,16 @@ var versionCmd = &command{
 }
 
 // versionText describes the build: its version as buildinfo spells it
-// (the lab report's spelling too), the module, the Go version and platform.
+// (the lab report's spelling too), the commit in full, the module, the
+// Go version and platform.
 func versionText(info buildinfo.Info) string {
-	return fmt.Sprintf("pi2hop %s\nmodule %s\ngo %s %s\n", info, info.Module, info.Go, info.Platform)
+	commit := info.Revision
+	switch {
+	case commit == "":
+		// go build -buildvcs=false, or a build outside a git work tree.
+		commit = "unknown (built without version control information)"
+	case info.Modified:
+		commit += " with uncommitted changes"
+	}
+	return fmt.Sprintf("pi2hop %s\ncommit %s\nmodule %s\ngo %s %s\n", info, commit, info.Module, info.Go, info.Platform)
 }

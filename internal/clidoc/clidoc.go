@@ -57,11 +57,7 @@ func FlagsOf(fs *pflag.FlagSet) []Flag {
 		if f.Hidden || f.Deprecated != "" {
 			return
 		}
-		arg, usage := pflag.UnquoteUsage(f)
-		if f.NoOptDefVal != "" {
-			arg = "" // a switch: pflag's "bool" is no value to type
-		}
-		cf := Flag{Name: f.Name, Shorthand: f.Shorthand, Arg: arg, Usage: usage}
+		cf := Flag{Name: f.Name, Shorthand: f.Shorthand, Arg: Placeholder(f), Usage: usageText(f)}
 		if w, ok := f.Value.(interface{ Words() []string }); ok {
 			cf.Choices = w.Words()
 		}

@@ -26,6 +26,11 @@ import (
 type Rate struct{ BPS uint64 }
 
 func (v *Rate) Set(s string) error {
+	if isBareNumber(s) {
+		// tc(8) reads a bare rate as bit/s: "--rate 10" would be a 10 bit/s
+		// link, which nobody means, so a unit is required.
+		return fmt.Errorf("%q: give a unit, e.g. %smbit (tc would read a bare number as bit/s)", s, strings.TrimSpace(s))
+	}
 	bps, err := shaper.ParseRate(s)
 	if err != nil {
 		return err
@@ -96,7 +101,8 @@ func (v *Size) String() string {
 }
 func (v *Size) Type() string { return "size" }
 
-// Duration is a Go duration (10ms, 1.5s, 250us) no smaller than Min.
+// Duration is a time as ParseDuration reads it (10ms, 1.5s, 250us,
+// 10msec) no smaller than Min.
 // An Optional one prints as "" while unset, so help shows no default.
 type Duration struct {
 	D        time.Duration
@@ -105,9 +111,9 @@ type Duration struct {
 }
 
 func (v *Duration) Set(s string) error {
-	d, err := time.ParseDuration(s)
+	d, err := ParseDuration(s)
 	if err != nil {
-		return fmt.Errorf("want a duration like 10ms, 250us or 1.5s")
+		return err
 	}
 	if d < v.Min {
 		if v.Min == 0 {
@@ -136,7 +142,7 @@ func (v *CPULatency) Set(s string) error {
 		v.D = -1
 		return nil
 	}
-	d, err := time.ParseDuration(s)
+	d, err := ParseDuration(s)
 	if err != nil || d < 0 || d > time.Second {
 		return errors.New(`want "off" or a duration from 0 to 1s, like 0 or 20us`)
 	}
@@ -157,10 +163,14 @@ func (v *CPULatency) Type() string { return "duration|off" }
 type Count struct {
 	N        uint32
 	Min, Max uint32
+	Of       string // what is counted, for errors: "bytes", "buckets"; "" for packets
 }
 
 func (v *Count) Set(s string) error {
 	n, _, err := shaper.ParsePackets(s)
+	if (err != nil || n < v.Min || n > v.Max) && v.Of != "" {
+		return fmt.Errorf("want a number of %s in %d..%d", v.Of, v.Min, v.Max)
+	}
 	if err != nil || n < v.Min || n > v.Max {
 		return fmt.Errorf("want a packet count in %d..%d, like 100 or 100p", v.Min, v.Max)
 	}
@@ -227,7 +237,7 @@ func (v *Step) Set(s string) error {
 		*v = Step{Packets: n, InPackets: true}
 		return nil
 	}
-	d, err := time.ParseDuration(s)
+	d, err := ParseDuration(s)
 	if err != nil || d < 0 || d > math.MaxUint32 {
 		// The kernel keeps step_thresh in a u32 of ns: at most ~4.29 s.
 		return errors.New("want a duration like 1ms or a packet count like 3p (a duration at most 4.29s)")

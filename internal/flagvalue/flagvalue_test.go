@@ -36,7 +36,21 @@ func TestSet(t *testing.T) {
 		{"duration", codel, "1500us", "1.5ms", ""},
 		{"duration min", codel, "0s", "", "must be at least 1µs"},
 		{"duration negative", func() pflag.Value { return &Duration{} }, "-1ms", "", "must not be negative"},
-		{"duration no unit", func() pflag.Value { return &Duration{} }, "10", "", "want a duration like 10ms, 250us or 1.5s"},
+		// tc(8) reads a bare time as microseconds: refused, except 0.
+		{"duration no unit", func() pflag.Value { return &Duration{} }, "10", "", "give a unit, e.g. 10ms, 250us or 1.5s (tc would read a bare number as microseconds)"},
+		{"duration zero", func() pflag.Value { return &Duration{D: time.Second} }, "0", "0s", ""},
+		{"duration tc msec", func() pflag.Value { return &Duration{} }, "10msec", "10ms", ""},
+		{"duration tc sec", func() pflag.Value { return &Duration{} }, "2sec", "2s", ""},
+		{"duration tc usecs", func() pflag.Value { return &Duration{} }, "250usecs", "250µs", ""},
+		{"duration word", func() pflag.Value { return &Duration{} }, "soon", "", "want a duration like 10ms, 250us or 1.5s (tc's 10msec, 250usec, 2sec too)"},
+		{"durations", func() pflag.Value { return &Durations{} }, "15ms,50msec", "15ms,50ms", ""},
+		{"durations bare", func() pflag.Value { return &Durations{} }, "15ms,50", "", `"50": give a unit`},
+		// tc(8) reads a bare rate as bit/s; "--rate 10" is refused.
+		{"rate bare", func() pflag.Value { return &Rate{} }, "10", "", `"10": give a unit, e.g. 10mbit (tc would read a bare number as bit/s)`},
+		// tc(8) reads a bare size as bytes, as here.
+		{"size bare is bytes", func() pflag.Value { return &Size{Max: math.MaxUint32} }, "1500", "1500b", ""},
+		// netem reads "loss 1" as 1 %.
+		{"loss bare is percent", func() pflag.Value { return &Loss{} }, "1", "1", ""},
 		{"count p suffix", func() pflag.Value { return &Count{Min: 1, Max: 10} }, "10p", "10", ""},
 		{"count range", func() pflag.Value { return &Count{Min: 1, Max: math.MaxUint32} }, "0", "", "want a packet count in 1..4294967295, like 100 or 100p"},
 		{"int unit", func() pflag.Value { return &IntRange{Max: 100, Unit: "%"} }, "30%", "30", ""},

@@ -17,7 +17,7 @@ type Jitter struct {
 
 func (v *Jitter) Set(s string) error {
 	amount, dist, _ := strings.Cut(s, ",")
-	d, err := time.ParseDuration(amount)
+	d, err := ParseDuration(amount)
 	if err != nil || d < 0 {
 		return fmt.Errorf("want AMOUNT[,DIST] like 5ms or 5ms,normal (DIST: uniform, normal, pareto, paretonormal)")
 	}
@@ -50,7 +50,7 @@ type Aggregate struct {
 
 func (v *Aggregate) Set(s string) error {
 	iv, size, ok := strings.Cut(s, ",")
-	d, err := time.ParseDuration(iv)
+	d, err := ParseDuration(iv)
 	if !ok || err != nil || d <= 0 {
 		return fmt.Errorf("want INTERVAL,SIZE like 4ms,6kb (a burst of up to SIZE every INTERVAL)")
 	}
