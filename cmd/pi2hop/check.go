@@ -28,6 +28,11 @@ var checkCmd = &command{
 		"(Linux, root): forwarding, a firewall that drops forwarded packets, offloads, another shaper, conntrack, CPU clock, " +
 		"wake-up latency; each problem with its fix. Exit status 0 when ECN passes both ways (or the box has no problem), 1 when not, " +
 		"2 on a usage error or when no responder answers. Runs on Linux, macOS and FreeBSD.",
+	examples: []example{
+		{"pi2hop check --serve :9332", "on the far end: answer probes until interrupted"},
+		{"sudo pi2hop check --to far.example.net --trace", "ECN transitions both ways, and the first hop that changes the field"},
+		{"sudo pi2hop check --box --lan eth1 --wan eth0 --rate 10mbit", "is this box fit to be the bottleneck, with each fix"},
+	},
 	flags: checkFlags,
 }
 

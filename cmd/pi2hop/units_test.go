@@ -20,7 +20,7 @@ var bareMeaning = map[string]struct{ print, err string }{
 	"target": {err: "give a unit"}, "tupdate": {err: "give a unit"}, "max-rtt": {err: "give a unit"},
 	"typical-rtt": {err: "give a unit"}, "codel-interval": {err: "give a unit"}, "ce-threshold": {err: "give a unit"},
 	"maxth": {err: "give a unit"}, "rtt": {err: "give a unit"}, "rtts": {err: "give a unit"}, "duration": {err: "give a unit"},
-	"warmup": {err: "give a unit"}, "every": {err: "give a unit"}, "bin": {err: "give a unit"}, "lease-time": {err: "give a unit"},
+	"warmup": {err: "give a unit"}, "every": {err: "give a unit"}, "bin": {err: "give a unit"}, "wake-for": {err: "give a unit"}, "lease-time": {err: "give a unit"},
 	"keyframe-every": {err: "give a unit"}, "budget": {err: "give a unit"}, "playout": {err: "give a unit"},
 	"cpu-latency": {err: `want "off" or a duration`},
 	"step-thresh": {err: "want a duration like 1ms or a packet count like 3p"},
@@ -41,14 +41,14 @@ var bareMeaning = map[string]struct{ print, err string }{
 	"min-qlen-step": {print: "10"}, "classic-protection": {print: "10"}, "coupling": {print: "10"},
 	"alpha": {print: "10"}, "beta": {print: "10"},
 	// Counts of our own: bytes of a packet (tcpdump -s), frames, runs.
-	"snaplen": {print: "10"}, "fps": {print: "10"}, "repeat": {print: "10"}, "bulk": {print: "10"}, "seed": {print: "10"},
+	"snaplen": {print: "10"}, "probes": {print: "10"}, "fps": {print: "10"}, "repeat": {print: "10"}, "bulk": {print: "10"}, "seed": {print: "10"},
 	// Not quantities: names, files, addresses, words.
 	"name": {print: "10"}, "label": {print: "10"}, "capture": {print: "10"}, "trace": {print: "10"}, "pcap": {print: "10"},
 	"pcap-out": {print: "10"}, "rate-trace": {print: "10"}, "up-rate-trace": {print: "10"}, "down-rate-trace": {print: "10"},
 	"plot": {print: "10"}, "out": {print: "10"}, "ingress": {print: "[10]"}, "egress": {print: "[10]"}, "dns": {print: "[10]"},
 	"lan": {print: "10"}, "wan": {print: "10"}, "subnet": {print: "10"}, "user": {print: "10"}, "metrics": {print: "10"},
 	"to": {print: "10"}, "listen": {print: "10"}, "bind": {print: "10"}, "cc": {print: "10"}, "ecn": {print: "10"},
-	"ce-threshold-selector": {print: "10"}, "tap": {print: "10"},
+	"ce-threshold-selector": {print: "10"}, "tap": {print: "10"}, "serve": {print: "10"},
 }
 
 // TestBareNumbers gives 10 to every flag of every command that takes a
