@@ -134,10 +134,19 @@ func (v Header) Len() int {
 // a non-first fragment). IPv6 extension headers are not walked: the first
 // Next Header is the protocol, and ports are taken only when it names one
 // of those transports directly. The hash is directional; 0 for invalid input.
-func (v Header) FlowHash() uint32 { return v.flowHash(v.Version()) }
+func (v Header) FlowHash() uint32 { return v.flowHash(v.Version(), 0) }
 
-func (v Header) flowHash(version int) uint32 {
-	var h uint32 = 0x2f1a5e37
+// FlowHashKeyed is FlowHash with key mixed into the hash's initial state,
+// as the kernel keys its flow dissector's hash with a random value per
+// boot: which flows share a bucket then depends on the key. Key 0 gives
+// FlowHash.
+func (v Header) FlowHashKeyed(key uint32) uint32 { return v.flowHash(v.Version(), key) }
+
+// flowHashInit is the hash's initial state before the key is mixed in.
+const flowHashInit = 0x2f1a5e37
+
+func (v Header) flowHash(version int, key uint32) uint32 {
+	h := flowHashInit ^ key
 	switch version {
 	case 4:
 		ihl := int(v[0]&0x0f) * 4
@@ -208,7 +217,7 @@ func MetaOf(pkt []byte, slot int32) Meta {
 		n = 1<<31 - 1
 	}
 	ds := v.dsfield(version)
-	return Meta{Len: int32(n), Slot: slot, ECN: ECN(ds & 3), DSCP: ds >> 2, Flow: v.flowHash(version)}
+	return Meta{Len: int32(n), Slot: slot, ECN: ECN(ds & 3), DSCP: ds >> 2, Flow: v.flowHash(version, 0)}
 }
 
 // Checksum is the Internet checksum of b (RFC 1071): the ones' complement

@@ -138,8 +138,9 @@ type Engine struct {
 	frames [][]byte
 	free   []int32
 
-	res Result
-	err error // first handler error
+	res     Result
+	err     error  // first handler error
+	flowKey uint32 // keys the hash of CSV flow ids (FlowKey of the seed)
 }
 
 // New builds the queue and the link of cfg.
@@ -152,7 +153,7 @@ func New(cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Engine{cfg: cfg, q: q, link: link, events: make([]shaper.Event, 0, 256)}
+	e := &Engine{cfg: cfg, q: q, link: link, events: make([]shaper.Event, 0, 256), flowKey: FlowKey(cfg.Seed)}
 	link.OnUpdate(e.onUpdate)
 	return e, nil
 }
@@ -232,7 +233,11 @@ func (e *Engine) arrive(p *Packet) {
 		e.check(h.Arrival(p))
 	}
 	slot := e.hold(p)
-	m := aqm.Meta{Len: p.Len, Slot: slot, Flow: p.Flow, ECN: p.ECN, DSCP: p.DSCP}
+	flow := p.Flow
+	if p.Frame == nil {
+		flow = CSVFlowHash(p.Flow, e.flowKey)
+	}
+	m := aqm.Meta{Len: p.Len, Slot: slot, Flow: flow, ECN: p.ECN, DSCP: p.DSCP}
 	v := e.link.Enqueue(m, p.Time)
 	qc := &e.res.Queues[QueueIndex(v.Class)]
 	qc.Arrivals++

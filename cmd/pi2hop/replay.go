@@ -203,7 +203,7 @@ func (jw *jsonWriter) packet(p *replay.Packet, ev *shaper.Event, deq, dep int64)
 	j.Begin("pkt")
 	j.Int("i", int64(p.Index))
 	j.Int("t", m.Arrival)
-	j.Uint("flow", uint64(m.Flow))
+	j.Uint("flow", uint64(p.Flow)) // the trace's id; Meta.Flow is its hash
 	j.Str("queue", m.Class.String())
 	j.Uint("ecn_in", uint64(m.ECN))
 	j.Uint("ecn_out", uint64(ev.ECNOut()))
