@@ -184,15 +184,17 @@ func (q *DOCSIS) Change(cfg DOCSISConfig, now int64, drop func(Meta)) error {
 
 // probNative is the ramp: 0 at or below MINTH, MaxProb at or above
 // MINTH + width, linear between.
-func (q *DOCSIS) probNative(qdelay int64) uint32 {
-	d := qdelay - q.minTh
+func (q *DOCSIS) probNative(qdelay int64) uint32 { return rampProb(qdelay, q.minTh, q.width) }
+
+func rampProb(qdelay, minTh, width int64) uint32 {
+	d := qdelay - minTh
 	switch {
 	case d <= 0:
 		return 0
-	case d >= q.width:
+	case d >= width:
 		return MaxProb
 	}
-	return uint32(uint64(d) * MaxProb / uint64(q.width))
+	return uint32(uint64(d) * MaxProb / uint64(width))
 }
 
 // isL reports whether m is for the L-queue: its ECN codepoint matches the

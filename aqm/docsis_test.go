@@ -52,10 +52,10 @@ func TestQProtScoring(t *testing.T) {
 	qpc := DefaultQProtConfig()
 	qpc.CriticalQL = ms // as DOCSIS sets it from MAXTH
 	p := newQProt(qpc)
-	if got := p.congestionScore(MaxProb, 1500); got != 3071999 {
+	if got := p.cfg.congestionScore(MaxProb, 1500); got != 3071999 {
 		t.Errorf("score(1, 1500 B) = %d, want 3071999", got)
 	}
-	if got := p.congestionScore(MaxProb/2, 1000); got != 1023999 {
+	if got := p.cfg.congestionScore(MaxProb/2, 1000); got != 1023999 {
 		t.Errorf("score(1/2, 1000 B) = %d, want 1023999", got)
 	}
 	for _, tc := range []struct {
@@ -282,5 +282,39 @@ func TestDOCSISBurstTailSanctioned(t *testing.T) {
 	}
 	if s := q.Stats(0); s.QProt.SanctionedPackets != 10 || s.QProt.SanctionedFlows != 10 {
 		t.Errorf("qprot %+v, want 10 sanctioned packets in 10 episodes", s.QProt)
+	}
+}
+
+// TestQProtScorer: the passive scorer under the DOCSIS defaults (no rate,
+// so no FLOOR): MINTH = 1 ms − 2^19 ns = 475 712 ns, the ramp 524 288 ns
+// wide, CRITICALqL = MAXTH = 1 ms, CRITICALqLSCORE 4 ms. Scores as in
+// TestQProtScoring: a fully marked 1500-B packet adds 3 071 999 ns, half
+// marked 1000 B (qdelay at the ramp's middle, 737 856 ns) 1 023 999 ns;
+// the score drains 1 ns per ns and a drained bucket restarts at now.
+func TestQProtScorer(t *testing.T) {
+	s := NewQProtScorer(DefaultDOCSISConfig())
+	if ql, sc := s.Thresholds(); ql != ms || sc != 4*ms {
+		t.Fatalf("thresholds %d, %d; want %d, %d", ql, sc, ms, 4*ms)
+	}
+	var exp int64
+	for i, c := range []struct {
+		qdelay   int64
+		size     int
+		now      int64
+		score    int64
+		sanction bool
+	}{
+		{1_200_000, 1500, 0, 3_071_999, false},     // 1.2·3.07 < 4 ms²
+		{1_200_000, 1500, 0, 6_143_998, true},      // 1.2·6.14 > 4
+		{400_000, 1500, ms, 5_143_998, false},      // below MINTH: adds 0, drained 1 ms
+		{737_856, 1000, ms, 6_167_997, false},      // not above CRITICALqL
+		{1_000_001, 1500, 3 * ms, 7_239_996, true}, // 1.000001·7.24 > 4
+		{400_000, 100, 20 * ms, 0, false},          // drained: restarts at now
+		{2 * ms, 1500, 20 * ms, 3_071_999, true},   // 2·3.07 > 4
+	} {
+		score, sanction := s.Score(&exp, c.qdelay, c.size, c.now)
+		if score != c.score || sanction != c.sanction {
+			t.Errorf("packet %d: score %d sanction %v, want %d %v", i, score, sanction, c.score, c.sanction)
+		}
 	}
 }

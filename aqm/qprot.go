@@ -119,19 +119,32 @@ func (p *qprot) pickBucket(flow uint32, now int64) int {
 // 2^(LG_AGING−30) bytes/ns: with probNative on the MaxProb ≙ 1 scale,
 // prob·size·2^(30−LG_AGING)/2^32 = prob·size >> (LG_AGING+2). A fully
 // marked 1500-byte packet scores 1500·2048 ns ≈ 3.07 ms at LG_AGING 19.
-func (p *qprot) congestionScore(probNative uint32, size int) int64 {
-	return int64(uint64(probNative) * uint64(size) >> (p.cfg.LgAging + 2))
+func (c *QProtConfig) congestionScore(probNative uint32, size int) int64 {
+	return int64(uint64(probNative) * uint64(size) >> (c.LgAging + 2))
 }
 
 // fillBucket is RFC 9957's fill_bucket: add the packet's congestion score
 // to the bucket, capped at MAX_QLSCORE, and return the flow's score.
 func (p *qprot) fillBucket(h int, probNative uint32, size int, now int64) int64 {
 	b := &p.buckets[h]
-	b.exp += p.congestionScore(probNative, size)
-	if b.exp-now > p.cfg.MaxQLScore {
-		b.exp = now + p.cfg.MaxQLScore
-	}
+	b.exp = p.cfg.fill(b.exp, probNative, size, now)
 	return b.exp - now
+}
+
+// fill is fill_bucket's arithmetic on a bucket's expiry time: the
+// packet's congestion score added, the score capped at MAX_QLSCORE.
+func (c *QProtConfig) fill(exp int64, probNative uint32, size int, now int64) int64 {
+	exp += c.congestionScore(probNative, size)
+	if exp-now > c.MaxQLScore {
+		exp = now + c.MaxQLScore
+	}
+	return exp
+}
+
+// sanctions is qprotect's condition: the L-queue delay is over CRITICALqL
+// and delay·score over CRITICALqLSCORE·CRITICALqL.
+func (c *QProtConfig) sanctions(qdelay, score int64) bool {
+	return qdelay > c.CriticalQL && productAbove(qdelay, score, c.CriticalQLScore, c.CriticalQL)
 }
 
 // protect is RFC 9957's qprotect for one L-queue packet: qdelay is the
@@ -140,7 +153,7 @@ func (p *qprot) fillBucket(h int, probNative uint32, size int, now int64) int64 
 func (p *qprot) protect(m *Meta, qdelay int64, probNative uint32, now int64) bool {
 	h := p.pickBucket(m.Flow, now)
 	score := p.fillBucket(h, probNative, int(m.Len), now)
-	if qdelay <= p.cfg.CriticalQL || !productAbove(qdelay, score, p.cfg.CriticalQLScore, p.cfg.CriticalQL) {
+	if !p.cfg.sanctions(qdelay, score) {
 		return false
 	}
 	p.st.SanctionedPackets++
@@ -156,4 +169,44 @@ func productAbove(a, b, c, d int64) bool {
 	hi1, lo1 := bits.Mul64(uint64(max(a, 0)), uint64(max(b, 0)))
 	hi2, lo2 := bits.Mul64(uint64(max(c, 0)), uint64(max(d, 0)))
 	return hi1 > hi2 || (hi1 == hi2 && lo1 > lo2)
+}
+
+// QProtScorer keeps Queue Protection's per-flow queuing score outside a
+// DOCSIS queue, for any discipline: the same arithmetic (the ramp's
+// native probability, fill_bucket, qprotect's condition) applied to what
+// each L-queue packet met, so an observer can say whether DOCSIS would
+// sanction a flow. The caller keeps each flow's bucket expiry time.
+type QProtScorer struct {
+	cfg          QProtConfig // CriticalQL resolved as a DOCSIS queue holds it
+	minTh, width int64
+}
+
+// NewQProtScorer returns the scorer of cfg's ramp and Queue Protection,
+// with the values a DOCSIS queue of cfg has in force (CRITICALqL = MAXTH
+// after FLOOR when 0).
+func NewQProtScorer(cfg DOCSISConfig) QProtScorer {
+	s := QProtScorer{cfg: cfg.QProt}
+	s.minTh, s.width = cfg.ramp()
+	if s.cfg.CriticalQL == 0 {
+		s.cfg.CriticalQL = s.minTh + s.width
+	}
+	return s
+}
+
+// Thresholds returns CRITICALqL and CRITICALqLSCORE in force, ns.
+func (s *QProtScorer) Thresholds() (criticalQL, criticalScore int64) {
+	return s.cfg.CriticalQL, s.cfg.CriticalQLScore
+}
+
+// Score adds one L-queue packet of size bytes that met an L-queue delay of
+// qdelay at now to the flow whose bucket expires at *exp (0 for a new
+// flow; times must not decrease per flow). It returns the flow's score
+// after the packet (ns) and whether qprotect would sanction the packet.
+// A drained bucket restarts from now, as pick_bucket restarts it.
+func (s *QProtScorer) Score(exp *int64, qdelay int64, size int, now int64) (score int64, sanction bool) {
+	e := max(*exp, now)
+	e = s.cfg.fill(e, rampProb(qdelay, s.minTh, s.width), size, now)
+	*exp = e
+	score = e - now
+	return score, s.cfg.sanctions(qdelay, score)
 }
