@@ -79,6 +79,10 @@ BENCH_SUMMARY = \
   /^BenchmarkLinkPacket\/fake/      { lf = $$3 } \
   /^BenchmarkLinkPacket\/dualpi2/   { ld = $$3 } \
   /^BenchmarkReplay80k/             { r = $$3 } \
+  /^BenchmarkOwnerFlows\/flows=1\/table=false/ { of0 = $$3 } \
+  /^BenchmarkOwnerFlows\/flows=1\/table=true/  { of1 = $$3 } \
+  /^BenchmarkOwnerFlows\/flows=1000\/table=false/ { om0 = $$3 } \
+  /^BenchmarkOwnerFlows\/flows=1000\/table=true/  { om1 = $$3 } \
   /^BenchmarkAnalyze1M/             { for (i = 3; i < NF; i++) if ($$(i+1) == "s/1M") a = $$i } \
   /^BenchmarkAnalyzeRSS\/10M/       { for (i = 3; i < NF; i++) { if ($$(i+1) == "peak-RSS-MB") m = $$i; if ($$(i+1) == "packets") mp = $$i } } \
   END { \
@@ -91,6 +95,8 @@ BENCH_SUMMARY = \
     if (fqd && f) printf "    fq_codel, dropping     %7.1f ns/packet   %.2fx the tail-drop FIFO; target <= 200 ns\n", fqd, fqd/f; \
     if (dc && f)  printf "  docsis enqueue+dequeue   %7.1f ns/packet   %.2fx the tail-drop FIFO; target <= 200 ns\n", dc, dc/f; \
     if (ld && lf) printf "  link + DualPI2           %7.1f ns/packet   %.2fx link + bare queue (%.1f ns)\n", ld, ld/lf, lf; \
+    if (of0 && of1) printf "  owner path, flow table   %+7.1f ns/packet   %.2fx the owner without it (%.1f ns), 1 flow; target <= +15 ns\n", of1-of0, of1/of0, of0; \
+    if (om0 && om1) printf "    1000 flows in turn     %+7.1f ns/packet   %.2fx the owner without it (%.1f ns)\n", om1-om0, om1/om0, om0; \
     if (r)        printf "  replay, 80k packets      %7.3f s           %.2fx the 1 s target\n", r/1e9, r/1e9; \
     if (a)        printf "  analyze, 1M packets      %7.2f s           %.2fx the 10 s target\n", a, a/10; \
     if (m)        printf "  analyze peak RSS         %7.1f MB          %.2fx the 200 MB target, one-point capture of %d packets\n", m, m/200, mp; \
@@ -99,11 +105,13 @@ BENCH_SUMMARY = \
 # Benchmarks of the packet path, replay and analysis (no root). Each
 # figure is printed with its ratio to a baseline measured in the same run:
 # DualPI2 against the tail-drop FIFO, the link model against a bare
-# queue, replay and analyze (time, and peak RSS of `pi2hop analyze` on a
+# queue, the owner's path with the flow table against it without, replay
+# and analyze (time, and peak RSS of `pi2hop analyze` on a
 # generated 10 M-packet one-point capture) against their targets.
 bench:
 	@mkdir -p bin
 	$(GO) test -run '^$$' -bench . -benchmem ./aqm ./shaper ./pcap ./analyze ./replay ./cmd/pi2hop | tee bin/bench.txt
+	$(GO) test -short -run '^$$' -bench 'OwnerFlows|FlowAccounting' -benchmem ./hop | tee -a bin/bench.txt
 	@awk '$(BENCH_SUMMARY)' bin/bench.txt
 
 # The live hop against the kernel router, in network namespaces (root; not

@@ -175,6 +175,40 @@ func (v Header) flowHash(version int, key uint32) uint32 {
 	return finalizeHash(h)
 }
 
+// flowHash2 is flowHash with key 0 and with key, in one pass over the
+// header: the two chains are independent, so they cost little more than
+// one.
+func (v Header) flowHash2(version int, key uint32) (plain, keyed uint32) {
+	h, k := uint32(flowHashInit), flowHashInit^key
+	mix := func(w uint32) { h, k = hashWord(h, w), hashWord(k, w) }
+	switch version {
+	case 4:
+		ihl := int(v[0]&0x0f) * 4
+		total := int(binary.BigEndian.Uint16(v[2:4]))
+		proto := v[9]
+		mix(binary.BigEndian.Uint32(v[12:16]))
+		mix(binary.BigEndian.Uint32(v[16:20]))
+		mix(uint32(proto))
+		fragOffset := binary.BigEndian.Uint16(v[6:8]) & 0x1fff
+		if hasPorts(proto) && fragOffset == 0 && ihl+4 <= total {
+			mix(binary.BigEndian.Uint32(v[ihl : ihl+4]))
+		}
+	case 6:
+		for i := 8; i < ipv6Header; i += 4 {
+			mix(binary.BigEndian.Uint32(v[i : i+4]))
+		}
+		proto := v[6]
+		mix(uint32(proto))
+		end := ipv6Header + int(binary.BigEndian.Uint16(v[4:6]))
+		if hasPorts(proto) && ipv6Header+4 <= end {
+			mix(binary.BigEndian.Uint32(v[ipv6Header : ipv6Header+4]))
+		}
+	default:
+		return 0, 0
+	}
+	return finalizeHash(h), finalizeHash(k)
+}
+
 // hasPorts reports whether an IP protocol number's header starts with a
 // 16-bit source and destination port.
 func hasPorts(proto byte) bool {
@@ -218,6 +252,21 @@ func MetaOf(pkt []byte, slot int32) Meta {
 	}
 	ds := v.dsfield(version)
 	return Meta{Len: int32(n), Slot: slot, ECN: ECN(ds & 3), DSCP: ds >> 2, Flow: v.flowHash(version, 0)}
+}
+
+// MetaOfKeyed is MetaOf that also returns the packet's
+// FlowHashKeyed(key) (0 for a packet MetaOf reads as malformed), from the
+// same pass over the header.
+func MetaOfKeyed(pkt []byte, slot int32, key uint32) (Meta, uint32) {
+	v := Header(pkt)
+	version := v.Version()
+	n := len(pkt)
+	if n > 1<<31-1 {
+		n = 1<<31 - 1
+	}
+	ds := v.dsfield(version)
+	plain, keyed := v.flowHash2(version, key)
+	return Meta{Len: int32(n), Slot: slot, ECN: ECN(ds & 3), DSCP: ds >> 2, Flow: plain}, keyed
 }
 
 // Checksum is the Internet checksum of b (RFC 1071): the ones' complement

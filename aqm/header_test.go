@@ -2,6 +2,7 @@ package aqm
 
 import (
 	"encoding/binary"
+	"slices"
 	"testing"
 )
 
@@ -268,5 +269,23 @@ func TestMetaOfDSCP(t *testing.T) {
 	}
 	if m := MetaOf(ipv4Packet(0xb5, 10), 0); m.DSCP != DSCPNQB {
 		t.Fatalf("TOS 0xb5: DSCP %d, want NQB %d", m.DSCP, DSCPNQB)
+	}
+}
+
+// MetaOfKeyed agrees with MetaOf and FlowHashKeyed, for each kind of
+// header the hash reads differently.
+func TestMetaOfKeyed(t *testing.T) {
+	v4 := []byte{0x45, 0x01, 0, 28, 0, 0, 0, 0, 64, 17, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2, 0x12, 0x34, 0x56, 0x78, 0, 8, 0, 0}
+	frag := slices.Clone(v4)
+	frag[7] = 1 // a non-first fragment: no ports
+	v6 := make([]byte, 48)
+	v6[0], v6[5], v6[6], v6[23], v6[39], v6[41] = 0x60, 8, 6, 1, 2, 80
+	for _, p := range [][]byte{v4, frag, v6, {0x45}, nil} {
+		for _, key := range []uint32{0, 1, 0xdeadbeef} {
+			m, k := MetaOfKeyed(p, 7, key)
+			if m != MetaOf(p, 7) || k != Header(p).FlowHashKeyed(key) {
+				t.Errorf("% x key %#x: %+v %#x; want %+v %#x", p, key, m, k, MetaOf(p, 7), Header(p).FlowHashKeyed(key))
+			}
+		}
 	}
 }

@@ -62,7 +62,10 @@ type Config struct {
 	// can be judged against it. It wakes every 1 ms on each CPU, and each
 	// wake-up costs the probe some CPU time (docs/performance.md).
 	WakeProbe bool
-	Logger    *slog.Logger // nil: no logs
+	// NoFlows turns the per-flow table off (FlowTable): the owners then
+	// count nothing per flow. Benchmarks measure its cost with it.
+	NoFlows bool
+	Logger  *slog.Logger // nil: no logs
 }
 
 // Defaults for Config's tuning fields.
@@ -328,6 +331,7 @@ func (c Config) fixedChange(next Config) error {
 		{"CPU latency", c.CPULatency == next.CPULatency, "it is requested when Run starts"},
 		{"priority", c.Priority == next.Priority, "the owner threads take it at start"},
 		{"wake-up probe", c.WakeProbe == next.WakeProbe, "it starts with Run"},
+		{"flow table", c.NoFlows == next.NoFlows, "the owners allocate it at start"},
 		{"logger", c.Logger == next.Logger, "it is taken at start"},
 	} {
 		if !f.same {

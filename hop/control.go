@@ -37,6 +37,9 @@ func (o *owner) publish(now int64, store bool) {
 	req := o.statsReq.Swap(false)
 	if req {
 		o.fill(&o.reqSnap, now)
+		if o.flowsReq.Swap(false) && o.flows != nil {
+			o.copyFlows(o.reqFlows, now)
+		}
 	}
 	if store || !req {
 		s := new(DirStats)
@@ -87,12 +90,30 @@ func (o *owner) fill(s *DirStats, now int64) {
 // one served to a reader or the owner's last stored one, whichever is later
 // (so that no reader sees the counters go back).
 func (o *owner) snapshot(running bool) DirStats {
+	s, _ := o.snapshotFlows(running, false, 0)
+	return s
+}
+
+// snapshotFlows is snapshot, with the flow table's top flows when
+// withFlows is set (top < 0: all of them). The owner copies its table
+// into reqFlows in the same handover, and the reader turns that copy into
+// figures. Without a fresh snapshot the table is read only once the owner
+// has returned; a reader that timed out gets an empty one.
+func (o *owner) snapshotFlows(running, withFlows bool, top int) (DirStats, FlowTable) {
 	o.reqMu.Lock()
 	defer o.reqMu.Unlock()
+	var ft FlowTable
+	flowsOK := false
+	if withFlows && o.flows != nil && o.reqFlows == nil {
+		o.reqFlows = new(flowCopy)
+	}
 	if running {
 		select { // a token nobody took (none is left by the handover)
 		case <-o.published:
 		default:
+		}
+		if withFlows && o.flows != nil {
+			o.flowsReq.Store(true)
 		}
 		o.statsReq.Store(true)
 		o.waker.signal()
@@ -110,7 +131,24 @@ func (o *owner) snapshot(running bool) DirStats {
 		}
 		if fresh {
 			o.served = o.reqSnap
+			// The owner copied its table only if it saw the flag (a
+			// request it took is always served in full).
+			flowsOK = withFlows && o.flows != nil && !o.flowsReq.Swap(false)
 		}
+		o.flowsReq.Store(false)
+	}
+	if withFlows && o.flows != nil && !flowsOK {
+		select {
+		case <-o.exited: // the owner is gone: its table is the reader's now
+			o.copyFlows(o.reqFlows, clock())
+			flowsOK = true
+		default:
+		}
+	}
+	if flowsOK {
+		ft = o.reqFlows.table(o.dir, top)
+	} else {
+		ft = FlowTable{Dir: o.dir.String(), Capacity: FlowTableSize}
 	}
 	s := o.served
 	if last := o.snap.Load(); last.Seq > s.Seq {
@@ -124,7 +162,7 @@ func (o *owner) snapshot(running bool) DirStats {
 			s.RingDrops = n - o.ringBase
 		}
 	}
-	return s
+	return s, ft
 }
 
 // reconfigure hands next to the owner and waits until it is applied.
@@ -188,12 +226,20 @@ func (o *owner) apply(next DirConfig) error {
 	}
 	o.cfg = next
 	o.setNames(next.Link)
+	if o.flows != nil && c&(ChangeRate|ChangeQueue) != 0 {
+		o.flows.scorer = qprotScorer(next)
+	}
 	return nil
 }
 
 // droppedByChange frees a packet a shrinking queue limit dropped.
 func (o *owner) droppedByChange(m aqm.Meta) {
 	o.st.QueueDrops[aqm.ReasonLimit]++
+	if o.flows != nil {
+		fi := o.flowOf[m.Slot]
+		o.flows.dropped(fi, aqm.ReasonLimit)
+		o.flows.e[fi].inFlight--
+	}
 	if o.tap != nil {
 		now := clock()
 		o.ev = shaper.Event{Meta: m, Verdict: aqm.Verdict{Action: aqm.Drop, Reason: aqm.ReasonLimit, Class: m.Class}, At: now}

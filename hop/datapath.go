@@ -78,11 +78,30 @@ func (o *owner) accept(slot int32, size int, now int64) {
 	if !aqm.Header(pkt).Valid() {
 		o.st.Malformed++ // MetaOf reads it as Not-ECT: Classic queue
 	}
-	m := aqm.MetaOf(pkt, slot)
+	var m aqm.Meta
+	var hash uint32
+	if o.flows != nil {
+		m, hash = aqm.MetaOfKeyed(pkt, slot, o.flows.key)
+	} else {
+		m = aqm.MetaOf(pkt, slot)
+	}
 	if o.tap != nil {
 		o.tap.Packet(int(o.dir), int(TapIn), now, o.whole(slot, pkt), nil)
 	}
+	fi := int32(otherFlow)
+	if o.flows != nil {
+		fi = o.flows.lookup(pkt, hash, now)
+		o.flows.arrive(fi, m.ECN, size, now)
+	}
 	v := o.link.Enqueue(m, now)
+	if o.flows != nil {
+		if v.Action == aqm.Drop {
+			o.flows.dropped(fi, v.Reason)
+		} else {
+			o.flowOf[slot] = fi
+			o.flows.e[fi].inFlight++
+		}
+	}
 	if v.Action == aqm.Drop {
 		o.st.QueueDrops[v.Reason]++
 		if o.tap != nil {
@@ -143,14 +162,25 @@ func (o *owner) finish(ev *shaper.Event, now int64) {
 		o.st.Lateness.Add(now - ev.At)
 		o.st.Worst.Add(now - ev.At)
 		o.st.QueueDrops[ev.Verdict.Reason]++
+		if o.flows != nil {
+			fi := o.flowOf[slot]
+			o.flows.dropped(fi, ev.Verdict.Reason)
+			o.flows.e[fi].inFlight--
+		}
 		if o.tap != nil {
 			o.tap.Packet(int(o.dir), int(TapDrop), ev.At, o.whole(slot, pkt), ev)
 		}
 		o.slab.put(slot)
 		return
 	}
-	if ev.Verdict.Action == aqm.Mark && aqm.Header(pkt).SetCE() {
+	marked := ev.Verdict.Action == aqm.Mark && aqm.Header(pkt).SetCE()
+	if marked {
 		o.st.Marked++
+	}
+	if o.flows != nil {
+		fi := o.flowOf[slot]
+		o.flows.released(fi, &ev.Meta, marked, aqm.Header(pkt).ECN(), ev.Verdict.Class, ev.Deq-ev.Meta.Arrival, ev.At)
+		o.flows.e[fi].inFlight--
 	}
 	if ev.Dep > ev.Deq {
 		o.lastTx = ev.Dep - ev.Deq

@@ -220,6 +220,22 @@ func (h *Hop) Stats() Snapshot {
 	return s
 }
 
+// StatsFlows is Stats with each direction's flow table (up, down): its
+// top flows by rate (top < 0: all), taken in the same handover as the
+// counters. The owner copies its table for it, which takes it longer than
+// a plain snapshot: poll it at the pace a person reads, not a sampler's.
+func (h *Hop) StatsFlows(top int) (Snapshot, [2]FlowTable) {
+	h.mu.Lock()
+	running, p := h.running, h.probes
+	h.mu.Unlock()
+	s := Snapshot{Name: h.cfg.Name, Running: running, WakeProbe: p.stats()}
+	var ft [2]FlowTable
+	for i, o := range h.dirs {
+		*s.Dir(Dir(i)), ft[i] = o.snapshotFlows(running, true, top)
+	}
+	return s, ft
+}
+
 // Drain waits, while the hop keeps forwarding, until nothing is in flight
 // in either direction (queued, on the wire or in the delay line) or ctx
 // is done, so that stopping the hop loses nothing it already took in.

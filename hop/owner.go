@@ -3,6 +3,7 @@ package hop
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -76,11 +77,19 @@ type owner struct {
 	// made when they are set (setNames), so a snapshot allocates nothing.
 	linkNames [3]string
 	reqSnap   DirStats // the snapshot a reader asked for (see snapshot)
+	// flows is the flow table (nil with Config.NoFlows); flowOf is the
+	// flow of each slot's packet, from its arrival to its fate.
+	flows  *flowTable
+	flowOf []int32
+	// reqFlows is the copy of the table a reader asked for with its
+	// snapshot (flowsReq); allocated by the first such reader.
+	reqFlows *flowCopy
 
 	// Shared with other goroutines.
 	waker     waker
 	stopping  atomic.Bool
 	statsReq  atomic.Bool
+	flowsReq  atomic.Bool // the stats request wants the flow table too
 	snap      atomic.Pointer[DirStats]
 	seq       uint64
 	published chan struct{} // a requested snapshot is out
@@ -99,6 +108,28 @@ type owner struct {
 	pubCPU   int64
 	pubIn    uint64
 	onThread bool
+}
+
+// qprotScorer is the Queue Protection flows are scored against: the
+// direction's own when its queue is docsis, else DOCSIS's defaults on a
+// link of the direction's rate (FLOOR depends on it).
+func qprotScorer(dir DirConfig) aqm.QProtScorer {
+	if dir.Queue.Kind == aqm.KindDOCSIS {
+		return aqm.NewQProtScorer(dir.Queue.DOCSIS)
+	}
+	c := aqm.DefaultDOCSISConfig()
+	if r, ok := dir.Link.Rate.(shaper.Const); ok {
+		c.Rate = r.BitsPerSecond
+	}
+	return aqm.NewQProtScorer(c)
+}
+
+// constBps is the link's rate when constant, else 0.
+func (o *owner) constBps() uint64 {
+	if c, ok := o.cfg.Link.Rate.(shaper.Const); ok {
+		return c.BitsPerSecond
+	}
+	return 0
 }
 
 // Spin modes besides a fixed lead (Config.Spin > 0).
@@ -150,6 +181,14 @@ func newOwner(h *Hop, d Dir, dir DirConfig, in, out tun.Device) (*owner, error) 
 		}
 	}
 	o.dropFn = o.droppedByChange
+	if !c.NoFlows {
+		o.flows = &flowTable{key: rand.Uint32()}
+		o.flows.reset(qprotScorer(dir))
+		o.flowOf = make([]int32, o.slab.slots())
+		for i := range o.flowOf {
+			o.flowOf[i] = otherFlow // and each page mapped before the owner runs
+		}
+	}
 	o.st.Dir = d
 	if err := o.waker.open(); err != nil {
 		return nil, err

@@ -1,0 +1,387 @@
+package hop
+
+import (
+	"encoding/binary"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/pi2hop/pi2hop/aqm"
+	"github.com/pi2hop/pi2hop/internal/race"
+)
+
+// pkt4 builds an IPv4 packet of n bytes of protocol proto from
+// 10.254.1.2:sport to 10.254.2.2:9 with the given ECN bits.
+func pkt4(n int, ecn aqm.ECN, proto byte, sport uint16) []byte {
+	p := udp4(n, ecn, sport)
+	p[9] = proto
+	binary.BigEndian.PutUint16(p[10:], 0)
+	binary.BigEndian.PutUint16(p[10:], aqm.Checksum(p[:20]))
+	return p
+}
+
+// TestFlowClasses: the class a flow gets from the codepoints it sends,
+// and when it changed. CE says nothing of the sender; TCP's Not-ECT
+// control packets and retransmissions (RFC 3168 §6.1.4-5) are no change.
+func TestFlowClasses(t *testing.T) {
+	N, E1, E0, CE := aqm.NotECT, aqm.ECT1, aqm.ECT0, aqm.CE
+	for _, c := range []struct {
+		name    string
+		proto   uint8
+		ecns    []aqm.ECN
+		class   string
+		changed string
+		at      int // index of the packet it changed at
+	}{
+		{"udp ect1", 17, []aqm.ECN{E1, E1, CE, E1}, ClassL4S, "", 0},
+		{"udp ect0", 17, []aqm.ECN{E0, CE, E0}, ClassClassicECN, "", 0},
+		{"udp not-ect", 17, []aqm.ECN{N, N}, ClassNotECT, "", 0},
+		{"ce first", 17, []aqm.ECN{CE, E1}, ClassL4S, "", 0},
+		{"only ce", 17, []aqm.ECN{CE, CE}, ClassUnknown, "", 0},
+		{"udp ect1 to not-ect", 17, []aqm.ECN{E1, E1, N, E1}, ClassChanged, "Not-ECT", 2},
+		{"udp ect1 to ect0", 17, []aqm.ECN{E1, E0, N}, ClassChanged, "ECT(0)", 1},
+		{"tcp syn then ect1", 6, []aqm.ECN{N, E1, N, E1}, ClassL4S, "", 0},
+		{"tcp not-ect", 6, []aqm.ECN{N, N, N}, ClassNotECT, "", 0},
+		{"tcp ect0 to ect1", 6, []aqm.ECN{N, E0, N, E1}, ClassChanged, "ECT(1)", 3},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var tb flowTable
+			tb.reset(qprotScorer(testConfig(10_000_000, 0).Up))
+			for k, e := range c.ecns {
+				p := pkt4(100, e, c.proto, 1000)
+				i := tb.lookup(p, aqm.Header(p).FlowHashKeyed(tb.key), int64(k+1)*1000)
+				tb.arrive(i, e, len(p), int64(k+1)*1000)
+			}
+			var cp flowCopy
+			o := &owner{flows: &tb}
+			o.copyFlows(&cp, 10_000)
+			ft := cp.table(Up, -1)
+			if len(ft.Flows) != 1 {
+				t.Fatalf("%d flows, want 1", len(ft.Flows))
+			}
+			f := ft.Flows[0]
+			if f.Class != c.class || f.ChangedTo != c.changed {
+				t.Errorf("class %q changed to %q, want %q %q", f.Class, f.ChangedTo, c.class, c.changed)
+			}
+			if c.changed != "" && f.ChangedAt.UnixNano()-UnixOffset() != int64(c.at+1)*1000 {
+				t.Errorf("changed at %d, want %d", f.ChangedAt.UnixNano()-UnixOffset(), (c.at+1)*1000)
+			}
+		})
+	}
+}
+
+// TestFlowKeys: the 5-tuple as read, one flow per tuple, the same flow
+// for every packet of a tuple.
+func TestFlowKeys(t *testing.T) {
+	var tb flowTable
+	tb.reset(qprotScorer(testConfig(10_000_000, 0).Up))
+	v6 := make([]byte, 48)
+	v6[0] = 0x60
+	binary.BigEndian.PutUint16(v6[4:], 8)
+	v6[6] = 17
+	v6[23], v6[39] = 1, 2 // ::1 → ::2
+	binary.BigEndian.PutUint16(v6[40:], 443)
+	binary.BigEndian.PutUint16(v6[42:], 5555)
+	for _, p := range [][]byte{pkt4(100, 0, 17, 1), pkt4(100, 0, 6, 1), pkt4(100, 0, 17, 2), v6, pkt4(60, 0, 1, 7)} {
+		for k := 0; k < 3; k++ {
+			tb.arrive(tb.lookup(p, aqm.Header(p).FlowHashKeyed(tb.key), 1), 0, len(p), 1)
+		}
+	}
+	var cp flowCopy
+	(&owner{flows: &tb}).copyFlows(&cp, 2)
+	got := map[string]uint64{}
+	for _, f := range cp.table(Up, -1).Flows {
+		got[f.Proto+" "+f.Src+" "+f.Dst] = f.In.NotECT.Packets
+	}
+	want := map[string]uint64{
+		"udp 10.254.1.2:1 10.254.2.2:9": 3, "tcp 10.254.1.2:1 10.254.2.2:9": 3, "udp 10.254.1.2:2 10.254.2.2:9": 3,
+		"udp [::1]:443 [::2]:5555": 3, "icmp 10.254.1.2:0 10.254.2.2:0": 3,
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("flows %v, want %v", got, want)
+	}
+}
+
+// TestFlowTableFull: a set's ways hold flowWays flows; a new flow takes
+// the place of the one seen longest ago that has nothing in flight, and
+// when all have a packet in flight it is counted as other.
+func TestFlowTableFull(t *testing.T) {
+	var tb flowTable
+	tb.reset(qprotScorer(testConfig(10_000_000, 0).Up))
+	// Ports that land in the same set, found by the table's own hash.
+	set := -1
+	var ports []uint16
+	for p := uint16(1); len(ports) < flowWays+2; p++ {
+		h := aqm.Header(pkt4(100, 0, 17, p)).FlowHashKeyed(tb.key) | 1
+		if s := int(h >> 1 & (flowSets - 1)); set < 0 || s == set {
+			set = s
+			ports = append(ports, p)
+		}
+	}
+	var idx []int32
+	for k, p := range ports[:flowWays] {
+		pk := pkt4(100, 0, 17, p)
+		i := tb.lookup(pk, aqm.Header(pk).FlowHashKeyed(tb.key), int64(10+k))
+		tb.arrive(i, 0, 100, int64(10+k))
+		tb.e[i].inFlight++
+		idx = append(idx, i)
+	}
+	late := pkt4(100, 0, 17, ports[flowWays])
+	if i := tb.lookup(late, aqm.Header(late).FlowHashKeyed(tb.key), 100); i != otherFlow {
+		t.Fatalf("a new flow in a full set of busy flows got entry %d, want other", i)
+	}
+	tb.e[idx[3]].inFlight-- // idle, seen at 13
+	tb.e[idx[5]].inFlight-- // idle, seen at 15
+	if i := tb.lookup(late, aqm.Header(late).FlowHashKeyed(tb.key), 100); i != idx[3] || tb.evicted != 1 {
+		t.Errorf("new flow took entry %d (evicted %d), want %d: the oldest idle", i, tb.evicted, idx[3])
+	}
+}
+
+// TestFlowHistQuantiles: the buckets' bounds, and nearest-rank quantiles
+// as the figure package defines them.
+func TestFlowHistQuantiles(t *testing.T) {
+	for _, c := range []struct {
+		v     int64
+		index int
+		upper int64
+	}{
+		{0, 0, 1023}, {1023, 0, 1023}, {1024, 1, 1279}, {1279, 1, 1279}, {1280, 2, 1535},
+		{2047, 4, 2047}, {2048, 5, 2559}, {1_000_000, 40, 1_048_575}, {1 << 40, flowHistBuckets - 1, 1<<34 - 1},
+	} {
+		if i := flowHistIndex(c.v); i != c.index || flowHistUpper(i) != c.upper {
+			t.Errorf("%d: bucket %d (upper %d), want %d (upper %d)", c.v, i, flowHistUpper(i), c.index, c.upper)
+		}
+	}
+	var h flowHist
+	for i := 0; i < 98; i++ {
+		h.add(100_000) // bucket 23: 98 304..114 687
+	}
+	h.add(2_000_000) // 1 966 080..2 097 151
+	h.add(2_000_000)
+	// 100 samples: p50 is the 50th, p99 the 99th (a 2 ms one).
+	if p50, p99 := h.quantile(0.5), h.quantile(0.99); p50 != 114_687 || p99 != 2_097_151 {
+		t.Errorf("p50 %d p99 %d, want 114687 2097151", p50, p99)
+	}
+}
+
+// TestFlowCountsThroughHop: three flows at once through a running hop at
+// 10 Mbit/s: an ECT(1) UDP burst that builds a queue (marked), a Not-ECT
+// TCP flow and an ECT(0) UDP flow. Each is listed with its class, its
+// bytes as sent, the bytes and the CE marks the receiver saw, and its
+// drops (the Classic queue's PI may drop Not-ECT packets of the burst).
+func TestFlowCountsThroughHop(t *testing.T) {
+	h := startHop(t, testConfig(10_000_000, 0))
+	const n = 60
+	sent := map[uint16]int{}
+	for i := 0; i < n; i++ {
+		for _, p := range [][]byte{pkt4(1000, aqm.ECT1, 17, 1), pkt4(500, aqm.NotECT, 6, 2), pkt4(300, aqm.ECT0, 17, 3)} {
+			h.client.Inject(p)
+			sent[binary.BigEndian.Uint16(p[20:])] += len(p)
+		}
+	}
+	ce := map[uint16]uint64{}
+	got := map[uint16]int{}
+	var rx [][]byte
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		s := h.Stats().Up
+		if s.In == 3*n && s.Pending == 0 && len(rx) == int(s.Out) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("waited 10 s for the hop to forward or drop all %d packets: in %d, out %d (received %d), pending %d", 3*n, s.In, s.Out, len(rx), s.Pending)
+		}
+		select {
+		case p := <-h.server.Outbound:
+			rx = append(rx, p)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	final := h.Stats()
+	drops := final.Up.Dropped()
+	for _, p := range rx {
+		port := binary.BigEndian.Uint16(p[20:])
+		got[port] += len(p)
+		if aqm.ECN(p[1]&3) == aqm.CE {
+			ce[port]++
+		}
+	}
+	_, ft := h.StatsFlows(-1)
+	if len(ft[Up].Flows) != 3 || len(ft[Down].Flows) != 0 {
+		t.Fatalf("%d flows up, %d down; want 3, 0", len(ft[Up].Flows), len(ft[Down].Flows))
+	}
+	want := map[string]struct {
+		class string
+		queue string
+	}{"10.254.1.2:1": {ClassL4S, "L"}, "10.254.1.2:2": {ClassNotECT, "C"}, "10.254.1.2:3": {ClassClassicECN, "C"}}
+	var flowDrops uint64
+	for _, f := range ft[Up].Flows {
+		for _, d := range f.Drops {
+			flowDrops += d
+		}
+		var port uint16
+		fmt.Sscanf(f.Src, "10.254.1.2:%d", &port)
+		w := want[f.Src]
+		if f.Class != w.class || f.Queue != w.queue {
+			t.Errorf("%s: class %q queue %q, want %q %q", f.Src, f.Class, f.Queue, w.class, w.queue)
+		}
+		if in, out := f.In.Total(), f.Out.Total(); in.Bytes != uint64(sent[port]) || out.Bytes != uint64(got[port]) || in.Packets != n {
+			t.Errorf("%s: in %d B (%d pkt), out %d B; want %d (%d), %d", f.Src, in.Bytes, in.Packets, out.Bytes, sent[port], n, got[port])
+		}
+		if f.Marks != ce[port] || f.Out.CE.Packets != ce[port] {
+			t.Errorf("%s: %d marks, %d CE out; the receiver saw %d CE", f.Src, f.Marks, f.Out.CE.Packets, ce[port])
+		}
+	}
+	if flowDrops != drops {
+		t.Errorf("flows' drops add up to %d, the direction dropped %d", flowDrops, drops)
+	}
+	if ce[1] == 0 {
+		t.Errorf("no CE on the ECT(1) flow: the test's queue did not build")
+	}
+}
+
+// The owner's data path allocates nothing with the flow table on, over
+// many flows that come and go (evictions), and serving a flow table to a
+// reader allocates nothing on the owner.
+func TestFlowTableAllocatesNothing(t *testing.T) {
+	if race.Enabled {
+		t.Skip("allocation counts are meaningless under the race detector")
+	}
+	in, out := &flowsDevice{flows: 2 * FlowTableSize}, &nullDevice{}
+	h, err := New(testConfig(100_000_000_000, 0), in, out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	o := h.dirs[Up]
+	step := func() {
+		in.left = 64
+		if _, err := o.readBatch(); err != nil {
+			t.Fatal(err)
+		}
+		for t0 := time.Now(); time.Since(t0) < 20*time.Microsecond; {
+		}
+		o.release(clock())
+	}
+	step()
+	if allocs := testing.AllocsPerRun(200, step); allocs != 0 {
+		t.Errorf("%v allocations per batch of 64 packets, want 0", allocs)
+	}
+	if o.flows.evicted == 0 {
+		t.Errorf("no flow evicted after %d flows through a table of %d", 201*64, FlowTableSize)
+	}
+	o.reqFlows = new(flowCopy)
+	serve := func() {
+		o.statsReq.Store(true)
+		o.flowsReq.Store(true)
+		o.publish(clock(), false)
+		<-o.published
+	}
+	serve()
+	if allocs := testing.AllocsPerRun(20, serve); allocs != 0 {
+		t.Errorf("%v allocations per flow table served, want 0", allocs)
+	}
+	used := 0
+	for _, tg := range o.flows.tags {
+		if tg != 0 {
+			used++
+		}
+	}
+	// 8192 flows over 512 sets of 8: a set of fewer than 8 flows is rare.
+	if o.reqFlows.n != used || used < FlowTableSize*63/64 {
+		t.Errorf("%d flows copied of %d in the table, want all, nearly %d", o.reqFlows.n, used, FlowTableSize)
+	}
+}
+
+// flowsDevice hands out 1500-byte ECT(1) UDP packets of flows distinct
+// flows, each packet from the next flow in turn.
+type flowsDevice struct {
+	nullDevice
+	flows, next int
+	pkts        [][]byte
+}
+
+func (d *flowsDevice) TryRead(bufs [][]byte, sizes []int) (int, error) {
+	if d.pkts == nil {
+		for f := 0; f < d.flows; f++ {
+			p := pkt4(1500, aqm.ECT1, 17, uint16(f))
+			p[13] = byte(f >> 16) // beyond 65536 flows, another source
+			d.pkts = append(d.pkts, p)
+		}
+	}
+	n := min(len(bufs), d.left)
+	for i := range n {
+		sizes[i] = copy(bufs[i], d.pkts[d.next])
+		d.next = (d.next + 1) % len(d.pkts)
+	}
+	d.left -= n
+	return n, nil
+}
+
+// BenchmarkOwnerFlows is the owner's data path per packet (read, enqueue,
+// release, write, on devices that cost nothing) with the flow table on
+// and off, over 1 and 1000 flows: the difference is what per-flow
+// accounting costs.
+func BenchmarkOwnerFlows(b *testing.B) {
+	for _, flows := range []int{1, 1000} {
+		for _, on := range []bool{false, true} {
+			b.Run(fmt.Sprintf("flows=%d/table=%v", flows, on), func(b *testing.B) {
+				in, out := &flowsDevice{flows: flows}, &nullDevice{}
+				cfg := testConfig(100_000_000_000, 0)
+				cfg.NoFlows = !on
+				h, err := New(cfg, in, out)
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer h.Close()
+				o := h.dirs[Up]
+				b.ResetTimer()
+				for done := 0; done < b.N; done += 64 {
+					in.left = 64
+					if _, err := o.readBatch(); err != nil {
+						b.Fatal(err)
+					}
+					// Far enough ahead that the link has sent all 64.
+					o.release(clock() + 100_000)
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkFlowAccounting is what the flow table adds per packet, alone:
+// the keyed hash beside MetaOf's, the lookup, the arrival and the release
+// (with an L-queue packet's Queue Protection score), against MetaOf
+// alone, over 1, 1000 and 4096 flows in turn.
+func BenchmarkFlowAccounting(b *testing.B) {
+	for _, flows := range []int{1, 1000, 4096} {
+		d := &flowsDevice{flows: flows}
+		d.TryRead(nil, nil)
+		b.Run(fmt.Sprintf("flows=%d/table=false", flows), func(b *testing.B) {
+			var sink uint32
+			for i := 0; i < b.N; i++ {
+				m := aqm.MetaOf(d.pkts[i%flows], 0)
+				sink += m.Flow
+			}
+			_ = sink
+		})
+		b.Run(fmt.Sprintf("flows=%d/table=true", flows), func(b *testing.B) {
+			tb := new(flowTable)
+			tb.reset(qprotScorer(testConfig(10_000_000, 0).Up))
+			var sink uint32
+			for i := 0; i < b.N; i++ {
+				p := d.pkts[i%flows]
+				now := int64(i) * 1000
+				m, h := aqm.MetaOfKeyed(p, 0, tb.key)
+				m.Arrival = now
+				fi := tb.lookup(p, h, now)
+				tb.arrive(fi, m.ECN, len(p), now)
+				tb.e[fi].inFlight++
+				tb.released(fi, &m, false, m.ECN, aqm.L4S, 500_000, now+500_000)
+				tb.e[fi].inFlight--
+				sink += m.Flow
+			}
+			_ = sink
+		})
+	}
+}

@@ -1,0 +1,288 @@
+package hop
+
+import (
+	"cmp"
+	"fmt"
+	"net/netip"
+	"slices"
+	"time"
+
+	"github.com/pi2hop/pi2hop/aqm"
+)
+
+// flowCopy is the owner's table as it handed it to a reader: the flows in
+// use, the "other" entry and what the reader needs to turn counters into
+// figures.
+type flowCopy struct {
+	n        int
+	e        [FlowTableSize]flowEntry
+	other    flowEntry
+	evicted  uint64
+	now      int64  // hop clock when taken
+	bps      uint64 // the link's constant rate, 0 if not constant
+	ql, qlsc int64  // Queue Protection's CRITICALqL and CRITICALqLSCORE
+}
+
+// copyFlows copies the table into c: on the owner, between batches.
+func (o *owner) copyFlows(c *flowCopy, now int64) {
+	t := o.flows
+	c.n = 0
+	for i, tg := range t.tags {
+		if tg != 0 {
+			c.e[c.n] = t.e[i]
+			c.n++
+		}
+	}
+	c.other, c.evicted, c.now = t.e[otherFlow], t.evicted, now
+	c.bps = o.constBps()
+	c.ql, c.qlsc = t.scorer.Thresholds()
+}
+
+// FlowTable is one direction's flows, as its owner counted them.
+type FlowTable struct {
+	Dir      string    `json:"dir"`
+	Taken    time.Time `json:"time"`
+	Capacity int       `json:"capacity"` // flows the table holds
+	Active   int       `json:"flows"`    // flows in it
+	Evicted  uint64    `json:"evicted"`  // flows that gave their place to newer ones
+	// Other counts the packets of no flow in the table: those of new flows
+	// while every flow of their set had a packet in flight, and packets
+	// without a well-formed IP header.
+	Other FlowCounts `json:"other"`
+	// QProt is the Queue Protection that L4S flows are scored against.
+	QProt QProtThresholds `json:"qprot"`
+	// Flows are the flows, highest rate first (then most bytes), at most
+	// the number asked for.
+	Flows []Flow `json:"top"`
+}
+
+// QProtThresholds are RFC 9957's CRITICALqL and CRITICALqLSCORE in force.
+type QProtThresholds struct {
+	LatencyMs float64 `json:"latency_threshold_ms"`
+	ScoreMs   float64 `json:"score_threshold_ms"`
+}
+
+// ECNCounts are packets and bytes by ECN codepoint.
+type ECNCounts struct {
+	NotECT ECNCount `json:"not_ect"`
+	ECT1   ECNCount `json:"ect1"`
+	ECT0   ECNCount `json:"ect0"`
+	CE     ECNCount `json:"ce"`
+}
+
+func ecnCounts(c *[4]ECNCount) ECNCounts {
+	return ECNCounts{NotECT: c[aqm.NotECT], ECT1: c[aqm.ECT1], ECT0: c[aqm.ECT0], CE: c[aqm.CE]}
+}
+
+// Total is every codepoint's packets and bytes.
+func (c ECNCounts) Total() ECNCount {
+	return ECNCount{c.NotECT.Packets + c.ECT1.Packets + c.ECT0.Packets + c.CE.Packets,
+		c.NotECT.Bytes + c.ECT1.Bytes + c.ECT0.Bytes + c.CE.Bytes}
+}
+
+// FlowCounts are a flow's packet counters.
+type FlowCounts struct {
+	In    ECNCounts         `json:"in"`  // as read, by the codepoint they came with
+	Out   ECNCounts         `json:"out"` // released to be written, by the codepoint they left with
+	Marks uint64            `json:"marks"`
+	Drops map[string]uint64 `json:"drops,omitempty"` // by reason, those that happened
+}
+
+// Flow classes: the codepoint a flow sends.
+const (
+	ClassL4S        = "L4S"         // ECT(1)
+	ClassClassicECN = "Classic ECN" // ECT(0)
+	ClassNotECT     = "Not-ECT"
+	ClassChanged    = "changed" // switched codepoint mid-flow
+	ClassUnknown    = "unknown" // nothing but CE seen
+)
+
+// Flow is one flow of a direction (a 5-tuple, as the hop reads it).
+type Flow struct {
+	Proto string    `json:"proto"` // tcp, udp, icmp, ... or the protocol number
+	Src   string    `json:"src"`   // address:port (IPv6 [address]:port); port 0 without ports
+	Dst   string    `json:"dst"`
+	First time.Time `json:"first"` // first packet read
+	Last  time.Time `json:"last"`  // last packet read
+	FlowCounts
+	Queue        string  `json:"queue"`    // L or C, the queue of its last packet released
+	RateBps      uint64  `json:"rate_bps"` // delivered over the last second
+	Share        float64 `json:"share"`    // of the link's rate (of all flows' when the rate is not fixed)
+	SojournP50Ms float64 `json:"sojourn_p50_ms"`
+	SojournP99Ms float64 `json:"sojourn_p99_ms"`
+
+	Class     string `json:"class"`     // ClassL4S, ClassClassicECN, ClassNotECT, ClassChanged or ClassUnknown
+	Codepoint string `json:"codepoint"` // what it sent first: ECT(1), ECT(0), Not-ECT
+	// ChangedTo and ChangedAt say what the flow switched to, and when
+	// (class changed).
+	ChangedTo string     `json:"changed_to,omitempty"`
+	ChangedAt *time.Time `json:"changed_at,omitempty"`
+	// QProt is the flow's Queue Protection score, for flows that used the
+	// L-queue.
+	QProt   *FlowQProt `json:"qprot,omitempty"`
+	Verdict string     `json:"verdict"`
+}
+
+// FlowQProt is a flow's queuing score (RFC 9957), kept passively: what
+// DOCSIS Queue Protection would have made of the delays its L-queue
+// packets met, whatever the hop's queue discipline.
+type FlowQProt struct {
+	// Sanction: in the flow's last second, qprotect would have sanctioned
+	// some of its packets.
+	Sanction bool `json:"would_sanction"`
+	// ScoreMs is the highest of those packets' scores as qprotect compares
+	// them with ThresholdMs (score·qdelay/CRITICALqL); 0 without any.
+	ScoreMs     float64 `json:"score_ms"`
+	ThresholdMs float64 `json:"threshold_ms"`
+	// Packets is how many packets qprotect would have sanctioned, in the
+	// flow's life and in its last second.
+	Packets       uint64 `json:"sanctioned_packets"`
+	RecentPackets uint64 `json:"recent_sanctioned_packets"`
+}
+
+var protoNames = map[uint8]string{1: "icmp", 6: "tcp", 17: "udp", 33: "dccp", 58: "icmpv6", 132: "sctp", 136: "udplite"}
+
+func (k *flowKey) endpoints() (src, dst string) {
+	var a, b netip.Addr
+	raw := k.bytes()
+	switch k.version {
+	case 4:
+		a, b = netip.AddrFrom4([4]byte(raw[:4])), netip.AddrFrom4([4]byte(raw[4:8]))
+	case 6:
+		a, b = netip.AddrFrom16([16]byte(raw[:16])), netip.AddrFrom16([16]byte(raw[16:]))
+	default:
+		return "", ""
+	}
+	return netip.AddrPortFrom(a, uint16(k.ports>>16)).String(), netip.AddrPortFrom(b, uint16(k.ports)).String()
+}
+
+func nsToMs(ns int64) float64 { return float64(ns) / 1e6 }
+
+func counts(e *flowEntry) FlowCounts {
+	c := FlowCounts{In: ecnCounts(&e.in), Out: ecnCounts(&e.out), Marks: e.marks}
+	for r, n := range e.drops {
+		if n > 0 {
+			if c.Drops == nil {
+				c.Drops = map[string]uint64{}
+			}
+			c.Drops[aqm.Reason(r).String()] = n
+		}
+	}
+	return c
+}
+
+// rate is the flow's delivered rate over the second before now, bit/s:
+// the current window's bytes plus the share of the previous window's that
+// falls in that second.
+func (e *flowEntry) rate(now int64) uint64 {
+	d := now - e.winStart
+	cur, prev := e.winBytes, e.prevWin
+	switch {
+	case d >= 2*flowWindow:
+		return 0
+	case d >= flowWindow:
+		cur, prev, d = 0, cur, d-flowWindow
+	}
+	d = max(d, 0)
+	bytes := float64(cur) + float64(prev)*float64(flowWindow-d)/float64(flowWindow)
+	return uint64(bytes * 8 * 1e9 / float64(flowWindow))
+}
+
+// table turns a copy into a FlowTable of the top flows by rate.
+func (c *flowCopy) table(d Dir, top int) FlowTable {
+	wall := func(t int64) time.Time { return time.Unix(0, t+UnixOffset()) }
+	ft := FlowTable{
+		Dir: d.String(), Taken: wall(c.now), Capacity: FlowTableSize, Active: c.n, Evicted: c.evicted,
+		Other: counts(&c.other),
+		QProt: QProtThresholds{nsToMs(c.ql), nsToMs(c.qlsc)},
+	}
+	idx := make([]int, c.n)
+	rates := make([]uint64, c.n)
+	var sum uint64
+	for i := range idx {
+		idx[i] = i
+		rates[i] = c.e[i].rate(c.now)
+		sum += rates[i]
+	}
+	slices.SortFunc(idx, func(a, b int) int {
+		if r := cmp.Compare(rates[b], rates[a]); r != 0 {
+			return r
+		}
+		return cmp.Compare(c.e[b].out[0].Bytes+c.e[b].out[1].Bytes+c.e[b].out[2].Bytes+c.e[b].out[3].Bytes,
+			c.e[a].out[0].Bytes+c.e[a].out[1].Bytes+c.e[a].out[2].Bytes+c.e[a].out[3].Bytes)
+	})
+	if top >= 0 && top < len(idx) {
+		idx = idx[:top]
+	}
+	capacity := c.bps
+	if capacity == 0 {
+		capacity = sum
+	}
+	ft.Flows = make([]Flow, 0, len(idx))
+	for _, i := range idx {
+		e := &c.e[i]
+		f := Flow{
+			Proto: protoNames[e.key.proto], First: wall(e.first), Last: wall(e.last),
+			FlowCounts: counts(e), RateBps: rates[i],
+			SojournP50Ms: nsToMs(e.sojourn.quantile(0.5)), SojournP99Ms: nsToMs(e.sojourn.quantile(0.99)),
+		}
+		if f.Proto == "" {
+			f.Proto = fmt.Sprint(e.key.proto)
+		}
+		f.Src, f.Dst = e.key.endpoints()
+		if e.sojourn.total > 0 {
+			f.Queue = e.queue.String()
+		}
+		if capacity > 0 {
+			f.Share = float64(rates[i]) / float64(capacity)
+		}
+		c.classify(e, &f, wall)
+		ft.Flows = append(ft.Flows, f)
+	}
+	return ft
+}
+
+// classify fills the flow's class and verdict: for L4S flows Queue
+// Protection's, for the others their share of the link and their drops.
+func (c *flowCopy) classify(e *flowEntry, f *Flow, wall func(int64) time.Time) {
+	switch e.cls {
+	case aqm.ECT1:
+		f.Class = ClassL4S
+	case aqm.ECT0:
+		f.Class = ClassClassicECN
+	case aqm.NotECT:
+		f.Class = ClassNotECT
+	default:
+		f.Class = ClassUnknown
+	}
+	if e.cls != noECN {
+		f.Codepoint = e.cls.String()
+	}
+	if e.changed {
+		f.Class, f.ChangedTo = ClassChanged, e.changeTo.String()
+		at := wall(e.changedAt)
+		f.ChangedAt = &at
+	}
+	if e.qpSanctioned > 0 || e.cls == aqm.ECT1 || (e.changed && e.changeTo == aqm.ECT1) {
+		q := &FlowQProt{ThresholdMs: nsToMs(c.qlsc), Packets: e.qpSanctioned}
+		// The windows as of the flow's last packet: its last second of activity.
+		q.RecentPackets = uint64(e.qpWin) + uint64(e.qpPrev)
+		q.Sanction = q.RecentPackets > 0
+		q.ScoreMs = nsToMs(max(e.qpWorstWin, e.qpWorstP))
+		f.QProt = q
+	}
+	var drops uint64
+	for _, n := range e.drops {
+		drops += n
+	}
+	switch {
+	case f.Class == ClassChanged:
+		f.Verdict = fmt.Sprintf("changed codepoint mid-flow: %s to %s at %s", f.Codepoint, f.ChangedTo, f.ChangedAt.Format("15:04:05.000"))
+	case f.Class == ClassL4S && f.QProt.Sanction:
+		f.Verdict = fmt.Sprintf("would be sanctioned by DOCSIS queue protection (score %.1fms over threshold %.1fms)", f.QProt.ScoreMs, f.QProt.ThresholdMs)
+	case f.Class == ClassL4S:
+		f.Verdict = "well-behaved"
+	default:
+		f.Verdict = fmt.Sprintf("%.0f%% of the link, %d dropped", 100*f.Share, drops)
+	}
+}
