@@ -24,6 +24,9 @@ import (
 type Request struct {
 	Op  string    `json:"op"`            // OpStats or OpSet
 	Set *Settings `json:"set,omitempty"` // OpSet: the settings that change
+	// Flows asks OpStats for each direction's flow table, its top Flows
+	// flows by rate (0: none).
+	Flows int `json:"flows,omitempty"`
 }
 
 // Ops of a Request.
@@ -41,11 +44,14 @@ type Response struct {
 	Stats    *hop.Snapshot `json:"stats,omitempty"`
 	// Clients are the LAN's devices of a share (stats): leases and bytes.
 	Clients []lan.Client `json:"clients,omitempty"`
+	// Flows are the flow tables (up, down), when asked for.
+	Flows *[2]hop.FlowTable `json:"flows,omitempty"`
 }
 
 // handler is what the control server asks of an instance.
 type handler interface {
 	stats() hop.Snapshot
+	statsFlows(top int) (hop.Snapshot, [2]hop.FlowTable)
 	clients() ([]lan.Client, error)
 	set(Settings) ([]string, error)
 }
@@ -130,7 +136,14 @@ func (s *controlServer) serve(req Request) Response {
 	var resp Response
 	switch req.Op {
 	case OpStats:
-		snap := s.h.stats()
+		var snap hop.Snapshot
+		if req.Flows > 0 {
+			var ft [2]hop.FlowTable
+			snap, ft = s.h.statsFlows(min(req.Flows, hop.FlowTableSize))
+			resp.Flows = &ft
+		} else {
+			snap = s.h.stats()
+		}
 		resp.Stats = &snap
 		cl, err := s.h.clients()
 		if err != nil {
@@ -223,6 +236,19 @@ func Call(name string, req Request) (*Response, error) {
 func Stats(name string) (*hop.Snapshot, error) {
 	snap, _, err := StatsAndClients(name)
 	return snap, err
+}
+
+// StatsFlows asks instance name for a stats snapshot with each
+// direction's top flows by rate, and the LAN's clients of a share.
+func StatsFlows(name string, top int) (*hop.Snapshot, [2]hop.FlowTable, []lan.Client, error) {
+	resp, err := Call(name, Request{Op: OpStats, Flows: max(top, 1)})
+	if err != nil {
+		return nil, [2]hop.FlowTable{}, nil, err
+	}
+	if resp.Stats == nil || resp.Flows == nil {
+		return nil, [2]hop.FlowTable{}, nil, fmt.Errorf("instance %q: answer without flows (an instance of an older build?)", name)
+	}
+	return resp.Stats, *resp.Flows, resp.Clients, nil
 }
 
 // StatsAndClients asks instance name for a stats snapshot and, from a

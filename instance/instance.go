@@ -217,6 +217,10 @@ func warnLeftovers(log *slog.Logger, self string) {
 
 func (in *instance) stats() hop.Snapshot { return in.hop.Stats() }
 
+func (in *instance) statsFlows(top int) (hop.Snapshot, [2]hop.FlowTable) {
+	return in.hop.StatsFlows(top)
+}
+
 // clientLister is a topology with devices of its own to list (Share).
 type clientLister interface {
 	Clients() ([]lan.Client, error)

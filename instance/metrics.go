@@ -23,7 +23,15 @@ type collector struct {
 
 	packets, bytes, drops, marks, malformed, ringDrops *prometheus.Desc
 	prob, qdelay, backlog, sojourn, rate, busy         *prometheus.Desc
+
+	classFlows, classBytes, classMarks             *prometheus.Desc
+	topRate, topSojourn, topMarks, topDrops, topQP *prometheus.Desc
 }
+
+// MetricsTopFlows is how many flows per direction the metrics show one by
+// one, highest rate first: the label set stays bounded (each series is
+// one rank), whatever the traffic.
+const MetricsTopFlows = 10
 
 func newCollector(h *hop.Hop) *collector {
 	d := func(name, help string, labels ...string) *prometheus.Desc {
@@ -43,19 +51,29 @@ func newCollector(h *hop.Hop) *collector {
 		sojourn:   d("sojourn_seconds", "Sojourn quantiles since start.", "queue", "quantile"),
 		rate:      d("link_rate_bits_per_second", "Configured link rate (0 for a trace)."),
 		busy:      d("link_busy_seconds_total", "Time the link spent transmitting."),
+
+		classFlows: d("flows", "Flows in the flow table, by codepoint class.", "class"),
+		classBytes: d("flow_bytes", "Bytes written of the flows in the flow table, by class (an evicted flow no longer counts).", "class"),
+		classMarks: d("flow_ce_marks", "CE marks added to the flows in the flow table, by class.", "class"),
+		topRate:    d("top_flow_rate_bits_per_second", "Delivered rate over the last second of the flow of this rank.", "rank", "flow", "class"),
+		topSojourn: d("top_flow_sojourn_seconds", "Sojourn quantiles of the flow of this rank.", "rank", "flow", "class", "quantile"),
+		topMarks:   d("top_flow_ce_marks", "CE marks added to the flow of this rank.", "rank", "flow", "class"),
+		topDrops:   d("top_flow_drops", "Drops of the flow of this rank.", "rank", "flow", "class"),
+		topQP:      d("top_flow_would_sanction", "1 when DOCSIS queue protection would sanction the flow of this rank (RFC 9957), else 0.", "rank", "flow", "class"),
 	}
 }
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.packets, c.bytes, c.drops, c.marks, c.malformed, c.ringDrops,
-		c.prob, c.qdelay, c.backlog, c.sojourn, c.rate, c.busy} {
+		c.prob, c.qdelay, c.backlog, c.sojourn, c.rate, c.busy,
+		c.classFlows, c.classBytes, c.classMarks, c.topRate, c.topSojourn, c.topMarks, c.topDrops, c.topQP} {
 		ch <- d
 	}
 }
 
 func (c *collector) Collect(ch chan<- prometheus.Metric) {
-	snap := c.h.Stats()
-	for _, s := range []*hop.DirStats{&snap.Up, &snap.Down} {
+	snap, flows := c.h.StatsFlows(-1)
+	for i, s := range []*hop.DirStats{&snap.Up, &snap.Down} {
 		dir := s.Dir.String()
 		counter := func(d *prometheus.Desc, v uint64, labels ...string) {
 			ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), append([]string{dir}, labels...)...)
@@ -91,6 +109,50 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		}
 		gauge(c.rate, float64(s.Bps))
 		ch <- prometheus.MustNewConstMetric(c.busy, prometheus.CounterValue, float64(s.Link.Busy)/1e9, dir)
+		c.collectFlows(&flows[i], gauge)
+	}
+}
+
+// flowClasses are the class label's values, each always present.
+var flowClasses = []string{hop.ClassL4S, hop.ClassClassicECN, hop.ClassNotECT, hop.ClassChanged, hop.ClassUnknown}
+
+// collectFlows adds a direction's totals by class and its top flows.
+func (c *collector) collectFlows(ft *hop.FlowTable, gauge func(*prometheus.Desc, float64, ...string)) {
+	type sums struct{ flows, bytes, marks uint64 }
+	by := map[string]*sums{}
+	for _, cl := range flowClasses {
+		by[cl] = &sums{}
+	}
+	for _, f := range ft.Flows {
+		s := by[f.Class]
+		if s == nil {
+			continue
+		}
+		s.flows++
+		s.bytes += f.Out.Total().Bytes
+		s.marks += f.Marks
+	}
+	for _, cl := range flowClasses {
+		gauge(c.classFlows, float64(by[cl].flows), cl)
+		gauge(c.classBytes, float64(by[cl].bytes), cl)
+		gauge(c.classMarks, float64(by[cl].marks), cl)
+	}
+	for k, f := range ft.Flows[:min(len(ft.Flows), MetricsTopFlows)] {
+		rank, name := fmt.Sprint(k+1), f.Proto+" "+f.Src+" > "+f.Dst
+		gauge(c.topRate, float64(f.RateBps), rank, name, f.Class)
+		gauge(c.topSojourn, f.SojournP50Ms/1e3, rank, name, f.Class, "0.5")
+		gauge(c.topSojourn, f.SojournP99Ms/1e3, rank, name, f.Class, "0.99")
+		gauge(c.topMarks, float64(f.Marks), rank, name, f.Class)
+		var drops uint64
+		for _, n := range f.Drops {
+			drops += n
+		}
+		gauge(c.topDrops, float64(drops), rank, name, f.Class)
+		sanction := 0.0
+		if f.QProt != nil && f.QProt.Sanction {
+			sanction = 1
+		}
+		gauge(c.topQP, sanction, rank, name, f.Class)
 	}
 }
 

@@ -24,11 +24,12 @@ import (
 var statsCmd = &command{
 	name:  "stats",
 	short: "show a running hop's queue and link statistics",
-	usage: "stats [--name N] [--json] [--every 1s]",
+	usage: "stats [--name N] [--json] [--every 1s] [--flows [--top N]]",
 	examples: []example{
 		{"pi2hop stats", "the running hop's queues and link, once"},
 		{"pi2hop stats --every 1s", "again every second, figures per second"},
 		{"pi2hop stats --name lab2 --json", "one JSON object for a program"},
+		{"pi2hop stats --flows --top 20", "the 20 busiest flows each way: L4S or not, marks, delay, verdict"},
 	},
 	flags: statsFlags,
 	linux: "a local instance started by run, shell or share",
@@ -38,6 +39,8 @@ type statsArgs struct {
 	name  string
 	json  bool
 	every time.Duration
+	flows bool
+	top   int
 }
 
 func statsFlags(fs *pflag.FlagSet) func(context.Context, *cmdEnv, []string) error {
@@ -46,6 +49,8 @@ func statsFlags(fs *pflag.FlagSet) func(context.Context, *cmdEnv, []string) erro
 	jsonFlag(fs, &a.json, "print JSON: one object per snapshot")
 	fs.Var((*flagvalue.Time)(&a.every), "every", "print again once per `period` (e.g. 1s) until interrupted; figures are per period")
 	alias(fs, "watch", "every") // --watch before this release
+	fs.BoolVar(&a.flows, "flows", false, "show each direction's flows instead: class, rate, sojourn, marks, drops and a verdict (L4S: DOCSIS queue protection's)")
+	fs.IntVar(&a.top, "top", 10, "with --flows, the `number` of flows per direction, highest rate first (at most 4096)")
 	return func(ctx context.Context, env *cmdEnv, args []string) error {
 		if len(args) > 0 {
 			return usagef("stats: unexpected argument %q", args[0])
@@ -53,11 +58,20 @@ func statsFlags(fs *pflag.FlagSet) func(context.Context, *cmdEnv, []string) erro
 		if a.every < 0 || (a.every > 0 && a.every < 10*time.Millisecond) {
 			return usagef("stats: --every %v: want 10ms or more", a.every)
 		}
+		if fs.Changed("top") && !a.flows {
+			return usagef("stats: --top %d: only with --flows", a.top)
+		}
+		if a.top < 1 || a.top > hop.FlowTableSize {
+			return usagef("stats: --top %d: want 1..%d", a.top, hop.FlowTableSize)
+		}
 		name, err := pickInstance(a.name)
 		if err != nil {
 			return fmt.Errorf("stats: %w", err)
 		}
 		a.name = name
+		if a.flows {
+			return runStatsFlows(ctx, env.stdout, a)
+		}
 		return runStats(ctx, env.stdout, a)
 	}
 }
