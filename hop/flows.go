@@ -135,12 +135,14 @@ type flowEntry struct {
 
 	// Queue Protection's passive score (aqm.QProtScorer): the bucket's
 	// expiry; packets it would have sanctioned, in all, in the current
-	// window and in the one before; the highest normalised score of those
-	// two windows (score·qdelay/CRITICALqL, what is compared with
+	// window and in the one before; the L-queue packets of those windows;
+	// the highest delay-weighted score of their sanctioned packets
+	// (score·qdelay/CRITICALqL, what qprotect compares with
 	// CRITICALqLSCORE).
 	qpExp                int64
 	qpSanctioned         uint64
 	qpWin, qpPrev        uint32
+	qpLWin, qpLPrev      uint32
 	qpWorstWin, qpWorstP int64
 
 	first     int64 // first arrival, hop clock
@@ -255,11 +257,11 @@ func (t *flowTable) released(i int32, m *aqm.Meta, marked bool, ecnOut aqm.ECN, 
 	e.queue = class
 	e.sojourn.add(sojourn)
 	if d := at - e.winStart; d >= flowWindow {
-		e.prevWin, e.qpPrev, e.qpWorstP = e.winBytes, e.qpWin, e.qpWorstWin
+		e.prevWin, e.qpPrev, e.qpLPrev, e.qpWorstP = e.winBytes, e.qpWin, e.qpLWin, e.qpWorstWin
 		if d >= 2*flowWindow {
-			e.prevWin, e.qpPrev, e.qpWorstP = 0, 0, 0
+			e.prevWin, e.qpPrev, e.qpLPrev, e.qpWorstP = 0, 0, 0, 0
 		}
-		e.winBytes, e.qpWin, e.qpWorstWin = 0, 0, 0
+		e.winBytes, e.qpWin, e.qpLWin, e.qpWorstWin = 0, 0, 0, 0
 		e.winStart = at - d%flowWindow
 	}
 	e.winBytes += size
@@ -268,6 +270,7 @@ func (t *flowTable) released(i int32, m *aqm.Meta, marked bool, ecnOut aqm.ECN, 
 	}
 	// Scored at the packet's arrival with the delay it met in the L-queue
 	// (its sojourn), as qprotect scores it on enqueue.
+	e.qpLWin++
 	score, sanction := t.scorer.Score(&e.qpExp, sojourn, int(m.Len), m.Arrival)
 	if sanction {
 		ql, _ := t.scorer.Thresholds()

@@ -127,18 +127,31 @@ type Flow struct {
 // DOCSIS Queue Protection would have made of the delays its L-queue
 // packets met, whatever the hop's queue discipline.
 type FlowQProt struct {
-	// Sanction: in the flow's last second, qprotect would have sanctioned
-	// some of its packets.
+	// Sanction: in the flow's last second of activity, qprotect would have
+	// sanctioned at least SanctionShare of its L-queue packets.
 	Sanction bool `json:"would_sanction"`
-	// ScoreMs is the highest of those packets' scores as qprotect compares
-	// them with ThresholdMs (score·qdelay/CRITICALqL); 0 without any.
+	// ScoreMs is the highest score of the packets it would have
+	// sanctioned in that second, weighted by the delay each met, as
+	// qprotect compares it with ThresholdMs (score·qdelay/CRITICALqL);
+	// 0 without any.
 	ScoreMs     float64 `json:"score_ms"`
 	ThresholdMs float64 `json:"threshold_ms"`
 	// Packets is how many packets qprotect would have sanctioned, in the
 	// flow's life and in its last second.
 	Packets       uint64 `json:"sanctioned_packets"`
 	RecentPackets uint64 `json:"recent_sanctioned_packets"`
+	// RecentL is how many of the flow's packets used the L-queue in its
+	// last second.
+	RecentL uint64 `json:"recent_l_packets"`
 }
+
+// SanctionShare is the share of a flow's L-queue packets in its last
+// second that qprotect must sanction for the flow's verdict to be "would
+// be sanctioned": qprotect judges each packet, and a responsive flow sees
+// a few of its packets sanctioned when the queue spikes (its start-up
+// before the first response to marks, a stall of the machine), where a
+// flow that builds the queue has most of them sanctioned.
+const SanctionShare = 0.1
 
 var protoNames = map[uint8]string{1: "icmp", 6: "tcp", 17: "udp", 33: "dccp", 58: "icmpv6", 132: "sctp", 136: "udplite"}
 
@@ -267,7 +280,8 @@ func (c *flowCopy) classify(e *flowEntry, f *Flow, wall func(int64) time.Time) {
 		q := &FlowQProt{ThresholdMs: nsToMs(c.qlsc), Packets: e.qpSanctioned}
 		// The windows as of the flow's last packet: its last second of activity.
 		q.RecentPackets = uint64(e.qpWin) + uint64(e.qpPrev)
-		q.Sanction = q.RecentPackets > 0
+		q.RecentL = uint64(e.qpLWin) + uint64(e.qpLPrev)
+		q.Sanction = q.RecentPackets > 0 && float64(q.RecentPackets) >= SanctionShare*float64(q.RecentL)
 		q.ScoreMs = nsToMs(max(e.qpWorstWin, e.qpWorstP))
 		f.QProt = q
 	}
@@ -280,6 +294,8 @@ func (c *flowCopy) classify(e *flowEntry, f *Flow, wall func(int64) time.Time) {
 		f.Verdict = fmt.Sprintf("changed codepoint mid-flow: %s to %s at %s", f.Codepoint, f.ChangedTo, f.ChangedAt.Format("15:04:05.000"))
 	case f.Class == ClassL4S && f.QProt.Sanction:
 		f.Verdict = fmt.Sprintf("would be sanctioned by DOCSIS queue protection (score %.1fms over threshold %.1fms)", f.QProt.ScoreMs, f.QProt.ThresholdMs)
+	case f.Class == ClassL4S && f.QProt.RecentPackets > 0:
+		f.Verdict = fmt.Sprintf("well-behaved (%d of %d packets over DOCSIS queue protection's threshold in its last second)", f.QProt.RecentPackets, f.QProt.RecentL)
 	case f.Class == ClassL4S:
 		f.Verdict = "well-behaved"
 	default:
