@@ -20,6 +20,7 @@ import (
 	"github.com/pi2hop/pi2hop/flow"
 	"github.com/pi2hop/pi2hop/flow/ecnudp"
 	"github.com/pi2hop/pi2hop/netsys"
+	"golang.org/x/sys/unix"
 )
 
 // TestStatsFlowsThroughShell: through a shell at 20 Mbit/s, three flows
@@ -167,6 +168,14 @@ func TestStatsFlowsThroughShell(t *testing.T) {
 	if err := Run(ctx, []string{"stats", "--name", name, "--flows", "--json", "--top", "20"}, strings.NewReader(""), &out, &errb); err != nil {
 		t.Fatalf("stats --flows: %v\n%s", err, errb.String())
 	}
+	var text bytes.Buffer
+	if err := Run(ctx, []string{"stats", "--name", name, "--flows"}, strings.NewReader(""), &text, &errb); err != nil {
+		t.Fatalf("stats --flows: %v\n%s", err, errb.String())
+	}
+	if !strings.Contains(text.String(), "would be sanctioned by DOCSIS queue protection") {
+		t.Errorf("stats --flows shows no sanctioned flow:\n%s", text.String())
+	}
+	t.Logf("stats --flows:\n%s", text.String())
 	var got struct {
 		Directions []struct {
 			Dir string `json:"dir"`
@@ -260,10 +269,22 @@ func listenUDPIn(t *testing.T, in func(func() error) error, addr netip.Addr) *ne
 	var c *net.UDPConn
 	open := func() (err error) {
 		c, err = net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.AddrPortFrom(addr, 0)))
-		if err == nil {
-			err = ecnudp.EnableReceive(c)
+		if err != nil {
+			return err
 		}
-		return err
+		// Room for what the hop delivers while the test's receiver waits
+		// for a CPU: a datagram lost in the socket is one the receiver
+		// never counts.
+		raw, err := c.SyscallConn()
+		if err != nil {
+			return err
+		}
+		var serr error
+		raw.Control(func(fd uintptr) { serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, 16<<20) })
+		if serr != nil {
+			return serr
+		}
+		return ecnudp.EnableReceive(c)
 	}
 	var err error
 	if in == nil {

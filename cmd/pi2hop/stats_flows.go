@@ -12,7 +12,6 @@ import (
 	"github.com/pi2hop/pi2hop/hop"
 	"github.com/pi2hop/pi2hop/instance"
 	"github.com/pi2hop/pi2hop/lan"
-	"github.com/pi2hop/pi2hop/shaper"
 )
 
 // flowView is one flow as stats --flows prints it: the hop's figures and,
@@ -106,7 +105,7 @@ func writeFlows(w io.Writer, d *dirFlowsView, devices bool) {
 			q = "-"
 		}
 		line := fmt.Sprintf("  %s\t%s\t%s\t%s\t%s\t%.0f%%\t%s\t%.2f/%.2fms\t%s\t%s\t%d\t%d\t%s",
-			f.Proto, f.Src, f.Dst, f.Class, shaper.FormatRate(f.RateBps), 100*f.Share, q, f.SojournP50Ms, f.SojournP99Ms,
+			f.Proto, f.Src, f.Dst, f.Class, formatBps(f.RateBps), 100*f.Share, q, f.SojournP50Ms, f.SojournP99Ms,
 			formatBytes(f.In.Total().Bytes), formatBytes(f.Out.Total().Bytes), f.Marks, drops, f.Verdict)
 		if devices {
 			dev := f.Device
@@ -118,6 +117,19 @@ func writeFlows(w io.Writer, d *dirFlowsView, devices bool) {
 		fmt.Fprintln(tw, line)
 	}
 	tw.Flush()
+}
+
+// formatBps prints a measured rate in tc's units, to three figures or so.
+func formatBps(bps uint64) string {
+	switch {
+	case bps >= 1e9:
+		return fmt.Sprintf("%.2fgbit", float64(bps)/1e9)
+	case bps >= 1e6:
+		return fmt.Sprintf("%.1fmbit", float64(bps)/1e6)
+	case bps >= 1e3:
+		return fmt.Sprintf("%.0fkbit", float64(bps)/1e3)
+	}
+	return fmt.Sprintf("%dbit", bps)
 }
 
 // devices maps a LAN address to the device that holds it.

@@ -42,7 +42,7 @@ func TestWriteFlows(t *testing.T) {
 		var b bytes.Buffer
 		writeFlows(&b, &d, devices)
 		out := b.String()
-		for _, want := range []string{"down (server -> client): 1 flows\n", "udp", "10.254.1.1:5000", "L4S", "12mbit", "60%", "0.50/1.25ms", "  7  ", "  3  ", "well-behaved"} {
+		for _, want := range []string{"down (server -> client): 1 flows\n", "udp", "10.254.1.1:5000", "L4S", "12.0mbit", "60%", "0.50/1.25ms", "  7  ", "  3  ", "well-behaved"} {
 			if !strings.Contains(out, want) {
 				t.Errorf("devices %v: no %q in\n%s", devices, want, out)
 			}
