@@ -318,3 +318,29 @@ func TestQProtScorer(t *testing.T) {
 		}
 	}
 }
+
+// Below MINTH a packet scores nothing and is not sanctioned, so skipping
+// Score for it (as MinTh allows) changes no later score: the same packets
+// scored with and without those at or below MINTH give the same scores.
+func TestQProtScorerMinTh(t *testing.T) {
+	s := NewQProtScorer(DefaultDOCSISConfig())
+	if s.MinTh() != ms-1<<19 {
+		t.Fatalf("MinTh %d, want %d", s.MinTh(), ms-1<<19)
+	}
+	var all, some int64
+	for i, q := range []int64{2 * ms, s.MinTh(), 1_500_000, 100, 700_000, s.MinTh() - 1, 3 * ms} {
+		now := int64(i) * 300_000
+		before := max(all-now, 0)
+		a, sa := s.Score(&all, q, 1500, now)
+		if q <= s.MinTh() {
+			if sa || a != before {
+				t.Errorf("packet %d at %d ns: score %d (was %d) sanction %v; want it unchanged and no sanction below MINTH", i, q, a, before, sa)
+			}
+			continue
+		}
+		b, sb := s.Score(&some, q, 1500, now)
+		if a != b || sa != sb {
+			t.Errorf("packet %d: %d %v with every packet scored, %d %v without those below MINTH", i, a, sa, b, sb)
+		}
+	}
+}

@@ -193,6 +193,11 @@ func NewQProtScorer(cfg DOCSISConfig) QProtScorer {
 	return s
 }
 
+// MinTh is the ramp's MINTH in force, ns: a packet that met no more delay
+// than that adds nothing to its flow's score and is never sanctioned
+// (CRITICALqL is above it), so a caller may skip Score for it.
+func (s *QProtScorer) MinTh() int64 { return s.minTh }
+
 // Thresholds returns CRITICALqL and CRITICALqLSCORE in force, ns.
 func (s *QProtScorer) Thresholds() (criticalQL, criticalScore int64) {
 	return s.cfg.CriticalQL, s.cfg.CriticalQLScore

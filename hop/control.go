@@ -227,7 +227,7 @@ func (o *owner) apply(next DirConfig) error {
 	o.cfg = next
 	o.setNames(next.Link)
 	if o.flows != nil && c&(ChangeRate|ChangeQueue) != 0 {
-		o.flows.scorer = qprotScorer(next)
+		o.flows.setScorer(qprotScorer(next))
 	}
 	return nil
 }

@@ -158,6 +158,7 @@ type flowTable struct {
 	e       [FlowTableSize + 1]flowEntry // + otherFlow
 	evicted uint64                       // flows that gave their place to a new one
 	scorer  aqm.QProtScorer
+	qpMinTh int64 // scorer.MinTh()
 }
 
 // reset empties the table, keeping its key; scorer is the Queue
@@ -171,7 +172,12 @@ func (t *flowTable) reset(scorer aqm.QProtScorer) {
 	}
 	t.e[otherFlow] = flowEntry{cls: noECN}
 	t.evicted = 0
-	t.scorer = scorer
+	t.setScorer(scorer)
+}
+
+// setScorer sets the Queue Protection flows are scored against.
+func (t *flowTable) setScorer(s aqm.QProtScorer) {
+	t.scorer, t.qpMinTh = s, s.MinTh()
 }
 
 // lookup returns the index of pkt's flow, making an entry for a new one;
@@ -269,8 +275,13 @@ func (t *flowTable) released(i int32, m *aqm.Meta, marked bool, ecnOut aqm.ECN, 
 		return
 	}
 	// Scored at the packet's arrival with the delay it met in the L-queue
-	// (its sojourn), as qprotect scores it on enqueue.
+	// (its sojourn), as qprotect scores it on enqueue; below MINTH it
+	// scores nothing (a drained bucket restarts at the next scored packet
+	// all the same).
 	e.qpLWin++
+	if sojourn <= t.qpMinTh {
+		return
+	}
 	score, sanction := t.scorer.Score(&e.qpExp, sojourn, int(m.Len), m.Arrival)
 	if sanction {
 		ql, _ := t.scorer.Thresholds()
