@@ -39,8 +39,10 @@ func TestStatsFlowsThroughShell(t *testing.T) {
 	t.Cleanup(func() { cleanupInstance(name, nil, &bytes.Buffer{}) })
 	dir := t.TempDir()
 	envFile, stopFile := filepath.Join(dir, "env"), filepath.Join(dir, "stop")
-	script := fmt.Sprintf(`echo $PI2HOP_HOST $PI2HOP_ADDR > %s.tmp && mv %s.tmp %s; while [ ! -e %s ]; do sleep 0.05; done`,
-		envFile, envFile, envFile, stopFile)
+	// Bash alone: the line ends in "end", so a half-written one is not
+	// taken; read -t is the pause.
+	script := fmt.Sprintf(`echo $PI2HOP_HOST $PI2HOP_ADDR end > %s; while [ ! -e %s ]; do read -t 0.05 <> <(:) || :; done`,
+		envFile, stopFile)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	shellDone := make(chan error, 1)
@@ -64,7 +66,7 @@ func TestStatsFlowsThroughShell(t *testing.T) {
 	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		if b, err := os.ReadFile(envFile); err == nil {
 			f := strings.Fields(string(b))
-			if len(f) == 2 {
+			if len(f) == 3 && f[2] == "end" {
 				addr = netip.MustParseAddr(f[1])
 				break
 			}
