@@ -50,6 +50,7 @@ func TestJSONOutputsMatchDocs(t *testing.T) {
 	schema := readSchema(t)
 	var outs []jsonOutput
 	outs = append(outs, statsOutputs(t)...)
+	outs = append(outs, statsFlowsOutputs(t)...)
 	outs = append(outs, replayOutputs(t)...)
 	outs = append(outs, analyzeOutputs(t)...)
 	outs = append(outs, flowOutputs(t)...)
@@ -87,6 +88,35 @@ func statsOutputs(t *testing.T) []jsonOutput {
 		outs = append(outs, jsonOutput{"stats --json (" + kind + ")", "stats", b})
 	}
 	return outs
+}
+
+// statsFlowsOutputs are stats --flows --json snapshots from a flow table
+// filled by hop's own tests' kinds of flow: L4S (scored), Classic ECN,
+// Not-ECT with drops, a changed one, with a share's clients.
+func statsFlowsOutputs(t *testing.T) []jsonOutput {
+	at := time.Unix(1_800_000_000, 0)
+	changed := at.Add(time.Second)
+	table := hop.FlowTable{Dir: "up", Taken: at, Capacity: hop.FlowTableSize, Active: 4, Evicted: 1,
+		QProt: hop.QProtThresholds{LatencyMs: 1, ScoreMs: 4}}
+	table.Other.Drops = map[string]uint64{"limit": 1}
+	l4s := hop.Flow{Proto: "udp", Src: "10.254.1.10:5000", Dst: "10.0.0.1:443", First: at, Last: at, Queue: "L", RateBps: 1000,
+		Share: 0.1, SojournP50Ms: 0.2, SojournP99Ms: 1, Class: hop.ClassL4S, Codepoint: "ECT(1)", Verdict: "well-behaved",
+		QProt: &hop.FlowQProt{ThresholdMs: 4, RecentL: 10}}
+	l4s.Marks = 3
+	classic := l4s
+	classic.Class, classic.Codepoint, classic.QProt, classic.Verdict = hop.ClassNotECT, "Not-ECT", nil, "10% of the link, 1 dropped"
+	classic.Drops = map[string]uint64{"classic": 1}
+	moved := l4s
+	moved.Class, moved.ChangedTo, moved.ChangedAt = hop.ClassChanged, "Not-ECT", &changed
+	table.Flows = []hop.Flow{l4s, classic, moved}
+	clients := []lan.Client{{Lease: lan.Lease{MAC: "02:00:00:00:00:01", Addr: netip.MustParseAddr("10.254.1.10"), Hostname: "phone"}}}
+	snap := &hop.Snapshot{Name: "pi2hop", Running: true}
+	snap.Up.Taken = at
+	b, err := statsFlowsJSON(snap, flowsViews([2]hop.FlowTable{table, {Dir: "down", Taken: at, Capacity: hop.FlowTableSize}}, clients))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return []jsonOutput{{"stats --flows --json", "stats.flows", b}}
 }
 
 // replayOutputs are replay's lines (pkt, pi, summary) of a CSV trace

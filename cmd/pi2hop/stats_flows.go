@@ -33,21 +33,9 @@ func runStatsFlows(ctx context.Context, w io.Writer, a *statsArgs) error {
 		if err != nil {
 			return err
 		}
-		devices := deviceIndex(clients)
-		var dirs [2]dirFlowsView
-		for i := range tables {
-			dirs[i] = dirFlowsView{FlowTable: tables[i]}
-			for _, f := range tables[i].Flows {
-				dirs[i].Top = append(dirs[i].Top, flowView{Flow: f, Device: devices.of(f)})
-			}
-			dirs[i].Flows = nil // printed as Top, with the devices
-		}
+		dirs := flowsViews(tables, clients)
 		if a.json {
-			b, err := json.Marshal(struct {
-				Name string          `json:"name"`
-				Time time.Time       `json:"time"`
-				Dirs [2]dirFlowsView `json:"directions"`
-			}{snap.Name, snap.Up.Taken, dirs})
+			b, err := statsFlowsJSON(snap, dirs)
 			if err != nil {
 				return err
 			}
@@ -70,6 +58,29 @@ func runStatsFlows(ctx context.Context, w io.Writer, a *statsArgs) error {
 		case <-time.After(a.every):
 		}
 	}
+}
+
+// flowsViews adds to each flow the LAN device at one of its ends.
+func flowsViews(tables [2]hop.FlowTable, clients []lan.Client) [2]dirFlowsView {
+	devices := deviceIndex(clients)
+	var dirs [2]dirFlowsView
+	for i := range tables {
+		dirs[i] = dirFlowsView{FlowTable: tables[i], Top: []flowView{}}
+		for _, f := range tables[i].Flows {
+			dirs[i].Top = append(dirs[i].Top, flowView{Flow: f, Device: devices.of(f)})
+		}
+		dirs[i].Flows = nil // printed as Top, with the devices
+	}
+	return dirs
+}
+
+// statsFlowsJSON is one line of stats --flows --json (docs/json.md).
+func statsFlowsJSON(snap *hop.Snapshot, dirs [2]dirFlowsView) ([]byte, error) {
+	return json.Marshal(struct {
+		Name string          `json:"name"`
+		Time time.Time       `json:"time"`
+		Dirs [2]dirFlowsView `json:"directions"`
+	}{snap.Name, snap.Up.Taken, dirs})
 }
 
 // writeFlows prints a direction's top flows, one a line.
