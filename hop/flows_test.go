@@ -171,6 +171,22 @@ func TestFlowHistQuantiles(t *testing.T) {
 // drops (the Classic queue's PI may drop Not-ECT packets of the burst).
 func TestFlowCountsThroughHop(t *testing.T) {
 	h := startHop(t, testConfig(10_000_000, 0))
+	// A reader polls the flow tables while the hop forwards: under the
+	// race detector, the owner never writes what a reader reads.
+	polling := make(chan struct{})
+	pollDone := make(chan struct{})
+	go func() {
+		defer close(pollDone)
+		for {
+			select {
+			case <-polling:
+				return
+			default:
+				h.StatsFlows(2)
+				time.Sleep(time.Millisecond)
+			}
+		}
+	}()
 	const n = 60
 	sent := map[uint16]int{}
 	for i := 0; i < n; i++ {
@@ -206,6 +222,8 @@ func TestFlowCountsThroughHop(t *testing.T) {
 			ce[port]++
 		}
 	}
+	close(polling)
+	<-pollDone
 	_, ft := h.StatsFlows(-1)
 	if len(ft[Up].Flows) != 3 || len(ft[Down].Flows) != 0 {
 		t.Fatalf("%d flows up, %d down; want 3, 0", len(ft[Up].Flows), len(ft[Down].Flows))
