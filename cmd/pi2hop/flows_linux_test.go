@@ -178,6 +178,14 @@ func TestStatsFlowsThroughShell(t *testing.T) {
 		t.Errorf("stats --flows shows no sanctioned flow:\n%s", text.String())
 	}
 	t.Logf("stats --flows:\n%s", text.String())
+	// --every repeats until interrupted: a line per period.
+	var every bytes.Buffer
+	ectx, ecancel := context.WithTimeout(ctx, 350*time.Millisecond)
+	err := Run(ectx, []string{"stats", "--name", name, "--flows", "--json", "--every", "100ms"}, strings.NewReader(""), &every, &errb)
+	ecancel()
+	if n := strings.Count(every.String(), "\n"); err != nil || n < 2 {
+		t.Errorf("stats --flows --every 100ms for 350 ms: %v, %d lines; want 2 or more\n%s", err, n, errb.String())
+	}
 	var got struct {
 		Directions []struct {
 			Dir string `json:"dir"`
