@@ -28,7 +28,6 @@ var statsCmd = &command{
 	examples: []example{
 		{"pi2hop stats", "the running hop's queues and link, once"},
 		{"pi2hop stats --every 1s", "again every second, figures per second"},
-		{"pi2hop stats --name lab2 --json", "one JSON object for a program"},
 		{"pi2hop stats --flows --top 20", "the 20 busiest flows each way: L4S or not, marks, delay, verdict"},
 	},
 	flags: statsFlags,

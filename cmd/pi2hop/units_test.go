@@ -42,6 +42,7 @@ var bareMeaning = map[string]struct{ print, err string }{
 	"alpha": {print: "10"}, "beta": {print: "10"},
 	// Counts of our own: bytes of a packet (tcpdump -s), frames, runs.
 	"snaplen": {print: "10"}, "probes": {print: "10"}, "fps": {print: "10"}, "repeat": {print: "10"}, "bulk": {print: "10"}, "seed": {print: "10"},
+	"top": {print: "10"}, // stats --flows: flows per direction
 	// Not quantities: names, files, addresses, words.
 	"name": {print: "10"}, "label": {print: "10"}, "capture": {print: "10"}, "trace": {print: "10"}, "pcap": {print: "10"},
 	"pcap-out": {print: "10"}, "rate-trace": {print: "10"}, "up-rate-trace": {print: "10"}, "down-rate-trace": {print: "10"},
