@@ -18,6 +18,8 @@ type fakeSource struct {
 	mu    sync.Mutex
 	start time.Time
 	bps   uint64
+	last  int64   // Elapsed of the previous snapshot
+	bytes float64 // sent so far, at the rates in force
 	sets  []instance.Settings
 	flows []Flow
 }
@@ -31,12 +33,14 @@ func (f *fakeSource) Stats() (hop.Snapshot, bool) {
 	defer f.mu.Unlock()
 	now := time.Now()
 	el := now.Sub(f.start).Nanoseconds()
+	f.bytes += float64(f.bps) / 8 * float64(el-f.last) / 1e9
+	f.last = el
 	snap := hop.Snapshot{Name: "fake", Running: true}
 	for _, d := range []hop.Dir{hop.Up, hop.Down} {
 		s := snap.Dir(d)
 		s.Dir, s.Taken, s.Elapsed, s.Kind, s.Bps = d, now, el, "dualpi2", f.bps
 		s.Rate = shaper.FormatRate(f.bps)
-		s.OutBytes = uint64(float64(f.bps) / 8 * float64(el) / 1e9)
+		s.OutBytes = uint64(f.bytes)
 		s.Link.Busy = el * 9 / 10
 		s.SojournL.Add(1e6)
 		s.SojournC.Add(20e6)

@@ -186,7 +186,7 @@ func TestDirSample(t *testing.T) {
 	cur.SojournL.Add(9e6)
 	d := dirSample(&cur, &prev)
 	near := func(got, want float64) bool { return got >= want && got <= want*1.016 } // a bucket's upper edge
-	if d.Throughput != 4e6 { // 250000 B in 0.5 s
+	if d.Throughput != 4e6 {                                                         // 250000 B in 0.5 s
 		t.Errorf("throughput %v bit/s, want 4e6", d.Throughput)
 	}
 	if d.Util < 0.6-1e-9 || d.Util > 0.6+1e-9 {

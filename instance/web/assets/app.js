@@ -33,6 +33,16 @@
 
   function width() { return Math.max(280, Math.min(460, (window.innerWidth - 80) / 3)); }
 
+  // The x axis is the last KEEP seconds, scrolling.
+  function xrange(u, min, max) { return [max - KEEP, max]; }
+  // Every figure here is non-negative: the y axis starts at zero. That
+  // also keeps uPlot from splitting a near-constant series' tiny range
+  // (90 ± 1e-7 %) into ticks it never finishes.
+  function yrange(u, min, max) {
+    if (max == null || !(max > 0)) return [0, 1];
+    return [0, max * 1.1];
+  }
+
   function makeDir(name) {
     var sec = document.createElement("div");
     sec.className = "dir";
@@ -59,7 +69,7 @@
       });
     }
     var opts = { title: c.title, width: width(), height: 170, series: series,
-      scales: { x: { time: true } }, legend: { live: false } };
+      scales: { x: { time: true, range: xrange }, y: { range: yrange } }, legend: { live: false } };
     var data = d.data[c.id] || series.map(function () { return []; });
     while (data.length < series.length) { data.push(data[0].map(function () { return null; })); }
     d.data[c.id] = data;
