@@ -46,13 +46,16 @@ func browser(t *testing.T) context.Context {
 
 // waitJS evaluates expr until it is true or within expires, and says what
 // it waited for when it never is.
-func waitJS(t *testing.T, ctx context.Context, what, expr string, within time.Duration) time.Duration {
+func waitJS(t *testing.T, bctx context.Context, what, expr string, within time.Duration) time.Duration {
 	t.Helper()
 	start := time.Now()
 	for {
 		var ok bool
-		if err := chromedp.Run(ctx, chromedp.Evaluate(expr, &ok)); err != nil {
-			t.Fatalf("%s: %v", what, err)
+		ctx, cancel := context.WithTimeout(bctx, 5*time.Second)
+		err := chromedp.Run(ctx, chromedp.Evaluate(expr, &ok))
+		cancel()
+		if err != nil {
+			t.Fatalf("%s: the page did not answer in 5 s: %v", what, err)
 		}
 		if ok {
 			return time.Since(start)
@@ -91,6 +94,9 @@ func TestBrowserView(t *testing.T) {
 		`window.pi2hop && pi2hop.points("up")>1 && pi2hop.lastT("up") >= Date.now()/1000-1 && pi2hop.lastT("down") >= Date.now()/1000-1`,
 		2*time.Second)
 
+	waitJS(t, ctx, "the classic drops in the marks and drops chart's legend",
+		`document.querySelector(".chart-marks .u-legend").textContent.includes("drop classic")`, 2*time.Second)
+
 	// Throttle: the rate field and the button, then the source's rate.
 	if err := chromedp.Run(ctx, chromedp.SetValue("#rate", "5mbit", chromedp.ByID), chromedp.Click("#throttle", chromedp.ByID)); err != nil {
 		t.Fatal(err)
@@ -114,7 +120,7 @@ func TestBrowserView(t *testing.T) {
 	}
 	src.Set(mustRate(t, "10mbit")) // back to a rate for the screenshot's link-rate line
 	time.Sleep(1200 * time.Millisecond)
-	shot(t, ctx, "web.png")
+	shot(t, ctx, "web-synthetic.png")
 
 	// 4096 flows: the table shows the top rows and sorts them quickly.
 	src.setFlows(manyFlows(4096))
@@ -163,7 +169,8 @@ func mustRate(t *testing.T, r string) instance.Settings {
 }
 
 // shot writes a screenshot of the page to the test's directory, and to
-// $PI2HOP_WEB_SHOTS/name when that is set (docs/web.png is made so).
+// $PI2HOP_WEB_SHOTS/name when that is set (the live shell test in
+// cmd/pi2hop writes docs/web.png so).
 func shot(t *testing.T, ctx context.Context, name string) {
 	t.Helper()
 	var png []byte

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pi2hop/pi2hop/aqm"
 	"github.com/pi2hop/pi2hop/hop"
 	"github.com/pi2hop/pi2hop/instance"
 	"github.com/pi2hop/pi2hop/lan"
@@ -44,6 +45,7 @@ func (f *fakeSource) Stats() (hop.Snapshot, bool) {
 		s.Link.Busy = el * 9 / 10
 		s.SojournL.Add(1e6)
 		s.SojournC.Add(20e6)
+		s.QueueDrops[aqm.ReasonClassic] = uint64(el / 1e8) // ten a second
 	}
 	return snap, true
 }

@@ -33,8 +33,12 @@
 
   function width() { return Math.max(280, Math.min(460, (window.innerWidth - 80) / 3)); }
 
-  // The x axis is the last KEEP seconds, scrolling.
-  function xrange(u, min, max) { return [max - KEEP, max]; }
+  // The x axis is the last KEEP seconds, scrolling, or all of a shorter
+  // history; never a zero span.
+  function xrange(u, min, max) {
+    if (min == null || max == null) { var now = Date.now() / 1000; return [now - KEEP, now]; }
+    return [Math.max(min, max - KEEP), max > min ? max : min + 1];
+  }
   // Every figure here is non-negative: the y axis starts at zero. That
   // also keeps uPlot from splitting a near-constant series' tiny range
   // (90 ± 1e-7 %) into ticks it never finishes.
@@ -82,7 +86,7 @@
       var d = dirs[ds.dir] || makeDir(ds.dir);
       d.el.querySelector(".dirinfo").textContent =
         ds.kind + ", " + ds.rate + ", delay " + ds.delay_ms.toFixed(1) + " ms";
-      Object.keys(ds.drops || {}).forEach(function (r) {
+      Object.keys(ds.drops_ps || {}).forEach(function (r) {
         if (d.reasons.indexOf(r) < 0) {
           d.reasons.push(r);
           newChart(d, CHARTS[4]);
@@ -93,7 +97,7 @@
         data[0].push(x);
         c.series.forEach(function (s, i) { var v = s[1](ds); data[i + 1].push(v === undefined ? null : v); });
         if (c.drops) {
-          d.reasons.forEach(function (r, i) { data[c.series.length + 1 + i].push((ds.drops || {})[r] || 0); });
+          d.reasons.forEach(function (r, i) { data[c.series.length + 1 + i].push((ds.drops_ps || {})[r] || 0); });
         }
         while (data[0].length && data[0][0] < x - KEEP) { data.forEach(function (a) { a.shift(); }); }
       });
@@ -233,6 +237,7 @@
   // For tests and the curious: the newest x of a direction's throughput chart.
   window.pi2hop = {
     lastT: function (dir) { var d = dirs[dir]; if (!d) return 0; var x = d.data.tput[0]; return x.length ? x[x.length - 1] : 0; },
+    lastTput: function (dir) { var d = dirs[dir]; if (!d) return 0; var y = d.data.tput[1]; return y.length ? y[y.length - 1] * 1e6 : 0; },
     points: function (dir) { var d = dirs[dir]; return d ? d.data.tput[0].length : 0; }
   };
 })();
