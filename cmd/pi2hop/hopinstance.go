@@ -22,10 +22,9 @@ const cpuLatencyUsage = "CPU wake-up `latency` asked of the idle states while th
 
 // instanceFlags are the flags every long-running hop command has.
 type instanceFlags struct {
-	name       string
-	metrics    string
-	web        string
-	webToken   string
+	name    string
+	metrics string
+	webFlags
 	verbose    bool
 	logFormat  flagvalue.Choice
 	cpuLatency flagvalue.CPULatency
@@ -41,9 +40,7 @@ func addInstanceFlags(fs *pflag.FlagSet) *instanceFlags {
 	}}
 	fs.StringVar(&f.name, "name", defaultInstance, "instance `name`: tags devices, rules and files (/run/pi2hop/NAME.*); stats and set find the instance by it")
 	fs.StringVar(&f.metrics, "metrics", "", "serve Prometheus /metrics on `ADDR` (host:port; a bare :port binds to loopback)")
-	fs.StringVar(&f.web, "web", "", "serve the live browser view on `ADDR` (--web alone: "+web.DefaultAddr+"; --web=host:port otherwise; a bare :port binds to loopback); any address beyond loopback needs --web-token or gets a generated one, printed at start")
-	fs.Lookup("web").NoOptDefVal = web.DefaultAddr
-	fs.StringVar(&f.webToken, "web-token", "", "`token` every request to --web must carry (?token= or the X-Pi2hop-Token header); generated when --web is not on loopback and none is given")
+	f.webFlags.add(fs)
 	fs.BoolVarP(&f.verbose, "verbose", "v", false, "log debug messages (the full start-up record among them)")
 	f.logFormat = flagvalue.Choice{Val: instance.LogText, Choices: instance.LogFormats}
 	fs.Var(&f.logFormat, "log-format", "text: a few start-up lines a person reads, then key=value log lines; json: every line a JSON object, the start-up record with every field among them (under systemd the journal gets that record too)")
@@ -93,9 +90,17 @@ func runInstance(ctx context.Context, env *cmdEnv, command string, inst *instanc
 	return err
 }
 
-// viewer checks --web and --web-token and returns what starts the view
-// (nil without --web).
-func (f *instanceFlags) viewer() (func(instance.Live) (io.Closer, []any, error), error) {
+// webFlags are --web and --web-token (run, shell, share, lab).
+type webFlags struct{ web, webToken string }
+
+func (f *webFlags) add(fs *pflag.FlagSet) {
+	fs.StringVar(&f.web, "web", "", "serve the live browser view on `ADDR` (--web alone: "+web.DefaultAddr+"; --web=host:port otherwise; a bare :port binds to loopback); any address beyond loopback needs --web-token or gets a generated one, printed at start")
+	fs.Lookup("web").NoOptDefVal = web.DefaultAddr
+	fs.StringVar(&f.webToken, "web-token", "", "`token` every request to --web must carry (?token= or the X-Pi2hop-Token header); generated when --web is not on loopback and none is given")
+}
+
+// options checks --web and --web-token: nil without --web.
+func (f *webFlags) options() (*web.Options, error) {
 	if f.web == "" {
 		if f.webToken != "" {
 			return nil, errors.New("--web-token: give --web too (the token guards the browser view)")
@@ -105,9 +110,17 @@ func (f *instanceFlags) viewer() (func(instance.Live) (io.Closer, []any, error),
 	if _, err := web.ListenAddr(f.web); err != nil {
 		return nil, fmt.Errorf("--web %q: %v", f.web, err)
 	}
-	opt := web.Options{Addr: f.web, Token: f.webToken}
+	return &web.Options{Addr: f.web, Token: f.webToken}, nil
+}
+
+// viewer returns what starts the view of an instance (nil without --web).
+func (f *webFlags) viewer() (func(instance.Live) (io.Closer, []any, error), error) {
+	opt, err := f.options()
+	if opt == nil {
+		return nil, err
+	}
 	return func(l instance.Live) (io.Closer, []any, error) {
-		s, err := web.Serve(opt, web.Live(l))
+		s, err := web.Serve(*opt, web.Live(l))
 		if err != nil {
 			return nil, nil, err
 		}

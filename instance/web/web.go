@@ -356,3 +356,34 @@ func (s *Server) set(w http.ResponseWriter, r *http.Request) {
 	}
 	reply(http.StatusOK, setReply{Warnings: warnings})
 }
+
+// Following is a Source whose hop changes: the lab's runs, one after the
+// other. Put it the current hop, or nil between runs. The lab's runs set
+// their own links, so it refuses edits.
+type Following struct {
+	mu sync.Mutex
+	h  *hop.Hop
+}
+
+// Put makes h the hop the view shows (nil: none).
+func (f *Following) Put(h *hop.Hop) {
+	f.mu.Lock()
+	f.h = h
+	f.mu.Unlock()
+}
+
+func (f *Following) Stats() (hop.Snapshot, bool) {
+	f.mu.Lock()
+	h := f.h
+	f.mu.Unlock()
+	if h == nil {
+		return hop.Snapshot{}, false
+	}
+	return h.Stats(), true
+}
+
+func (f *Following) Clients() ([]lan.Client, error) { return nil, nil }
+
+func (f *Following) Set(instance.Settings) ([]string, error) {
+	return nil, errors.New("the lab's runs set their own links: change the scenario's flags instead")
+}

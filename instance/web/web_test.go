@@ -364,3 +364,23 @@ func TestNonLoopbackRefusesWithoutToken(t *testing.T) {
 		}
 	}
 }
+
+// A lab's view: nothing between runs, and edits refused with the reason.
+func TestFollowing(t *testing.T) {
+	var f Following
+	if _, ok := f.Stats(); ok {
+		t.Error("Stats without a hop reports one")
+	}
+	s, err := New(Options{}, &f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := httptest.NewRequest("POST", "/set", strings.NewReader(`{"rate":"5mbit"}`))
+	req.Host = "127.0.0.1:8080"
+	req.Header.Set("Origin", "http://127.0.0.1:8080")
+	w := httptest.NewRecorder()
+	s.Handler().ServeHTTP(w, req)
+	if w.Code != http.StatusConflict || !strings.Contains(w.Body.String(), "scenario") {
+		t.Errorf("set on a lab's view: %d %s, want 409 naming the scenario's flags", w.Code, w.Body.String())
+	}
+}
