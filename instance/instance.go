@@ -74,9 +74,9 @@ type Options struct {
 	Config   hop.Config
 	Metrics  string // serve Prometheus metrics on this host:port ("" = none)
 	// Web starts a viewer of the running instance (the browser view),
-	// if not nil; it returns what to close and the start-up line's
-	// fields (its address).
-	Web func(Live) (io.Closer, []any, error)
+	// if not nil; it returns what to close and the address a person
+	// opens (with its token), which the start-up lines show.
+	Web func(Live) (io.Closer, string, error)
 	// Capture opens the capture file, if not nil (after the name is claimed).
 	Capture func() (*pcap.Capture, error)
 	Stderr  io.Writer // logs
@@ -177,13 +177,15 @@ func Run(ctx context.Context, opt Options, topo Topology) (err error) {
 			attrs = append(attrs, "metrics", opt.Metrics)
 		}
 	}
+	var webURL string
 	if in.hop != nil && opt.Web != nil {
-		w, wattrs, err := opt.Web(Live{in})
+		w, url, err := opt.Web(Live{in})
 		if err != nil {
 			return err
 		}
 		closers = append(closers, w)
-		attrs = append(attrs, wattrs...)
+		webURL = url
+		attrs = append(attrs, "web", url)
 	}
 	if in.hop != nil {
 		c := in.hop.Config()
@@ -203,6 +205,9 @@ func Run(ctx context.Context, opt Options, topo Topology) (err error) {
 	}
 	if opt.LogFormat != LogJSON && in.hop != nil {
 		io.WriteString(stderr, startupMessage(opt.Command, opt.Name, in.hop.Config(), topo))
+		if webURL != "" {
+			io.WriteString(stderr, "live view: "+webURL+"\n")
+		}
 	}
 	for _, w := range opt.Settings.Warnings() {
 		log.Warn(w)

@@ -114,17 +114,17 @@ func (f *webFlags) options() (*web.Options, error) {
 }
 
 // viewer returns what starts the view of an instance (nil without --web).
-func (f *webFlags) viewer() (func(instance.Live) (io.Closer, []any, error), error) {
+func (f *webFlags) viewer() (func(instance.Live) (io.Closer, string, error), error) {
 	opt, err := f.options()
 	if opt == nil {
 		return nil, err
 	}
-	return func(l instance.Live) (io.Closer, []any, error) {
+	return func(l instance.Live) (io.Closer, string, error) {
 		s, err := web.Serve(*opt, web.Live(l))
 		if err != nil {
-			return nil, nil, err
+			return nil, "", err
 		}
-		return s, []any{"web", s.URL()}, nil
+		return s, s.URL(), nil
 	}, nil
 }
 

@@ -234,7 +234,7 @@ func runLab(ctx context.Context, env *cmdEnv, name string, cfg testbed.Config, o
 					return err
 				}
 				defer srv.Close()
-				fmt.Fprintf(env.stderr, "pi2hop lab: live view at %s\n", srv.URL())
+				fmt.Fprintf(env.stderr, "live view: %s\n", srv.URL())
 				opt.OnHop = follow.Put
 			}
 			opt.Capture = ienv.Capture() // each run names its taps (l4s.up-in, ...)

@@ -101,7 +101,7 @@ func TestShellWebInBrowser(t *testing.T) {
 			t.Fatalf("waited 10 s for the view on %s; stderr:\n%s", addr, stderr.String())
 		}
 	}
-	if !strings.Contains(stderr.String(), "web="+url) {
+	if !strings.Contains(stderr.String(), "live view: "+url+"\n") {
 		t.Errorf("the start-up line does not name the view's address %s:\n%s", url, stderr.String())
 	}
 
