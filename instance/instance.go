@@ -248,6 +248,10 @@ func (l Live) Stats() hop.Snapshot { return l.in.stats() }
 // Clients are a share's LAN devices (nil for other topologies).
 func (l Live) Clients() ([]lan.Client, error) { return l.in.clients() }
 
+// StatsFlows returns the snapshot with each direction's top flows, as
+// `stats --flows` gets them.
+func (l Live) StatsFlows(top int) (hop.Snapshot, [2]hop.FlowTable) { return l.in.statsFlows(top) }
+
 // Set applies a typed edit exactly as a `set` request does.
 func (l Live) Set(s Settings) ([]string, error) { return l.in.set(s) }
 

@@ -129,6 +129,12 @@ func TestShellWebInBrowser(t *testing.T) {
 	wait("upload throughput points from the last second",
 		`window.pi2hop && pi2hop.lastT("up") >= Date.now()/1000-1 && pi2hop.lastTput("up") > 1e6`, 5*time.Second)
 
+	// The command's upload is one Not-ECT TCP flow (the kernel's TCP
+	// asks for no ECN unless told).
+	wait("the upload's flow in the table with its class",
+		`[...document.querySelectorAll("#flows tbody tr")].some(tr => tr.cells[0].textContent==="up" && tr.cells[1].textContent==="tcp" && tr.cells[4].textContent==="Not-ECT")`,
+		2*time.Second)
+
 	if err := chromedp.Run(bctx, chromedp.SetValue("#rate", "5mbit", chromedp.ByID), chromedp.Click("#throttle", chromedp.ByID)); err != nil {
 		t.Fatal(err)
 	}

@@ -65,9 +65,25 @@ type Flow struct {
 	Device  string  `json:"device,omitempty"` // share: the LAN device (hostname or MAC)
 }
 
-// snapshotFlows is where a snapshot's flow table becomes rows: today's
-// snapshots carry none.
+// snapshotFlows is the rows of a source that lists no flows itself.
 func snapshotFlows(*hop.Snapshot) []Flow { return nil }
+
+// flowRows turns the hop's flow tables into rows.
+func flowRows(tables [2]hop.FlowTable) []Flow {
+	out := []Flow{}
+	for _, t := range tables {
+		for _, f := range t.Flows {
+			var drops uint64
+			for _, n := range f.Drops {
+				drops += n
+			}
+			out = append(out, Flow{Dir: t.Dir, Proto: f.Proto, Src: f.Src, Dst: f.Dst, Class: f.Class, Queue: f.Queue,
+				Rate: float64(f.RateBps), Bytes: f.In.Total().Bytes, Marks: f.Marks, Drops: drops,
+				P99: f.SojournP99Ms, Verdict: f.Verdict})
+		}
+	}
+	return out
+}
 
 // Device is one row of share's device table.
 type Device struct {

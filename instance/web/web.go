@@ -77,6 +77,16 @@ func (s liveSource) Stats() (hop.Snapshot, bool)               { return s.l.Stat
 func (s liveSource) Clients() ([]lan.Client, error)            { return s.l.Clients() }
 func (s liveSource) Set(e instance.Settings) ([]string, error) { return s.l.Set(e) }
 
+// maxFlows is the most flows a table event carries per direction: the
+// hop's table size.
+const maxFlows = 4096
+
+// Flows are both directions' flow tables, as `stats --flows` reads them.
+func (s liveSource) Flows(*hop.Snapshot) []Flow {
+	_, tables := s.l.StatsFlows(maxFlows)
+	return flowRows(tables)
+}
+
 // Options configure a Server.
 type Options struct {
 	Addr  string // host:port; "" is DefaultAddr, a bare :port binds to loopback

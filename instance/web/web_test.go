@@ -384,3 +384,19 @@ func TestFollowing(t *testing.T) {
 		t.Errorf("set on a lab's view: %d %s, want 409 naming the scenario's flags", w.Code, w.Body.String())
 	}
 }
+
+// The hop's flow tables become rows: both directions, bytes as read,
+// drops of every reason summed.
+func TestFlowRows(t *testing.T) {
+	var f hop.Flow
+	f.Proto, f.Src, f.Dst, f.Class, f.Queue, f.RateBps, f.SojournP99Ms, f.Verdict = "udp", "10.0.0.1:1", "10.0.0.2:2", hop.ClassL4S, "L", 4_000_000, 0.9, "well-behaved"
+	f.In.ECT1.Bytes, f.In.CE.Bytes = 1000, 500
+	f.Marks = 7
+	f.Drops = map[string]uint64{"step": 2, "overload": 3}
+	rows := flowRows([2]hop.FlowTable{{Dir: "up"}, {Dir: "down", Flows: []hop.Flow{f}}})
+	want := Flow{Dir: "down", Proto: "udp", Src: "10.0.0.1:1", Dst: "10.0.0.2:2", Class: "L4S", Queue: "L", Rate: 4e6,
+		Bytes: 1500, Marks: 7, Drops: 5, P99: 0.9, Verdict: "well-behaved"}
+	if len(rows) != 1 || rows[0] != want {
+		t.Errorf("rows %+v, want [%+v]", rows, want)
+	}
+}
