@@ -205,8 +205,9 @@ func (jw *jsonWriter) packet(p *replay.Packet, ev *shaper.Event, deq, dep int64)
 	j.Int("t", m.Arrival)
 	j.Uint("flow", uint64(p.Flow)) // the trace's id; Meta.Flow is its hash
 	j.Str("queue", m.Class.String())
-	j.Uint("ecn_in", uint64(m.ECN))
+	j.Uint("ecn_in", uint64(ev.ECNIn()))
 	j.Uint("ecn_out", uint64(ev.ECNOut()))
+	j.Str("fault", ev.Fault.String())
 	j.Str("verdict", v.Action.String())
 	j.Str("reason", v.Reason.String())
 	if v.Sub != 0 {
