@@ -228,8 +228,9 @@ func (h *Hop) Stats() Snapshot {
 // a plain snapshot: poll it at the pace a person reads, not a sampler's.
 func (h *Hop) StatsFlows(top int) (Snapshot, [2]FlowTable) {
 	h.mu.Lock()
-	running, p := h.running, h.probes
+	running := h.running
 	h.mu.Unlock()
+	p := h.probes.Load()
 	s := Snapshot{Name: h.cfg.Name, Running: running, WakeProbe: p.stats()}
 	var ft [2]FlowTable
 	for i, o := range h.dirs {
