@@ -192,6 +192,11 @@ func Run(ctx context.Context, opt Options, topo Topology) (err error) {
 	if opt.LogFormat != LogJSON && in.hop != nil {
 		io.WriteString(stderr, startupMessage(opt.Command, opt.Name, in.hop.Config(), topo))
 	}
+	if in.hop != nil {
+		for _, d := range hop.Degradations(in.hop.Config()) {
+			log.Warn(d.String(), "degraded", d.Name)
+		}
+	}
 	for _, w := range opt.Settings.Warnings() {
 		log.Warn(w)
 	}

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/pi2hop/pi2hop/instance"
+	"github.com/pi2hop/pi2hop/internal/privs"
 	"github.com/spf13/pflag"
 )
 
@@ -44,6 +45,9 @@ func runFlags(fs *pflag.FlagSet) func(context.Context, *cmdEnv, []string) error 
 	a.capture = addCaptureFlags(fs)
 	return func(ctx context.Context, env *cmdEnv, args []string) error {
 		if done, err := gatewayArgs("run", args, a.lan, a.wan, a.cleanup, a.inst, env); done {
+			return err
+		}
+		if err := needPrivs("run", "make TUN devices, routes and rules", privs.NetAdmin); err != nil {
 			return err
 		}
 		return runInstance(ctx, env, "run", a.inst, a.link, a.capture, "pi2hop run "+strings.Join(givenFlags(fs), " "),
