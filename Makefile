@@ -27,6 +27,7 @@ image:
 	@mkdir -p bin/image
 	CGO_ENABLED=0 $(GO) build -ldflags="-s -w" -o bin/image/pi2hop ./cmd/pi2hop
 	@cp deploy/Dockerfile bin/image/Dockerfile
+	@rm -rf bin/image/rootfs && mkdir -p bin/image/rootfs/run bin/image/rootfs/tmp && chmod 0755 bin/image/rootfs/run && chmod 1777 bin/image/rootfs/tmp
 	@tag=$$($(GO) version -m bin/image/pi2hop | awk '$$1=="mod"{v=$$3} $$2~/^vcs.revision=/{r="-"substr($$2,14,12)} $$2=="vcs.modified=true"{m="-modified"} END{s=v r m; gsub(/[^A-Za-z0-9_.-]/,"",s); print s}'); \
 	  docker build -q -t $(IMAGE):$$tag bin/image >/dev/null && echo $(IMAGE):$$tag
 

@@ -69,7 +69,7 @@ func startDockerd(t *testing.T) string {
 // the binary's version, and in a container with NET_ADMIN and the TUN
 // device alone shell exits 2 naming CAP_SYS_ADMIN.
 func TestImage(t *testing.T) {
-	roottest.Need(t, "dockerd", "docker", "make")
+	roottest.Need(t, "dockerd", "docker", "make", "ip")
 	t.Parallel()
 	host := startDockerd(t)
 	repo, err := filepath.Abs("../..")
@@ -116,6 +116,57 @@ func TestImage(t *testing.T) {
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(stderr.String(), "needs CAP_SYS_ADMIN") {
 		t.Errorf("shell in a container with NET_ADMIN alone: %v, stderr %q; want exit 2 naming CAP_SYS_ADMIN", err, stderr.String())
+	}
+
+	// run with NET_ADMIN and the TUN device only, no network of docker's:
+	// its two interfaces are moved in after it started, as containerlab
+	// attaches them, and it comes up between them.
+	name := "p2img" + strconv.Itoa(os.Getpid()%10000)
+	runArgs := []string{"run", "-d", "--name", name, "--network", "none", "--cap-add", "NET_ADMIN", "--device", "/dev/net/tun",
+		"--sysctl", "net.ipv4.ip_forward=1", "--sysctl", "net.ipv6.conf.all.forwarding=1",
+		"--sysctl", "net.ipv4.conf.all.rp_filter=0", "--sysctl", "net.ipv4.conf.default.rp_filter=0",
+		// Docker turns IPv6 off in a container; the gateway routes both families.
+		"--sysctl", "net.ipv6.conf.all.disable_ipv6=0", "--sysctl", "net.ipv6.conf.default.disable_ipv6=0",
+		tag, "run", "--lan", "lp0", "--wan", "lp1", "--wait-interfaces", "10s", "--rate", "10mbit", "--floor-probe=false"}
+	if out, err := docker(runArgs...).CombinedOutput(); err != nil {
+		t.Fatalf("docker run: %v\n%s", err, out)
+	}
+	t.Cleanup(func() { docker("rm", "-f", name).Run() })
+	pid, err := docker("inspect", "-f", "{{.State.Pid}}", name).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"link", "add", name + "a", "type", "veth", "peer", "name", name + "b"},
+		{"link", "set", name + "a", "netns", strings.TrimSpace(string(pid)), "name", "lp0"},
+		{"link", "set", name + "b", "netns", strings.TrimSpace(string(pid)), "name", "lp1"},
+	} {
+		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+			exec.Command("ip", "link", "del", name+"a").Run()
+			t.Fatalf("ip %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		logs, _ := docker("logs", name).CombinedOutput()
+		if bytes.Contains(logs, []byte("pi2hop running: gateway")) {
+			if !bytes.Contains(logs, []byte("no CAP_SYS_NICE")) {
+				t.Errorf("no line on the missing CAP_SYS_NICE in the start-up output:\n%s", logs)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("run in the container did not come up within 10s:\n%s", logs)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if out, err := docker("stop", "-t", "10", name).CombinedOutput(); err != nil {
+		t.Fatalf("docker stop: %v\n%s", err, out)
+	}
+	code, _ := docker("inspect", "-f", "{{.State.ExitCode}}", name).Output()
+	if strings.TrimSpace(string(code)) != "0" {
+		logs, _ := docker("logs", name).CombinedOutput()
+		t.Errorf("run in the container exited %s after SIGTERM, want 0:\n%s", code, logs)
 	}
 	docker("image", "rm", "-f", tag).Run()
 }
