@@ -84,7 +84,7 @@ func TestRunWithOnlyNetAdmin(t *testing.T) {
 				t.Fatalf("run exited before its start-up lines; stderr:\n%s", strings.Join(all, "\n"))
 			}
 			all = append(all, l)
-			running = running || strings.Contains(l, "pi2hop running: gateway")
+			running = running || strings.HasPrefix(l, "pi2hop run \""+name+"\"")
 			degraded = degraded || strings.Contains(l, "no CAP_SYS_NICE") && strings.Contains(l, "pacing degraded") && strings.Contains(l, "degraded=realtime")
 		case <-deadline:
 			t.Fatalf("no start-up line and degradation line within 10s; stderr:\n%s", strings.Join(all, "\n"))

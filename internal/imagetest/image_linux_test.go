@@ -149,7 +149,7 @@ func TestImage(t *testing.T) {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		logs, _ := docker("logs", name).CombinedOutput()
-		if bytes.Contains(logs, []byte("pi2hop running: gateway")) {
+		if bytes.Contains(logs, []byte("pi2hop run \"")) {
 			if !bytes.Contains(logs, []byte("no CAP_SYS_NICE")) {
 				t.Errorf("no line on the missing CAP_SYS_NICE in the start-up output:\n%s", logs)
 			}
