@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/pi2hop/pi2hop/instance"
+	"github.com/pi2hop/pi2hop/internal/flagvalue"
 	"github.com/pi2hop/pi2hop/internal/privs"
 	"github.com/pi2hop/pi2hop/netsys"
 	"github.com/spf13/pflag"
@@ -33,7 +33,7 @@ type runArgs struct {
 	lan, wan   string
 	cleanup    bool
 	accept     bool
-	waitIfaces time.Duration
+	waitIfaces flagvalue.Duration
 	inst       *instanceFlags
 	link       *linkFlags
 	capture    *captureFlags
@@ -43,7 +43,8 @@ func runFlags(fs *pflag.FlagSet) func(context.Context, *cmdEnv, []string) error 
 	a := &runArgs{}
 	fs.StringVar(&a.lan, "lan", "", "`interface` facing the clients (their traffic goes up through the bottleneck)")
 	fs.StringVar(&a.wan, "wan", "", "`interface` facing the network (its traffic comes down through the bottleneck)")
-	fs.DurationVar(&a.waitIfaces, "wait-interfaces", 0, "wait up to `duration` for --lan and --wan to appear (a container whose interfaces are attached after it starts, as containerlab and Multus do); none by then: exit 2 naming it")
+	a.waitIfaces = flagvalue.Duration{Optional: true}
+	fs.Var(&a.waitIfaces, "wait-interfaces", "wait up to `duration` for --lan and --wan to appear (a container whose interfaces are attached after it starts, as containerlab and Multus do); none by then: exit 2 naming it")
 	fs.BoolVar(&a.cleanup, "cleanup", false, cleanupUsage+"; with --lan and --wan it also sweeps the gateway's rules on them when the state file is lost")
 	firewallAcceptFlag(fs, &a.accept)
 	a.inst = addInstanceFlags(fs)
@@ -56,13 +57,10 @@ func runFlags(fs *pflag.FlagSet) func(context.Context, *cmdEnv, []string) error 
 		if err := needPrivs("run", "make TUN devices, routes and rules", privs.NetAdmin); err != nil {
 			return err
 		}
-		if a.waitIfaces < 0 {
-			return usagef("run: --wait-interfaces %v: want a duration of 0 or more (e.g. 10s)", a.waitIfaces)
-		}
-		if a.waitIfaces > 0 {
+		if a.waitIfaces.D > 0 {
 			var me *netsys.MissingLinkError
-			if err := netsys.WaitLinks(ctx, []string{a.lan, a.wan}, a.waitIfaces); errors.As(err, &me) {
-				return &platformError{fmt.Sprintf("pi2hop run: --wait-interfaces %v: %v", a.waitIfaces, me)}
+			if err := netsys.WaitLinks(ctx, []string{a.lan, a.wan}, a.waitIfaces.D); errors.As(err, &me) {
+				return &platformError{fmt.Sprintf("pi2hop run: --wait-interfaces %v: %v", a.waitIfaces.D, me)}
 			} else if err != nil {
 				return err
 			}
