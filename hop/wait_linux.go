@@ -40,7 +40,8 @@ func (o *owner) lockForRealTime() error {
 	if o.priority > 0 {
 		attr := unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_FIFO, Priority: uint32(o.priority)}
 		if _, _, e := unix.RawSyscall(unix.SYS_SCHED_SETATTR, 0, uintptr(unsafe.Pointer(&attr)), 0); e != 0 {
-			o.h.cfg.Logger.Debug("hop: no real-time priority for the owner thread", "dir", o.dir.String(), "err", e)
+			// Degradations said so at start-up; this is the thread's own word.
+			o.h.cfg.Logger.Debug("hop: no real-time priority for the owner thread (pacing degraded)", "dir", o.dir.String(), "err", e)
 		}
 	}
 	return nil

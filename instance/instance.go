@@ -209,6 +209,11 @@ func Run(ctx context.Context, opt Options, topo Topology) (err error) {
 			io.WriteString(stderr, "live view: "+webURL+"\n")
 		}
 	}
+	if in.hop != nil {
+		for _, d := range hop.Degradations(in.hop.Config()) {
+			log.Warn(d.String(), "degraded", d.Name)
+		}
+	}
 	for _, w := range opt.Settings.Warnings() {
 		log.Warn(w)
 	}

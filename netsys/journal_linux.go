@@ -295,10 +295,29 @@ func withHandle(ns string, f func(h *netlink.Handle) error) error {
 		return err
 	}
 	defer nsh.Close()
-	h, err := netlink.NewHandleAt(nsh)
+	// NewHandleAt enters ns with setns (CAP_SYS_ADMIN) even when the
+	// thread is already there; with only CAP_NET_ADMIN it must not.
+	var h *netlink.Handle
+	if isCurrent(nsh) {
+		h, err = netlink.NewHandle()
+	} else {
+		h, err = netlink.NewHandleAt(nsh)
+	}
 	if err != nil {
 		return fmt.Errorf("netsys: netlink in namespace %q: %w", ns, err)
 	}
 	defer h.Close()
 	return f(h)
+}
+
+// isCurrent reports whether the calling thread is in namespace h. Threads
+// that are not locked are all in the process's own namespace (Do discards
+// a thread it cannot put back), so the answer holds for the caller.
+func isCurrent(h netns.NsHandle) bool {
+	cur, err := netns.Get()
+	if err != nil {
+		return false
+	}
+	defer cur.Close()
+	return cur.Equal(h)
 }

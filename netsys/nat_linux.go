@@ -59,7 +59,11 @@ func nftConn(ns string, f func(c *nftables.Conn) error) error {
 		return err
 	}
 	defer h.Close()
-	c, err := nftables.New(nftables.WithNetNSFd(int(h)))
+	var opts []nftables.ConnOption
+	if !isCurrent(h) { // entering ns needs CAP_SYS_ADMIN, even the current one
+		opts = append(opts, nftables.WithNetNSFd(int(h)))
+	}
+	c, err := nftables.New(opts...)
 	if err != nil {
 		return fmt.Errorf("netsys: nftables in namespace %q: %w", ns, err)
 	}

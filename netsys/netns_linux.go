@@ -134,6 +134,16 @@ func enterHostNS() error {
 		return fmt.Errorf("netsys: open host namespace: %w", err)
 	}
 	defer h.Close()
+	// setns needs CAP_SYS_ADMIN even into the namespace the thread is
+	// already in; a run with only CAP_NET_ADMIN (a container) never leaves
+	// the process's namespace, so it must not ask.
+	if cur, err := netns.Get(); err == nil {
+		same := cur.Equal(h)
+		cur.Close()
+		if same {
+			return nil
+		}
+	}
 	return netns.Set(h)
 }
 
@@ -159,10 +169,23 @@ func onFreshThread(f func() error) error {
 			}()
 			ferr = f()
 		}()
-		if netns.Set(orig) == nil {
+		if restoreNS(orig) == nil {
 			runtime.UnlockOSThread()
 		}
 		done <- ferr
 	}()
 	return <-done
+}
+
+// restoreNS puts the calling thread back into orig, without a setns (which
+// needs CAP_SYS_ADMIN) when f never left it.
+func restoreNS(orig netns.NsHandle) error {
+	if cur, err := netns.Get(); err == nil {
+		same := cur.Equal(orig)
+		cur.Close()
+		if same {
+			return nil
+		}
+	}
+	return netns.Set(orig)
 }

@@ -2,7 +2,11 @@
 
 package netsys
 
-import "net/netip"
+import (
+	"context"
+	"net/netip"
+	"time"
+)
 
 // Everything here needs Linux; these keep the package building elsewhere.
 
@@ -27,3 +31,13 @@ func (j *Journal) AddMasquerade(ns, name string, srcs ...netip.Prefix) error {
 func LockDir(dir string) (unlock func(), err error) { return nil, ErrUnsupported }
 func (j *Journal) ShareSysctls(dir, holder string)  {}
 func ReleaseSysctls(dir, holder string) error       { return ErrUnsupported }
+
+// MissingLinkError is a link that did not appear in time.
+type MissingLinkError struct {
+	Name string
+	Wait time.Duration
+}
+
+func (e *MissingLinkError) Error() string { return "interface " + e.Name + " did not appear" }
+
+func WaitLinks(ctx context.Context, names []string, d time.Duration) error { return ErrUnsupported }

@@ -48,8 +48,21 @@ func WriteSysctl(ns, key, value string) error {
 	if err != nil {
 		return err
 	}
-	err = Do(ns, func() error { return os.WriteFile(p, []byte(value), 0o644) })
-	if err != nil {
+	// A value already in place is not written: a container's /proc/sys is
+	// read-only, and the sysctls it needs are set when it starts.
+	err = Do(ns, func() error {
+		if b, err := os.ReadFile(p); err == nil && strings.TrimRight(string(b), "\n") == value {
+			return nil
+		}
+		return os.WriteFile(p, []byte(value), 0o644)
+	})
+	switch {
+	case errors.Is(err, unix.EROFS), errors.Is(err, unix.EACCES), errors.Is(err, unix.EPERM):
+		dotted := strings.ReplaceAll(key, "/", ".")
+		return fmt.Errorf("netsys: sysctl %s=%s: %w: this namespace's sysctls are not ours to change "+
+			"(a container's /proc/sys is read-only): set it when the container starts (docker run --sysctl %s=%s)",
+			dotted, value, err, dotted, value)
+	case err != nil:
 		return fmt.Errorf("netsys: write sysctl %s=%s: %w", key, value, err)
 	}
 	return nil

@@ -111,6 +111,9 @@ func Run(ctx context.Context, cfg Config, opt Options) (*report.Report, error) {
 		rep.Runs = append(rep.Runs, run)
 	}
 	finish(rep, cfg)
+	for _, d := range Degradations(opt.CPULatency) {
+		rep.Notes = append(rep.Notes, "Degraded: "+d.String()+".")
+	}
 	rep.ElapsedS = time.Since(rep.Started).Seconds()
 	return rep, nil
 }
@@ -138,6 +141,14 @@ func finish(rep *report.Report, cfg Config) {
 	}
 	rep.Checks = checks(rep)
 	rep.Notes = notes(cfg)
+}
+
+// Degradations is what the lab's hops fall back on in this process (see
+// hop.Degradations), for its start-up line and report.
+func Degradations(cpuLatency time.Duration) []hop.Degradation {
+	c := hop.Config{CPULatency: cpuLatency}
+	c.Priority = hop.DefaultPriority // the priority the runs' hops take by default
+	return hop.Degradations(c)
 }
 
 // runOne builds a topology for sp, runs its flows and collects what they

@@ -18,6 +18,7 @@ import (
 
 	"github.com/pi2hop/pi2hop/instance"
 	"github.com/pi2hop/pi2hop/instance/web"
+	"github.com/pi2hop/pi2hop/internal/privs"
 	"github.com/pi2hop/pi2hop/pcap"
 	"github.com/pi2hop/pi2hop/shaper"
 	"github.com/pi2hop/pi2hop/testbed"
@@ -213,6 +214,9 @@ func runLab(ctx context.Context, env *cmdEnv, name string, cfg testbed.Config, o
 	if os.Geteuid() != 0 {
 		return errors.New("lab: needs root to create network namespaces and TUN devices: run it with sudo (e.g. sudo make lab)")
 	}
+	if err := needPrivs("lab", "create network namespaces", privs.NetAdmin, privs.SysAdmin); err != nil {
+		return err
+	}
 	// The report belongs to the user behind sudo; its folder must be new,
 	// and that is checked now, not after the runs.
 	owner, err := invoker.FromEnv()
@@ -227,6 +231,9 @@ func runLab(ctx context.Context, env *cmdEnv, name string, cfg testbed.Config, o
 		Do: func(ctx context.Context, ienv *instance.Env) error {
 			planned := cfg.PlannedDuration()
 			fmt.Fprintf(env.stderr, "pi2hop lab %v; about %v\n", cfg, planned.Round(time.Second))
+			for _, d := range testbed.Degradations(cpuLatency) {
+				fmt.Fprintf(env.stderr, "pi2hop lab: %v\n", d)
+			}
 			progress := testbed.NewTerminalProgress(env.stderr, planned)
 			progress.Start()
 			defer progress.Stop()

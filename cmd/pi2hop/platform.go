@@ -2,7 +2,10 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"runtime"
+
+	"github.com/pi2hop/pi2hop/internal/privs"
 )
 
 // goos is the system Run dispatches for; a test sets another.
@@ -27,4 +30,20 @@ func needsLinux(c *command, goos string) error {
 		return nil
 	}
 	return &platformError{fmt.Sprintf("pi2hop %s: needs Linux (%s)", top.name, top.linux)}
+}
+
+// needPrivs is the one-line exit-2 error of a command the process lacks
+// the capabilities for (nil when it has them, or the system cannot say);
+// the TUN device is checked too, as a container may not have it.
+func needPrivs(command, why string, want ...privs.Cap) error {
+	if goos != "linux" {
+		return nil
+	}
+	if err := privs.Effective().Need(command, why, want...); err != nil {
+		return &platformError{"pi2hop " + err.Error()}
+	}
+	if _, err := os.Stat("/dev/net/tun"); err != nil {
+		return &platformError{"pi2hop " + command + " needs the TUN device /dev/net/tun; load the tun module, or add it (docker: --device /dev/net/tun)"}
+	}
+	return nil
 }

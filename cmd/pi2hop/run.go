@@ -2,9 +2,14 @@ package main
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/pi2hop/pi2hop/instance"
+	"github.com/pi2hop/pi2hop/internal/flagvalue"
+	"github.com/pi2hop/pi2hop/internal/privs"
+	"github.com/pi2hop/pi2hop/netsys"
 	"github.com/spf13/pflag"
 )
 
@@ -25,18 +30,21 @@ var runCmd = &command{
 }
 
 type runArgs struct {
-	lan, wan string
-	cleanup  bool
-	accept   bool
-	inst     *instanceFlags
-	link     *linkFlags
-	capture  *captureFlags
+	lan, wan   string
+	cleanup    bool
+	accept     bool
+	waitIfaces flagvalue.Duration
+	inst       *instanceFlags
+	link       *linkFlags
+	capture    *captureFlags
 }
 
 func runFlags(fs *pflag.FlagSet) func(context.Context, *cmdEnv, []string) error {
 	a := &runArgs{}
 	fs.StringVar(&a.lan, "lan", "", "`interface` facing the clients (their traffic goes up through the bottleneck)")
 	fs.StringVar(&a.wan, "wan", "", "`interface` facing the network (its traffic comes down through the bottleneck)")
+	a.waitIfaces = flagvalue.Duration{Optional: true}
+	fs.Var(&a.waitIfaces, "wait-interfaces", "wait up to `duration` for --lan and --wan to appear (a container whose interfaces are attached after it starts, as containerlab and Multus do); none by then: exit 2 naming it")
 	fs.BoolVar(&a.cleanup, "cleanup", false, cleanupUsage+"; with --lan and --wan it also sweeps the gateway's rules on them when the state file is lost")
 	firewallAcceptFlag(fs, &a.accept)
 	a.inst = addInstanceFlags(fs)
@@ -45,6 +53,17 @@ func runFlags(fs *pflag.FlagSet) func(context.Context, *cmdEnv, []string) error 
 	return func(ctx context.Context, env *cmdEnv, args []string) error {
 		if done, err := gatewayArgs("run", args, a.lan, a.wan, a.cleanup, a.inst, env); done {
 			return err
+		}
+		if err := needPrivs("run", "make TUN devices, routes and rules", privs.NetAdmin); err != nil {
+			return err
+		}
+		if a.waitIfaces.D > 0 {
+			var me *netsys.MissingLinkError
+			if err := netsys.WaitLinks(ctx, []string{a.lan, a.wan}, a.waitIfaces.D); errors.As(err, &me) {
+				return &platformError{fmt.Sprintf("pi2hop run: --wait-interfaces %v: %v", a.waitIfaces.D, me)}
+			} else if err != nil {
+				return err
+			}
 		}
 		return runInstance(ctx, env, "run", a.inst, a.link, a.capture, "pi2hop run "+strings.Join(givenFlags(fs), " "),
 			&instance.Gateway{LAN: a.lan, WAN: a.wan, FirewallAccept: a.accept})

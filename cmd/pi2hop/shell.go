@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/pi2hop/pi2hop/instance"
+	"github.com/pi2hop/pi2hop/internal/privs"
 	"github.com/pi2hop/pi2hop/invoker"
 	"github.com/spf13/pflag"
 )
@@ -56,6 +57,9 @@ func shellFlags(fs *pflag.FlagSet) func(context.Context, *cmdEnv, []string) erro
 			return cleanupInstance(a.inst.name, nil, env.stdout)
 		case a.asRoot && a.user != "":
 			return usagef("shell: --as-root and --user %s: give one", a.user)
+		}
+		if err := needPrivs("shell", "create network namespaces", privs.NetAdmin, privs.SysAdmin); err != nil {
+			return err
 		}
 		u, err := shellUser(a.user, a.asRoot)
 		if err != nil {

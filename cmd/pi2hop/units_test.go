@@ -22,9 +22,10 @@ var bareMeaning = map[string]struct{ print, err string }{
 	"maxth": {err: "give a unit"}, "rtt": {err: "give a unit"}, "rtts": {err: "give a unit"}, "duration": {err: "give a unit"},
 	"warmup": {err: "give a unit"}, "every": {err: "give a unit"}, "bin": {err: "give a unit"}, "wake-for": {err: "give a unit"}, "lease-time": {err: "give a unit"},
 	"keyframe-every": {err: "give a unit"}, "budget": {err: "give a unit"}, "playout": {err: "give a unit"},
-	"cpu-latency": {err: `want "off" or a duration`},
-	"step-thresh": {err: "want a duration like 1ms or a packet count like 3p"},
-	"jitter":      {err: "want AMOUNT[,DIST] like 5ms"}, "up-jitter": {err: "want AMOUNT"}, "down-jitter": {err: "want AMOUNT"},
+	"wait-interfaces": {err: "give a unit"},
+	"cpu-latency":     {err: `want "off" or a duration`},
+	"step-thresh":     {err: "want a duration like 1ms or a packet count like 3p"},
+	"jitter":          {err: "want AMOUNT[,DIST] like 5ms"}, "up-jitter": {err: "want AMOUNT"}, "down-jitter": {err: "want AMOUNT"},
 	"aggregate": {err: "want INTERVAL,SIZE"}, "up-aggregate": {err: "want INTERVAL,SIZE"}, "down-aggregate": {err: "want INTERVAL,SIZE"},
 	"mtu":     {err: "must be in "}, // bytes, as ip-link(8), but 10 is below every MTU
 	"quantum": {err: "want a number of bytes in 256..1048576"},

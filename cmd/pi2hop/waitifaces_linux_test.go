@@ -1,0 +1,102 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"net/netip"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestRunWaitsForInterfaces: run --wait-interfaces starts before its
+// interfaces exist, as in a container whose interfaces an orchestrator
+// attaches later; they appear 2 s after the start (renamed into place)
+// and it forwards through them.
+func TestRunWaitsForInterfaces(t *testing.T) {
+	needRoot(t, "ip")
+	t.Parallel()
+	bin := buildPi2hop(t)
+	name := testInstance(83)
+	l := newGatewayLab(t, name)
+	t.Cleanup(func() { exec.Command("ip", "netns", "exec", l.router, bin, "run", "--cleanup", "--name", name).Run() })
+	ip := func(args ...string) {
+		t.Helper()
+		if out, err := exec.Command("ip", append([]string{"-n", l.router}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("ip %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	rename := func(from, to string) {
+		ip("link", "set", from, "down")
+		ip("link", "set", from, "name", to)
+		ip("link", "set", to, "up")
+	}
+	rename("rl", "hidel")
+	rename("rw", "hidew")
+	go func() {
+		time.Sleep(2 * time.Second)
+		// IPv4 addresses stay on a renamed link; the client and server
+		// route through them again once they are back.
+		for _, p := range [][2]string{{"hidel", "rl"}, {"hidew", "rw"}} {
+			exec.Command("ip", "-n", l.router, "link", "set", p[0], "down").Run()
+			exec.Command("ip", "-n", l.router, "link", "set", p[0], "name", p[1]).Run()
+			exec.Command("ip", "-n", l.router, "link", "set", p[1], "up").Run()
+		}
+	}()
+	start := time.Now()
+	cmd := l.startGateway(t, bin, name, "--rate", "50mbit", "--wait-interfaces", "10s")
+	if waited := time.Since(start); waited < 2*time.Second {
+		t.Fatalf("run was up after %v, before its interfaces existed", waited)
+	}
+	in0 := upInPackets(t, bin, name)
+	addr := netip.AddrPortFrom(l.serverAddr, 5008).String()
+	if got := sendTCP(t, l.client, l.server, "tcp", addr, 200<<10, 10*time.Second); got != 200<<10 {
+		t.Errorf("client -> server through the late interfaces: %d of %d bytes arrived", got, 200<<10)
+	}
+	if in1 := upInPackets(t, bin, name); in1-in0 < 100 {
+		t.Errorf("200 kB client -> server: the uplink read %d packets, want them through the hop", in1-in0)
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	if err := waitExit(t, cmd, 10*time.Second); err != nil {
+		t.Errorf("pi2hop run after SIGTERM: %v", err)
+	}
+}
+
+// TestRunWaitInterfacesTimesOut: with an interface that never appears,
+// run --wait-interfaces 3s exits 2 after the 3 s, naming it.
+func TestRunWaitInterfacesTimesOut(t *testing.T) {
+	needRoot(t, "ip")
+	t.Parallel()
+	bin := buildPi2hop(t)
+	ns := testNS(t, "p2wi")
+	var stderr bytes.Buffer
+	c := exec.Command("ip", "netns", "exec", ns, bin, "run", "--name", testInstance(84), "--lan", "lp0", "--wan", "nope0", "--wait-interfaces", "3s")
+	c.Stderr = &stderr
+	start := time.Now()
+	done := make(chan error, 1)
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { done <- c.Wait() }()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(10 * time.Second):
+		c.Process.Kill()
+		t.Fatal("run --wait-interfaces 3s still running after 10s")
+	}
+	took := time.Since(start)
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 2 {
+		t.Fatalf("run: %v, want exit status 2; stderr %q", err, stderr.String())
+	}
+	want := "pi2hop run: --wait-interfaces 3s: interface \"nope0\" did not appear within 3s\n"
+	if stderr.String() != want {
+		t.Errorf("stderr %q, want %q", stderr.String(), want)
+	}
+	if took < 3*time.Second || took > 6*time.Second {
+		t.Errorf("exited after %v, want after the 3s bound (and soon after)", took)
+	}
+}

@@ -1,0 +1,172 @@
+package imagetest
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/pi2hop/pi2hop/internal/roottest"
+)
+
+// startDockerd starts a dockerd that touches nothing of the host's: its
+// own data and exec roots, pid file and socket in a temporary folder, no
+// iptables rules, no bridge. It is stopped and its folder removed when
+// the test ends. It returns the DOCKER_HOST to use.
+func startDockerd(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "p2dk")
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := "unix://" + filepath.Join(dir, "docker.sock")
+	d := exec.Command("dockerd", "--data-root", filepath.Join(dir, "data"), "--exec-root", filepath.Join(dir, "exec"),
+		"--pidfile", filepath.Join(dir, "docker.pid"), "-H", host, "--iptables=false", "--ip6tables=false", "--bridge=none",
+		"--storage-driver=vfs") // no overlay mounts to leave behind
+	var log bytes.Buffer
+	d.Stdout, d.Stderr = &log, &log
+	if err := d.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- d.Wait() }()
+	t.Cleanup(func() {
+		d.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(15 * time.Second):
+			t.Errorf("dockerd still running 15s after SIGTERM: killed")
+			d.Process.Kill()
+			<-exited
+		}
+		if err := os.RemoveAll(dir); err != nil {
+			t.Errorf("removing dockerd's folder: %v", err)
+		}
+	})
+	deadline := time.Now().Add(20 * time.Second)
+	for exec.Command("docker", "-H", host, "version").Run() != nil {
+		select {
+		case err := <-exited:
+			exited <- err
+			t.Fatalf("dockerd exited: %v\n%s", err, log.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("dockerd did not answer on %s within 20s\n%s", host, log.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return host
+}
+
+// TestImage: make image builds offline; the image is under 30 MB, prints
+// the binary's version, and in a container with NET_ADMIN and the TUN
+// device alone shell exits 2 naming CAP_SYS_ADMIN.
+func TestImage(t *testing.T) {
+	roottest.Need(t, "dockerd", "docker", "make", "ip")
+	t.Parallel()
+	host := startDockerd(t)
+	repo, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mk := exec.Command("make", "-s", "-C", repo, "image", "IMAGE=pi2hop-test")
+	mk.Env = append(os.Environ(), "DOCKER_HOST="+host)
+	out, err := mk.Output()
+	if err != nil {
+		t.Fatalf("make image: %v\n%s", err, out)
+	}
+	tag := strings.TrimSpace(string(out))
+	if !strings.HasPrefix(tag, "pi2hop-test:") {
+		t.Fatalf("make image printed %q, want the tag pi2hop-test:VERSION", tag)
+	}
+	docker := func(args ...string) *exec.Cmd {
+		return exec.Command("docker", append([]string{"-H", host}, args...)...)
+	}
+
+	size, err := docker("image", "inspect", "-f", "{{.Size}}", tag).Output()
+	if err != nil {
+		t.Fatalf("docker image inspect: %v", err)
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(string(size)), 10, 64)
+	if err != nil || n >= 30e6 {
+		t.Errorf("image %s: %s bytes (%v), want under 30 MB", tag, size, err)
+	}
+	t.Logf("image %s: %d bytes", tag, n)
+
+	want, err := exec.Command(filepath.Join(repo, "bin/image/pi2hop"), "version").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := docker("run", "--rm", "--network", "none", tag, "version").Output()
+	if err != nil || !bytes.Equal(got, want) || !bytes.HasPrefix(got, []byte("pi2hop ")) {
+		t.Errorf("docker run %s version: %q (%v), want the binary's %q", tag, got, err, want)
+	}
+
+	var stderr bytes.Buffer
+	sh := docker("run", "--rm", "--network", "none", "--cap-add", "NET_ADMIN", "--device", "/dev/net/tun", tag, "shell", "--", "true")
+	sh.Stderr = &stderr
+	err = sh.Run()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(stderr.String(), "needs CAP_SYS_ADMIN") {
+		t.Errorf("shell in a container with NET_ADMIN alone: %v, stderr %q; want exit 2 naming CAP_SYS_ADMIN", err, stderr.String())
+	}
+
+	// run with NET_ADMIN and the TUN device only, no network of docker's:
+	// its two interfaces are moved in after it started, as containerlab
+	// attaches them, and it comes up between them.
+	name := "p2img" + strconv.Itoa(os.Getpid()%10000)
+	runArgs := []string{"run", "-d", "--name", name, "--network", "none", "--cap-add", "NET_ADMIN", "--device", "/dev/net/tun",
+		"--sysctl", "net.ipv4.ip_forward=1", "--sysctl", "net.ipv6.conf.all.forwarding=1",
+		"--sysctl", "net.ipv4.conf.all.rp_filter=0", "--sysctl", "net.ipv4.conf.default.rp_filter=0",
+		// Docker turns IPv6 off in a container; the gateway routes both families.
+		"--sysctl", "net.ipv6.conf.all.disable_ipv6=0", "--sysctl", "net.ipv6.conf.default.disable_ipv6=0",
+		tag, "run", "--lan", "lp0", "--wan", "lp1", "--wait-interfaces", "10s", "--rate", "10mbit", "--floor-probe=false"}
+	if out, err := docker(runArgs...).CombinedOutput(); err != nil {
+		t.Fatalf("docker run: %v\n%s", err, out)
+	}
+	t.Cleanup(func() { docker("rm", "-f", name).Run() })
+	pid, err := docker("inspect", "-f", "{{.State.Pid}}", name).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"link", "add", name + "a", "type", "veth", "peer", "name", name + "b"},
+		{"link", "set", name + "a", "netns", strings.TrimSpace(string(pid)), "name", "lp0"},
+		{"link", "set", name + "b", "netns", strings.TrimSpace(string(pid)), "name", "lp1"},
+	} {
+		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+			exec.Command("ip", "link", "del", name+"a").Run()
+			t.Fatalf("ip %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		logs, _ := docker("logs", name).CombinedOutput()
+		if bytes.Contains(logs, []byte("pi2hop run \"")) {
+			if !bytes.Contains(logs, []byte("no CAP_SYS_NICE")) {
+				t.Errorf("no line on the missing CAP_SYS_NICE in the start-up output:\n%s", logs)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("run in the container did not come up within 10s:\n%s", logs)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if out, err := docker("stop", "-t", "10", name).CombinedOutput(); err != nil {
+		t.Fatalf("docker stop: %v\n%s", err, out)
+	}
+	code, _ := docker("inspect", "-f", "{{.State.ExitCode}}", name).Output()
+	if strings.TrimSpace(string(code)) != "0" {
+		logs, _ := docker("logs", name).CombinedOutput()
+		t.Errorf("run in the container exited %s after SIGTERM, want 0:\n%s", code, logs)
+	}
+	docker("image", "rm", "-f", tag).Run()
+}
