@@ -11,8 +11,7 @@ import (
 // Naming a flow's ECN path fault. A packet seen at an in and an out point
 // (matched by matchKey: 5-tuple, IPv4 identification or IPv6 flow label,
 // length and the first transport bytes) shows what the path did to its
-// ECN field. Apple's valid set is the one ValidTransition checks; every
-// other transition is named with the fault kind it matches (the kinds of
+// ECN field. ValidTransition holds the valid set; every other transition is named with the fault kind it matches (the kinds of
 // pi2hop's own --ecn-fault). Two faults leave only valid transitions and
 // are found from the flow as a whole: mangling (every ECT packet CE with
 // no queue to explain it) and an ECT filter (the ECT packets missing at
@@ -20,7 +19,7 @@ import (
 
 // Thresholds of the flow-wide faults: a handful of CE marks or losses is
 // what any AQM does, so these need enough packets to tell a path that
-// does it to all of them (Apple checks 10 to 20 ECT packets).
+// does it to all of them (as many as a sender's ECN test sends).
 const (
 	faultMinPackets = 10
 	// dropECTShare is the share of a flow's ECT packets that must be
