@@ -94,6 +94,12 @@ func analyseCall(fr flowResult, from, to time.Duration) report.Call {
 	call := report.Call{Label: fr.spec.Label, ECN: fr.spec.ECN}
 	if fr.videoSend != nil {
 		call.RTTMs = figure.Summarise(rttAfter(fr.videoSend.RTT, fr.videoSend.RTTAt, from))
+		v := fr.videoSend.Validation
+		call.ECNValidation, call.ECNFailReason, call.FellBack = v.State, v.Failed, fr.videoSend.FellBack
+		if v.Failed != "" {
+			call.ECNFailS = v.At.Seconds()
+		}
+		call.RTTRiseNoCEMs = figure.Ms(v.RTTRiseNoCE)
 	}
 	lost, got := lossAfter(rc.Lost, rc.Packets, rc.Intervals, from)
 	call.Loss = metrics.LossRate(lost+got, got)

@@ -37,6 +37,10 @@ type FlowSpec struct {
 	// Window (KindCubic) pins the receiver's TCP window in bytes with
 	// TCP_WINDOW_CLAMP and SO_RCVBUF; 0 leaves the kernel's autotuning.
 	Window uint64 `json:"window,omitempty"`
+	// NoECNValidation (KindVideo, KindPrague) turns the sender's ECN
+	// validation off: the naive app that keeps sending ECT(1) whatever
+	// the path does to it.
+	NoECNValidation bool `json:"no_ecn_validation,omitempty"`
 }
 
 // RunSpec is one run: a fresh topology, one bottleneck configuration and
