@@ -82,12 +82,11 @@ func (o *owner) accept(slot int32, size int, now int64) {
 	if o.tap != nil {
 		o.tap.Packet(int(o.dir), int(TapIn), now, o.whole(slot, pkt), nil)
 	}
-	v := o.link.Enqueue(m, now)
+	v := o.link.EnqueuePacket(m, pkt, now)
 	if v.Action == aqm.Drop {
 		o.st.QueueDrops[v.Reason]++
 		if o.tap != nil {
-			m.Arrival = now
-			o.ev = shaper.Event{Meta: m, Verdict: v, At: now}
+			o.ev = o.link.RefusedEvent()
 			o.tap.Packet(int(o.dir), int(TapDrop), now, o.whole(slot, pkt), &o.ev)
 		}
 		o.slab.put(slot)
@@ -151,6 +150,12 @@ func (o *owner) finish(ev *shaper.Event, now int64) {
 	}
 	if ev.Verdict.Action == aqm.Mark && aqm.Header(pkt).SetCE() {
 		o.st.Marked++
+	}
+	if ev.Fault != shaper.FaultNone {
+		// A path fault before or after the queue: the bytes still hold the
+		// DS field the packet came with (and the AQM's CE mark).
+		h := aqm.Header(pkt)
+		h.SetDSField(ev.DSOut(h.DSField()))
 	}
 	if ev.Dep > ev.Deq {
 		o.lastTx = ev.Dep - ev.Deq

@@ -304,5 +304,16 @@ func (d DirConfig) String() string {
 	if d.Link.Loss != nil {
 		s += fmt.Sprintf(" loss %v", d.Link.Loss)
 	}
+	if d.Link.Fault.On() {
+		s += " ecn-fault " + d.Link.Fault.String()
+	}
 	return s + " " + d.Queue.Kind
+}
+
+// faultName is a fault's spec for stats, "" when there is none.
+func faultName(f shaper.Fault) string {
+	if !f.On() {
+		return ""
+	}
+	return f.String()
 }

@@ -50,7 +50,9 @@ type StatsRow struct {
 	Utilisation float64           `json:"utilisation"`
 	Marked      uint64            `json:"marked"`
 	Malformed   uint64            `json:"malformed"`
-	Drops       map[string]uint64 `json:"drops"` // by aqm.Reason name, and nobuffer, write
+	Drops       map[string]uint64 `json:"drops"`               // by aqm.Reason name, and nobuffer, write
+	ECNFault    string            `json:"ecn_fault,omitempty"` // the path fault's spec, as --ecn-fault takes it; none: left out
+	ECNFaults   map[string]uint64 `json:"ecn_faults"`          // packets a path fault rewrote or dropped, by kind
 	Pending     int               `json:"pending"`
 	SojournC    MsQuantiles       `json:"sojourn_c"`
 	SojournL    MsQuantiles       `json:"sojourn_l"`
@@ -120,6 +122,11 @@ func (s *DirStats) Row(prev *DirStats) StatsRow {
 		if name := aqm.Reason(r).String(); name != "" {
 			v.Drops[name] = n
 		}
+	}
+	v.ECNFault = s.Fault
+	v.ECNFaults = make(map[string]uint64, shaper.NumFaultKinds-1)
+	for k := shaper.FaultNone + 1; int(k) < shaper.NumFaultKinds; k++ {
+		v.ECNFaults[k.String()] = s.Link.Faults[k]
 	}
 	v.addXStats(&q)
 	iv := s.since(prev)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/pi2hop/pi2hop/aqm"
 	"github.com/pi2hop/pi2hop/hop"
+	"github.com/pi2hop/pi2hop/shaper"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
@@ -23,6 +24,7 @@ type collector struct {
 
 	packets, bytes, drops, marks, malformed, ringDrops *prometheus.Desc
 	prob, qdelay, backlog, sojourn, rate, busy         *prometheus.Desc
+	faults                                             *prometheus.Desc
 }
 
 func newCollector(h *hop.Hop) *collector {
@@ -43,12 +45,13 @@ func newCollector(h *hop.Hop) *collector {
 		sojourn:   d("sojourn_seconds", "Sojourn quantiles since start.", "queue", "quantile"),
 		rate:      d("link_rate_bits_per_second", "Configured link rate (0 for a trace)."),
 		busy:      d("link_busy_seconds_total", "Time the link spent transmitting."),
+		faults:    d("ecn_faults_total", "Packets an ECN path fault rewrote or dropped, by fault kind.", "kind"),
 	}
 }
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.packets, c.bytes, c.drops, c.marks, c.malformed, c.ringDrops,
-		c.prob, c.qdelay, c.backlog, c.sojourn, c.rate, c.busy} {
+		c.prob, c.qdelay, c.backlog, c.sojourn, c.rate, c.busy, c.faults} {
 		ch <- d
 	}
 }
@@ -77,6 +80,9 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		counter(c.marks, s.Marked)
 		counter(c.malformed, s.Malformed)
 		counter(c.ringDrops, s.RingDrops)
+		for k := shaper.FaultNone + 1; int(k) < shaper.NumFaultKinds; k++ {
+			counter(c.faults, s.Link.Faults[k], k.String())
+		}
 		gauge(c.prob, aqm.ProbFloat(s.Queue.Prob))
 		gauge(c.qdelay, float64(s.Queue.DelayC)/1e9, "C")
 		gauge(c.qdelay, float64(s.Queue.DelayL)/1e9, "L")
