@@ -194,9 +194,9 @@ var table = []Setting{
 	{Key: "up-aggregate", Dir: "up", value: aggregate(), Usage: "uplink bursts `INTERVAL,SIZE`; default --aggregate"},
 	{Key: "down-aggregate", Dir: "down", value: aggregate(), Usage: "downlink bursts `INTERVAL,SIZE`; default --aggregate"},
 	{Key: "ecn-fault", value: ecnFault(),
-		Usage: "a middlebox's ECN fault on the path, as `KIND[,after][,after=2s|100p][,share=30%][,proto=udp][,dport=N]`: KIND bleach, tos-zero, ect1-to-ect0, ect0-to-ect1, ce-bleach, mangle, drop-ect or none; before the queue unless after (default none)"},
-	{Key: "up-ecn-fault", Dir: "up", value: ecnFault(), Usage: "uplink ECN path fault; default --ecn-fault"},
-	{Key: "down-ecn-fault", Dir: "down", value: ecnFault(), Usage: "downlink ECN path fault; default --ecn-fault"},
+		Usage: "a middlebox's ECN fault on the path: `SPEC` = KIND[,after][,after=2s|100p][,share=30%][,proto=udp|tcp][,sport=N][,dport=N], KIND one of bleach, tos-zero, ect1-to-ect0, ect0-to-ect1, ce-bleach, mangle, drop-ect, none; before the queue unless after (default none)"},
+	{Key: "up-ecn-fault", Dir: "up", value: ecnFault(), Usage: "uplink ECN path fault `SPEC`; default --ecn-fault"},
+	{Key: "down-ecn-fault", Dir: "down", value: ecnFault(), Usage: "downlink ECN path fault `SPEC`; default --ecn-fault"},
 }
 
 // dualpi2Default is sch_dualpi2's configuration when tc gives no knob.

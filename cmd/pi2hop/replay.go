@@ -70,6 +70,9 @@ func runReplay(ctx context.Context, env *cmdEnv, a *replayArgs, args []string) e
 	for _, w := range a.link.warnings() {
 		fmt.Fprintf(env.stderr, "pi2hop: warning: %s\n", w)
 	}
+	if a.trace != "" && linkCfg.Fault.Match != 0 {
+		return usagef("replay: --ecn-fault %s: proto=, sport= and dport= read the packets, and a CSV trace has no packet bytes: replay a capture with --pcap", linkCfg.Fault)
+	}
 	cfg := replay.Config{Link: linkCfg, Queue: spec, Seed: a.link.seed(), KeepFrames: a.pcapOut != "" || a.capture.path != ""}
 	eng, err := replay.New(cfg)
 	if err != nil {
