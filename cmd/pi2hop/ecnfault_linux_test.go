@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +16,8 @@ import (
 	"github.com/pi2hop/pi2hop/aqm"
 	"github.com/pi2hop/pi2hop/flow/ecnudp"
 	"github.com/pi2hop/pi2hop/netsys"
+	"github.com/pi2hop/pi2hop/pcap"
+	"github.com/pi2hop/pi2hop/shaper"
 )
 
 // Through one shell, each ECN path fault set live with `set`: a receiver
@@ -38,12 +41,18 @@ func TestShellECNFaultsLive(t *testing.T) {
 	stdoutR, stdoutW := io.Pipe()
 	var stderr bytes.Buffer
 	done := make(chan error, 1)
+	capFile := filepath.Join(t.TempDir(), "faults.pcapng")
 	go func() {
-		done <- Run(ctx, []string{"shell", "--name", name, "--rate", "100mbit", "--", "/bin/sh", "-c",
+		done <- Run(ctx, []string{"shell", "--name", name, "--rate", "100mbit", "--capture", capFile, "--", "/bin/sh", "-c",
 			`echo "$PI2HOP_NETNS $PI2HOP_HOST $PI2HOP_HOST6"; read x; exit 0`}, stdinR, stdoutW, &stderr)
 		stdoutW.Close()
 	}()
-	t.Cleanup(func() {
+	var ended bool
+	end := func() {
+		if ended {
+			return
+		}
+		ended = true
 		stdinW.Close()
 		select {
 		case err := <-done:
@@ -54,7 +63,8 @@ func TestShellECNFaultsLive(t *testing.T) {
 			t.Error("shell did not end within 10 s of its input closing")
 		}
 		checkGone(t, name)
-	})
+	}
+	t.Cleanup(end)
 	lines := make(chan string, 1)
 	go func() {
 		l, _ := bufio.NewReader(stdoutR).ReadString('\n')
@@ -187,5 +197,29 @@ func TestShellECNFaultsLive(t *testing.T) {
 	// ECN-capable datagrams each time.
 	if !strings.Contains(out.String(), "ecn fault none: rewrote or dropped bleach 12,") {
 		t.Errorf("stats do not count the faults by kind:\n%s", out.String())
+	}
+
+	// The capture, written as the shell ends, annotates the faulted
+	// packets with the kind and the codepoint before and after.
+	end()
+	r, err := pcap.Open(capFile)
+	if err != nil {
+		t.Fatalf("capture: %v", err)
+	}
+	defer r.Close()
+	seen := map[string]int{}
+	for {
+		p, err := r.Next()
+		if err != nil {
+			break
+		}
+		if p.HasAnn && p.Ann.Fault != shaper.FaultNone && p.Interface == "up-out" {
+			seen[fmt.Sprintf("%s %v->%v", p.Ann.Fault, p.Ann.FaultFrom, p.Ann.FaultTo)]++
+		}
+	}
+	for _, want := range []string{"bleach ECT(1)->Not-ECT", "ce-bleach CE->ECT(1)", "ect1-to-ect0 ECT(1)->ECT(0)", "mangle ECT(0)->CE", "tos-zero CE->Not-ECT"} {
+		if seen[want] != 2 && !(strings.HasPrefix(want, "bleach") && seen[want] == 4) {
+			t.Errorf("capture annotates %d packets up-out with %q, want one per path (bleach: before and after); saw %v", seen[want], want, seen)
+		}
 	}
 }
