@@ -165,10 +165,10 @@ func faultLine(v *hop.StatsRow) string {
 			counts = append(counts, fmt.Sprintf("%s %d", k, n))
 		}
 	}
-	if v.ECNFault == "" && len(counts) == 0 {
+	if v.Config.ECNFault == "" && len(counts) == 0 {
 		return ""
 	}
-	spec := v.ECNFault
+	spec := v.Config.ECNFault
 	if spec == "" {
 		spec = "none"
 	}
