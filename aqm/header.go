@@ -105,6 +105,34 @@ func (v Header) SetCE() bool {
 	return false
 }
 
+// DSField returns the whole DS field (DSCP and ECN, the IPv4 TOS byte or
+// the IPv6 Traffic Class), 0 when v is not valid.
+func (v Header) DSField() uint8 { return v.dsfield(v.Version()) }
+
+// SetDSField rewrites the whole DS field (DSCP and ECN) and reports
+// whether v is a valid header it could write. It is what a middlebox that
+// re-marks or bleaches does, so unlike SetCE any codepoint may become any
+// other. For IPv4 the header checksum is updated incrementally (RFC 1624
+// eqn. 3), as for SetCE; IPv6 has no header checksum.
+func (v Header) SetDSField(ds uint8) bool {
+	switch v.Version() {
+	case 4:
+		old := binary.BigEndian.Uint16(v[0:2])
+		if uint8(old) == ds {
+			return true
+		}
+		v[1] = ds
+		sum := binary.BigEndian.Uint16(v[10:12])
+		binary.BigEndian.PutUint16(v[10:12], checksumReplace(sum, old, binary.BigEndian.Uint16(v[0:2])))
+		return true
+	case 6:
+		v[0] = v[0]&0xf0 | ds>>4
+		v[1] = v[1]&0x0f | ds<<4
+		return true
+	}
+	return false
+}
+
 // checksumReplace returns the Internet checksum hc updated for one 16-bit
 // word changing from old to new: HC' = ~(~HC + ~m + m') (RFC 1624 eqn. 3),
 // which, unlike eqn. 2, never yields 0x0000 where a full recompute would

@@ -289,3 +289,40 @@ func TestMetaOfKeyed(t *testing.T) {
 		}
 	}
 }
+
+// SetDSField writes any DS field over any other: the field reads back,
+// nothing else changes but the IPv4 checksum, and that checksum equals a
+// full recompute (RFC 1624's incremental update, as SetCE uses).
+func TestSetDSFieldAllPairs(t *testing.T) {
+	for from := range 256 {
+		for to := range 256 {
+			for _, p := range [][]byte{ipv4Packet(byte(from), 10), ipv6Packet(byte(from), 10)} {
+				v := Header(p)
+				orig := append([]byte(nil), p...)
+				if !v.SetDSField(byte(to)) {
+					t.Fatalf("v%d %#x -> %#x: SetDSField = false", v.Version(), from, to)
+				}
+				if v.DSField() != byte(to) || v.ECN() != ECN(to&3) || v.DSCP() != byte(to)>>2 {
+					t.Fatalf("v%d %#x -> %#x: reads DS %#x", v.Version(), from, to, v.DSField())
+				}
+				for i := range p {
+					if p[i] == orig[i] || (v.Version() == 4 && (i == 1 || i == 10 || i == 11)) ||
+						(v.Version() == 6 && (i == 0 || i == 1)) {
+						continue
+					}
+					t.Fatalf("v%d %#x -> %#x: byte %d changed", v.Version(), from, to, i)
+				}
+				if v.Version() == 4 {
+					if got := Checksum(p[:20]); got != 0 {
+						t.Fatalf("%#x -> %#x: header checksum does not verify (%#04x)", from, to, got)
+					}
+				} else if p[0]>>4 != 6 || p[1]&0x0f != orig[1]&0x0f {
+					t.Fatalf("tclass %#x -> %#x: version or flow label changed", from, to)
+				}
+			}
+		}
+	}
+	if Header([]byte{0x45, 0}).SetDSField(0) {
+		t.Error("SetDSField on a truncated header reports true")
+	}
+}

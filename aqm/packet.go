@@ -79,6 +79,11 @@ type Meta struct {
 	// ce_threshold_selector read it. 0 for non-IP packets.
 	DSCP uint8
 
+	// Tag is the caller's, kept with the packet through the queue and
+	// never read by aqm (shaper keeps a path fault's per-packet decision
+	// here); it sits in what was padding.
+	Tag uint8
+
 	// Per-packet state of the other disciplines, in what was padding
 	// (Meta is 32 bytes): Queue Protection's sanction (docsis) and the
 	// index of the next packet of the same flow (fq_codel's flow lists).
@@ -128,10 +133,11 @@ const (
 	ReasonPIE                // PIE's drop/mark probability (RFC 8033)
 	ReasonRamp               // DOCSIS L-queue immediate AQM: the MINTH..MAXTH ramp
 	ReasonSanction           // DOCSIS Queue Protection moved the packet to the C-queue (RFC 9957)
+	ReasonFault              // an ECN path fault that drops ECN-capable packets (shaper), not the AQM
 )
 
 var reasonNames = [...]string{"", "step", "coupled", "classic", "overload", "limit", "loss",
-	"codel", "ce_threshold", "pie", "ramp", "sanction"}
+	"codel", "ce_threshold", "pie", "ramp", "sanction", "ecn_fault"}
 
 // String returns the reason as replay output and captures spell it.
 func (r Reason) String() string {

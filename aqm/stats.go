@@ -3,7 +3,7 @@ package aqm
 import "math"
 
 // NumReasons is the number of Reason values, for arrays indexed by Reason.
-const NumReasons = int(ReasonSanction) + 1
+const NumReasons = int(ReasonFault) + 1
 
 // ClassCounters counts one queue's packets.
 type ClassCounters struct {

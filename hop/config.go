@@ -233,10 +233,11 @@ const (
 	ChangeJitter
 	ChangeAggregate
 	ChangeQueue
+	ChangeFault
 )
 
 // changeNames name the parts in Change's bit order.
-var changeNames = []string{"rate", "delay", "loss", "jitter", "aggregate", "queue"}
+var changeNames = []string{"rate", "delay", "loss", "jitter", "aggregate", "queue", "fault"}
 
 // String lists the parts, "rate+delay", or says "none".
 func (c Change) String() string {
@@ -276,6 +277,9 @@ func (d DirConfig) Changes(next DirConfig) Change {
 	}
 	if d.Queue != next.Queue {
 		c |= ChangeQueue
+	}
+	if d.Link.Fault != next.Link.Fault {
+		c |= ChangeFault
 	}
 	return c
 }

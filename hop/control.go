@@ -68,6 +68,7 @@ func (o *owner) fill(s *DirStats, now int64) {
 	s.Spec = o.cfg.Queue
 	s.Jitter, s.Loss, s.Aggregate = o.linkNames[0], o.linkNames[1], o.linkNames[2]
 	s.Rate = o.rateName
+	s.Fault = o.faultName
 	s.Bps = 0
 	if c, ok := o.cfg.Link.Rate.(shaper.Const); ok {
 		s.Bps = c.BitsPerSecond
@@ -223,6 +224,9 @@ func (o *owner) apply(next DirConfig) error {
 	}
 	if c&ChangeLoss != 0 {
 		o.link.SetLoss(next.Link.Loss)
+	}
+	if c&ChangeFault != 0 {
+		o.link.SetFault(next.Link.Fault, now) // after= counts from now
 	}
 	o.cfg = next
 	o.setNames(next.Link)

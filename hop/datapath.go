@@ -93,7 +93,7 @@ func (o *owner) accept(slot int32, size int, now int64) {
 		fi = o.flows.lookup(pkt, hash, now)
 		o.flows.arrive(fi, m.ECN, size, now)
 	}
-	v := o.link.Enqueue(m, now)
+	v := o.link.EnqueuePacket(m, pkt, now)
 	if o.flows != nil {
 		if v.Action == aqm.Drop {
 			o.flows.dropped(fi, v.Reason)
@@ -105,8 +105,7 @@ func (o *owner) accept(slot int32, size int, now int64) {
 	if v.Action == aqm.Drop {
 		o.st.QueueDrops[v.Reason]++
 		if o.tap != nil {
-			m.Arrival = now
-			o.ev = shaper.Event{Meta: m, Verdict: v, At: now}
+			o.ev = o.link.RefusedEvent()
 			o.tap.Packet(int(o.dir), int(TapDrop), now, o.whole(slot, pkt), &o.ev)
 		}
 		o.slab.put(slot)
@@ -176,6 +175,12 @@ func (o *owner) finish(ev *shaper.Event, now int64) {
 	marked := ev.Verdict.Action == aqm.Mark && aqm.Header(pkt).SetCE()
 	if marked {
 		o.st.Marked++
+	}
+	if ev.Fault != shaper.FaultNone {
+		// A path fault before or after the queue: the bytes still hold the
+		// DS field the packet came with (and the AQM's CE mark).
+		h := aqm.Header(pkt)
+		h.SetDSField(ev.DSOut(h.DSField()))
 	}
 	if o.flows != nil {
 		fi := o.flowOf[slot]

@@ -22,9 +22,12 @@ type Hop struct {
 	up, down tun.Device
 	dirs     [2]*owner
 
-	mu      sync.Mutex // guards cfg's directions (Set), running, tap, probes
-	tap     Tap
-	probes  *probes // the wake-up probes while Run runs them
+	mu  sync.Mutex // guards cfg's directions (Set), running, tap
+	tap Tap
+	// probes are the wake-up probes while Run runs them. Not under mu:
+	// Run sets them before it starts the owners, while a Reconfigure
+	// may hold mu waiting for those owners.
+	probes  atomic.Pointer[probes]
 	running bool
 	stop    chan struct{} // closed by Close
 	done    chan struct{} // closed when Run has returned
@@ -122,9 +125,7 @@ func (h *Hop) Run(ctx context.Context) error {
 			cfg.Logger.Debug("hop: no wake-up probe", "err", err)
 		} else {
 			defer p.stop()
-			h.mu.Lock()
-			h.probes = p
-			h.mu.Unlock()
+			h.probes.Store(p)
 		}
 	}
 	errs := make(chan error, 2)
@@ -211,8 +212,9 @@ func (h *Hop) Reconfigure(next Config) error {
 // takes one between batches) and the last one otherwise.
 func (h *Hop) Stats() Snapshot {
 	h.mu.Lock()
-	running, p := h.running, h.probes
+	running := h.running
 	h.mu.Unlock()
+	p := h.probes.Load()
 	s := Snapshot{Name: h.cfg.Name, Running: running, WakeProbe: p.stats()}
 	for i, o := range h.dirs {
 		*s.Dir(Dir(i)) = o.snapshot(running)
@@ -226,8 +228,9 @@ func (h *Hop) Stats() Snapshot {
 // a plain snapshot: poll it at the pace a person reads, not a sampler's.
 func (h *Hop) StatsFlows(top int) (Snapshot, [2]FlowTable) {
 	h.mu.Lock()
-	running, p := h.running, h.probes
+	running := h.running
 	h.mu.Unlock()
+	p := h.probes.Load()
 	s := Snapshot{Name: h.cfg.Name, Running: running, WakeProbe: p.stats()}
 	var ft [2]FlowTable
 	for i, o := range h.dirs {
@@ -320,5 +323,16 @@ func (d DirConfig) String() string {
 	if d.Link.Loss != nil {
 		s += fmt.Sprintf(" loss %v", d.Link.Loss)
 	}
+	if d.Link.Fault.On() {
+		s += " ecn-fault " + d.Link.Fault.String()
+	}
 	return s + " " + d.Queue.Kind
+}
+
+// faultName is a fault's spec for stats, "" when there is none.
+func faultName(f shaper.Fault) string {
+	if !f.On() {
+		return ""
+	}
+	return f.String()
 }

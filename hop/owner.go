@@ -76,6 +76,8 @@ type owner struct {
 	// The link's jitter, loss and aggregation as DirStats names them,
 	// made when they are set (setNames), so a snapshot allocates nothing.
 	linkNames [3]string
+	// faultName is the ECN path fault's spec ("" for none), made when set.
+	faultName string
 	reqSnap   DirStats // the snapshot a reader asked for (see snapshot)
 	// flows is the flow table (nil with Config.NoFlows); flowOf is the
 	// flow of each slot's packet, from its arrival to its fate.
@@ -290,6 +292,7 @@ func (o *owner) close() { o.waker.close() }
 // setNames makes the names a snapshot gives the link's settings.
 func (o *owner) setNames(l shaper.Config) {
 	o.rateName = fmt.Sprint(l.Rate)
+	o.faultName = faultName(l.Fault)
 	o.linkNames = [3]string{}
 	if l.Jitter.Amount > 0 {
 		o.linkNames[0] = l.Jitter.String()

@@ -50,7 +50,8 @@ type StatsRow struct {
 	Utilisation float64           `json:"utilisation"`
 	Marked      uint64            `json:"marked"`
 	Malformed   uint64            `json:"malformed"`
-	Drops       map[string]uint64 `json:"drops"` // by aqm.Reason name, and nobuffer, write
+	Drops       map[string]uint64 `json:"drops"`      // by aqm.Reason name, and nobuffer, write
+	ECNFaults   map[string]uint64 `json:"ecn_faults"` // packets a path fault rewrote or dropped, by kind
 	Pending     int               `json:"pending"`
 	SojournC    MsQuantiles       `json:"sojourn_c"`
 	SojournL    MsQuantiles       `json:"sojourn_l"`
@@ -98,6 +99,7 @@ type ConfigRow struct {
 	Jitter    string  `json:"jitter,omitempty"`
 	Loss      string  `json:"loss,omitempty"`
 	Aggregate string  `json:"aggregate,omitempty"`
+	ECNFault  string  `json:"ecn_fault,omitempty"` // the path fault's spec, as --ecn-fault takes it
 }
 
 // Row returns s's figures with rates, utilisation and quantiles over the
@@ -120,6 +122,10 @@ func (s *DirStats) Row(prev *DirStats) StatsRow {
 		if name := aqm.Reason(r).String(); name != "" {
 			v.Drops[name] = n
 		}
+	}
+	v.ECNFaults = make(map[string]uint64, shaper.NumFaultKinds-1)
+	for k := shaper.FaultNone + 1; int(k) < shaper.NumFaultKinds; k++ {
+		v.ECNFaults[k.String()] = s.Link.Faults[k]
 	}
 	v.addXStats(&q)
 	iv := s.since(prev)
@@ -146,7 +152,7 @@ func (s *DirStats) Row(prev *DirStats) StatsRow {
 // configRow is the configuration s was taken under.
 func (s *DirStats) configRow() ConfigRow {
 	c := ConfigRow{Qdisc: s.Kind, Params: map[string]any{}, RateBps: s.Bps, Rate: tcRate(s.Rate, s.Bps),
-		DelayMs: figure.Ms(time.Duration(s.Delay)), Jitter: s.Jitter, Loss: s.Loss, Aggregate: s.Aggregate}
+		DelayMs: figure.Ms(time.Duration(s.Delay)), Jitter: s.Jitter, Loss: s.Loss, Aggregate: s.Aggregate, ECNFault: s.Fault}
 	p := s.Spec.TCParams()
 	for _, x := range p {
 		if x.Value == "" {
@@ -168,6 +174,9 @@ func (s *DirStats) configRow() ConfigRow {
 	}
 	if s.Aggregate != "" {
 		c.Link += " aggregate " + s.Aggregate
+	}
+	if s.Fault != "" {
+		c.Link += " ecn-fault " + s.Fault
 	}
 	return c
 }

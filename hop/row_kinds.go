@@ -134,7 +134,8 @@ func (v *StatsRow) QdiscLines() []string {
 
 // DropReasons are the names of the drops a hop of this queue kind can
 // count, in the order stats lists them: the queue's own reasons, then the
-// hop's (loss on the link, no free buffer, failed TUN write). A reason
+// link's and hop's (loss on the link, a drop-ect path fault, no free
+// buffer, failed TUN write). A reason
 // the kind cannot give is left out, so a zero means "did not happen".
 func DropReasons(kind string) []string {
 	var r []string
@@ -150,5 +151,5 @@ func DropReasons(kind string) []string {
 	default:
 		r = []string{"limit"}
 	}
-	return append(r, "loss", "nobuffer", "write")
+	return append(r, "loss", "ecn_fault", "nobuffer", "write")
 }

@@ -59,11 +59,11 @@ func TestQdiscLinesCreditNext(t *testing.T) {
 
 func TestDropReasons(t *testing.T) {
 	for kind, want := range map[string][]string{
-		aqm.KindDualPI2: {"classic", "coupled", "step", "overload", "limit", "loss", "nobuffer", "write"},
-		aqm.KindFIFO:    {"limit", "loss", "nobuffer", "write"},
-		aqm.KindFQCodel: {"codel", "limit", "loss", "nobuffer", "write"},
-		aqm.KindPIE:     {"pie", "limit", "loss", "nobuffer", "write"},
-		aqm.KindDOCSIS:  {"classic", "ramp", "coupled", "overload", "limit", "loss", "nobuffer", "write"},
+		aqm.KindDualPI2: {"classic", "coupled", "step", "overload", "limit", "loss", "ecn_fault", "nobuffer", "write"},
+		aqm.KindFIFO:    {"limit", "loss", "ecn_fault", "nobuffer", "write"},
+		aqm.KindFQCodel: {"codel", "limit", "loss", "ecn_fault", "nobuffer", "write"},
+		aqm.KindPIE:     {"pie", "limit", "loss", "ecn_fault", "nobuffer", "write"},
+		aqm.KindDOCSIS:  {"classic", "ramp", "coupled", "overload", "limit", "loss", "ecn_fault", "nobuffer", "write"},
 	} {
 		if got := DropReasons(kind); !slices.Equal(got, want) {
 			t.Errorf("%s: %q, want %q", kind, got, want)

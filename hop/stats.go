@@ -40,6 +40,7 @@ type DirStats struct {
 	Bps   uint64   // link rate in bit/s when constant, else 0
 	Delay int64    // one-way delay, ns
 	Spec  aqm.Spec // the queue's configuration in force
+	Fault string   // the ECN path fault's spec, "" for none (its counts are in Link.Faults)
 	// The link's jitter, loss model and aggregation in force, as stats
 	// prints them; "" when off.
 	Jitter, Loss, Aggregate string

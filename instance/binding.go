@@ -320,6 +320,13 @@ func loss() codec {
 		func(v *flagvalue.Loss, s string) { v.Text = s })
 }
 
+// ecnFault keeps the fault's spec text; each direction parses it.
+func ecnFault() codec {
+	return of(flagvalue.ECNFault{},
+		func(v *flagvalue.ECNFault) string { return v.Text },
+		func(v *flagvalue.ECNFault, s string) { v.Text = s })
+}
+
 func jitter() codec {
 	return of(flagvalue.Jitter{},
 		func(v *flagvalue.Jitter) Jitter { return Jitter(*v) },

@@ -10,6 +10,7 @@ import (
 
 	"github.com/pi2hop/pi2hop/aqm"
 	"github.com/pi2hop/pi2hop/hop"
+	"github.com/pi2hop/pi2hop/shaper"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
@@ -26,6 +27,7 @@ type collector struct {
 
 	classFlows, classBytes, classMarks             *prometheus.Desc
 	topRate, topSojourn, topMarks, topDrops, topQP *prometheus.Desc
+	faults                                         *prometheus.Desc
 }
 
 // MetricsTopFlows is how many flows per direction the metrics show one by
@@ -60,13 +62,14 @@ func newCollector(h *hop.Hop) *collector {
 		topMarks:   d("top_flow_ce_marks", "CE marks added to the flow of this rank.", "rank", "flow", "class"),
 		topDrops:   d("top_flow_drops", "Drops of the flow of this rank.", "rank", "flow", "class"),
 		topQP:      d("top_flow_would_sanction", "1 when DOCSIS queue protection would sanction the flow of this rank (RFC 9957), else 0.", "rank", "flow", "class"),
+		faults:     d("ecn_faults_total", "Packets an ECN path fault rewrote or dropped, by fault kind.", "kind"),
 	}
 }
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.packets, c.bytes, c.drops, c.marks, c.malformed, c.ringDrops,
 		c.prob, c.qdelay, c.backlog, c.sojourn, c.rate, c.busy,
-		c.classFlows, c.classBytes, c.classMarks, c.topRate, c.topSojourn, c.topMarks, c.topDrops, c.topQP} {
+		c.classFlows, c.classBytes, c.classMarks, c.topRate, c.topSojourn, c.topMarks, c.topDrops, c.topQP, c.faults} {
 		ch <- d
 	}
 }
@@ -95,6 +98,9 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		counter(c.marks, s.Marked)
 		counter(c.malformed, s.Malformed)
 		counter(c.ringDrops, s.RingDrops)
+		for k := shaper.FaultNone + 1; int(k) < shaper.NumFaultKinds; k++ {
+			counter(c.faults, s.Link.Faults[k], k.String())
+		}
 		gauge(c.prob, aqm.ProbFloat(s.Queue.Prob))
 		gauge(c.qdelay, float64(s.Queue.DelayC)/1e9, "C")
 		gauge(c.qdelay, float64(s.Queue.DelayL)/1e9, "L")

@@ -23,16 +23,20 @@ func TestMetricsExposeHopCounters(t *testing.T) {
 	s, _ := tuntest.NewChannelDevice("s", 1500, 16)
 	d := hop.DirConfig{Link: shaper.Config{Rate: shaper.Const{BitsPerSecond: 1e8}},
 		Queue: aqm.Spec{Kind: aqm.KindDualPI2, DualPI2: aqm.DefaultConfig()}}
-	h, err := hop.New(hop.Config{Name: "m", Up: d, Down: d}, c, s)
+	up := d
+	up.Link.Fault = shaper.Fault{Kind: shaper.FaultBleach}
+	h, err := hop.New(hop.Config{Name: "m", Up: up, Down: d}, c, s)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer h.Close()
 	go h.Run(context.Background())
 	pkt := make([]byte, 100)
-	pkt[0], pkt[3] = 0x45, 100 // IPv4, total length 100
+	pkt[0], pkt[1], pkt[3] = 0x45, byte(aqm.ECT1), 100 // IPv4, ECT(1), total length 100
 	c.Inject(pkt)
-	<-s.Outbound
+	if out := <-s.Outbound; aqm.Header(out).ECN() != aqm.NotECT {
+		t.Errorf("bleach before the queue: packet left with %v, want Not-ECT", aqm.Header(out).ECN())
+	}
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(NewCollector(h))
@@ -56,6 +60,8 @@ func TestMetricsExposeHopCounters(t *testing.T) {
 		`pi2hop_flow_bytes{class="Not-ECT",dir="up"} 100`,
 		`pi2hop_top_flow_drops{class="Not-ECT",dir="up",flow="0 0.0.0.0:0 > 0.0.0.0:0",rank="1"} 0`,
 		`pi2hop_top_flow_would_sanction{class="Not-ECT",dir="up",flow="0 0.0.0.0:0 > 0.0.0.0:0",rank="1"} 0`,
+		`pi2hop_ecn_faults_total{dir="up",kind="bleach"} 1`,
+		`pi2hop_ecn_faults_total{dir="down",kind="bleach"} 0`,
 	} {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("metrics lack %s", want)

@@ -46,6 +46,9 @@ type Settings struct {
 	Aggregate     *Aggregate     `json:"aggregate,omitempty"` // Wi-Fi-like bursts, both directions
 	UpAggregate   *Aggregate     `json:"up-aggregate,omitempty"`
 	DownAggregate *Aggregate     `json:"down-aggregate,omitempty"`
+	ECNFault      *string        `json:"ecn-fault,omitempty"` // as shaper.ParseFault reads it, both directions
+	UpECNFault    *string        `json:"up-ecn-fault,omitempty"`
+	DownECNFault  *string        `json:"down-ecn-fault,omitempty"`
 
 	AQM               *string        `json:"aqm,omitempty"` // one of aqm.Kinds; aqm.KindDualPI2 by default
 	Limit             *uint32        `json:"limit,omitempty"`
@@ -190,6 +193,10 @@ var table = []Setting{
 	{Key: "down-jitter", Dir: "down", value: jitter(), Usage: "downlink delay variation `AMOUNT[,DIST]`; default --jitter"},
 	{Key: "up-aggregate", Dir: "up", value: aggregate(), Usage: "uplink bursts `INTERVAL,SIZE`; default --aggregate"},
 	{Key: "down-aggregate", Dir: "down", value: aggregate(), Usage: "downlink bursts `INTERVAL,SIZE`; default --aggregate"},
+	{Key: "ecn-fault", value: ecnFault(),
+		Usage: "a middlebox's ECN fault on the path: `SPEC` is KIND then comma-separated options: after (rewrite after the queue, not before it), after=2s or after=100p (from then on), share=30%, proto=udp, sport=N, dport=N. KIND: bleach, tos-zero, ect1-to-ect0, ect0-to-ect1, ce-bleach, mangle, drop-ect, none (default)"},
+	{Key: "up-ecn-fault", Dir: "up", value: ecnFault(), Usage: "uplink ECN path fault `SPEC`; default --ecn-fault"},
+	{Key: "down-ecn-fault", Dir: "down", value: ecnFault(), Usage: "downlink ECN path fault `SPEC`; default --ecn-fault"},
 }
 
 // dualpi2Default is sch_dualpi2's configuration when tc gives no knob.
@@ -377,6 +384,11 @@ func (s Settings) Direction(dir string) (hop.DirConfig, error) {
 		link.Aggregate = a.shaper()
 		if err := link.Aggregate.Validate(); err != nil {
 			return zero, &FieldError{dirKey(dir, "aggregate", s.UpAggregate, s.DownAggregate), err}
+		}
+	}
+	if f := forDir(dir, s.UpECNFault, s.DownECNFault, s.ECNFault); f != nil {
+		if link.Fault, err = shaper.ParseFault(*f); err != nil {
+			return zero, &FieldError{dirKey(dir, "ecn-fault", s.UpECNFault, s.DownECNFault), err}
 		}
 	}
 	q, err := s.QueueSpec()

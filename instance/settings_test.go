@@ -150,6 +150,12 @@ func TestPlanSet(t *testing.T) {
 				t.Errorf("changes up %v down %v, up loss %v", up, down, next.Up.Link.Loss)
 			}
 		}},
+		{name: "ecn fault", set: Settings{DownECNFault: ptr("ce-bleach,after")}, check: func(t *testing.T, up, down hop.Change, next hop.Config) {
+			if up != 0 || down != hop.ChangeFault || next.Down.Link.Fault != (shaper.Fault{Kind: shaper.FaultCEBleach, After: true}) {
+				t.Errorf("changes up %v down %v, down fault %+v", up, down, next.Down.Link.Fault)
+			}
+		}},
+		{name: "ecn fault bad", set: Settings{ECNFault: ptr("bleach,share=0%")}, wantField: "ecn-fault"},
 		{name: "nothing", set: Settings{}, wantField: "-"},
 		{name: "mtu fixed", set: Settings{MTU: ptr(9000)}, wantField: "mtu"},
 		{name: "kind fixed", set: Settings{AQM: ptr(aqm.KindFIFO)}, wantField: "aqm"},

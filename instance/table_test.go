@@ -24,6 +24,7 @@ var tableExamples = map[string]string{
 	"queue-protection": "false", "maxth": "2ms",
 	"jitter": "2ms,normal", "aggregate": "4ms,6kb", "up-jitter": "1ms", "down-jitter": "1ms,pareto",
 	"up-aggregate": "2ms,3kb", "down-aggregate": "1ms,1500b",
+	"ecn-fault": "ce-bleach,after", "up-ecn-fault": "bleach,after=100p,proto=udp", "down-ecn-fault": "mangle,share=30%",
 }
 
 // Every setting's flag reads its example, prints what reads back to the

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/pi2hop/pi2hop/aqm"
+	"github.com/pi2hop/pi2hop/shaper"
 )
 
 // Annotation is the AQM's decision on one packet, written as a packet
@@ -22,6 +23,11 @@ type Annotation struct {
 	// (an -in tap): then only the queue and the arriving codepoint are
 	// written.
 	HasDecision bool
+	// Fault is the ECN path fault that rewrote or dropped the packet
+	// (shaper.FaultNone: none); FaultFrom and FaultTo the codepoint before
+	// and after it.
+	Fault              shaper.FaultKind
+	FaultFrom, FaultTo aqm.ECN
 }
 
 // The comment format, one line of space-separated key=value fields after a
@@ -44,6 +50,11 @@ type Annotation struct {
 // codel's drop state (the control law's count), as in
 //
 //	pi2hop: queue=C ecn-in=ECT(0) sojourn=20.000000ms prob=0.000000 verdict=marked reason=codel sub=3
+//
+// fault and ecn, only when an ECN path fault rewrote or dropped the
+// packet (shaper.FaultKind.String, and the codepoint before and after it):
+//
+//	pi2hop: queue=L ecn-in=ECT(1) sojourn=0.120000ms prob=0.000000 verdict=marked reason=step fault=ce-bleach ecn=CE->ECT(1)
 const commentPrefix = "pi2hop:"
 
 // AppendComment appends a's comment text to b and returns the result.
@@ -71,6 +82,14 @@ func AppendComment(b []byte, a *Annotation) []byte {
 	if a.Verdict.Sub != 0 {
 		b = append(b, " sub="...)
 		b = strconv.AppendUint(b, uint64(a.Verdict.Sub), 10)
+	}
+	if a.Fault != shaper.FaultNone {
+		b = append(b, " fault="...)
+		b = append(b, a.Fault.String()...)
+		b = append(b, " ecn="...)
+		b = append(b, a.FaultFrom.String()...)
+		b = append(b, "->"...)
+		b = append(b, a.FaultTo.String()...)
 	}
 	return b
 }
@@ -161,6 +180,22 @@ func ParseComment(s string) (Annotation, error) {
 			}
 		case "reason":
 			a.Verdict.Reason, err = parseReason(val)
+			a.HasDecision = true
+		case "fault":
+			var ok bool
+			if a.Fault, ok = shaper.ParseFaultKind(val); !ok || a.Fault == shaper.FaultNone {
+				err = errors.New("want a fault kind: " + strings.Join(shaper.FaultKinds()[1:], ", "))
+			}
+			a.HasDecision = true
+		case "ecn":
+			from, to, ok := strings.Cut(val, "->")
+			if !ok {
+				err = errors.New("want FROM->TO, as ECT(1)->Not-ECT")
+				break
+			}
+			if a.FaultFrom, err = parseECN(from); err == nil {
+				a.FaultTo, err = parseECN(to)
+			}
 			a.HasDecision = true
 		case "sub":
 			var n uint64

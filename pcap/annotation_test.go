@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/pi2hop/pi2hop/aqm"
+	"github.com/pi2hop/pi2hop/shaper"
 )
 
 func TestCommentRoundTrip(t *testing.T) {
@@ -32,6 +33,13 @@ func TestCommentRoundTrip(t *testing.T) {
 		{Annotation{Class: aqm.Classic, Sojourn: 1000, ECNIn: aqm.ECT1, HasDecision: true,
 			Verdict: aqm.Verdict{Action: aqm.Pass, Reason: aqm.ReasonSanction}},
 			"pi2hop: queue=C ecn-in=ECT(1) sojourn=0.001000ms prob=0.000000 verdict=sent reason=sanction"},
+		// An ECN path fault: its kind and the codepoint before and after.
+		{Annotation{Class: aqm.L4S, Sojourn: 120_000, ECNIn: aqm.ECT1, HasDecision: true,
+			Verdict: aqm.Verdict{Action: aqm.Mark, Reason: aqm.ReasonStep}, Fault: shaper.FaultCEBleach, FaultFrom: aqm.CE, FaultTo: aqm.ECT1},
+			"pi2hop: queue=L ecn-in=ECT(1) sojourn=0.120000ms prob=0.000000 verdict=marked reason=step fault=ce-bleach ecn=CE->ECT(1)"},
+		{Annotation{Class: aqm.Classic, ECNIn: aqm.ECT0, HasDecision: true,
+			Verdict: aqm.Verdict{Action: aqm.Drop, Reason: aqm.ReasonFault}, Fault: shaper.FaultDropECT, FaultFrom: aqm.ECT0, FaultTo: aqm.ECT0},
+			"pi2hop: queue=C ecn-in=ECT(0) sojourn=0.000000ms prob=0.000000 verdict=dropped reason=ecn_fault fault=drop-ect ecn=ECT(0)->ECT(0)"},
 	} {
 		got := string(AppendComment(nil, &tc.ann))
 		if got != tc.text {
@@ -66,6 +74,9 @@ func TestParseCommentErrors(t *testing.T) {
 		{"pi2hop: queue=L prob=1.5", "want 0..1"},
 		{"pi2hop: queue=L verdict=sent reason=bored", "unknown reason"},
 		{"pi2hop: queue=L junk", "not key=value"},
+		{"pi2hop: queue=L verdict=sent fault=melt", "want a fault kind"},
+		{"pi2hop: queue=L verdict=sent fault=bleach ecn=CE", "want FROM->TO"},
+		{"pi2hop: queue=L verdict=sent fault=bleach ecn=CE->ECT(3)", "want Not-ECT"},
 	} {
 		_, err := ParseComment(tc.in)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

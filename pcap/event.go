@@ -16,7 +16,10 @@ func EventAnnotation(ev *shaper.Event) Annotation {
 		Sojourn:     sojourn,
 		Prob:        ev.Prob,
 		Verdict:     ev.Verdict,
-		ECNIn:       ev.Meta.ECN,
+		ECNIn:       ev.ECNIn(),
 		HasDecision: true,
+		Fault:       ev.Fault,
+		FaultFrom:   ev.FaultFrom,
+		FaultTo:     ev.FaultTo,
 	}
 }

@@ -64,10 +64,11 @@ func (w *CaptureWriter) Update(int64, *aqm.Stats) error { return nil }
 func (w *CaptureWriter) decided(id int, p *Packet, ev *shaper.Event) {
 	ecn := ev.ECNOut()
 	pkt := w.packet(p, ecn)
-	if p.Frame != nil && ecn == aqm.CE && ev.Meta.ECN != aqm.CE {
-		// A capture input: mark a copy, as PcapWriter does, so both agree.
+	if h := aqm.Header(pkt); p.Frame != nil && ev.DSOut(h.DSField()) != h.DSField() {
+		// A capture input: mark (or fault) a copy, as PcapWriter does,
+		// so both agree.
 		pkt = append(w.hdr[:0:0], pkt...)
-		aqm.Header(pkt).SetCE()
+		aqm.Header(pkt).SetDSField(ev.DSOut(h.DSField()))
 	}
 	a := pcap.EventAnnotation(ev)
 	w.c.OfferWait(id, ev.At, pkt, int(p.Len), &a)
@@ -168,9 +169,9 @@ func (w *PcapWriter) Depart(p *Packet, ev *shaper.Event) error {
 		return nil
 	}
 	w.buf = append(w.buf[:0], p.Frame...)
-	if ev.Verdict.Action == aqm.Mark {
-		aqm.Header(w.buf).SetCE()
-	}
+	// The AQM's CE mark and a path fault's rewrite, as the hop writes them.
+	h := aqm.Header(w.buf)
+	h.SetDSField(ev.DSOut(h.DSField()))
 	if err := w.w.WritePacket(w.start+ev.At, w.buf[:p.CapLen], len(w.buf)); err != nil {
 		return fmt.Errorf("%s: %w", w.name, err)
 	}

@@ -99,6 +99,9 @@ type Result struct {
 	Queues [2]QueueCounts
 	// Stats is the queue's own statistics at LastDeparture.
 	Stats aqm.Stats
+	// Faults counts the packets the link's ECN path fault rewrote or
+	// dropped, by kind (shaper.LinkStats.Faults).
+	Faults [shaper.NumFaultKinds]uint64
 }
 
 // QueueIndex is the index into Result.Queues of a class.
@@ -211,6 +214,7 @@ func (e *Engine) Run(ctx context.Context, src Source, hs ...Handler) (Result, er
 		return e.res, e.err
 	}
 	e.res.Busy = e.link.Stats().Busy
+	e.res.Faults = e.link.Stats().Faults
 	e.res.Stats = e.q.Stats(e.res.LastDeparture)
 	return e.res, nil
 }
@@ -238,15 +242,17 @@ func (e *Engine) arrive(p *Packet) {
 		flow = CSVFlowHash(p.Flow, e.flowKey)
 	}
 	m := aqm.Meta{Len: p.Len, Slot: slot, Flow: flow, ECN: p.ECN, DSCP: p.DSCP}
-	v := e.link.Enqueue(m, p.Time)
+	// The frame, when the input has one, is what a fault's protocol and
+	// port selectors read.
+	v := e.link.EnqueuePacket(m, p.Frame, p.Time)
 	qc := &e.res.Queues[QueueIndex(v.Class)]
 	qc.Arrivals++
 	if v.Action != aqm.Drop {
 		return
 	}
-	m.Arrival, m.Class = p.Time, v.Class
 	qc.Drops[v.Reason]++
-	ev := shaper.Event{Meta: m, Verdict: v, At: p.Time, Prob: e.q.Stats(p.Time).Prob}
+	ev := e.link.RefusedEvent()
+	ev.Prob = e.q.Stats(p.Time).Prob
 	for _, h := range e.hs {
 		e.check(h.Drop(&e.slots[slot], &ev, AtEnqueue))
 	}
@@ -292,7 +298,8 @@ func (e *Engine) handle(ev *shaper.Event) {
 	qc.Dequeued++
 	qc.SojournSum += sojourn
 	qc.SojournMax = max(qc.SojournMax, sojourn)
-	lost := v.Action == aqm.Drop && v.Reason == aqm.ReasonLoss
+	// A loss, or a drop-ect fault after the queue: the packet left the link.
+	lost := v.Action == aqm.Drop && (v.Reason == aqm.ReasonLoss || v.Reason == aqm.ReasonFault)
 	if v.Action != aqm.Drop || lost {
 		e.res.LastDeparture = max(e.res.LastDeparture, ev.Dep)
 	}

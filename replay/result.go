@@ -54,3 +54,10 @@ func Reasons(kind string) (marks, drops []aqm.Reason) {
 	}
 	return []aqm.Reason{aqm.ReasonStep, aqm.ReasonCoupled, aqm.ReasonClassic, aqm.ReasonOverload}, drops
 }
+
+// DropReasons are Reasons' drops and the link's ECN path fault
+// (drop-ect), which any queue kind can see.
+func DropReasons(kind string) []aqm.Reason {
+	_, drops := Reasons(kind)
+	return append(drops, aqm.ReasonFault)
+}

@@ -18,6 +18,9 @@ type Config struct {
 	Jitter Jitter
 	// Aggregate sends in bursts at slot times (Wi-Fi-like); zero = off.
 	Aggregate Aggregate
+	// Fault rewrites or drops ECN-capable packets, as a middlebox on the
+	// path would; zero = none (see Fault).
+	Fault Fault
 	// Origin is the injected time at which a rate schedule's time 0 falls
 	// (a trace's first opportunity is Origin + its first timestamp). Replay
 	// starts at 0; a live hop passes its start time. Const ignores it.
@@ -32,6 +35,16 @@ type Event struct {
 	Dep     int64       // left the link = end of transmission (0 if dropped at dequeue)
 	At      int64       // when this event happens: release from the delay line, or the drop or loss time
 	Prob    uint32      // the queue's p' at dequeue (0 for queues without one, e.g. FIFO)
+
+	// Fault is the ECN path fault that rewrote or dropped the packet
+	// (FaultNone: none did). FaultFrom is the codepoint it had as the
+	// fault met it, FaultTo the one it left with (for a drop, FaultFrom).
+	// FaultAfter: the fault acted after the queue, so Meta.ECN is still
+	// the codepoint the queue saw; before it, Meta.ECN and Meta.DSCP are
+	// already the faulted ones and FaultFrom is what the packet came with.
+	Fault              FaultKind
+	FaultAfter         bool
+	FaultFrom, FaultTo aqm.ECN
 }
 
 // Sojourn is the time the packet spent in the AQM: dequeue − arrival.
@@ -41,15 +54,36 @@ func (e *Event) Sojourn() int64 { return e.Deq - e.Meta.Arrival }
 // it, else the one it came with. A Not-ECT packet is never marked (RFC
 // 3168 §6.1.1: it is dropped instead), so it stays Not-ECT.
 func (e *Event) ECNOut() aqm.ECN {
+	if e.FaultAfter && e.Fault != FaultNone {
+		return e.FaultTo
+	}
 	if e.Verdict.Action == aqm.Mark && e.Meta.ECN != aqm.NotECT {
 		return aqm.CE
 	}
 	return e.Meta.ECN
 }
 
+// ECNIn returns the codepoint the packet came to the link with, before any
+// fault.
+func (e *Event) ECNIn() aqm.ECN {
+	if e.Fault != FaultNone && !e.FaultAfter {
+		return e.FaultFrom
+	}
+	return e.Meta.ECN
+}
+
+// DSOut returns the DS field (DSCP and ECN) the packet leaves with, given
+// the one it arrived with: ECNOut's codepoint, and no DSCP after tos-zero.
+func (e *Event) DSOut(ds uint8) uint8 {
+	if e.Fault == FaultTOSZero {
+		return uint8(e.ECNOut())
+	}
+	return ds&^3 | uint8(e.ECNOut())
+}
+
 // LinkStats are a link's counters. Every packet the queue accepted is, at
 // any moment, in exactly one place: Enqueued = Delivered + Lost + Dropped +
-// Link.Pending().
+// FaultDrops + Link.Pending().
 type LinkStats struct {
 	Enqueued       uint64 // accepted by the queue
 	Refused        uint64 // refused by the queue at enqueue (returned by Enqueue)
@@ -60,6 +94,11 @@ type LinkStats struct {
 	LostBytes      uint64
 	Delivered      uint64 // released from the delay line
 	DeliveredBytes uint64
+	// Faults counts the packets an ECN path fault rewrote or dropped, by
+	// kind; FaultDrops those drop-ect dropped as they left the link (one
+	// before the queue is refused at Enqueue instead).
+	Faults     [NumFaultKinds]uint64
+	FaultDrops uint64
 	// Busy is the time the link spent transmitting, in ns, added as each
 	// transmission ends: utilisation over a window is ΔBusy / Δtime.
 	Busy        int64
@@ -96,6 +135,15 @@ type Link struct {
 	delay  int64
 	loss   Loss
 	jitter Jitter
+
+	// The ECN path fault: when it took effect (faultBegun, faultT0), how
+	// many matching packets it has seen since, and the event of the last
+	// packet Enqueue refused (RefusedEvent).
+	fault      Fault
+	faultBegun bool
+	faultT0    int64
+	faultSeen  uint64
+	refused    Event
 
 	// Aggregation: bursts start at slots (aggOrigin + k·Interval); while
 	// waiting for one, aggWait is set and aggAt is its time; during a
@@ -150,6 +198,7 @@ func NewLink(cfg Config, q aqm.Queue, rng *rand.Rand) (*Link, error) {
 		loss:   cfg.Loss,
 		jitter: cfg.Jitter,
 		agg:    cfg.Aggregate,
+		fault:  cfg.Fault,
 
 		aggOrigin: cfg.Origin,
 		aggLast:   math.MinInt64,
@@ -177,10 +226,30 @@ func delayLineSize(cfg Config) int {
 // (Drop) is returned here and produces no event; an accepted one (Pass)
 // comes out of Poll later. On an idle link the packet's transmission
 // starts at now.
-func (l *Link) Enqueue(m aqm.Meta, now int64) aqm.Verdict {
+func (l *Link) Enqueue(m aqm.Meta, now int64) aqm.Verdict { return l.EnqueuePacket(m, nil, now) }
+
+// EnqueuePacket is Enqueue with the packet's bytes, which a fault's
+// protocol and port selectors read (nil: they match nothing). A packet a
+// fault drops before the queue (drop-ect) is refused with reason
+// aqm.ReasonFault; RefusedEvent describes any refused packet.
+func (l *Link) EnqueuePacket(m aqm.Meta, pkt []byte, now int64) aqm.Verdict {
+	m.Tag = 0
+	if l.fault.Kind != FaultNone {
+		if v, drop := l.faultIn(&m, pkt, now); drop {
+			l.refused = Event{Meta: m, Verdict: v, At: now, Fault: FaultDropECT, FaultFrom: m.ECN, FaultTo: m.ECN}
+			l.refused.Meta.Arrival = now
+			return v
+		}
+	}
 	v := l.q.Enqueue(m, now)
 	if v.Action == aqm.Drop {
 		l.stats.Refused++
+		m.Arrival, m.Class = now, v.Class
+		l.refused = Event{Meta: m, Verdict: v, At: now}
+		l.tagged(&l.refused)
+		if l.prober != nil {
+			l.refused.Prob = l.prober.Prob()
+		}
 		return v
 	}
 	l.stats.Enqueued++
@@ -188,6 +257,79 @@ func (l *Link) Enqueue(m aqm.Meta, now int64) aqm.Verdict {
 		l.stash = l.startNext(now, l.stash)
 	}
 	return v
+}
+
+// RefusedEvent returns the event of the packet the last Enqueue refused:
+// its Meta as the queue saw it (a fault before the queue applied), the
+// verdict, and what a fault did to it.
+func (l *Link) RefusedEvent() Event { return l.refused }
+
+// faultIn decides, as m reaches the link, whether the fault takes it. A
+// Before fault rewrites m (or drops it: drop is true, v the verdict); an
+// After one tags m to be rewritten as it leaves the link.
+func (l *Link) faultIn(m *aqm.Meta, pkt []byte, now int64) (v aqm.Verdict, drop bool) {
+	f := &l.fault
+	if !l.faultBegun {
+		l.faultBegun, l.faultT0 = true, now
+	}
+	if !f.matches(pkt) {
+		return v, false
+	}
+	l.faultSeen++
+	if l.faultSeen <= f.StartPackets || now-l.faultT0 < f.StartAfter {
+		return v, false
+	}
+	if f.Share > 0 && l.rng.Float64() >= f.Share {
+		return v, false
+	}
+	if f.After {
+		m.Tag = faultTag(tagAfter, f.Kind, m.ECN)
+		return v, false
+	}
+	out, drop := f.Kind.Apply(m.ECN, m.ECN)
+	if drop {
+		l.stats.Faults[f.Kind]++
+		return aqm.Verdict{Action: aqm.Drop, Reason: aqm.ReasonFault, Class: m.Class}, true
+	}
+	dscp := m.DSCP
+	if f.Kind == FaultTOSZero {
+		dscp = 0
+	}
+	if out == m.ECN && dscp == m.DSCP {
+		return v, false
+	}
+	l.stats.Faults[f.Kind]++
+	m.Tag = faultTag(tagBefore, f.Kind, m.ECN)
+	m.ECN, m.DSCP = out, dscp
+	return v, false
+}
+
+// tagged fills in what a fault before the queue did to e's packet.
+func (l *Link) tagged(e *Event) {
+	if e.Meta.Tag&tagBefore != 0 {
+		e.Fault, e.FaultFrom = tagFault(e.Meta.Tag)
+		e.FaultTo = e.Meta.ECN
+	}
+}
+
+// faultOut applies an After fault to the packet on the wire as it leaves
+// the link, and reports whether it dropped it.
+func (l *Link) faultOut(w *Event) (drop bool) {
+	k, entry := tagFault(w.Meta.Tag)
+	from := w.ECNOut()
+	out, drop := k.Apply(from, entry)
+	if !drop && out == from && !(k == FaultTOSZero && w.Meta.DSCP != 0) {
+		return false
+	}
+	l.stats.Faults[k]++
+	w.Fault, w.FaultAfter, w.FaultFrom, w.FaultTo = k, true, from, out
+	if drop {
+		w.FaultTo = from
+		w.Verdict.Action, w.Verdict.Reason = aqm.Drop, aqm.ReasonFault
+		w.At = w.Dep
+		l.stats.FaultDrops++
+	}
+	return drop
 }
 
 // Poll does everything due at or before now, in time order, and appends
@@ -249,6 +391,8 @@ func (l *Link) finishTransmission(out []Event) []Event {
 		l.stats.Lost++
 		l.stats.LostBytes += uint64(w.Meta.Len)
 		out = append(out, *w)
+	} else if w.Meta.Tag&tagAfter != 0 && l.faultOut(w) {
+		out = append(out, *w)
 	} else {
 		// max() keeps the line FIFO when the delay has just been lowered
 		// or jitter drew less for this packet than for the one before.
@@ -303,9 +447,15 @@ func (l *Link) startNext(t int64, out []Event) []Event {
 		}
 		if v.Action == aqm.Drop {
 			out = append(out, Event{Meta: m, Verdict: v, Deq: t, At: t, Prob: prob})
+			if m.Tag != 0 {
+				l.tagged(&out[len(out)-1])
+			}
 			continue
 		}
 		l.wire = Event{Meta: m, Verdict: v, Deq: t, Dep: l.finish(t, int(m.Len)), Prob: prob}
+		if m.Tag != 0 {
+			l.tagged(&l.wire)
+		}
 		l.busy = true
 		if l.agg.On() {
 			l.aggBudget -= int(m.Len)
@@ -420,6 +570,17 @@ func (l *Link) SetAggregate(a Aggregate, now int64) error {
 	}
 	return nil
 }
+
+// SetFault changes the ECN path fault at now; its clock and packet count
+// (after=) start over from now. Packets already taken keep the decision
+// made as they arrived.
+func (l *Link) SetFault(f Fault, now int64) {
+	l.fault = f
+	l.faultBegun, l.faultT0, l.faultSeen = true, now, 0
+}
+
+// Fault returns the current ECN path fault.
+func (l *Link) Fault() Fault { return l.fault }
 
 // Jitter returns the current delay variation.
 func (l *Link) Jitter() Jitter { return l.jitter }

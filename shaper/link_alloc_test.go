@@ -15,12 +15,19 @@ type steadyLoad struct {
 	now int64
 	out []Event
 	i   int32
+	// frame, when set, goes to EnqueuePacket (a fault's selectors read it).
+	frame []byte
 }
 
 func (s *steadyLoad) step() {
 	s.now += 12_500 // 1500 B every 12.5 µs = 960 Mbit/s
 	s.out = s.l.Poll(s.now, s.out[:0])
-	s.l.Enqueue(aqm.Meta{Len: 1500, Slot: s.i, ECN: aqm.ECN(s.i & 3)}, s.now)
+	m := aqm.Meta{Len: 1500, Slot: s.i, ECN: aqm.ECN(s.i & 3)}
+	if s.frame != nil {
+		s.l.EnqueuePacket(m, s.frame, s.now)
+	} else {
+		s.l.Enqueue(m, s.now)
+	}
 	s.i++
 }
 
@@ -57,6 +64,57 @@ func TestLinkPollNoAlloc(t *testing.T) {
 	}
 	if n := testing.AllocsPerRun(10_000, s.step); n != 0 {
 		t.Errorf("jitter+aggregate: %.2f allocations per packet; want 0", n)
+	}
+	// ECN path faults, before and after the queue, with the selectors
+	// reading the packet's ports and share= drawing: nothing either.
+	for _, spec := range []string{"mangle,after=10p,share=50%,proto=udp,dport=5000", "ce-bleach,after,share=50%,sport=4000", "drop-ect,after"} {
+		s := newSteadyLoad(t, newDualPI2(t))
+		s.frame = udpFrame()
+		f, err := ParseFault(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.l.SetFault(f, s.now)
+		if n := testing.AllocsPerRun(10_000, s.step); n != 0 {
+			t.Errorf("fault %s: %.2f allocations per packet; want 0", spec, n)
+		}
+		if st := s.l.Stats(); st.Faults[f.Kind] == 0 {
+			t.Errorf("fault %s acted on no packet", spec)
+		}
+	}
+}
+
+// udpFrame is an IPv4/UDP packet of 1500 bytes from port 4000 to 5000.
+func udpFrame() []byte {
+	p := make([]byte, 1500)
+	p[0], p[2], p[3], p[9] = 0x45, 1500>>8, 1500&0xff, 17
+	p[20], p[21], p[22], p[23] = 4000>>8, 4000&0xff, 5000>>8, 5000&0xff
+	return p
+}
+
+// BenchmarkLinkFault is the link's per-packet cost with an ECN path
+// fault: off (the zero Fault, what every link without --ecn-fault runs;
+// compare BenchmarkLinkPacket/dualpi2, the same work), before the queue
+// with selectors and share=, and after it.
+func BenchmarkLinkFault(b *testing.B) {
+	for _, bc := range []struct{ name, spec string }{
+		{"off", "none"},
+		{"before", "ect1-to-ect0,share=50%,proto=udp,dport=5000"},
+		{"after", "ce-bleach,after"},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			s := newSteadyLoad(b, newDualPI2(b))
+			s.frame = udpFrame()
+			f, err := ParseFault(bc.spec)
+			if err != nil {
+				b.Fatal(err)
+			}
+			s.l.SetFault(f, s.now)
+			b.ReportAllocs()
+			for b.Loop() {
+				s.step()
+			}
+		})
 	}
 }
 

@@ -24,6 +24,9 @@ type Config struct {
 	Repeat int `json:"repeat"`
 	// MinQlenStep is DualPI2's min_qlen_step; nil = DefaultMinQlenStep.
 	MinQlenStep *uint32 `json:"min_qlen_step"`
+	// ECNFault is an ECN path fault (shaper.ParseFault) on both
+	// directions of every run; "" = none.
+	ECNFault string `json:"ecn_fault,omitempty"`
 
 	// l4s-demo
 	Bulk      int    `json:"bulk"`       // classic bulk downloads beside the call

@@ -146,6 +146,11 @@ func runOne(ctx context.Context, sp RunSpec, prefix string, tap hop.Tap, cpuLate
 		Link:  shaper.Config{Rate: shaper.Const{BitsPerSecond: sp.RateBps}, Delay: int64(sp.RTT / 2), Aggregate: sp.Aggregate},
 		Queue: sp.Queue,
 	}
+	if sp.ECNFault != "" {
+		if dir.Link.Fault, err = shaper.ParseFault(sp.ECNFault); err != nil {
+			return res, fmt.Errorf("ecn fault: %w", err)
+		}
+	}
 	pair, err := topology.NewPairWith(ctx, topology.PairSpec{ClientNS: prefix + "c", ServerNS: prefix + "s", Tap: tap, Journal: j},
 		hop.Config{Name: sp.Name, Up: dir, Down: dir, Seed: sp.Seed, CPULatency: cpuLatency, WakeProbe: true})
 	if err != nil {

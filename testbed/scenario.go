@@ -62,6 +62,9 @@ type RunSpec struct {
 	TCPECN bool `json:"tcp_ecn,omitempty"`
 	// Aggregate makes the link send in Wi-Fi-like bursts (wifi).
 	Aggregate shaper.Aggregate `json:"aggregate,omitempty"`
+	// ECNFault is the path fault on both directions (shaper.ParseFault's
+	// spec); "" = none.
+	ECNFault string `json:"ecn_fault,omitempty"`
 
 	DistanceKm int `json:"distance_km,omitempty"` // bdp: the seed-001 distance of this RTT
 }
@@ -101,7 +104,13 @@ func Describe(name string) (title, doc string, ok bool) {
 }
 
 // Runs returns the runs a resolved Config makes.
-func (c Config) Runs() []RunSpec { return scenarios[c.Scenario].runs(c) }
+func (c Config) Runs() []RunSpec {
+	runs := scenarios[c.Scenario].runs(c)
+	for i := range runs {
+		runs[i].ECNFault = c.ECNFault
+	}
+	return runs
+}
 
 // DefaultMinQlenStep is the lab's min_qlen_step: the kernel's defaults
 // otherwise (15 ms target, 1 ms step). With the kernel's 0, a packet that

@@ -49,6 +49,7 @@ type labArgs struct {
 	warmup      flagvalue.Duration
 	bulk        int
 	fifoLimit   flagvalue.Count
+	ecnFault    flagvalue.ECNFault
 	seed        uint64
 	repeat      int
 	minQlenStep uint32
@@ -97,6 +98,7 @@ func addLabFlags(fs *pflag.FlagSet) *labArgs {
 	fs.Var(&a.fifoLimit, "fifo-limit", "l4s-demo: the FIFO run's tail-drop buffer in `packets` (default 100)")
 	fs.Uint64Var(&a.seed, "seed", 0, "seed of the AQM's and the video frames' randomness (default 1)")
 	fs.IntVar(&a.repeat, "repeat", 1, "run each run `N` times, interleaved; the report gives each figure's median and min-max, judges the checks on the medians and plots the median run")
+	fs.Var(&a.ecnFault, "ecn-fault", "an ECN path fault on both directions of every run, as pi2hop shell's --ecn-fault (`KIND[,after][,...]`; default none)")
 	fs.Uint32Var(&a.minQlenStep, "min-qlen-step", testbed.DefaultMinQlenStep,
 		"DualPI2 min_qlen_step in `packets` (the kernel's default is 0; see pi2hop lab --list)")
 	fs.Var(&a.rtts, "rtts", "bdp: comma-separated round-trip times, one run per RTT and window (default 15ms,50ms,120ms)")
@@ -138,6 +140,9 @@ func (a *labArgs) config(fs *pflag.FlagSet, args []string) (testbed.Config, erro
 	}
 	if fs.Changed("warmup") {
 		cfg.Warmup = a.warmup.D
+	}
+	if fs.Changed("ecn-fault") {
+		cfg.ECNFault = a.ecnFault.Text
 	}
 	if fs.Changed("min-qlen-step") {
 		cfg.MinQlenStep = &a.minQlenStep

@@ -61,6 +61,10 @@ func TestLabConfigFromFlags(t *testing.T) {
 			return c.Bulk == 2 && c.FIFOLimit == 256 && c.Duration == 20*time.Second && *c.MinQlenStep == testbed.DefaultMinQlenStep
 		}},
 		{[]string{"coexist", "--min-qlen-step", "0"}, func(c testbed.Config) bool { return *c.MinQlenStep == 0 }},
+		{[]string{"coexist", "--ecn-fault", "ce-bleach,after,after=5s"}, func(c testbed.Config) bool {
+			runs := c.Runs()
+			return c.ECNFault == "ce-bleach,after,after=5s" && len(runs) > 0 && runs[len(runs)-1].ECNFault == c.ECNFault
+		}},
 	}
 	for _, tt := range tests {
 		c, err := labConfig(tt.args...)
@@ -81,6 +85,7 @@ func TestLabFlagErrors(t *testing.T) {
 		{[]string{"lab", "bdp", "--windows", "12q"}, `--windows "12q"`},
 		{[]string{"lab", "--rate", "10mb"}, `unknown unit "mb"`},
 		{[]string{"lab", "--duration", "4s"}, "warm-up 5s: want 0 <= warm-up < duration (4s)"},
+		{[]string{"lab", "--ecn-fault", "bleach,later"}, `--ecn-fault "bleach,later": unknown option "later"`},
 	}
 	for _, tt := range tests {
 		_, _, err := runOut(tt.args...)

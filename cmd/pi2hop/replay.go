@@ -70,6 +70,9 @@ func runReplay(ctx context.Context, env *cmdEnv, a *replayArgs, args []string) e
 	for _, w := range a.link.warnings() {
 		fmt.Fprintf(env.stderr, "pi2hop: warning: %s\n", w)
 	}
+	if a.trace != "" && linkCfg.Fault.Match != 0 {
+		return usagef("replay: --ecn-fault %s: proto=, sport= and dport= read the packets, and a CSV trace has no packet bytes: replay a capture with --pcap", linkCfg.Fault)
+	}
 	cfg := replay.Config{Link: linkCfg, Queue: spec, Seed: a.link.seed(), KeepFrames: a.pcapOut != "" || a.capture.path != ""}
 	eng, err := replay.New(cfg)
 	if err != nil {
@@ -205,8 +208,9 @@ func (jw *jsonWriter) packet(p *replay.Packet, ev *shaper.Event, deq, dep int64)
 	j.Int("t", m.Arrival)
 	j.Uint("flow", uint64(p.Flow)) // the trace's id; Meta.Flow is its hash
 	j.Str("queue", m.Class.String())
-	j.Uint("ecn_in", uint64(m.ECN))
+	j.Uint("ecn_in", uint64(ev.ECNIn()))
 	j.Uint("ecn_out", uint64(ev.ECNOut()))
+	j.Str("fault", ev.Fault.String())
 	j.Str("verdict", v.Action.String())
 	j.Str("reason", v.Reason.String())
 	if v.Sub != 0 {

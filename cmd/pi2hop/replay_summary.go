@@ -31,6 +31,11 @@ func formatSummary(j *jsonline.Line, res *replay.Result, in inputCounts, a *repl
 	}
 	j.CloseObject()
 	writeReplayXStats(j, st)
+	j.Object("ecn_faults")
+	for k := shaper.FaultNone + 1; int(k) < shaper.NumFaultKinds; k++ {
+		j.Uint(k.String(), res.Faults[k])
+	}
+	j.CloseObject()
 	j.Object("input")
 	j.Int("skipped", int64(in.skipped))
 	j.Int("clamped", int64(in.clamped))
@@ -40,7 +45,8 @@ func formatSummary(j *jsonline.Line, res *replay.Result, in inputCounts, a *repl
 }
 
 func writeQueue(j *jsonline.Line, name string, q *replay.QueueCounts, kind string) {
-	markReasons, dropReasons := replay.Reasons(kind)
+	markReasons, _ := replay.Reasons(kind)
+	dropReasons := replay.DropReasons(kind)
 	j.Object(name)
 	j.Uint("arrivals", q.Arrivals)
 	j.Uint("delivered", q.Delivered)
@@ -94,6 +100,7 @@ func writeConfig(j *jsonline.Line, a *replayArgs, link shaper.Config, spec aqm.S
 		loss = *s.Loss
 	}
 	j.Str("loss", loss)
+	j.Str("ecn_fault", link.Fault.String())
 	j.Uint("seed", f.seed())
 	j.Int("mtu", int64(f.mtuBytes()))
 	j.Str("aqm", spec.Kind)

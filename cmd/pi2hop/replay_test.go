@@ -28,6 +28,7 @@ type outLine struct {
 	Queue   string `json:"queue"`
 	ECNIn   int    `json:"ecn_in"`
 	ECNOut  int    `json:"ecn_out"`
+	Fault   string `json:"fault"`
 	Verdict string `json:"verdict"`
 	Reason  string `json:"reason"`
 	Deq     *int64 `json:"deq"`
@@ -55,6 +56,7 @@ type summaryLine struct {
 	MaxQ          uint32 `json:"maxq"`
 	Queues        map[string]summaryQueue
 	Config        map[string]any
+	ECNFaults     map[string]uint64 `json:"ecn_faults"`
 }
 
 // replayOut is a replay's output, split by line type.
@@ -379,5 +381,50 @@ func TestReplayDropLines(t *testing.T) {
 	}
 	if n == 0 {
 		t.Fatal("no drop at dequeue: the test checks nothing")
+	}
+}
+
+// TestReplayECNFault: each packet line names the fault that acted on it
+// (ecn_in as it came, ecn_out as it left), the summary counts them by
+// kind and names the spec. drop-ect before the queue refuses the
+// ECN-capable packets with reason ecn_fault; ect1-to-ect0 before the
+// queue sends the ECT(1) packet to the C queue.
+func TestReplayECNFault(t *testing.T) {
+	trace := "time_ns,bytes,ecn\n0,100,0\n1000000,100,1\n2000000,100,2\n3000000,100,3\n"
+	for _, tt := range []struct {
+		spec   string
+		ecnOut [4]int
+		fault  [4]string
+		queue  string
+		drops  uint64
+	}{
+		{"none", [4]int{0, 1, 2, 3}, [4]string{"none", "none", "none", "none"}, "CLCL", 0},
+		{"ect1-to-ect0", [4]int{0, 2, 2, 3}, [4]string{"none", "ect1-to-ect0", "none", "none"}, "CCCL", 0},
+		{"bleach,after", [4]int{0, 0, 0, 0}, [4]string{"none", "bleach", "bleach", "bleach"}, "CLCL", 0},
+		{"ce-bleach,after=2p", [4]int{0, 1, 2, 1}, [4]string{"none", "none", "none", "ce-bleach"}, "CLCL", 0},
+		{"drop-ect", [4]int{0, 1, 2, 3}, [4]string{"none", "drop-ect", "drop-ect", "drop-ect"}, "C???", 3},
+	} {
+		got := replayCSV(t, trace, "--ecn-fault", tt.spec)
+		var acted uint64
+		for i := range 4 {
+			p := got.byRow[i]
+			if p.ECNIn != i || p.ECNOut != tt.ecnOut[i] || p.Fault != tt.fault[i] || (tt.queue[i] != '?' && p.Queue != tt.queue[i:i+1]) {
+				t.Errorf("%s: packet %d ecn_in %d ecn_out %d fault %q queue %s; want %d %d %q %c",
+					tt.spec, i, p.ECNIn, p.ECNOut, p.Fault, p.Queue, i, tt.ecnOut[i], tt.fault[i], tt.queue[i])
+			}
+			if p.Fault != "none" {
+				acted++
+			}
+		}
+		var counted, drops uint64
+		for _, n := range got.summary.ECNFaults {
+			counted += n
+		}
+		for _, q := range got.summary.Queues {
+			drops += q.Drops["ecn_fault"]
+		}
+		if counted != acted || drops != tt.drops || got.summary.Config["ecn_fault"] != tt.spec {
+			t.Errorf("%s: summary counts %v (%d acted), ecn_fault drops %d (want %d), config %v", tt.spec, got.summary.ECNFaults, acted, drops, tt.drops, got.summary.Config["ecn_fault"])
+		}
 	}
 }

@@ -157,6 +157,9 @@ func writeDirRow(w io.Writer, v *hop.StatsRow) {
 		drops = append(drops, fmt.Sprintf("%s %d", r, v.Drops[r]))
 	}
 	fmt.Fprintf(w, "  drops: %s; TUN ring drops %d\n", strings.Join(drops, ", "), v.RingDrops)
+	if line := faultLine(v); line != "" {
+		fmt.Fprintf(w, "  %s\n", line)
+	}
 	cpu := "-" // no packet read: no figure per packet
 	if v.CPUPerPkt != nil {
 		cpu = fmt.Sprintf("%.1fus", *v.CPUPerPkt)
@@ -164,6 +167,28 @@ func writeDirRow(w io.Writer, v *hop.StatsRow) {
 	c, l, late := v.SojournC, v.SojournL, v.Lateness
 	fmt.Fprintf(w, "  sojourn C p50 %.2fms p99 %.2fms max %.2fms, L p50 %.2fms p99 %.2fms max %.2fms\n", c.P50, c.P99, c.Max, l.P50, l.P99, l.Max)
 	fmt.Fprintf(w, "  pacing lateness p50 %.0fus p99 %.0fus worst %.0fus; cpu %s/pkt\n", late.P50, late.P99, late.Max, cpu)
+}
+
+// faultLine says which ECN path fault is on and what it did, by kind; ""
+// when no fault is set and none ever acted.
+func faultLine(v *hop.StatsRow) string {
+	var counts []string
+	for _, k := range shaper.FaultKinds()[1:] {
+		if n := v.ECNFaults[k]; n > 0 {
+			counts = append(counts, fmt.Sprintf("%s %d", k, n))
+		}
+	}
+	if v.Config.ECNFault == "" && len(counts) == 0 {
+		return ""
+	}
+	spec := v.Config.ECNFault
+	if spec == "" {
+		spec = "none"
+	}
+	if len(counts) == 0 {
+		counts = []string{"no packet yet"}
+	}
+	return fmt.Sprintf("ecn fault %s: rewrote or dropped %s", spec, strings.Join(counts, ", "))
 }
 
 // writeWakeProbeRow prints the wake-up probes' line (nothing without a probe).

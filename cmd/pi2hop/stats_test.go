@@ -8,6 +8,7 @@ import (
 
 	"github.com/pi2hop/pi2hop/aqm"
 	"github.com/pi2hop/pi2hop/hop"
+	"github.com/pi2hop/pi2hop/shaper"
 )
 
 func TestStatsViewPrintsTcFigures(t *testing.T) {
@@ -36,6 +37,36 @@ func TestStatsViewPrintsTcFigures(t *testing.T) {
 		"\n link rate 10Mbit delay 10ms\n"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, b.String())
+		}
+	}
+}
+
+// The fault line appears when a fault is set or has acted, with the
+// counts by kind; a hop that never had one prints none.
+func TestStatsViewECNFaultLine(t *testing.T) {
+	for _, tt := range []struct {
+		spec   string
+		counts map[shaper.FaultKind]uint64
+		want   string
+	}{
+		{"", nil, ""},
+		{"bleach,after=2s", nil, "ecn fault bleach,after=2s: rewrote or dropped no packet yet"},
+		{"ce-bleach,after", map[shaper.FaultKind]uint64{shaper.FaultCEBleach: 12}, "ecn fault ce-bleach,after: rewrote or dropped ce-bleach 12"},
+		{"", map[shaper.FaultKind]uint64{shaper.FaultBleach: 3, shaper.FaultDropECT: 4}, "ecn fault none: rewrote or dropped bleach 3, drop-ect 4"},
+	} {
+		var s hop.DirStats
+		s.Kind, s.Fault = aqm.KindDualPI2, tt.spec
+		for k, n := range tt.counts {
+			s.Link.Faults[k] = n
+		}
+		v := s.Row(nil)
+		var b bytes.Buffer
+		writeDirRow(&b, &v)
+		if tt.want == "" && strings.Contains(b.String(), "ecn fault") || !strings.Contains(b.String(), tt.want) {
+			t.Errorf("fault %q %v: output\n%s\nwant a line %q", tt.spec, tt.counts, b.String(), tt.want)
+		}
+		if v.ECNFaults["drop-ect"] != tt.counts[shaper.FaultDropECT] || len(v.ECNFaults) != shaper.NumFaultKinds-1 {
+			t.Errorf("JSON ecn_faults %v", v.ECNFaults)
 		}
 	}
 }

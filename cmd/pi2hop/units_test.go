@@ -31,6 +31,8 @@ var bareMeaning = map[string]struct{ print, err string }{
 	"aqm":     {err: "want one of"}, "overload": {err: "want one of"}, "drop-at": {err: "want one of"},
 	"ecn-mask": {err: "want one of"}, "tun": {err: "want one of"}, "log-format": {err: "want one of"},
 	"plot-format": {err: "unknown format"},
+	// An ECN path fault is a kind's name; a number names none.
+	"ecn-fault": {err: "unknown fault kind"}, "up-ecn-fault": {err: "unknown fault kind"}, "down-ecn-fault": {err: "unknown fault kind"},
 	// netem reads "loss 10" as 10 %.
 	"loss": {print: "10"}, "up-loss": {print: "10"}, "down-loss": {print: "10"},
 	// tc(8) reads a bare size as bytes, as here.

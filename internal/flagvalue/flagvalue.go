@@ -298,6 +298,26 @@ func (v *Loss) Set(s string) error {
 func (v *Loss) String() string { return v.Text }
 func (v *Loss) Type() string   { return "loss" }
 
+// ECNFault is an ECN path fault as shaper.ParseFault reads it
+// ("bleach", "ce-bleach,after", "mangle,after=2s,share=30%"), kept in the
+// form it prints, so a set request and the state file carry one spelling.
+type ECNFault struct{ Text string }
+
+func (v *ECNFault) Set(s string) error {
+	f, err := shaper.ParseFault(s)
+	if err != nil {
+		return err
+	}
+	v.Text = f.String()
+	return nil
+}
+
+func (v *ECNFault) String() string { return v.Text }
+func (v *ECNFault) Type() string   { return "fault" }
+
+// Words are the fault kinds, for shell completion.
+func (v *ECNFault) Words() []string { return shaper.FaultKinds() }
+
 // Bool is a switch: --nqb alone means true, --nqb=false false. It reads
 // and prints as pflag's own boolean flags do.
 type Bool struct{ B bool }
