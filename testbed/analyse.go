@@ -40,7 +40,7 @@ func analyse(res *runResult) report.Run {
 	sp := res.spec
 	run := report.Run{
 		Name: sp.Name, Title: sp.Title, AQM: sp.Queue.Kind, Buffer: sp.Buffer,
-		RateBps: float64(sp.RateBps), BaseRTTMs: figure.Ms(sp.RTT),
+		RateBps: float64(sp.RateBps), BaseRTTMs: figure.Ms(sp.RTT), ECNFault: sp.ECNFault,
 		DurationS: sp.Duration.Seconds(), WarmupS: sp.Warmup.Seconds(), Setup: sp,
 		RTTMs:  map[string][]float64{},
 		Series: report.Series{Throughput: map[string][]float64{}},

@@ -106,8 +106,11 @@ func Describe(name string) (title, doc string, ok bool) {
 // Runs returns the runs a resolved Config makes.
 func (c Config) Runs() []RunSpec {
 	runs := scenarios[c.Scenario].runs(c)
-	for i := range runs {
-		runs[i].ECNFault = c.ECNFault
+	if c.ECNFault != "" {
+		// --ecn-fault puts one fault on every run, over a scenario's own.
+		for i := range runs {
+			runs[i].ECNFault = c.ECNFault
+		}
 	}
 	return runs
 }
