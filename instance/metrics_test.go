@@ -54,12 +54,13 @@ func TestMetricsExposeHopCounters(t *testing.T) {
 		`pi2hop_drops_total{dir="down",reason="overload"} 0`,
 		`pi2hop_link_rate_bits_per_second{dir="up"} 1e+08`,
 		`pi2hop_sojourn_seconds{dir="up",quantile="0.99",queue="C"}`,
-		// The packet is its own flow: protocol 0, no ports, Not-ECT.
-		`pi2hop_flows{class="Not-ECT",dir="up"} 1`,
-		`pi2hop_flows{class="L4S",dir="up"} 0`,
-		`pi2hop_flow_bytes{class="Not-ECT",dir="up"} 100`,
-		`pi2hop_top_flow_drops{class="Not-ECT",dir="up",flow="0 0.0.0.0:0 > 0.0.0.0:0",rank="1"} 0`,
-		`pi2hop_top_flow_would_sanction{class="Not-ECT",dir="up",flow="0 0.0.0.0:0 > 0.0.0.0:0",rank="1"} 0`,
+		// The packet is its own flow: protocol 0, no ports, ECT(1) as it
+		// arrived (the flow table classes a flow before the path fault).
+		`pi2hop_flows{class="L4S",dir="up"} 1`,
+		`pi2hop_flows{class="Not-ECT",dir="up"} 0`,
+		`pi2hop_flow_bytes{class="L4S",dir="up"} 100`,
+		`pi2hop_top_flow_drops{class="L4S",dir="up",flow="0 0.0.0.0:0 > 0.0.0.0:0",rank="1"} 0`,
+		`pi2hop_top_flow_would_sanction{class="L4S",dir="up",flow="0 0.0.0.0:0 > 0.0.0.0:0",rank="1"} 0`,
 		`pi2hop_ecn_faults_total{dir="up",kind="bleach"} 1`,
 		`pi2hop_ecn_faults_total{dir="down",kind="bleach"} 0`,
 	} {

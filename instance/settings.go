@@ -194,7 +194,7 @@ var table = []Setting{
 	{Key: "up-aggregate", Dir: "up", value: aggregate(), Usage: "uplink bursts `INTERVAL,SIZE`; default --aggregate"},
 	{Key: "down-aggregate", Dir: "down", value: aggregate(), Usage: "downlink bursts `INTERVAL,SIZE`; default --aggregate"},
 	{Key: "ecn-fault", value: ecnFault(),
-		Usage: "a middlebox's ECN fault on the path: `SPEC` is KIND then comma-separated options: after (rewrite after the queue, not before it), after=2s or after=100p (from then on), share=30%, proto=udp, sport=N, dport=N. KIND: bleach, tos-zero, ect1-to-ect0, ect0-to-ect1, ce-bleach, mangle, drop-ect, none (default)"},
+		Usage: "a middlebox's ECN fault on the path: `SPEC` is KIND then comma-separated options: after (rewrite after the queue, not before it), after=2s or after=100p (from then on), share=30%, proto=udp, sport=N, dport=N. KIND: bleach, tos-zero, ect1-to-ect0, ect0-to-ect1, ce-bleach, mangle, drop-ect, or none (the clean path)"},
 	{Key: "up-ecn-fault", Dir: "up", value: ecnFault(), Usage: "uplink ECN path fault `SPEC`; default --ecn-fault"},
 	{Key: "down-ecn-fault", Dir: "down", value: ecnFault(), Usage: "downlink ECN path fault `SPEC`; default --ecn-fault"},
 }
