@@ -6,7 +6,9 @@ export GOFLAGS += -trimpath
 BIN     := bin/pi2hop
 PKGS    := ./...
 
-.PHONY: all build test test-short bench bench-hop bench-lab lint lab docs man clean
+WEBSRC  := instance/web/assets-src
+
+.PHONY: all build web test test-short bench bench-hop bench-lab lint lab docs man clean
 
 all: build
 
@@ -16,6 +18,19 @@ SHELL := /bin/bash
 
 build:
 	$(GO) build -o $(BIN) ./cmd/pi2hop
+
+# The browser view's chart library: installs the version package-lock.json
+# pins (npm checks its integrity), keeps the registry's tarball beside the
+# lock (the offline test compares the embedded files with it and it with
+# the lock) and copies the files the page loads, with the licence, into
+# the embedded assets.
+web:
+	cd $(WEBSRC) && npm ci --no-audit --no-fund --prefer-offline
+	cd $(WEBSRC) && rm -f uplot-*.tgz && npm pack --silent --prefer-offline \
+		uplot@$$(node -p 'require("./package-lock.json").packages["node_modules/uplot"].version')
+	mkdir -p instance/web/assets/uplot
+	cp $(WEBSRC)/node_modules/uplot/dist/uPlot.iife.min.js $(WEBSRC)/node_modules/uplot/dist/uPlot.min.css \
+		$(WEBSRC)/node_modules/uplot/LICENSE instance/web/assets/uplot/
 
 # The whole suite. As root it first installs the programs the tests run
 # (the list in scripts/test-deps). Tests that need root and network

@@ -39,11 +39,24 @@ func acceptedAttrs(g *topology.Gateway) []any {
 	if len(g.Accepted) == 0 {
 		return nil
 	}
+	return []any{"firewall_accept", acceptedWhere(g)}
+}
+
+// acceptedWhere lists the chains, "; "-separated.
+func acceptedWhere(g *topology.Gateway) string {
 	var where []string
 	for _, a := range g.Accepted {
 		where = append(where, a.String())
 	}
-	return []any{"firewall_accept", strings.Join(where, "; ")}
+	return strings.Join(where, "; ")
+}
+
+// acceptedLines is the same for the start-up message a person reads.
+func acceptedLines(g *topology.Gateway) []string {
+	if len(g.Accepted) == 0 {
+		return nil
+	}
+	return []string{"firewall: forwarding accepted in " + acceptedWhere(g) + " (removed on exit; --firewall-accept=false leaves it alone)"}
 }
 
 // Wait returns when ctx is done or the hop stops on its own (a device

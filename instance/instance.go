@@ -73,6 +73,10 @@ type Options struct {
 	Settings Settings
 	Config   hop.Config
 	Metrics  string // serve Prometheus metrics on this host:port ("" = none)
+	// Web starts a viewer of the running instance (the browser view),
+	// if not nil; it returns what to close and the address a person
+	// opens (with its token), which the start-up lines show.
+	Web func(Live) (io.Closer, string, error)
 	// Capture opens the capture file, if not nil (after the name is claimed).
 	Capture func() (*pcap.Capture, error)
 	Stderr  io.Writer // logs
@@ -173,6 +177,16 @@ func Run(ctx context.Context, opt Options, topo Topology) (err error) {
 			attrs = append(attrs, "metrics", opt.Metrics)
 		}
 	}
+	var webURL string
+	if in.hop != nil && opt.Web != nil {
+		w, url, err := opt.Web(Live{in})
+		if err != nil {
+			return err
+		}
+		closers = append(closers, w)
+		webURL = url
+		attrs = append(attrs, "web", url)
+	}
 	if in.hop != nil {
 		c := in.hop.Config()
 		cpu := any(c.CPULatency)
@@ -191,6 +205,9 @@ func Run(ctx context.Context, opt Options, topo Topology) (err error) {
 	}
 	if opt.LogFormat != LogJSON && in.hop != nil {
 		io.WriteString(stderr, startupMessage(opt.Command, opt.Name, in.hop.Config(), topo))
+		if webURL != "" {
+			io.WriteString(stderr, "live view: "+webURL+"\n")
+		}
 	}
 	for _, w := range opt.Settings.Warnings() {
 		log.Warn(w)
@@ -220,6 +237,23 @@ func (in *instance) stats() hop.Snapshot { return in.hop.Stats() }
 func (in *instance) statsFlows(top int) (hop.Snapshot, [2]hop.FlowTable) {
 	return in.hop.StatsFlows(top)
 }
+
+// Live is a running instance as an in-process viewer sees it: what the
+// control socket serves, the same calls.
+type Live struct{ in *instance }
+
+// Stats returns the hop's snapshot, as `stats` gets it.
+func (l Live) Stats() hop.Snapshot { return l.in.stats() }
+
+// Clients are a share's LAN devices (nil for other topologies).
+func (l Live) Clients() ([]lan.Client, error) { return l.in.clients() }
+
+// StatsFlows returns the snapshot with each direction's top flows, as
+// `stats --flows` gets them.
+func (l Live) StatsFlows(top int) (hop.Snapshot, [2]hop.FlowTable) { return l.in.statsFlows(top) }
+
+// Set applies a typed edit exactly as a `set` request does.
+func (l Live) Set(s Settings) ([]string, error) { return l.in.set(s) }
 
 // clientLister is a topology with devices of its own to list (Share).
 type clientLister interface {

@@ -107,7 +107,8 @@ func (t *Shell) Summary() ([]string, string) {
 	if len(t.Args) == 1 && isShell(t.Args[0]) {
 		stop = "exit the shell (or Ctrl-C)"
 	}
-	return []string{fmt.Sprintf("host side %s, shell side %s (namespace %s)", p.ServerAddr, p.ClientAddr, p.ClientNS)}, stop
+	return []string{fmt.Sprintf("host side %s, shell side %s (namespace %s)", p.ServerAddr, p.ClientAddr, p.ClientNS),
+		"the command runs as " + t.who()}, stop
 }
 
 // isShell reports whether path names a login shell, the default command.
@@ -122,10 +123,12 @@ func isShell(path string) bool {
 
 // Summary is the gateway's lines of the start-up message.
 func (t *Gateway) Summary() ([]string, string) {
-	return []string{fmt.Sprintf("clients on %s (up goes out), network on %s (down comes in)", t.g.LAN, t.g.WAN)}, "Ctrl-C"
+	return append([]string{fmt.Sprintf("clients on %s (up goes out), network on %s (down comes in)", t.g.LAN, t.g.WAN)},
+		acceptedLines(t.g)...), "Ctrl-C"
 }
 
 // Summary is the share's lines of the start-up message.
 func (t *Share) Summary() ([]string, string) {
-	return []string{fmt.Sprintf("LAN %s: %s, this box %s (DHCP, DNS); Internet via %s", t.g.LAN, t.sh.Subnet, t.sh.Router, t.g.WAN)}, "Ctrl-C"
+	return append([]string{fmt.Sprintf("LAN %s: %s, this box %s (DHCP, DNS); Internet via %s", t.g.LAN, t.sh.Subnet, t.sh.Router, t.g.WAN)},
+		acceptedLines(t.g)...), "Ctrl-C"
 }

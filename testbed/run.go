@@ -34,6 +34,9 @@ type Options struct {
 	// named instance's, saved to its state file, so a cleanup removes
 	// what a killed lab left); each run's teardown undoes it.
 	Journal *netsys.Journal
+	// OnHop, if not nil, is told each run's hop once it forwards, and nil
+	// once it is torn down: a live view follows the runs (pi2hop lab --web).
+	OnHop func(*hop.Hop)
 }
 
 // DefaultPrefix is the start of the names of this process's lab
@@ -89,7 +92,7 @@ func Run(ctx context.Context, cfg Config, opt Options) (*report.Report, error) {
 			if opt.Capture != nil {
 				tap = pcap.NewHopTap(opt.Capture, name)
 			}
-			res, err := runOne(ctx, sp, fmt.Sprintf("%s%c", prefix, 'a'+k%26), tap, opt.CPULatency, opt.Journal)
+			res, err := runOne(ctx, sp, fmt.Sprintf("%s%c", prefix, 'a'+k%26), tap, opt.CPULatency, opt.Journal, opt.OnHop)
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
@@ -140,7 +143,7 @@ func finish(rep *report.Report, cfg Config) {
 // runOne builds a topology for sp, runs its flows and collects what they
 // and the hop saw. The topology is torn down before it returns, whatever
 // happens; the result is usable (possibly partial) even with an error.
-func runOne(ctx context.Context, sp RunSpec, prefix string, tap hop.Tap, cpuLatency time.Duration, j *netsys.Journal) (res *runResult, err error) {
+func runOne(ctx context.Context, sp RunSpec, prefix string, tap hop.Tap, cpuLatency time.Duration, j *netsys.Journal, onHop func(*hop.Hop)) (res *runResult, err error) {
 	res = &runResult{spec: sp}
 	dir := hop.DirConfig{
 		Link:  shaper.Config{Rate: shaper.Const{BitsPerSecond: sp.RateBps}, Delay: int64(sp.RTT / 2), Aggregate: sp.Aggregate},
@@ -155,6 +158,10 @@ func runOne(ctx context.Context, sp RunSpec, prefix string, tap hop.Tap, cpuLate
 		hop.Config{Name: sp.Name, Up: dir, Down: dir, Seed: sp.Seed, CPULatency: cpuLatency, WakeProbe: true})
 	if err != nil {
 		return res, fmt.Errorf("topology: %w", err)
+	}
+	if onHop != nil {
+		onHop(pair.Hop)
+		defer onHop(nil)
 	}
 	defer func() {
 		if cerr := pair.Close(); cerr != nil && err == nil {

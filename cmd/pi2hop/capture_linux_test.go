@@ -256,10 +256,18 @@ func TestCaptureCompleteAfterSIGTERM(t *testing.T) {
 	cmd := exec.Command(bin, "shell", "--name", name, "--rate", "5mbit", "--capture", path, "--",
 		"/bin/sh", "-c", "exec ping -q -i 0.01 -s 1000 $PI2HOP_HOST")
 	cmd.Dir = t.TempDir()
-	var stderr bytes.Buffer
+	var stderr lockedBuffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
+	}
+	// SIGTERM while packets flow: 1.5 s (about 150 pings) after the
+	// start-up message, however long the start-up took on a loaded machine.
+	for deadline := time.Now().Add(15 * time.Second); !strings.Contains(stderr.String(), "\nstats: "); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatalf("no start-up message within 15 s; stderr:\n%s", stderr.String())
+		}
 	}
 	time.Sleep(1500 * time.Millisecond)
 	cmd.Process.Signal(syscall.SIGTERM)

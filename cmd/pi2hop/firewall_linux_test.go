@@ -66,7 +66,7 @@ func TestGatewayFirewallAccept(t *testing.T) {
 	if got := l.transfer6(t, 64<<10); got != 64<<10 {
 		t.Errorf("IPv6 through the gateway past ip6tables' FORWARD policy: %d of %d bytes", got, 64<<10)
 	}
-	for _, want := range []string{"firewall_accept=", "chain DOCKER-USER of table ip filter", "chain FORWARD of table ip6 filter"} {
+	for _, want := range []string{"firewall: forwarding accepted in ", "chain DOCKER-USER of table ip filter", "chain FORWARD of table ip6 filter"} {
 		if !strings.Contains(stderr.String(), want) {
 			t.Errorf("start-up output does not say %q:\n%s", want, stderr.String())
 		}

@@ -3,10 +3,12 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 
 	"github.com/pi2hop/pi2hop/hop"
 	"github.com/pi2hop/pi2hop/instance"
+	"github.com/pi2hop/pi2hop/instance/web"
 	"github.com/pi2hop/pi2hop/internal/flagvalue"
 	"github.com/pi2hop/pi2hop/pcap"
 	"github.com/pi2hop/pi2hop/tun"
@@ -20,8 +22,9 @@ const cpuLatencyUsage = "CPU wake-up `latency` asked of the idle states while th
 
 // instanceFlags are the flags every long-running hop command has.
 type instanceFlags struct {
-	name       string
-	metrics    string
+	name    string
+	metrics string
+	webFlags
 	verbose    bool
 	logFormat  flagvalue.Choice
 	cpuLatency flagvalue.CPULatency
@@ -37,6 +40,7 @@ func addInstanceFlags(fs *pflag.FlagSet) *instanceFlags {
 	}}
 	fs.StringVar(&f.name, "name", defaultInstance, "instance `name`: tags devices, rules and files (/run/pi2hop/NAME.*); stats and set find the instance by it")
 	fs.StringVar(&f.metrics, "metrics", "", "serve Prometheus /metrics on `ADDR` (host:port; a bare :port binds to loopback)")
+	f.webFlags.add(fs)
 	fs.BoolVarP(&f.verbose, "verbose", "v", false, "log debug messages (the full start-up record among them)")
 	f.logFormat = flagvalue.Choice{Val: instance.LogText, Choices: instance.LogFormats}
 	fs.Var(&f.logFormat, "log-format", "text: a few start-up lines a person reads, then key=value log lines; json: every line a JSON object, the start-up record with every field among them (under systemd the journal gets that record too)")
@@ -64,13 +68,17 @@ func runInstance(ctx context.Context, env *cmdEnv, command string, inst *instanc
 	if err != nil {
 		return usagef("%s: %v", command, err)
 	}
+	viewer, err := inst.viewer()
+	if err != nil {
+		return usagef("%s: %v", command, err)
+	}
 	cfg.CPULatency = inst.cpuLatency.D
 	cfg.WakeProbe = inst.wakeProbe
 	cfg.TUN = tun.Backend(inst.tun.Val)
 	err = instance.Run(ctx, instance.Options{
 		Name: inst.name, Command: command,
 		Settings: link.settings(), Config: cfg,
-		Metrics: inst.metrics,
+		Metrics: inst.metrics, Web: viewer,
 		Capture: func() (*pcap.Capture, error) { return openCapture(cf, comment) },
 		Stderr:  env.stderr, Verbose: inst.verbose, LogFormat: inst.logFormat.Val,
 		Attrs: []any{"capture", cf.path},
@@ -80,6 +88,44 @@ func runInstance(ctx context.Context, env *cmdEnv, command string, inst *instanc
 		return &exitError{code: ee.Code}
 	}
 	return err
+}
+
+// webFlags are --web and --web-token (run, shell, share, lab).
+type webFlags struct{ web, webToken string }
+
+func (f *webFlags) add(fs *pflag.FlagSet) {
+	fs.StringVar(&f.web, "web", "", "serve the live browser view on `ADDR` (--web alone: "+web.DefaultAddr+"; --web=host:port otherwise; a bare :port binds to loopback); any address beyond loopback needs --web-token or gets a generated one, printed at start")
+	fs.Lookup("web").NoOptDefVal = web.DefaultAddr
+	fs.StringVar(&f.webToken, "web-token", "", "`token` every request to --web must carry (?token= or the X-Pi2hop-Token header); generated when --web is not on loopback and none is given")
+}
+
+// options checks --web and --web-token: nil without --web.
+func (f *webFlags) options() (*web.Options, error) {
+	if f.web == "" {
+		if f.webToken != "" {
+			return nil, errors.New("--web-token: give --web too (the token guards the browser view)")
+		}
+		return nil, nil
+	}
+	if _, err := web.ListenAddr(f.web); err != nil {
+		return nil, fmt.Errorf("--web %q: %v", f.web, err)
+	}
+	return &web.Options{Addr: f.web, Token: f.webToken}, nil
+}
+
+// viewer returns what starts the view of an instance (nil without --web).
+func (f *webFlags) viewer() (func(instance.Live) (io.Closer, string, error), error) {
+	opt, err := f.options()
+	if opt == nil {
+		return nil, err
+	}
+	return func(l instance.Live) (io.Closer, string, error) {
+		s, err := web.Serve(*opt, web.Live(l))
+		if err != nil {
+			return nil, "", err
+		}
+		return s, s.URL(), nil
+	}, nil
 }
 
 // openCapture opens --capture for an instance (nil without one).

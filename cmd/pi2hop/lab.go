@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/pi2hop/pi2hop/instance"
+	"github.com/pi2hop/pi2hop/instance/web"
 	"github.com/pi2hop/pi2hop/pcap"
 	"github.com/pi2hop/pi2hop/shaper"
 	"github.com/pi2hop/pi2hop/testbed"
@@ -39,6 +40,7 @@ var labCmd = &command{
 
 // labArgs are lab's flags; zero values leave the scenario's defaults.
 type labArgs struct {
+	webFlags
 	quick, list bool
 	cleanup     bool
 	name        string
@@ -78,7 +80,11 @@ func labFlags(fs *pflag.FlagSet) func(ctx context.Context, env *cmdEnv, args []s
 		if err != nil {
 			return err
 		}
-		return runLab(ctx, env, a.name, cfg, a.out, a.plotFormat, a.capture, a.cpuLatency.D)
+		view, err := a.options()
+		if err != nil {
+			return usagef("lab: %v", err)
+		}
+		return runLab(ctx, env, a.name, cfg, a.out, a.plotFormat, a.capture, a.cpuLatency.D, view)
 	}
 }
 
@@ -90,6 +96,7 @@ func addLabFlags(fs *pflag.FlagSet) *labArgs {
 	fs.BoolVar(&a.list, "list", false, "list the scenarios with their defaults and exit")
 	fs.StringVar(&a.name, "name", defaultLab, "instance `name`: the lab's state file (/run/pi2hop/NAME.json) and namespaces ("+instance.LabPrefix("NAME")+"...); two labs at once need two names")
 	fs.BoolVar(&a.cleanup, "cleanup", false, cleanupUsage)
+	a.webFlags.add(fs)
 	fs.Var(&a.rate, "rate", "bottleneck `rate`, both directions, tc units (default: the scenario's, e.g. 10mbit)")
 	fs.Var(&a.rtt, "rtt", "base round-trip `time`: half of it is added each way (default 20ms; bdp: see --rtts)")
 	fs.Var(&a.duration, "duration", "traffic `time` of each run, warm-up included (default 45s; see --quick and --list)")
@@ -199,7 +206,7 @@ const defaultLab = "lab"
 // lab left), the capture (one for the whole lab: each run's taps are
 // named after it, l4s.up-in, classic.up-out, ..., so analyze reports the
 // runs apart) and the teardown order; testbed builds a hop per run.
-func runLab(ctx context.Context, env *cmdEnv, name string, cfg testbed.Config, out string, formats plotfile.Formats, cf *captureFlags, cpuLatency time.Duration) error {
+func runLab(ctx context.Context, env *cmdEnv, name string, cfg testbed.Config, out string, formats plotfile.Formats, cf *captureFlags, cpuLatency time.Duration, view *web.Options) error {
 	if out == "" {
 		out = fmt.Sprintf("pi2hop-lab-%s-%s", cfg.Scenario, time.Now().Format("20060102-150405"))
 	}
@@ -225,6 +232,16 @@ func runLab(ctx context.Context, env *cmdEnv, name string, cfg testbed.Config, o
 			defer progress.Stop()
 			opt := testbed.Options{Progress: progress, CPULatency: cpuLatency,
 				Prefix: instance.LabPrefix(ienv.Name), Journal: ienv.Journal}
+			if view != nil {
+				var follow web.Following
+				srv, err := web.Serve(*view, &follow)
+				if err != nil {
+					return err
+				}
+				defer srv.Close()
+				fmt.Fprintf(env.stderr, "live view: %s\n", srv.URL())
+				opt.OnHop = follow.Put
+			}
 			opt.Capture = ienv.Capture() // each run names its taps (l4s.up-in, ...)
 			var err error
 			rep, err = testbed.Run(ctx, cfg, opt)

@@ -56,9 +56,9 @@ func TestShellRunsAsTheInvokingUser(t *testing.T) {
 		want  string
 		log   string
 	}{
-		{nil, "65534\n65534\nCapEff:\t0000000000000000\nsecret=none netns=" + name + "-shell user=nobody\n", `user="nobody (uid 65534, gid 65534)"`},
-		{[]string{"--user", "nobody"}, "65534\n65534\nCapEff:\t0000000000000000\nsecret=none netns=" + name + "-shell user=nobody\n", `user="nobody (uid 65534, gid 65534)"`},
-		{[]string{"--as-root"}, "0\n0\n", `user="root (--as-root)"`},
+		{nil, "65534\n65534\nCapEff:\t0000000000000000\nsecret=none netns=" + name + "-shell user=nobody\n", "runs as nobody (uid 65534, gid 65534)"},
+		{[]string{"--user", "nobody"}, "65534\n65534\nCapEff:\t0000000000000000\nsecret=none netns=" + name + "-shell user=nobody\n", "runs as nobody (uid 65534, gid 65534)"},
+		{[]string{"--as-root"}, "0\n0\n", "runs as root (--as-root)"},
 	} {
 		var stdout, stderr bytes.Buffer
 		args := append(append([]string{"shell", "--name", name}, tt.flags...), "--", "/bin/sh", "-c", script)
@@ -159,7 +159,8 @@ func startIn(t *testing.T, ns, bin string, args ...string) *proc {
 			p.stderr.WriteString(sc.Text() + "\n")
 			p.mu.Unlock()
 			// The start-up message's last line, or the JSON record.
-			if !seen && (strings.HasPrefix(sc.Text(), "stats: ") || strings.Contains(sc.Text(), "pi2hop running")) {
+			if !seen && (strings.HasPrefix(sc.Text(), "stats: ") || strings.HasPrefix(sc.Text(), "lab: run 1/") ||
+				strings.Contains(sc.Text(), "pi2hop running")) {
 				seen = true
 				close(p.running)
 			}
