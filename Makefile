@@ -132,6 +132,9 @@ BENCH_SUMMARY = \
     if (fa && fo) printf "    ECN fault after the queue   %7.1f ns/packet  %+.1f ns against fault off\n", fa, fa-fo; \
     if (of0 && of1) printf "  owner path, flow table   %+7.1f ns/packet   %.2fx the owner without it (%.1f ns), 1 flow; target <= +15 ns\n", of1-of0, of1/of0, of0; \
     if (om0 && om1) printf "    1000 flows in turn     %+7.1f ns/packet   %.2fx the owner without it (%.1f ns)\n", om1-om0, om1/om0, om0; \
+    if (fo && ld) printf "  link + DualPI2, ECN fault off %7.1f ns/packet  %+.1f ns against link + DualPI2; target <= 5 ns\n", fo, fo-ld; \
+    if (fb && fo) printf "    ECN fault before, selectors %7.1f ns/packet  %+.1f ns against fault off\n", fb, fb-fo; \
+    if (fa && fo) printf "    ECN fault after the queue   %7.1f ns/packet  %+.1f ns against fault off\n", fa, fa-fo; \
     if (r)        printf "  replay, 80k packets      %7.3f s           %.2fx the 1 s target\n", r/1e9, r/1e9; \
     if (a)        printf "  analyze, 1M packets      %7.2f s           %.2fx the 10 s target\n", a, a/10; \
     if (m)        printf "  analyze peak RSS         %7.1f MB          %.2fx the 200 MB target, one-point capture of %d packets\n", m, m/200, mp; \

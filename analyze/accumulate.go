@@ -81,6 +81,7 @@ type flowAcc struct {
 	res    FlowResult
 	unseen uint64
 	seen   [2]bool // classes seen, C and L
+	fault  faultAcc
 }
 
 // saw records that a packet of the flow was sorted into class cls: a flow
@@ -185,6 +186,7 @@ type pending struct {
 	next  int64 // position of the next entry with the same key, or -1
 	class int8
 	ecn   aqm.ECN
+	tos   uint8
 	live  bool // not matched yet
 }
 
@@ -270,6 +272,7 @@ func (s *pendingSet) evict(cutoff int64) {
 			c := s.d.classes[p.class]
 			c.unseen++
 			p.flow.unseen++
+			p.flow.fault.missing[p.ecn]++
 			s.d.binAt(p.bin).cls[p.class].unseen++
 			continue // pop moved lo on
 		}
@@ -317,6 +320,9 @@ func (d *dirAcc) result(a *Analyzer, start int64) *DirectionResult {
 		UnmatchedIn:    uint64(d.pend.n) + d.pend.unseen,
 		ChecksumErrors: map[string]uint64{},
 	}
+	// An ingress packet still waiting at the end never arrived either.
+	d.pend.each(func(p *pending) { p.flow.fault.missing[p.ecn]++ })
+	r.ECNFaultsChecked = d.sawIn && d.sawOut
 	// Without a drop tap, an ingress packet never seen at egress was
 	// dropped (or lost) on the way.
 	if d.sawIn && d.sawOut && !d.sawDrop {
@@ -375,6 +381,12 @@ func (d *dirAcc) result(a *Analyzer, start int64) *DirectionResult {
 	for _, f := range d.flowSeq {
 		fr := f.res
 		fr.Flow = flowString(fr.Key)
+		if r.ECNFaultsChecked {
+			fr.ECNFaults = f.fault.faults()
+			if len(fr.ECNFaults) > 0 {
+				r.FaultyFlows++
+			}
+		}
 		r.Flows = append(r.Flows, &fr)
 	}
 	if d.other != nil {

@@ -386,7 +386,8 @@ func (d *dirAcc) addIn(p *pcap.Packet, h *ipHeader, s *sighting) {
 	c.res.InBytes += uint64(s.length)
 	s.f.res.In.add(h.ecn, s.length)
 	s.f.saw(cls)
-	d.pend.push(s.key, pending{at: p.Time, flow: s.f, class: int8(cls), ecn: h.ecn, bin: s.bin})
+	s.f.fault.in[h.ecn]++
+	d.pend.push(s.key, pending{at: p.Time, flow: s.f, class: int8(cls), ecn: h.ecn, tos: h.tos, bin: s.bin})
 }
 
 // addOut counts a packet after the bottleneck: sent, marked (by the
@@ -438,6 +439,7 @@ func (d *dirAcc) addOut(p *pcap.Packet, h *ipHeader, s *sighting) {
 	}
 	if matched {
 		d.addTransit(c, p.Time-m.at)
+		m.flow.fault.addOut(p, h, &m)
 	}
 }
 
@@ -447,6 +449,7 @@ func (d *dirAcc) addDrop(p *pcap.Packet, h *ipHeader, s *sighting) {
 	m, matched := d.pend.pop(s.key)
 	if matched {
 		d.matched++
+		m.flow.fault.missing[m.ecn]++
 	}
 	cls := classOf(h.ecn)
 	switch {

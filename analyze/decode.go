@@ -25,6 +25,7 @@ type FlowKey struct {
 type ipHeader struct {
 	version  uint8
 	ecn      aqm.ECN
+	tos      uint8 // the whole ToS / Traffic Class byte, ECN included
 	flow     FlowKey
 	totalLen int    // from the header
 	ident    uint32 // IPv4 identification, IPv6 flow label
@@ -53,6 +54,7 @@ func decodeIP(b []byte) (h ipHeader, ok bool) {
 		}
 		h.version = 4
 		h.ecn = aqm.ECN(b[1] & 3)
+		h.tos = b[1]
 		h.totalLen = int(binary.BigEndian.Uint16(b[2:]))
 		h.ident = uint32(binary.BigEndian.Uint16(b[4:]))
 		h.flow.Proto = b[9]
@@ -74,6 +76,7 @@ func decodeIP(b []byte) (h ipHeader, ok bool) {
 		h.version = 6
 		w := binary.BigEndian.Uint32(b[0:])
 		h.ecn = aqm.ECN(w >> 20 & 3)
+		h.tos = uint8(w >> 20)
 		h.ident = w & 0xfffff
 		h.totalLen = 40 + int(binary.BigEndian.Uint16(b[4:]))
 		h.flow.Src = netip.AddrFrom16([16]byte(b[8:24]))

@@ -68,6 +68,7 @@ func (r *Result) WriteTable(w io.Writer) error {
 		p("  ECN transitions: %s; invalid %d\n", dash(strings.Join(tr, ", ")), d.InvalidTransitions)
 		p("  IPv4 checksum errors: %s\n", byReason(d.ChecksumErrors))
 		p("  matched in→out %d, unmatched in %d, unmatched out %d\n", d.Matched, d.UnmatchedIn, d.UnmatchedOut)
+		writeFaults(p, d)
 
 		p("\n  FLOW\tCLASS\tIN NotECT/ECT1/ECT0/CE\tIN BYTES\tOUT NotECT/ECT1/ECT0/CE\tOUT BYTES\tMARKED\tDROPPED\n")
 		for i, f := range d.Flows {
@@ -134,4 +135,27 @@ func byReason(m map[string]uint64) string {
 
 func ecnPackets(c *ECNCounts) string {
 	return fmt.Sprintf("%d/%d/%d/%d", c.NotECT.Packets, c.ECT1.Packets, c.ECT0.Packets, c.CE.Packets)
+}
+
+// writeFaults prints each flow's ECN path faults, or that there were none.
+func writeFaults(p func(string, ...any), d *DirectionResult) {
+	switch {
+	case !d.ECNFaultsChecked:
+		p("  ECN path faults: not checked (needs an in and an out capture point)\n")
+		return
+	case d.FaultyFlows == 0:
+		p("  ECN path faults: none in %d flows\n", len(d.Flows))
+		return
+	}
+	p("  ECN path faults in %d of %d flows:\n", d.FaultyFlows, len(d.Flows))
+	for _, f := range d.Flows {
+		if len(f.ECNFaults) == 0 {
+			continue
+		}
+		var what []string
+		for _, ff := range f.ECNFaults {
+			what = append(what, fmt.Sprintf("%s, %d packets", ff.Text, ff.Packets))
+		}
+		p("    %s: %s\n", f.Flow, strings.Join(what, "; "))
+	}
 }

@@ -64,6 +64,11 @@ type DirectionResult struct {
 	// (from annotations, or by matching packets between in and out).
 	Transitions        []Transition `json:"transitions"`
 	InvalidTransitions uint64       `json:"invalid_transitions"`
+	// ECNFaultsChecked is true when the direction had an in and an out
+	// point, so each flow's ECN field could be compared; FaultyFlows
+	// counts the flows with an ECN path fault.
+	ECNFaultsChecked bool   `json:"ecn_faults_checked"`
+	FaultyFlows      uint64 `json:"faulty_flows"`
 	// ChecksumErrors counts IPv4 headers with a wrong checksum, by point.
 	ChecksumErrors map[string]uint64 `json:"checksum_errors"`
 	// Matched packets were seen at both in and out (or in and drop);
@@ -164,6 +169,9 @@ type FlowResult struct {
 	Out     ECNCounts `json:"out"`
 	Marked  uint64    `json:"marked"` // CE marks made by the hop
 	Dropped uint64    `json:"dropped"`
+	// ECNFaults names the ECN path faults the flow's packets show between
+	// the in and out points (empty: none; see ECNFaultsChecked).
+	ECNFaults []FlowFault `json:"ecn_faults,omitempty"`
 }
 
 // BinResult is one time bin of a direction, per class (C first, then L).

@@ -40,7 +40,7 @@ func analyse(res *runResult) report.Run {
 	sp := res.spec
 	run := report.Run{
 		Name: sp.Name, Title: sp.Title, AQM: sp.Queue.Kind, Buffer: sp.Buffer,
-		RateBps: float64(sp.RateBps), BaseRTTMs: figure.Ms(sp.RTT),
+		RateBps: float64(sp.RateBps), BaseRTTMs: figure.Ms(sp.RTT), ECNFault: sp.ECNFault,
 		DurationS: sp.Duration.Seconds(), WarmupS: sp.Warmup.Seconds(), Setup: sp,
 		RTTMs:  map[string][]float64{},
 		Series: report.Series{Throughput: map[string][]float64{}},
@@ -94,6 +94,12 @@ func analyseCall(fr flowResult, from, to time.Duration) report.Call {
 	call := report.Call{Label: fr.spec.Label, ECN: fr.spec.ECN}
 	if fr.videoSend != nil {
 		call.RTTMs = figure.Summarise(rttAfter(fr.videoSend.RTT, fr.videoSend.RTTAt, from))
+		v := fr.videoSend.Validation
+		call.ECNValidation, call.ECNFailReason, call.FellBack = v.State, v.Failed, fr.videoSend.FellBack
+		if v.Failed != "" {
+			call.ECNFailS = v.At.Seconds()
+		}
+		call.RTTRiseNoCEMs = figure.Ms(v.RTTRiseNoCE)
 	}
 	lost, got := lossAfter(rc.Lost, rc.Packets, rc.Intervals, from)
 	call.Loss = metrics.LossRate(lost+got, got)

@@ -2,6 +2,7 @@ package testbed
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/pi2hop/pi2hop/aqm"
 	"github.com/pi2hop/pi2hop/testbed/report"
@@ -162,6 +163,8 @@ func checks(r *report.Report) []report.Check {
 			cs = append(cs, check(run.Title+": Prague's rate ≥ cubic's", run.Fairness.Ratio >= 1,
 				"Prague/cubic %.2f (Jain %.3f)", run.Fairness.Ratio, run.Fairness.Jain))
 		}
+	case "ecn-faults":
+		cs = append(cs, ecnFaultChecks(r)...)
 	case "prague":
 		if runNamed(r, "prague") == nil {
 			return []report.Check{check("runs complete", false, "the prague run is missing")}
@@ -262,4 +265,55 @@ func appleComparison(r *report.Report) *report.Table {
 		return fmt.Sprintf("%.0f %% / %.0f %%", 100*run.Call.FPSAtLeast25, 100*run.Call.FPSZero)
 	})
 	return t
+}
+
+// detectable are the fault kinds an ECT(1) sender's validation can see in
+// its feedback (RFC 9000 §13.4.2): no ECT(1) counts (bleach, tos-zero),
+// ECT(0) counts (ect1-to-ect0), every packet CE (mangle), every test
+// packet lost (drop-ect). CE bleaching cannot be seen in the counts, and
+// ect0-to-ect1 leaves an ECT(1) call alone.
+var detectable = map[string]bool{"bleach": true, "tos-zero": true, "ect1-to-ect0": true, "mangle": true, "drop-ect": true}
+
+// faultKind is the kind of an --ecn-fault spec ("ce-bleach,after" →
+// "ce-bleach"); "none" for no fault.
+func faultKind(spec string) string {
+	kind, _, _ := strings.Cut(spec, ",")
+	if kind == "" {
+		return "none"
+	}
+	return kind
+}
+
+// ecnFaultChecks: with validation on, the call detects every detectable
+// fault, and without a fault it never falls back (no false positive).
+func ecnFaultChecks(r *report.Report) []report.Check {
+	var cs []report.Check
+	for i := range r.Runs {
+		run := &r.Runs[i]
+		c := run.Call
+		if c == nil {
+			cs = append(cs, check(run.Title+": the call ran", false, "no call figures"))
+			continue
+		}
+		if c.ECNValidation == "off" {
+			continue
+		}
+		kind := faultKind(run.ECNFault)
+		switch {
+		case kind == "none":
+			cs = append(cs, check(run.Title+": the call never falls back", !c.FellBack && c.ECNValidation != "failed",
+				"validation %s", validationDetail(c)))
+		case detectable[kind]:
+			cs = append(cs, check(run.Title+": validation detects the fault", c.ECNValidation == "failed" && c.FellBack,
+				"validation %s", validationDetail(c)))
+		}
+	}
+	return cs
+}
+
+func validationDetail(c *report.Call) string {
+	if c.ECNValidation == "failed" {
+		return fmt.Sprintf("failed (%s) at %.2f s, fell back %v", c.ECNFailReason, c.ECNFailS, c.FellBack)
+	}
+	return c.ECNValidation
 }

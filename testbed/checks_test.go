@@ -138,3 +138,28 @@ func TestAppleComparison(t *testing.T) {
 		t.Errorf("rows %q", tb.Rows)
 	}
 }
+
+// TestECNFaultChecks: with validation on, a detectable fault must be
+// detected and no fault must never make the call fall back; runs without
+// validation and faults validation cannot see are not judged.
+func TestECNFaultChecks(t *testing.T) {
+	run := func(title, fault, state, reason string, fellBack bool) report.Run {
+		return report.Run{Title: title, ECNFault: fault, Call: &report.Call{ECN: "l4s", ECNValidation: state, ECNFailReason: reason, FellBack: fellBack}}
+	}
+	r := &report.Report{Scenario: "ecn-faults", Runs: []report.Run{
+		run("none", "none", "capable", "", false),
+		run("none, false positive", "none", "failed", "re-marked", true),
+		run("bleach", "bleach", "failed", "bleached", true),
+		run("ect1-to-ect0 after, missed", "ect1-to-ect0,after", "capable", "", false),
+		run("mangle", "mangle", "failed", "mangled", true),
+		run("ce-bleach after", "ce-bleach,after", "capable", "", false), // not detectable: no check
+		run("bleach, validation off", "bleach", "off", "", false),       // naive: no check
+		run("ect0-to-ect1", "ect0-to-ect1", "capable", "", false),       // leaves ECT(1) alone: no check
+	}}
+	pass, fail := passes(checks(r))
+	wantPass := []string{"none: the call never falls back", "bleach: validation detects the fault", "mangle: validation detects the fault"}
+	wantFail := []string{"none, false positive: the call never falls back", "ect1-to-ect0 after, missed: validation detects the fault"}
+	if strings.Join(pass, "|") != strings.Join(wantPass, "|") || strings.Join(fail, "|") != strings.Join(wantFail, "|") {
+		t.Errorf("pass %q fail %q; want pass %q fail %q", pass, fail, wantPass, wantFail)
+	}
+}

@@ -27,6 +27,8 @@ func TestResolveDefaults(t *testing.T) {
 		{Config{Scenario: "prague", Duration: 8 * time.Second}, 2, 10_000_000, 8 * time.Second}, // 10 and 50 Mbit/s
 		{Config{Scenario: "prague", Quick: true}, 1, 10_000_000, 12 * time.Second},
 		{Config{Scenario: "prague", RateBps: 20_000_000}, 1, 20_000_000, 30 * time.Second},
+		{Config{Scenario: "ecn-faults"}, 24, 10_000_000, 30 * time.Second},
+		{Config{Scenario: "ecn-faults", Quick: true}, 4, 10_000_000, 10 * time.Second},
 	}
 	for _, tt := range tests {
 		c, err := tt.in.Resolve()
@@ -108,7 +110,7 @@ func TestResolveRejects(t *testing.T) {
 		in   Config
 		want string
 	}{
-		{Config{Scenario: "nope"}, `scenario "nope": want one of l4s-demo, aqm-zoo, bdp, classic-ecn, coexist, prague, wifi`},
+		{Config{Scenario: "nope"}, `scenario "nope": want one of l4s-demo, aqm-zoo, bdp, classic-ecn, coexist, ecn-faults, prague, wifi`},
 		{Config{RateBps: 1000}, "want at least 100kbit"},
 		{Config{Duration: 3 * time.Second}, "warm-up 5s: want 0 <= warm-up < duration (3s)"},
 		{Config{Bulk: 40}, "bulk 40: want 0..32"},

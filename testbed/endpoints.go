@@ -134,7 +134,8 @@ func (e *endpoints) run(ctx context.Context, pair *topology.Pair, res *runResult
 		label := ep.spec.Label
 		switch ep.spec.Kind {
 		case KindVideo:
-			vc := flow.VideoConfig{ECN: ep.spec.ECN, Seed: sp.Seed + uint64(i), Duration: sp.Duration, Interval: time.Second, Label: label}
+			vc := flow.VideoConfig{ECN: ep.spec.ECN, Seed: sp.Seed + uint64(i), Duration: sp.Duration, Interval: time.Second, Label: label,
+				NoECNValidation: ep.spec.NoECNValidation}
 			rc := vc
 			rc.Duration = 0 // until stopped: count everything the sender sent
 			goKeep(&receivers, &fr.videoRecv, fail, label+" receiver", func() (flow.VideoReceiverSummary, error) {
@@ -144,7 +145,8 @@ func (e *endpoints) run(ctx context.Context, pair *topology.Pair, res *runResult
 				return flow.VideoSend(sendCtx, ep.send, ep.peer, vc, nil)
 			})
 		case KindPrague:
-			pc := flow.PragueConfig{ECN: ep.spec.ECN, Duration: sp.Duration, Interval: time.Second, Label: label}
+			pc := flow.PragueConfig{ECN: ep.spec.ECN, Duration: sp.Duration, Interval: time.Second, Label: label,
+				NoECNValidation: ep.spec.NoECNValidation}
 			rc := pc
 			rc.Duration = 0
 			goKeep(&receivers, &fr.pragueRecv, fail, label+" receiver", func() (flow.ReceiverSummary, error) {

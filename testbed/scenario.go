@@ -37,6 +37,10 @@ type FlowSpec struct {
 	// Window (KindCubic) pins the receiver's TCP window in bytes with
 	// TCP_WINDOW_CLAMP and SO_RCVBUF; 0 leaves the kernel's autotuning.
 	Window uint64 `json:"window,omitempty"`
+	// NoECNValidation (KindVideo, KindPrague) turns the sender's ECN
+	// validation off: the naive app that keeps sending ECT(1) whatever
+	// the path does to it.
+	NoECNValidation bool `json:"no_ecn_validation,omitempty"`
 }
 
 // RunSpec is one run: a fresh topology, one bottleneck configuration and
@@ -102,8 +106,11 @@ func Describe(name string) (title, doc string, ok bool) {
 // Runs returns the runs a resolved Config makes.
 func (c Config) Runs() []RunSpec {
 	runs := scenarios[c.Scenario].runs(c)
-	for i := range runs {
-		runs[i].ECNFault = c.ECNFault
+	if c.ECNFault != "" {
+		// --ecn-fault puts one fault on every run, over a scenario's own.
+		for i := range runs {
+			runs[i].ECNFault = c.ECNFault
+		}
 	}
 	return runs
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/pi2hop/pi2hop/hop"
 	"github.com/pi2hop/pi2hop/internal/jsondoc"
 	"github.com/pi2hop/pi2hop/lan"
+	"github.com/pi2hop/pi2hop/pcap"
 )
 
 // jsonOutput is one JSON document a command printed, and the object of
@@ -181,7 +182,30 @@ func analyzeOutputs(t *testing.T) []jsonOutput {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return []jsonOutput{{"analyze --json", "analyze", []byte(out)}}
+	// A bleached flow, for the fields of a named path fault.
+	faulty := filepath.Join(t.TempDir(), "bleached.pcapng")
+	c, err := pcap.NewCapture(faulty, pcap.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	taps := c.AddTaps("up")
+	pkt := ipv4Packet(aqm.ECT1, 1)
+	c.OfferWait(taps.In, 1_700_000_000e9, pkt, len(pkt), nil)
+	pkt = append([]byte(nil), pkt...)
+	pkt[1] &^= 3
+	setChecksum(pkt)
+	c.OfferWait(taps.Out, 1_700_000_000e9+1e6, pkt, len(pkt), nil)
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	bleached, err := runCLI(t, "", "analyze", "--json", faulty)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(bleached, `"kind": "bleach"`) {
+		t.Fatalf("analyze of a bleached flow names no bleach:\n%s", bleached)
+	}
+	return []jsonOutput{{"analyze --json", "analyze", []byte(out)}, {"analyze --json, a bleached flow", "analyze", []byte(bleached)}}
 }
 
 // flowOutputs are flow --json's lines: an interval with every field set,

@@ -61,6 +61,10 @@ type Run struct {
 	// knob, the flows, the seed.
 	Setup any `json:"setup,omitempty"`
 
+	// ECNFault is the ECN path fault on both directions (an --ecn-fault
+	// spec), "" for none.
+	ECNFault string `json:"ecn_fault,omitempty"`
+
 	Call   *Call   `json:"call,omitempty"` // the video call, when there is one
 	Flows  []Flow  `json:"flows"`
 	Queues []Queue `json:"queues"` // the server→client direction's queues
@@ -132,6 +136,16 @@ type Call struct {
 	FPSZero      float64        `json:"fps_share_zero"`
 	FrameDelayMs figure.Summary `json:"frame_delay_ms"`
 	GoodputBps   float64        `json:"goodput_bps"`
+	// The sender's ECN validation (RFC 9000 §13.4.2), as flow's summary
+	// names it: its outcome, the reason and time (s since the call
+	// started) when it failed, whether the call fell back to Not-ECT
+	// with a loss-only response, and the largest rise of RTT in an
+	// interval that brought no CE while the call sent ECT(1).
+	ECNValidation string  `json:"ecn_validation"`
+	ECNFailReason string  `json:"ecn_fail_reason,omitempty"`
+	ECNFailS      float64 `json:"ecn_fail_t_s,omitempty"`
+	FellBack      bool    `json:"fell_back"`
+	RTTRiseNoCEMs float64 `json:"rtt_rise_no_ce_ms"`
 }
 
 // Flow is one traffic flow's figures.

@@ -158,3 +158,33 @@ func TestFailedCheckSuggestsRepeat(t *testing.T) {
 		}
 	}
 }
+
+// TestECNFaultTable: the ecn-faults scenario's headline table has one row
+// per run with what validation found and what the call sent at the end.
+func TestECNFaultTable(t *testing.T) {
+	r := &Report{Scenario: "ecn-faults", Runs: []Run{
+		{Title: "bleach before, validation on", ECNFault: "bleach",
+			Call:   &Call{ECN: "l4s", ECNValidation: "failed", ECNFailReason: "bleached", ECNFailS: 0.25, FellBack: true},
+			Queues: []Queue{{Name: "L", Marked: 3}, {Name: "C", Dropped: 7}}},
+		{Title: "ce-bleach after, validation off", ECNFault: "ce-bleach,after", Call: &Call{ECN: "l4s", ECNValidation: "off"}},
+	}}
+	ts := r.Summary()
+	if len(ts) == 0 || !strings.HasPrefix(ts[0].Title, "ECN path faults") {
+		t.Fatalf("summary tables %v: want the ECN faults table first", ts)
+	}
+	rows := ts[0].Rows
+	if len(rows) != 2 {
+		t.Fatalf("%d rows, want 2", len(rows))
+	}
+	for i, want := range [][]string{
+		{"bleach before, validation on", "bleach", "failed: bleached at 0.25 s", "Not-ECT, loss-only"},
+		{"ce-bleach after, validation off", "ce-bleach,after", "off", "ECT(1)"},
+	} {
+		if got := rows[i][:4]; strings.Join(got, "|") != strings.Join(want, "|") {
+			t.Errorf("row %d starts %q, want %q", i, got, want)
+		}
+	}
+	if got := rows[0][10:14]; strings.Join(got, "|") != "3|0|–|7" {
+		t.Errorf("row 0 queues %q, want L marked 3, dropped 0, C p99 –, dropped 7", got)
+	}
+}

@@ -99,6 +99,10 @@ func (run *Run) BulkGoodput() float64 {
 }
 
 func (r *Report) callTable() (Table, bool) {
+	if r.Scenario == "ecn-faults" {
+		// A column per run would be some twenty columns wide.
+		return r.ecnFaultTable(), true
+	}
 	var runs []*Run
 	for i := range r.Runs {
 		if r.Runs[i].Call != nil {
@@ -300,3 +304,61 @@ func (r *Report) spreadTables() []Table {
 
 // num prints a figure of any size with 4 significant digits.
 func num(x float64) string { return strconv.FormatFloat(x, 'g', 4, 64) }
+
+// ecnFaultTable sets each ECN fault's effect on the call side by side,
+// one row per run: what validation found, what the call sent at the end,
+// its experience, and the queues it met.
+func (r *Report) ecnFaultTable() Table {
+	t := Table{Title: "ECN path faults: the call's validation, experience and queues",
+		Header: []string{"run", "fault", "validation", "call sends", "RTT p50 (ms)", "RTT p99 (ms)", "loss", "stalls per minute",
+			"mean fps", "L p99 (ms)", "L marked", "L dropped", "C p99 (ms)", "C dropped", "RTT rise without CE (ms)"}}
+	for i := range r.Runs {
+		run := &r.Runs[i]
+		c := run.Call
+		if c == nil {
+			continue
+		}
+		fault := run.ECNFault
+		if fault == "" {
+			fault = "none"
+		}
+		sends := "ECT(1)"
+		if c.FellBack {
+			sends = "Not-ECT, loss-only"
+		} else if c.ECN != "l4s" {
+			sends = "Not-ECT"
+		}
+		l, cq := run.queue("L"), run.queue("C")
+		t.Rows = append(t.Rows, []string{run.Title, fault, validationCell(c), sends,
+			ms(c.RTTMs.P50), ms(c.RTTMs.P99), pct(c.Loss), fmt.Sprintf("%.1f", c.Stalls.PerMinute), fmt.Sprintf("%.1f", c.FPSMean),
+			queueP99Cell(l), queueCount(l, func(q *Queue) uint64 { return q.Marked }), queueCount(l, func(q *Queue) uint64 { return q.Dropped }),
+			queueP99Cell(cq), queueCount(cq, func(q *Queue) uint64 { return q.Dropped }), ms(c.RTTRiseNoCEMs)})
+	}
+	t.Notes = append(t.Notes, "validation: \"failed: REASON at T s\" when the call detected the fault (T since the call started), "+
+		"\"off\" for the naive call that keeps ECT(1) whatever the path does. L and C are the bottleneck's queues, server to client.")
+	return t
+}
+
+func validationCell(c *Call) string {
+	switch {
+	case c.ECNValidation == "failed":
+		return fmt.Sprintf("failed: %s at %.2f s", c.ECNFailReason, c.ECNFailS)
+	case c.ECNValidation == "":
+		return "–"
+	}
+	return c.ECNValidation
+}
+
+func queueP99Cell(q *Queue) string {
+	if q == nil || q.SojournMs.N == 0 {
+		return "–"
+	}
+	return ms(q.SojournMs.P99)
+}
+
+func queueCount(q *Queue, f func(*Queue) uint64) string {
+	if q == nil {
+		return "–"
+	}
+	return fmt.Sprint(f(q))
+}
