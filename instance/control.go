@@ -9,10 +9,12 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/pi2hop/pi2hop/hop"
+	"github.com/pi2hop/pi2hop/instance/profile"
 	"github.com/pi2hop/pi2hop/lan"
 )
 
@@ -280,10 +282,10 @@ func Set(name string, s Settings) ([]string, error) {
 }
 
 // absTraces makes s's rate trace paths absolute, writing through the
-// pointers.
+// pointers; a trace shipped in the binary keeps its name.
 func (s *Settings) absTraces() {
 	for _, p := range []*string{s.RateTrace, s.UpRateTrace, s.DownRateTrace} {
-		if p != nil {
+		if p != nil && !strings.HasPrefix(*p, profile.TracePrefix) {
 			if abs, err := filepath.Abs(*p); err == nil {
 				*p = abs
 			}

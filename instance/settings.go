@@ -422,7 +422,7 @@ func (s Settings) rateFor(dir string) (shaper.Rate, error) {
 		case l.rate != nil && l.trace != nil:
 			return nil, &FieldError{l.traceKey, fmt.Errorf("%s is given too: both set the rate, give one", l.rateKey)}
 		case l.trace != nil:
-			r, err := shaper.LoadRateTrace(*l.trace)
+			r, err := loadRateTrace(*l.trace)
 			if err != nil {
 				return nil, &FieldError{l.traceKey, err}
 			}

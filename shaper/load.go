@@ -15,15 +15,21 @@ func LoadRateTrace(path string) (Rate, error) {
 	if err != nil {
 		return nil, fmt.Errorf("rate trace: %w", err)
 	}
-	parse := ParseMahimahi
-	if isCSV(data) {
-		parse = ParseRateCSV
-	}
-	r, err := parse(bytes.NewReader(data))
+	r, err := ParseRateTrace(data)
 	if err != nil {
 		return nil, fmt.Errorf("rate trace %s: %w", path, err)
 	}
 	return r, nil
+}
+
+// ParseRateTrace reads a rate schedule held in memory (a trace shipped in
+// the binary), in either of LoadRateTrace's formats.
+func ParseRateTrace(data []byte) (Rate, error) {
+	parse := ParseMahimahi
+	if isCSV(data) {
+		parse = ParseRateCSV
+	}
+	return parse(bytes.NewReader(data))
 }
 
 // isCSV reports whether the first significant line of data has a comma.

@@ -10,6 +10,8 @@ import (
 	"github.com/pi2hop/pi2hop/hop"
 	"github.com/pi2hop/pi2hop/instance"
 	"github.com/pi2hop/pi2hop/internal/clidoc"
+	"github.com/pi2hop/pi2hop/instance/profile"
+	"github.com/pi2hop/pi2hop/internal/flagvalue"
 	"github.com/pi2hop/pi2hop/shaper"
 	"github.com/spf13/pflag"
 )
@@ -21,9 +23,11 @@ import (
 // set use two ("up", "down"), which share the AQM settings and may differ
 // in rate, delay, trace, jitter and bursts.
 type linkFlags struct {
-	fs    *pflag.FlagSet
-	bidir bool
-	s     instance.Settings // what the flags given wrote
+	fs      *pflag.FlagSet
+	bidir   bool
+	s       instance.Settings // what the flags given wrote
+	profile flagvalue.Choice  // --profile: a preset the flags given override; "" for none
+	dir     flagvalue.Choice  // replay's --direction: the profile's direction it models
 }
 
 // addLinkFlags declares the link and AQM flags on fs. With bidir it also
@@ -148,6 +152,20 @@ func (a *switchAlias) Set(s string) error {
 func (a *switchAlias) String() string { return "" }
 func (a *switchAlias) Type() string   { return "" }
 
+// addProfileFlag declares --profile (and, on replay's one link,
+// --direction, which picks the profile's direction to model).
+func (f *linkFlags) addProfileFlag() {
+	f.profile = flagvalue.Choice{Choices: profile.Names()}
+	f.fs.Var(&f.profile, "profile", "start from a preset access link `NAME`: "+strings.Join(profile.Names(), ", ")+
+		"; each flag given overrides its value (pi2hop profiles lists their settings and sources)")
+	clidoc.Annotate(f.fs, "profile", clidoc.GroupAnnotation, "link")
+	if !f.bidir {
+		f.dir = flagvalue.Choice{Val: "down", Choices: []string{"down", "up"}}
+		f.fs.Var(&f.dir, "direction", "with --profile, the direction of the preset to model: down (server to client) or up")
+		clidoc.Annotate(f.fs, "direction", clidoc.GroupAnnotation, "link")
+	}
+}
+
 // seed returns --seed.
 func (f *linkFlags) seed() uint64 {
 	if s := f.settings(); s.Seed != nil {
@@ -174,13 +192,33 @@ func (f *linkFlags) given(name string) bool {
 // counts as given when pflag says so; one marked given without a value
 // carries its default.
 func (f *linkFlags) settings() instance.Settings {
+	s, _ := f.resolved()
+	return s
+}
+
+// resolved is settings with the error of a profile that cannot be read.
+// The flags given win over --profile's values (instance.WithProfile).
+func (f *linkFlags) resolved() (instance.Settings, error) {
 	s := f.s
 	for _, st := range instance.Table() {
 		if f.given(st.FlagName()) {
 			st.SetDefault(&s)
 		}
 	}
-	return s
+	if f.profile.Val == "" {
+		if f.given("direction") {
+			return s, fmt.Errorf("--direction picks a direction of --profile: give --profile too")
+		}
+		return s, nil
+	}
+	p, err := instance.ProfileSettings(f.profile.Val)
+	if err != nil {
+		return s, fmt.Errorf("--profile: %w", err)
+	}
+	if !f.bidir {
+		p = p.OneWay(f.dir.Val)
+	}
+	return instance.WithProfile(p, s), nil
 }
 
 // direction returns the link and queue configuration for one direction:
@@ -191,7 +229,11 @@ func (f *linkFlags) direction(name string) (shaper.Config, aqm.Spec, error) {
 	if name != "" && !f.bidir {
 		return shaper.Config{}, aqm.Spec{}, fmt.Errorf("link direction %q: this command has one direction", name)
 	}
-	d, err := f.settings().Direction(name)
+	s, err := f.resolved()
+	if err != nil {
+		return shaper.Config{}, aqm.Spec{}, err
+	}
+	d, err := s.Direction(name)
 	if err != nil {
 		return shaper.Config{}, aqm.Spec{}, f.flagNamed(err)
 	}
@@ -200,7 +242,11 @@ func (f *linkFlags) direction(name string) (shaper.Config, aqm.Spec, error) {
 
 // hopConfig builds both directions of a live hop from the link flags.
 func (f *linkFlags) hopConfig(name string) (hop.Config, error) {
-	c, err := f.settings().Resolve(name)
+	s, err := f.resolved()
+	if err != nil {
+		return hop.Config{}, err
+	}
+	c, err := s.Resolve(name)
 	return c, f.flagNamed(err)
 }
 

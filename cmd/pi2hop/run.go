@@ -49,6 +49,7 @@ func runFlags(fs *pflag.FlagSet) func(context.Context, *cmdEnv, []string) error 
 	firewallAcceptFlag(fs, &a.accept)
 	a.inst = addInstanceFlags(fs)
 	a.link = addLinkFlags(fs, true)
+	a.link.addProfileFlag()
 	a.capture = addCaptureFlags(fs)
 	return func(ctx context.Context, env *cmdEnv, args []string) error {
 		if done, err := gatewayArgs("run", args, a.lan, a.wan, a.cleanup, a.inst, env); done {

@@ -48,6 +48,7 @@ func shellFlags(fs *pflag.FlagSet) func(context.Context, *cmdEnv, []string) erro
 	fs.BoolVar(&a.asRoot, "as-root", false, "run the command as root with pi2hop's environment: it can then leave the namespace and re-shape its own link")
 	a.inst = addInstanceFlags(fs)
 	a.link = addLinkFlags(fs, true)
+	a.link.addProfileFlag()
 	a.capture = addCaptureFlags(fs)
 	return func(ctx context.Context, env *cmdEnv, args []string) error {
 		switch {

@@ -1,0 +1,110 @@
+package instance
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+
+	"github.com/pi2hop/pi2hop/instance/profile"
+	"github.com/pi2hop/pi2hop/shaper"
+)
+
+// ProfileSettings returns the settings of the profile called name, read
+// through the settings table as if each were given as a flag.
+func ProfileSettings(name string) (Settings, error) {
+	p, ok := profile.Lookup(name)
+	if !ok {
+		return Settings{}, fmt.Errorf("unknown profile %q: want one of %s", name, strings.Join(profile.Names(), ", "))
+	}
+	var s Settings
+	for _, f := range p.Flags {
+		st, ok := Lookup(f.Key)
+		if !ok {
+			return Settings{}, fmt.Errorf("profile %s: no setting %q", name, f.Key)
+		}
+		if err := st.Bind(&s).Set(f.Value); err != nil {
+			return Settings{}, fmt.Errorf("profile %s: --%s %s: %w", name, st.FlagName(), f.Value, err)
+		}
+	}
+	return s, nil
+}
+
+// WithProfile lays the settings given explicitly over a profile's: each
+// one given wins. A shared setting given (rate) also replaces the
+// profile's per-direction values of it (up-rate, down-rate), since the
+// user asked for it in both directions; a rate and a rate trace replace
+// each other at every level, as one setting.
+func WithProfile(p, given Settings) Settings {
+	pv := reflect.ValueOf(&p).Elem()
+	for _, k := range given.Given() {
+		st, _ := Lookup(k)
+		if st.Dir != "" {
+			continue
+		}
+		g := linkGroup(k)
+		for _, other := range table {
+			if other.Dir != "" && linkGroup(other.Key) == g {
+				pv.Field(other.field).SetZero()
+			}
+		}
+	}
+	return p.Merge(given)
+}
+
+// linkGroup names what a link setting sets, whatever its direction or
+// form: "up-rate-trace" and "rate" are both "rate".
+func linkGroup(key string) string {
+	key = strings.TrimPrefix(strings.TrimPrefix(key, "up-"), "down-")
+	if key == "rate-trace" {
+		return "rate"
+	}
+	return key
+}
+
+// OneWay returns s for a single link, as replay models one: dir's
+// per-direction values ("up" or "down") become the shared ones and the
+// other direction's are dropped.
+func (s Settings) OneWay(dir string) Settings {
+	v := reflect.ValueOf(&s).Elem()
+	for _, st := range table {
+		if st.Dir == "" {
+			continue
+		}
+		f := v.Field(st.field)
+		if st.Dir == dir && !f.IsNil() {
+			shared := strings.TrimPrefix(st.Key, dir+"-")
+			for _, other := range table {
+				if other.Dir == "" && linkGroup(other.Key) == linkGroup(shared) {
+					v.Field(other.field).SetZero()
+				}
+			}
+			sh, _ := Lookup(shared)
+			v.Field(sh.field).Set(f)
+		}
+	}
+	for _, st := range table {
+		if st.Dir != "" {
+			v.Field(st.field).SetZero()
+		}
+	}
+	return s
+}
+
+// loadRateTrace reads a rate trace: one shipped in the binary when path
+// is builtin:NAME, a file otherwise.
+func loadRateTrace(path string) (shaper.Rate, error) {
+	name, ok := strings.CutPrefix(path, profile.TracePrefix)
+	if !ok {
+		return shaper.LoadRateTrace(path)
+	}
+	data, ok := profile.Trace(name)
+	if !ok {
+		return nil, fmt.Errorf("no rate trace %q shipped with pi2hop: want one of %s%s", path, profile.TracePrefix,
+			strings.Join(profile.TraceNames(), ", "+profile.TracePrefix))
+	}
+	r, err := shaper.ParseRateTrace(data)
+	if err != nil {
+		return nil, fmt.Errorf("rate trace %s: %w", path, err)
+	}
+	return r, nil
+}
