@@ -33,9 +33,18 @@ func ProfileSettings(name string) (Settings, error) {
 // one given wins. A shared setting given (rate) also replaces the
 // profile's per-direction values of it (up-rate, down-rate), since the
 // user asked for it in both directions; a rate and a rate trace replace
-// each other at every level, as one setting.
+// each other at every level, as one setting. Another queue discipline
+// given (--aqm) drops the profile's queue knobs, which were chosen for
+// its own discipline: the one given starts from its defaults.
 func WithProfile(p, given Settings) Settings {
 	pv := reflect.ValueOf(&p).Elem()
+	if given.AQM != nil && (p.AQM == nil || *p.AQM != *given.AQM) {
+		for _, st := range table {
+			if st.Kinds != nil {
+				pv.Field(st.field).SetZero()
+			}
+		}
+	}
 	for _, k := range given.Given() {
 		st, _ := Lookup(k)
 		if st.Dir != "" {
@@ -107,4 +116,64 @@ func loadRateTrace(path string) (shaper.Rate, error) {
 		return nil, fmt.Errorf("rate trace %s: %w", path, err)
 	}
 	return r, nil
+}
+
+// ProfileArgs returns a profile's settings as the command-line flags that
+// give the same: --down-rate 50mbit ..., a switch as --name=value.
+func ProfileArgs(p profile.Profile) []string {
+	var args []string
+	for _, f := range p.Flags {
+		st, ok := Lookup(f.Key)
+		if !ok {
+			args = append(args, "--"+f.Key, f.Value)
+			continue
+		}
+		var s Settings
+		if st.Bind(&s).IsBoolFlag() {
+			args = append(args, "--"+st.FlagName()+"="+f.Value)
+		} else {
+			args = append(args, "--"+st.FlagName(), f.Value)
+		}
+	}
+	return args
+}
+
+// ProfileInfo is a profile as `pi2hop profiles` shows it (its JSON is the
+// command's --json output).
+type ProfileInfo struct {
+	Name    string         `json:"name"`
+	Title   string         `json:"title"`
+	Flags   []profile.Flag `json:"flags"`
+	Args    []string       `json:"args"` // the same as command-line flags
+	Sources []string       `json:"sources"`
+	Traces  []TraceInfo    `json:"traces,omitempty"`
+}
+
+// TraceInfo is a shipped rate trace a profile uses, with its mean rate
+// worked out from the file.
+type TraceInfo struct {
+	Name          string `json:"name"` // as --rate-trace takes it: builtin:lte-down
+	Opportunities int    `json:"opportunities"`
+	LoopMs        int64  `json:"loop_ms"`
+	MeanBPS       uint64 `json:"mean_bps"` // opportunities of 1500 bytes per loop
+}
+
+// Profiles describes every profile, in the order they are listed.
+func Profiles() []ProfileInfo {
+	var out []ProfileInfo
+	for _, p := range profile.All() {
+		info := ProfileInfo{Name: p.Name, Title: p.Title, Flags: p.Flags, Args: ProfileArgs(p), Sources: p.Sources}
+		for _, f := range p.Flags {
+			name, ok := strings.CutPrefix(f.Value, profile.TracePrefix)
+			if !ok || linkGroup(f.Key) != "rate" {
+				continue
+			}
+			if n, loop, ok := profile.TraceLoop(name); ok && loop > 0 {
+				info.Traces = append(info.Traces, TraceInfo{Name: f.Value, Opportunities: n, LoopMs: loop,
+					MeanBPS: uint64(n) * 1500 * 8 * 1000 / uint64(loop)})
+			}
+		}
+		out = append(out, info)
+	}
+	return out
 }

@@ -24,7 +24,7 @@ func init() {
 	commands = []*command{
 		shareCmd, runCmd, shellCmd, statsCmd, setCmd,
 		labCmd, flowCmd, checkCmd, replayCmd, analyzeCmd,
-		helpCmd, completionCmd, versionCmd,
+		profilesCmd, helpCmd, completionCmd, versionCmd,
 	}
 	for _, c := range commands {
 		setParents(c)

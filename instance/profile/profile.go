@@ -9,6 +9,7 @@ package profile
 import (
 	"embed"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -139,4 +140,25 @@ func TraceNames() []string {
 		}
 	}
 	return names
+}
+
+// TraceLoop counts a shipped trace's delivery opportunities and returns
+// its loop length in ms (its last line): its mean rate is
+// opportunities·1500·8 bits per loop.
+func TraceLoop(name string) (opportunities int, loopMs int64, ok bool) {
+	data, ok := Trace(name)
+	if !ok {
+		return 0, 0, false
+	}
+	for line := range strings.Lines(string(data)) {
+		line = strings.TrimSpace(line)
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		opportunities++
+		if ms, err := strconv.ParseInt(line, 10, 64); err == nil {
+			loopMs = ms
+		}
+	}
+	return opportunities, loopMs, true
 }

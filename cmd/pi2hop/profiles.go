@@ -1,0 +1,63 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/pi2hop/pi2hop/instance"
+	"github.com/pi2hop/pi2hop/shaper"
+	"github.com/spf13/pflag"
+)
+
+// pi2hop profiles: the presets --profile takes, from instance.Profiles.
+
+var profilesCmd = &command{
+	name:  "profiles",
+	short: "list the preset access links --profile takes, with their settings and sources",
+	usage: "profiles [--json]",
+	long: "Each profile is a set of link flags: replay, run, shell and share take it with --profile NAME, " +
+		"and any flag given beside it overrides the profile's value (--rate over its up and down rates too).",
+	flags: func(fs *pflag.FlagSet) func(context.Context, *cmdEnv, []string) error {
+		var asJSON bool
+		jsonFlag(fs, &asJSON, "print JSON: {\"profiles\": [...]}, each with its flags, sources and rate traces")
+		return func(_ context.Context, env *cmdEnv, args []string) error {
+			if len(args) > 0 {
+				return usagef("profiles: unexpected argument %q", args[0])
+			}
+			ps := instance.Profiles()
+			if asJSON {
+				b, err := json.Marshal(struct {
+					Profiles []instance.ProfileInfo `json:"profiles"`
+				}{ps})
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(env.stdout, "%s\n", b)
+				return nil
+			}
+			writeProfiles(env.stdout, ps)
+			return nil
+		}
+	},
+}
+
+// writeProfiles prints each profile: its name and title, the flags it
+// stands for, the mean rate of each trace it uses, and its sources.
+func writeProfiles(w io.Writer, ps []instance.ProfileInfo) {
+	for i, p := range ps {
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		fmt.Fprintf(w, "%s: %s\n", p.Name, p.Title)
+		fmt.Fprintf(w, "  flags: %s\n", strings.Join(p.Args, " "))
+		for _, t := range p.Traces {
+			fmt.Fprintf(w, "  %s: mean %s over a %g s loop\n", t.Name, shaper.FormatRate(t.MeanBPS), float64(t.LoopMs)/1000)
+		}
+		for _, s := range p.Sources {
+			fmt.Fprintf(w, "  - %s\n", s)
+		}
+	}
+}
