@@ -16,10 +16,10 @@ import (
 
 var profilesCmd = &command{
 	name:  "profiles",
-	short: "list the preset access links --profile takes, with their settings and sources",
+	short: "list the preset access links that replay, run, shell and share take by name, with their settings and sources",
 	usage: "profiles [--json]",
-	long: "Each profile is a set of link flags: replay, run, shell and share take it with --profile NAME, " +
-		"and any flag given beside it overrides the profile's value (--rate over its up and down rates too).",
+	long: "Each profile is a set of link flags. A flag given beside the profile's name overrides the profile's value, " +
+		"and a flag for both directions also overrides the profile's per-direction values of the same setting.",
 	flags: func(fs *pflag.FlagSet) func(context.Context, *cmdEnv, []string) error {
 		var asJSON bool
 		jsonFlag(fs, &asJSON, "print JSON: {\"profiles\": [...]}, each with its flags, sources and rate traces")
