@@ -303,5 +303,5 @@ func (in *instance) set(s Settings) ([]string, error) {
 	in.settings = merged
 	c := in.hop.Config()
 	in.log.Info("changed", "up", c.Up, "down", c.Down)
-	return merged.Warnings(), nil
+	return append(merged.Warnings(), merged.Shadowed(s)...), nil
 }

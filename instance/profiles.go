@@ -177,3 +177,32 @@ func Profiles() []ProfileInfo {
 	}
 	return out
 }
+
+// Shadowed says which shared settings of a set request change nothing
+// because s, the merged settings, holds a per-direction value of the same
+// setting in both directions (from a profile or an earlier flag): set
+// --rate on a hop started with --profile lte keeps both traces.
+func (s Settings) Shadowed(set Settings) []string {
+	var out []string
+	for _, k := range set.Given() {
+		st, _ := Lookup(k)
+		if st.Dir != "" || st.Kinds != nil || st.Fixed {
+			continue
+		}
+		var in [2][]string // up, down: the keys in force
+		for _, o := range table {
+			if o.Dir != "" && linkGroup(o.Key) == linkGroup(k) && s.Has(o.Key) {
+				i := 0
+				if o.Dir == "down" {
+					i = 1
+				}
+				in[i] = append(in[i], o.Key)
+			}
+		}
+		if len(in[0]) > 0 && len(in[1]) > 0 {
+			out = append(out, fmt.Sprintf("%s changes nothing: %s and %s are set and win in each direction; change those instead",
+				k, in[0][0], in[1][0]))
+		}
+	}
+	return out
+}

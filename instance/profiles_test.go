@@ -188,3 +188,32 @@ func TestBuiltinTraceErrors(t *testing.T) {
 		t.Errorf("absTraces: %q, %q: want the builtin name kept, the file made absolute", *s.RateTrace, *s.UpRateTrace)
 	}
 }
+
+// set --rate on a hop whose profile set both directions' rates changes
+// nothing, and says so; with one direction left to it, it is quiet.
+func TestShadowed(t *testing.T) {
+	lte, _ := ProfileSettings("lte")
+	geo, _ := ProfileSettings("geo-sat")
+	tests := []struct {
+		base, set Settings
+		want      []string
+	}{
+		{lte, Settings{Rate: ptr(uint64(5_000_000))}, []string{"rate changes nothing: up-rate-trace and down-rate-trace are set"}},
+		{geo, Settings{Rate: ptr(uint64(5_000_000)), Delay: ptr(time.Millisecond)}, []string{"rate changes nothing: up-rate and down-rate are set"}},
+		{geo, Settings{UpRate: ptr(uint64(5_000_000))}, nil},
+		{Settings{UpRate: ptr(uint64(1))}, Settings{Rate: ptr(uint64(5_000_000))}, nil},
+		{lte, Settings{Jitter: &Jitter{}}, nil},
+	}
+	for _, tt := range tests {
+		got := tt.base.Merge(tt.set).Shadowed(tt.set)
+		if len(got) != len(tt.want) {
+			t.Errorf("%v over %v: %q, want %q", tt.set.Given(), tt.base.Given(), got, tt.want)
+			continue
+		}
+		for i := range got {
+			if !strings.HasPrefix(got[i], tt.want[i]) {
+				t.Errorf("%v over %v: %q, want %q...", tt.set.Given(), tt.base.Given(), got[i], tt.want[i])
+			}
+		}
+	}
+}
