@@ -108,8 +108,7 @@ func loadRateTrace(path string) (shaper.Rate, error) {
 	}
 	data, ok := profile.Trace(name)
 	if !ok {
-		return nil, fmt.Errorf("no rate trace %q shipped with pi2hop: want one of %s%s", path, profile.TracePrefix,
-			strings.Join(profile.TraceNames(), ", "+profile.TracePrefix))
+		return nil, fmt.Errorf("no rate trace %q shipped with pi2hop: want one of %s", path, builtinTraces())
 	}
 	r, err := shaper.ParseRateTrace(data)
 	if err != nil {
@@ -205,4 +204,9 @@ func (s Settings) Shadowed(set Settings) []string {
 		}
 	}
 	return out
+}
+
+// builtinTraces lists the rate traces shipped, as --rate-trace takes them.
+func builtinTraces() string {
+	return profile.TracePrefix + strings.Join(profile.TraceNames(), ", "+profile.TracePrefix)
 }

@@ -97,7 +97,7 @@ var table = []Setting{
 	{Key: "loss", TC: []string{"loss"}, value: loss(),
 		Usage: "random `loss` after the link, a percentage as netem reads it: 1% or 1 (both 1 %), 0.01 (0.01 %), or Gilbert-Elliott ge:p=1%,r=30%[,h=0%,k=100%]"},
 	{Key: "rate-trace", value: text(),
-		Usage: "vary the rate over time from `FILE`: a mahimahi trace (ms per 1500-byte opportunity, looping) or time,rate CSV; replaces --rate"},
+		Usage: "vary the rate over time from `FILE`: a mahimahi trace (ms per 1500-byte opportunity, looping) or time,rate CSV, or one shipped with pi2hop: " + builtinTraces() + "; replaces --rate"},
 	{Key: "up-rate", Dir: "up", value: linkRate(0), Usage: "uplink `rate` (client to server); default --rate"},
 	{Key: "down-rate", Dir: "down", value: linkRate(0), Usage: "downlink `rate` (server to client); default --rate"},
 	{Key: "up-delay", Dir: "up", value: duration(flagvalue.Duration{Optional: true}), Usage: "uplink one-way `delay`; default --delay"},

@@ -242,10 +242,22 @@ func TestProfileErrors(t *testing.T) {
 // settings, in both directions.
 func TestProfileIsItsFlags(t *testing.T) {
 	for _, p := range profile.All() {
-		byName := profileFlags(t, true, "--profile", p.Name).settings()
-		byHand := profileFlags(t, true, instance.ProfileArgs(p)...).settings()
+		named, hand := profileFlags(t, true, "--profile", p.Name), profileFlags(t, true, instance.ProfileArgs(p)...)
+		byName, byHand := named.settings(), hand.settings()
 		if !reflect.DeepEqual(byName, byHand) {
 			t.Errorf("%s: --profile gives %v, its flags %v", p.Name, byName.Given(), byHand.Given())
+		}
+		// What run, shell and share hand the hop.
+		cName, err := named.hopConfig("p")
+		if err != nil {
+			t.Fatalf("%s: %v", p.Name, err)
+		}
+		cHand, err := hand.hopConfig("p")
+		if err != nil {
+			t.Fatalf("%s by hand: %v", p.Name, err)
+		}
+		if !reflect.DeepEqual(cName, cHand) {
+			t.Errorf("%s: --profile gives the hop\n%+v\nits flags\n%+v", p.Name, cName, cHand)
 		}
 	}
 }
