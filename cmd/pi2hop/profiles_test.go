@@ -59,7 +59,7 @@ func (d *delivered) Depart(_ *replay.Packet, ev *shaper.Event) error {
 	return nil
 }
 func (d *delivered) Drop(*replay.Packet, *shaper.Event, replay.DropPoint) error { return nil }
-func (d *delivered) Update(int64, *aqm.Stats) error                            { return nil }
+func (d *delivered) Update(int64, *aqm.Stats) error                             { return nil }
 
 // traceOpportunities counts a shipped trace's delivery opportunities (its
 // lines that are not comments) and reads its loop length (the last line).

@@ -21,8 +21,8 @@ var update = flag.Bool("update", false, "rewrite the shipped rate traces from th
 // integers, so every machine writes the same bytes.
 type cellModel struct {
 	seed      uint64
-	maxRate   int64 // λ's ceiling, millipackets/s; λ reflects off it
-	stepSigma int64 // σ·√(1 ms): λ's standard deviation over one ms, millipackets/s
+	maxRate   int64  // λ's ceiling, millipackets/s; λ reflects off it
+	stepSigma int64  // σ·√(1 ms): λ's standard deviation over one ms, millipackets/s
 	escape    uint64 // an outage ends in a given ms with probability 1/escape (λz = 1/s)
 	loopMs    int64  // the trace's length: it ends with an opportunity at loopMs
 	slots     int    // Bernoulli trials per ms that make up the Poisson deliveries
