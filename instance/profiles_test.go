@@ -25,6 +25,8 @@ var profileFigures = map[string][2]dirFigures{ // up, down
 	"lte":       {{0, true, 20 * time.Millisecond, aqm.KindDualPI2}, {0, true, 20 * time.Millisecond, aqm.KindDualPI2}},
 	"wifi":      {{200_000_000, false, 5 * time.Millisecond, aqm.KindDualPI2}, {200_000_000, false, 5 * time.Millisecond, aqm.KindDualPI2}},
 	"geo-sat":   {{3_000_000, false, 300 * time.Millisecond, aqm.KindDualPI2}, {25_000_000, false, 300 * time.Millisecond, aqm.KindDualPI2}},
+	"dsl":       {{1_000_000, false, 12 * time.Millisecond, aqm.KindDualPI2}, {16_000_000, false, 12 * time.Millisecond, aqm.KindDualPI2}},
+	"fiber":     {{1_000_000_000, false, 4 * time.Millisecond, aqm.KindDualPI2}, {1_000_000_000, false, 4 * time.Millisecond, aqm.KindDualPI2}},
 }
 
 func checkDir(t *testing.T, what string, got shaper.Config, kind string, want dirFigures) {

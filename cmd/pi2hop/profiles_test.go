@@ -118,6 +118,9 @@ func TestProfileReplayFigures(t *testing.T) {
 		{"geo-sat up", []string{"--profile", "geo-sat"}, true, "up", 3_000_000, 400, 1000 * ms, 250, 4_000_000, 300 * ms, 300 * ms, aqm.KindDualPI2},
 		{"wifi down", []string{"--profile", "wifi"}, true, "down", 50_000, 24000, 1000 * ms, 250 * 44, 60_000, 3 * ms, 7 * ms, aqm.KindDualPI2},
 		{"wifi up (replay)", []string{"--profile", "wifi", "--direction", "up"}, false, "", 50_000, 24000, 1000 * ms, 250 * 44, 60_000, 3 * ms, 7 * ms, aqm.KindDualPI2},
+		{"dsl down", []string{"--profile", "dsl"}, true, "down", 500_000, 3000, 1000 * ms, 1333, 750_000, 12 * ms, 12 * ms, aqm.KindDualPI2},
+		{"dsl up (replay)", []string{"--profile", "dsl", "--direction", "up"}, false, "", 10_000_000, 120, 1000 * ms, 83, 12_000_000, 12 * ms, 12 * ms, aqm.KindDualPI2},
+		{"fiber down (replay)", []string{"--profile", "fiber"}, false, "", 10_000, 120_000, 1000 * ms, 83333, 12_000, 4 * ms, 4 * ms, aqm.KindDualPI2},
 		// An opportunity at ms t carries its 1500 bytes from t, so the
 		// last one of the loop (60000 ms) is done half a ms later, before
 		// the next loop's first (at 60001 ms at the earliest). A FIFO
@@ -275,6 +278,8 @@ func TestProfilesCommand(t *testing.T) {
 		"  flags: --rate 200mbit --aggregate 4ms,65535b --jitter 2ms --delay 5ms\n",
 		"geo-sat: a consumer GEO satellite",
 		"  flags: --down-rate 25mbit --up-rate 3mbit --delay 300ms\n",
+		"  flags: --down-rate 16mbit --up-rate 1mbit --delay 12ms\n",
+		"  flags: --rate 1gbit --delay 4ms\n",
 		"  builtin:lte-down: mean " + shaper.FormatRate(uint64(downOpps)*12000*1000/uint64(loop)) + " over a 60 s loop\n",
 		"HughesNet", "RFC 9957", "Sprout",
 	} {

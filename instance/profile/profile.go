@@ -86,6 +86,28 @@ var profiles = []Profile{
 			"delay: 300 ms each way: a geostationary orbit is 35 786 km up, so the two space hops alone take at least 239 ms at the speed of light; the FCC's Measuring Broadband America reports round trips of about 600 ms for satellite",
 		},
 	},
+	{
+		Name:  "dsl",
+		Title: "ADSL2+ copper access: a slow, very asymmetric link",
+		Flags: []Flag{
+			{"down-rate", "16mbit"}, {"up-rate", "1mbit"}, {"delay", "12ms"},
+		},
+		Sources: []string{
+			"rates: ADSL2+ (ITU-T G.992.5) reaches 24 Mbit/s down and about 1 Mbit/s up on a short line; 16 Mbit/s down is our figure for a line of average length",
+			"delay: 12 ms each way, a 24 ms idle round trip, of the order the FCC's Measuring Broadband America reports give for DSL (interleaving against line noise adds to it)",
+		},
+	},
+	{
+		Name:  "fiber",
+		Title: "fibre to the home: a fast, symmetric link with a short path",
+		Flags: []Flag{
+			{"rate", "1gbit"}, {"delay", "4ms"},
+		},
+		Sources: []string{
+			"rates: 1 Gbit/s each way, a common fibre tier (our example); XGS-PON (ITU-T G.9807.1) shares 10 Gbit/s each way among the homes of a splitter",
+			"delay: 4 ms each way, an 8 ms idle round trip, of the order the FCC's Measuring Broadband America reports give for fibre",
+		},
+	},
 }
 
 // All returns the profiles, in the order they are listed.
