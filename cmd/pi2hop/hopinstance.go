@@ -72,6 +72,10 @@ func runInstance(ctx context.Context, env *cmdEnv, command string, inst *instanc
 	if err != nil {
 		return usagef("%s: %v", command, err)
 	}
+	attrs := []any{"capture", cf.path}
+	if link.profile.Val != "" {
+		attrs = append(attrs, "profile", link.profile.Val)
+	}
 	cfg.CPULatency = inst.cpuLatency.D
 	cfg.WakeProbe = inst.wakeProbe
 	cfg.TUN = tun.Backend(inst.tun.Val)
@@ -81,7 +85,7 @@ func runInstance(ctx context.Context, env *cmdEnv, command string, inst *instanc
 		Metrics: inst.metrics, Web: viewer,
 		Capture: func() (*pcap.Capture, error) { return openCapture(cf, comment) },
 		Stderr:  env.stderr, Verbose: inst.verbose, LogFormat: inst.logFormat.Val,
-		Attrs: []any{"capture", cf.path},
+		Attrs: attrs,
 	}, topo)
 	var ee *instance.ExitError
 	if errors.As(err, &ee) {
