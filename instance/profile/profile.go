@@ -83,7 +83,7 @@ var profiles = []Profile{
 		},
 		Sources: []string{
 			"rates: 25 Mbit/s down and 3 Mbit/s up, as HughesNet advertises its Gen5 plans",
-			"delay: 300 ms each way: a geostationary orbit is 35 786 km up, so the two space hops alone take at least 239 ms at the speed of light; the FCC's Measuring Broadband America reports round trips of about 600 ms for satellite",
+			"delay: 300 ms each way: a geostationary orbit is 35 786 km up, so the two space hops alone take at least 238 ms at the speed of light; the FCC's Measuring Broadband America reports round trips of about 600 ms for satellite",
 		},
 	},
 	{
