@@ -14,11 +14,11 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the shipped rate traces from their generator")
 
-// cellModel is the Sprout paper's cellular link model (Winstein,
-// Sivaraman and Balakrishnan): packets of 1500 bytes are delivered by a
-// Poisson process whose rate λ moves as Brownian motion; when λ reaches 0
-// the link is in outage, which it leaves at rate λz. All arithmetic is on
-// integers, so every machine writes the same bytes.
+// cellModel is the cellular link model the traces' README names:
+// packets of 1500 bytes are delivered by a Poisson process whose rate λ
+// moves as Brownian motion; when λ reaches 0 the link is in outage, which
+// it leaves at rate λz. All arithmetic is on integers, so every machine
+// writes the same bytes.
 type cellModel struct {
 	seed      uint64
 	maxRate   int64  // λ's ceiling, millipackets/s; λ reflects off it
@@ -28,7 +28,7 @@ type cellModel struct {
 	slots     int    // Bernoulli trials per ms that make up the Poisson deliveries
 }
 
-// The two traces: the paper's σ = 200 packets/s per √s (200·√0.001 ≈
+// The two traces: the model's σ = 200 packets/s per √s (200·√0.001 ≈
 // 6.325 packets/s per ms) and λ between 0 and 1000 packets/s; the uplink
 // ranges over half of that.
 var (
@@ -41,7 +41,7 @@ var (
 // Each ms it takes a normal step (the sum of twelve uniform draws, an
 // Irwin-Hall approximation of a unit normal); at or below 0 the link is
 // out until the outage ends, and λ then restarts at a uniform draw over
-// its range (our choice: the paper leaves the restart to its forecast).
+// its range (our choice: the model leaves the restart open).
 // The Poisson deliveries at rate λ are approximated by slots Bernoulli
 // trials per ms, each succeeding with probability λ/(1000·slots).
 func (m cellModel) generate(name string) []byte {
