@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"reflect"
 	"strconv"
@@ -328,6 +329,21 @@ func TestProfilesCommand(t *testing.T) {
 	}
 	if !reflect.DeepEqual(names, profile.Names()) {
 		t.Errorf("profiles --json lists %v, want %v", names, profile.Names())
+	}
+	// docs/profiles.md's table has every profile and each trace's mean.
+	doc, err := os.ReadFile("../../docs/profiles.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range got.Profiles {
+		if !strings.Contains(string(doc), "| `"+p.Name+"` |") {
+			t.Errorf("docs/profiles.md: no row for %s", p.Name)
+		}
+		for _, tr := range p.Traces {
+			if mean := fmt.Sprintf("`%s`, mean %.2f Mbit/s", tr.Name, float64(tr.MeanBPS)/1e6); !strings.Contains(string(doc), mean) {
+				t.Errorf("docs/profiles.md: no %q", mean)
+			}
+		}
 	}
 	if len(got.Profiles[1].Traces) != 2 {
 		t.Errorf("lte: traces %+v, want lte-down and lte-up", got.Profiles[1].Traces)
