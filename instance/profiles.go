@@ -35,14 +35,15 @@ func ProfileSettings(name string) (Settings, error) {
 // user asked for it in both directions; a rate and a rate trace replace
 // each other at every level, as one setting. Another queue discipline
 // given (--aqm) drops the profile's queue knobs, which were chosen for
-// its own discipline: the one given starts from its defaults.
+// its own discipline: the one given starts from its defaults. Auto-tuning
+// given (max-rtt, typical-rtt) drops the profile's values of what it
+// tunes, so that no warning blames the user for them.
 func WithProfile(p, given Settings) Settings {
 	pv := reflect.ValueOf(&p).Elem()
-	if given.AQM != nil && (p.AQM == nil || *p.AQM != *given.AQM) {
-		for _, st := range table {
-			if st.Kinds != nil {
-				pv.Field(st.field).SetZero()
-			}
+	for _, st := range table {
+		newKind := given.AQM != nil && (p.AQM == nil || *p.AQM != *given.AQM)
+		if newKind && st.Kinds != nil || given.tuned() && st.Tuned {
+			pv.Field(st.field).SetZero()
 		}
 	}
 	for _, k := range given.Given() {

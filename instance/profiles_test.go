@@ -153,6 +153,12 @@ func TestWithProfile(t *testing.T) {
 	if got := c.Down.Queue.DualPI2.Target; got != 15_000_000 {
 		t.Errorf("docsis-ll --aqm dualpi2: target %d ns, want the kernel's 15 ms", got)
 	}
+	// Auto-tuning given leaves the profile's target out, without a
+	// warning about it.
+	s := WithProfile(p, Settings{MaxRTT: ptr(200 * time.Millisecond)})
+	if w := s.Warnings(); len(w) > 0 || s.Target != nil {
+		t.Errorf("docsis-ll --max-rtt 200ms: target %v, warnings %q: want neither", s.Target, w)
+	}
 }
 
 // OneWay folds one direction into the shared settings: replay's single
