@@ -55,6 +55,7 @@ func TestJSONOutputsMatchDocs(t *testing.T) {
 	outs = append(outs, replayOutputs(t)...)
 	outs = append(outs, analyzeOutputs(t)...)
 	outs = append(outs, flowOutputs(t)...)
+	outs = append(outs, profilesOutput(t))
 	for _, o := range outs {
 		for _, e := range schema.Check(o.what, o.root, o.data) {
 			t.Error(e)
@@ -243,4 +244,13 @@ func flowOutputs(t *testing.T) []jsonOutput {
 		outs = append(outs, jsonOutput{"flow --json (" + root + ")", root, []byte(l)})
 	}
 	return outs
+}
+
+// profilesOutput is profiles --json.
+func profilesOutput(t *testing.T) jsonOutput {
+	out, err := runCLI(t, "", "profiles", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return jsonOutput{"profiles --json", "profiles", []byte(out)}
 }
