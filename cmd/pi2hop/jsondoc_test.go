@@ -147,7 +147,13 @@ func replayOutputs(t *testing.T) []jsonOutput {
 		}
 		outs = append(outs, replayLines(t, "replay --aqm "+kind, out)...)
 	}
-	out, err := runCLI(t, "", "replay", "--pcap", capture, "--rate", "10mbit")
+	// A profile's settings: its name, jitter and bursts in the config.
+	out, err := runCLI(t, "", "replay", "--trace", trace, "--profile", "wifi")
+	if err != nil {
+		t.Fatal(err)
+	}
+	outs = append(outs, replayLines(t, "replay --profile wifi", out)...)
+	out, err = runCLI(t, "", "replay", "--pcap", capture, "--rate", "10mbit")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -84,6 +84,10 @@ func writeConfig(j *jsonline.Line, a *replayArgs, link shaper.Config, spec aqm.S
 	} else {
 		j.Str("pcap", a.pcap)
 	}
+	if f.profile.Val != "" {
+		j.Str("profile", f.profile.Val)
+		j.Str("direction", f.dir.Val)
+	}
 	if s.RateTrace != nil {
 		j.Str("rate_trace", *s.RateTrace)
 	} else {
@@ -95,6 +99,13 @@ func writeConfig(j *jsonline.Line, a *replayArgs, link shaper.Config, spec aqm.S
 	}
 	j.Uint("rate_bps", bps)
 	j.Int("delay", link.Delay)
+	if link.Jitter.Amount != 0 {
+		j.Str("jitter", link.Jitter.String())
+	}
+	if link.Aggregate.On() {
+		j.Int("aggregate_interval", link.Aggregate.Interval)
+		j.Int("aggregate_bytes", int64(link.Aggregate.Bytes))
+	}
 	loss := "none"
 	if s.Loss != nil && *s.Loss != "" {
 		loss = *s.Loss
