@@ -18,6 +18,10 @@ var profilesCmd = &command{
 	name:  "profiles",
 	short: "list the preset access links that replay, run, shell and share take by name, with their settings and sources",
 	usage: "profiles [--json]",
+	examples: []example{
+		{"pi2hop profiles", "each profile's flags, its traces' mean rates and the sources of its figures"},
+		{"pi2hop profiles --json", "the same for a program, with each profile's flags as command-line arguments"},
+	},
 	long: "Each profile is a set of link flags. A flag given beside the profile's name overrides the profile's value, " +
 		"and a flag for both directions also overrides the profile's per-direction values of the same setting.",
 	flags: func(fs *pflag.FlagSet) func(context.Context, *cmdEnv, []string) error {
