@@ -28,6 +28,7 @@ func startDockerd(t *testing.T) string {
 	host := "unix://" + filepath.Join(dir, "docker.sock")
 	d := exec.Command("dockerd", "--data-root", filepath.Join(dir, "data"), "--exec-root", filepath.Join(dir, "exec"),
 		"--pidfile", filepath.Join(dir, "docker.pid"), "-H", host, "--iptables=false", "--ip6tables=false", "--bridge=none",
+		"--ip-forward=false",   // dockerd would switch the host's forwarding on, and new namespaces inherit it
 		"--storage-driver=vfs") // no overlay mounts to leave behind
 	var log bytes.Buffer
 	d.Stdout, d.Stderr = &log, &log
@@ -36,6 +37,12 @@ func startDockerd(t *testing.T) string {
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- d.Wait() }()
+	forwarding := hostForwarding(t)
+	t.Cleanup(func() {
+		if now := hostForwarding(t); now != forwarding {
+			t.Errorf("the host's IPv4 forwarding is %q after dockerd, was %q", now, forwarding)
+		}
+	})
 	t.Cleanup(func() {
 		d.Process.Signal(syscall.SIGTERM)
 		select {
@@ -169,4 +176,14 @@ func TestImage(t *testing.T) {
 		t.Errorf("run in the container exited %s after SIGTERM, want 0:\n%s", code, logs)
 	}
 	docker("image", "rm", "-f", tag).Run()
+}
+
+// hostForwarding reads net.ipv4.ip_forward, which dockerd must leave as
+// it was: every new network namespace copies it.
+func hostForwarding(t *testing.T) string {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_forward")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(b))
 }
