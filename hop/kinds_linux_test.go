@@ -58,6 +58,9 @@ func TestPairQueueKinds(t *testing.T) {
 		{aqm.KindDOCSIS, func(s *aqm.Spec) { s.DOCSIS.Rate = bps }, true, aqm.ReasonOverload, aqm.ReasonClassic},
 	} {
 		t.Run(tc.kind, func(t *testing.T) {
+			// Counts marks and drops by reason, no rates or delays: the
+			// kinds run side by side, each in namespaces of its own.
+			t.Parallel()
 			cfg := hop.TestConfig(bps, 0)
 			spec, _ := aqm.DefaultSpec(tc.kind)
 			if tc.mod != nil {

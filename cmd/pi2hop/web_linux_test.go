@@ -1,3 +1,9 @@
+//go:build !race
+
+// Browser tests need Debian's chromium (Linux). They are root or long
+// tests, which the -short race step skips anyway: left out of the race
+// build, it need not compile the DevTools protocol packages.
+
 package main
 
 import (
