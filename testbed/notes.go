@@ -39,7 +39,7 @@ func notes(c Config) []string {
 	case "bdp":
 		n = append(n,
 			"Predicted = min(window / RTT, link rate), the bandwidth-delay product formula of Cisco's technical note "+
-				"\"Why does your application only use 10 Mbps even though the link is 1 Gbps?\" (17 520 B / 15 ms ≈ 9.34 Mbit/s); "+
+				"\"Why Your Application only Uses 10Mbps Even the Link is 1Gbps?\" (17 520 B / 15 ms ≈ 9.34 Mbit/s); "+
 				"measured = TCP payload goodput.",
 			fmt.Sprintf("Window/RTT is a bound: cubic sends each window as a burst, and its last packet waits for the rest to "+
 				"cross the bottleneck, so a round takes RTT + window/rate: 17 520 B at 15 ms over %s give %.2f Mbit/s.",

@@ -186,8 +186,8 @@ seconds at ≥ 25 fps and at 0 fps, queue delay per queue, bulk goodput.`,
 	define(&scenario{
 		name:  "bdp",
 		title: "Window-limited TCP: throughput ≤ window / RTT (Cisco's BDP note)",
-		doc: `The table of Cisco's technical note "Why does your application only
-use 10 Mbps even the link is 1 Gbps?": a 1 Gbit/s path at 1000, 4000 and
+		doc: `The table of Cisco's technical note "Why Your Application only
+Uses 10Mbps Even the Link is 1Gbps?": a 1 Gbit/s path at 1000, 4000 and
 8000 km (RTT 15, 50 and 120 ms), one kernel TCP cubic download with a
 17 520-byte receive window
 (Windows 2003's default) and one with 6 553 500 bytes. The window is pinned
