@@ -16,8 +16,10 @@ all: build
 SHELL := /bin/bash
 .SHELLFLAGS := -o pipefail -c
 
+# -buildvcs=auto: the binary carries its commit (pi2hop version prints
+# it) even where GOFLAGS says -buildvcs=false.
 build:
-	$(GO) build -o $(BIN) ./cmd/pi2hop
+	$(GO) build -buildvcs=auto -o $(BIN) ./cmd/pi2hop
 
 # The browser view's chart library: installs the version package-lock.json
 # pins (npm checks its integrity), keeps the registry's tarball beside the
@@ -40,7 +42,7 @@ web:
 IMAGE ?= pi2hop
 image:
 	@mkdir -p bin/image
-	CGO_ENABLED=0 $(GO) build -ldflags="-s -w" -o bin/image/pi2hop ./cmd/pi2hop
+	CGO_ENABLED=0 $(GO) build -buildvcs=auto -ldflags="-s -w" -o bin/image/pi2hop ./cmd/pi2hop
 	@cp deploy/Dockerfile bin/image/Dockerfile
 	@rm -rf bin/image/rootfs && mkdir -p bin/image/rootfs/run bin/image/rootfs/tmp && chmod 0755 bin/image/rootfs/run && chmod 1777 bin/image/rootfs/tmp
 	@tag=$$($(GO) version -m bin/image/pi2hop | awk '$$1=="mod"{v=$$3} $$2~/^vcs.revision=/{r="-"substr($$2,14,12)} $$2=="vcs.modified=true"{m="-modified"} END{s=v r m; gsub(/[^A-Za-z0-9_.-]/,"",s); print s}'); \
@@ -55,19 +57,26 @@ image:
 # 1), and so do their timing tests: on a 2-core machine two of them at
 # once starve each other; their root tests that measure nothing call
 # t.Parallel and run together after them (-parallel). The other packages
-# follow two at a time. Then the unit tests again under the race
-# detector. lint has run go vet on every package, so the test runs leave
-# it out (-vet=off).
+# follow two at a time, and beside them their unit tests again under the
+# race detector (neither times anything); last, under the race detector,
+# the unit tests of TIMED and of the few other packages whose unit tests
+# time a wait (SOLO), alone. lint has run go vet on every package, so the
+# test runs leave it out (-vet=off).
 MODULE := github.com/pi2hop/pi2hop
 TIMED  := $(MODULE)/cmd/pi2hop $(MODULE)/hop $(MODULE)/flow
+SOLO   := $(TIMED) $(MODULE)/flow/ecnudp
 test: lint cross
 	@./scripts/test-deps
 	$(GO) build -o bin/testsum ./internal/testsum
 	( st=0; \
 	  $(GO) test -p 1 -parallel 4 -count=1 -vet=off -timeout 30m -json $(TIMED) || st=1; \
+	  { $(GO) test -race -short -count=1 -vet=off -timeout 20m $(filter-out $(SOLO),$(shell $(GO) list $(PKGS))) \
+	      > bin/race.log 2>&1; echo $$? > bin/race.rc; } & \
 	  $(GO) test -p 2 -count=1 -vet=off -timeout 30m -json $(filter-out $(TIMED),$(shell $(GO) list $(PKGS))) || st=1; \
-	  exit $$st ) | bin/testsum
-	$(GO) test -race -short -count=1 -vet=off -timeout 20m $(PKGS)
+	  wait; exit $$st ) | bin/testsum; st=$$?; \
+	echo "unit tests under the race detector:"; cat bin/race.log; \
+	[ $$st = 0 ] && [ "$$(cat bin/race.rc)" = 0 ]
+	$(GO) test -race -short -count=1 -vet=off -timeout 20m $(SOLO)
 
 # Unit tests only: no namespaces, no root.
 test-short:

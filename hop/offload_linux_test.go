@@ -256,11 +256,15 @@ func checkNoCsumErrors(t *testing.T, before, after map[string]uint64) {
 // TCP through the hop, with TSO on: the rate at the receiver within
 // [95 %, 100.5 %] of the link at 10 and 100 Mbit/s (checkTCPRate), the
 // hop's counters balanced, through each backend (offload is the default
-// one every other test uses); no checksum error at the receiver.
+// one every other test uses; the plain one at 100 Mbit/s, where its
+// per-packet writes cost most); no checksum error at the receiver.
 func TestBackendTCPRate(t *testing.T) {
 	roottest.Need(t)
 	for _, b := range []tun.Backend{tun.BackendOffload, tun.BackendPlain} {
 		for _, bps := range []uint64{10_000_000, 100_000_000} {
+			if b == tun.BackendPlain && bps < 100_000_000 {
+				continue
+			}
 			t.Run(fmt.Sprintf("%s/%dMbit", b, bps/1_000_000), func(t *testing.T) {
 				p, tap, bc := backendPair(t, b, hop.TestConfig(bps, 0))
 				csum0, ccsum0 := csumCounters(t, p.ServerNS), csumCounters(t, p.ClientNS)

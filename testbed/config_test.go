@@ -19,7 +19,7 @@ func TestResolveDefaults(t *testing.T) {
 		duration time.Duration
 	}{
 		{Config{}, 3, 10_000_000, 45 * time.Second}, // the default scenario
-		{Config{Scenario: "l4s-demo", Quick: true}, 3, 10_000_000, 25 * time.Second},
+		{Config{Scenario: "l4s-demo", Quick: true}, 3, 10_000_000, 20 * time.Second},
 		{Config{Scenario: "coexist"}, 1, 10_000_000, 45 * time.Second},
 		{Config{Scenario: "bdp"}, 6, 1_000_000_000, 10 * time.Second},
 		{Config{Scenario: "bdp", Quick: true}, 6, 100_000_000, 5 * time.Second},
