@@ -130,7 +130,7 @@ func firewall(o BoxOptions) ([]Finding, error) {
 		if c.Hooknum == nil || *c.Hooknum != *nftables.ChainHookForward || c.Policy == nil || *c.Policy != nftables.ChainPolicyDrop {
 			continue
 		}
-		fam := family(c.Table.Family)
+		fam := netsys.FamilyName(c.Table.Family)
 		where := fmt.Sprintf("the %s %s table's %s chain drops forwarded packets by policy", fam, c.Table.Name, c.Name)
 		ipt := "iptables"
 		if c.Table.Family == nftables.TableFamilyIPv6 {
@@ -169,24 +169,6 @@ func firewall(o BoxOptions) ([]Finding, error) {
 		fs = append(fs, Finding{Check: "firewall", Status: OK, Detail: "no forward chain drops by policy"})
 	}
 	return fs, nil
-}
-
-func family(f nftables.TableFamily) string {
-	switch f {
-	case nftables.TableFamilyIPv4:
-		return "ip"
-	case nftables.TableFamilyIPv6:
-		return "ip6"
-	case nftables.TableFamilyINet:
-		return "inet"
-	case nftables.TableFamilyBridge:
-		return "bridge"
-	case nftables.TableFamilyNetdev:
-		return "netdev"
-	case nftables.TableFamilyARP:
-		return "arp"
-	}
-	return strconv.Itoa(int(f))
 }
 
 // ethtoolValue is struct ethtool_value, and ifreqData struct ifreq with

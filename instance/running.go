@@ -16,23 +16,16 @@ import (
 func Running() ([]string, error) { return runningIn(RunDir) }
 
 func runningIn(dir string) ([]string, error) {
-	ents, err := os.ReadDir(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
+	all, err := stateNames(dir)
 	if err != nil {
 		return nil, err
 	}
 	var names []string
-	for _, e := range ents {
-		name, ok := strings.CutSuffix(e.Name(), ".json")
-		if !ok || CheckName(name) != nil {
-			continue
-		}
+	for _, name := range all {
 		if _, err := os.Stat(filepath.Join(dir, name+".sock")); err != nil {
 			continue
 		}
-		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		b, err := os.ReadFile(filepath.Join(dir, name+".json"))
 		if err != nil {
 			continue
 		}
@@ -81,4 +74,22 @@ func notRunning(name string, running []string) error {
 		return fmt.Errorf("no running instance %q, and none other: start one with 'pi2hop run', 'pi2hop shell' or 'pi2hop share'", name)
 	}
 	return fmt.Errorf("no running instance %q; running: %s (give --name)", name, strings.Join(running, ", "))
+}
+
+// stateNames lists the instance names that have a state file in dir.
+func stateNames(dir string) ([]string, error) {
+	ents, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, e := range ents {
+		if name, ok := strings.CutSuffix(e.Name(), ".json"); ok && CheckName(name) == nil {
+			names = append(names, name)
+		}
+	}
+	return names, nil
 }

@@ -194,19 +194,12 @@ func (l Leftover) Command() string { return CleanupCommand(l.State.Command, l.Na
 // Leftovers lists the instances whose state file records changes while
 // their process is gone.
 func Leftovers() ([]Leftover, error) {
-	ents, err := os.ReadDir(RunDir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
+	names, err := stateNames(RunDir)
 	if err != nil {
 		return nil, err
 	}
 	var out []Leftover
-	for _, e := range ents {
-		name, ok := strings.CutSuffix(e.Name(), ".json")
-		if !ok || CheckName(name) != nil {
-			continue
-		}
+	for _, name := range names {
 		st, err := ReadState(name)
 		if err != nil || st.Alive() || len(st.Entries) == 0 {
 			continue

@@ -18,10 +18,11 @@ type ForwardAccept struct {
 }
 
 func (f ForwardAccept) String() string {
-	return fmt.Sprintf("chain %s of table %s %s", f.Chain, familyName(f.Family), f.Table)
+	return fmt.Sprintf("chain %s of table %s %s", f.Chain, FamilyName(f.Family), f.Table)
 }
 
-func familyName(f nftables.TableFamily) string {
+// FamilyName is nft's word for a table family ("ip", "ip6", "inet", ...).
+func FamilyName(f nftables.TableFamily) string {
 	switch f {
 	case nftables.TableFamilyIPv4:
 		return "ip"
@@ -29,6 +30,12 @@ func familyName(f nftables.TableFamily) string {
 		return "ip6"
 	case nftables.TableFamilyINet:
 		return "inet"
+	case nftables.TableFamilyBridge:
+		return "bridge"
+	case nftables.TableFamilyNetdev:
+		return "netdev"
+	case nftables.TableFamilyARP:
+		return "arp"
 	}
 	return fmt.Sprint(int(f))
 }
