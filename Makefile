@@ -169,11 +169,12 @@ bench-hop:
 # Every lab scenario as its figures are quoted (root; not in CI): --quick
 # durations, l4s-demo three times interleaved (figures are medians), each
 # printing its report's checks; reports in bin/bench-lab/SCENARIO. make
-# test runs each scenario once and aqm-zoo not at all; this is the rest.
+# test runs each scenario once but aqm-zoo, wifi and ecn-faults (whose
+# no-fault check is not yet reliable: docs/lab.md says why); this is the rest.
 bench-lab: build
 	@rm -rf bin/bench-lab && mkdir -p bin/bench-lab
 	./$(BIN) lab l4s-demo --quick --repeat 3 --out bin/bench-lab/l4s-demo
-	for s in coexist bdp prague aqm-zoo classic-ecn wifi; do \
+	for s in coexist bdp prague aqm-zoo classic-ecn wifi ecn-faults; do \
 		./$(BIN) lab $$s --quick --out bin/bench-lab/$$s || exit 1; done
 
 # The lab's default scenario, l4s-demo, through the hop in network
