@@ -14,6 +14,7 @@ import (
 	"github.com/pi2hop/pi2hop/aqm"
 	"github.com/pi2hop/pi2hop/flow"
 	"github.com/pi2hop/pi2hop/hop"
+	"github.com/pi2hop/pi2hop/instance"
 	"github.com/pi2hop/pi2hop/internal/jsondoc"
 	"github.com/pi2hop/pi2hop/lan"
 	"github.com/pi2hop/pi2hop/pcap"
@@ -114,7 +115,7 @@ func statsFlowsOutputs(t *testing.T) []jsonOutput {
 	clients := []lan.Client{{Lease: lan.Lease{MAC: "02:00:00:00:00:01", Addr: netip.MustParseAddr("10.254.1.10"), Hostname: "phone"}}}
 	snap := &hop.Snapshot{Name: "pi2hop", Running: true}
 	snap.Up.Taken = at
-	b, err := statsFlowsJSON(snap, flowsViews([2]hop.FlowTable{table, {Dir: "down", Taken: at, Capacity: hop.FlowTableSize}}, clients))
+	b, err := instance.FlowsJSON(snap, instance.FlowsViews([2]hop.FlowTable{table, {Dir: "down", Taken: at, Capacity: hop.FlowTableSize}}, clients))
 	if err != nil {
 		t.Fatal(err)
 	}

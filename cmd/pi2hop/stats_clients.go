@@ -7,6 +7,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/pi2hop/pi2hop/instance"
 	"github.com/pi2hop/pi2hop/lan"
 )
 
@@ -65,21 +66,7 @@ func writeClients(w io.Writer, vs []clientView) {
 		if v6 == "" {
 			v6 = "-"
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\n", mac, v.Addr, host, v.lease, formatBytes(v.UpBytes), formatBytes(v.DownBytes), v6)
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\n", mac, v.Addr, host, v.lease, instance.FormatBytes(v.UpBytes), instance.FormatBytes(v.DownBytes), v6)
 	}
 	tw.Flush()
-}
-
-// formatBytes prints a byte count in kB/MB/GB (powers of 1000), as a
-// tester reads a transfer.
-func formatBytes(n uint64) string {
-	switch {
-	case n >= 1e9:
-		return fmt.Sprintf("%.2f GB", float64(n)/1e9)
-	case n >= 1e6:
-		return fmt.Sprintf("%.2f MB", float64(n)/1e6)
-	case n >= 1e3:
-		return fmt.Sprintf("%.1f kB", float64(n)/1e3)
-	}
-	return fmt.Sprintf("%d B", n)
 }

@@ -1,4 +1,4 @@
-package main
+package instance
 
 import (
 	"bytes"
@@ -37,10 +37,10 @@ func TestWriteFlows(t *testing.T) {
 		Share: 0.6, Queue: "L", SojournP50Ms: 0.5, SojournP99Ms: 1.25, Verdict: "well-behaved"}
 	f.Marks = 7
 	f.Drops = map[string]uint64{"step": 1, "limit": 2}
-	d := dirFlowsView{FlowTable: hop.FlowTable{Dir: "down", Active: 1}, Top: []flowView{{Flow: f, Device: "phone"}}}
+	d := DirFlows{FlowTable: hop.FlowTable{Dir: "down", Active: 1}, Top: []FlowView{{Flow: f, Device: "phone"}}}
 	for _, devices := range []bool{false, true} {
 		var b bytes.Buffer
-		writeFlows(&b, &d, devices)
+		WriteFlows(&b, &d, devices)
 		out := b.String()
 		for _, want := range []string{"down (server -> client): 1 flows\n", "udp", "10.254.1.1:5000", "L4S", "12.0mbit", "60%", "0.50/1.25ms", "  7  ", "  3  ", "well-behaved"} {
 			if !strings.Contains(out, want) {
