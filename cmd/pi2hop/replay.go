@@ -82,7 +82,11 @@ func runReplay(ctx context.Context, env *cmdEnv, a *replayArgs, args []string) e
 
 	in, name, closeIn, err := openInput(a.trace+a.pcap, env.stdin)
 	if err != nil {
-		return fmt.Errorf("--%s: %w", choose(a.trace != "", "trace", "pcap"), err)
+		flag := "pcap"
+		if a.trace != "" {
+			flag = "trace"
+		}
+		return fmt.Errorf("--%s: %w", flag, err)
 	}
 	defer closeIn()
 	var src replay.Source
@@ -144,7 +148,7 @@ func runReplay(ctx context.Context, env *cmdEnv, a *replayArgs, args []string) e
 			inCounts = inputCounts{skipped: capIn.Skipped(), clamped: capIn.Clamped()}
 		}
 		j := &jsonline.Line{}
-		out.Write(formatSummary(j, &res, inCounts, a, linkCfg, spec))
+		out.Write(replay.WriteSummary(j, &res, summaryInput(a, inCounts), linkCfg, spec))
 		if ferr := out.Flush(); ferr != nil {
 			err = fmt.Errorf("writing output: %w", ferr)
 		}
@@ -175,6 +179,24 @@ func openInput(path string, stdin io.Reader) (io.Reader, string, func(), error) 
 }
 
 type inputCounts struct{ skipped, clamped int }
+
+// summaryInput is what the summary line says of the input and settings.
+func summaryInput(a *replayArgs, in inputCounts) replay.SummaryInput {
+	f := a.link
+	s := f.settings()
+	si := replay.SummaryInput{Trace: a.trace, Pcap: a.pcap, Profile: f.profile.Val,
+		Seed: f.seed(), MTU: f.mtuBytes(), Skipped: in.skipped, Clamped: in.clamped}
+	if si.Profile != "" {
+		si.Direction = f.dir.Val
+	}
+	if s.RateTrace != nil {
+		si.RateTrace = *s.RateTrace
+	}
+	if s.Loss != nil {
+		si.Loss = *s.Loss
+	}
+	return si
+}
 
 // jsonWriter prints each replay event as a JSON line: "pkt" when a
 // packet's fate is known, "pi" at each queue update.

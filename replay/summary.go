@@ -1,17 +1,16 @@
-package main
+package replay
 
 import (
 	"fmt"
 
 	"github.com/pi2hop/pi2hop/aqm"
 	"github.com/pi2hop/pi2hop/internal/jsonline"
-	"github.com/pi2hop/pi2hop/replay"
 	"github.com/pi2hop/pi2hop/shaper"
 )
 
-// formatSummary returns the last line of a replay: per-queue counts, the
+// WriteSummary returns the last line of a replay: per-queue counts, the
 // queue's own statistics, link utilisation and the configuration used.
-func formatSummary(j *jsonline.Line, res *replay.Result, in inputCounts, a *replayArgs, link shaper.Config, spec aqm.Spec) []byte {
+func WriteSummary(j *jsonline.Line, res *Result, in SummaryInput, link shaper.Config, spec aqm.Spec) []byte {
 	st := &res.Stats
 	j.Begin("summary")
 	j.Int("packets", int64(res.Packets))
@@ -37,16 +36,16 @@ func formatSummary(j *jsonline.Line, res *replay.Result, in inputCounts, a *repl
 	}
 	j.CloseObject()
 	j.Object("input")
-	j.Int("skipped", int64(in.skipped))
-	j.Int("clamped", int64(in.clamped))
+	j.Int("skipped", int64(in.Skipped))
+	j.Int("clamped", int64(in.Clamped))
 	j.CloseObject()
-	writeConfig(j, a, link, spec)
+	writeConfig(j, in, link, spec)
 	return j.End()
 }
 
-func writeQueue(j *jsonline.Line, name string, q *replay.QueueCounts, kind string) {
-	markReasons, _ := replay.Reasons(kind)
-	dropReasons := replay.DropReasons(kind)
+func writeQueue(j *jsonline.Line, name string, q *QueueCounts, kind string) {
+	markReasons, _ := Reasons(kind)
+	dropReasons := DropReasons(kind)
 	j.Object(name)
 	j.Uint("arrivals", q.Arrivals)
 	j.Uint("delivered", q.Delivered)
@@ -75,21 +74,19 @@ func writeQueue(j *jsonline.Line, name string, q *replay.QueueCounts, kind strin
 	j.CloseObject()
 }
 
-func writeConfig(j *jsonline.Line, a *replayArgs, link shaper.Config, spec aqm.Spec) {
-	f := a.link
-	s := f.settings()
+func writeConfig(j *jsonline.Line, in SummaryInput, link shaper.Config, spec aqm.Spec) {
 	j.Object("config")
-	if a.trace != "" {
-		j.Str("trace", a.trace)
+	if in.Trace != "" {
+		j.Str("trace", in.Trace)
 	} else {
-		j.Str("pcap", a.pcap)
+		j.Str("pcap", in.Pcap)
 	}
-	if f.profile.Val != "" {
-		j.Str("profile", f.profile.Val)
-		j.Str("direction", f.dir.Val)
+	if in.Profile != "" {
+		j.Str("profile", in.Profile)
+		j.Str("direction", in.Direction)
 	}
-	if s.RateTrace != nil {
-		j.Str("rate_trace", *s.RateTrace)
+	if in.RateTrace != "" {
+		j.Str("rate_trace", in.RateTrace)
 	} else {
 		j.Str("rate", fmt.Sprint(link.Rate))
 	}
@@ -107,13 +104,13 @@ func writeConfig(j *jsonline.Line, a *replayArgs, link shaper.Config, spec aqm.S
 		j.Int("aggregate_bytes", int64(link.Aggregate.Bytes))
 	}
 	loss := "none"
-	if s.Loss != nil && *s.Loss != "" {
-		loss = *s.Loss
+	if in.Loss != "" {
+		loss = in.Loss
 	}
 	j.Str("loss", loss)
 	j.Str("ecn_fault", link.Fault.String())
-	j.Uint("seed", f.seed())
-	j.Int("mtu", int64(f.mtuBytes()))
+	j.Uint("seed", in.Seed)
+	j.Int("mtu", int64(in.MTU))
 	j.Str("aqm", spec.Kind)
 	switch spec.Kind {
 	case aqm.KindFIFO:
@@ -228,6 +225,18 @@ func writeReplayXStats(j *jsonline.Line, st *aqm.Stats) {
 		j.Uint("default_bucket", st.QProt.DefaultBucket)
 		j.CloseObject()
 	}
+}
+
+// SummaryInput is what the summary line says of a replay's input and
+// settings beyond the link and queue it ran.
+type SummaryInput struct {
+	Trace, Pcap        string // the input: a CSV trace or a capture
+	Profile, Direction string // --profile and the direction replayed, if any
+	RateTrace          string // the link's rate trace file, if any
+	Loss               string // the loss model as given; "" for none
+	Seed               uint64
+	MTU                int
+	Skipped, Clamped   int // capture packets left out, and timestamps clamped
 }
 
 func choose(cond bool, yes, no string) string {
