@@ -84,7 +84,7 @@ func statsOutputs(t *testing.T) []jsonOutput {
 		probe := &hop.WakeProbeRow{RealTime: true, CPUs: 2, PeriodUs: 1000, WorstLate: 40}
 		clients := []lan.Client{{Lease: lan.Lease{MAC: "02:00:00:00:00:01", Addr: netip.MustParseAddr("10.254.1.10"), Hostname: "phone",
 			Expiry: time.Unix(1_800_000_600, 0)}, Addrs6: []netip.Addr{netip.MustParseAddr("fd00::10")}, Up: 1000, Down: 2000}}
-		b, err := statsJSON(snap, rows, probe, clients)
+		b, err := instance.StatsJSON(snap, rows, probe, clients)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -2,17 +2,13 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"github.com/pi2hop/pi2hop/hop"
 	"github.com/pi2hop/pi2hop/instance"
 	"github.com/pi2hop/pi2hop/internal/flagvalue"
-	"github.com/pi2hop/pi2hop/lan"
-	"github.com/pi2hop/pi2hop/shaper"
 	"github.com/spf13/pflag"
 )
 
@@ -89,7 +85,7 @@ func runStats(ctx context.Context, w io.Writer, a *statsArgs) error {
 		}
 		fl := cur.WakeProbe.Row(prevFloor)
 		if a.json {
-			b, err := statsJSON(cur, rows, fl, clients)
+			b, err := instance.StatsJSON(cur, rows, fl, clients)
 			if err != nil {
 				return err
 			}
@@ -100,10 +96,10 @@ func runStats(ctx context.Context, w io.Writer, a *statsArgs) error {
 			}
 			fmt.Fprintf(w, "instance %s  %s\n", cur.Name, cur.Up.Taken.Format(time.TimeOnly))
 			for _, v := range rows {
-				writeDirRow(w, &v)
+				instance.WriteDirRow(w, &v)
 			}
-			writeWakeProbeRow(w, fl)
-			writeClients(w, clientViews(clients, cur.Up.Taken))
+			instance.WriteWakeProbeRow(w, fl)
+			instance.WriteClients(w, instance.ClientViews(clients, cur.Up.Taken))
 		}
 		if a.every == 0 {
 			return nil
@@ -117,88 +113,9 @@ func runStats(ctx context.Context, w io.Writer, a *statsArgs) error {
 	}
 }
 
-// statsJSON is one snapshot as stats --json prints it (docs/json.md).
-func statsJSON(cur *hop.Snapshot, rows [2]hop.StatsRow, fl *hop.WakeProbeRow, clients []lan.Client) ([]byte, error) {
-	return json.Marshal(struct {
-		Name    string            `json:"name"`
-		Time    time.Time         `json:"time"`
-		Dirs    [2]hop.StatsRow   `json:"directions"`
-		Floor   *hop.WakeProbeRow `json:"floor,omitempty"`
-		Clients []clientView      `json:"clients,omitempty"`
-	}{cur.Name, cur.Up.Taken, rows, fl, clientViews(clients, cur.Up.Taken)})
-}
-
 func prevDir(s *hop.Snapshot, d hop.Dir) *hop.DirStats {
 	if s == nil {
 		return nil
 	}
 	return s.Dir(d)
-}
-
-func writeDirRow(w io.Writer, v *hop.StatsRow) {
-	path := "client -> server"
-	if v.Dir == "down" {
-		path = "server -> client"
-	}
-	fmt.Fprintf(w, "%s (%s):\n", v.Dir, path)
-	fmt.Fprintf(w, " %s\n", v.Config.TC)
-	fmt.Fprintf(w, " link %s\n", v.Config.Link)
-	fmt.Fprintf(w, " Sent %d bytes %d pkt (dropped %d, overlimits %d requeues 0)\n", v.SentBytes, v.SentPkts, v.Dropped, v.Overlimits)
-	fmt.Fprintf(w, " backlog %db %dp requeues 0\n", v.BacklogB, v.BacklogP)
-	for _, l := range v.QdiscLines() {
-		fmt.Fprintf(w, "  %s\n", l)
-	}
-	fmt.Fprintf(w, " link: %s out over %.1fs, utilisation %.1f%%\n",
-		shaper.FormatRate(uint64(v.OutBps)), v.Interval, 100*v.Utilisation)
-	fmt.Fprintf(w, "  in %d pkt %d bytes, out %d pkt %d bytes, pending %d, marked %d, malformed %d\n",
-		v.InPkts, v.InBytes, v.OutPkts, v.OutBytes, v.Pending, v.Marked, v.Malformed)
-	var drops []string
-	for _, r := range hop.DropReasons(v.Qdisc) {
-		drops = append(drops, fmt.Sprintf("%s %d", r, v.Drops[r]))
-	}
-	fmt.Fprintf(w, "  drops: %s; TUN ring drops %d\n", strings.Join(drops, ", "), v.RingDrops)
-	if line := faultLine(v); line != "" {
-		fmt.Fprintf(w, "  %s\n", line)
-	}
-	cpu := "-" // no packet read: no figure per packet
-	if v.CPUPerPkt != nil {
-		cpu = fmt.Sprintf("%.1fus", *v.CPUPerPkt)
-	}
-	c, l, late := v.SojournC, v.SojournL, v.Lateness
-	fmt.Fprintf(w, "  sojourn C p50 %.2fms p99 %.2fms max %.2fms, L p50 %.2fms p99 %.2fms max %.2fms\n", c.P50, c.P99, c.Max, l.P50, l.P99, l.Max)
-	fmt.Fprintf(w, "  pacing lateness p50 %.0fus p99 %.0fus worst %.0fus; cpu %s/pkt\n", late.P50, late.P99, late.Max, cpu)
-}
-
-// faultLine says which ECN path fault is on and what it did, by kind; ""
-// when no fault is set and none ever acted.
-func faultLine(v *hop.StatsRow) string {
-	var counts []string
-	for _, k := range shaper.FaultKinds()[1:] {
-		if n := v.ECNFaults[k]; n > 0 {
-			counts = append(counts, fmt.Sprintf("%s %d", k, n))
-		}
-	}
-	if v.Config.ECNFault == "" && len(counts) == 0 {
-		return ""
-	}
-	spec := v.Config.ECNFault
-	if spec == "" {
-		spec = "none"
-	}
-	if len(counts) == 0 {
-		counts = []string{"no packet yet"}
-	}
-	return fmt.Sprintf("ecn fault %s: rewrote or dropped %s", spec, strings.Join(counts, ", "))
-}
-
-// writeWakeProbeRow prints the wake-up probes' line (nothing without a probe).
-func writeWakeProbeRow(w io.Writer, v *hop.WakeProbeRow) {
-	if v == nil {
-		return
-	}
-	class := "SCHED_FIFO"
-	if !v.RealTime {
-		class = "normal (no real-time privilege)"
-	}
-	fmt.Fprintf(w, "machine floor: %s probes on %d CPUs sleeping %.0fus woke at worst %.0fus late\n", class, v.CPUs, v.PeriodUs, v.WorstLate)
 }

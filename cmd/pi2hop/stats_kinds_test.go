@@ -7,6 +7,7 @@ import (
 
 	"github.com/pi2hop/pi2hop/aqm"
 	"github.com/pi2hop/pi2hop/hop"
+	"github.com/pi2hop/pi2hop/instance"
 )
 
 // Each kind prints its own tc -s xstats, with tc's names, and carries
@@ -35,7 +36,7 @@ func TestStatsViewPerKind(t *testing.T) {
 		s := hop.DirStats{Dir: hop.Up, Kind: tc.q.Kind, Queue: tc.q}
 		v := s.Row(nil)
 		var b strings.Builder
-		writeDirRow(&b, &v)
+		instance.WriteDirRow(&b, &v)
 		for _, want := range tc.text {
 			if !strings.Contains(b.String(), want) {
 				t.Errorf("%s: output lacks %q:\n%s", tc.q.Kind, want, b.String())

@@ -8,6 +8,7 @@ import (
 
 	"github.com/pi2hop/pi2hop/aqm"
 	"github.com/pi2hop/pi2hop/hop"
+	"github.com/pi2hop/pi2hop/instance"
 	"github.com/pi2hop/pi2hop/shaper"
 )
 
@@ -30,7 +31,7 @@ func TestStatsViewPrintsTcFigures(t *testing.T) {
 	}
 	v := s.Row(nil)
 	var b bytes.Buffer
-	writeDirRow(&b, &v)
+	instance.WriteDirRow(&b, &v)
 	for _, want := range []string{"down (server -> client):", "prob 0.250000 delay_c 1500us delay_l 0us",
 		"ecn_mark 7 step_marks 3", "classic 5", "TUN ring drops 0", "L p50 0.49ms p99 0.98ms max 0.99ms", "cpu -/pkt",
 		"\n qdisc dualpi2 limit 10000p memlimit 30000000B target 15ms tupdate 16ms alpha 0.156250 beta 3.195312 step_thresh 1ms min_qlen_step 0p coupling_factor 2 drop_on_overload drop_dequeue classic_protection 10% l4s_ect split_gso\n",
@@ -61,7 +62,7 @@ func TestStatsViewECNFaultLine(t *testing.T) {
 		}
 		v := s.Row(nil)
 		var b bytes.Buffer
-		writeDirRow(&b, &v)
+		instance.WriteDirRow(&b, &v)
 		if tt.want == "" && strings.Contains(b.String(), "ecn fault") || !strings.Contains(b.String(), tt.want) {
 			t.Errorf("fault %q %v: output\n%s\nwant a line %q", tt.spec, tt.counts, b.String(), tt.want)
 		}

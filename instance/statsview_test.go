@@ -1,4 +1,4 @@
-package main
+package instance
 
 import (
 	"net/netip"
@@ -18,7 +18,7 @@ func TestWriteClients(t *testing.T) {
 		{Lease: lan.Lease{Addr: netip.MustParseAddr("fd00::77")}, Addrs6: []netip.Addr{netip.MustParseAddr("fd00::77")}, Down: 64},
 	}
 	var b strings.Builder
-	writeClients(&b, clientViews(cs, now))
+	WriteClients(&b, ClientViews(cs, now))
 	want := `clients
   mac                address      host   lease        up       down       ipv6
   02:00:00:00:00:0a  192.168.2.2  phone  59m30s left  1.52 MB  227.28 MB  fd00::a
@@ -29,7 +29,7 @@ func TestWriteClients(t *testing.T) {
 		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
 	}
 	b.Reset()
-	writeClients(&b, nil)
+	WriteClients(&b, nil)
 	if b.Len() != 0 {
 		t.Errorf("no clients printed %q, want nothing (run and shell have none)", b.String())
 	}
