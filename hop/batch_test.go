@@ -82,6 +82,11 @@ func TestOwnerBatchAllocatesNothing(t *testing.T) {
 // and a snapshot counts the held ones as pending (In = Out + Dropped +
 // Pending). A lone packet is written as soon as it is released. Holding
 // allocates nothing.
+//
+// The passes run at times taken from the link's own schedule (its next
+// release, then steps of 2 µs), not from the wall clock: a descheduled
+// test on a loaded machine would otherwise see a pass late enough to
+// flush early, which is the right behaviour and not what is tested here.
 func TestReleaseBatchesWritesOnAFastLink(t *testing.T) {
 	in, out := &nullDevice{pkt: udp4(1500, aqm.ECT1, 1)}, &nullDevice{}
 	h, err := New(testConfig(1_000_000_000, 0), in, coalescingDevice{out}) // 12 µs a packet
@@ -90,21 +95,25 @@ func TestReleaseBatchesWritesOnAFastLink(t *testing.T) {
 	}
 	defer h.Close()
 	o := h.dirs[Up]
-	spin := func(d time.Duration) {
-		for t0 := time.Now(); time.Since(t0) < d; {
+	// pass runs a release at a time ahead of the wall clock, then waits
+	// for the clock to get there, so the next read (stamped with the
+	// clock) comes after it, as it would live.
+	pass := func(now int64) {
+		o.release(now)
+		for clock() < now {
 		}
 	}
 	in.left = 1
 	if _, err := o.readBatch(); err != nil {
 		t.Fatal(err)
 	}
-	spin(20 * time.Microsecond)
-	o.release(clock())
+	pass(o.link.NextRelease())
 	if out.written != 1 || len(o.wbufs) != 0 {
 		t.Fatalf("a lone packet: %d written, %d held after its release; want it written", out.written, len(o.wbufs))
 	}
-	// Six packets leave 12 µs apart, the last 60 µs after the first:
-	// one write, when the last is released.
+	// Six packets leave 12 µs apart, the last 60 µs after the first;
+	// passes every 2 µs from the first release: one write, when the last
+	// is released.
 	var heldSeen bool
 	burst := func() {
 		in.left = 6
@@ -112,12 +121,12 @@ func TestReleaseBatchesWritesOnAFastLink(t *testing.T) {
 			t.Fatal(err)
 		}
 		w0, n0 := out.writes, out.written
-		for t0 := time.Now(); out.written < n0+6 && time.Since(t0) < 10*time.Millisecond; {
-			spin(2 * time.Microsecond)
-			o.release(clock())
+		first := o.link.NextRelease()
+		for now := first; out.written < n0+6 && now < first+batchSleep; now += 2_000 {
+			pass(now)
 			if len(o.wbufs) > 0 && !heldSeen {
 				heldSeen = true
-				o.publish(clock(), true)
+				o.publish(now, true)
 				s := o.snap.Load()
 				if s.In != s.Out+s.Dropped()+uint64(s.Pending) {
 					t.Errorf("while %d are held: In %d, Out %d, Dropped %d, Pending %d: want In = Out + Dropped + Pending", len(o.wbufs), s.In, s.Out, s.Dropped(), s.Pending)
@@ -147,24 +156,15 @@ func TestReleaseHoldsNothingForAPlainDevice(t *testing.T) {
 	}
 	defer h.Close()
 	o := h.dirs[Up]
-	// A first round uses every buffer and table entry once: a first use
-	// (a page fault) can take longer than the 72 µs the six packets take.
+	// Passes every 2 µs from the first release, at times from the link's
+	// schedule (see TestReleaseBatchesWritesOnAFastLink).
 	in.left = 6
 	if _, err := o.readBatch(); err != nil {
 		t.Fatal(err)
 	}
-	for t0 := time.Now(); out.written < 6 && time.Since(t0) < 10*time.Millisecond; {
-		o.release(clock())
-	}
-	out.written, out.writes = 0, 0
-	in.left = 6
-	if _, err := o.readBatch(); err != nil {
-		t.Fatal(err)
-	}
-	for t0 := time.Now(); out.written < 6 && time.Since(t0) < 10*time.Millisecond; {
-		for t1 := time.Now(); time.Since(t1) < 2*time.Microsecond; {
-		}
-		o.release(clock())
+	first := o.link.NextRelease()
+	for now := first; out.written < 6 && now < first+batchSleep; now += 2_000 {
+		o.release(now)
 		if len(o.wbufs) > 0 {
 			t.Fatalf("%d packets held after a pass, want none", len(o.wbufs))
 		}
