@@ -17,10 +17,12 @@ import (
 // The checks, on every feedback (quic-go's names in brackets):
 //   - counts that go down on a newer feedback: counts-decreased
 //     [DecreasedECNCounts];
-//   - more CE than packets sent ECN-capable (Not-ECT turned CE), or the
-//     first test packets, or a long run of packets at the path's minimum
-//     RTT, all CE without loss: mangled [MoreECNCountsThanSent for CE,
-//     ManglingDetected];
+//   - more CE than packets sent ECN-capable (Not-ECT turned CE): mangled
+//     [MoreECNCountsThanSent for CE];
+//   - the first test packets, or a run of packets at the path's minimum
+//     RTT, all CE without loss, and then every one of a round of ECT(0)
+//     probes CE as well: mangled [ManglingDetected, which stops at the
+//     first condition];
 //   - a count of a codepoint above the packets sent with it, or
 //     ECT(x) + CE below the packets sent as ECT(x) known to have arrived
 //     while the sum of all counts covers them: re-marked
@@ -36,11 +38,25 @@ import (
 // ones go Not-ECT until the test packets' fate is known (as RFC 9000's
 // "unknown" state: without Not-ECT packets getting through, a path that
 // drops every ECT packet looks like a dead path). If they were all lost,
-// a second round of one ECT packet follows before the verdict, so that a
+// more rounds of one ECT packet follow before the verdict, so that a
 // receiver that started late or an outage that ended between two
 // packets is not taken for a filter. When the sender stalls (no feedback
 // for its timeout) the path may have changed: it re-tests the same way,
-// with two rounds of one ECT packet.
+// with rounds of one ECT packet. Where ECT and Not-ECT packets are lost
+// alike (DualPI2 in overload drops both with p'^2), a round looks like
+// a filter (its ECT packet lost, the Not-ECT one after it not) with a
+// chance of at most 1/4, so retestRounds of them, all such, are needed.
+//
+// Why the ECT(0) probes: an ECT(1) flow all CE at the base RTT without
+// loss is what a mangling middlebox makes, but also what DualPI2's
+// coupling makes while the Classic queue's p' is just under 1/k (the L
+// queue empty, every L4S packet marked with k·p' close to 1; past 1/k
+// it is in overload and drops L4S packets too). There a Classic packet
+// is marked with p'^2, at most 1/4 (RFC 9332 §2.4, k = 2), so a round of
+// probePackets ECT(0) probes comes back all CE with a chance under
+// 4^-probePackets; through a mangler, always. A sender validating ECT(0)
+// has no such coupling to fear (a Classic packet is only marked with
+// p'^2 = 1 in overload, where it is dropped), and fails at once.
 
 // ECNReason says why validation failed.
 type ECNReason uint8
@@ -85,18 +101,28 @@ func (s ValidationState) String() string {
 // Validation constants.
 const (
 	TestPackets  = 10 // ECT test packets at the start (RFC 9000 §13.4.2.1's example)
-	retestRounds = 2  // rounds of one ECT packet after a stall, all lost, before ect-dropped
-	// A run of at least mangleRun ECT packets, all CE, over at least
-	// mangleRTTs smoothed RTTs, without loss, with an RTT sample within
-	// stepMargin of the path's minimum is mangling: a packet CE-marked
-	// by a queue (DualPI2's L4S step marks above 1 ms of sojourn) has an
-	// RTT above the path's base by at least the queue, and an overloaded
-	// DualPI2 that marks everything also drops. The margin is a quarter
-	// of the step, so that a minimum taken with up to 0.75 ms of queue
-	// still tells a step-marked packet from one at the base RTT.
-	mangleRun  = 10
-	mangleRTTs = 2
-	stepMargin = 250 // µs
+	retestRounds = 6  // rounds of one ECT packet after a stall, all lost, before ect-dropped
+	// A run of at least mangleRun ECT packets, all CE, over at least half
+	// a smoothed RTT, without loss (an overloaded DualPI2 that marks every
+	// L4S packet also drops), with an RTT sample within stepMargin of the
+	// path's minimum, is suspect of mangling, and a round of probePackets
+	// ECT(0) probes decides (see above); the probes get probeWait smoothed
+	// RTTs plus probeSlack to come back, since they may wait in the
+	// Classic queue. The RTT condition only keeps probing rare: a queue
+	// that marks every packet (DualPI2's L4S step, above 1 ms of sojourn)
+	// puts about that much above the base into every RTT of the run,
+	// while a mangler marks at the base RTT once the sender's own queue
+	// has drained.
+	mangleRun    = 10
+	stepMargin   = 1000 // µs
+	probePackets = 10
+	probeWait    = 4
+	probeSlack   = 200_000 // µs
+	// After a round of probes clears a suspect run, the next run must
+	// last twice as long, up to 2^maxBackoff times, until backoffReset
+	// passes with no round cleared.
+	maxBackoff   = 4
+	backoffReset = 2_000_000 // µs
 )
 
 // ECNCounts are the receiver's cumulative counts of arrived packets by
@@ -152,6 +178,16 @@ type Validator struct {
 	runFirst  bool  // it began with the flow's first acknowledged ECT packet
 	ackedECT  int64 // ECT packets acknowledged as of the last feedback
 
+	// The ECT(0) probes that confirm a suspect run.
+	confLeft   int   // still to send
+	confSent   int   // sent
+	confAcked  int   // known to have arrived
+	confFirst  int32 // sequence number of the first
+	confStart  int64 // µs the round began
+	confRounds int   // rounds of probes sent
+	backoff    uint  // a suspect run must last srtt/2 << backoff
+	clearedAt  int64 // µs a round of probes last came back with ECT(0)
+
 	// The path's minimum RTT over the last minWindow to 2·minWindow
 	// (two buckets, so that it follows a change of packet size, whose
 	// serialisation is in every sample, or of route), and the smoothed
@@ -186,18 +222,27 @@ func (v *Validator) Failure() (ECNReason, int64) { return v.reason, v.at }
 // Next returns the codepoint for the next packet: the one Send will
 // record for it.
 func (v *Validator) Next() aqm.ECN {
-	if v.state == ValidTesting || v.state == ValidCapable {
-		return v.ecn
+	switch {
+	case v.state != ValidTesting && v.state != ValidCapable:
+		return aqm.NotECT
+	case v.confLeft > 0:
+		return aqm.ECT0
 	}
-	return aqm.NotECT
+	return v.ecn
 }
 
 // Send returns the codepoint for packet seq, sent now, and records it.
 // Sequence numbers are consecutive from 1.
 func (v *Validator) Send(seq int32) aqm.ECN {
 	e := v.Next()
-	switch v.state {
-	case ValidTesting:
+	switch {
+	case v.confLeft > 0 && e == aqm.ECT0:
+		if v.confSent == 0 {
+			v.confFirst = seq
+		}
+		v.confSent++
+		v.confLeft--
+	case v.state == ValidTesting:
 		if v.testSent == 0 {
 			v.first = seq
 		}
@@ -225,6 +270,9 @@ func (v *Validator) Acked(seq int32) {
 	*s |= 4
 	e := aqm.ECN(*s & 3)
 	v.acked[e]++
+	if v.confSent > 0 && e == aqm.ECT0 && seq-v.confFirst >= 0 && int(seq-v.confFirst) < v.confSent {
+		v.confAcked++
+	}
 	if v.state != ValidTesting && v.state != ValidUnknown {
 		return
 	}
@@ -259,7 +307,7 @@ func (v *Validator) Stalled() {
 		return
 	}
 	v.lostRounds = 0
-	v.run = 0
+	v.endRun()
 	v.startRound(1, retestRounds)
 }
 
@@ -320,35 +368,65 @@ func (v *Validator) check(c ECNCounts) ECNReason {
 }
 
 // mangled follows the run of ECT packets acknowledged all CE and says
-// whether it shows mangling rather than congestion.
+// whether it shows mangling rather than congestion: a suspect run (see
+// mangleRun), then, for an ECT(1) sender, a round of ECT(0) probes all
+// CE too. Any ECT packet that arrives unmarked ends the run and its
+// probes: a mangler marks every one.
 func (v *Validator) mangled(now int64, f ECNFeedback) bool {
 	acked := v.acked[aqm.ECT0] + v.acked[aqm.ECT1]
-	n := acked - v.ackedECT
-	if n <= 0 {
-		return false
-	}
-	dCE := f.Counts.CE - v.last.CE
-	if dCE < n || f.Counts.ECT0+f.Counts.ECT1 != v.last.ECT0+v.last.ECT1 {
-		v.run = 0
+	if n := acked - v.ackedECT; n > 0 {
+		dCE := f.Counts.CE - v.last.CE
+		first := v.ackedECT == 0
 		v.ackedECT = acked
+		if dCE < n || f.Counts.ECT0+f.Counts.ECT1 != v.last.ECT0+v.last.ECT1 {
+			if v.confSent > 0 {
+				// Cleared by the probes: while the coupling keeps
+				// marking every L4S packet, wait longer before the next
+				// round, so that probes stay a small share of the flow.
+				v.backoff = min(v.backoff+1, maxBackoff)
+				v.clearedAt = now
+			}
+			v.endRun()
+			return false
+		}
+		if v.run == 0 {
+			if now-v.clearedAt > backoffReset {
+				v.backoff = 0
+			}
+			v.runStart, v.runLost, v.runMinRTT, v.runFirst = now, f.Lost, math.MaxInt64, first
+		}
+		v.run += n
+	}
+	switch {
+	case v.run < mangleRun:
 		return false
-	}
-	if v.run == 0 {
-		v.runStart, v.runLost, v.runMinRTT, v.runFirst = now, f.Lost, math.MaxInt64, v.ackedECT == 0
-	}
-	v.run += n
-	v.ackedECT = acked
-	if v.run < mangleRun {
+	case v.confSent+v.confLeft > 0:
+		// Probing: every probe that arrived came CE (else the run would
+		// have ended); all of them, without loss, confirm it.
+		if v.confLeft == 0 && v.confAcked == v.confSent {
+			return f.Lost == v.runLost
+		}
+		if now-v.confStart > probeWait*v.srtt+probeSlack {
+			v.endRun() // probes lost or stuck: the run proves nothing
+		}
 		return false
+	case f.Lost != v.runLost:
+		return false
+	case !v.runFirst && (2*(now-v.runStart) < v.srtt<<v.backoff ||
+		v.runMinRTT == math.MaxInt64 || v.runMinRTT > min(v.minRTT, v.minPrev)+stepMargin):
+		return false
+	case v.ecn != aqm.ECT1:
+		return true
 	}
-	if v.runFirst {
-		// The first test packets all CE, as quic-go's check; without loss,
-		// since an overloaded DualPI2 that marks every L4S packet also
-		// drops them.
-		return f.Lost == v.runLost
-	}
-	return now-v.runStart >= mangleRTTs*v.srtt && f.Lost == v.runLost &&
-		v.runMinRTT != math.MaxInt64 && v.runMinRTT <= min(v.minRTT, v.minPrev)+stepMargin
+	v.confLeft, v.confSent, v.confAcked, v.confStart = probePackets, 0, 0, now
+	v.confRounds++
+	return false
+}
+
+// endRun forgets the run of all-CE packets and any probes it sent for.
+func (v *Validator) endRun() {
+	v.run = 0
+	v.confLeft, v.confSent, v.confAcked = 0, 0, 0
 }
 
 // settle ends a test round whose packets' fate is known.

@@ -53,9 +53,9 @@ var pathFaults = map[string]pathFault{
 type valPath struct {
 	fault     pathFault
 	faultFrom int32 // first sequence number the fault applies to
-	// queue returns the sojourn (µs) of packet seq and whether the queue
-	// CE-marks it; nil: no queue.
-	queue func(seq int32) (int64, bool)
+	// queue returns the sojourn (µs) of packet seq, sent with codepoint
+	// sent, and whether the queue CE-marks it; nil: no queue.
+	queue func(seq int32, sent aqm.ECN) (int64, bool)
 	loss  float64
 	rng   *rand.Rand
 	// drop, if not nil, says which packets the path loses whatever their
@@ -124,7 +124,7 @@ func runValidation(v *Validator, p valPath, n int32) valResult {
 		got, soj := sent, int64(0)
 		if p.queue != nil {
 			var mark bool
-			soj, mark = p.queue(seq)
+			soj, mark = p.queue(seq, sent)
 			if mark && sent != aqm.NotECT {
 				got = aqm.CE
 			}
@@ -161,8 +161,12 @@ func runValidation(v *Validator, p valPath, n int32) valResult {
 // stepQueue is a DualPI2 L queue under an L4S flow at the step: its
 // sojourn saws between 0.2 and 3.2 ms, 30 packets up and 30 down, and
 // the step marks every packet above 1 ms, which makes runs of some 45
-// packets all CE, 24 % left unmarked.
-func stepQueue(seq int32) (int64, bool) {
+// packets all CE, 24 % left unmarked. An ECT(0) packet goes to the
+// Classic queue, empty.
+func stepQueue(seq int32, sent aqm.ECN) (int64, bool) {
+	if sent == aqm.ECT0 {
+		return 0, false
+	}
 	ph := int64(seq % 60)
 	if ph >= 30 {
 		ph = 60 - ph
@@ -182,17 +186,19 @@ func stepQueue(seq int32) (int64, bool) {
 //     (0): re-marked, at the first feedback; ect0-to-ect1 the same for a
 //     sender of ECT(0);
 //   - mangle from the start: the first 10 test packets all CE, at the 10th
-//     ACK (30 ms); from packet 200: a run of all-CE ACKs at the minimum
-//     RTT without loss, complete after 2 smoothed RTTs (40 ms) from the
-//     first, at 260 ms;
+//     ACK (30 ms), make the run suspect; packets 30 to 39 go as ECT(0)
+//     probes, come back CE too, the last ACKed at 59 ms; from packet 200:
+//     a run of all-CE ACKs at the minimum RTT without loss from 220 ms,
+//     suspect once it holds 10 packets over half a smoothed RTT (11
+//     packets at 230 ms), probes 230 to 239, the last ACKed at 259 ms;
 //   - drop-ect from the start: the 10 test packets lost, packet 11 (sent
 //     Not-ECT while their fate is unknown) arrives, its ACK at 31 ms;
-//     the second round's test packet, 31, is lost too and 32 ACKed at
-//     52 ms;
+//     each of the five more rounds' test packet (31, 52, 73, 94, 115) is
+//     lost too and the next ACKed 21 ms later, the last at 136 ms;
 //     from packet 200: no ACK after 219 ms, the sender stalls 1 s later
 //     and re-tests with the packet it sends then, 1219 (ECT, lost), and
-//     1220 (Not-ECT, ACKed at 1240 ms), then with 1240 (sent as that ACK
-//     is read; lost) and 1241 (ACKed at 1261 ms);
+//     1220 (Not-ECT, ACKed at 1240 ms), then five more rounds the same
+//     (1240, 1261, 1282, 1303, 1324, lost), the last ACK at 1345 ms;
 //   - ce-bleach and none: never (the counts are valid; a queue that marks
 //     would make ce-bleach's RTT rise, which the counts cannot show).
 func TestValidatorFaults(t *testing.T) {
@@ -213,10 +219,10 @@ func TestValidatorFaults(t *testing.T) {
 		{"ect0-to-ect1", aqm.ECT0, 1, ReasonRemarked, 21},
 		{"ect0-to-ect1", aqm.ECT0, 200, ReasonRemarked, 220},
 		{"ect0-to-ect1", aqm.ECT1, 1, ReasonNone, 0}, // an ECT(1) sender's packets are untouched
-		{"mangle", aqm.ECT1, 1, ReasonMangled, 30},
-		{"mangle", aqm.ECT1, 200, ReasonMangled, 260},
-		{"drop-ect", aqm.ECT1, 1, ReasonECTDropped, 52},
-		{"drop-ect", aqm.ECT1, 200, ReasonECTDropped, 1261},
+		{"mangle", aqm.ECT1, 1, ReasonMangled, 59},
+		{"mangle", aqm.ECT1, 200, ReasonMangled, 259},
+		{"drop-ect", aqm.ECT1, 1, ReasonECTDropped, 136},
+		{"drop-ect", aqm.ECT1, 200, ReasonECTDropped, 1345},
 		{"ce-bleach", aqm.ECT1, 1, ReasonNone, 0},
 	}
 	for _, tt := range tests {
@@ -285,29 +291,69 @@ func TestValidatorCongestionIsNoFault(t *testing.T) {
 // neither is all CE with loss (DualPI2 in overload drops too), from the
 // start or later.
 func TestValidatorMangleNeedsBaseRTT(t *testing.T) {
-	all := func(soj int64) func(int32) (int64, bool) {
-		return func(int32) (int64, bool) { return soj, true }
+	all := func(soj int64) func(int32, aqm.ECN) (int64, bool) {
+		return func(int32, aqm.ECN) (int64, bool) { return soj, true }
 	}
 	for _, tt := range []struct {
 		name   string
-		queue  func(int32) (int64, bool)
+		queue  func(int32, aqm.ECN) (int64, bool)
 		loss   float64
 		failed bool
 	}{
 		{"all CE at the base RTT", all(0), 0, true},
-		{"all CE with 1.2 ms of queue", func(seq int32) (int64, bool) {
-			if seq < 100 { // the first packets unmarked, with no queue: the minimum
+		{"all CE with 1.2 ms of queue", func(seq int32, sent aqm.ECN) (int64, bool) {
+			if seq < 100 || sent == aqm.ECT0 { // the first packets unmarked, with no queue: the minimum
 				return 0, false
 			}
 			return 1200, true
 		}, 0, false},
-		{"all CE with 10% loss (overload)", func(seq int32) (int64, bool) { return 0, seq >= 100 }, 0.10, false},
+		{"all CE with 10% loss (overload)", func(seq int32, _ aqm.ECN) (int64, bool) { return 0, seq >= 100 }, 0.10, false},
 		{"all CE from the start with 30% loss (overload)", all(0), 0.30, false},
 	} {
 		p := valPath{fault: pathFaults["none"], faultFrom: 1, queue: tt.queue, loss: tt.loss, rng: rand.New(rand.NewPCG(1, 2))}
 		r := runValidation(NewValidator(aqm.ECT1), p, 5000)
 		if r.failed != tt.failed || (tt.failed && r.reason != ReasonMangled) {
 			t.Errorf("%s: failed %v (%q); want failed %v", tt.name, r.failed, r.reason, tt.failed)
+		}
+	}
+}
+
+// DualPI2's coupling is no mangling: with the Classic queue's p' at 1/k
+// or just under it, every L4S packet (ECT(1)) is marked with k·p', close
+// to 1, at the base RTT (the L queue empty) and without loss, while a
+// Classic packet (ECT(0)) is marked with p'^2, at most 1/4 (RFC 9332
+// §2.4, k = 2), after the Classic queue's 15 ms. Over 60 s the run turns
+// suspect again and again; each round of 10 probes comes back with at
+// least one ECT(0) (all CE has a chance of 4^-10), so the validator
+// never fails. A mangler (every ECT packet CE, the probes too) fails.
+func TestValidatorCouplingIsNoMangling(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		pL     float64 // L4S marking probability, k·p'
+		fault  string
+		failed bool
+	}{
+		{"k·p' = 0.95", 0.95, "none", false},
+		{"k·p' = 0.99", 0.99, "none", false},
+		{"k·p' = 1", 1, "none", false},
+		{"k·p' = 1, mangled after the queue", 1, "mangle", true},
+	} {
+		rng := rand.New(rand.NewPCG(3, 5))
+		coupled := func(_ int32, sent aqm.ECN) (int64, bool) {
+			if sent == aqm.ECT0 {
+				pC := tt.pL / 2 * tt.pL / 2
+				return 15000, rng.Float64() < pC
+			}
+			return 0, rng.Float64() < tt.pL
+		}
+		v := NewValidator(aqm.ECT1)
+		r := runValidation(v, valPath{fault: pathFaults[tt.fault], faultFrom: 1, queue: coupled}, 60000)
+		t.Logf("%s: %d rounds of probes; failed %v %q at %.1f ms", tt.name, v.confRounds, r.failed, r.reason, float64(r.at)/1000)
+		if r.failed != tt.failed || (tt.failed && r.reason != ReasonMangled) {
+			t.Errorf("%s: failed %v (%q at %.1f ms); want failed %v", tt.name, r.failed, r.reason, float64(r.at)/1000, tt.failed)
+		}
+		if !tt.failed && v.confRounds == 0 {
+			t.Errorf("%s: never probed: the case does not test the probes", tt.name)
 		}
 	}
 }
