@@ -169,8 +169,7 @@ bench-hop:
 # Every lab scenario as its figures are quoted (root; not in CI): --quick
 # durations, l4s-demo three times interleaved (figures are medians), each
 # printing its report's checks; reports in bin/bench-lab/SCENARIO. make
-# test runs each scenario once but aqm-zoo, wifi and ecn-faults (whose
-# no-fault check is not yet reliable: docs/lab.md says why); this is the rest.
+# test runs each scenario once but aqm-zoo and wifi; this is the rest.
 bench-lab: build
 	@rm -rf bin/bench-lab && mkdir -p bin/bench-lab
 	./$(BIN) lab l4s-demo --quick --repeat 3 --out bin/bench-lab/l4s-demo

@@ -158,9 +158,11 @@ func runLabCLI(t *testing.T, ctx context.Context, args ...string) *report.Report
 //     utilisation is a known gap, held to 90 % by pragueUtilGap;
 //   - classic-ecn: Prague taking at least cubic's rate through each
 //     Classic-ECN queue (testbed's classic-ecn case says why);
+//   - ecn-faults: the validating call falls back on bleach and
+//     ect1-to-ect0 before the queue, and never on a clean path;
 //
 // What only measures more of the same, l4s-demo three times over with
-// the checks on the medians and aqm-zoo's twelve runs, is make
+// the checks on the medians, aqm-zoo's twelve runs and wifi, is make
 // bench-lab's, which prints the same checks.
 func TestLabScenarios(t *testing.T) {
 	needLabRoot(t)
@@ -179,6 +181,7 @@ func TestLabScenarios(t *testing.T) {
 		{scenario: "bdp", runs: 6, plots: []string{"bdp.png"}},
 		{scenario: "prague", runs: 1, plots: []string{"queue_delay_prague.png"}, gap: "Prague utilisation ≥ 97 %", gapCheck: pragueUtilGap},
 		{scenario: "classic-ecn", runs: 2, plots: []string{"queue_delay_codel-ecn.png", "throughput_pie-ecn.png"}},
+		{scenario: "ecn-faults", runs: 4, plots: []string{"rtt_ccdf.png", "queue_delay_bleach-val.png", "throughput_ce-bleach-after-noval.png"}},
 	} {
 		t.Run(tt.scenario, func(t *testing.T) {
 			// One run, no second try: the checks are judged as they stand.
