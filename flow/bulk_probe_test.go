@@ -11,6 +11,7 @@ import (
 
 	"github.com/pi2hop/pi2hop/aqm"
 	"github.com/pi2hop/pi2hop/flow/ecnudp"
+	"github.com/pi2hop/pi2hop/flow/wire"
 )
 
 // loopbackListener is a TCP listener on loopback, closed when t ends; it
@@ -126,6 +127,45 @@ func TestProbeServeReflectsECN(t *testing.T) {
 		back, _ := ecnudp.ParseECN(oob[:oobn])
 		if n <= probeHeader || buf[0] != probeReply || aqm.ECN(buf[probeHeader]) != tc.sendWith || back != tc.replyWith {
 			t.Errorf("request %v asking for %v: reply % x arrived %v", tc.sendWith, tc.replyWith, buf[:probeHeader+1], back)
+		}
+	}
+}
+
+// In L4S mode a receiver's ACKs follow the data's ECN capability: ECT(1)
+// for data that came ECT(1), CE or ECT(0), Not-ECT for data that came
+// Not-ECT (so that through a path that drops ECT packets both ways, the
+// ACKs of the sender's Not-ECT packets get back); in classic mode always
+// Not-ECT.
+func TestACKsFollowTheData(t *testing.T) {
+	for _, tc := range []struct {
+		classic bool
+		data    []aqm.ECN
+		want    []aqm.ECN
+	}{
+		{false, []aqm.ECN{aqm.ECT1, aqm.NotECT, aqm.CE, aqm.NotECT, aqm.ECT0}, []aqm.ECN{aqm.ECT1, aqm.NotECT, aqm.ECT1, aqm.NotECT, aqm.ECT1}},
+		{true, []aqm.ECN{aqm.NotECT, aqm.ECT1}, []aqm.ECN{aqm.NotECT, aqm.NotECT}},
+	} {
+		cli, srv := udpPair(t, "127.0.0.1:0")
+		if err := setFeedbackECN(srv, tc.classic); err != nil {
+			t.Fatal(err)
+		}
+		if err := ecnudp.EnableReceive(cli); err != nil {
+			t.Fatal(err)
+		}
+		a := newAcker(srv, "test", false, 0, 1400, tc.classic)
+		for i, e := range tc.data {
+			if err := a.send(0, 0, addrOf(cli), int32(i+1), e, wire.ACK{}); err != nil {
+				t.Fatal(err)
+			}
+			buf, oob := make([]byte, 128), make([]byte, ecnudp.OOBSize)
+			cli.SetReadDeadline(time.Now().Add(2 * time.Second))
+			_, oobn, _, _, err := cli.ReadMsgUDPAddrPort(buf, oob)
+			if err != nil {
+				t.Fatalf("waiting 2 s for the ACK of data that came %v: %v", e, err)
+			}
+			if got, _ := ecnudp.ParseECN(oob[:oobn]); got != tc.want[i] {
+				t.Errorf("classic %v: ACK of data that came %v arrived %v, want %v", tc.classic, e, got, tc.want[i])
+			}
 		}
 	}
 }

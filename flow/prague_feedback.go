@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/pi2hop/pi2hop/aqm"
+	"github.com/pi2hop/pi2hop/flow/ecnudp"
 	"github.com/pi2hop/pi2hop/flow/wire"
 )
 
@@ -126,15 +127,27 @@ func (b *blockReceiver) flush(now int64, force bool, send func([]byte) error) er
 // acker answers a receiver's data packets as it was told to: a type-17
 // ACK per packet, or with --rfc8888 (fb set) a place in the next type-18
 // block.
+//
+// In L4S mode the feedback is ECT(1), as udp_prague's, while the data
+// comes ECN-capable, and Not-ECT while it comes Not-ECT (a deliberate
+// difference from udp_prague): on a path that drops ECT packets both
+// ways, ECT(1) ACKs would never reach the sender, whose validation then
+// could not learn that its Not-ECT packets get through, and the call
+// would die instead of falling back.
 type acker struct {
-	fb   *blockFeedback // nil: an ACK per packet
-	conn *net.UDPConn
-	flow string
-	buf  []byte
+	fb     *blockFeedback // nil: an ACK per packet
+	conn   *net.UDPConn
+	flow   string
+	buf    []byte
+	follow bool    // L4S mode: the feedback's codepoint follows the data's
+	ecn    aqm.ECN // the socket's codepoint
 }
 
-func newAcker(conn *net.UDPConn, flow string, rfc8888 bool, period time.Duration, mtu int) acker {
-	a := acker{conn: conn, flow: flow, buf: make([]byte, 0, wire.ACKSize)}
+func newAcker(conn *net.UDPConn, flow string, rfc8888 bool, period time.Duration, mtu int, classic bool) acker {
+	a := acker{conn: conn, flow: flow, buf: make([]byte, 0, wire.ACKSize), follow: !classic, ecn: aqm.ECT1}
+	if classic {
+		a.ecn = aqm.NotECT
+	}
 	if rfc8888 {
 		a.fb = newBlockFeedback(conn, flow, period, mtu)
 	}
@@ -144,6 +157,12 @@ func newAcker(conn *net.UDPConn, flow string, rfc8888 bool, period time.Duration
 // send answers data packet seq from peer, received at at and read at
 // now, whose per-packet ACK is ack.
 func (a *acker) send(now, at int64, peer netip.AddrPort, seq int32, e aqm.ECN, ack wire.ACK) error {
+	if want := feedbackECN(e); a.follow && want != a.ecn {
+		if err := ecnudp.SetECN(a.conn, want); err != nil {
+			return fmt.Errorf("%s: %w", a.flow, err)
+		}
+		a.ecn = want
+	}
 	if a.fb != nil {
 		return a.fb.arrived(now, at, peer, seq, e)
 	}
@@ -152,6 +171,15 @@ func (a *acker) send(now, at int64, peer netip.AddrPort, seq int32, e aqm.ECN, a
 		return fmt.Errorf("%s: ACK to %v: %w", a.flow, peer, err)
 	}
 	return nil
+}
+
+// feedbackECN is the codepoint of the feedback for data that arrived as
+// e, in L4S mode.
+func feedbackECN(e aqm.ECN) aqm.ECN {
+	if e == aqm.NotECT {
+		return aqm.NotECT
+	}
+	return aqm.ECT1
 }
 
 // blockFeedback is a receiver's block feedback to its current peer; its

@@ -12,7 +12,8 @@ import (
 )
 
 // setFeedbackECN makes a receiver's feedback (ACKs, blocks) ECT(1) in L4S
-// mode, as udp_prague's receiver sends it, and Not-ECT in classic mode.
+// mode, as udp_prague's receiver sends it, and Not-ECT in classic mode;
+// in L4S mode the acker then follows the data (acker.follow).
 func setFeedbackECN(conn *net.UDPConn, classic bool) error {
 	if classic {
 		return ecnudp.SetECN(conn, aqm.NotECT)
@@ -37,7 +38,7 @@ func PragueRecv(ctx context.Context, conn *net.UDPConn, cfg PragueConfig, report
 	}
 	r := &pragueReceiver{conn: conn, clock: wire.NewClock(), label: cfg.Label, report: report,
 		iv: newRecvInterval(cfg.Interval)}
-	r.acks = newAcker(conn, "prague-recv", cfg.RFC8888, cfg.RFC8888Period, cfg.MTU)
+	r.acks = newAcker(conn, "prague-recv", cfg.RFC8888, cfg.RFC8888Period, cfg.MTU, classic)
 	err = recvLoop(ctx, conn, r.clock, cfg.Duration, r.packet, r.tick, r.acks.fb.wake)
 	return r.summary(), err
 }

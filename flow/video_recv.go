@@ -39,7 +39,7 @@ func VideoRecv(ctx context.Context, conn *net.UDPConn, cfg VideoConfig, report f
 		label: cfg.Label, report: report, iv: newRecvInterval(cfg.Interval),
 		freeze: freezeDetector{nominal: period}}
 	r.frames = newFrameTracker(period, cfg.Playout.Microseconds(), r.decided)
-	r.acks = newAcker(conn, "video-recv", cfg.RFC8888, cfg.RFC8888Period, videoMTU)
+	r.acks = newAcker(conn, "video-recv", cfg.RFC8888, cfg.RFC8888Period, videoMTU, classic)
 	err = recvLoop(ctx, conn, r.clock, cfg.Duration, r.packet, r.tick, r.acks.fb.wake)
 	return r.summary(), err
 }

@@ -186,11 +186,20 @@ func checks(r *report.Report) []report.Check {
 		}
 	}
 	for _, run := range r.Runs {
-		if run.Error != "" {
+		if run.Error != "" && !callDiesOfFault(&run) {
 			cs = append(cs, check(run.Title+" ran", false, "%s", run.Error))
 		}
 	}
 	return cs
+}
+
+// callDiesOfFault says whether the run's ECN fault leaves its call nothing
+// to live on: drop-ect drops every packet of a call that keeps ECT(1)
+// whatever happens (validation off), so its sender gives up for want of
+// ACKs. That is the fault's effect, which ecnFaultChecks checks, not a
+// failed run.
+func callDiesOfFault(run *report.Run) bool {
+	return faultKind(run.ECNFault) == "drop-ect" && run.Call != nil && run.Call.ECNValidation == "off"
 }
 
 // zooChecks holds aqm-zoo to what the queues' physics say, each robust to
@@ -295,10 +304,14 @@ func ecnFaultChecks(r *report.Report) []report.Check {
 			cs = append(cs, check(run.Title+": the call ran", false, "no call figures"))
 			continue
 		}
+		kind := faultKind(run.ECNFault)
 		if c.ECNValidation == "off" {
+			if callDiesOfFault(run) {
+				cs = append(cs, check(run.Title+": nothing the naive call sends gets through", run.Error != "" && c.RTTMs.N == 0,
+					"%d round trips; %s", c.RTTMs.N, run.Error))
+			}
 			continue
 		}
-		kind := faultKind(run.ECNFault)
 		switch {
 		case kind == "none":
 			cs = append(cs, check(run.Title+": the call never falls back", !c.FellBack && c.ECNValidation != "failed",

@@ -141,7 +141,9 @@ func TestAppleComparison(t *testing.T) {
 
 // TestECNFaultChecks: with validation on, a detectable fault must be
 // detected and no fault must never make the call fall back; runs without
-// validation and faults validation cannot see are not judged.
+// validation and faults validation cannot see are not judged, but for a
+// naive call through drop-ect, whose death (its sender's error, no round
+// trip) is the fault's effect and no failed run.
 func TestECNFaultChecks(t *testing.T) {
 	run := func(title, fault, state, reason string, fellBack bool) report.Run {
 		return report.Run{Title: title, ECNFault: fault, Call: &report.Call{ECN: "l4s", ECNValidation: state, ECNFailReason: reason, FellBack: fellBack}}
@@ -155,10 +157,16 @@ func TestECNFaultChecks(t *testing.T) {
 		run("ce-bleach after", "ce-bleach,after", "capable", "", false), // not detectable: no check
 		run("bleach, validation off", "bleach", "off", "", false),       // naive: no check
 		run("ect0-to-ect1", "ect0-to-ect1", "capable", "", false),       // leaves ECT(1) alone: no check
+		run("drop-ect, validation off", "drop-ect", "off", "", false),
+		run("drop-ect, validation off, got through", "drop-ect", "off", "", false),
 	}}
+	r.Runs[8].Error = "call sender: video-send: no ACK for 4 s"
+	r.Runs[9].Call.RTTMs.N = 10
 	pass, fail := passes(checks(r))
-	wantPass := []string{"none: the call never falls back", "bleach: validation detects the fault", "mangle: validation detects the fault"}
-	wantFail := []string{"none, false positive: the call never falls back", "ect1-to-ect0 after, missed: validation detects the fault"}
+	wantPass := []string{"none: the call never falls back", "bleach: validation detects the fault", "mangle: validation detects the fault",
+		"drop-ect, validation off: nothing the naive call sends gets through"}
+	wantFail := []string{"none, false positive: the call never falls back", "ect1-to-ect0 after, missed: validation detects the fault",
+		"drop-ect, validation off, got through: nothing the naive call sends gets through"}
 	if strings.Join(pass, "|") != strings.Join(wantPass, "|") || strings.Join(fail, "|") != strings.Join(wantFail, "|") {
 		t.Errorf("pass %q fail %q; want pass %q fail %q", pass, fail, wantPass, wantFail)
 	}

@@ -160,25 +160,30 @@ func TestFailedCheckSuggestsRepeat(t *testing.T) {
 }
 
 // TestECNFaultTable: the ecn-faults scenario's headline table has one row
-// per run with what validation found and what the call sent at the end.
+// per run with what validation found and what the call sent at the end,
+// and says so when none of it was acknowledged (a naive call through
+// drop-ect).
 func TestECNFaultTable(t *testing.T) {
 	r := &Report{Scenario: "ecn-faults", Runs: []Run{
 		{Title: "bleach before, validation on", ECNFault: "bleach",
-			Call:   &Call{ECN: "l4s", ECNValidation: "failed", ECNFailReason: "bleached", ECNFailS: 0.25, FellBack: true},
+			Call: &Call{ECN: "l4s", ECNValidation: "failed", ECNFailReason: "bleached", ECNFailS: 0.25, FellBack: true,
+				RTTMs: figure.Summary{N: 900}},
 			Queues: []Queue{{Name: "L", Marked: 3}, {Name: "C", Dropped: 7}}},
-		{Title: "ce-bleach after, validation off", ECNFault: "ce-bleach,after", Call: &Call{ECN: "l4s", ECNValidation: "off"}},
+		{Title: "ce-bleach after, validation off", ECNFault: "ce-bleach,after", Call: &Call{ECN: "l4s", ECNValidation: "off", RTTMs: figure.Summary{N: 900}}},
+		{Title: "drop-ect before, validation off", ECNFault: "drop-ect", Call: &Call{ECN: "l4s", ECNValidation: "off"}},
 	}}
 	ts := r.Summary()
 	if len(ts) == 0 || !strings.HasPrefix(ts[0].Title, "ECN path faults") {
 		t.Fatalf("summary tables %v: want the ECN faults table first", ts)
 	}
 	rows := ts[0].Rows
-	if len(rows) != 2 {
-		t.Fatalf("%d rows, want 2", len(rows))
+	if len(rows) != 3 {
+		t.Fatalf("%d rows, want 3", len(rows))
 	}
 	for i, want := range [][]string{
 		{"bleach before, validation on", "bleach", "failed: bleached at 0.25 s", "Not-ECT, loss-only"},
 		{"ce-bleach after, validation off", "ce-bleach,after", "off", "ECT(1)"},
+		{"drop-ect before, validation off", "drop-ect", "off", "ECT(1), nothing acknowledged"},
 	} {
 		if got := rows[i][:4]; strings.Join(got, "|") != strings.Join(want, "|") {
 			t.Errorf("row %d starts %q, want %q", i, got, want)

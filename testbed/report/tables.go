@@ -328,6 +328,9 @@ func (r *Report) ecnFaultTable() Table {
 		} else if c.ECN != "l4s" {
 			sends = "Not-ECT"
 		}
+		if c.RTTMs.N == 0 {
+			sends += ", nothing acknowledged"
+		}
 		l, cq := run.queue("L"), run.queue("C")
 		t.Rows = append(t.Rows, []string{run.Title, fault, validationCell(c), sends,
 			ms(c.RTTMs.P50), ms(c.RTTMs.P99), pct(c.Loss), fmt.Sprintf("%.1f", c.Stalls.PerMinute), fmt.Sprintf("%.1f", c.FPSMean),
