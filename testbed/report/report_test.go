@@ -189,6 +189,9 @@ func TestECNFaultTable(t *testing.T) {
 			t.Errorf("row %d starts %q, want %q", i, got, want)
 		}
 	}
+	if got := rows[2][4:6]; strings.Join(got, "|") != "–|–" {
+		t.Errorf("row 2 RTT p50, p99 %q, want – for no round trip", got)
+	}
 	if got := rows[0][10:14]; strings.Join(got, "|") != "3|0|–|7" {
 		t.Errorf("row 0 queues %q, want L marked 3, dropped 0, C p99 –, dropped 7", got)
 	}

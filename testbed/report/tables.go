@@ -328,12 +328,14 @@ func (r *Report) ecnFaultTable() Table {
 		} else if c.ECN != "l4s" {
 			sends = "Not-ECT"
 		}
+		p50, p99 := ms(c.RTTMs.P50), ms(c.RTTMs.P99)
 		if c.RTTMs.N == 0 {
 			sends += ", nothing acknowledged"
+			p50, p99 = "–", "–"
 		}
 		l, cq := run.queue("L"), run.queue("C")
 		t.Rows = append(t.Rows, []string{run.Title, fault, validationCell(c), sends,
-			ms(c.RTTMs.P50), ms(c.RTTMs.P99), pct(c.Loss), fmt.Sprintf("%.1f", c.Stalls.PerMinute), fmt.Sprintf("%.1f", c.FPSMean),
+			p50, p99, pct(c.Loss), fmt.Sprintf("%.1f", c.Stalls.PerMinute), fmt.Sprintf("%.1f", c.FPSMean),
 			queueP99Cell(l), queueCount(l, func(q *Queue) uint64 { return q.Marked }), queueCount(l, func(q *Queue) uint64 { return q.Dropped }),
 			queueP99Cell(cq), queueCount(cq, func(q *Queue) uint64 { return q.Dropped }), ms(c.RTTRiseNoCEMs)})
 	}
