@@ -1,0 +1,80 @@
+package check
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+)
+
+// Over loopback nothing queues: the load reaches its cap with no queue
+// and no CE, so the verdict is not saturated and the path not ready; the
+// flows never send more than the cap.
+func TestLoopbackLoadNotSaturated(t *testing.T) {
+	peer := serve(t, "127.0.0.1:0")
+	opts := DefaultOptions()
+	opts.Target, opts.Probes, opts.Interval = peer.String(), 2, time.Millisecond
+	opts.LoadDuration, opts.MaxRate = 2*time.Second, 10_000_000
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	start := time.Now()
+	r, err := Path(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if el := time.Since(start); el > 6*time.Second {
+		t.Errorf("a 2 s load took %v in all", el)
+	}
+	l := r.Load
+	if l == nil {
+		t.Fatal("no load result")
+	}
+	f := l.Figures
+	t.Logf("%s; goodput %.2f + %.2f Mbit/s, probes %d + %d", l.Verdict.Headline(), f.L4SGoodput/1e6, f.CGoodput/1e6, f.L4SProbes, f.ClassicProbes)
+	if l.Verdict.Kind != NotSaturated || r.Ready() {
+		t.Errorf("verdict %q, ready %v; want %q, not ready", l.Verdict.Headline(), r.Ready(), NotSaturated)
+	}
+	// The flows' payload stays under their share of the cap: headers
+	// and the probes take the rest.
+	if g := f.L4SGoodput + f.CGoodput; g > float64(2*flowCap(opts.MaxRate)) || g < 0.5*float64(2*flowCap(opts.MaxRate)) {
+		t.Errorf("goodput %.0f bit/s, want at most the flows' cap %d and at least half of it", g, 2*flowCap(opts.MaxRate))
+	}
+	// Two seconds, a third of them warm-up, a probe every 10 ms each.
+	if f.L4SProbes < 100 || f.ClassicProbes < 100 {
+		t.Errorf("%d and %d round trips after the warm-up, want about 133 each", f.L4SProbes, f.ClassicProbes)
+	}
+}
+
+// The cap is what its name says: the flows' payload plus headers plus
+// the probes add up to the cap at most.
+func TestFlowCap(t *testing.T) {
+	for _, capBPS := range []uint64{MinMaxRate, 10_000_000, DefaultMaxRate} {
+		c := flowCap(capBPS)
+		probes := 2 * (ProbeSize + loadOverhead) * 8 * 100 // bit/s: a probe per 10 ms per codepoint
+		onWire := 2 * float64(c) * (loadMTU + loadOverhead) / loadMTU
+		if total := onWire + float64(probes); total > float64(capBPS) || total < 0.99*float64(capBPS) {
+			t.Errorf("cap %d: flows %d bit/s each make %.0f bit/s with headers and probes", capBPS, c, total)
+		}
+		if c < 100_000 {
+			t.Errorf("cap %d: flow cap %d under the sender's 100 kbit/s floor", capBPS, c)
+		}
+	}
+}
+
+// Cancelling (Ctrl-C) stops the load at once.
+func TestLoadStopsOnCancel(t *testing.T) {
+	peer := serve(t, "127.0.0.1:0")
+	opts := DefaultOptions()
+	opts.Target, opts.Probes, opts.Interval = peer.String(), 2, time.Millisecond
+	opts.LoadDuration, opts.MaxRate = 30*time.Second, 5_000_000
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(time.Second, cancel)
+	start := time.Now()
+	_, err := Path(ctx, opts)
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("Path cancelled during the load: %v, want context.Canceled", err)
+	}
+	if el := time.Since(start); el > 1500*time.Millisecond {
+		t.Errorf("Path returned %v after the start, cancelled at 1 s: want within 0.5 s of it", el)
+	}
+}
