@@ -36,8 +36,7 @@ var checkCmd = &command{
 		"2 on a usage error or when no responder answers. Runs on Linux, macOS and FreeBSD.",
 	examples: []example{
 		{"pi2hop check --serve :9332", "on the far end: answer probes until interrupted"},
-		{"pi2hop check --to far.example.net --max-rate 50mbit", "ECN transitions both ways, and what the bottleneck does under load"},
-		{"sudo pi2hop check --to far.example.net --trace --load=false", "ECN transitions both ways, and the first hop that changes the field"},
+		{"sudo pi2hop check --to far.example.net --trace --max-rate 50mbit", "ECN transitions both ways, the first hop that changes the field, and what the bottleneck does under load"},
 		{"sudo pi2hop check --box --lan eth1 --wan eth0 --rate 10mbit", "is this box fit to be the bottleneck, with each fix"},
 	},
 	flags: checkFlags,
