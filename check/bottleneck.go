@@ -32,8 +32,10 @@ const (
 	// ceSeen is the share of the L4S flow's packets arriving CE from
 	// which the bottleneck marks ECN: an L4S AQM marks at a shallow
 	// threshold (DualPI2's 1 ms step), a Classic-ECN one marks ECT(1) as
-	// it would drop Not-ECT; no marking AQM marks none.
-	ceSeen = 0.01
+	// it would drop Not-ECT (CoDel marks a few per cent of a Prague flow
+	// that hardly yields to its sparse marks); no marking AQM marks none,
+	// so a few stray marks stay under it.
+	ceSeen = 0.005
 	// dualGap is how far the Classic probes' median queueing delay must
 	// exceed the L4S probes' for two queues: with one queue both classes
 	// wait alike, so they differ by noise only. The L4S median must also

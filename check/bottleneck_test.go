@@ -35,11 +35,14 @@ func TestClassify(t *testing.T) {
 		{"CoDel with ECN", with(func(f *LoadFigures) {
 			f.L4SP50, f.L4SP99, f.ClassicP50, f.ClassicP99, f.L4SCE, f.ClassicLoss = ms(6), ms(11), ms(6.2), ms(11.5), 0.02, 0.01
 		}), SingleQueue, false, "single-queue Classic-ECN AQM: L4S traffic gets classic treatment: L4S RTT p99 11.0 ms vs classic 11.5 ms, 2.0 % of the L4S flow CE"},
+		{"CoDel with ECN marking 0.5 %", with(func(f *LoadFigures) {
+			f.L4SP50, f.L4SP99, f.ClassicP50, f.ClassicP99, f.L4SCE = ms(6), ms(11), ms(6.2), ms(11.5), 0.005
+		}), SingleQueue, false, "single-queue Classic-ECN AQM: L4S traffic gets classic treatment: L4S RTT p99 11.0 ms vs classic 11.5 ms, 0.5 % of the L4S flow CE"},
 		{"FIFO of 112 ms", with(func(f *LoadFigures) {
 			f.L4SP50, f.L4SP99, f.ClassicP50, f.ClassicP99, f.L4SLoss, f.ClassicLoss = ms(90), ms(112), ms(95), ms(113), 0.02, 0.02
 		}), TailDrop, false, "no AQM: tail drop (queue 112.0 ms)"},
-		{"CE under 1 %: no marking AQM", with(func(f *LoadFigures) {
-			f.L4SP50, f.L4SP99, f.ClassicP50, f.ClassicP99, f.L4SCE = ms(40), ms(61), ms(41), ms(60), 0.009
+		{"CE under 0.5 %: no marking AQM", with(func(f *LoadFigures) {
+			f.L4SP50, f.L4SP99, f.ClassicP50, f.ClassicP99, f.L4SCE = ms(40), ms(61), ms(41), ms(60), 0.0049
 		}), TailDrop, false, "no AQM: tail drop (queue 60.0 ms)"},
 		{"tbf of 2.4 ms in front", with(func(f *LoadFigures) {
 			f.L4SP50, f.L4SP99, f.ClassicP50, f.ClassicP99, f.L4SLoss, f.ClassicLoss = ms(2.5), ms(3.4), ms(2.6), ms(3.4), 0.03, 0.03

@@ -50,11 +50,16 @@ type Load struct {
 	Verdict  Bottleneck
 }
 
+// capMargin is the share of the cap the load aims at: Prague paces in
+// bursts against its own clock, so a second of it can run a little over
+// its rate, and the cap holds for every second.
+const capMargin = 0.97
+
 // flowCap is each flow's payload rate cap, bit/s: what is left of the cap
-// after the probes, halved, less the headers.
+// after the probes, within the margin, halved, less the headers.
 func flowCap(maxRate uint64) uint64 {
 	probes := 2 * float64(ProbeSize+loadOverhead) * 8 * float64(time.Second/probeEvery)
-	left := (float64(maxRate) - probes) / 2
+	left := (capMargin*float64(maxRate) - probes) / 2
 	return uint64(left * loadMTU / (loadMTU + loadOverhead))
 }
 
