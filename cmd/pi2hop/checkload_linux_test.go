@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/pi2hop/pi2hop/check"
+	"github.com/pi2hop/pi2hop/netsys"
+	"github.com/vishvananda/netlink"
 )
 
 // checkLoadCase is one bottleneck the load test must name: pi2hop run in
@@ -38,7 +40,7 @@ type checkLoadCase struct {
 // their own namespaces; none measures the machine's timing beyond what
 // the verdict reads (medians of RTTs that differ by 10 ms or more).
 func TestCheckLoadVerdicts(t *testing.T) {
-	needRoot(t, "ip", "tc")
+	needRoot(t, "ip")
 	bin := buildPi2hop(t)
 	link := []string{"--rate", "10mbit", "--delay", "2ms"}
 	with := func(extra ...string) []string { return append(append([]string{}, link...), extra...) }
@@ -69,9 +71,17 @@ func runCheckLoadCase(t *testing.T, bin, name string, tc checkLoadCase) {
 	if tc.tbf {
 		// A 2000-byte buffer holds one packet: the shaper in front drops
 		// rather than queues, as a policer or a shallow-buffered link.
-		if out, err := exec.Command("ip", "netns", "exec", l.client, "tc", "qdisc", "add", "dev", "c0", "root",
-			"tbf", "rate", "10mbit", "burst", "2000", "limit", "2000").CombinedOutput(); err != nil {
-			t.Fatalf("tbf: %v\n%s", err, out)
+		if err := netsys.Do(l.client, func() error {
+			c0, err := netlink.LinkByName("c0")
+			if err != nil {
+				return err
+			}
+			const rate = 10e6 / 8 // bytes/s
+			return netlink.QdiscAdd(&netlink.Tbf{QdiscAttrs: netlink.QdiscAttrs{LinkIndex: c0.Attrs().Index,
+				Handle: netlink.MakeHandle(1, 0), Parent: netlink.HANDLE_ROOT},
+				Rate: rate, Limit: 2000, Buffer: netlink.Xmittime(rate, 2000)})
+		}); err != nil {
+			t.Fatalf("tbf: %v", err)
 		}
 	}
 	l.startGateway(t, bin, name, tc.hop...)
