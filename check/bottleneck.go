@@ -23,12 +23,14 @@ const (
 // The thresholds the classification reads the figures with.
 const (
 	// queueBuilt is the median queueing delay of either probe class from
-	// which a queue counts as built. A Classic AQM holds its queue at a
-	// target of 5 ms (CoDel) to 15 ms (DualPI2's Classic queue, PIE), and
-	// tail drop at a full buffer; a path that only carries the load
-	// without a queue of its own (a policer, a shallow buffer, a
-	// bottleneck beyond the rate cap) stays under it.
-	queueBuilt = 3 * time.Millisecond
+	// which a queue counts as built when nothing marks CE (a marking AQM
+	// is told by its marks, whatever its target). Tail drop fills a
+	// buffer of tens of milliseconds or more; a path that only carries
+	// the load without a queue of its own (a policer, a buffer of a
+	// packet or two, a bottleneck beyond the rate cap) stays under it,
+	// even when a busy client's scheduling adds a few milliseconds to
+	// every probe's round trip.
+	queueBuilt = 5 * time.Millisecond
 	// ceSeen is the share of the L4S flow's packets arriving CE from
 	// which the bottleneck marks ECN: an L4S AQM marks at a shallow
 	// threshold (DualPI2's 1 ms step), a Classic-ECN one marks ECT(1) as

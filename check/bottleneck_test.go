@@ -12,6 +12,7 @@ import (
 // 5 ms target and marks ECT(1) like ECT(0); a FIFO fills its buffer (100
 // packets of 1400 bytes at 10 Mbit/s: 112 ms) and drops; a tbf with a
 // 3000-byte buffer in front of the hop queues 2.4 ms at most and drops.
+// Without CE, a median queueing delay of 5 ms or more is a queue built.
 func TestClassify(t *testing.T) {
 	ms := func(f float64) time.Duration { return time.Duration(f * float64(time.Millisecond)) }
 	base := LoadFigures{MaxRate: 100e6, Base: ms(1), L4SProbes: 300, ClassicProbes: 300, L4SGoodput: 4.8e6, CGoodput: 4.8e6}
@@ -51,9 +52,12 @@ func TestClassify(t *testing.T) {
 			f.MaxRate, f.L4SGoodput, f.CGoodput = 10e6, 4.7e6, 4.7e6
 			f.L4SP50, f.L4SP99, f.ClassicP50, f.ClassicP99 = ms(1.1), ms(1.5), ms(1.1), ms(1.6)
 		}), NotSaturated, false, "not saturated: the bottleneck is beyond --max-rate or elsewhere: the load reached 9.4 of 10.0 Mbit/s with no queue (RTT p99 L4S 1.5 ms, classic 1.6 ms over 1.0 ms idle) and no CE"},
-		{"a queue of exactly 3 ms counts as built", with(func(f *LoadFigures) {
-			f.L4SP50, f.L4SP99, f.ClassicP50, f.ClassicP99 = ms(4), ms(5), ms(4), ms(5)
-		}), TailDrop, false, "no AQM: tail drop (queue 4.0 ms)"},
+		{"a queue of exactly 5 ms counts as built", with(func(f *LoadFigures) {
+			f.L4SP50, f.L4SP99, f.ClassicP50, f.ClassicP99 = ms(6), ms(7), ms(6), ms(7)
+		}), TailDrop, false, "no AQM: tail drop (queue 6.0 ms)"},
+		{"4.9 ms with no CE: no queue (a busy client's probes)", with(func(f *LoadFigures) {
+			f.L4SP50, f.L4SP99, f.ClassicP50, f.ClassicP99 = ms(5.9), ms(9), ms(5.8), ms(9)
+		}), NotSaturated, false, "not saturated: the bottleneck is beyond --max-rate or elsewhere: the load reached 9.6 of 100.0 Mbit/s with no queue (RTT p99 L4S 9.0 ms, classic 9.0 ms over 1.0 ms idle) and no CE"},
 		{"CE with no queue: marked, one queue", with(func(f *LoadFigures) {
 			f.L4SP50, f.L4SP99, f.ClassicP50, f.ClassicP99, f.L4SCE = ms(1.2), ms(2), ms(1.3), ms(2), 0.5
 		}), SingleQueue, false, "single-queue Classic-ECN AQM: L4S traffic gets classic treatment: L4S RTT p99 2.0 ms vs classic 2.0 ms, 50.0 % of the L4S flow CE"},

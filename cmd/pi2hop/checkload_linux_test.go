@@ -49,8 +49,10 @@ func TestCheckLoadVerdicts(t *testing.T) {
 		{name: "dualpi2 over IPv6", hop: with(), v6: true, load: check.DualQueue, fwd: check.Passes, rev: check.Passes},
 		{name: "codel with ECN", hop: with("--aqm", "codel", "--ecn"), load: check.SingleQueue, fwd: check.Passes, rev: check.Passes},
 		{name: "fifo", hop: with("--aqm", "fifo", "--limit", "100"), load: check.TailDrop, fwd: check.Passes, rev: check.Passes},
+		// The load runs 13 s here, so that the hop can see 10 s of it and
+		// warn (hop.NotBottleneckAfter, judged in whole seconds).
 		{name: "tbf in front", hop: []string{"--rate", "100mbit", "--delay", "2ms"}, tbf: true, load: check.NotSaturated,
-			fwd: check.Passes, rev: check.Passes},
+			fwd: check.Passes, rev: check.Passes, warn: true},
 		{name: "beyond the cap", hop: []string{"--rate", "100mbit", "--delay", "2ms"}, maxRate: "8mbit", load: check.NotSaturated,
 			fwd: check.Passes, rev: check.Passes, capAtHop: true},
 		// ECT(1) made ECT(0) before the queue: the L4S flow lands in the
@@ -91,13 +93,17 @@ func runCheckLoadCase(t *testing.T, bin, name string, tc checkLoadCase) {
 	if tc.v6 {
 		to = fmt.Sprintf("[fd00:254:20::2]:%d", check.DefaultPort)
 	}
-	args := []string{"netns", "exec", l.client, bin, "check", "--to", to, "--probes", "5", "--every", "2ms", "--duration", "3s", "--json"}
+	d := "3s"
+	if tc.warn {
+		d = "13s"
+	}
+	args := []string{"netns", "exec", l.client, bin, "check", "--to", to, "--probes", "5", "--every", "2ms", "--duration", d, "--json"}
 	if tc.maxRate != "" {
 		args = append(args, "--max-rate", tc.maxRate)
 	}
 	stop := func() []rateSample { return nil }
-	if tc.capAtHop {
-		stop = pollUpBytes(bin, name)
+	if tc.capAtHop || tc.warn {
+		stop = pollUp(bin, name)
 	}
 	out, err := exec.Command("ip", args...).Output()
 	atHop := stop()
@@ -132,6 +138,21 @@ func runCheckLoadCase(t *testing.T, bin, name string, tc checkLoadCase) {
 	if tc.capAtHop {
 		checkUnderCap(t, atHop, 8e6)
 	}
+	warned := ""
+	for _, s := range atHop {
+		if s.warning != "" {
+			warned = s.warning
+		}
+	}
+	if tc.warn && !strings.HasPrefix(warned, "not the bottleneck: the path is limited elsewhere at about ") {
+		t.Errorf("stats never said the hop is not the bottleneck (%d samples)", len(atHop))
+	}
+	if tc.capAtHop && warned != "" {
+		t.Errorf("stats said %q after a 3 s load", warned)
+	}
+	if warned != "" {
+		t.Logf("stats: %s", warned)
+	}
 }
 
 // respond runs `check --serve` in namespace ns until the test ends.
@@ -162,14 +183,17 @@ func respond(t *testing.T, bin, ns string) {
 	}
 }
 
+// rateSample is the hop's uplink at one moment: the bytes it has read,
+// and its not-the-bottleneck warning.
 type rateSample struct {
-	at    time.Time
-	bytes uint64
+	at      time.Time
+	bytes   uint64
+	warning string
 }
 
-// pollUpBytes reads the hop's uplink in_bytes every 200 ms until the
-// function it returns is called, which returns the samples.
-func pollUpBytes(bin, name string) func() []rateSample {
+// pollUp reads the hop's uplink stats every 200 ms until the function it
+// returns is called, which returns the samples.
+func pollUp(bin, name string) func() []rateSample {
 	var (
 		mu      sync.Mutex
 		samples []rateSample
@@ -186,11 +210,12 @@ func pollUpBytes(bin, name string) func() []rateSample {
 			var s struct {
 				Dirs []struct {
 					InBytes uint64 `json:"in_bytes"`
+					Warning string `json:"not_bottleneck"`
 				} `json:"directions"`
 			}
 			if err == nil && json.Unmarshal(out, &s) == nil && len(s.Dirs) == 2 {
 				mu.Lock()
-				samples = append(samples, rateSample{at, s.Dirs[0].InBytes})
+				samples = append(samples, rateSample{at, s.Dirs[0].InBytes, s.Dirs[0].Warning})
 				mu.Unlock()
 			}
 			select {
