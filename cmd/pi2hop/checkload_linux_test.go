@@ -30,6 +30,7 @@ type checkLoadCase struct {
 	load     string   // the bottleneck verdict
 	fwd, rev string   // the ECN verdicts
 	capAtHop bool     // measure the load at the hop against --max-rate
+	noLoad   bool     // --load=false: the transitions alone
 	warn     bool     // stats must say the hop is not the bottleneck
 }
 
@@ -59,6 +60,10 @@ func TestCheckLoadVerdicts(t *testing.T) {
 		// Classic queue, so the dual queue treats it as classic.
 		{name: "ect1-to-ect0 on the uplink", hop: with("--up-ecn-fault", "ect1-to-ect0"), load: check.SingleQueue,
 			fwd: check.ECT1ToECT0, rev: check.Passes},
+		// Bleached after the queue on the downlink: the responder's echoes
+		// arrive Not-ECT, the client's probes as sent.
+		{name: "bleach after the queue on the downlink", hop: with("--down-ecn-fault", "bleach,after"), noLoad: true,
+			fwd: check.Passes, rev: check.Bleached},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -97,15 +102,23 @@ func runCheckLoadCase(t *testing.T, bin, name string, tc checkLoadCase) {
 	if tc.warn {
 		d = "13s"
 	}
-	args := []string{"netns", "exec", l.client, bin, "check", "--to", to, "--probes", "5", "--every", "2ms", "--duration", d, "--json"}
-	if tc.maxRate != "" {
-		args = append(args, "--max-rate", tc.maxRate)
+	args := []string{"netns", "exec", l.client, bin, "check", "--to", to, "--probes", "5", "--every", "2ms", "--json"}
+	switch {
+	case tc.noLoad:
+		args = append(args, "--load=false")
+	case tc.maxRate != "":
+		args = append(args, "--duration", d, "--max-rate", tc.maxRate)
+	default:
+		args = append(args, "--duration", d)
 	}
 	stop := func() []rateSample { return nil }
 	if tc.capAtHop || tc.warn {
 		stop = pollUp(bin, name)
 	}
-	out, err := exec.Command("ip", args...).Output()
+	var stderr strings.Builder
+	cmd := exec.Command("ip", args...)
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
 	atHop := stop()
 	code := 0
 	var ee *exec.ExitError
@@ -115,8 +128,17 @@ func runCheckLoadCase(t *testing.T, bin, name string, tc checkLoadCase) {
 		t.Fatal(err)
 	}
 	var j check.JSON
-	if err := json.Unmarshal(out, &j); err != nil || j.Load == nil {
-		t.Fatalf("check exit %d, output %q: %v, want JSON with a load", code, out, err)
+	if err := json.Unmarshal(out, &j); err != nil || (j.Load == nil) != tc.noLoad {
+		t.Fatalf("check exit %d, output %q: %v, want JSON with a load unless --load=false\n%s", code, out, err, stderr.String())
+	}
+	if j.Forward.Verdict != tc.fwd || j.Reverse.Verdict != tc.rev {
+		t.Errorf("ECN forward %q, reverse %q; want %q, %q", j.Forward.Verdict, j.Reverse.Verdict, tc.fwd, tc.rev)
+	}
+	if tc.noLoad {
+		if code != 1 || j.Ready {
+			t.Errorf("exit status %d, ready %v; want 1, not ready", code, j.Ready)
+		}
+		return
 	}
 	ld := j.Load
 	t.Logf("%s: %s (%s); L4S %.2f Mbit/s CE %.1f %% p50/p99 %.1f/%.1f ms; classic %.2f Mbit/s loss %.1f %% p50/p99 %.1f/%.1f ms; base %.2f ms",
@@ -124,9 +146,6 @@ func runCheckLoadCase(t *testing.T, bin, name string, tc checkLoadCase) {
 		ld.Classic.GoodputBps/1e6, 100*ld.Classic.LossFrac, ld.Classic.RTTP50Ms, ld.Classic.RTTP99Ms, ld.BaseRTTMs)
 	if ld.Verdict != tc.load {
 		t.Errorf("bottleneck %q (%s), want %q", ld.Verdict, ld.Detail, tc.load)
-	}
-	if j.Forward.Verdict != tc.fwd || j.Reverse.Verdict != tc.rev {
-		t.Errorf("ECN forward %q, reverse %q; want %q, %q", j.Forward.Verdict, j.Reverse.Verdict, tc.fwd, tc.rev)
 	}
 	wantCode := 1
 	if tc.load == check.DualQueue && tc.fwd == check.Passes && tc.rev == check.Passes {
