@@ -3,6 +3,7 @@ package check
 import (
 	"context"
 	"errors"
+	"net"
 	"testing"
 	"time"
 )
@@ -76,5 +77,56 @@ func TestLoadStopsOnCancel(t *testing.T) {
 	}
 	if el := time.Since(start); el > 1500*time.Millisecond {
 		t.Errorf("Path returned %v after the start, cancelled at 1 s: want within 0.5 s of it", el)
+	}
+}
+
+// The responder sinks at most maxLoads loads at once, answers a repeated
+// request with the same ports, and frees a load's sinks when it ends.
+func TestResponderLoadLimit(t *testing.T) {
+	peer := serve(t, "127.0.0.1:0")
+	c, err := net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(peer))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ask := func(session uint32, d time.Duration) [3]uint16 {
+		t.Helper()
+		if _, err := c.Write(appendMsg(nil, msg{typ: typeLoad, session: session, loadMs: uint32(d.Milliseconds())})); err != nil {
+			t.Fatal(err)
+		}
+		buf := make([]byte, 256)
+		c.SetReadDeadline(time.Now().Add(2 * time.Second))
+		n, err := c.Read(buf)
+		if err != nil {
+			t.Fatalf("session %d: no load answer within 2 s: %v", session, err)
+		}
+		m, err := parseMsg(buf[:n])
+		if err != nil || m.typ != typeLoadAck || m.session != session || m.loadMs != uint32(d.Milliseconds()) {
+			t.Fatalf("session %d: answer %+v, %v", session, m, err)
+		}
+		return m.ports
+	}
+	var first [3]uint16
+	for s := uint32(1); s <= maxLoads; s++ {
+		p := ask(s, 300*time.Millisecond)
+		if p[0] == 0 || p[1] == 0 || p[2] == 0 || p[0] == p[1] || p[1] == p[2] {
+			t.Errorf("session %d: ports %v, want three distinct", s, p)
+		}
+		if s == 1 {
+			first = p
+		}
+	}
+	if p := ask(1, 300*time.Millisecond); p != first {
+		t.Errorf("session 1 asked again: ports %v, want its own %v", p, first)
+	}
+	if p := ask(maxLoads+1, 300*time.Millisecond); p != [3]uint16{} {
+		t.Errorf("a load beyond %d: ports %v, want none (busy)", maxLoads, p)
+	}
+	deadline := time.Now().Add(3 * time.Second)
+	for ask(maxLoads+2, 300*time.Millisecond) == [3]uint16{} {
+		if time.Now().After(deadline) {
+			t.Fatal("no load taken 3 s after the first four ended (300 ms each)")
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
