@@ -225,8 +225,10 @@ func pollUp(bin, name string) func() []rateSample {
 		defer tick.Stop()
 		for {
 			out, err := exec.Command(bin, "stats", "--name", name, "--json").Output()
-			at := time.Now()
+			// The owner's own time of the snapshot: the command's
+			// latency on a busy machine would skew the spans.
 			var s struct {
+				Time time.Time `json:"time"`
 				Dirs []struct {
 					InBytes uint64 `json:"in_bytes"`
 					Warning string `json:"not_bottleneck"`
@@ -234,7 +236,7 @@ func pollUp(bin, name string) func() []rateSample {
 			}
 			if err == nil && json.Unmarshal(out, &s) == nil && len(s.Dirs) == 2 {
 				mu.Lock()
-				samples = append(samples, rateSample{at, s.Dirs[0].InBytes, s.Dirs[0].Warning})
+				samples = append(samples, rateSample{s.Time, s.Dirs[0].InBytes, s.Dirs[0].Warning})
 				mu.Unlock()
 			}
 			select {
