@@ -36,13 +36,15 @@ func TestLoopbackLoadNotSaturated(t *testing.T) {
 		t.Errorf("verdict %q, ready %v; want %q, not ready", l.Verdict.Headline(), r.Ready(), NotSaturated)
 	}
 	// The flows' payload stays under their share of the cap: headers
-	// and the probes take the rest.
-	if g := f.L4SGoodput + f.CGoodput; g > float64(2*flowCap(opts.MaxRate)) || g < 0.5*float64(2*flowCap(opts.MaxRate)) {
-		t.Errorf("goodput %.0f bit/s, want at most the flows' cap %d and at least half of it", g, 2*flowCap(opts.MaxRate))
+	// and the probes take the rest. The floors only say the flows and
+	// the probes ran: a loaded machine runs them late.
+	if g := f.L4SGoodput + f.CGoodput; g > float64(2*flowCap(opts.MaxRate)) || g < 0.25*float64(2*flowCap(opts.MaxRate)) {
+		t.Errorf("goodput %.0f bit/s, want at most the flows' cap %d and at least a quarter of it", g, 2*flowCap(opts.MaxRate))
 	}
-	// Two seconds, a third of them warm-up, a probe every 10 ms each.
-	if f.L4SProbes < 100 || f.ClassicProbes < 100 {
-		t.Errorf("%d and %d round trips after the warm-up, want about 133 each", f.L4SProbes, f.ClassicProbes)
+	// Two seconds, a third of them warm-up, a probe every 10 ms each:
+	// about 133, fewer when the probes' goroutines wake late.
+	if f.L4SProbes < 30 || f.ClassicProbes < 30 || f.L4SProbes > 134 || f.ClassicProbes > 134 {
+		t.Errorf("%d and %d round trips after the warm-up, want 30 to 134 each", f.L4SProbes, f.ClassicProbes)
 	}
 }
 
