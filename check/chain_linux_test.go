@@ -161,7 +161,7 @@ func (c *chain) respond(t *testing.T) {
 func (c *chain) path(t *testing.T, v6 bool) (*Result, error) {
 	opts := DefaultOptions()
 	opts.Target = netip.AddrPortFrom(c.addr(len(c.nodes)-1, v6), DefaultPort).String()
-	opts.Probes, opts.Interval = 5, time.Millisecond
+	opts.Probes, opts.Interval, opts.Load = 5, time.Millisecond, false
 	var r *Result
 	err := netsys.Do(c.client(), func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -30,11 +30,18 @@ type Options struct {
 	// Wait is how long the responder has to answer the first hello;
 	// resolving the name and the wait together stay within 5 s.
 	Wait time.Duration
+	// Load runs the load test after the transitions: LoadDuration of an
+	// L4S and a classic flow together, never over MaxRate bit/s (IP
+	// packets, probes included).
+	Load         bool
+	LoadDuration time.Duration
+	MaxRate      uint64
 }
 
 // DefaultOptions are the settings `pi2hop check` starts from.
 func DefaultOptions() Options {
-	return Options{Probes: 25, Interval: 10 * time.Millisecond, Wait: 3 * time.Second}
+	return Options{Probes: 25, Interval: 10 * time.Millisecond, Wait: 3 * time.Second,
+		Load: true, LoadDuration: DefaultLoadDuration, MaxRate: DefaultMaxRate}
 }
 
 // Direction is one direction's table and verdict.
@@ -55,11 +62,13 @@ type Result struct {
 	Forward Direction      // client to responder
 	Reverse Direction      // responder to client
 	RTT     time.Duration  // the median round trip of the echoes
+	Load    *Load          // the load test's, when it ran
 }
 
-// Ready reports whether ECN passes both ways.
+// Ready reports whether ECN passes both ways and, when the load test ran,
+// the bottleneck is an L4S dual-queue AQM.
 func (r *Result) Ready() bool {
-	return r.Forward.Verdict.Kind == Passes && r.Reverse.Verdict.Kind == Passes
+	return r.Forward.Verdict.Kind == Passes && r.Reverse.Verdict.Kind == Passes && (r.Load == nil || r.Load.Verdict.Ready())
 }
 
 // TargetError is a --to value that cannot be used: malformed, or a name
@@ -142,12 +151,20 @@ type client struct {
 	icmpErr  error // the last ICMP error the socket reported
 	hello    chan struct{}
 	gotSum   chan struct{}
+	loadAck  chan struct{}
+	ports    [3]uint16 // the responder's load sinks
 }
 
 // Path runs the path check against the responder at opts.Target.
 func Path(ctx context.Context, opts Options) (*Result, error) {
 	if opts.Probes < 1 || opts.Probes > 1000 {
 		return nil, fmt.Errorf("probes per codepoint: %d not in 1..1000", opts.Probes)
+	}
+	if opts.Load && (opts.LoadDuration <= 0 || opts.LoadDuration > MaxLoadDuration) {
+		return nil, fmt.Errorf("load duration %v: want more than 0 and at most %v", opts.LoadDuration, MaxLoadDuration)
+	}
+	if opts.Load && opts.MaxRate < MinMaxRate {
+		return nil, fmt.Errorf("load rate cap %d bit/s: want at least %d", opts.MaxRate, MinMaxRate)
 	}
 	peer, err := Resolve(ctx, opts.Target)
 	if err != nil {
@@ -166,7 +183,7 @@ func Path(ctx context.Context, opts Options) (*Result, error) {
 	}
 	c := &client{conn: conn, peer: peer, session: rand.Uint32(),
 		sentAt: map[uint16]time.Time{}, echoed: map[uint16]bool{},
-		hello: make(chan struct{}, 1), gotSum: make(chan struct{}, 1)}
+		hello: make(chan struct{}, 1), gotSum: make(chan struct{}, 1), loadAck: make(chan struct{}, 1)}
 	done := make(chan struct{})
 	go func() { defer close(done); c.read() }()
 	defer func() { conn.Close(); <-done }()
@@ -192,7 +209,13 @@ func Path(ctx context.Context, opts Options) (*Result, error) {
 	if err := c.ask(ctx, msg{typ: typeSummaryReq, session: c.session}, c.gotSum, 300*time.Millisecond, 5); err != nil && ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
-	return c.result(opts, sent), nil
+	r := c.result(opts, sent)
+	if opts.Load {
+		if r.Load, err = c.runLoad(ctx, opts); err != nil {
+			return nil, err
+		}
+	}
+	return r, nil
 }
 
 // greet sends hellos until the responder answers, wait passes, or the
@@ -304,6 +327,11 @@ func (c *client) read() {
 			signal(c.gotSum)
 		case typeEcho:
 			c.echo(m, ecnudp.ParseControl(oob[:oobn]), now)
+		case typeLoadAck:
+			c.mu.Lock()
+			c.ports = m.ports
+			c.mu.Unlock()
+			signal(c.loadAck)
 		}
 	}
 }

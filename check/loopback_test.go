@@ -55,7 +55,7 @@ func TestLoopbackPasses(t *testing.T) {
 	for _, addr := range []string{"127.0.0.1:0", "[::1]:0"} {
 		peer := serve(t, addr)
 		opts := DefaultOptions()
-		opts.Target, opts.Probes, opts.Interval = peer.String(), 5, time.Millisecond
+		opts.Target, opts.Probes, opts.Interval, opts.Load = peer.String(), 5, time.Millisecond, false
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		r, err := Path(ctx, opts)
 		cancel()

@@ -26,6 +26,9 @@ func (r *Result) Why() string {
 			why = append(why, fmt.Sprintf("%s: %s (%s)", d.name, d.d.Verdict.Kind, d.d.Verdict.Faults[0].Detail))
 		}
 	}
+	if r.Load != nil && !r.Load.Verdict.Ready() {
+		why = append(why, "bottleneck: "+r.Load.Verdict.Headline())
+	}
 	return strings.Join(why, "; ")
 }
 
@@ -72,9 +75,15 @@ func (r *Result) WriteText(w io.Writer) error {
 			b.WriteString("  (the responder's own count never came back: losses are round trips)\n")
 		}
 	}
-	if r.Ready() {
+	if l := r.Load; l != nil {
+		l.writeText(&b)
+	}
+	switch {
+	case r.Ready() && r.Load != nil:
+		b.WriteString("\nL4S-ready: yes, ECN passes both ways and the bottleneck is an L4S dual-queue AQM\n")
+	case r.Ready():
 		b.WriteString("\nL4S-ready: yes, ECN passes both ways\n")
-	} else {
+	default:
 		fmt.Fprintf(&b, "\nL4S-ready: no, %s\n", r.Why())
 	}
 	_, err := io.WriteString(w, b.String())
@@ -92,6 +101,58 @@ type JSON struct {
 	Forward DirectionJSON `json:"forward"`
 	Reverse DirectionJSON `json:"reverse"`
 	Trace   *TraceJSON    `json:"trace,omitempty"` // with --trace
+	Load    *LoadJSON     `json:"load,omitempty"`  // with --load
+}
+
+// LoadJSON is the load test in JSON.
+type LoadJSON struct {
+	Verdict    string       `json:"verdict"`
+	Detail     string       `json:"detail"`
+	Ready      bool         `json:"ready"`
+	DurationS  float64      `json:"duration_s"`
+	MaxRateBps uint64       `json:"max_rate_bps"`
+	BaseRTTMs  float64      `json:"base_rtt_ms"`
+	L4S        LoadFlowJSON `json:"l4s"`
+	Classic    LoadFlowJSON `json:"classic"`
+	GoodputBps float64      `json:"goodput_bps"`
+	QueueMs    float64      `json:"queue_ms"`
+}
+
+// LoadFlowJSON is one class of the load: its flow and its RTT probe.
+type LoadFlowJSON struct {
+	GoodputBps float64 `json:"goodput_bps"`
+	CEFrac     float64 `json:"ce_frac"`
+	LossFrac   float64 `json:"loss_frac"`
+	RTTs       int     `json:"rtt_samples"`
+	RTTP50Ms   float64 `json:"rtt_p50_ms"`
+	RTTP99Ms   float64 `json:"rtt_p99_ms"`
+}
+
+// JSON returns the load test's JSON form.
+func (l *Load) JSON() LoadJSON {
+	f := l.Figures
+	return LoadJSON{Verdict: l.Verdict.Kind, Detail: l.Verdict.Detail, Ready: l.Verdict.Ready(),
+		DurationS: l.Duration.Seconds(), MaxRateBps: l.MaxRate, BaseRTTMs: figure.Ms(f.Base),
+		GoodputBps: f.L4SGoodput + f.CGoodput, QueueMs: figure.Ms(max(f.ClassicP99, f.L4SP99) - f.Base),
+		L4S: LoadFlowJSON{GoodputBps: f.L4SGoodput, CEFrac: f.L4SCE, LossFrac: f.L4SLoss,
+			RTTs: f.L4SProbes, RTTP50Ms: figure.Ms(f.L4SP50), RTTP99Ms: figure.Ms(f.L4SP99)},
+		Classic: LoadFlowJSON{GoodputBps: f.CGoodput, LossFrac: f.ClassicLoss,
+			RTTs: f.ClassicProbes, RTTP50Ms: figure.Ms(f.ClassicP50), RTTP99Ms: figure.Ms(f.ClassicP99)}}
+}
+
+// writeText prints the load test's lines.
+func (l *Load) writeText(b *strings.Builder) {
+	f := l.Figures
+	fmt.Fprintf(b, "\nbottleneck: %s\n", l.Verdict.Headline())
+	if l.Verdict.Kind == NotMeasured && f.L4SProbes+f.ClassicProbes == 0 && f.L4SGoodput+f.CGoodput == 0 {
+		return
+	}
+	fmt.Fprintf(b, "  load %v under %.1f Mbit/s, idle RTT %.2f ms\n", l.Duration, float64(l.MaxRate)/1e6, figure.Ms(f.Base))
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  flow\tMbit/s\tCE\tloss\tRTT p50\tRTT p99")
+	fmt.Fprintf(tw, "  L4S (ECT(1))\t%.2f\t%.1f %%\t%.1f %%\t%.2f ms\t%.2f ms\n", f.L4SGoodput/1e6, 100*f.L4SCE, 100*f.L4SLoss, figure.Ms(f.L4SP50), figure.Ms(f.L4SP99))
+	fmt.Fprintf(tw, "  classic (Not-ECT)\t%.2f\t-\t%.1f %%\t%.2f ms\t%.2f ms\n", f.CGoodput/1e6, 100*f.ClassicLoss, figure.Ms(f.ClassicP50), figure.Ms(f.ClassicP99))
+	tw.Flush()
 }
 
 // DirectionJSON is one direction in JSON.
@@ -128,6 +189,11 @@ func (r *Result) JSON() JSON {
 		}
 		return j
 	}
-	return JSON{Target: r.Target, Peer: r.Peer.String(), Probes: r.Probes, RTTMs: figure.Ms(r.RTT),
+	j := JSON{Target: r.Target, Peer: r.Peer.String(), Probes: r.Probes, RTTMs: figure.Ms(r.RTT),
 		Ready: r.Ready(), Why: r.Why(), Forward: dir(r.Forward), Reverse: dir(r.Reverse)}
+	if r.Load != nil {
+		l := r.Load.JSON()
+		j.Load = &l
+	}
+	return j
 }

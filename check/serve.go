@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/pi2hop/pi2hop/aqm"
@@ -40,6 +41,10 @@ type Responder struct {
 	buf, oob []byte
 	out      []byte
 	cmsg     []byte
+	ctx      context.Context // Serve's, which loads end with
+	loadMu   sync.Mutex
+	loads    map[sessionKey]*responderLoad
+	loadWG   sync.WaitGroup
 	// Dropped counts datagrams that were not check messages or not
 	// answerable (malformed, too short, no room for a session).
 	Dropped int
@@ -54,14 +59,19 @@ func NewResponder(conn *net.UDPConn) (*Responder, error) {
 	if err := ecnudp.EnableTTL(conn); err != nil {
 		return nil, err
 	}
-	return &Responder{conn: conn, sessions: map[sessionKey]*session{},
+	return &Responder{conn: conn, sessions: map[sessionKey]*session{}, loads: map[sessionKey]*responderLoad{},
 		buf: make([]byte, 2048), oob: make([]byte, ecnudp.OOBSize)}, nil
 }
 
 // Serve answers until ctx ends. It returns nil then, or the socket's error.
+// The loads it sinks end with it.
 func (r *Responder) Serve(ctx context.Context) error {
 	stop := context.AfterFunc(ctx, func() { r.conn.SetReadDeadline(time.Unix(1, 0)) })
 	defer stop()
+	ctx, cancel := context.WithCancel(ctx)
+	r.ctx = ctx
+	defer r.loadWG.Wait()
+	defer cancel()
 	for {
 		n, oobn, _, from, err := r.conn.ReadMsgUDPAddrPort(r.buf, r.oob)
 		if err != nil {
@@ -85,7 +95,7 @@ func (r *Responder) Serve(ctx context.Context) error {
 // handle answers one datagram; the error is the socket's.
 func (r *Responder) handle(b []byte, c ecnudp.Control, from netip.AddrPort, now time.Time) error {
 	m, err := parseMsg(b)
-	if err != nil || m.typ == typeHelloAck || m.typ == typeEcho || m.typ == typeSummary {
+	if err != nil || m.typ == typeHelloAck || m.typ == typeEcho || m.typ == typeSummary || m.typ == typeLoadAck {
 		r.Dropped++
 		return nil
 	}
@@ -99,6 +109,9 @@ func (r *Responder) handle(b []byte, c ecnudp.Control, from netip.AddrPort, now 
 	switch m.typ {
 	case typeHello:
 		reply.typ = typeHelloAck
+	case typeLoad:
+		d := time.Duration(m.loadMs) * time.Millisecond
+		reply.typ, reply.loadMs, reply.ports = typeLoadAck, m.loadMs, r.startLoad(sessionKey{from, m.session}, d)
 	case typeSummaryReq:
 		reply.typ = typeSummary
 		reply.arrived, reply.tosZero, reply.echoes = s.arrived, s.tosZero, s.echoes

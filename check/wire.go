@@ -19,11 +19,14 @@ import (
 //	echo                seq u16 | sent TOS u8 | arrived TOS u8 | flags u8 | arrived TTL u8 | echo TOS u8
 //	summaryReq          nothing
 //	summary             arrived [4][4]u16 | TOS zero [4][4]u16 | echoes [4]u16 | TTL min u8 | TTL max u8
+//	load                duration ms u32
+//	loadAck             duration ms u32 | port u16 ×3 (L4S sink, classic sink, RTT probes; 0 when refused)
 //
 // padded with zeros to the message's fixed size. A request is as long as
 // its answer (hello and helloAck, probe and echo, summaryReq and summary),
 // and the responder answers nothing shorter: it never sends more bytes
-// than it was sent. The [4] arrays are indexed by aqm.ECN value; echoes
+// than it was sent (load and loadAck too; the load itself is Prague data
+// and its ACKs, which are smaller). The [4] arrays are indexed by aqm.ECN value; echoes
 // counts the echoes the responder sent per codepoint (the reverse
 // direction's sent counts).
 const (
@@ -35,6 +38,8 @@ const (
 	typeEcho       = 4
 	typeSummaryReq = 5
 	typeSummary    = 6
+	typeLoad       = 7
+	typeLoadAck    = 8
 
 	headerSize  = 9
 	ProbeSize   = 64  // probe, echo, hello and helloAck
@@ -62,6 +67,10 @@ type msg struct {
 	arrived, tosZero [4][4]uint16
 	echoes           [4]uint16
 	ttlMin, ttlMax   uint8
+	// load, loadAck: how long the load runs, and where the responder
+	// sinks it (the L4S flow, the classic flow, the RTT probes)
+	loadMs uint32
+	ports  [3]uint16
 }
 
 // size is the padded length of a message of type typ.
@@ -97,6 +106,13 @@ func appendMsg(b []byte, m msg) []byte {
 			b = be.AppendUint16(b, n)
 		}
 		b = append(b, m.ttlMin, m.ttlMax)
+	case typeLoad:
+		b = be.AppendUint32(b, m.loadMs)
+	case typeLoadAck:
+		b = be.AppendUint32(b, m.loadMs)
+		for _, p := range m.ports {
+			b = be.AppendUint16(b, p)
+		}
 	}
 	for len(b)-start < size(m.typ) {
 		b = append(b, 0)
@@ -115,7 +131,7 @@ func parseMsg(b []byte) (msg, error) {
 		return m, errNotCheck
 	}
 	m.typ, m.session = b[4], be.Uint32(b[5:9])
-	if m.typ < typeHello || m.typ > typeSummary {
+	if m.typ < typeHello || m.typ > typeLoadAck {
 		return m, fmt.Errorf("unknown message type %d", m.typ)
 	}
 	if len(b) < size(m.typ) {
@@ -140,6 +156,13 @@ func parseMsg(b []byte) (msg, error) {
 			m.echoes[i] = be.Uint16(p[64+2*i:])
 		}
 		m.ttlMin, m.ttlMax = p[72], p[73]
+	case typeLoad:
+		m.loadMs = be.Uint32(p)
+	case typeLoadAck:
+		m.loadMs = be.Uint32(p)
+		for i := range m.ports {
+			m.ports[i] = be.Uint16(p[4+2*i:])
+		}
 	}
 	return m, nil
 }

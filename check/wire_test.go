@@ -23,6 +23,15 @@ func TestProbeBytes(t *testing.T) {
 	}
 }
 
+// The load answer's bytes, laid out by hand from the format in wire.go.
+func TestLoadAckBytes(t *testing.T) {
+	b := appendMsg(nil, msg{typ: typeLoadAck, session: 9, loadMs: 4000, ports: [3]uint16{0x1001, 0x1002, 0x1003}})
+	want := "7032636b" + "08" + "00000009" + "00000fa0" + "1001" + "1002" + "1003"
+	if got := hex.EncodeToString(b[:19]); got != want || len(b) != ProbeSize {
+		t.Errorf("loadAck %s (%d bytes), want %s (%d)", got, len(b), want, ProbeSize)
+	}
+}
+
 func TestWireRoundTrip(t *testing.T) {
 	sum := msg{typ: typeSummary, session: 7, echoes: [4]uint16{1, 2, 3, 0xffff}, ttlMin: 61, ttlMax: 63}
 	sum.arrived[aqm.ECT1][aqm.CE] = 9
@@ -35,6 +44,8 @@ func TestWireRoundTrip(t *testing.T) {
 		{typ: typeEcho, session: 3, seq: 65535, sentTOS: 0x2b, arrivedTOS: 0x28, flags: flagTOS | flagTTL, arrivedTTL: 62, echoTOS: 0x29},
 		{typ: typeSummaryReq, session: 4},
 		sum,
+		{typ: typeLoad, session: 5, loadMs: 5000},
+		{typ: typeLoadAck, session: 6, loadMs: 5000, ports: [3]uint16{40001, 40002, 65535}},
 	} {
 		b := appendMsg(nil, m)
 		if len(b) != size(m.typ) {
@@ -50,7 +61,7 @@ func TestWireRoundTrip(t *testing.T) {
 // Requests and their answers have one size, so the responder's rule
 // (answer nothing shorter than the answer) costs a client nothing.
 func TestRequestAsLongAsAnswer(t *testing.T) {
-	for _, p := range [][2]uint8{{typeHello, typeHelloAck}, {typeProbe, typeEcho}, {typeSummaryReq, typeSummary}} {
+	for _, p := range [][2]uint8{{typeHello, typeHelloAck}, {typeProbe, typeEcho}, {typeSummaryReq, typeSummary}, {typeLoad, typeLoadAck}} {
 		if size(p[0]) != size(p[1]) {
 			t.Errorf("type %d is %d bytes, its answer %d", p[0], size(p[0]), size(p[1]))
 		}
@@ -67,7 +78,7 @@ func TestParseMalformed(t *testing.T) {
 		{"header only, short", good[:headerSize-1]},
 		{"other magic", append([]byte("P2CK"), good[4:]...)},
 		{"type 0", append(append([]byte(magic), 0), good[5:]...)},
-		{"type 7", append(append([]byte(magic), 7), good[5:]...)},
+		{"type 9", append(append([]byte(magic), 9), good[5:]...)},
 		{"summary request cut to a probe's size", good[:ProbeSize]},
 		{"probe cut short", appendMsg(nil, msg{typ: typeProbe})[:20]},
 	} {

@@ -33,6 +33,11 @@ func (o *owner) publish(now int64, store bool) {
 			o.pubCPU, o.pubIn = cpu, o.st.In
 		}
 	}
+	var bps uint64
+	if c, ok := o.cfg.Link.Rate.(shaper.Const); ok {
+		bps = c.BitsPerSecond
+	}
+	o.watch.observe(now, bps, o.st.InBytes, o.link.Stats().Busy, o.link.QueuedUntil(now))
 	o.seq++
 	req := o.statsReq.Swap(false)
 	if req {
@@ -76,6 +81,8 @@ func (o *owner) fill(s *DirStats, now int64) {
 	s.Delay = o.cfg.Link.Delay
 	s.Queue = o.link.Queue().Stats(now)
 	s.Link = o.link.Stats()
+	s.Link.Queued = o.link.QueuedUntil(now)
+	s.NotBottleneck, s.PathBps = o.watch.elsewhere, o.watch.pathBps
 	s.Pending = o.link.Pending() + len(o.wbufs) // released, held for a batch write
 }
 

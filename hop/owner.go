@@ -107,8 +107,10 @@ type owner struct {
 	// The thread's CPU time and In at the last publish on the owner's
 	// thread (onThread), to count the CPU of the intervals that read no
 	// packet (DirStats.IdleCPU).
-	pubCPU   int64
-	pubIn    uint64
+	pubCPU int64
+	pubIn  uint64
+	// watch judges, at each publish, whether the hop is the bottleneck.
+	watch    bottleneckWatch
 	onThread bool
 }
 

@@ -41,22 +41,26 @@ type StatsRow struct {
 	FQCodel *FQCodelXStats `json:"fq_codel,omitempty"`
 	QProt   *QProtXStats   `json:"queue_protection,omitempty"`
 	// link
-	Interval    float64           `json:"interval_s"`
-	InPkts      uint64            `json:"in_packets"`
-	InBytes     uint64            `json:"in_bytes"`
-	OutPkts     uint64            `json:"out_packets"`
-	OutBytes    uint64            `json:"out_bytes"`
-	OutBps      float64           `json:"out_bps"`
-	Utilisation float64           `json:"utilisation"`
-	Marked      uint64            `json:"marked"`
-	Malformed   uint64            `json:"malformed"`
-	Drops       map[string]uint64 `json:"drops"`      // by aqm.Reason name, and nobuffer, write
-	ECNFaults   map[string]uint64 `json:"ecn_faults"` // packets a path fault rewrote or dropped, by kind
-	Pending     int               `json:"pending"`
-	SojournC    MsQuantiles       `json:"sojourn_c"`
-	SojournL    MsQuantiles       `json:"sojourn_l"`
-	Lateness    UsQuantiles       `json:"lateness"` // the driver's pacing error
-	RingDrops   uint64            `json:"tun_ring_drops"`
+	Interval    float64 `json:"interval_s"`
+	InPkts      uint64  `json:"in_packets"`
+	InBytes     uint64  `json:"in_bytes"`
+	OutPkts     uint64  `json:"out_packets"`
+	OutBytes    uint64  `json:"out_bytes"`
+	OutBps      float64 `json:"out_bps"`
+	Utilisation float64 `json:"utilisation"`
+	QueueBusy   float64 `json:"queue_busy"`
+	// NotBottleneck is the warning that the hop is not the path's
+	// bottleneck, when it holds (DirStats.NotBottleneck).
+	NotBottleneck string            `json:"not_bottleneck,omitempty"`
+	Marked        uint64            `json:"marked"`
+	Malformed     uint64            `json:"malformed"`
+	Drops         map[string]uint64 `json:"drops"`      // by aqm.Reason name, and nobuffer, write
+	ECNFaults     map[string]uint64 `json:"ecn_faults"` // packets a path fault rewrote or dropped, by kind
+	Pending       int               `json:"pending"`
+	SojournC      MsQuantiles       `json:"sojourn_c"`
+	SojournL      MsQuantiles       `json:"sojourn_l"`
+	Lateness      UsQuantiles       `json:"lateness"` // the driver's pacing error
+	RingDrops     uint64            `json:"tun_ring_drops"`
 	// CPUPerPkt is the direction's owner thread's CPU time (including the
 	// kernel's work inside its writes) per packet read, over the stats
 	// intervals that read one; nil when none did.
@@ -134,6 +138,10 @@ func (s *DirStats) Row(prev *DirStats) StatsRow {
 		v.OutBps = float64(iv.OutBytes) * 8 / v.Interval
 	}
 	v.Utilisation = iv.Utilisation()
+	v.QueueBusy = iv.QueueBusy()
+	if s.NotBottleneck {
+		v.NotBottleneck = NotBottleneckLine(s.PathBps)
+	}
 	if busy := iv.CPU - iv.IdleCPU; iv.In > 0 && busy > 0 {
 		us := float64(busy) / float64(iv.In) / 1e3
 		v.CPUPerPkt = &us
@@ -227,6 +235,7 @@ func (s *DirStats) since(prev *DirStats) DirStats {
 	}
 	d.Elapsed -= prev.Elapsed
 	d.Link.Busy -= prev.Link.Busy
+	d.Link.Queued -= prev.Link.Queued
 	d.OutBytes -= prev.OutBytes
 	d.CPU -= prev.CPU
 	d.CPUSys -= prev.CPUSys

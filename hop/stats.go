@@ -65,6 +65,12 @@ type DirStats struct {
 	// and between any two snapshots (Worst.Since).
 	Worst Worst
 
+	// NotBottleneck says traffic flowed, the queue never built and the
+	// link stayed under 80 % busy for NotBottleneckAfter: the path is
+	// limited elsewhere, at about PathBps (the rate traffic arrived at).
+	NotBottleneck bool
+	PathBps       float64
+
 	RingDrops uint64 // input TUN's tx_dropped since start: the kernel ring overflowed
 	CPU       int64  // CPU time of the owner's thread since the owner took it, ns
 	// CPUSys is the part of CPU spent in the kernel, ns, at the kernel's
@@ -85,6 +91,14 @@ func (s *DirStats) Dropped() uint64 {
 		n += d
 	}
 	return n
+}
+
+// QueueBusy returns the fraction of time a packet waited in the queue.
+func (s *DirStats) QueueBusy() float64 {
+	if s.Elapsed <= 0 {
+		return 0
+	}
+	return float64(s.Link.Queued) / float64(s.Elapsed)
 }
 
 // Utilisation returns the fraction of time the link was transmitting.

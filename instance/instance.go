@@ -177,6 +177,9 @@ func Run(ctx context.Context, opt Options, topo Topology) (err error) {
 			attrs = append(attrs, "metrics", opt.Metrics)
 		}
 	}
+	if in.hop != nil {
+		closers = append(closers, watchBottleneck(in.hop, log))
+	}
 	var webURL string
 	if in.hop != nil && opt.Web != nil {
 		w, url, err := opt.Web(Live{in})

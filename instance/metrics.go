@@ -24,6 +24,7 @@ type collector struct {
 
 	packets, bytes, drops, marks, malformed, ringDrops *prometheus.Desc
 	prob, qdelay, backlog, sojourn, rate, busy         *prometheus.Desc
+	queued, notBottleneck, pathRate                    *prometheus.Desc
 
 	classFlows, classBytes, classMarks             *prometheus.Desc
 	topRate, topSojourn, topMarks, topDrops, topQP *prometheus.Desc
@@ -53,6 +54,10 @@ func newCollector(h *hop.Hop) *collector {
 		sojourn:   d("sojourn_seconds", "Sojourn quantiles since start.", "queue", "quantile"),
 		rate:      d("link_rate_bits_per_second", "Configured link rate (0 for a trace)."),
 		busy:      d("link_busy_seconds_total", "Time the link spent transmitting."),
+		queued:    d("queue_busy_seconds_total", "Time a packet waited in the queue (the queue was not empty)."),
+		notBottleneck: d("not_bottleneck", "1 when traffic flowed, the queue never built and the link stayed under 80 % busy for 10 s: "+
+			"the path is limited elsewhere, at about pi2hop_path_rate_bits_per_second; else 0."),
+		pathRate: d("path_rate_bits_per_second", "The rate traffic arrived at while pi2hop_not_bottleneck is 1, else 0."),
 
 		classFlows: d("flows", "Flows in the flow table, by codepoint class.", "class"),
 		classBytes: d("flow_bytes", "Bytes written of the flows in the flow table, by class (an evicted flow no longer counts).", "class"),
@@ -68,7 +73,7 @@ func newCollector(h *hop.Hop) *collector {
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.packets, c.bytes, c.drops, c.marks, c.malformed, c.ringDrops,
-		c.prob, c.qdelay, c.backlog, c.sojourn, c.rate, c.busy,
+		c.prob, c.qdelay, c.backlog, c.sojourn, c.rate, c.busy, c.queued, c.notBottleneck, c.pathRate,
 		c.classFlows, c.classBytes, c.classMarks, c.topRate, c.topSojourn, c.topMarks, c.topDrops, c.topQP, c.faults} {
 		ch <- d
 	}
@@ -115,6 +120,13 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		}
 		gauge(c.rate, float64(s.Bps))
 		ch <- prometheus.MustNewConstMetric(c.busy, prometheus.CounterValue, float64(s.Link.Busy)/1e9, dir)
+		ch <- prometheus.MustNewConstMetric(c.queued, prometheus.CounterValue, float64(s.Link.Queued)/1e9, dir)
+		nb, path := 0.0, 0.0
+		if s.NotBottleneck {
+			nb, path = 1, s.PathBps
+		}
+		gauge(c.notBottleneck, nb)
+		gauge(c.pathRate, path)
 		c.collectFlows(&flows[i], gauge)
 	}
 }

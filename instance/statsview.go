@@ -37,8 +37,11 @@ func WriteDirRow(w io.Writer, v *hop.StatsRow) {
 	for _, l := range v.QdiscLines() {
 		fmt.Fprintf(w, "  %s\n", l)
 	}
-	fmt.Fprintf(w, " link: %s out over %.1fs, utilisation %.1f%%\n",
-		shaper.FormatRate(uint64(v.OutBps)), v.Interval, 100*v.Utilisation)
+	fmt.Fprintf(w, " link: %s out over %.1fs, utilisation %.1f%%, queue not empty %.1f%%\n",
+		shaper.FormatRate(uint64(v.OutBps)), v.Interval, 100*v.Utilisation, 100*v.QueueBusy)
+	if v.NotBottleneck != "" {
+		fmt.Fprintf(w, "  warning: %s\n", v.NotBottleneck)
+	}
 	fmt.Fprintf(w, "  in %d pkt %d bytes, out %d pkt %d bytes, pending %d, marked %d, malformed %d\n",
 		v.InPkts, v.InBytes, v.OutPkts, v.OutBytes, v.Pending, v.Marked, v.Malformed)
 	var drops []string

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pi2hop/pi2hop/hop"
 	"github.com/pi2hop/pi2hop/lan"
 )
 
@@ -32,5 +33,32 @@ func TestWriteClients(t *testing.T) {
 	WriteClients(&b, nil)
 	if b.Len() != 0 {
 		t.Errorf("no clients printed %q, want nothing (run and shell have none)", b.String())
+	}
+}
+
+// A direction's link line says how busy the link and the queue were, and
+// the warning follows it when the hop is not the bottleneck: 8.4 Mbit/s
+// through a 100 Mbit/s link over 12 s of 100 (busy 8.4 %, a packet
+// waiting 0.3 % of the time).
+func TestWriteDirRowNotBottleneck(t *testing.T) {
+	s := hop.DirStats{Dir: hop.Up, Kind: "dualpi2", Bps: 100_000_000, Elapsed: 12e9,
+		OutBytes: 12_600_000, NotBottleneck: true, PathBps: 8.4e6}
+	s.Link.Busy, s.Link.Queued = 1_008_000_000, 36_000_000
+	v := s.Row(nil)
+	if v.NotBottleneck != "not the bottleneck: the path is limited elsewhere at about 8.4 Mbit/s" {
+		t.Errorf("not_bottleneck %q", v.NotBottleneck)
+	}
+	var b strings.Builder
+	WriteDirRow(&b, &v)
+	want := " link: 8.4mbit out over 12.0s, utilisation 8.4%, queue not empty 0.3%\n  warning: not the bottleneck: the path is limited elsewhere at about 8.4 Mbit/s\n"
+	if !strings.Contains(b.String(), want) {
+		t.Errorf("stats lack\n%s\nin\n%s", want, b.String())
+	}
+	s.NotBottleneck = false
+	v = s.Row(nil)
+	b.Reset()
+	WriteDirRow(&b, &v)
+	if strings.Contains(b.String(), "warning") || v.NotBottleneck != "" {
+		t.Errorf("a bottleneck hop warned: %q\n%s", v.NotBottleneck, b.String())
 	}
 }

@@ -101,7 +101,12 @@ type LinkStats struct {
 	FaultDrops uint64
 	// Busy is the time the link spent transmitting, in ns, added as each
 	// transmission ends: utilisation over a window is ΔBusy / Δtime.
-	Busy        int64
+	Busy int64
+	// Queued is the time a packet waited in the queue, in ns: from an
+	// arrival that finds the link busy (or waiting for an aggregation
+	// slot) until a dequeue leaves the queue empty. Stats counts up to
+	// the last of those events; QueuedUntil also the stretch still open.
+	Queued      int64
 	InDelayLine int // packets in the delay line now
 }
 
@@ -157,6 +162,11 @@ type Link struct {
 
 	busy bool  // a packet is on the wire
 	wire Event // that packet; wire.Dep is when it leaves the link
+
+	// waiting is set while the queue holds a packet, since waitFrom
+	// (LinkStats.Queued).
+	waiting  bool
+	waitFrom int64
 
 	line        delayLine
 	lastRelease int64 // release time of the latest packet put in the line
@@ -256,7 +266,32 @@ func (l *Link) EnqueuePacket(m aqm.Meta, pkt []byte, now int64) aqm.Verdict {
 	if !l.busy {
 		l.stash = l.startNext(now, l.stash)
 	}
+	if !l.waiting {
+		if n, _ := l.q.Len(); n > 0 {
+			l.waiting, l.waitFrom = true, now
+		}
+	}
 	return v
+}
+
+// endWait closes the stretch the queue held packets at t if it is empty.
+func (l *Link) endWait(t int64) {
+	if !l.waiting {
+		return
+	}
+	if n, _ := l.q.Len(); n == 0 {
+		l.waiting = false
+		l.stats.Queued += max(t-l.waitFrom, 0)
+	}
+}
+
+// QueuedUntil is LinkStats.Queued with the stretch still open counted up
+// to now.
+func (l *Link) QueuedUntil(now int64) int64 {
+	if l.waiting {
+		return l.stats.Queued + max(now-l.waitFrom, 0)
+	}
+	return l.stats.Queued
 }
 
 // RefusedEvent returns the event of the packet the last Enqueue refused:
@@ -439,6 +474,7 @@ func (l *Link) startNext(t int64, out []Event) []Event {
 		m, v, ok := l.q.Dequeue(t)
 		if !ok {
 			l.aggBudget = 0 // a burst ends when the queue is empty
+			l.endWait(t)
 			return out
 		}
 		var prob uint32
@@ -460,6 +496,7 @@ func (l *Link) startNext(t int64, out []Event) []Event {
 		if l.agg.On() {
 			l.aggBudget -= int(m.Len)
 		}
+		l.endWait(t)
 		return out
 	}
 }

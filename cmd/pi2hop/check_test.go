@@ -59,7 +59,7 @@ func checkResponder(t *testing.T) string {
 
 func TestCheckCommand(t *testing.T) {
 	addr := checkResponder(t)
-	out, err := runCLI(t, "", "check", "--to", addr, "--probes", "3", "--every", "1ms")
+	out, err := runCLI(t, "", "check", "--to", addr, "--probes", "3", "--every", "1ms", "--load=false")
 	if err != nil {
 		t.Fatalf("check over loopback: %v\n%s", err, out)
 	}
@@ -68,7 +68,7 @@ func TestCheckCommand(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
 	}
-	out, err = runCLI(t, "", "check", "--to", addr, "--probes", "2", "--every", "1ms", "--json")
+	out, err = runCLI(t, "", "check", "--to", addr, "--probes", "2", "--every", "1ms", "--json", "--load=false")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,6 +99,12 @@ func TestCheckCommandErrors(t *testing.T) {
 		{[]string{"check", "--serve", ":1", "--trace"}, "--trace goes with --to"},
 		{[]string{"check", "--to", "h", "--wan", "eth0"}, "go with --box"},
 		{[]string{"check", "--box", "--serve", ":1"}, "give one of"},
+		{[]string{"check", "--to", "h", "--max-rate", "500kbit"}, "--max-rate 500kbit: want at least 1mbit"},
+		{[]string{"check", "--to", "h", "--max-rate", "10"}, "give a unit"},
+		{[]string{"check", "--to", "h", "--duration", "2m"}, "--duration 2m0s: want at most 1m0s"},
+		{[]string{"check", "--to", "h", "--duration", "0.5s"}, "must be at least 1s"},
+		{[]string{"check", "--to", "h", "--load=false", "--duration", "2s"}, "go with --to and --load"},
+		{[]string{"check", "--serve", ":1", "--max-rate", "10mbit"}, "go with --to and --load"},
 	} {
 		_, err := runCLI(t, "", c.args...)
 		var ue *usageError
@@ -163,6 +169,11 @@ func TestCheckJSONMatchesDocs(t *testing.T) {
 	tr := &check.Trace{Peer: r.Peer, Sent: aqm.ECT1, Reached: true, Changed: 1, Hops: []check.Hop{
 		{N: 1, Silent: true}, {N: 2, Addr: r.Peer.Addr(), Responder: true, TOS: 0x28, RTT: time.Millisecond}}}
 	tj := tr.JSON()
+	j.Trace = &tj
+	lf := check.LoadFigures{MaxRate: 100e6, Base: time.Millisecond, L4SP50: 2 * time.Millisecond, L4SP99: 3 * time.Millisecond,
+		ClassicP50: 16 * time.Millisecond, ClassicP99: 20 * time.Millisecond, L4SProbes: 300, ClassicProbes: 300, L4SCE: 0.2, L4SGoodput: 5e6, CGoodput: 5e6}
+	r.Load = &check.Load{Duration: 5 * time.Second, MaxRate: 100e6, Figures: lf, Verdict: check.Classify(lf)}
+	j = r.JSON()
 	j.Trace = &tj
 	clean := (&check.Result{Forward: check.Direction{Table: tb, Verdict: check.Judge(tb)}, Reverse: check.Direction{Table: tb, Verdict: check.Judge(tb)}}).JSON()
 	box := check.BoxJSON{Problems: 1, Findings: []check.Finding{{Check: "firewall", Status: check.Problem, Detail: "d", Fix: "f"}, {Check: "conntrack", Status: check.OK, Detail: "d"}}}
