@@ -344,3 +344,23 @@ func TestQProtScorerMinTh(t *testing.T) {
 		}
 	}
 }
+
+// The scorer's ramp takes a shift where the ramp's width is a power of
+// two: the same probability as rampProb's division at every delay on and
+// around the ramp.
+func TestQProtScorerRampShift(t *testing.T) {
+	s := NewQProtScorer(DefaultDOCSISConfig())
+	if s.lgWidth != 19 {
+		t.Fatalf("lgWidth %d, want 19 (a ramp 2^19 ns wide)", s.lgWidth)
+	}
+	div := s
+	div.lgWidth = -1
+	for _, d := range []int64{-1, 0, 1, 2, 3, 1000, 262_143, 262_144, 333_333, 524_286, 524_287, 524_288, 524_289, 10 * ms} {
+		var e1, e2 int64
+		a, sa := s.Score(&e1, s.MinTh()+d, 1499, 5*ms)
+		b, sb := div.Score(&e2, s.MinTh()+d, 1499, 5*ms)
+		if a != b || sa != sb {
+			t.Errorf("MINTH%+d ns: score %d %v by shift, %d %v by division", d, a, sa, b, sb)
+		}
+	}
+}

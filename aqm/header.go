@@ -204,37 +204,49 @@ func (v Header) flowHash(version int, key uint32) uint32 {
 }
 
 // flowHash2 is flowHash with key 0 and with key, in one pass over the
-// header: the two chains are independent, so they cost little more than
-// one.
+// header: the two chains are independent and share each word's
+// scrambling (hashWord2), so they cost little more than one.
 func (v Header) flowHash2(version int, key uint32) (plain, keyed uint32) {
 	h, k := uint32(flowHashInit), flowHashInit^key
-	mix := func(w uint32) { h, k = hashWord(h, w), hashWord(k, w) }
 	switch version {
 	case 4:
 		ihl := int(v[0]&0x0f) * 4
 		total := int(binary.BigEndian.Uint16(v[2:4]))
 		proto := v[9]
-		mix(binary.BigEndian.Uint32(v[12:16]))
-		mix(binary.BigEndian.Uint32(v[16:20]))
-		mix(uint32(proto))
+		h, k = hashWord2(h, k, binary.BigEndian.Uint32(v[12:16]))
+		h, k = hashWord2(h, k, binary.BigEndian.Uint32(v[16:20]))
+		h, k = hashWord2(h, k, uint32(proto))
 		fragOffset := binary.BigEndian.Uint16(v[6:8]) & 0x1fff
 		if hasPorts(proto) && fragOffset == 0 && ihl+4 <= total {
-			mix(binary.BigEndian.Uint32(v[ihl : ihl+4]))
+			h, k = hashWord2(h, k, binary.BigEndian.Uint32(v[ihl:ihl+4]))
 		}
 	case 6:
 		for i := 8; i < ipv6Header; i += 4 {
-			mix(binary.BigEndian.Uint32(v[i : i+4]))
+			h, k = hashWord2(h, k, binary.BigEndian.Uint32(v[i:i+4]))
 		}
 		proto := v[6]
-		mix(uint32(proto))
+		h, k = hashWord2(h, k, uint32(proto))
 		end := ipv6Header + int(binary.BigEndian.Uint16(v[4:6]))
 		if hasPorts(proto) && ipv6Header+4 <= end {
-			mix(binary.BigEndian.Uint32(v[ipv6Header : ipv6Header+4]))
+			h, k = hashWord2(h, k, binary.BigEndian.Uint32(v[ipv6Header:ipv6Header+4]))
 		}
 	default:
 		return 0, 0
 	}
 	return finalizeHash(h), finalizeHash(k)
+}
+
+// hashWord2 is hashWord of one word into two states: the word's
+// scrambling is done once.
+func hashWord2(h, k, w uint32) (uint32, uint32) {
+	w *= 0xcc9e2d51
+	w = w<<15 | w>>17
+	w *= 0x1b873593
+	h ^= w
+	h = h<<13 | h>>19
+	k ^= w
+	k = k<<13 | k>>19
+	return h*5 + 0xe6546b64, k*5 + 0xe6546b64
 }
 
 // hasPorts reports whether an IP protocol number's header starts with a

@@ -179,6 +179,10 @@ func productAbove(a, b, c, d int64) bool {
 type QProtScorer struct {
 	cfg          QProtConfig // CriticalQL resolved as a DOCSIS queue holds it
 	minTh, width int64
+	// lgWidth is log2(width) when width is a power of two (as LG_RANGE
+	// makes it unless MAXTH's cap shortens it), else -1: the ramp's
+	// division is then a shift, with the same result.
+	lgWidth int
 }
 
 // NewQProtScorer returns the scorer of cfg's ramp and Queue Protection,
@@ -187,6 +191,10 @@ type QProtScorer struct {
 func NewQProtScorer(cfg DOCSISConfig) QProtScorer {
 	s := QProtScorer{cfg: cfg.QProt}
 	s.minTh, s.width = cfg.ramp()
+	s.lgWidth = -1
+	if s.width&(s.width-1) == 0 {
+		s.lgWidth = bits.Len64(uint64(s.width)) - 1
+	}
 	if s.cfg.CriticalQL == 0 {
 		s.cfg.CriticalQL = s.minTh + s.width
 	}
@@ -210,7 +218,13 @@ func (s *QProtScorer) Thresholds() (criticalQL, criticalScore int64) {
 // A drained bucket restarts from now, as pick_bucket restarts it.
 func (s *QProtScorer) Score(exp *int64, qdelay int64, size int, now int64) (score int64, sanction bool) {
 	e := max(*exp, now)
-	e = s.cfg.fill(e, rampProb(qdelay, s.minTh, s.width), size, now)
+	var p uint32
+	if d := qdelay - s.minTh; s.lgWidth >= 0 && d > 0 && d < s.width {
+		p = uint32(uint64(d) * MaxProb >> s.lgWidth)
+	} else {
+		p = rampProb(qdelay, s.minTh, s.width)
+	}
+	e = s.cfg.fill(e, p, size, now)
 	*exp = e
 	score = e - now
 	return score, s.cfg.sanctions(qdelay, score)

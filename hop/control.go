@@ -247,9 +247,7 @@ func (o *owner) apply(next DirConfig) error {
 func (o *owner) droppedByChange(m aqm.Meta) {
 	o.st.QueueDrops[aqm.ReasonLimit]++
 	if o.flows != nil {
-		fi := o.flowOf[m.Slot]
-		o.flows.dropped(fi, aqm.ReasonLimit)
-		o.flows.e[fi].inFlight--
+		o.flows.droppedHeld(o.flowOf[m.Slot], aqm.ReasonLimit)
 	}
 	if o.tap != nil {
 		now := clock()

@@ -99,7 +99,7 @@ func (o *owner) accept(slot int32, size int, now int64) {
 			o.flows.dropped(fi, v.Reason)
 		} else {
 			o.flowOf[slot] = fi
-			o.flows.e[fi].inFlight++
+			o.flows.held(fi)
 		}
 	}
 	if v.Action == aqm.Drop {
@@ -162,9 +162,7 @@ func (o *owner) finish(ev *shaper.Event, now int64) {
 		o.st.Worst.Add(now - ev.At)
 		o.st.QueueDrops[ev.Verdict.Reason]++
 		if o.flows != nil {
-			fi := o.flowOf[slot]
-			o.flows.dropped(fi, ev.Verdict.Reason)
-			o.flows.e[fi].inFlight--
+			o.flows.droppedHeld(o.flowOf[slot], ev.Verdict.Reason)
 		}
 		if o.tap != nil {
 			o.tap.Packet(int(o.dir), int(TapDrop), ev.At, o.whole(slot, pkt), ev)
@@ -183,9 +181,7 @@ func (o *owner) finish(ev *shaper.Event, now int64) {
 		h.SetDSField(ev.DSOut(h.DSField()))
 	}
 	if o.flows != nil {
-		fi := o.flowOf[slot]
-		o.flows.released(fi, &ev.Meta, marked, aqm.Header(pkt).ECN(), ev.Verdict.Class, ev.Deq-ev.Meta.Arrival, ev.At)
-		o.flows.e[fi].inFlight--
+		o.flows.released(o.flowOf[slot], &ev.Meta, marked, aqm.Header(pkt).ECN(), ev.Verdict.Class, ev.Deq-ev.Meta.Arrival, ev.At)
 	}
 	if ev.Dep > ev.Deq {
 		o.lastTx = ev.Dep - ev.Deq

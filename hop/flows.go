@@ -14,17 +14,22 @@ import (
 )
 
 // FlowTableSize is how many flows each direction's table holds. Beyond
-// it, a new flow takes the place of the flow of its set that has nothing
-// in flight and was seen longest ago; when every flow of the set has a
-// packet in flight the new one is counted as "other".
+// it, a new flow takes the place of the flow of its two sets that has
+// nothing in flight and was seen longest ago; when every flow of both
+// sets has a packet in flight the new one is counted as "other".
 const FlowTableSize = 4096
 
-// The table is set-associative: a flow's keyed hash picks a set of
-// flowWays entries, so a lookup and an eviction look at flowWays entries
-// at most, whatever the load.
+// The table is set-associative with two choices: a flow's keyed hash
+// picks two sets of flowWays entries, and the flow lives in either, so a
+// lookup and an eviction look at 2·flowWays entries at most, whatever the
+// load. With one set per flow, a full table's busiest sets hold more flows
+// than ways and evict at every packet (a flow's chance of a set beyond
+// its ways is a Poisson tail at a mean of flowWays); with two, a new flow
+// goes to the set with room and the table fills before any evicts.
 const (
-	flowWays = 8
-	flowSets = FlowTableSize / flowWays
+	flowWays    = 8
+	flowSetBits = 9
+	flowSets    = 1 << flowSetBits
 	// otherFlow is the index of the entry that counts what the table
 	// could not hold (and packets without a 5-tuple).
 	otherFlow = FlowTableSize
@@ -35,6 +40,21 @@ const (
 	// arrived so far).
 	noECN = aqm.ECN(0xff)
 )
+
+// A flow's hash, h|1, is laid out as: bit 0 set (0 is an empty way),
+// then its first set, its home way in that set, its second set.
+const (
+	flowHomeShift = 1 + flowSetBits
+	flowAltShift  = flowHomeShift + 3 // log2(flowWays)
+)
+
+// flowSetsOf returns the first entries of h's two sets and its home
+// entry (in the first).
+func flowSetsOf(h uint32) (a, b, home int) {
+	a = int(h>>1&(flowSets-1)) * flowWays
+	b = int(h>>flowAltShift&(flowSets-1)) * flowWays
+	return a, b, a + int(h>>flowHomeShift&(flowWays-1))
+}
 
 // flowKey is a flow's 5-tuple as the packet carries it: the addresses
 // as 8-byte words of the header (IPv4 source and destination in the
@@ -115,48 +135,86 @@ type ECNCount struct {
 	Bytes   uint64 `json:"bytes"`
 }
 
-// flowEntry is one flow's counters, owner side. What every packet
-// touches on arrival comes first.
-type flowEntry struct {
+// flowHot is what a flow's every packet touches, in three cache lines:
+// the key a lookup compares, the counters of its arrival and its
+// release, the rate window and the Queue Protection bucket. Anything
+// touched only at a rare event (a new flow, a drop, a class change, the
+// turn of a window, a sanctioned packet, a counter wrap) is in flowCold,
+// so that the lines a packet pulls in are few and the hot part of a full
+// table stays in a core's second-level cache. Packet counters are 32-bit
+// here; a wrap carries into flowCold.
+type flowHot struct {
 	key      flowKey
 	inFlight int32 // packets taken in and not yet fated: the entry must stay
 	cls      aqm.ECN
-	changed  bool // it switched codepoint: to changeTo at changedAt
-	changeTo aqm.ECN
+	changed  bool // it switched codepoint (to flowCold.changeTo)
 	queue    aqm.Class
-	last     int64       // last arrival, hop clock
-	in, out  [4]ECNCount // by codepoint, as read and as released
-	marks    uint64      // CE set by the AQM
+	_        uint8
+	last     int64 // last arrival, hop clock
+	inPk     [4]uint32
+	inB      [4]uint64 // by codepoint, as read
+	outPk    [4]uint32
+	outB     [4]uint64 // by codepoint, as released
+	marks    uint32    // CE set by the AQM
 
-	// Delivered bytes in the current rate window (from winStart) and in
-	// the one before.
-	winStart          int64
-	winBytes, prevWin uint64
+	// L-queue packets released in the current rate window.
+	qpLWin uint32
+
+	// Delivered bytes in the current rate window, from winStart.
+	winStart int64
+	winBytes uint64
 
 	// Queue Protection's passive score (aqm.QProtScorer): the bucket's
-	// expiry; packets it would have sanctioned, in all, in the current
-	// window and in the one before; the L-queue packets of those windows;
-	// the highest delay-weighted score of their sanctioned packets
-	// (score·qdelay/CRITICALqL, what qprotect compares with
-	// CRITICALqLSCORE).
-	qpExp                int64
-	qpSanctioned         uint64
-	qpWin, qpPrev        uint32
-	qpLWin, qpLPrev      uint32
-	qpWorstWin, qpWorstP int64
+	// expiry, and the packets it would have sanctioned in the current
+	// window.
+	qpExp int64
+	qpWin uint32
+	_     uint32
+}
+
+// flowHotSize is flowHot's size: a whole number of cache lines, so that
+// an entry of the table (allocated page-aligned) never straddles more
+// lines than it fills.
+const flowHotSize = 192
+
+// flowCold is the rest of a flow's state: written at rare events, read
+// when the table is copied; the sojourn histogram, of which a packet
+// touches one word.
+type flowCold struct {
+	sojourn flowHist
 
 	first     int64 // first arrival, hop clock
 	changedAt int64
-	drops     [aqm.NumReasons]uint64
-	sojourn   flowHist
+	changeTo  aqm.ECN
+
+	// Wraps of flowHot's 32-bit packet and mark counters.
+	inWraps, outWraps [4]uint32
+	marksWraps        uint32
+
+	// Delivered bytes in the rate window before the current one.
+	prevWin uint64
+
+	// Queue Protection: packets it would have sanctioned in all, in the
+	// window before the current one, the L-queue packets of that window;
+	// the highest delay-weighted score of the sanctioned packets of the
+	// current window and of the one before (score·qdelay/CRITICALqL, what
+	// qprotect compares with CRITICALqLSCORE).
+	qpSanctioned         uint64
+	qpPrev, qpLPrev      uint32
+	qpWorstWin, qpWorstP int64
+
+	drops [aqm.NumReasons]uint64
 }
 
-// flowTable is one direction's table.
+// flowTable is one direction's table. The hot entries come first: the
+// table is one large allocation, which starts on a page, so each entry
+// starts on a cache line.
 type flowTable struct {
-	key     uint32 // keys the flow hash: chosen at random per hop
+	hot     [FlowTableSize + 1]flowHot // + otherFlow
 	tags    [FlowTableSize]uint32
-	e       [FlowTableSize + 1]flowEntry // + otherFlow
-	evicted uint64                       // flows that gave their place to a new one
+	cold    [FlowTableSize + 1]flowCold
+	key     uint32 // keys the flow hash: chosen at random per hop
+	evicted uint64 // flows that gave their place to a new one
 	scorer  aqm.QProtScorer
 	qpMinTh int64 // scorer.MinTh()
 }
@@ -165,12 +223,17 @@ type flowTable struct {
 // Protection in force for the direction's link.
 func (t *flowTable) reset(scorer aqm.QProtScorer) {
 	t.tags = [FlowTableSize]uint32{}
-	for i := range t.e {
+	for i := range t.hot {
 		// A write to every entry maps every page now, so that no page
-		// fault falls on the owner's real-time thread at a new flow.
-		t.e[i].inFlight = 0
+		// fault falls on the owner's real-time thread at a new flow; a
+		// key of no IP version matches no packet (lookup compares a home
+		// entry's key without its tag).
+		t.hot[i].inFlight = 0
+		t.hot[i].key.version = 0
+		t.cold[i].first = 0
 	}
-	t.e[otherFlow] = flowEntry{cls: noECN}
+	t.hot[otherFlow] = flowHot{cls: noECN}
+	t.cold[otherFlow] = flowCold{}
 	t.evicted = 0
 	t.setScorer(scorer)
 }
@@ -182,39 +245,97 @@ func (t *flowTable) setScorer(s aqm.QProtScorer) {
 
 // lookup returns the index of pkt's flow, making an entry for a new one;
 // hash is the packet's FlowHashKeyed(t.key), 0 for a malformed packet.
+//
+// Each flow has a home way in its first set, chosen by other bits of its
+// hash, which a new flow takes when it is free. The home entry's key is
+// compared first: its address depends on the hash alone, so the packet's
+// one cache miss of the lookup is the line its counters are in too, where
+// a scan of the set's tags first would wait for the tags' line before it
+// could ask for the entry's. Only a flow away from home pays for the scan
+// (a set's tags share one cache line).
 func (t *flowTable) lookup(pkt aqm.Header, hash uint32, now int64) int32 {
 	if hash == 0 {
 		return otherFlow // malformed: aqm hashes only IPv4 and IPv6 it can read
 	}
 	version := int(pkt[0] >> 4)
-	h := hash | 1 // 0 is an empty way
-	base := int(h>>1&(flowSets-1)) * flowWays
-	tags := t.tags[base : base+flowWays : base+flowWays]
+	h := hash | 1
+	a, b, home := flowSetsOf(h)
+	if t.hot[home].key.matches(pkt, version) {
+		return int32(home)
+	}
+	if i := t.find(pkt, version, h, a); i >= 0 {
+		return i
+	}
+	if b != a {
+		if i := t.find(pkt, version, h, b); i >= 0 {
+			return i
+		}
+	}
+	return t.insert(pkt, version, h, a, b, home, now)
+}
+
+// find returns the entry of the set at base that holds pkt's flow, -1 if
+// none does.
+func (t *flowTable) find(pkt aqm.Header, version int, h uint32, base int) int32 {
+	tags := (*[flowWays]uint32)(t.tags[base : base+flowWays])
 	for i, tg := range tags {
-		if tg == h && t.e[base+i].key.matches(pkt, version) {
+		if tg == h && t.hot[base+i].key.matches(pkt, version) {
 			return int32(base + i)
 		}
 	}
-	victim, oldest := -1, int64(1<<63-1)
-	for i, tg := range tags {
-		if tg == 0 {
-			victim = i
-			break
-		}
-		if e := &t.e[base+i]; e.inFlight == 0 && e.last < oldest {
-			victim, oldest = i, e.last
+	return -1
+}
+
+// insert makes an entry for a new flow whose sets start at a and b: in
+// its home way if free, else in a free way of the set with more free
+// ways (the two choices that keep the sets even), else in place of the
+// flow of the two sets seen longest ago that has nothing in flight;
+// otherFlow when every flow of both sets has a packet in flight.
+func (t *flowTable) insert(pkt aqm.Header, version int, h uint32, a, b, home int, now int64) int32 {
+	victim := home
+	if t.tags[home] != 0 {
+		fa, na := t.free(a)
+		fb, nb := t.free(b)
+		switch {
+		case na >= nb && na > 0:
+			victim = fa
+		case nb > 0:
+			victim = fb
+		default:
+			victim = -1
+			oldest := int64(1<<63 - 1)
+			for _, base := range [2]int{a, b} {
+				for i := base; i < base+flowWays; i++ {
+					if e := &t.hot[i]; e.inFlight == 0 && e.last < oldest {
+						victim, oldest = i, e.last
+					}
+				}
+			}
 		}
 	}
 	if victim < 0 {
 		return otherFlow
 	}
-	if tags[victim] != 0 {
+	if t.tags[victim] != 0 {
 		t.evicted++
 	}
-	tags[victim] = h
-	e := &t.e[base+victim]
-	*e = flowEntry{key: keyOf(pkt, version), first: now, cls: noECN}
-	return int32(base + victim)
+	t.tags[victim] = h
+	t.hot[victim] = flowHot{key: keyOf(pkt, version), cls: noECN}
+	t.cold[victim] = flowCold{first: now}
+	return int32(victim)
+}
+
+// free returns the first free entry of the set at base and how many are
+// free.
+func (t *flowTable) free(base int) (first, n int) {
+	first = -1
+	for i := base + flowWays - 1; i >= base; i-- {
+		if t.tags[i] == 0 {
+			first = i
+			n++
+		}
+	}
+	return first, n
 }
 
 // arrive counts a packet read, with codepoint ecn, against flow i.
@@ -226,10 +347,14 @@ func (t *flowTable) lookup(pkt aqm.Header, hash uint32, now int64) int32 {
 // and retransmissions Not-ECT in an ECN flow, so a TCP flow that starts
 // Not-ECT and then sends ECT takes the ECT class.
 func (t *flowTable) arrive(i int32, ecn aqm.ECN, size int, now int64) {
-	e := &t.e[i]
+	e := &t.hot[i]
+	c := ecn & 3
 	e.last = now
-	e.in[ecn&3].Packets++
-	e.in[ecn&3].Bytes += uint64(size)
+	e.inPk[c]++
+	if e.inPk[c] == 0 {
+		t.cold[i].inWraps[c]++
+	}
+	e.inB[c] += uint64(size)
 	if ecn == aqm.CE || ecn == e.cls || e.changed || i == otherFlow {
 		return
 	}
@@ -240,35 +365,49 @@ func (t *flowTable) arrive(i int32, ecn aqm.ECN, size int, now int64) {
 	case e.key.proto == 6 && e.cls == aqm.NotECT:
 		e.cls = ecn
 	default:
-		e.changed, e.changeTo, e.changedAt = true, ecn, now
+		e.changed = true
+		t.cold[i].changeTo, t.cold[i].changedAt = ecn, now
 	}
 }
+
+// held counts a packet of flow i taken into the link: the entry stays
+// until its fate.
+func (t *flowTable) held(i int32) { t.hot[i].inFlight++ }
 
 // dropped counts a drop of one of flow i's packets.
 func (t *flowTable) dropped(i int32, r aqm.Reason) {
-	t.e[i].drops[r]++
+	t.cold[i].drops[r]++
 }
 
-// released counts a packet of flow i that left the link and is to be
-// written: its codepoint out, a mark, its sojourn, the rate window, and
-// for the L-queue its Queue Protection score.
+// droppedHeld counts the drop of a packet of flow i that was held.
+func (t *flowTable) droppedHeld(i int32, r aqm.Reason) {
+	t.hot[i].inFlight--
+	t.cold[i].drops[r]++
+}
+
+// released counts a held packet of flow i that left the link and is to
+// be written: its codepoint out, a mark, its sojourn, the rate window,
+// and for the L-queue its Queue Protection score.
 func (t *flowTable) released(i int32, m *aqm.Meta, marked bool, ecnOut aqm.ECN, class aqm.Class, sojourn, at int64) {
-	e := &t.e[i]
+	e := &t.hot[i]
+	e.inFlight--
 	size := uint64(m.Len)
-	e.out[ecnOut&3].Packets++
-	e.out[ecnOut&3].Bytes += size
+	c := ecnOut & 3
+	e.outPk[c]++
+	if e.outPk[c] == 0 {
+		t.cold[i].outWraps[c]++
+	}
+	e.outB[c] += size
 	if marked {
 		e.marks++
+		if e.marks == 0 {
+			t.cold[i].marksWraps++
+		}
 	}
 	e.queue = class
-	e.sojourn.add(sojourn)
-	if d := at - e.winStart; d >= flowWindow {
-		e.prevWin, e.qpPrev, e.qpLPrev, e.qpWorstP = e.winBytes, e.qpWin, e.qpLWin, e.qpWorstWin
-		if d >= 2*flowWindow {
-			e.prevWin, e.qpPrev, e.qpLPrev, e.qpWorstP = 0, 0, 0, 0
-		}
-		e.winBytes, e.qpWin, e.qpLWin, e.qpWorstWin = 0, 0, 0, 0
-		e.winStart = at - d%flowWindow
+	t.cold[i].sojourn.add(sojourn)
+	if at-e.winStart >= flowWindow {
+		t.turn(i, at)
 	}
 	e.winBytes += size
 	if class == aqm.Classic {
@@ -284,12 +423,33 @@ func (t *flowTable) released(i int32, m *aqm.Meta, marked bool, ecnOut aqm.ECN, 
 	}
 	score, sanction := t.scorer.Score(&e.qpExp, sojourn, int(m.Len), m.Arrival)
 	if sanction {
-		ql, _ := t.scorer.Thresholds()
-		x := int64(float64(score) * float64(sojourn) / float64(ql))
-		e.qpSanctioned++
-		e.qpWin++
-		e.qpWorstWin = max(e.qpWorstWin, x)
+		t.sanctioned(i, score, sojourn)
 	}
+}
+
+// turn starts flow i's rate window that holds at: the current window
+// becomes the previous one, or both are empty when the flow released
+// nothing for a whole window.
+func (t *flowTable) turn(i int32, at int64) {
+	e, c := &t.hot[i], &t.cold[i]
+	d := at - e.winStart
+	c.prevWin, c.qpPrev, c.qpLPrev, c.qpWorstP = e.winBytes, e.qpWin, e.qpLWin, c.qpWorstWin
+	if d >= 2*flowWindow {
+		c.prevWin, c.qpPrev, c.qpLPrev, c.qpWorstP = 0, 0, 0, 0
+	}
+	e.winBytes, e.qpWin, e.qpLWin, c.qpWorstWin = 0, 0, 0, 0
+	e.winStart = at - d%flowWindow
+}
+
+// sanctioned counts a packet of flow i that qprotect would have
+// sanctioned, with the flow's score after it and the delay it met.
+func (t *flowTable) sanctioned(i int32, score, sojourn int64) {
+	ql, _ := t.scorer.Thresholds()
+	x := int64(float64(score) * float64(sojourn) / float64(ql))
+	c := &t.cold[i]
+	c.qpSanctioned++
+	t.hot[i].qpWin++
+	c.qpWorstWin = max(c.qpWorstWin, x)
 }
 
 // flowHist is a flow's sojourn histogram: one bucket below 2^10 ns, then
@@ -297,7 +457,6 @@ func (t *flowTable) released(i int32, m *aqm.Meta, marked bool, ecnOut aqm.ECN, 
 // thousands of flows, fine enough to tell 1 ms from 2.
 type flowHist struct {
 	counts [flowHistBuckets]uint32
-	total  uint32
 }
 
 const (
@@ -325,21 +484,32 @@ func flowHistUpper(i int) int64 {
 	return (sub+1)<<uint(e-2) - 1
 }
 
+// add counts one sojourn: one word written, no total kept (a second
+// word, often on another cache line); readers sum the counts.
 func (h *flowHist) add(ns int64) {
 	h.counts[flowHistIndex(ns)]++
-	h.total++
+}
+
+// total is how many sojourns were counted.
+func (h *flowHist) total() uint64 {
+	var n uint64
+	for _, c := range h.counts {
+		n += uint64(c)
+	}
+	return n
 }
 
 // quantile is the upper edge of the bucket holding the sample of nearest
 // rank q (figure.Rank); 0 when empty.
 func (h *flowHist) quantile(q float64) int64 {
-	if h.total == 0 {
+	total := h.total()
+	if total == 0 {
 		return 0
 	}
-	rank := uint32(figure.Rank(int(h.total), q))
-	var seen uint32
+	rank := uint64(figure.Rank(int(total), q))
+	var seen uint64
 	for i, c := range h.counts {
-		seen += c
+		seen += uint64(c)
 		if seen >= rank {
 			return flowHistUpper(i)
 		}

@@ -3,8 +3,10 @@ package hop
 import (
 	"encoding/binary"
 	"fmt"
+	"math/rand/v2"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/pi2hop/pi2hop/aqm"
 	"github.com/pi2hop/pi2hop/internal/race"
@@ -102,38 +104,76 @@ func TestFlowKeys(t *testing.T) {
 	}
 }
 
-// TestFlowTableFull: a set's ways hold flowWays flows; a new flow takes
-// the place of the one seen longest ago that has nothing in flight, and
-// when all have a packet in flight it is counted as other.
+// TestFlowTableFull: a flow's two sets hold 2·flowWays flows; a new flow
+// takes its home way when free, else a free way of the set with more
+// room, else the place of the flow of its sets seen longest ago that has
+// nothing in flight; when all have a packet in flight it is counted as
+// other. The hashes are chosen to share both sets.
 func TestFlowTableFull(t *testing.T) {
 	var tb flowTable
 	tb.reset(qprotScorer(testConfig(10_000_000, 0).Up))
-	// Ports that land in the same set, found by the table's own hash.
-	set := -1
-	var ports []uint16
-	for p := uint16(1); len(ports) < flowWays+2; p++ {
-		h := aqm.Header(pkt4(100, 0, 17, p)).FlowHashKeyed(tb.key) | 1
-		if s := int(h >> 1 & (flowSets - 1)); set < 0 || s == set {
-			set = s
-			ports = append(ports, p)
-		}
-	}
+	const setA, setB = 5, 77
+	hash := func(home int) uint32 { return 1 | setA<<1 | uint32(home)<<flowHomeShift | setB<<flowAltShift }
 	var idx []int32
-	for k, p := range ports[:flowWays] {
-		pk := pkt4(100, 0, 17, p)
-		i := tb.lookup(pk, aqm.Header(pk).FlowHashKeyed(tb.key), int64(10+k))
+	for k := range 2 * flowWays {
+		pk := pkt4(100, 0, 17, uint16(k+1))
+		i := tb.lookup(pk, hash(k%flowWays), int64(10+k))
+		want := setA*flowWays + k // homes first, then the second set
+		if k >= flowWays {
+			want = setB*flowWays + k - flowWays
+		}
+		if i != int32(want) {
+			t.Fatalf("flow %d took entry %d, want %d", k, i, want)
+		}
 		tb.arrive(i, 0, 100, int64(10+k))
-		tb.e[i].inFlight++
+		tb.held(i)
 		idx = append(idx, i)
 	}
-	late := pkt4(100, 0, 17, ports[flowWays])
-	if i := tb.lookup(late, aqm.Header(late).FlowHashKeyed(tb.key), 100); i != otherFlow {
-		t.Fatalf("a new flow in a full set of busy flows got entry %d, want other", i)
+	for k, i := range idx { // the same flows again: found where they are
+		pk := pkt4(100, 0, 17, uint16(k+1))
+		if j := tb.lookup(pk, hash(k%flowWays), 50); j != i {
+			t.Errorf("flow %d found at %d, want %d", k, j, i)
+		}
 	}
-	tb.e[idx[3]].inFlight-- // idle, seen at 13
-	tb.e[idx[5]].inFlight-- // idle, seen at 15
-	if i := tb.lookup(late, aqm.Header(late).FlowHashKeyed(tb.key), 100); i != idx[3] || tb.evicted != 1 {
-		t.Errorf("new flow took entry %d (evicted %d), want %d: the oldest idle", i, tb.evicted, idx[3])
+	late := pkt4(100, 0, 17, 999)
+	if i := tb.lookup(late, hash(3), 100); i != otherFlow {
+		t.Fatalf("a new flow in two full sets of busy flows got entry %d, want other", i)
+	}
+	tb.hot[idx[12]].inFlight-- // idle, seen at 22
+	tb.hot[idx[5]].inFlight--  // idle, seen at 15
+	if i := tb.lookup(late, hash(3), 100); i != idx[5] || tb.evicted != 1 {
+		t.Errorf("new flow took entry %d (evicted %d), want %d: the oldest idle", i, tb.evicted, idx[5])
+	}
+}
+
+// TestFlowTableHoldsItsSize: FlowTableSize flows, hashed as the hop
+// hashes them, nearly all keep their place through a second round (each
+// found where it was first put). With one set per flow, the flows beyond
+// a full set's ways would be E[(X−8)+]/8 = 14 % of them (X Poisson with
+// mean 8, the flows per set) and each would evict another at each
+// packet; the two choices leave a few: at most 3 % here.
+func TestFlowTableHoldsItsSize(t *testing.T) {
+	var tb flowTable
+	tb.reset(qprotScorer(testConfig(10_000_000, 0).Up))
+	d := &flowsDevice{flows: FlowTableSize}
+	d.TryRead(nil, nil)
+	at := make([]int32, len(d.pkts))
+	moved := 0
+	for round := range 2 {
+		for k, p := range d.pkts {
+			i := tb.lookup(p, aqm.Header(p).FlowHashKeyed(tb.key), int64(round*len(d.pkts)+k))
+			switch {
+			case i == otherFlow:
+				t.Fatalf("round %d: flow %d counted as other in a table with no packet in flight", round, k)
+			case round == 0:
+				at[k] = i
+			case i != at[k]:
+				moved++
+			}
+		}
+	}
+	if moved > FlowTableSize*3/100 {
+		t.Errorf("%d of %d flows lost their place in a second round (%d evictions), want at most 3 %%", moved, FlowTableSize, tb.evicted)
 	}
 }
 
@@ -341,7 +381,7 @@ func (d *flowsDevice) TryRead(bufs [][]byte, sizes []int) (int, error) {
 // and off, over 1 and 1000 flows: the difference is what per-flow
 // accounting costs.
 func BenchmarkOwnerFlows(b *testing.B) {
-	for _, flows := range []int{1, 1000} {
+	for _, flows := range []int{1, 1000, 4096} {
 		for _, on := range []bool{false, true} {
 			b.Run(fmt.Sprintf("flows=%d/table=%v", flows, on), func(b *testing.B) {
 				in, out := &flowsDevice{flows: flows}, &nullDevice{}
@@ -387,6 +427,7 @@ func BenchmarkFlowAccounting(b *testing.B) {
 			tb := new(flowTable)
 			tb.reset(qprotScorer(testConfig(10_000_000, 0).Up))
 			var sink uint32
+			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				p := d.pkts[i%flows]
 				now := int64(i) * 1000
@@ -394,12 +435,67 @@ func BenchmarkFlowAccounting(b *testing.B) {
 				m.Arrival = now
 				fi := tb.lookup(p, h, now)
 				tb.arrive(fi, m.ECN, len(p), now)
-				tb.e[fi].inFlight++
+				tb.held(fi)
 				tb.released(fi, &m, false, m.ECN, aqm.L4S, 500_000, now+500_000)
-				tb.e[fi].inFlight--
 				sink += m.Flow
 			}
 			_ = sink
+			b.ReportMetric(float64(tb.evicted)/float64(b.N), "evictions/op")
 		})
+	}
+}
+
+// BenchmarkRandomLine is the floor under per-flow accounting: one read of
+// a random cache line of a table of flows, each read waiting for the one
+// before (as a packet's lookup waits for its hash), in tables of the hot
+// part's size (FlowTableSize entries of flowHotSize bytes) and of a whole
+// entry's (hot, cold and the histogram), with and without the reads
+// through 1.5 MB of packet buffers that the owner's copies do between two
+// packets of a flow.
+func BenchmarkRandomLine(b *testing.B) {
+	for _, c := range []struct {
+		name  string
+		entry int
+	}{{"hot", flowHotSize}, {"whole", flowHotSize + int(unsafe.Sizeof(flowCold{}))}} {
+		for _, stream := range []bool{false, true} {
+			b.Run(fmt.Sprintf("table=%s/%dKiB/packets=%v", c.name, FlowTableSize*c.entry>>10, stream), func(b *testing.B) {
+				mem := make([]uint64, FlowTableSize*c.entry/8)
+				words := c.entry / 8
+				// A random cycle through every entry: each entry's first
+				// word holds the next entry's index.
+				order := rand.New(rand.NewPCG(1, 2)).Perm(FlowTableSize)
+				for k, e := range order {
+					mem[e*words] = uint64(order[(k+1)%len(order)])
+				}
+				pkts := make([]byte, 1000*1500)
+				var sink byte
+				e := uint64(order[0])
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					e = mem[int(e)*words]
+					if stream {
+						// One packet's worth of the buffers, read a line at a time.
+						off := (i % 1000) * 1500
+						for j := off; j < off+1500; j += 64 {
+							sink += pkts[j]
+						}
+					}
+				}
+				_, _ = e, sink
+			})
+		}
+	}
+}
+
+// A hot entry is a whole number of cache lines and the table, allocated
+// as the owner allocates it, starts on a line: no entry straddles more
+// lines than it fills.
+func TestFlowHotLines(t *testing.T) {
+	if n := unsafe.Sizeof(flowHot{}); n != flowHotSize || n%64 != 0 {
+		t.Errorf("flowHot is %d bytes, want flowHotSize (%d), a multiple of 64", n, flowHotSize)
+	}
+	tb := &flowTable{}
+	if a := uintptr(unsafe.Pointer(&tb.hot[0])); a%64 != 0 {
+		t.Errorf("the table's first hot entry at %#x, not on a 64-byte line", a)
 	}
 }

@@ -23,17 +23,49 @@ type flowCopy struct {
 	ql, qlsc int64  // Queue Protection's CRITICALqL and CRITICALqLSCORE
 }
 
+// flowEntry is a flow's state as copied for a reader: both parts.
+type flowEntry struct {
+	flowHot
+	flowCold
+}
+
+// entry returns flow i's state.
+func (t *flowTable) entry(i int) flowEntry {
+	return flowEntry{t.hot[i], t.cold[i]}
+}
+
+// wide joins a 32-bit counter and its wraps.
+func wide(n, wraps uint32) uint64 { return uint64(wraps)<<32 | uint64(n) }
+
+// in and out are the flow's packets and bytes by codepoint, as read and
+// as released.
+func (e *flowEntry) in() (c [4]ECNCount) {
+	for k := range c {
+		c[k] = ECNCount{wide(e.inPk[k], e.inWraps[k]), e.inB[k]}
+	}
+	return c
+}
+
+func (e *flowEntry) out() (c [4]ECNCount) {
+	for k := range c {
+		c[k] = ECNCount{wide(e.outPk[k], e.outWraps[k]), e.outB[k]}
+	}
+	return c
+}
+
 // copyFlows copies the table into c: on the owner, between batches.
 func (o *owner) copyFlows(c *flowCopy, now int64) {
 	t := o.flows
 	c.n = 0
 	for i, tg := range t.tags {
 		if tg != 0 {
-			c.e[c.n] = t.e[i]
+			c.e[c.n].flowHot = t.hot[i]
+			c.e[c.n].flowCold = t.cold[i]
 			c.n++
 		}
 	}
-	c.other, c.evicted, c.now = t.e[otherFlow], t.evicted, now
+	c.other.flowHot, c.other.flowCold = t.hot[otherFlow], t.cold[otherFlow]
+	c.evicted, c.now = t.evicted, now
 	c.bps = o.constBps()
 	c.ql, c.qlsc = t.scorer.Thresholds()
 }
@@ -172,7 +204,8 @@ func (k *flowKey) endpoints() (src, dst string) {
 func nsToMs(ns int64) float64 { return float64(ns) / 1e6 }
 
 func counts(e *flowEntry) FlowCounts {
-	c := FlowCounts{In: ecnCounts(&e.in), Out: ecnCounts(&e.out), Marks: e.marks}
+	in, out := e.in(), e.out()
+	c := FlowCounts{In: ecnCounts(&in), Out: ecnCounts(&out), Marks: wide(e.marks, e.marksWraps)}
 	for r, n := range e.drops {
 		if n > 0 {
 			if c.Drops == nil {
@@ -221,8 +254,8 @@ func (c *flowCopy) table(d Dir, top int) FlowTable {
 		if r := cmp.Compare(rates[b], rates[a]); r != 0 {
 			return r
 		}
-		return cmp.Compare(c.e[b].out[0].Bytes+c.e[b].out[1].Bytes+c.e[b].out[2].Bytes+c.e[b].out[3].Bytes,
-			c.e[a].out[0].Bytes+c.e[a].out[1].Bytes+c.e[a].out[2].Bytes+c.e[a].out[3].Bytes)
+		return cmp.Compare(c.e[b].outB[0]+c.e[b].outB[1]+c.e[b].outB[2]+c.e[b].outB[3],
+			c.e[a].outB[0]+c.e[a].outB[1]+c.e[a].outB[2]+c.e[a].outB[3])
 	})
 	if top >= 0 && top < len(idx) {
 		idx = idx[:top]
@@ -243,7 +276,7 @@ func (c *flowCopy) table(d Dir, top int) FlowTable {
 			f.Proto = fmt.Sprint(e.key.proto)
 		}
 		f.Src, f.Dst = e.key.endpoints()
-		if e.sojourn.total > 0 {
+		if e.sojourn.total() > 0 {
 			f.Queue = e.queue.String()
 		}
 		if capacity > 0 {
