@@ -60,10 +60,16 @@ func fqCodel(bps uint64) Config {
 // 200 kbit/s sparse flow of 100-byte packets (id 2) through fq_codel at
 // 10 Mbit/s, from a CSV trace. In separate buckets the sparse flow is a
 // new flow at each packet, served as soon as the link is free: its
-// sojourn is at most the rest of one bulk packet's serialisation (800 µs
-// for 1000 bytes, 1.2 ms for 1500) and each of its packets counts as a
-// new flow. Sharing the bulk flow's bucket it would wait behind the
-// bulk flow's standing queue (CoDel's target keeps it near 5 ms at best).
+// sojourn is at most the rest of one bulk packet's serialisation,
+// 8·bytes/rate, and each of its packets counts as a new flow. Sharing the
+// bulk flow's bucket it would wait behind the bulk flow's standing queue
+// (CoDel's target keeps it near 5 ms at best).
+//
+// The bulk packets are 1000 bytes in the case that shows a sojourn p99
+// under 1 ms (8·1000/10⁷ = 0.8 ms): with 1500-byte ones the wait for the
+// packet on the wire alone is 8·1500/10⁷ = 1.2 ms, which no scheduler
+// that does not preempt a packet being sent can shorten, so that case
+// holds the sparse flow to 1.2 ms instead.
 func TestFQCodelSeparatesCSVFlows(t *testing.T) {
 	const seconds = 5
 	for _, c := range []struct {
