@@ -68,8 +68,9 @@ SOLO   := $(TIMED) $(MODULE)/flow/ecnudp
 test: lint cross
 	@./scripts/test-deps
 	$(GO) build -o bin/testsum ./internal/testsum
+	@rm -rf bin/test-artifacts && mkdir -p bin/test-artifacts
 	( st=0; \
-	  $(GO) test -p 1 -parallel 4 -count=1 -vet=off -timeout 30m -json $(TIMED) || st=1; \
+	  $(GO) test -p 1 -parallel 4 -count=1 -vet=off -timeout 30m -json -artifacts -outputdir $(CURDIR)/bin/test-artifacts $(TIMED) || st=1; \
 	  { $(GO) test -race -short -count=1 -vet=off -timeout 20m $(filter-out $(SOLO),$(shell $(GO) list $(PKGS))) \
 	      > bin/race.log 2>&1; echo $$? > bin/race.rc; } & \
 	  $(GO) test -p 2 -count=1 -vet=off -timeout 30m -json $(filter-out $(TIMED),$(shell $(GO) list $(PKGS))) || st=1; \

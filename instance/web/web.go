@@ -32,6 +32,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -239,8 +240,11 @@ func (s *Server) Handler() http.Handler {
 	static, _ := fs.Sub(assets, "assets")
 	files := http.FileServer(http.FS(static))
 	mux := http.NewServeMux()
+	page := s.page(static)
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
-		http.ServeFileFS(w, r, static, "index.html")
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.Header().Set("Cache-Control", "no-store")
+		w.Write(page)
 	})
 	mux.Handle("GET /assets/", http.StripPrefix("/assets", files))
 	mux.HandleFunc("GET /events", s.events)
@@ -248,6 +252,22 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /download.csv", s.downloadCSV)
 	mux.HandleFunc("POST /set", s.set)
 	return s.guard(mux)
+}
+
+// page is index.html as served: with a token, the page's own links to
+// its scripts and styles carry it, since the browser fetches them
+// without the page's query and a request without the token is refused.
+func (s *Server) page(static fs.FS) []byte {
+	b, err := fs.ReadFile(static, "index.html")
+	if err != nil {
+		panic(err) // embedded at build time
+	}
+	if s.token == "" {
+		return b
+	}
+	q := "?token=" + url.QueryEscape(s.token)
+	re := regexp.MustCompile(`((?:href|src)="assets/[^"?]*)"`)
+	return re.ReplaceAll(b, []byte(`$1`+q+`"`))
 }
 
 // guard refuses, before any handler runs, what the security rules

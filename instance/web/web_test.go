@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"encoding/csv"
 	"encoding/json"
+	"io/fs"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -399,4 +401,60 @@ func TestFlowRows(t *testing.T) {
 	if len(rows) != 1 || rows[0] != want {
 		t.Errorf("rows %+v, want [%+v]", rows, want)
 	}
+}
+
+// Behind a token the page's own scripts and styles carry it: a browser
+// fetches them without the page's query, and each is served; the same
+// files without the token are refused. Without a token the page is the
+// embedded file as it is.
+func TestPageAssetsCarryToken(t *testing.T) {
+	s, err := New(Options{Addr: "192.0.2.1:8080", Token: "t0k&n"}, newFake(1e6, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := s.Handler()
+	get := func(target string) *httptest.ResponseRecorder {
+		req := httptest.NewRequest("GET", target, nil)
+		req.Host = "192.0.2.1:8080"
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		return w
+	}
+	page := get("/?token=t0k%26n")
+	if page.Code != 200 {
+		t.Fatalf("page with the token: status %d", page.Code)
+	}
+	links := regexp.MustCompile(`(?:href|src)="(assets/[^"]*)"`).FindAllStringSubmatch(page.Body.String(), -1)
+	if len(links) != 4 {
+		t.Fatalf("%d asset links in the page, want 4 (two scripts, two styles): %v", len(links), links)
+	}
+	for _, l := range links {
+		u := l[1]
+		bare, q, _ := strings.Cut(u, "?")
+		if q != "token=t0k%26n" {
+			t.Errorf("%s: the link does not carry the token", u)
+		}
+		if w := get("/" + u); w.Code != 200 || w.Body.Len() == 0 {
+			t.Errorf("GET /%s: status %d, %d bytes; want 200 and the file", u, w.Code, w.Body.Len())
+		}
+		if w := get("/" + bare); w.Code != 401 {
+			t.Errorf("GET /%s without the token: status %d, want 401", bare, w.Code)
+		}
+	}
+	open, err := New(Options{Addr: "127.0.0.1:8080"}, newFake(1e6, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := assets.ReadFile("assets/index.html")
+	if got := open.page(mustSub(assets, "assets")); string(got) != string(want) {
+		t.Errorf("without a token the page differs from the embedded file")
+	}
+}
+
+func mustSub(f fs.FS, dir string) fs.FS {
+	s, err := fs.Sub(f, dir)
+	if err != nil {
+		panic(err)
+	}
+	return s
 }
