@@ -50,7 +50,7 @@ var (
 	prio     = flag.Int("priority", 0, "hop.Config.Priority (0: default, negative: normal threads)")
 	cpuLat   = flag.Duration("cpu-latency", 0, "hop.Config.CPULatency (0: idle CPUs poll, negative: no PM QoS request)")
 	cpuProf  = flag.String("cpuprofile", "", "write a CPU profile of the run to `file`")
-	only     = flag.String("only", "", "run only this part: tcp, udp, rtt, baseline, shaped, pacing")
+	only     = flag.String("only", "", "run only this part: tcp, udp, rtt, baseline, shaped, flows, pacing")
 	shapedR  = flag.String("shaped-gbit", "1,2,5,10", "link rates of the shaped TCP measurements, Gbit/s, comma-separated")
 	backends = flag.String("tun", "offload,plain", "TUN backends to measure, comma-separated (offload, plain)")
 	diagFlag = flag.Bool("diag", false, "print diagnostics of each TCP run: link, queue, CPUs, the sender's TCP_INFO")
@@ -169,6 +169,11 @@ func run() error {
 			if err := b.shapedTCP(g); err != nil {
 				return err
 			}
+		}
+	}
+	if want("flows") {
+		if err := b.manyFlows(); err != nil {
+			return err
 		}
 	}
 	if want("pacing") {
