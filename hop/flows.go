@@ -85,12 +85,19 @@ func portsWord(v aqm.Header, version int) uint32 {
 }
 
 // matches reports whether the valid header v of IP version version is
-// of flow k.
+// of flow k. The addresses and protocol are compared first: a different
+// flow seldom shares them, so the ports are read only for the flow that
+// is most likely k.
 func (k *flowKey) matches(v aqm.Header, version int) bool {
 	le := binary.LittleEndian
 	if version == 4 {
-		return k.version == 4 && k.proto == v[9] && k.addrs[0] == le.Uint64(v[12:20]) && k.ports == portsWord(v, 4)
+		return k.version == 4 && k.addrs[0] == le.Uint64(v[12:20]) && k.proto == v[9] && k.ports == portsWord(v, 4)
 	}
+	return k.matches6(v)
+}
+
+func (k *flowKey) matches6(v aqm.Header) bool {
+	le := binary.LittleEndian
 	return k.version == 6 && k.proto == v[6] && k.addrs[0] == le.Uint64(v[8:16]) && k.addrs[1] == le.Uint64(v[16:24]) &&
 		k.addrs[2] == le.Uint64(v[24:32]) && k.addrs[3] == le.Uint64(v[32:40]) && k.ports == portsWord(v, 6)
 }
@@ -355,9 +362,18 @@ func (t *flowTable) arrive(i int32, ecn aqm.ECN, size int, now int64) {
 		t.cold[i].inWraps[c]++
 	}
 	e.inB[c] += uint64(size)
-	if ecn == aqm.CE || ecn == e.cls || e.changed || i == otherFlow {
-		return
+	if ecn != aqm.CE && ecn != e.cls && !e.changed && i != otherFlow {
+		t.classify(i, ecn, now)
 	}
+}
+
+// classify takes a codepoint that is not flow i's class (see arrive): a
+// call at a flow's first packets and at a change only, out of the way of
+// the code every packet runs.
+//
+//go:noinline
+func (t *flowTable) classify(i int32, ecn aqm.ECN, now int64) {
+	e := &t.hot[i]
 	switch {
 	case e.cls == noECN:
 		e.cls = ecn
