@@ -25,7 +25,7 @@ const FlowTableSize = 4096
 // load. With one set per flow, a full table's busiest sets hold more flows
 // than ways and evict at every packet (a flow's chance of a set beyond
 // its ways is a Poisson tail at a mean of flowWays); with two, a new flow
-// goes to the set with room and the table fills before any evicts.
+// goes to the set with room and the table nearly fills before any evicts.
 const (
 	flowWays    = 8
 	flowSetBits = 9
@@ -96,6 +96,7 @@ func (k *flowKey) matches(v aqm.Header, version int) bool {
 	return k.matches6(v)
 }
 
+// matches6 is matches for IPv6.
 func (k *flowKey) matches6(v aqm.Header) bool {
 	le := binary.LittleEndian
 	return k.version == 6 && k.proto == v[6] && k.addrs[0] == le.Uint64(v[8:16]) && k.addrs[1] == le.Uint64(v[16:24]) &&
@@ -147,9 +148,9 @@ type ECNCount struct {
 // release, the rate window and the Queue Protection bucket. Anything
 // touched only at a rare event (a new flow, a drop, a class change, the
 // turn of a window, a sanctioned packet, a counter wrap) is in flowCold,
-// so that the lines a packet pulls in are few and the hot part of a full
-// table stays in a core's second-level cache. Packet counters are 32-bit
-// here; a wrap carries into flowCold.
+// so that the lines a packet pulls in are few and the hot part of the
+// table, what many flows keep in the caches, is a quarter of the whole.
+// Packet counters are 32-bit here; a wrap carries into flowCold.
 type flowHot struct {
 	key      flowKey
 	inFlight int32 // packets taken in and not yet fated: the entry must stay
