@@ -31,6 +31,7 @@ import (
 	"io/fs"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"regexp"
 	"strings"
@@ -199,11 +200,15 @@ func (s *Server) Start() error {
 }
 
 // URL is the page's address, with the token when there is one: what a
-// person opens.
+// person opens. A server listening on every address (0.0.0.0 or ::) is
+// named by one of this box's own, since a wildcard is no address to open.
 func (s *Server) URL() string {
 	addr := s.srv.Addr
 	if s.ln != nil {
 		addr = s.ln.Addr().String()
+	}
+	if ap, err := netip.ParseAddrPort(addr); err == nil && ap.Addr().IsUnspecified() {
+		addr = netip.AddrPortFrom(boxAddr(), ap.Port()).String()
 	}
 	u := "http://" + addr + "/"
 	if s.token != "" {
@@ -416,4 +421,27 @@ func (f *Following) Clients() ([]lan.Client, error) { return nil, nil }
 
 func (f *Following) Set(instance.Settings) ([]string, error) {
 	return nil, errors.New("the lab's runs set their own links: change the scenario's flags instead")
+}
+
+// boxAddr is an address others can reach this box on: its first global
+// unicast IPv4 address, else IPv6, else loopback.
+func boxAddr() netip.Addr {
+	addrs, _ := net.InterfaceAddrs()
+	var v6 netip.Addr
+	for _, a := range addrs {
+		p, err := netip.ParsePrefix(a.String())
+		if err != nil || !p.Addr().IsGlobalUnicast() {
+			continue
+		}
+		if p.Addr().Is4() {
+			return p.Addr()
+		}
+		if !v6.IsValid() {
+			v6 = p.Addr()
+		}
+	}
+	if v6.IsValid() {
+		return v6
+	}
+	return netip.AddrFrom4([4]byte{127, 0, 0, 1})
 }

@@ -120,6 +120,10 @@ func TestTokenRequiredBeyondLoopback(t *testing.T) {
 		if s.Token() != "" && !strings.Contains(s.URL(), "?token="+s.Token()) {
 			t.Errorf("%q: URL %s does not carry the token", tc.addr, s.URL())
 		}
+		// A wildcard is no address to open: the URL names one of the box's.
+		if u := s.URL(); strings.Contains(u, "0.0.0.0") || strings.Contains(u, "[::]") {
+			t.Errorf("%q: URL %s names the wildcard, want an address of this box", tc.addr, u)
+		}
 	}
 	if _, err := New(Options{Addr: "8080"}, newFake(1e6, nil)); err == nil || !strings.Contains(err.Error(), "host:port") {
 		t.Errorf("address 8080: error %v, want one naming the form host:port", err)
