@@ -1,0 +1,238 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/pi2hop/pi2hop/check"
+	"github.com/pi2hop/pi2hop/netsys"
+)
+
+// faultChain is client ─ r1 ─ hop ─ r2 ─ server, five namespaces: two
+// kernel routers with a pi2hop gateway between them. Link i joins node i
+// and node i+1 (the client is node 0): 10.97.i.1/24 and fd97:i::1/64 on
+// the left, .2 and ::2 on the right; a router's left device is "l", its
+// right one "r", the hop's "rl" and "rw". ICMP errors are not rate limited, so that a trace gets
+// every time-exceeded it provokes.
+type faultChain struct {
+	nodes [5]string
+}
+
+const faultChainHop = 2 // the hop's node
+
+func faultChainAddr(link, host int, v6 bool) netip.Addr {
+	if v6 {
+		return netip.MustParseAddr(fmt.Sprintf("fd97:%d::%d", link, host))
+	}
+	return netip.MustParseAddr(fmt.Sprintf("10.97.%d.%d", link, host))
+}
+
+// newFaultChain builds the chain, its namespaces named after prefix; the
+// kernel routers forward, the hop's namespace forwards only once `pi2hop
+// run` turns it on.
+func newFaultChain(t *testing.T, prefix string) *faultChain {
+	t.Helper()
+	j := netsys.NewJournal(nil)
+	t.Cleanup(func() {
+		if err := j.Undo(); err != nil {
+			t.Errorf("removing the chain: %v", err)
+		}
+	})
+	c := &faultChain{}
+	for k := range c.nodes {
+		c.nodes[k] = fmt.Sprintf("%s%c", prefix, "cahbs"[k])
+	}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	last := len(c.nodes) - 1
+	dev := func(k int, right bool) string {
+		switch {
+		case k == 0 || k == last:
+			return "eth0"
+		case k == faultChainHop && right:
+			return "rw" // the devices startGateway names
+		case k == faultChainHop:
+			return "rl"
+		case right:
+			return "r"
+		}
+		return "l"
+	}
+	for k, ns := range c.nodes {
+		must(j.NewNamespace(ns))
+		for _, s := range []string{"net/ipv6/conf/all/accept_dad", "net/ipv6/conf/default/accept_dad",
+			"net/ipv4/icmp_ratelimit", "net/ipv6/icmp/ratelimit"} {
+			must(netsys.WriteSysctl(ns, s, "0"))
+		}
+		if k == 1 || k == 3 {
+			must(j.SetSysctl(ns, "net/ipv4/ip_forward", "1"))
+			must(j.SetSysctl(ns, "net/ipv6/conf/all/forwarding", "1"))
+		}
+	}
+	for i := 0; i < last; i++ {
+		must(j.AddVeth(c.nodes[i], dev(i, true), c.nodes[i+1], dev(i+1, false)))
+		for _, v6 := range []bool{false, true} {
+			bits := 24
+			if v6 {
+				bits = 64
+			}
+			must(j.AddAddr(c.nodes[i], dev(i, true), netip.PrefixFrom(faultChainAddr(i, 1, v6), bits)))
+			must(j.AddAddr(c.nodes[i+1], dev(i+1, false), netip.PrefixFrom(faultChainAddr(i, 2, v6), bits)))
+		}
+	}
+	// Every node routes each link it is not on towards it: left links
+	// through its left neighbour, right ones through its right one.
+	for k := range c.nodes {
+		for link := 0; link < last; link++ {
+			if link == k || link == k-1 {
+				continue
+			}
+			for _, v6 := range []bool{false, true} {
+				gw, d := faultChainAddr(k, 2, v6), dev(k, true)
+				if link < k {
+					gw, d = faultChainAddr(k-1, 1, v6), dev(k, false)
+				}
+				bits := 24
+				if v6 {
+					bits = 64
+				}
+				must(j.AddRoute(c.nodes[k], netsys.Route{Dst: netip.PrefixFrom(faultChainAddr(link, 0, v6), bits).Masked(), Dev: d, Gw: gw}))
+			}
+		}
+	}
+	return c
+}
+
+// startHop runs `pi2hop run` in the hop's namespace between its two
+// veths and waits for its control socket.
+func (c *faultChain) startHop(t *testing.T, bin, name string, extra ...string) {
+	t.Helper()
+	l := &gatewayLab{router: c.nodes[faultChainHop]}
+	t.Cleanup(func() { exec.Command("ip", "netns", "exec", l.router, bin, "run", "--cleanup", "--name", name).Run() })
+	l.startGateway(t, bin, name, append([]string{"--rate", "100mbit"}, extra...)...)
+}
+
+// checkFaultCase is one fault the hop applies and what check must say of
+// it.
+type checkFaultCase struct {
+	name     string
+	fault    []string // pi2hop run's fault flags
+	v6       bool     // check the server's IPv6 address
+	fwd, rev string   // the ECN verdicts
+	trace    bool     // also --trace, and name the hop whose quote changed
+}
+
+// TestCheckNamesHopFaults puts each ECN fault kind of the hop, in one
+// direction, between two kernel routers, and checks that `pi2hop check
+// --load=false` names it in that direction and "ECN passes" in the other.
+// The expected verdicts follow from docs/ecn-faults.md's table and
+// docs/check.md's: a fault that takes every probe of a codepoint shows
+// in every probe. `before` and `after` do the same to check's probes (no
+// queue builds and no AQM marks them), so the cases take one or the
+// other. Measures no timing: parallel.
+func TestCheckNamesHopFaults(t *testing.T) {
+	needRoot(t, "ip")
+	bin := buildPi2hop(t)
+	P := check.Passes
+	for i, tc := range []checkFaultCase{
+		{name: "no fault", fwd: P, rev: P},
+		{name: "no fault over IPv6", v6: true, fwd: P, rev: P},
+		{name: "bleach up", fault: []string{"--up-ecn-fault", "bleach"}, fwd: check.Bleached, rev: P},
+		{name: "bleach up over IPv6", fault: []string{"--up-ecn-fault", "bleach,after"}, v6: true, fwd: check.Bleached, rev: P, trace: true},
+		{name: "tos-zero down", fault: []string{"--down-ecn-fault", "tos-zero,after"}, fwd: P, rev: check.ToSZeroed},
+		{name: "ect1-to-ect0 up", fault: []string{"--up-ecn-fault", "ect1-to-ect0,after"}, fwd: check.ECT1ToECT0, rev: P, trace: true},
+		{name: "ect1-to-ect0 down over IPv6", fault: []string{"--down-ecn-fault", "ect1-to-ect0"}, v6: true, fwd: P, rev: check.ECT1ToECT0},
+		// ECT(0) made ECT(1): not a valid transition, and none of the
+		// named ones.
+		{name: "ect0-to-ect1 down", fault: []string{"--down-ecn-fault", "ect0-to-ect1"}, fwd: P, rev: check.Mangled},
+		// CE probes leave the hop as ECT(1): they came as CE, so they had
+		// no other codepoint at the hop.
+		{name: "ce-bleach up", fault: []string{"--up-ecn-fault", "ce-bleach"}, fwd: check.CEBleached, rev: P, trace: true},
+		// Every ECT probe CE: each alone is a valid mark, all of them
+		// together are not an AQM.
+		{name: "mangle down", fault: []string{"--down-ecn-fault", "mangle,after"}, fwd: P, rev: check.Mangled},
+		{name: "drop-ect up", fault: []string{"--up-ecn-fault", "drop-ect,after"}, fwd: check.ECTDropped, rev: P},
+		{name: "drop-ect down", fault: []string{"--down-ecn-fault", "drop-ect"}, fwd: P, rev: check.ECTDropped},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			runCheckFaultCase(t, bin, testInstance(110+i), tc)
+		})
+	}
+}
+
+func runCheckFaultCase(t *testing.T, bin, name string, tc checkFaultCase) {
+	c := newFaultChain(t, name)
+	c.startHop(t, bin, name, tc.fault...)
+	respond(t, bin, c.nodes[4])
+
+	to := netip.AddrPortFrom(faultChainAddr(3, 2, tc.v6), check.DefaultPort).String()
+	args := []string{"netns", "exec", c.nodes[0], bin, "check", "--to", to, "--probes", "5", "--every", "2ms", "--json", "--load=false"}
+	if tc.trace {
+		args = append(args, "--trace")
+	}
+	var stderr strings.Builder
+	cmd := exec.Command("ip", args...)
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	var j check.JSON
+	if err := json.Unmarshal(out, &j); err != nil {
+		t.Fatalf("check exit %d, output %q: %v\n%s", code, out, err, stderr.String())
+	}
+	if j.Forward.Verdict != tc.fwd || j.Reverse.Verdict != tc.rev {
+		t.Errorf("ECN forward %q, reverse %q; want %q, %q", j.Forward.Verdict, j.Reverse.Verdict, tc.fwd, tc.rev)
+	}
+	want := 1
+	if tc.fwd == check.Passes && tc.rev == check.Passes {
+		want = 0
+	}
+	if code != want || j.Ready != (want == 0) {
+		t.Errorf("exit status %d, ready %v; want %d (why: %s)", code, j.Ready, want, j.Why)
+	}
+	if !tc.trace {
+		return
+	}
+	if j.Trace == nil {
+		t.Fatalf("no trace in the output:\n%s", out)
+	}
+	// The hop's namespace forwards each packet twice (rl to NAME-up,
+	// then NAME-dn to rw), its kernel taking one off the TTL each time,
+	// so it answers as hops 2 and 3, both times from its LAN address (the
+	// route back to the client leaves by rl). Hop 2 quotes the probe as
+	// it arrived from r1, before the hop; hop 3 quotes it as the hop
+	// wrote it into NAME-dn, after the fault: the first changed quote.
+	hopAddr := faultChainAddr(1, 2, tc.v6).String()
+	type hop struct {
+		addr             string
+		changed, replied bool
+	}
+	wantHops := []hop{{faultChainAddr(0, 2, tc.v6).String(), false, false}, {hopAddr, false, false}, {hopAddr, true, false},
+		{faultChainAddr(2, 2, tc.v6).String(), true, false}, {faultChainAddr(3, 2, tc.v6).String(), true, true}}
+	var got []hop
+	for _, h := range j.Trace.Hops {
+		got = append(got, hop{h.Address, h.Saw != j.Trace.Sent, h.Responder})
+	}
+	if fmt.Sprint(got) != fmt.Sprint(wantHops) || !j.Trace.Reached {
+		t.Errorf("trace hops (address, changed, responder) %v, reached %v; want %v", got, j.Trace.Reached, wantHops)
+	}
+	if ch := j.Trace.Changed; ch == nil || ch.Hop != 3 || ch.Address != hopAddr {
+		t.Errorf("trace named %+v as the first changed hop, want hop 3 at %s", ch, hopAddr)
+	}
+	t.Logf("trace: %s", j.Trace.Where)
+}
