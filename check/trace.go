@@ -81,6 +81,14 @@ func (t *Trace) Where() string {
 		return fmt.Sprintf("no hop answered a %v probe", t.Sent)
 	}
 	h := t.Hops[t.Changed]
+	// A box that forwards each packet twice answers as two hops in a row
+	// from one address (a pi2hop gateway: LAN to its TUN, then its other
+	// TUN to WAN). The first quote shows the field as it came in, the
+	// second as the box's own queue left it: the change is inside it.
+	if p := t.prevAnswered(t.Changed); p >= 0 && p == t.Changed-1 && !h.Responder && t.Hops[p].Addr == h.Addr {
+		return fmt.Sprintf("%v changed to %v inside %v, which answered as hop %d with the field as sent and as hop %d with it changed: it forwards each packet twice (a pi2hop gateway does) and changed it in between",
+			t.Sent, h.ECN(), h.Addr, t.Hops[p].N, h.N)
+	}
 	s := fmt.Sprintf("%v changed to %v on arrival at hop %d (%s)", t.Sent, h.ECN(), h.N, hopName(h))
 	for i := t.Changed - 1; i >= 0; i-- {
 		if p := t.Hops[i]; !p.Silent {
@@ -92,6 +100,17 @@ func (t *Trace) Where() string {
 		}
 	}
 	return s
+}
+
+// prevAnswered is the index of the last hop before i that answered, -1
+// when none did.
+func (t *Trace) prevAnswered(i int) int {
+	for i--; i >= 0; i-- {
+		if !t.Hops[i].Silent {
+			return i
+		}
+	}
+	return -1
 }
 
 func hopName(h Hop) string {

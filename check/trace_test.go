@@ -24,6 +24,15 @@ func TestTraceWhere(t *testing.T) {
 			[]Hop{{N: 1, Addr: a("10.0.0.1"), TOS: e1}, {N: 2, Silent: true}, {N: 3, Addr: a("10.0.3.1"), TOS: 0x28}},
 			false, 2, "on arrival at hop 3 (10.0.3.1), after hop 1 (10.0.0.1), which saw it as sent; the hops between are silent"},
 		{"re-marked ECT(0) at the first hop", []Hop{{N: 1, Addr: a("10.0.0.1"), TOS: 0x2a}}, false, 0, "ECT(1) changed to ECT(0) on arrival at hop 1 (10.0.0.1)"},
+		// A pi2hop gateway answers twice from its LAN address: as it
+		// took the probe in and as its queue let it out.
+		{"changed inside a box that forwards twice",
+			[]Hop{{N: 1, Addr: a("10.0.0.1"), TOS: e1}, {N: 2, Addr: a("10.0.1.2"), TOS: e1}, {N: 3, Addr: a("10.0.1.2"), TOS: 0x28},
+				{N: 4, Addr: a("10.0.2.2"), TOS: 0x28}},
+			false, 2, "ECT(1) changed to Not-ECT inside 10.0.1.2, which answered as hop 2 with the field as sent and as hop 3 with it changed"},
+		{"the same address around a silent hop: named as usual",
+			[]Hop{{N: 1, Addr: a("10.0.1.2"), TOS: e1}, {N: 2, Silent: true}, {N: 3, Addr: a("10.0.1.2"), TOS: 0x28}},
+			false, 2, "on arrival at hop 3 (10.0.1.2), after hop 1 (10.0.1.2)"},
 		{"dropped after hop 1", []Hop{{N: 1, Addr: a("10.0.0.1"), TOS: e1}, {N: 2, Silent: true}}, false, -1, "no probe got past hop 1 (10.0.0.1)"},
 	} {
 		tr := &Trace{Sent: aqm.ECT1, Hops: c.hops, Reached: c.reached}
