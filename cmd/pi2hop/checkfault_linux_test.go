@@ -129,6 +129,9 @@ type checkFaultCase struct {
 	v6       bool     // check the server's IPv6 address
 	fwd, rev string   // the ECN verdicts
 	trace    bool     // also --trace, and name the hop whose quote changed
+	// The hop drops the trace's probes: the trace must end at the hop's
+	// first answer.
+	traceDropped bool
 }
 
 // TestCheckNamesHopFaults puts each ECN fault kind of the hop, in one
@@ -160,7 +163,7 @@ func TestCheckNamesHopFaults(t *testing.T) {
 		// Every ECT probe CE: each alone is a valid mark, all of them
 		// together are not an AQM.
 		{name: "mangle down", fault: []string{"--down-ecn-fault", "mangle,after"}, fwd: P, rev: check.Mangled},
-		{name: "drop-ect up", fault: []string{"--up-ecn-fault", "drop-ect,after"}, fwd: check.ECTDropped, rev: P},
+		{name: "drop-ect up", fault: []string{"--up-ecn-fault", "drop-ect,after"}, fwd: check.ECTDropped, rev: P, trace: true, traceDropped: true},
 		{name: "drop-ect down", fault: []string{"--down-ecn-fault", "drop-ect"}, fwd: P, rev: check.ECTDropped},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -222,6 +225,23 @@ func runCheckFaultCase(t *testing.T, bin, name string, tc checkFaultCase) {
 		addr             string
 		changed, replied bool
 	}
+	if tc.traceDropped {
+		// The probe the hop would let out at its second answer is
+		// dropped inside it: silent from hop 3 on, until the trace gives
+		// up after five.
+		var got []string
+		for _, h := range j.Trace.Hops {
+			got = append(got, h.Address)
+		}
+		want := []string{faultChainAddr(0, 2, tc.v6).String(), hopAddr, "", "", "", "", ""}
+		w := fmt.Sprintf("no probe got past hop 2 (%s)", hopAddr)
+		if fmt.Sprint(got) != fmt.Sprint(want) || j.Trace.Reached || j.Trace.Changed != nil || !strings.Contains(j.Trace.Where, w) {
+			t.Errorf("trace hops %q, reached %v, changed %+v, %q; want %q, not reached, none changed, %q",
+				got, j.Trace.Reached, j.Trace.Changed, j.Trace.Where, want, w)
+		}
+		t.Logf("trace: %s", j.Trace.Where)
+		return
+	}
 	wantHops := []hop{{faultChainAddr(0, 2, tc.v6).String(), false, false}, {hopAddr, false, false}, {hopAddr, true, false},
 		{faultChainAddr(2, 2, tc.v6).String(), true, false}, {faultChainAddr(3, 2, tc.v6).String(), true, true}}
 	var got []hop
@@ -233,6 +253,9 @@ func runCheckFaultCase(t *testing.T, bin, name string, tc checkFaultCase) {
 	}
 	if ch := j.Trace.Changed; ch == nil || ch.Hop != 3 || ch.Address != hopAddr {
 		t.Errorf("trace named %+v as the first changed hop, want hop 3 at %s", ch, hopAddr)
+	}
+	if w := fmt.Sprintf("inside %s, which answered as hop 2 with the field as sent and as hop 3 with it changed", hopAddr); !strings.Contains(j.Trace.Where, w) {
+		t.Errorf("trace says %q, want it to say %q", j.Trace.Where, w)
 	}
 	t.Logf("trace: %s", j.Trace.Where)
 }
