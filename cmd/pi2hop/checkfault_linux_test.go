@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"os/exec"
 	"strings"
@@ -129,6 +130,9 @@ type checkFaultCase struct {
 	v6       bool     // check the server's IPv6 address
 	fwd, rev string   // the ECN verdicts
 	trace    bool     // also --trace, and name the hop whose quote changed
+	// fromFar runs check from the server's end towards a responder in
+	// the client's: forward is then the downlink.
+	fromFar bool
 	// The hop drops the trace's probes: the trace must end at the hop's
 	// first answer.
 	traceDropped bool
@@ -141,12 +145,18 @@ type checkFaultCase struct {
 // docs/check.md's: a fault that takes every probe of a codepoint shows
 // in every probe. `before` and `after` do the same to check's probes (no
 // queue builds and no AQM marks them), so the cases take one or the
-// other. Measures no timing: parallel.
+// other, three kinds both. With --trace (three kinds, both ends of the
+// chain) the hop must be named, by the address facing the checking end,
+// as the first hop whose quote shows the change; a hop that drops the
+// probes must end the trace. Measures no timing: parallel.
 func TestCheckNamesHopFaults(t *testing.T) {
 	needRoot(t, "ip")
 	bin := buildPi2hop(t)
 	P := check.Passes
 	for i, tc := range []checkFaultCase{
+		// First, as it takes longest: its trace waits a second on each
+		// of five silent hops.
+		{name: "drop-ect up", fault: []string{"--up-ecn-fault", "drop-ect,after"}, fwd: check.ECTDropped, rev: P, trace: true, traceDropped: true},
 		{name: "no fault", fwd: P, rev: P},
 		{name: "no fault over IPv6", v6: true, fwd: P, rev: P},
 		{name: "bleach up", fault: []string{"--up-ecn-fault", "bleach"}, fwd: check.Bleached, rev: P},
@@ -154,6 +164,10 @@ func TestCheckNamesHopFaults(t *testing.T) {
 		{name: "tos-zero down", fault: []string{"--down-ecn-fault", "tos-zero,after"}, fwd: P, rev: check.ToSZeroed},
 		{name: "ect1-to-ect0 up", fault: []string{"--up-ecn-fault", "ect1-to-ect0,after"}, fwd: check.ECT1ToECT0, rev: P, trace: true},
 		{name: "ect1-to-ect0 down over IPv6", fault: []string{"--down-ecn-fault", "ect1-to-ect0"}, v6: true, fwd: P, rev: check.ECT1ToECT0},
+		// The downlink's fault traced from its own end: the gateway
+		// answers from its WAN address, the way back to that end.
+		{name: "ect1-to-ect0 down, traced from the server's end", fault: []string{"--down-ecn-fault", "ect1-to-ect0"}, fromFar: true,
+			fwd: check.ECT1ToECT0, rev: P, trace: true},
 		// ECT(0) made ECT(1): not a valid transition, and none of the
 		// named ones.
 		{name: "ect0-to-ect1 down", fault: []string{"--down-ecn-fault", "ect0-to-ect1"}, fwd: P, rev: check.Mangled},
@@ -163,7 +177,6 @@ func TestCheckNamesHopFaults(t *testing.T) {
 		// Every ECT probe CE: each alone is a valid mark, all of them
 		// together are not an AQM.
 		{name: "mangle down", fault: []string{"--down-ecn-fault", "mangle,after"}, fwd: P, rev: check.Mangled},
-		{name: "drop-ect up", fault: []string{"--up-ecn-fault", "drop-ect,after"}, fwd: check.ECTDropped, rev: P, trace: true, traceDropped: true},
 		{name: "drop-ect down", fault: []string{"--down-ecn-fault", "drop-ect"}, fwd: P, rev: check.ECTDropped},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -176,10 +189,18 @@ func TestCheckNamesHopFaults(t *testing.T) {
 func runCheckFaultCase(t *testing.T, bin, name string, tc checkFaultCase) {
 	c := newFaultChain(t, name)
 	c.startHop(t, bin, name, tc.fault...)
-	respond(t, bin, c.nodes[4])
+	// along lists the nodes from the checking end: their addresses
+	// facing it are those the trace sees.
+	along := []int{0, 1, 2, 3, 4}
+	facing := func(k int) string { return faultChainAddr(k-1, 2, tc.v6).String() }
+	if tc.fromFar {
+		along = []int{4, 3, 2, 1, 0}
+		facing = func(k int) string { return faultChainAddr(k, 1, tc.v6).String() }
+	}
+	respond(t, bin, c.nodes[along[4]])
 
-	to := netip.AddrPortFrom(faultChainAddr(3, 2, tc.v6), check.DefaultPort).String()
-	args := []string{"netns", "exec", c.nodes[0], bin, "check", "--to", to, "--probes", "5", "--every", "2ms", "--json", "--load=false"}
+	to := net.JoinHostPort(facing(along[4]), fmt.Sprint(check.DefaultPort))
+	args := []string{"netns", "exec", c.nodes[along[0]], bin, "check", "--to", to, "--probes", "5", "--every", "2ms", "--json", "--load=false"}
 	if tc.trace {
 		args = append(args, "--trace")
 	}
@@ -215,12 +236,14 @@ func runCheckFaultCase(t *testing.T, bin, name string, tc checkFaultCase) {
 		t.Fatalf("no trace in the output:\n%s", out)
 	}
 	// The hop's namespace forwards each packet twice (rl to NAME-up,
-	// then NAME-dn to rw), its kernel taking one off the TTL each time,
-	// so it answers as hops 2 and 3, both times from its LAN address (the
-	// route back to the client leaves by rl). Hop 2 quotes the probe as
-	// it arrived from r1, before the hop; hop 3 quotes it as the hop
-	// wrote it into NAME-dn, after the fault: the first changed quote.
-	hopAddr := faultChainAddr(1, 2, tc.v6).String()
+	// then NAME-dn to rw; the other way round from the far end), its
+	// kernel taking one off the TTL each time, so it answers as hops 2
+	// and 3, both times from the address facing the checking end (the
+	// route back to it leaves by that side). Hop 2 quotes the probe as
+	// it arrived from the router before, ahead of the hop; hop 3 quotes
+	// it as the hop wrote it into its other TUN, after the fault: the
+	// first changed quote.
+	hopAddr := facing(faultChainHop)
 	type hop struct {
 		addr             string
 		changed, replied bool
@@ -233,7 +256,7 @@ func runCheckFaultCase(t *testing.T, bin, name string, tc checkFaultCase) {
 		for _, h := range j.Trace.Hops {
 			got = append(got, h.Address)
 		}
-		want := []string{faultChainAddr(0, 2, tc.v6).String(), hopAddr, "", "", "", "", ""}
+		want := []string{facing(along[1]), hopAddr, "", "", "", "", ""}
 		w := fmt.Sprintf("no probe got past hop 2 (%s)", hopAddr)
 		if fmt.Sprint(got) != fmt.Sprint(want) || j.Trace.Reached || j.Trace.Changed != nil || !strings.Contains(j.Trace.Where, w) {
 			t.Errorf("trace hops %q, reached %v, changed %+v, %q; want %q, not reached, none changed, %q",
@@ -242,8 +265,8 @@ func runCheckFaultCase(t *testing.T, bin, name string, tc checkFaultCase) {
 		t.Logf("trace: %s", j.Trace.Where)
 		return
 	}
-	wantHops := []hop{{faultChainAddr(0, 2, tc.v6).String(), false, false}, {hopAddr, false, false}, {hopAddr, true, false},
-		{faultChainAddr(2, 2, tc.v6).String(), true, false}, {faultChainAddr(3, 2, tc.v6).String(), true, true}}
+	wantHops := []hop{{facing(along[1]), false, false}, {hopAddr, false, false}, {hopAddr, true, false},
+		{facing(along[3]), true, false}, {facing(along[4]), true, true}}
 	var got []hop
 	for _, h := range j.Trace.Hops {
 		got = append(got, hop{h.Address, h.Saw != j.Trace.Sent, h.Responder})
