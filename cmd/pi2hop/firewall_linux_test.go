@@ -25,18 +25,13 @@ func TestGatewayFirewallAccept(t *testing.T) {
 	t.Cleanup(func() { exec.Command("ip", "netns", "exec", l.router, bin, "run", "--cleanup", "--name", name).Run() })
 	nftIn := func(args ...string) string {
 		t.Helper()
-		cmd := exec.Command("ip", append([]string{"netns", "exec", l.router, "nft"}, args...)...)
-		if len(args) == 2 && args[1] == "-" {
-			cmd.Stdin = strings.NewReader("table ip filter {\n\tchain DOCKER-USER {\n\t\treturn\n\t}\n\tchain FORWARD {\n\t\ttype filter hook forward priority 0; policy drop;\n\t\tjump DOCKER-USER\n\t}\n}\n" +
-				"table ip6 filter {\n\tchain FORWARD {\n\t\ttype filter hook forward priority 0; policy drop;\n\t}\n}\n")
-		}
-		out, err := cmd.CombinedOutput()
+		out, err := exec.Command("ip", append([]string{"netns", "exec", l.router, "nft"}, args...)...).CombinedOutput()
 		if err != nil {
 			t.Fatalf("nft %v: %v\n%s", args, err, out)
 		}
 		return string(out)
 	}
-	nftIn("-f", "-")
+	dropForwarding(t, l.router)
 	before := nftIn("list", "ruleset")
 
 	start := func() (*exec.Cmd, *syncBuffer) {
@@ -90,5 +85,19 @@ func TestGatewayFirewallAccept(t *testing.T) {
 	}
 	if after := nftIn("list", "ruleset"); after != before {
 		t.Errorf("ruleset after SIGKILL and --cleanup:\n%s\nwant as before:\n%s", after, before)
+	}
+}
+
+// dropForwarding makes namespace ns's firewall drop forwarded packets by
+// policy, as Docker leaves it (table ip filter: FORWARD drops and jumps
+// to an empty DOCKER-USER) and as plain ip6tables does (table ip6
+// filter: FORWARD drops).
+func dropForwarding(t *testing.T, ns string) {
+	t.Helper()
+	cmd := exec.Command("ip", "netns", "exec", ns, "nft", "-f", "-")
+	cmd.Stdin = strings.NewReader("table ip filter {\n\tchain DOCKER-USER {\n\t\treturn\n\t}\n\tchain FORWARD {\n\t\ttype filter hook forward priority 0; policy drop;\n\t\tjump DOCKER-USER\n\t}\n}\n" +
+		"table ip6 filter {\n\tchain FORWARD {\n\t\ttype filter hook forward priority 0; policy drop;\n\t}\n}\n")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("nft -f - in %s: %v\n%s", ns, err, out)
 	}
 }

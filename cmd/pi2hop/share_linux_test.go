@@ -643,6 +643,11 @@ func TestShareWholePath(t *testing.T) {
 	t.Cleanup(func() { os.Remove(instance.SharePath(name)) })
 	l := newShareLab(t, name)
 	l.internet(t)
+	// The box's firewall drops forwarded packets by policy, as Docker
+	// leaves it (IPv4, with DOCKER-USER) and plain ip6tables does (IPv6):
+	// share forwards anyway (--firewall-accept is on by default), says
+	// so, and every exit below leaves the ruleset as it was (boxState).
+	dropForwarding(t, l.box)
 	before := l.boxState(t, name)
 	t.Cleanup(func() { exec.Command("ip", "netns", "exec", l.box, bin, "share", "--cleanup", "--name", name).Run() })
 
@@ -650,7 +655,8 @@ func TestShareWholePath(t *testing.T) {
 	cmd, out := l.startShare(t, bin, name, "--rate", "20mbit", "--delay", "5ms")
 	t.Logf("pi2hop share said:\n%s", out)
 	for _, want := range []string{"192.168.2.0/24", "Settings > Developer > L4S", "defaults write -g network_enable_l4s -bool true",
-		"pi2hop set --name " + name + " --rate unlimited", "share --cleanup --name " + name} {
+		"pi2hop set --name " + name + " --rate unlimited", "share --cleanup --name " + name,
+		"firewall: forwarding accepted in ", "chain DOCKER-USER of table ip filter", "chain FORWARD of table ip6 filter"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("start-up text lacks %q:\n%s", want, out)
 		}
