@@ -34,10 +34,14 @@ func ReleaseSysctls(dir, holder string) error       { return ErrUnsupported }
 
 // MissingLinkError is a link that did not appear in time.
 type MissingLinkError struct {
-	Name string
-	Wait time.Duration
+	Name   string
+	Wait   time.Duration
+	Prefix bool
 }
 
 func (e *MissingLinkError) Error() string { return "interface " + e.Name + " did not appear" }
 
 func WaitLinks(ctx context.Context, names []string, d time.Duration) error { return ErrUnsupported }
+func LinkIn(ctx context.Context, p netip.Prefix, d time.Duration) (string, error) {
+	return "", ErrUnsupported
+}

@@ -54,7 +54,11 @@ func WriteSysctl(ns, key, value string) error {
 		if b, err := os.ReadFile(p); err == nil && strings.TrimRight(string(b), "\n") == value {
 			return nil
 		}
-		return os.WriteFile(p, []byte(value), 0o644)
+		err := os.WriteFile(p, []byte(value), 0o644)
+		if errors.Is(err, unix.EROFS) && ns != "" {
+			err = writeThroughOwnProc(key, value)
+		}
+		return err
 	})
 	switch {
 	case errors.Is(err, unix.EROFS), errors.Is(err, unix.EACCES), errors.Is(err, unix.EPERM):
@@ -66,6 +70,26 @@ func WriteSysctl(ns, key, value string) error {
 		return fmt.Errorf("netsys: write sysctl %s=%s: %w", key, value, err)
 	}
 	return nil
+}
+
+// writeThroughOwnProc writes key through a procfs mounted for this write
+// alone, on the calling thread, which is in the namespace to change. A
+// namespace this process made (a lab's, a shell's) is ours to set, but in
+// a container the /proc/sys every namespace is seen through is a read-only
+// mount; a fresh procfs is writable, and its sys/net shows the network
+// namespace of the thread that opens it, as /proc/sys does. The mount is
+// detached as soon as the write is done.
+func writeThroughOwnProc(key, value string) error {
+	dir, err := os.MkdirTemp("", "pi2hop-proc")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(dir)
+	if err := unix.Mount("proc", dir, "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+		return fmt.Errorf("%w (and mounting a procfs of our own: %v)", unix.EROFS, err)
+	}
+	defer unix.Unmount(dir, unix.MNT_DETACH)
+	return os.WriteFile(filepath.Join(dir, "sys", filepath.FromSlash(key)), []byte(value), 0o644)
 }
 
 // Sysctls such as net/ipv4/ip_forward belong to a whole namespace, and

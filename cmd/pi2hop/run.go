@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"strings"
+	"time"
 
 	"github.com/pi2hop/pi2hop/instance"
 	"github.com/pi2hop/pi2hop/internal/flagvalue"
@@ -41,8 +43,8 @@ type runArgs struct {
 
 func runFlags(fs *pflag.FlagSet) func(context.Context, *cmdEnv, []string) error {
 	a := &runArgs{}
-	fs.StringVar(&a.lan, "lan", "", "`interface` facing the clients (their traffic goes up through the bottleneck)")
-	fs.StringVar(&a.wan, "wan", "", "`interface` facing the network (its traffic comes down through the bottleneck)")
+	fs.StringVar(&a.lan, "lan", "", "`interface` facing the clients (their traffic goes up through the bottleneck), by name or by a prefix it holds an address in (10.77.1.0/24: Docker attaches a container's networks in no fixed order)")
+	fs.StringVar(&a.wan, "wan", "", "`interface` facing the network (its traffic comes down through the bottleneck), by name or by a prefix it holds an address in")
 	a.waitIfaces = flagvalue.Duration{Optional: true}
 	fs.Var(&a.waitIfaces, "wait-interfaces", "wait up to `duration` for --lan and --wan to appear (a container whose interfaces are attached after it starts, as containerlab and Multus do); none by then: exit 2 naming it")
 	fs.BoolVar(&a.cleanup, "cleanup", false, cleanupUsage+"; with --lan and --wan it also sweeps the gateway's rules on them when the state file is lost")
@@ -52,6 +54,14 @@ func runFlags(fs *pflag.FlagSet) func(context.Context, *cmdEnv, []string) error 
 	a.link.addProfileFlag()
 	a.capture = addCaptureFlags(fs)
 	return func(ctx context.Context, env *cmdEnv, args []string) error {
+		for _, f := range []struct {
+			flag string
+			p    *string
+		}{{"lan", &a.lan}, {"wan", &a.wan}} {
+			if err := ifaceByPrefix(ctx, "run", f.flag, f.p, a.waitIfaces.D); err != nil {
+				return err
+			}
+		}
 		if done, err := gatewayArgs("run", args, a.lan, a.wan, a.cleanup, a.inst, env); done {
 			return err
 		}
@@ -69,6 +79,32 @@ func runFlags(fs *pflag.FlagSet) func(context.Context, *cmdEnv, []string) error 
 		return runInstance(ctx, env, "run", a.inst, a.link, a.capture, "pi2hop run "+strings.Join(givenFlags(fs), " "),
 			&instance.Gateway{LAN: a.lan, WAN: a.wan, FirewallAccept: a.accept})
 	}
+}
+
+// ifaceByPrefix replaces an interface flag's prefix (or address) with the
+// name of the interface that holds an address in it, waiting up to wait
+// for one; a name is left as it is.
+func ifaceByPrefix(ctx context.Context, command, flag string, v *string, wait time.Duration) error {
+	p, err := netip.ParsePrefix(*v)
+	if err != nil {
+		a, aerr := netip.ParseAddr(*v)
+		if aerr != nil {
+			return nil
+		}
+		p = netip.PrefixFrom(a, a.BitLen())
+	}
+	name, err := netsys.LinkIn(ctx, p, wait)
+	var me *netsys.MissingLinkError
+	switch {
+	case errors.As(err, &me):
+		return &platformError{fmt.Sprintf("pi2hop %s: --%s %s: %v", command, flag, *v, me)}
+	case errors.Is(err, netsys.ErrUnsupported):
+		return err
+	case err != nil:
+		return usagef("%s: --%s %s: %v", command, flag, *v, err)
+	}
+	*v = name
+	return nil
 }
 
 // firewallAcceptFlag declares --firewall-accept, which run and share share.

@@ -5,72 +5,13 @@ import (
 	"errors"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/pi2hop/pi2hop/internal/roottest"
 )
-
-// startDockerd starts a dockerd that touches nothing of the host's: its
-// own data and exec roots, pid file and socket in a temporary folder, no
-// iptables rules, no bridge. It is stopped and its folder removed when
-// the test ends. It returns the DOCKER_HOST to use.
-func startDockerd(t *testing.T) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "p2dk")
-	if err != nil {
-		t.Fatal(err)
-	}
-	host := "unix://" + filepath.Join(dir, "docker.sock")
-	d := exec.Command("dockerd", "--data-root", filepath.Join(dir, "data"), "--exec-root", filepath.Join(dir, "exec"),
-		"--pidfile", filepath.Join(dir, "docker.pid"), "-H", host, "--iptables=false", "--ip6tables=false", "--bridge=none",
-		"--ip-forward=false",   // dockerd would switch the host's forwarding on, and new namespaces inherit it
-		"--storage-driver=vfs") // no overlay mounts to leave behind
-	var log bytes.Buffer
-	d.Stdout, d.Stderr = &log, &log
-	if err := d.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- d.Wait() }()
-	forwarding := hostForwarding(t)
-	t.Cleanup(func() {
-		if now := hostForwarding(t); now != forwarding {
-			t.Errorf("the host's IPv4 forwarding is %q after dockerd, was %q", now, forwarding)
-		}
-	})
-	t.Cleanup(func() {
-		d.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(15 * time.Second):
-			t.Errorf("dockerd still running 15s after SIGTERM: killed")
-			d.Process.Kill()
-			<-exited
-		}
-		if err := os.RemoveAll(dir); err != nil {
-			t.Errorf("removing dockerd's folder: %v", err)
-		}
-	})
-	deadline := time.Now().Add(20 * time.Second)
-	for exec.Command("docker", "-H", host, "version").Run() != nil {
-		select {
-		case err := <-exited:
-			exited <- err
-			t.Fatalf("dockerd exited: %v\n%s", err, log.String())
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("dockerd did not answer on %s within 20s\n%s", host, log.String())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	return host
-}
 
 // TestImage: make image builds offline; the image is under 30 MB, prints
 // the binary's version, and in a container with NET_ADMIN and the TUN
@@ -78,25 +19,8 @@ func startDockerd(t *testing.T) string {
 func TestImage(t *testing.T) {
 	roottest.Need(t, "dockerd", "docker", "make", "ip")
 	t.Parallel()
-	host := startDockerd(t)
-	repo, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	mk := exec.Command("make", "-s", "-C", repo, "image", "IMAGE=pi2hop-test")
-	mk.Env = append(os.Environ(), "DOCKER_HOST="+host)
-	out, err := mk.Output()
-	if err != nil {
-		t.Fatalf("make image: %v\n%s", err, out)
-	}
-	tag := strings.TrimSpace(string(out))
-	if !strings.HasPrefix(tag, "pi2hop-test:") {
-		t.Fatalf("make image printed %q, want the tag pi2hop-test:VERSION", tag)
-	}
-	docker := func(args ...string) *exec.Cmd {
-		return exec.Command("docker", append([]string{"-H", host}, args...)...)
-	}
-
+	f := getFixture(t)
+	tag, docker := f.tag, f.docker
 	size, err := docker("image", "inspect", "-f", "{{.Size}}", tag).Output()
 	if err != nil {
 		t.Fatalf("docker image inspect: %v", err)
@@ -107,7 +31,7 @@ func TestImage(t *testing.T) {
 	}
 	t.Logf("image %s: %d bytes", tag, n)
 
-	want, err := exec.Command(filepath.Join(repo, "bin/image/pi2hop"), "version").Output()
+	want, err := exec.Command(f.bin, "version").Output()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,15 +99,4 @@ func TestImage(t *testing.T) {
 		logs, _ := docker("logs", name).CombinedOutput()
 		t.Errorf("run in the container exited %s after SIGTERM, want 0:\n%s", code, logs)
 	}
-	docker("image", "rm", "-f", tag).Run()
-}
-
-// hostForwarding reads net.ipv4.ip_forward, which dockerd must leave as
-// it was: every new network namespace copies it.
-func hostForwarding(t *testing.T) string {
-	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_forward")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return strings.TrimSpace(string(b))
 }

@@ -1,0 +1,185 @@
+package imagetest
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pi2hop/pi2hop/internal/roottest"
+)
+
+// The compose lab's figures, as deploy/compose/compose.yaml sets them.
+const (
+	composeRate    = 10e6                  // bit/s, each way
+	composeBaseRTT = 20 * time.Millisecond // 10 ms each way
+	// composeCall is how long the call and the downloads run: long enough
+	// for a steady stretch after the start, short enough for make test.
+	composeCall = 12 * time.Second
+)
+
+// TestComposeLab brings up deploy/compose with Debian's docker-compose, in
+// the shared dockerd and offline (every container runs the image make
+// image built): the hop runs `run` with NET_ADMIN and the TUN device only
+// and shapes the downlink, which four downloads fill, within [95 %,
+// 100.5 %] of its rate, measured from its /metrics on the host between two
+// scrapes; its /metrics shows CE marks; the L4S call beside the downloads
+// has an RTT p99 within 5 ms of the base RTT (the lab's l4s-demo bound);
+// `down` leaves no container or network behind.
+func TestComposeLab(t *testing.T) {
+	roottest.Need(t, "dockerd", "docker", "docker-compose", "make")
+	f := getFixture(t)
+	project := roottest.Name("p2c")
+	port := freePort(t)
+	file := filepath.Join(f.repo, "deploy", "compose", "compose.yaml")
+	compose := func(ctx context.Context, args ...string) *exec.Cmd {
+		c := exec.CommandContext(ctx, "docker-compose", append([]string{"-f", file, "-p", project}, args...)...)
+		c.Env = append(os.Environ(), "DOCKER_HOST="+f.host, "PI2HOP_IMAGE="+f.tag,
+			"PI2HOP_METRICS_PORT="+strconv.Itoa(port), "PI2HOP_LAB_DURATION="+composeCall.String())
+		return c
+	}
+	label := "label=com.docker.compose.project=" + project
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		if out, err := compose(ctx, "down", "--remove-orphans").CombinedOutput(); err != nil {
+			t.Errorf("docker-compose down: %v\n%s", err, out)
+		}
+		for _, what := range []string{"container", "network"} {
+			args := []string{what, "ls", "-q", "--filter", label}
+			if what == "container" {
+				args = append(args, "--all")
+			}
+			if out, err := f.docker(args...).Output(); err != nil || len(bytes.TrimSpace(out)) > 0 {
+				t.Errorf("after docker-compose down, %ss of the lab: %q (%v), want none", what, out, err)
+			}
+		}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	start := time.Now()
+	if out, err := compose(ctx, "up", "-d").CombinedOutput(); err != nil {
+		t.Fatalf("docker-compose up: %v\n%s", err, out)
+	}
+	up := time.Now()
+	t.Logf("docker-compose up -d: %v", up.Sub(start).Round(time.Millisecond))
+	if logs, _ := compose(ctx, "logs", "hop").CombinedOutput(); !bytes.Contains(logs, []byte("no CAP_SYS_NICE")) {
+		t.Errorf("the hop's start-up output does not say it runs without CAP_SYS_NICE:\n%s", logs)
+	}
+
+	// The downlink's rate between two scrapes while the downloads fill it:
+	// the first after their start, the second before their end.
+	url := fmt.Sprintf("http://127.0.0.1:%d/metrics", port)
+	sleepUntil(up.Add(4 * time.Second))
+	m1, t1 := scrape(t, url)
+	sleepUntil(up.Add(composeCall - 2*time.Second))
+	m2, t2 := scrape(t, url)
+	const out = `pi2hop_bytes_total{dir="down",point="out"}`
+	rate := (m2[out] - m1[out]) * 8 / t2.Sub(t1).Seconds()
+	t.Logf("downlink %.3f Mbit/s over %v (%.2f %% of the rate)", rate/1e6, t2.Sub(t1).Round(time.Millisecond), 100*rate/composeRate)
+	if rate < 0.95*composeRate || rate > 1.005*composeRate {
+		t.Errorf("downlink %.0f bit/s, want within [95 %%, 100.5 %%] of %.0f", rate, composeRate)
+	}
+	if marks := m2[`pi2hop_ce_marks_total{dir="down"}`]; marks <= 0 {
+		t.Errorf("/metrics shows %v CE marks on the downlink, want some", marks)
+	}
+
+	// The call's summary, once it has ended.
+	id, err := compose(ctx, "ps", "-q", "call").Output()
+	if err != nil || len(bytes.TrimSpace(id)) == 0 {
+		t.Fatalf("docker-compose ps -q call: %q (%v)", id, err)
+	}
+	wait := exec.CommandContext(ctx, "docker", "-H", f.host, "wait", strings.TrimSpace(string(id)))
+	if code, err := wait.Output(); err != nil || strings.TrimSpace(string(code)) != "0" {
+		logs, _ := compose(context.Background(), "logs", "call").CombinedOutput()
+		t.Fatalf("the call: exit %q (%v) waiting for it within %v\n%s", code, err, 60*time.Second, logs)
+	}
+	logs, err := f.docker("logs", strings.TrimSpace(string(id))).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum struct {
+		Summary    bool    `json:"summary"`
+		RTTp99     float64 `json:"rtt_p99_ms"`
+		RTTp50     float64 `json:"rtt_p50_ms"`
+		Samples    int     `json:"rtt_samples"`
+		ECN        string  `json:"ecn"`
+		Validation string  `json:"ecn_validation"`
+		CE         float64 `json:"ce_frac"`
+	}
+	sc := bufio.NewScanner(bytes.NewReader(logs))
+	for sc.Scan() {
+		if bytes.Contains(sc.Bytes(), []byte(`"summary":true`)) {
+			if err := json.Unmarshal(sc.Bytes(), &sum); err != nil {
+				t.Fatalf("the call's summary %s: %v", sc.Bytes(), err)
+			}
+		}
+	}
+	if !sum.Summary || sum.Samples == 0 {
+		t.Fatalf("no summary with RTT samples in the call's output:\n%s", logs)
+	}
+	t.Logf("call: RTT p50 %.2f ms, p99 %.2f ms over %d samples; CE %.1f %%; %s, ECN validation %s",
+		sum.RTTp50, sum.RTTp99, sum.Samples, 100*sum.CE, sum.ECN, sum.Validation)
+	bound := float64(composeBaseRTT+5*time.Millisecond) / 1e6
+	if sum.RTTp99 > bound || sum.ECN != "ECT(1)" || sum.Validation != "capable" {
+		t.Errorf("the L4S call beside the downloads: RTT p99 %.2f ms, %s, ECN validation %s; want p99 at most %.0f ms (base RTT + 5 ms), ECT(1) throughout, validation capable",
+			sum.RTTp99, sum.ECN, sum.Validation, bound)
+	}
+}
+
+// scrape fetches url's Prometheus text and returns its samples by series
+// (name with labels, as written) and the middle of the request's time.
+func scrape(t *testing.T, url string) (map[string]float64, time.Time) {
+	t.Helper()
+	// No proxy: the environment's may not reach this host's loopback.
+	c := &http.Client{Transport: &http.Transport{Proxy: nil}, Timeout: 2 * time.Second}
+	before := time.Now()
+	resp, err := c.Get(url)
+	after := time.Now()
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	m := map[string]float64{}
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, "#") {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		if i < 0 {
+			continue
+		}
+		if v, err := strconv.ParseFloat(line[i+1:], 64); err == nil {
+			m[line[:i]] = v
+		}
+	}
+	if err := sc.Err(); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %s (%v)", url, resp.Status, err)
+	}
+	return m, before.Add(after.Sub(before) / 2)
+}
+
+func sleepUntil(at time.Time) { time.Sleep(time.Until(at)) }
+
+// freePort is a loopback TCP port nothing listens on now.
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
