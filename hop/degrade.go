@@ -16,9 +16,12 @@ func (d Degradation) String() string { return d.Reason + ": " + d.Effect }
 // must not fail then). None when everything it asks for is permitted.
 func Degradations(cfg Config) []Degradation {
 	var out []Degradation
-	if cfg.Priority > 0 && !realTimeAllowed(cfg.Priority) {
-		out = append(out, Degradation{Name: "realtime",
-			Reason: "no CAP_SYS_NICE (nor RLIMIT_RTPRIO)",
+	why := ""
+	if cfg.Priority > 0 {
+		why = realTimeRefused(cfg.Priority)
+	}
+	if why != "" {
+		out = append(out, Degradation{Name: "realtime", Reason: why,
 			Effect: "pacing degraded: the owners run at normal priority, so on a busy machine their wake-ups can come ms late, as delay and rate error"})
 	}
 	if cfg.CPULatency >= 0 && !cpuLatencyAllowed() {

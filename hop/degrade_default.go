@@ -4,5 +4,5 @@ package hop
 
 // The real-time driver needs Linux: elsewhere nothing is degraded, as
 // nothing runs.
-func realTimeAllowed(int) bool { return true }
-func cpuLatencyAllowed() bool  { return true }
+func realTimeRefused(int) string { return "" }
+func cpuLatencyAllowed() bool    { return true }
