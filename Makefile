@@ -53,7 +53,8 @@ image:
 # namespaces skip themselves when not run as root; internal/testsum counts
 # them and fails the run when one skipped in CI (CI=true), and prints each
 # package's wall time and the slowest tests. The packages whose tests
-# measure rates, delays and pacing (TIMED) run first, one at a time (-p
+# measure rates, delays and pacing (TIMED; imagetest runs the compose lab
+# and l4s-demo in containers) run first, one at a time (-p
 # 1), and so do their timing tests: on a 2-core machine two of them at
 # once starve each other; their root tests that measure nothing call
 # t.Parallel and run together after them (-parallel). The other packages
@@ -63,7 +64,7 @@ image:
 # time a wait (SOLO), alone. lint has run go vet on every package, so the
 # test runs leave it out (-vet=off).
 MODULE := github.com/pi2hop/pi2hop
-TIMED  := $(MODULE)/cmd/pi2hop $(MODULE)/hop $(MODULE)/flow
+TIMED  := $(MODULE)/cmd/pi2hop $(MODULE)/hop $(MODULE)/flow $(MODULE)/internal/imagetest
 SOLO   := $(TIMED) $(MODULE)/flow/ecnudp
 test: lint cross
 	@./scripts/test-deps
@@ -170,7 +171,8 @@ bench-hop:
 # Every lab scenario as its figures are quoted (root; not in CI): --quick
 # durations, l4s-demo three times interleaved (figures are medians), each
 # printing its report's checks; reports in bin/bench-lab/SCENARIO. make
-# test runs each scenario once but aqm-zoo and wifi; this is the rest.
+# test runs each scenario once (l4s-demo in a container) but aqm-zoo and
+# wifi; this is the rest.
 bench-lab: build
 	@rm -rf bin/bench-lab && mkdir -p bin/bench-lab
 	./$(BIN) lab l4s-demo --quick --repeat 3 --out bin/bench-lab/l4s-demo
