@@ -22,6 +22,9 @@ type fixture struct {
 	tag  string // the image make image built
 	repo string // the module's root
 	bin  string // the binary in the image
+	// rtRuntime is what a container must add to have real-time runtime
+	// (--cpu-rt-runtime), none where a capability is enough.
+	rtRuntime []string
 }
 
 var shared struct {
@@ -58,7 +61,7 @@ func newFixture() (*fixture, error) {
 	if err != nil {
 		return nil, err
 	}
-	host, stop, err := startDockerd()
+	host, rt, stop, err := startDockerd()
 	if err != nil {
 		return nil, err
 	}
@@ -75,7 +78,7 @@ func newFixture() (*fixture, error) {
 	if !strings.HasPrefix(tag, "pi2hop-test:") {
 		return nil, fmt.Errorf("make image printed %q, want the tag pi2hop-test:VERSION", tag)
 	}
-	return &fixture{host: host, tag: tag, repo: repo, bin: filepath.Join(repo, "bin/image/pi2hop")}, nil
+	return &fixture{host: host, tag: tag, repo: repo, bin: filepath.Join(repo, "bin/image/pi2hop"), rtRuntime: rt}, nil
 }
 
 // docker is a docker command against the fixture's dockerd.
@@ -83,29 +86,46 @@ func (f *fixture) docker(args ...string) *exec.Cmd {
 	return exec.Command("docker", append([]string{"-H", f.host}, args...)...)
 }
 
+// rtGroupRuntime is the real-time runtime, in µs per second and CPU, that
+// the dockerd's cgroup and a container that asks for it get.
+const rtGroupRuntime = "900000"
+
 // startDockerd starts a dockerd that touches nothing of the host's: its
 // own data and exec roots, pid file and socket in a temporary folder, no
 // iptables rules, no default bridge, no forwarding. It returns the
-// DOCKER_HOST to use and the function that stops it, removes its folder
-// and checks the host's IPv4 forwarding is as it was.
-func startDockerd() (host string, stop func() error, err error) {
+// DOCKER_HOST to use, what a container adds to get real-time runtime, and
+// the function that stops it, removes its folder and cgroups and checks
+// the host's IPv4 forwarding is as it was.
+//
+// Under cgroup v1 with real-time group scheduling a cgroup has no
+// real-time runtime unless given some, and the kernel refuses SCHED_FIFO
+// in it whatever the capabilities: the dockerd gets a parent cgroup of its
+// own with runtime to give (--cgroup-parent, --cpu-rt-runtime), removed
+// when it stops.
+func startDockerd() (host string, rt []string, stop func() error, err error) {
 	dir, err := os.MkdirTemp("", "p2dk")
 	if err != nil {
-		return "", nil, err
+		return "", nil, nil, err
 	}
 	host = "unix://" + filepath.Join(dir, "docker.sock")
-	d := exec.Command("dockerd", "--data-root", filepath.Join(dir, "data"), "--exec-root", filepath.Join(dir, "exec"),
+	args := []string{"--data-root", filepath.Join(dir, "data"), "--exec-root", filepath.Join(dir, "exec"),
 		"--pidfile", filepath.Join(dir, "docker.pid"), "-H", host, "--iptables=false", "--ip6tables=false", "--bridge=none",
 		"--ip-forward=false",   // dockerd would switch the host's forwarding on, and new namespaces inherit it
-		"--storage-driver=vfs") // no overlay mounts to leave behind
+		"--storage-driver=vfs"} // no overlay mounts to leave behind
+	parent := filepath.Base(dir)
+	if _, err := os.Stat("/sys/fs/cgroup/cpu/cpu.rt_runtime_us"); err == nil {
+		args = append(args, "--cgroup-parent", "/"+parent, "--cpu-rt-runtime", rtGroupRuntime)
+		rt = []string{"--cpu-rt-runtime", rtGroupRuntime}
+	}
+	d := exec.Command("dockerd", args...)
 	var log bytes.Buffer
 	d.Stdout, d.Stderr = &log, &log
 	forwarding, err := hostForwarding()
 	if err != nil {
-		return "", nil, err
+		return "", nil, nil, err
 	}
 	if err := d.Start(); err != nil {
-		return "", nil, err
+		return "", nil, nil, err
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- d.Wait() }()
@@ -122,6 +142,14 @@ func startDockerd() (host string, stop func() error, err error) {
 		if err := os.RemoveAll(dir); err != nil {
 			errs = append(errs, fmt.Sprintf("removing dockerd's folder: %v", err))
 		}
+		if rt != nil {
+			cgs, _ := filepath.Glob("/sys/fs/cgroup/*/" + parent)
+			for _, cg := range cgs {
+				if err := os.Remove(cg); err != nil {
+					errs = append(errs, fmt.Sprintf("removing dockerd's cgroup: %v", err))
+				}
+			}
+		}
 		if now, err := hostForwarding(); err != nil || now != forwarding {
 			errs = append(errs, fmt.Sprintf("the host's IPv4 forwarding is %q (%v) after dockerd, was %q", now, err, forwarding))
 		}
@@ -136,16 +164,16 @@ func startDockerd() (host string, stop func() error, err error) {
 		case err := <-exited:
 			exited <- err
 			stop()
-			return "", nil, fmt.Errorf("dockerd exited: %v\n%s", err, log.String())
+			return "", nil, nil, fmt.Errorf("dockerd exited: %v\n%s", err, log.String())
 		default:
 		}
 		if time.Now().After(deadline) {
 			stop()
-			return "", nil, fmt.Errorf("dockerd did not answer on %s within 20s\n%s", host, log.String())
+			return "", nil, nil, fmt.Errorf("dockerd did not answer on %s within 20s\n%s", host, log.String())
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	return host, stop, nil
+	return host, rt, stop, nil
 }
 
 // hostForwarding reads net.ipv4.ip_forward, which dockerd must leave as
