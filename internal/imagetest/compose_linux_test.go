@@ -37,7 +37,7 @@ const (
 // has an RTT p99 within 5 ms of the base RTT (the lab's l4s-demo bound);
 // `down` leaves no container or network behind.
 func TestComposeLab(t *testing.T) {
-	roottest.Need(t, "dockerd", "docker", "docker-compose", "make")
+	roottest.Need(t, "dockerd", "docker", "docker-compose", "make", "ip")
 	f := getFixture(t)
 	project := roottest.Name("p2c")
 	port := freePort(t)
@@ -50,10 +50,17 @@ func TestComposeLab(t *testing.T) {
 	}
 	label := "label=com.docker.compose.project=" + project
 	t.Cleanup(func() {
+		// The networks' bridges live in the host's namespace, named by id.
+		ids, _ := f.docker("network", "ls", "-q", "--no-trunc", "--filter", label).Output()
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
 		if out, err := compose(ctx, "down", "--remove-orphans").CombinedOutput(); err != nil {
-			t.Errorf("docker-compose down: %v\n%s", err, out)
+			t.Errorf("docker-compose down: %v (waited at most 1m)\n%s", err, out)
+		}
+		for _, id := range strings.Fields(string(ids)) {
+			if exec.Command("ip", "link", "show", "br-"+id[:12]).Run() == nil {
+				t.Errorf("after docker-compose down, the host still has the bridge br-%s", id[:12])
+			}
 		}
 		for _, what := range []string{"container", "network"} {
 			args := []string{what, "ls", "-q", "--filter", label}
@@ -65,11 +72,16 @@ func TestComposeLab(t *testing.T) {
 			}
 		}
 	})
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	// Creating the containers copies the image for each (dockerd's vfs
+	// driver): seconds each on a busy machine.
+	const upWithin = 2 * time.Minute
+	ctx, cancel := context.WithTimeout(context.Background(), upWithin+composeCall+time.Minute)
 	defer cancel()
+	upCtx, upCancel := context.WithTimeout(ctx, upWithin)
+	defer upCancel()
 	start := time.Now()
-	if out, err := compose(ctx, "up", "-d").CombinedOutput(); err != nil {
-		t.Fatalf("docker-compose up: %v\n%s", err, out)
+	if out, err := compose(upCtx, "up", "-d").CombinedOutput(); err != nil {
+		t.Fatalf("docker-compose up -d: %v (waited at most %v)\n%s", err, upWithin, out)
 	}
 	up := time.Now()
 	t.Logf("docker-compose up -d: %v", up.Sub(start).Round(time.Millisecond))
@@ -77,12 +89,31 @@ func TestComposeLab(t *testing.T) {
 		t.Errorf("the hop's start-up output does not say it runs without CAP_SYS_NICE:\n%s", logs)
 	}
 
-	// The downlink's rate between two scrapes while the downloads fill it:
-	// the first after their start, the second before their end.
+	// The downlink's rate between two scrapes while every download runs:
+	// the first once the last has left slow start, the second before the
+	// first ends.
+	var first, last time.Time
+	for i := 1; i <= 4; i++ {
+		at := startedAt(t, f, compose, ctx, fmt.Sprintf("download%d", i))
+		if first.IsZero() || at.Before(first) {
+			first = at
+		}
+		if at.After(last) {
+			last = at
+		}
+	}
+	from, to := last.Add(3*time.Second), first.Add(composeCall-time.Second)
+	if now := time.Now().Add(100 * time.Millisecond); from.Before(now) {
+		from = now
+	}
+	if to.Sub(from) < 3*time.Second {
+		t.Fatalf("no 3 s left in which all four downloads run: they started %v apart, the first %v before docker-compose up returned",
+			last.Sub(first).Round(time.Millisecond), up.Sub(first).Round(time.Millisecond))
+	}
 	url := fmt.Sprintf("http://127.0.0.1:%d/metrics", port)
-	sleepUntil(up.Add(4 * time.Second))
+	sleepUntil(from)
 	m1, t1 := scrape(t, url)
-	sleepUntil(up.Add(composeCall - 2*time.Second))
+	sleepUntil(to)
 	m2, t2 := scrape(t, url)
 	const out = `pi2hop_bytes_total{dir="down",point="out"}`
 	rate := (m2[out] - m1[out]) * 8 / t2.Sub(t1).Seconds()
@@ -95,16 +126,13 @@ func TestComposeLab(t *testing.T) {
 	}
 
 	// The call's summary, once it has ended.
-	id, err := compose(ctx, "ps", "-q", "call").Output()
-	if err != nil || len(bytes.TrimSpace(id)) == 0 {
-		t.Fatalf("docker-compose ps -q call: %q (%v)", id, err)
-	}
-	wait := exec.CommandContext(ctx, "docker", "-H", f.host, "wait", strings.TrimSpace(string(id)))
+	id := containerID(t, compose, ctx, "call")
+	wait := exec.CommandContext(ctx, "docker", "-H", f.host, "wait", id)
 	if code, err := wait.Output(); err != nil || strings.TrimSpace(string(code)) != "0" {
 		logs, _ := compose(context.Background(), "logs", "call").CombinedOutput()
-		t.Fatalf("the call: exit %q (%v) waiting for it within %v\n%s", code, err, 60*time.Second, logs)
+		t.Fatalf("the call: exit %q (%v) waiting for its end\n%s", code, err, logs)
 	}
-	logs, err := f.docker("logs", strings.TrimSpace(string(id))).Output()
+	logs, err := f.docker("logs", id).Output()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,6 +163,30 @@ func TestComposeLab(t *testing.T) {
 		t.Errorf("the L4S call beside the downloads: RTT p99 %.2f ms, %s, ECN validation %s; want p99 at most %.0f ms (base RTT + 5 ms), ECT(1) throughout, validation capable",
 			sum.RTTp99, sum.ECN, sum.Validation, bound)
 	}
+}
+
+// containerID is the id of the compose service's container.
+func containerID(t *testing.T, compose func(context.Context, ...string) *exec.Cmd, ctx context.Context, service string) string {
+	t.Helper()
+	id, err := compose(ctx, "ps", "-q", service).Output()
+	if err != nil || len(bytes.TrimSpace(id)) == 0 {
+		t.Fatalf("docker-compose ps -q %s: %q (%v)", service, id, err)
+	}
+	return strings.TrimSpace(string(id))
+}
+
+// startedAt is when the compose service's container started.
+func startedAt(t *testing.T, f *fixture, compose func(context.Context, ...string) *exec.Cmd, ctx context.Context, service string) time.Time {
+	t.Helper()
+	out, err := f.docker("inspect", "-f", "{{.State.StartedAt}}", containerID(t, compose, ctx, service)).Output()
+	if err != nil {
+		t.Fatalf("docker inspect %s: %v", service, err)
+	}
+	at, err := time.Parse(time.RFC3339Nano, strings.TrimSpace(string(out)))
+	if err != nil {
+		t.Fatalf("%s started at %q: %v", service, out, err)
+	}
+	return at
 }
 
 // scrape fetches url's Prometheus text and returns its samples by series
