@@ -25,7 +25,7 @@ const (
 	composeBaseRTT = 20 * time.Millisecond // 10 ms each way
 	// composeCall is how long the call and the downloads run: long enough
 	// for a steady stretch after the start, short enough for make test.
-	composeCall = 12 * time.Second
+	composeCall = 9 * time.Second
 )
 
 // TestComposeLab brings up deploy/compose with Debian's docker-compose, in
