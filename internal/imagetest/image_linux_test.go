@@ -15,7 +15,8 @@ import (
 
 // TestImage: make image builds offline; the image is under 30 MB, prints
 // the binary's version, and in a container with NET_ADMIN and the TUN
-// device alone shell exits 2 naming CAP_SYS_ADMIN.
+// device alone shell exits 2 naming CAP_SYS_ADMIN; with SYS_ADMIN too it
+// runs its command.
 func TestImage(t *testing.T) {
 	roottest.Need(t, "dockerd", "docker", "make", "ip")
 	t.Parallel()
@@ -47,6 +48,18 @@ func TestImage(t *testing.T) {
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(stderr.String(), "needs CAP_SYS_ADMIN") {
 		t.Errorf("shell in a container with NET_ADMIN alone: %v, stderr %q; want exit 2 naming CAP_SYS_ADMIN", err, stderr.String())
+	}
+
+	// shell with NET_ADMIN and SYS_ADMIN, as deploy/k8s's Job runs it: the
+	// command runs behind the hop and its exit status is shell's. IPv6 is
+	// on, as shell addresses both families.
+	var shOut bytes.Buffer
+	sh = docker("run", "--rm", "--network", "none", "--cap-add", "NET_ADMIN", "--cap-add", "SYS_ADMIN", "--device", "/dev/net/tun",
+		"--sysctl", "net.ipv6.conf.all.disable_ipv6=0", "--sysctl", "net.ipv6.conf.default.disable_ipv6=0",
+		tag, "shell", "--as-root", "--rate", "10mbit", "--delay", "10ms", "--floor-probe=false", "--", "/usr/bin/pi2hop", "version")
+	sh.Stdout, sh.Stderr = &shOut, &shOut
+	if err := sh.Run(); err != nil || !bytes.Contains(shOut.Bytes(), want) {
+		t.Errorf("shell in a container with NET_ADMIN and SYS_ADMIN: %v, want it to run pi2hop version behind the hop:\n%s", err, shOut.String())
 	}
 
 	// run with NET_ADMIN and the TUN device only, no network of docker's:
