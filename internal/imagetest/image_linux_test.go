@@ -13,6 +13,10 @@ import (
 	"github.com/pi2hop/pi2hop/internal/roottest"
 )
 
+// imageBinary is where deploy/Dockerfile puts pi2hop in the image: a
+// program of the image's, not of the host's.
+const imageBinary = "/usr/bin/pi2hop"
+
 // TestImage: make image builds offline; the image is under 30 MB, prints
 // the binary's version, and in a container with NET_ADMIN and the TUN
 // device alone shell exits 2 naming CAP_SYS_ADMIN; with SYS_ADMIN too it
@@ -56,7 +60,7 @@ func TestImage(t *testing.T) {
 	var shOut bytes.Buffer
 	sh = docker("run", "--rm", "--network", "none", "--cap-add", "NET_ADMIN", "--cap-add", "SYS_ADMIN", "--device", "/dev/net/tun",
 		"--sysctl", "net.ipv6.conf.all.disable_ipv6=0", "--sysctl", "net.ipv6.conf.default.disable_ipv6=0",
-		tag, "shell", "--as-root", "--rate", "10mbit", "--delay", "10ms", "--floor-probe=false", "--", "/usr/bin/pi2hop", "version")
+		tag, "shell", "--as-root", "--rate", "10mbit", "--delay", "10ms", "--floor-probe=false", "--", imageBinary, "version")
 	sh.Stdout, sh.Stderr = &shOut, &shOut
 	if err := sh.Run(); err != nil || !bytes.Contains(shOut.Bytes(), want) {
 		t.Errorf("shell in a container with NET_ADMIN and SYS_ADMIN: %v, want it to run pi2hop version behind the hop:\n%s", err, shOut.String())
