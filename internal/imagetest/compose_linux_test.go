@@ -35,9 +35,8 @@ const (
 	// the round trips the machine's pauses left alone and after a warm-up,
 	// while the compose hop runs at normal priority (NET_ADMIN alone), and
 	// the call's summary counts every round trip from its first. Meanwhile
-	// the p99 is held to composeGapMs, still clear of the classic call's
-	// RTT beside the same downloads (l4s-demo's, and Apple's "up to ~45
-	// ms").
+	// the p99 is held to composeGapMs, still clear of a classic call's RTT
+	// beside the same downloads (l4s-demo's Classic-queue run).
 	composeGoalMs = 5.0
 	composeGapMs  = 15.0
 )
