@@ -136,6 +136,9 @@ func TestComposeLab(t *testing.T) {
 	if rate < 0.95*composeRate || rate > 1.005*composeRate {
 		t.Errorf("downlink %.0f bit/s, want within [95 %%, 100.5 %%] of %.0f", rate, composeRate)
 	}
+	// The queues' own view of the delay, beside the calls' RTTs below.
+	t.Logf("downlink sojourn p99: L %.2f ms, C %.2f ms", 1e3*m2[`pi2hop_sojourn_seconds{dir="down",quantile="0.99",queue="L"}`],
+		1e3*m2[`pi2hop_sojourn_seconds{dir="down",quantile="0.99",queue="C"}`])
 	if marks := m2[`pi2hop_ce_marks_total{dir="down"}`]; marks <= 0 {
 		t.Errorf("/metrics shows %v CE marks on the downlink, want some", marks)
 	}
