@@ -100,3 +100,26 @@ func TestRunWaitInterfacesTimesOut(t *testing.T) {
 		t.Errorf("exited after %v, want after the 3s bound (and soon after)", took)
 	}
 }
+
+// TestIfaceByPrefix: --lan and --wan keep a name as given and turn a
+// prefix or an address into the interface holding an address in it (the
+// loopback's 127.0.0.1 here, which needs no privilege to read); one no
+// interface has an address in exits 2 naming the flag.
+func TestIfaceByPrefix(t *testing.T) {
+	for _, tt := range []struct{ in, want, err string }{
+		{in: "eth7", want: "eth7"},
+		{in: "127.0.0.0/8", want: "lo"},
+		{in: "127.0.0.1", want: "lo"},
+		{in: "192.0.2.77/32", err: "pi2hop run: --lan 192.0.2.77/32: no interface with an address in 192.0.2.77/32 appeared within 0s"},
+	} {
+		v := tt.in
+		err := ifaceByPrefix(t.Context(), "run", "lan", &v, 0)
+		var pe *platformError
+		switch {
+		case tt.err == "" && (err != nil || v != tt.want):
+			t.Errorf("--lan %s: %q, %v; want %q", tt.in, v, err, tt.want)
+		case tt.err != "" && (!errors.As(err, &pe) || err.Error() != tt.err):
+			t.Errorf("--lan %s: %v; want exit 2 saying %q", tt.in, err, tt.err)
+		}
+	}
+}
