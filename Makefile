@@ -61,24 +61,28 @@ image:
 # follow two at a time, and beside them their unit tests again under the
 # race detector (neither times anything); last, under the race detector,
 # the unit tests of TIMED and of the few other packages whose unit tests
-# time a wait (SOLO), alone. lint has run go vet on every package, so the
+# time a wait (SOLO), alone. The race detector runs where a race can
+# happen: in the packages whose code or tests start goroutines (RACE,
+# found by their go statements); the rest run on one goroutine. lint has run go vet on every package, so the
 # test runs leave it out (-vet=off).
 MODULE := github.com/pi2hop/pi2hop
 TIMED  := $(MODULE)/cmd/pi2hop $(MODULE)/hop $(MODULE)/flow $(MODULE)/internal/imagetest
 SOLO   := $(TIMED) $(MODULE)/flow/ecnudp
+GOSTMT := ^\s*go (func|[A-Za-z_][A-Za-z0-9_.]*[(])
+RACE   := $(shell grep -rlE '$(GOSTMT)' --include='*.go' . | xargs -n1 dirname | sort -u | sed 's|^\.|$(MODULE)|')
 test: lint cross
 	@./scripts/test-deps
 	$(GO) build -o bin/testsum ./internal/testsum
 	@rm -rf bin/test-artifacts && mkdir -p bin/test-artifacts
 	( st=0; \
 	  $(GO) test -p 1 -parallel 4 -count=1 -vet=off -timeout 30m -json -artifacts -outputdir $(CURDIR)/bin/test-artifacts $(TIMED) || st=1; \
-	  { $(GO) test -race -short -count=1 -vet=off -timeout 20m $(filter-out $(SOLO),$(shell $(GO) list $(PKGS))) \
+	  { $(GO) test -race -short -count=1 -vet=off -timeout 20m $(filter-out $(SOLO),$(filter $(RACE),$(shell $(GO) list $(PKGS)))) \
 	      > bin/race.log 2>&1; echo $$? > bin/race.rc; } & \
 	  $(GO) test -p 2 -count=1 -vet=off -timeout 30m -json $(filter-out $(TIMED),$(shell $(GO) list $(PKGS))) || st=1; \
 	  wait; exit $$st ) | bin/testsum; st=$$?; \
 	echo "unit tests under the race detector:"; cat bin/race.log; \
 	[ $$st = 0 ] && [ "$$(cat bin/race.rc)" = 0 ]
-	$(GO) test -race -short -count=1 -vet=off -timeout 20m $(SOLO)
+	$(GO) test -race -short -count=1 -vet=off -timeout 20m $(filter $(RACE),$(SOLO))
 
 # Unit tests only: no namespaces, no root.
 test-short:

@@ -114,7 +114,10 @@ func checks(r *report.Report) []report.Check {
 		cs = append(cs,
 			check("L4S call RTT p99 below the classic call's", l4s.Call.RTTMs.N > 0 && lp < cp, "%.1f ms vs %.1f ms", lp, cp),
 			l4sRTTCheck(l4s),
-			check("L4S call loss below 1 %", l4s.Call.Loss < l4sMaxLoss, "%.2f %%", 100*l4s.Call.Loss))
+			check("L4S call loss below 1 %", l4s.Call.Loss < l4sMaxLoss, "%.2f %%", 100*l4s.Call.Loss),
+			// A clean path: the call's ECN validation must not take it for
+			// a faulty one (ecn-faults holds the faulty ones to it).
+			check("L4S call never falls back", !l4s.Call.FellBack && l4s.Call.ECNValidation != "failed", "validation %s", validationDetail(l4s.Call)))
 	case "coexist":
 		run := runNamed(r, "coexist")
 		if run == nil || run.Fairness == nil {

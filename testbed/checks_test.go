@@ -46,6 +46,10 @@ func TestChecks(t *testing.T) {
 			callRun("dualpi2-l4s", 24, 0), callRun("dualpi2-classic", 50, 0.02),
 			callRun("docsis-l4s", docsisL4S, 0), callRun("docsis-classic", 44, 0.02)}}
 	}
+	fellBack := func(r report.Run) report.Run {
+		r.Call.ECNValidation, r.Call.ECNFailReason, r.Call.FellBack = "failed", "mangled", true
+		return r
+	}
 	ecnRun := func(title string, ratio float64) report.Run {
 		return report.Run{Name: title, Title: title, Fairness: &report.Fairness{Ratio: ratio, Jain: 0.9}}
 	}
@@ -77,6 +81,8 @@ func TestChecks(t *testing.T) {
 		{"l4s-demo pauses unknown", report.Report{Scenario: "l4s-demo", Runs: []report.Run{paused(callRun("dualpi2-l4s", 25.2, 0), 0, -1), callRun("dualpi2-classic", 40, 0.05)}},
 			[]string{"L4S call RTT p99 ≤"}},
 		{"l4s-demo missing run", report.Report{Scenario: "l4s-demo", Runs: []report.Run{callRun("dualpi2-l4s", 23, 0)}}, []string{"runs complete"}},
+		{"l4s-demo L4S call fell back", report.Report{Scenario: "l4s-demo", Runs: []report.Run{fellBack(callRun("dualpi2-l4s", 23, 0)), callRun("dualpi2-classic", 40, 0.05)}},
+			[]string{"L4S call never falls back"}},
 		{"coexist good", report.Report{Scenario: "coexist", Runs: []report.Run{withQueues(report.Run{Name: "coexist",
 			Fairness: &report.Fairness{Ratio: 1.3, Jain: 0.98}}, 1, 15)}}, nil},
 		{"coexist unfair, L not shorter", report.Report{Scenario: "coexist", Runs: []report.Run{withQueues(report.Run{Name: "coexist",

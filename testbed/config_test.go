@@ -28,7 +28,7 @@ func TestResolveDefaults(t *testing.T) {
 		{Config{Scenario: "prague", Quick: true}, 1, 10_000_000, 12 * time.Second},
 		{Config{Scenario: "prague", RateBps: 20_000_000}, 1, 20_000_000, 30 * time.Second},
 		{Config{Scenario: "ecn-faults"}, 24, 10_000_000, 30 * time.Second},
-		{Config{Scenario: "ecn-faults", Quick: true}, 4, 10_000_000, 10 * time.Second},
+		{Config{Scenario: "ecn-faults", Quick: true}, 3, 10_000_000, 8 * time.Second},
 	}
 	for _, tt := range tests {
 		c, err := tt.in.Resolve()
