@@ -150,8 +150,8 @@ func runLabCLI(t *testing.T, ctx context.Context, args ...string) *report.Report
 //     alone, L4S call loss < 1 %) runs in a container instead, with the
 //     same checks: internal/imagetest's TestLabInContainer;
 //   - coexist: rate ratio in [0.5, 2] with the L queue's p99 below the C
-//     queue's; run twice interleaved (--repeat 2), so the medians and
-//     ranges of repeated runs are checked live too;
+//     queue's (repeated runs' medians and ranges are testbed/report's
+//     TestCombine and TestRepeatReportHasEveryFigure);
 //   - bdp: window-limited TCP within 15 % of window/RTT;
 //   - prague: Prague alone ≥ 97 % utilisation with L sojourn p99 ≤ 2.6 ms
 //     (the --quick run's bounds are argued at pragueMinUtil); the
@@ -169,7 +169,6 @@ func TestLabScenarios(t *testing.T) {
 	needLabRoot(t)
 	for _, tt := range []struct {
 		scenario string
-		args     []string
 		runs     int
 		plots    []string
 		// gap names a check that is known not to hold yet and the weaker
@@ -177,7 +176,7 @@ func TestLabScenarios(t *testing.T) {
 		gap      string
 		gapCheck func(rep *report.Report) error
 	}{
-		{scenario: "coexist", args: []string{"--repeat", "2"}, runs: 1, plots: []string{"rtt_cdf.png", "queue_delay_coexist.png", "throughput_coexist.png"}},
+		{scenario: "coexist", runs: 1, plots: []string{"rtt_cdf.png", "queue_delay_coexist.png", "throughput_coexist.png"}},
 		{scenario: "bdp", runs: 6, plots: []string{"bdp.png"}},
 		{scenario: "prague", runs: 1, plots: []string{"queue_delay_prague.png"}, gap: "Prague utilisation ≥ 97 %", gapCheck: pragueUtilGap},
 		{scenario: "classic-ecn", runs: 2, plots: []string{"queue_delay_codel-ecn.png", "throughput_pie-ecn.png"}},
@@ -185,17 +184,9 @@ func TestLabScenarios(t *testing.T) {
 	} {
 		t.Run(tt.scenario, func(t *testing.T) {
 			// One run, no second try: the checks are judged as they stand.
-			rep := runLabCLI(t, context.Background(), append([]string{tt.scenario, "--quick"}, tt.args...)...)
+			rep := runLabCLI(t, context.Background(), tt.scenario, "--quick")
 			if rep.Scenario != tt.scenario || len(rep.Runs) != tt.runs || rep.Config == nil || rep.Versions.Go == "" {
 				t.Fatalf("report: scenario %q, %d runs, config %v, versions %+v", rep.Scenario, len(rep.Runs), rep.Config, rep.Versions)
-			}
-			if len(tt.args) > 0 {
-				// Repeated: every figure a median of the two, with its range.
-				for _, run := range rep.Runs {
-					if run.Repeats != 2 || run.MedianRun < 1 || len(run.Spread) == 0 {
-						t.Errorf("%s: %d repeats (want 2), median run %d, %d ranges", run.Title, run.Repeats, run.MedianRun, len(run.Spread))
-					}
-				}
 			}
 			plots := strings.Join(rep.Plots, " ")
 			for _, p := range tt.plots {
