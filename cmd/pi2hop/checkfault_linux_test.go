@@ -5,59 +5,38 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/netip"
 	"os/exec"
 	"strings"
 	"testing"
 
 	"github.com/pi2hop/pi2hop/check"
-	"github.com/pi2hop/pi2hop/netsys"
+	"github.com/pi2hop/pi2hop/internal/chainlab"
 )
 
 // faultChain is client ─ r1 ─ hop ─ r2 ─ server, five namespaces: two
-// kernel routers with a pi2hop gateway between them. Link i joins node i
-// and node i+1 (the client is node 0): 10.97.i.1/24 and fd97:i::1/64 on
-// the left, .2 and ::2 on the right; a router's left device is "l", its
-// right one "r", the hop's "rl" and "rw". ICMP errors are not rate limited, so that a trace gets
-// every time-exceeded it provokes.
+// kernel routers with a pi2hop gateway between them, with chainlab's
+// address plan (network 97: link i has 10.97.i.1/24 and fd97:i::1/64 on
+// the left, .2 and ::2 on the right). A router's left device is "l", its
+// right one "r", the hop's "rl" and "rw".
 type faultChain struct {
-	nodes [5]string
+	*chainlab.Chain
+	nodes []string
 }
 
 const faultChainHop = 2 // the hop's node
-
-func faultChainAddr(link, host int, v6 bool) netip.Addr {
-	if v6 {
-		return netip.MustParseAddr(fmt.Sprintf("fd97:%d::%d", link, host))
-	}
-	return netip.MustParseAddr(fmt.Sprintf("10.97.%d.%d", link, host))
-}
 
 // newFaultChain builds the chain, its namespaces named after prefix; the
 // kernel routers forward, the hop's namespace forwards only once `pi2hop
 // run` turns it on.
 func newFaultChain(t *testing.T, prefix string) *faultChain {
 	t.Helper()
-	j := netsys.NewJournal(nil)
-	t.Cleanup(func() {
-		if err := j.Undo(); err != nil {
-			t.Errorf("removing the chain: %v", err)
-		}
-	})
-	c := &faultChain{}
-	for k := range c.nodes {
-		c.nodes[k] = fmt.Sprintf("%s%c", prefix, "cahbs"[k])
+	var nodes []string
+	for k := range 5 {
+		nodes = append(nodes, fmt.Sprintf("%s%c", prefix, "cahbs"[k]))
 	}
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	last := len(c.nodes) - 1
 	dev := func(k int, right bool) string {
 		switch {
-		case k == 0 || k == last:
+		case k == 0 || k == len(nodes)-1:
 			return "eth0"
 		case k == faultChainHop && right:
 			return "rw" // the devices startGateway names
@@ -68,49 +47,8 @@ func newFaultChain(t *testing.T, prefix string) *faultChain {
 		}
 		return "l"
 	}
-	for k, ns := range c.nodes {
-		must(j.NewNamespace(ns))
-		for _, s := range []string{"net/ipv6/conf/all/accept_dad", "net/ipv6/conf/default/accept_dad",
-			"net/ipv4/icmp_ratelimit", "net/ipv6/icmp/ratelimit"} {
-			must(netsys.WriteSysctl(ns, s, "0"))
-		}
-		if k == 1 || k == 3 {
-			must(j.SetSysctl(ns, "net/ipv4/ip_forward", "1"))
-			must(j.SetSysctl(ns, "net/ipv6/conf/all/forwarding", "1"))
-		}
-	}
-	for i := 0; i < last; i++ {
-		must(j.AddVeth(c.nodes[i], dev(i, true), c.nodes[i+1], dev(i+1, false)))
-		for _, v6 := range []bool{false, true} {
-			bits := 24
-			if v6 {
-				bits = 64
-			}
-			must(j.AddAddr(c.nodes[i], dev(i, true), netip.PrefixFrom(faultChainAddr(i, 1, v6), bits)))
-			must(j.AddAddr(c.nodes[i+1], dev(i+1, false), netip.PrefixFrom(faultChainAddr(i, 2, v6), bits)))
-		}
-	}
-	// Every node routes each link it is not on towards it: left links
-	// through its left neighbour, right ones through its right one.
-	for k := range c.nodes {
-		for link := 0; link < last; link++ {
-			if link == k || link == k-1 {
-				continue
-			}
-			for _, v6 := range []bool{false, true} {
-				gw, d := faultChainAddr(k, 2, v6), dev(k, true)
-				if link < k {
-					gw, d = faultChainAddr(k-1, 1, v6), dev(k, false)
-				}
-				bits := 24
-				if v6 {
-					bits = 64
-				}
-				must(j.AddRoute(c.nodes[k], netsys.Route{Dst: netip.PrefixFrom(faultChainAddr(link, 0, v6), bits).Masked(), Dev: d, Gw: gw}))
-			}
-		}
-	}
-	return c
+	lab := chainlab.New(t, chainlab.Spec{Nodes: nodes, Net: 97, Dev: dev, Forward: func(k int) bool { return k == 1 || k == 3 }})
+	return &faultChain{Chain: lab, nodes: nodes}
 }
 
 // startHop runs `pi2hop run` in the hop's namespace between its two
@@ -192,10 +130,10 @@ func runCheckFaultCase(t *testing.T, bin, name string, tc checkFaultCase) {
 	// along lists the nodes from the checking end: their addresses
 	// facing it are those the trace sees.
 	along := []int{0, 1, 2, 3, 4}
-	facing := func(k int) string { return faultChainAddr(k-1, 2, tc.v6).String() }
+	facing := func(k int) string { return c.Addr(k-1, 2, tc.v6).String() }
 	if tc.fromFar {
 		along = []int{4, 3, 2, 1, 0}
-		facing = func(k int) string { return faultChainAddr(k, 1, tc.v6).String() }
+		facing = func(k int) string { return c.Addr(k, 1, tc.v6).String() }
 	}
 	respond(t, bin, c.nodes[along[4]])
 
