@@ -244,6 +244,9 @@ func claim(name, command string) (*netsys.Journal, error) {
 		return nil, err
 	}
 	j := netsys.NewJournal(save)
-	j.ShareSysctls(RunDir, name)
+	j.ShareSysctls(RunDir, name, func(holder string) bool {
+		st, err := ReadState(holder)
+		return err == nil && st.Alive()
+	})
 	return j, nil
 }

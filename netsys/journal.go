@@ -91,6 +91,7 @@ type Journal struct {
 	save    func([]Entry) error
 	refsDir string // ShareSysctls
 	holder  string
+	alive   func(holder string) bool
 }
 
 // NewJournal returns an empty journal. If save is not nil it is called

@@ -28,9 +28,9 @@ func (j *Journal) BaseSysctl(ns, key string) (string, error)          { return "
 func (j *Journal) AddMasquerade(ns, name string, srcs ...netip.Prefix) error {
 	return ErrUnsupported
 }
-func LockDir(dir string) (unlock func(), err error) { return nil, ErrUnsupported }
-func (j *Journal) ShareSysctls(dir, holder string)  {}
-func ReleaseSysctls(dir, holder string) error       { return ErrUnsupported }
+func LockDir(dir string) (unlock func(), err error)                     { return nil, ErrUnsupported }
+func (j *Journal) ShareSysctls(dir, holder string, _ func(string) bool) {}
+func ReleaseSysctls(dir, holder string) error                           { return ErrUnsupported }
 
 // MissingLinkError is a link that did not appear in time.
 type MissingLinkError struct {

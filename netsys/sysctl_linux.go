@@ -184,11 +184,23 @@ func withRefs(dir string, f func(refs map[string]*sysctlRef) error) error {
 
 // ShareSysctls makes the journal's namespace-wide sysctls shared (see
 // above): holder names this journal's owner in the record kept in folder
-// dir, which must exist and be private to root.
-func (j *Journal) ShareSysctls(dir, holder string) {
+// dir, which must exist and be private to root. alive (nil: all are)
+// says whether another holder's process still runs: a holder that does
+// not is dropped from a record this journal joins. Its change, if its
+// namespace still exists, is undone by the last holder out (the record
+// keeps the first value found); and a record whose namespace is gone,
+// left by a holder killed with it, is not taken for the record of a new
+// namespace that gets the same inode number.
+func (j *Journal) ShareSysctls(dir, holder string, alive func(holder string) bool) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	j.refsDir, j.holder = dir, holder
+	j.refsDir, j.holder, j.alive = dir, holder, alive
+}
+
+func (j *Journal) aliveFunc() func(string) bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.alive
 }
 
 func (j *Journal) shared(ns, key string) (dir, holder string) {
@@ -254,6 +266,9 @@ func (j *Journal) setShared(dir, holder, key, value string) error {
 			}
 			r = &sysctlRef{Orig: orig}
 			refs[id+":"+key] = r
+		}
+		if alive := j.aliveFunc(); alive != nil {
+			r.Holders = slices.DeleteFunc(r.Holders, func(h string) bool { return h != holder && !alive(h) })
 		}
 		if !slices.Contains(r.Holders, holder) {
 			r.Holders = append(r.Holders, holder)

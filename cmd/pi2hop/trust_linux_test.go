@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -521,6 +522,71 @@ func TestTwoNATShellsShareForwarding(t *testing.T) {
 				t.Errorf("after both:\n got %s\nwant %s", after, before)
 			}
 		})
+	}
+	// A record left by a holder killed with its namespace names that
+	// namespace by its inode number, which a new namespace may get: a
+	// shell there must not count the dead holder as still needing
+	// forwarding, or ip_forward would stay 1 after it.
+	t.Run("a dead holder's record", func(t *testing.T) {
+		name := testInstance(26)
+		h := newTestHost(t, name)
+		t.Cleanup(func() { netsys.Do(h.ns, exec.Command(bin, "shell", "--cleanup", "--name", name).Run) })
+		before := snapshot(t, h.ns, name)
+		var id string
+		if err := netsys.Do(h.ns, func() error {
+			var st syscall.Stat_t
+			err := syscall.Stat("/proc/thread-self/ns/net", &st)
+			id = fmt.Sprintf("net:%d:%d", st.Dev, st.Ino)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		dead := testInstance(27) // no state file: not running
+		editRefs(t, func(refs map[string]any) {
+			refs[id+":net/ipv4/ip_forward"] = map[string]any{"orig": "0", "holders": []string{dead}}
+		})
+		t.Cleanup(func() {
+			editRefs(t, func(refs map[string]any) { delete(refs, id+":net/ipv4/ip_forward") })
+		})
+		p := startIn(t, h.ns, bin, "shell", "--name", name, "--nat", "--", "sleep", "300")
+		p.waitRunning("the shell", nil)
+		if v := ipForward(t, h.ns); v != "1" {
+			t.Errorf("ip_forward %s while the NAT shell runs, want 1", v)
+		}
+		p.endBy("the shell", "SIGTERM")
+		if after := snapshot(t, h.ns, name); after != before {
+			t.Errorf("after the shell, beside a dead holder's record:\n got %s\nwant %s", after, before)
+		}
+	})
+}
+
+// editRefs changes the shared sysctls' record in the run folder under
+// its lock, as instances do.
+func editRefs(t *testing.T, f func(refs map[string]any)) {
+	t.Helper()
+	unlock, err := netsys.LockDir(instance.RunDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unlock()
+	path := filepath.Join(instance.RunDir, ".sysctls.json")
+	refs := map[string]any{}
+	if b, err := os.ReadFile(path); err == nil {
+		if err := json.Unmarshal(b, &refs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f(refs)
+	if len(refs) == 0 {
+		os.Remove(path)
+		return
+	}
+	b, err := json.Marshal(refs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
 	}
 }
 
