@@ -22,7 +22,7 @@ func TestResolveDefaults(t *testing.T) {
 		{Config{Scenario: "l4s-demo", Quick: true}, 3, 10_000_000, 20 * time.Second},
 		{Config{Scenario: "coexist"}, 1, 10_000_000, 45 * time.Second},
 		{Config{Scenario: "bdp"}, 6, 1_000_000_000, 10 * time.Second},
-		{Config{Scenario: "bdp", Quick: true}, 6, 100_000_000, 5 * time.Second},
+		{Config{Scenario: "bdp", Quick: true}, 3, 100_000_000, 5 * time.Second},
 		{Config{Scenario: "bdp", RateBps: 50_000_000, RTTs: []time.Duration{15 * time.Millisecond}}, 2, 50_000_000, 10 * time.Second},
 		{Config{Scenario: "prague", Duration: 8 * time.Second}, 2, 10_000_000, 8 * time.Second}, // 10 and 50 Mbit/s
 		{Config{Scenario: "prague", Quick: true}, 1, 10_000_000, 12 * time.Second},
@@ -125,7 +125,7 @@ func TestResolveRejects(t *testing.T) {
 }
 
 func TestConfigJSON(t *testing.T) {
-	c, _ := Config{Scenario: "bdp", Quick: true}.Resolve()
+	c, _ := Config{Scenario: "bdp", Quick: true, Windows: []uint64{17_520, 6_553_500}}.Resolve()
 	b, err := json.Marshal(c)
 	if err != nil {
 		t.Fatal(err)

@@ -177,7 +177,7 @@ func TestLabScenarios(t *testing.T) {
 		gapCheck func(rep *report.Report) error
 	}{
 		{scenario: "coexist", runs: 1, plots: []string{"rtt_cdf.png", "queue_delay_coexist.png", "throughput_coexist.png"}},
-		{scenario: "bdp", runs: 6, plots: []string{"bdp.png"}},
+		{scenario: "bdp", runs: 3, plots: []string{"bdp.png"}},
 		{scenario: "prague", runs: 1, plots: []string{"queue_delay_prague.png"}, gap: "Prague utilisation ≥ 97 %", gapCheck: pragueUtilGap},
 		{scenario: "classic-ecn", runs: 2, plots: []string{"queue_delay_codel-ecn.png", "throughput_pie-ecn.png"}},
 		{scenario: "ecn-faults", runs: 3, plots: []string{"rtt_ccdf.png", "queue_delay_bleach-val.png", "throughput_ce-bleach-after-noval.png"}},
