@@ -1,8 +1,6 @@
 package main
 
 import (
-	"encoding/json"
-	"errors"
 	"fmt"
 	"net"
 	"os/exec"
@@ -142,21 +140,7 @@ func runCheckFaultCase(t *testing.T, bin, name string, tc checkFaultCase) {
 	if tc.trace {
 		args = append(args, "--trace")
 	}
-	var stderr strings.Builder
-	cmd := exec.Command("ip", args...)
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	code := 0
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	var j check.JSON
-	if err := json.Unmarshal(out, &j); err != nil {
-		t.Fatalf("check exit %d, output %q: %v\n%s", code, out, err, stderr.String())
-	}
+	j, code := runCheckJSON(t, args...)
 	if j.Forward.Verdict != tc.fwd || j.Reverse.Verdict != tc.rev {
 		t.Errorf("ECN forward %q, reverse %q; want %q, %q", j.Forward.Verdict, j.Reverse.Verdict, tc.fwd, tc.rev)
 	}
@@ -171,7 +155,7 @@ func runCheckFaultCase(t *testing.T, bin, name string, tc checkFaultCase) {
 		return
 	}
 	if j.Trace == nil {
-		t.Fatalf("no trace in the output:\n%s", out)
+		t.Fatalf("no trace in the output: %+v", j)
 	}
 	// The hop's namespace forwards each packet twice (rl to NAME-up,
 	// then NAME-dn to rw; the other way round from the far end), its

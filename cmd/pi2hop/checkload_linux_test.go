@@ -119,21 +119,10 @@ func runCheckLoadCase(t *testing.T, bin, name string, tc checkLoadCase) {
 	if tc.capAtHop || tc.warn {
 		stop = pollUp(bin, name)
 	}
-	var stderr strings.Builder
-	cmd := exec.Command("ip", args...)
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+	j, code := runCheckJSON(t, args...)
 	atHop := stop()
-	code := 0
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	var j check.JSON
-	if err := json.Unmarshal(out, &j); err != nil || (j.Load == nil) != tc.noLoad {
-		t.Fatalf("check exit %d, output %q: %v, want JSON with a load unless --load=false\n%s", code, out, err, stderr.String())
+	if (j.Load == nil) != tc.noLoad {
+		t.Fatalf("check exit %d: load %+v, want one unless --load=false", code, j.Load)
 	}
 	if j.Forward.Verdict != tc.fwd || j.Reverse.Verdict != tc.rev {
 		t.Errorf("ECN forward %q, reverse %q; want %q, %q", j.Forward.Verdict, j.Reverse.Verdict, tc.fwd, tc.rev)
@@ -281,4 +270,27 @@ func checkUnderCap(t *testing.T, samples []rateSample, capBPS float64) {
 	if worst > capBPS {
 		t.Errorf("the load reached %.0f bit/s at the hop over a second, over its cap %.0f", worst, capBPS)
 	}
+}
+
+// runCheckJSON runs `ip ARGS` (a `pi2hop check --json` in a namespace)
+// and returns its JSON and exit status, failing the test when it printed
+// no JSON.
+func runCheckJSON(t *testing.T, args ...string) (check.JSON, int) {
+	t.Helper()
+	var stderr strings.Builder
+	cmd := exec.Command("ip", args...)
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	var j check.JSON
+	if err := json.Unmarshal(out, &j); err != nil {
+		t.Fatalf("check exit %d, output %q: %v\n%s", code, out, err, stderr.String())
+	}
+	return j, code
 }
