@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -72,7 +73,13 @@ func TestShellWebInBrowser(t *testing.T) {
 	bctx, bcancel := chromedp.NewContext(actx)
 	defer bcancel()
 	// The browser first: it takes seconds to start on a busy machine,
-	// and the traffic should be flowing when the page opens.
+	// and the traffic should be flowing when the page opens. chromedp
+	// starts Chromium with a parent-death signal, which Linux sends when
+	// the forking thread ends: the thread stays this goroutine's until
+	// the test is over, so that the in-process shell's namespace work
+	// (netsys.Do ends the threads it locks) cannot end it under Chromium.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	if err := chromedp.Run(bctx); err != nil {
 		t.Fatalf("starting chromium: %v", err)
 	}
