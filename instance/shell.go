@@ -9,8 +9,6 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"strings"
 	"syscall"
 	"time"
 
@@ -69,7 +67,7 @@ func (t *Shell) Start(ctx context.Context, env *Env) (*hop.Hop, error) {
 	if len(t.Args) == 0 {
 		return nil, errors.New("shell: no command")
 	}
-	path, err := lookPath(t.Args[0], t.env(nil))
+	path, err := invoker.LookPath(t.Args[0], t.env(nil))
 	if err != nil {
 		return nil, fmt.Errorf("shell: %w", err)
 	}
@@ -119,30 +117,6 @@ func (t *Shell) env(extra []string) []string {
 		return append(os.Environ(), extra...)
 	}
 	return t.User.Env(extra...)
-}
-
-// lookPath finds file in the PATH of env, the one the command runs with
-// (not root's), as a shell would; a name with a slash is taken as is.
-func lookPath(file string, env []string) (string, error) {
-	if strings.Contains(file, "/") {
-		return exec.LookPath(file)
-	}
-	path := ""
-	for _, kv := range env {
-		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
-			path = v
-		}
-	}
-	for _, dir := range filepath.SplitList(path) {
-		if dir == "" {
-			dir = "."
-		}
-		p := filepath.Join(dir, file)
-		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0 {
-			return p, nil
-		}
-	}
-	return "", fmt.Errorf("%s: not found in PATH %s", file, path)
 }
 
 func (t *Shell) Close() error {
@@ -199,7 +173,7 @@ func (t *Shell) Wait(ctx context.Context) error {
 		"PI2HOP_NETNS=" + p.ClientNS,
 		"PI2HOP_HOST=" + p.ServerAddr.String(), "PI2HOP_HOST6=" + p.ServerAddr6.String(),
 		"PI2HOP_ADDR=" + p.ClientAddr.String(), "PI2HOP_ADDR6=" + p.ClientAddr6.String()})
-	cmd.SysProcAttr = childAttr(t.User)
+	cmd.SysProcAttr = invoker.ChildAttr(t.User)
 	if err := p.InClient(cmd.Start); err != nil {
 		return fmt.Errorf("shell: start %s: %w", t.path, err)
 	}

@@ -33,9 +33,10 @@ var labCmd = &command{
 		{"sudo pi2hop lab l4s-demo --quick", "the WWDC23 video call A/B in about two minutes, report in a new folder"},
 		{"sudo pi2hop lab bdp --out bdp-report", "the BDP table through the hop"},
 		{"pi2hop lab --list", "the scenarios and their defaults"},
+		{"sudo pi2hop lab app --client 'ping -Q 1 -i 0.02 -c 1000 $PI2HOP_SERVER' --variants l4s,classic", "your own app with and without L4S on the path (see lab app's flags)"},
 	},
 	flags:    labFlags,
-	argWords: testbed.ScenarioNames,
+	argWords: func() []string { return append(testbed.ScenarioNames(), "app") },
 	linux:    "network namespaces, veth pairs, TUN devices",
 }
 
@@ -61,6 +62,7 @@ type labArgs struct {
 	capture     *captureFlags
 	cpuLatency  flagvalue.CPULatency
 	plotFormat  plotfile.Formats
+	app         *labAppArgs
 }
 
 func labFlags(fs *pflag.FlagSet) func(ctx context.Context, env *cmdEnv, args []string) error {
@@ -76,6 +78,9 @@ func labFlags(fs *pflag.FlagSet) func(ctx context.Context, env *cmdEnv, args []s
 		}
 		if err := instance.CheckName(a.name); err != nil {
 			return usagef("lab: --name: %v", err)
+		}
+		if len(args) > 0 && args[0] == "app" {
+			return a.runApp(ctx, env, fs, args[1:])
 		}
 		cfg, err := a.config(fs, args)
 		if err != nil {
@@ -116,6 +121,7 @@ func addLabFlags(fs *pflag.FlagSet) *labArgs {
 	a.plotFormat = plotfile.DefaultFormats
 	fs.Var(&a.plotFormat, "plot-format", plotFormatUsage)
 	a.capture = addCaptureFlags(fs)
+	a.app = addLabAppFlags(fs)
 	for name, group := range map[string]string{"rate": "link", "rtt": "link", "rtts": "link",
 		"min-qlen-step": "queue", "fifo-limit": "queue", "out": "output", "list": "output"} {
 		clidoc.Annotate(fs, name, clidoc.GroupAnnotation, group)
@@ -208,8 +214,24 @@ const defaultLab = "lab"
 // named after it, l4s.up-in, classic.up-out, ..., so analyze reports the
 // runs apart) and the teardown order; testbed builds a hop per run.
 func runLab(ctx context.Context, env *cmdEnv, name string, cfg testbed.Config, out string, formats plotfile.Formats, cf *captureFlags, cpuLatency time.Duration, view *web.Options) error {
+	return runLabWith(ctx, env, labRun{name: name, what: cfg.Scenario, line: "pi2hop lab " + cfg.String(), planned: cfg.PlannedDuration(),
+		do: func(ctx context.Context, opt testbed.Options) (*report.Report, error) {
+			return testbed.Run(ctx, cfg, opt)
+		}},
+		out, formats, cf, cpuLatency, view)
+}
+
+// labRun is what runLabWith runs: a scenario, or lab app.
+type labRun struct {
+	name, what, line string // instance name, scenario (the folder's name), start-up line
+	planned          time.Duration
+	do               func(context.Context, testbed.Options) (*report.Report, error)
+}
+
+// runLabWith is runLab for any lab run.
+func runLabWith(ctx context.Context, env *cmdEnv, lr labRun, out string, formats plotfile.Formats, cf *captureFlags, cpuLatency time.Duration, view *web.Options) error {
 	if out == "" {
-		out = fmt.Sprintf("pi2hop-lab-%s-%s", cfg.Scenario, time.Now().Format("20060102-150405"))
+		out = fmt.Sprintf("pi2hop-lab-%s-%s", lr.what, time.Now().Format("20060102-150405"))
 	}
 	if os.Geteuid() != 0 {
 		return errors.New("lab: needs root to create network namespaces and TUN devices: run it with sudo (e.g. sudo make lab)")
@@ -227,14 +249,13 @@ func runLab(ctx context.Context, env *cmdEnv, name string, cfg testbed.Config, o
 		return usagef("lab: --out %s: already exists; name a new folder", out)
 	}
 	var rep *report.Report
-	task := &instance.Task{Name: "lab", Info: []any{"scenario", cfg.Scenario, "capture", cf.path},
+	task := &instance.Task{Name: "lab", Info: []any{"scenario", lr.what, "capture", cf.path},
 		Do: func(ctx context.Context, ienv *instance.Env) error {
-			planned := cfg.PlannedDuration()
-			fmt.Fprintf(env.stderr, "pi2hop lab %v; about %v\n", cfg, planned.Round(time.Second))
+			fmt.Fprintf(env.stderr, "%s; about %v\n", lr.line, lr.planned.Round(time.Second))
 			for _, d := range testbed.Degradations(cpuLatency) {
 				fmt.Fprintf(env.stderr, "pi2hop lab: %v\n", d)
 			}
-			progress := testbed.NewTerminalProgress(env.stderr, planned)
+			progress := testbed.NewTerminalProgress(env.stderr, lr.planned)
 			progress.Start()
 			defer progress.Stop()
 			opt := testbed.Options{Progress: progress, CPULatency: cpuLatency,
@@ -251,20 +272,20 @@ func runLab(ctx context.Context, env *cmdEnv, name string, cfg testbed.Config, o
 			}
 			opt.Capture = ienv.Capture() // each run names its taps (l4s.up-in, ...)
 			var err error
-			rep, err = testbed.Run(ctx, cfg, opt)
+			rep, err = lr.do(ctx, opt)
 			return err
 		}}
-	err = instance.Run(ctx, instance.Options{Name: name, Command: "lab", Stderr: env.stderr,
-		Capture: func() (*pcap.Capture, error) { return openCapture(cf, fmt.Sprintf("pi2hop lab %v", cfg)) },
+	err = instance.Run(ctx, instance.Options{Name: lr.name, Command: "lab", Stderr: env.stderr,
+		Capture: func() (*pcap.Capture, error) { return openCapture(cf, lr.line) },
 	}, task)
 	if err != nil {
 		if ctx.Err() != nil {
 			fmt.Fprintln(env.stderr, "pi2hop lab: interrupted; its namespaces, devices and flows are gone")
 		}
-		return fmt.Errorf("lab %s: %w", cfg.Scenario, err)
+		return fmt.Errorf("lab %s: %w", lr.what, err)
 	}
 	if err := rep.Write(out, formats, owner); err != nil {
-		return fmt.Errorf("lab %s: writing the report: %w", cfg.Scenario, err)
+		return fmt.Errorf("lab %s: writing the report: %w", lr.what, err)
 	}
 	fmt.Fprintln(env.stdout)
 	for _, t := range rep.Summary() {

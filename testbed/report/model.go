@@ -30,10 +30,12 @@ type Report struct {
 	BDP []BDPRow `json:"bdp,omitempty"`
 	// Comparison sets the measured figures beside published ones
 	// (l4s-demo: Apple's WWDC23 session).
-	Comparison *Table   `json:"comparison,omitempty"`
-	Checks     []Check  `json:"checks,omitempty"`
-	Plots      []string `json:"plots"` // file names inside the report folder
-	Notes      []string `json:"notes,omitempty"`
+	Comparison *Table  `json:"comparison,omitempty"`
+	Checks     []Check `json:"checks,omitempty"`
+	// Findings state what an A/B shows (lab app), beside the checks.
+	Findings []Finding `json:"findings,omitempty"`
+	Plots    []string  `json:"plots"` // file names inside the report folder
+	Notes    []string  `json:"notes,omitempty"`
 }
 
 // Versions says what produced a report.
@@ -66,6 +68,7 @@ type Run struct {
 	ECNFault string `json:"ecn_fault,omitempty"`
 
 	Call   *Call   `json:"call,omitempty"` // the video call, when there is one
+	App    *App    `json:"app,omitempty"`  // the user's app (lab app)
 	Flows  []Flow  `json:"flows"`
 	Queues []Queue `json:"queues"` // the server→client direction's queues
 	// Utilisation is bytes dequeued / (rate · measured time) on the

@@ -13,6 +13,12 @@ import (
 // a video call, a fairness table when one compares flows, and so on.
 func (r *Report) Tables() []Table {
 	var ts []Table
+	if t, ok := r.appTable(); ok {
+		ts = append(ts, t)
+	}
+	if t, ok := r.findingTable(); ok {
+		ts = append(ts, t)
+	}
 	if t, ok := r.callTable(); ok {
 		ts = append(ts, t)
 	}
@@ -40,6 +46,12 @@ func (r *Report) Summary() []Table {
 	case len(r.BDP) > 0:
 		ts = append(ts, r.bdpTable())
 	default:
+		if t, ok := r.appTable(); ok {
+			ts = append(ts, t)
+		}
+		if t, ok := r.findingTable(); ok {
+			ts = append(ts, t)
+		}
 		if t, ok := r.callTable(); ok {
 			ts = append(ts, t)
 		}

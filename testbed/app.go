@@ -1,0 +1,172 @@
+package testbed
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/pi2hop/pi2hop/hop"
+	"github.com/pi2hop/pi2hop/invoker"
+)
+
+// AppConfig is `pi2hop lab app`: the WWDC23 session's A/B for the
+// user's own app. Its client command (and server command, or the host's
+// real servers through NAT) runs through each variant of the path in
+// turn, beside the same cross traffic, and the report sets what the hop
+// saw of the app's flows side by side.
+type AppConfig struct {
+	Client string `json:"client"`           // shell command line, run with sh -c in the client namespace
+	Server string `json:"server,omitempty"` // "" with NAT: the app's servers are beyond the host
+	NAT    bool   `json:"nat,omitempty"`
+	// Variants are the paths the app meets, run in this order.
+	Variants []AppVariant  `json:"variants"`
+	Cross    int           `json:"cross"` // classic (cubic, Not-ECT) downloads beside the app
+	Repeat   int           `json:"repeat"`
+	RateBps  uint64        `json:"rate_bps"`
+	RTT      time.Duration `json:"-"`
+	// Warmup is how long the cross traffic runs alone before the client
+	// starts: past slow start, as the session's downloads are.
+	Warmup time.Duration `json:"-"`
+	// Duration is the longest the client may run; it is stopped then.
+	Duration time.Duration `json:"-"`
+	Seed     uint64        `json:"seed"`
+	// User runs the commands (the user behind sudo); nil runs them as
+	// root (tests).
+	User *invoker.User `json:"-"`
+}
+
+// AppVariant is one path the app meets: a name and the hop's
+// configuration each way, from link flags as shell takes them.
+type AppVariant struct {
+	Name  string        `json:"name"`
+	Flags string        `json:"flags"` // as given, for the report
+	Title string        `json:"title"` // what the variant is, in words
+	Up    hop.DirConfig `json:"-"`
+	Down  hop.DirConfig `json:"-"`
+}
+
+// The built-in variants: DualPI2 passing ECN; the same DualPI2 behind a
+// bleacher, so the app meets a path without L4S (its ECN validation
+// should fall back); a tail-drop FIFO of 100 ms, the bufferbloated path.
+const (
+	VariantL4S     = "l4s"
+	VariantClassic = "classic"
+	VariantFIFO    = "fifo"
+)
+
+// DefaultAppVariants is what --variants means when not given.
+var DefaultAppVariants = []string{VariantL4S, VariantClassic, VariantFIFO}
+
+// fifoBuffer is the FIFO variant's buffer in time at the link's rate.
+const fifoBuffer = 100 * time.Millisecond
+
+// BuiltinAppVariant returns a built-in variant's link flags (as shell
+// takes them) and title, at rate bit/s.
+func BuiltinAppVariant(name string, rateBps uint64) (flags, title string, ok bool) {
+	switch name {
+	case VariantL4S:
+		return "--aqm=dualpi2", "L4S path: DualPI2, ECN passes", true
+	case VariantClassic:
+		return "--aqm=dualpi2 --ecn-fault=bleach", "no L4S: DualPI2, ECN bleached before it", true
+	case VariantFIFO:
+		bytes := rateBps * uint64(fifoBuffer/time.Millisecond) / 8 / 1000
+		return fmt.Sprintf("--aqm=fifo --memlimit=%d", max(bytes, 3000)), "no AQM: FIFO of 100 ms", true
+	}
+	return "", "", false
+}
+
+// Defaults of lab app, and what --quick makes them.
+const (
+	DefaultAppCross    = 4
+	DefaultAppDuration = 30 * time.Second
+	DefaultAppWarmup   = 3 * time.Second
+	DefaultAppRate     = 10_000_000
+	DefaultAppRTT      = 20 * time.Millisecond
+)
+
+var variantName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,15}$`)
+
+// CheckVariantName says why name cannot name a variant (it names files).
+func CheckVariantName(name string) error {
+	if !variantName.MatchString(name) {
+		return fmt.Errorf("variant name %q: want 1-16 of a-z, 0-9, - and _, starting with a letter or digit", name)
+	}
+	return nil
+}
+
+// Resolve fills c's zero fields from the defaults and checks the result.
+func (c AppConfig) Resolve() (AppConfig, error) {
+	if c.Cross < 0 {
+		return c, fmt.Errorf("cross %d: want 0..32 downloads", c.Cross)
+	}
+	if c.RateBps == 0 {
+		c.RateBps = DefaultAppRate
+	}
+	if c.RTT == 0 {
+		c.RTT = DefaultAppRTT
+	}
+	if c.Duration == 0 {
+		c.Duration = DefaultAppDuration
+	}
+	if c.Warmup == 0 {
+		c.Warmup = DefaultAppWarmup
+	}
+	if c.Repeat == 0 {
+		c.Repeat = 1
+	}
+	if c.Seed == 0 {
+		c.Seed = 1
+	}
+	switch {
+	case strings.TrimSpace(c.Client) == "":
+		return c, errors.New("no client command")
+	case c.Server != "" && c.NAT:
+		return c, errors.New("a server command and NAT: the server is either in the lab's server namespace or beyond the host, not both")
+	case len(c.Variants) == 0:
+		return c, errors.New("no variants")
+	case c.Cross > 32:
+		return c, fmt.Errorf("cross %d: want 0..32 downloads", c.Cross)
+	case c.Repeat < 1 || c.Repeat > maxRepeat:
+		return c, fmt.Errorf("repeat %d: want 1..%d", c.Repeat, maxRepeat)
+	case c.RateBps < 100_000:
+		return c, fmt.Errorf("rate %d bit/s: want at least 100kbit", c.RateBps)
+	case c.RTT < 0 || c.RTT > 2*time.Second:
+		return c, fmt.Errorf("rtt %v: want 0..2s", c.RTT)
+	case c.Duration < time.Second:
+		return c, fmt.Errorf("duration %v: want at least 1s", c.Duration)
+	}
+	seen := map[string]bool{}
+	for _, v := range c.Variants {
+		if err := CheckVariantName(v.Name); err != nil {
+			return c, err
+		}
+		if seen[v.Name] {
+			return c, fmt.Errorf("variant %q twice", v.Name)
+		}
+		seen[v.Name] = true
+	}
+	return c, nil
+}
+
+// PlannedDuration estimates how long c takes: every variant runs the
+// warm-up and the client's longest time, repeated.
+func (c AppConfig) PlannedDuration() time.Duration {
+	per := c.Warmup + c.Duration + appSettle + drainTime + setupAllowance
+	return per * time.Duration(len(c.Variants)*max(c.Repeat, 1))
+}
+
+// String is a one-line summary for the start-up line and the report.
+func (c AppConfig) String() string {
+	names := make([]string, len(c.Variants))
+	for i, v := range c.Variants {
+		names[i] = v.Name
+	}
+	return fmt.Sprintf("app: %s, RTT %v, variants %s, %d cross downloads, client up to %v after %v of cross traffic",
+		fmtRate(float64(c.RateBps)), c.RTT, strings.Join(names, ","), c.Cross, c.Duration, c.Warmup)
+}
+
+// appSettle is how long a server command gets to open its sockets before
+// the client starts.
+const appSettle = 500 * time.Millisecond

@@ -1,0 +1,456 @@
+package testbed
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"strings"
+	"time"
+
+	"github.com/pi2hop/pi2hop/hop"
+	"github.com/pi2hop/pi2hop/internal/procs"
+	"github.com/pi2hop/pi2hop/pcap"
+	"github.com/pi2hop/pi2hop/testbed/report"
+	"github.com/pi2hop/pi2hop/topology"
+)
+
+// appScenario names lab app in reports.
+const appScenario = "app"
+
+// RunApp runs cfg: every variant in turn (repetitions interleaved, as
+// Run does), each in a fresh topology torn down before the next, and
+// returns the report. A variant whose app fails is recorded as such and
+// the lab goes on; when ctx is cancelled it stops at once.
+func RunApp(ctx context.Context, cfg AppConfig, opt Options) (*report.Report, error) {
+	cfg, err := cfg.Resolve()
+	if err != nil {
+		return nil, err
+	}
+	defer procs.AtLeast(labProcs)()
+	prefix := opt.Prefix
+	if prefix == "" {
+		prefix = DefaultPrefix()
+	}
+	rep := &report.Report{Scenario: appScenario, Title: "Your app with and without L4S on the path", About: appAbout,
+		Started: time.Now(), Config: cfg, Versions: report.CurrentVersions()}
+	reps := make([][]report.Run, len(cfg.Variants))
+	for r := range cfg.Repeat {
+		for i, v := range cfg.Variants {
+			name, title := v.Name, v.Name+": "+v.Title
+			if cfg.Repeat > 1 {
+				name = fmt.Sprintf("%s-%d", v.Name, r+1)
+				title = fmt.Sprintf("%s (repetition %d/%d)", title, r+1, cfg.Repeat)
+			}
+			k := r*len(cfg.Variants) + i
+			opt.Progress.Phase(fmt.Sprintf("run %d/%d: %s", k+1, cfg.Repeat*len(cfg.Variants), title), cfg.PlannedDuration()/time.Duration(cfg.Repeat*len(cfg.Variants)))
+			var tap hop.Tap
+			if opt.Capture != nil {
+				tap = pcap.NewHopTap(opt.Capture, name+".")
+			}
+			run, err := runAppOnce(ctx, cfg, v, name, fmt.Sprintf("%s%c", prefix, 'a'+k%26), tap, opt)
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			run.Name, run.Title = v.Name, v.Name+": "+v.Title
+			if err != nil {
+				run.Error = err.Error()
+			}
+			reps[i] = append(reps[i], run)
+		}
+	}
+	rep.Notes = appNotes(cfg)
+	for i, v := range cfg.Variants {
+		ok, excluded := completeRuns(reps[i])
+		if len(excluded) > 0 {
+			rep.Notes = append(rep.Notes, fmt.Sprintf("Variant %s: the app did not run to its end in repetition %s; "+
+				"the figures are those of the others.", v.Name, strings.Join(excluded, ", ")))
+		}
+		run, err := report.Combine(ok)
+		if err != nil {
+			return nil, err
+		}
+		rep.Runs = append(rep.Runs, run)
+	}
+	rep.Findings = appFindings(rep)
+	rep.Checks = appChecks(rep)
+	for _, d := range Degradations(opt.CPULatency) {
+		rep.Notes = append(rep.Notes, "Degraded: "+d.String()+".")
+	}
+	rep.ElapsedS = time.Since(rep.Started).Seconds()
+	return rep, nil
+}
+
+// completeRuns are the repetitions in which the app ran to its end, and
+// the numbers (1-based) of the others; when none did, all of them, so
+// the report still shows how it failed.
+func completeRuns(reps []report.Run) (ok []report.Run, excluded []string) {
+	for i, r := range reps {
+		if r.App != nil && r.Error == "" && !r.App.Failed() {
+			ok = append(ok, r)
+		} else {
+			excluded = append(excluded, fmt.Sprint(i+1))
+		}
+	}
+	if len(ok) == 0 || len(reps) == 1 {
+		return reps, nil
+	}
+	return ok, excluded
+}
+
+const appAbout = "Your own app's client (and server) commands, run in turn through each variant of the path " +
+	"beside the same classic downloads: the A/B of Apple's WWDC23 L4S session for any app. " +
+	"Its figures are what the hop saw of the app's flows: every flow of the lab's namespaces but the downloads."
+
+// runAppOnce builds a topology for variant v, starts the server command,
+// the cross traffic, and after the warm-up the client, and collects what
+// the hop saw. Everything is torn down before it returns; a run that
+// failed part way still reports what it measured.
+func runAppOnce(ctx context.Context, cfg AppConfig, v AppVariant, name, prefix string, tap hop.Tap, opt Options) (report.Run, error) {
+	sp := RunSpec{Name: name, Title: v.Title, Queue: v.Down.Queue, Buffer: v.Flags, RateBps: cfg.RateBps, RTT: cfg.RTT,
+		Duration: cfg.Warmup + appSettle + cfg.Duration, Warmup: cfg.Warmup + appSettle, Seed: cfg.Seed}
+	for i := range cfg.Cross {
+		sp.Flows = append(sp.Flows, FlowSpec{Label: fmt.Sprintf("cross-%d", i+1), Kind: KindCubic, ECN: "classic"})
+	}
+	res := &runResult{spec: sp}
+	app, tput, err := appTraffic(ctx, cfg, v, name, prefix, tap, opt, res)
+	run := analyse(res)
+	run.App = app
+	if app != nil {
+		ecn := "classic"
+		if app.Sent.L4SShare() >= 0.5 {
+			ecn = "l4s"
+		}
+		run.Flows = append(run.Flows, report.Flow{Label: "app", Kind: "app", ECN: ecn, GoodputBps: app.UpBps + app.DownBps, RTTMs: app.RTTMs})
+		run.Series.Throughput["app"] = tput
+	}
+	return run, err
+}
+
+// appTraffic runs one variant's topology and traffic into res and
+// returns the app's figures (nil if it never started) and its
+// throughput per second.
+func appTraffic(ctx context.Context, cfg AppConfig, v AppVariant, name, prefix string, tap hop.Tap, opt Options, res *runResult) (app *report.App, tput []float64, err error) {
+	spec := topology.PairSpec{ClientNS: prefix + "c", ServerNS: prefix + "s", Tap: tap, Journal: opt.Journal}
+	if cfg.NAT {
+		spec.ServerNS, spec.ServerDev = "", prefix+"h"
+		spec.Subnet4, spec.Subnet6 = appNATSubnet4, appNATSubnet6
+	}
+	pair, err := topology.NewPairWith(ctx, spec,
+		hop.Config{Name: name, Up: v.Up, Down: v.Down, Seed: cfg.Seed, CPULatency: opt.CPULatency, WakeProbe: true})
+	if err != nil {
+		return nil, nil, fmt.Errorf("topology: %w", err)
+	}
+	if opt.OnHop != nil {
+		opt.OnHop(pair.Hop)
+		defer opt.OnHop(nil)
+	}
+	defer func() {
+		if cerr := pair.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("teardown: %w", cerr)
+		}
+	}()
+	if cfg.NAT {
+		if opt.Journal == nil {
+			return nil, nil, errors.New("nat: needs the lab's journal")
+		}
+		if err := appNAT(opt, name, spec); err != nil {
+			return nil, nil, fmt.Errorf("nat: %w", err)
+		}
+	}
+	env := appEnv(pair, v.Name)
+	var server *appCommand
+	if cfg.Server != "" {
+		if server, err = startAppCommand(pair.ServerNS, "server", cfg.Server, cfg.User, env); err != nil {
+			return nil, nil, err
+		}
+		defer server.stop(appStopGrace)
+	}
+	eps, err := openEndpoints(pair, res.spec)
+	defer eps.close() // before pair.Close: sockets pin their namespace
+	if err != nil {
+		return nil, nil, err
+	}
+	t0 := time.Now()
+	cross := make(chan error, 1)
+	go func() { cross <- eps.run(ctx, pair, res) }()
+	poll := startAppPoll(pair, t0)
+	client, err := runClient(ctx, cfg, pair, env, t0)
+	tput = poll.stop()
+	crossErr := <-cross
+	if server != nil {
+		server.stop(appStopGrace)
+	}
+	_, tables := pair.Hop.StatsFlows(-1)
+	a, up, down := appFigures(tables, isAppFlow(pair))
+	a.Client, a.Metrics = client.result()
+	if server != nil {
+		exit, ms := server.result()
+		a.Server, a.Metrics = &exit, append(a.Metrics, ms...)
+	}
+	if runS := a.Client.RunS; runS > 0 {
+		a.UpBps, a.DownBps = float64(up)*8/runS, float64(down)*8/runS
+	}
+	if err == nil && crossErr != nil {
+		err = fmt.Errorf("cross traffic: %w", crossErr)
+	}
+	return &a, tput, err
+}
+
+// appStopGrace is how long a command has to end after SIGTERM.
+const appStopGrace = 2 * time.Second
+
+// The NAT variant's subnets: the server end of the pair is a device on
+// the host, so they must not be the lab's usual in-namespace ones.
+var (
+	appNATSubnet4 = netip.MustParsePrefix("10.254.250.0/24")
+	appNATSubnet6 = netip.MustParsePrefix("fd00:254:fa::/64")
+)
+
+// appNAT lets the client namespace reach whatever the host reaches.
+func appNAT(opt Options, name string, spec topology.PairSpec) error {
+	j := opt.Journal
+	for _, k := range []string{"net/ipv4/ip_forward", "net/ipv6/conf/all/forwarding"} {
+		if err := j.SetSysctl("", k, "1"); err != nil {
+			return err
+		}
+	}
+	return j.AddMasquerade("", "pi2hop-app-"+name, spec.Subnet4, spec.Subnet6)
+}
+
+// appEnv is what the app's commands find in their environment.
+func appEnv(p *topology.Pair, variant string) []string {
+	return []string{
+		"PI2HOP_SERVER=" + p.ServerAddr.String(), "PI2HOP_SERVER6=" + p.ServerAddr6.String(),
+		"PI2HOP_CLIENT=" + p.ClientAddr.String(), "PI2HOP_CLIENT6=" + p.ClientAddr6.String(),
+		"PI2HOP_VARIANT=" + variant,
+	}
+}
+
+// runClient waits out the warm-up, runs the client until it ends or
+// cfg.Duration passes (then stops it) and returns it, ended.
+func runClient(ctx context.Context, cfg AppConfig, pair *topology.Pair, env []string, t0 time.Time) (*appCommand, error) {
+	select {
+	case <-time.After(time.Until(t0.Add(cfg.Warmup + appSettle))):
+	case <-ctx.Done():
+		c := &appCommand{role: "client", done: make(chan struct{}), metrics: newMetricLines(), stderr: newTailLines(0)}
+		c.exit = report.AppExit{Command: cfg.Client, Code: -1, Failed: true}
+		close(c.done)
+		return c, ctx.Err()
+	}
+	c, err := startAppCommand(pair.ClientNS, "client", cfg.Client, cfg.User, env)
+	if err != nil {
+		return c, err
+	}
+	select {
+	case <-c.done:
+	case <-time.After(cfg.Duration):
+		c.stop(appStopGrace)
+	case <-ctx.Done():
+		c.stop(appStopGrace)
+	}
+	return c, nil
+}
+
+// isAppFlow tells the app's flows from the cross traffic: everything the
+// hop forwards is the lab's namespaces' (or, with NAT, the client's to
+// anywhere), and the cross traffic is the TCP flows to or from the bulk
+// listener's port on the server's address.
+func isAppFlow(p *topology.Pair) func(hop.Flow) bool {
+	cross := map[netip.AddrPort]bool{
+		netip.AddrPortFrom(p.ServerAddr, basePort-1): true, netip.AddrPortFrom(p.ServerAddr6, basePort-1): true,
+	}
+	return func(f hop.Flow) bool {
+		if f.Proto != "tcp" {
+			return true
+		}
+		src, err1 := netip.ParseAddrPort(f.Src)
+		dst, err2 := netip.ParseAddrPort(f.Dst)
+		return err1 != nil || err2 != nil || !(cross[src] || cross[dst])
+	}
+}
+
+// appFigures sums the app's flows of both directions' tables, with the
+// bytes the hop delivered each way.
+func appFigures(tables [2]hop.FlowTable, isApp func(hop.Flow) bool) (a report.App, up, down uint64) {
+	for d, t := range tables {
+		for _, f := range t.Flows {
+			if !isApp(f) {
+				continue
+			}
+			a.Flows++
+			addECN(&a.Sent, f.In)
+			addECN(&a.Received, f.Out)
+			a.Marks += f.Marks
+			for _, n := range f.Drops {
+				a.Drops += n
+			}
+			if hop.Dir(d) == hop.Up {
+				up += f.Out.Total().Bytes
+			} else {
+				down += f.Out.Total().Bytes
+			}
+			if f.Class == hop.ClassChanged && f.Codepoint == "ECT(1)" && f.ChangedTo != "ECT(1)" {
+				a.FellBack++
+			}
+		}
+	}
+	return a, up, down
+}
+
+func addECN(e *report.ECNPackets, c hop.ECNCounts) {
+	e.NotECT += c.NotECT.Packets
+	e.ECT1 += c.ECT1.Packets
+	e.ECT0 += c.ECT0.Packets
+	e.CE += c.CE.Packets
+}
+
+// appPoll samples the app's delivered bytes (both directions) once a
+// second from the traffic's start, for the throughput plot.
+type appPoll struct {
+	done    chan struct{}
+	stopped chan []float64
+}
+
+func startAppPoll(pair *topology.Pair, t0 time.Time) *appPoll {
+	p := &appPoll{done: make(chan struct{}), stopped: make(chan []float64, 1)}
+	isApp := isAppFlow(pair)
+	go func() {
+		var bps []float64
+		var prev float64
+		for k := 1; ; k++ {
+			select {
+			case <-p.done:
+				p.stopped <- bps
+				return
+			case <-time.After(time.Until(t0.Add(time.Duration(k) * time.Second))):
+			}
+			_, t := pair.Hop.StatsFlows(-1)
+			var sum float64
+			for _, d := range t {
+				for _, f := range d.Flows {
+					if isApp(f) {
+						sum += float64(f.Out.Total().Bytes)
+					}
+				}
+			}
+			// A flow evicted from the table takes its bytes along: never
+			// a negative rate.
+			bps = append(bps, max(sum-prev, 0)*8)
+			prev = sum
+		}
+	}()
+	return p
+}
+
+func (p *appPoll) stop() []float64 {
+	close(p.done)
+	return <-p.stopped
+}
+
+func appNotes(c AppConfig) []string {
+	n := []string{
+		fmt.Sprintf("Each variant: a fresh hop at %s each way with %v base RTT (half each way); %d cubic downloads "+
+			"(Not-ECT) run alone for %v, then the client starts and runs until it ends or for at most %v.",
+			fmtRate(float64(c.RateBps)), c.RTT, c.Cross, c.Warmup+appSettle, c.Duration),
+		"The app's flows are every flow the hop forwarded but the downloads (TCP port " + fmt.Sprint(basePort-1) + " on the server). " +
+			"Sent: the codepoints its packets reached the hop with; received: those they left it with.",
+		"Goodput: the app's bytes the hop delivered each way over the client's run time.",
+		"Queue figures (L / C sojourn) cover every packet of the variant from the client's start: the app's and the downloads'.",
+		"The commands run as the user behind sudo, with sh -c, and find PI2HOP_SERVER, PI2HOP_CLIENT (and their 6 forms) " +
+			"and PI2HOP_VARIANT in their environment.",
+	}
+	if c.NAT {
+		n = append(n, "NAT: the client reaches the host's networks through the hop; the host masquerades it.")
+	}
+	return n
+}
+
+// appFindings states what the A/B shows, as plainly as the session
+// does: did the app ask for L4S, did it gain, did it fall back.
+func appFindings(r *report.Report) []report.Finding {
+	l4s, classic := appRun(r, VariantL4S), appRun(r, VariantClassic)
+	var fs []report.Finding
+	if l4s != nil {
+		share := l4s.App.Sent.L4SShare()
+		fs = append(fs, report.Finding{Question: "the app sent ECT(1) on the l4s path", Answer: yesNo(share >= 0.5),
+			Detail: fmt.Sprintf("%.0f %% of its packets reached the hop as ECT(1) or CE", 100*share)})
+	}
+	if l4s != nil && classic != nil {
+		lr, cr := l4s.App.RTTMs, classic.App.RTTMs
+		if lr != nil && cr != nil && lr.N > 0 && cr.N > 0 {
+			fs = append(fs, report.Finding{Question: "the app's RTT p99 is lower on the l4s path than on classic",
+				Answer: yesNo(lr.P99 < cr.P99), Detail: fmt.Sprintf("%.1f ms vs %.1f ms", lr.P99, cr.P99)})
+		} else {
+			fs = append(fs, report.Finding{Question: "the app's RTT p99 is lower on the l4s path than on classic",
+				Answer: "unknown", Detail: "no passive RTT samples of the app's flows in one of the two"})
+		}
+		switch {
+		case l4s.App.Sent.L4SShare() < 0.5:
+			fs = append(fs, report.Finding{Question: "the app fell back to Classic when ECN was bleached", Answer: "not applicable",
+				Detail: "it did not send ECT(1) on the l4s path"})
+		default:
+			a := classic.App
+			fell := a.FellBack > 0 || a.Sent.L4SShare() < 0.5
+			fs = append(fs, report.Finding{Question: "the app fell back to Classic when ECN was bleached", Answer: yesNo(fell),
+				Detail: fmt.Sprintf("sent %s, arrived %s", codepointsOf(a.Sent), codepointsOf(a.Received))})
+		}
+	}
+	return fs
+}
+
+func appRun(r *report.Report, name string) *report.Run {
+	for i := range r.Runs {
+		if r.Runs[i].Name == name && r.Runs[i].App != nil {
+			return &r.Runs[i]
+		}
+	}
+	return nil
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+func codepointsOf(e report.ECNPackets) string {
+	n := e.Total()
+	if n == 0 {
+		return "nothing"
+	}
+	var parts []string
+	for _, c := range []struct {
+		name string
+		n    uint64
+	}{{"ECT(1)", e.ECT1}, {"ECT(0)", e.ECT0}, {"CE", e.CE}, {"Not-ECT", e.NotECT}} {
+		if c.n*100 >= n {
+			parts = append(parts, fmt.Sprintf("%.0f %% %s", 100*float64(c.n)/float64(n), c.name))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// appChecks holds the lab to what it can promise: every variant ran and
+// the app ran to its end in each.
+func appChecks(r *report.Report) []report.Check {
+	var cs []report.Check
+	for _, run := range r.Runs {
+		switch {
+		case run.App == nil:
+			cs = append(cs, check("variant "+run.Name+" ran", false, "%s", run.Error))
+		case run.App.Failed():
+			detail := "client " + run.App.Client.String()
+			if s := run.App.Server; s != nil {
+				detail += ", server " + s.String()
+			}
+			cs = append(cs, check("variant "+run.Name+": the app ran to its end", false, "%s", detail))
+		case run.Error != "":
+			cs = append(cs, check("variant "+run.Name+" ran", false, "%s", run.Error))
+		default:
+			cs = append(cs, check("variant "+run.Name+": the app ran to its end", true, "client %s", run.App.Client.String()))
+		}
+	}
+	return cs
+}
