@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pi2hop/pi2hop/testbed/report"
+
 	"github.com/pi2hop/pi2hop/hop"
 	"github.com/pi2hop/pi2hop/invoker"
 )
@@ -170,3 +172,131 @@ func (c AppConfig) String() string {
 // appSettle is how long a server command gets to open its sockets before
 // the client starts.
 const appSettle = 500 * time.Millisecond
+
+// completeRuns are the repetitions in which the app ran to its end, and
+// the numbers (1-based) of the others; when none did, all of them, so
+// the report still shows how it failed.
+func completeRuns(reps []report.Run) (ok []report.Run, excluded []string) {
+	for i, r := range reps {
+		if r.App != nil && r.Error == "" && !r.App.Failed() {
+			ok = append(ok, r)
+		} else {
+			excluded = append(excluded, fmt.Sprint(i+1))
+		}
+	}
+	if len(ok) == 0 || len(reps) == 1 {
+		return reps, nil
+	}
+	return ok, excluded
+}
+
+const appAbout = "Your own app's client (and server) commands, run in turn through each variant of the path " +
+	"beside the same classic downloads: the A/B of Apple's WWDC23 L4S session for any app. " +
+	"Its figures are what the hop saw of the app's flows: every flow of the lab's namespaces but the downloads."
+
+func appNotes(c AppConfig) []string {
+	n := []string{
+		fmt.Sprintf("Each variant: a fresh hop at %s each way with %v base RTT (half each way); %d cubic downloads "+
+			"(Not-ECT) run alone for %v, then the client starts and runs until it ends or for at most %v.",
+			fmtRate(float64(c.RateBps)), c.RTT, c.Cross, c.Warmup+appSettle, c.Duration),
+		"The app's flows are every flow the hop forwarded but the downloads (TCP port " + fmt.Sprint(basePort-1) + " on the server). " +
+			"Sent: the codepoints its packets reached the hop with; received: those they left it with.",
+		"Goodput: the app's bytes the hop delivered each way over the client's run time.",
+		"Queue figures (L / C sojourn) cover every packet of the variant from the client's start: the app's and the downloads'.",
+		"The commands run as the user behind sudo, with sh -c, and find PI2HOP_SERVER, PI2HOP_CLIENT (and their 6 forms) " +
+			"and PI2HOP_VARIANT in their environment.",
+	}
+	if c.NAT {
+		n = append(n, "NAT: the client reaches the host's networks through the hop; the host masquerades it.")
+	}
+	return n
+}
+
+// appFindings states what the A/B shows, as plainly as the session
+// does: did the app ask for L4S, did it gain, did it fall back.
+func appFindings(r *report.Report) []report.Finding {
+	l4s, classic := appRun(r, VariantL4S), appRun(r, VariantClassic)
+	var fs []report.Finding
+	if l4s != nil {
+		share := l4s.App.Sent.L4SShare()
+		fs = append(fs, report.Finding{Question: "the app sent ECT(1) on the l4s path", Answer: yesNo(share >= 0.5),
+			Detail: fmt.Sprintf("%.0f %% of its packets reached the hop as ECT(1) or CE", 100*share)})
+	}
+	if l4s != nil && classic != nil {
+		lr, cr := l4s.App.RTTMs, classic.App.RTTMs
+		if lr != nil && cr != nil && lr.N > 0 && cr.N > 0 {
+			fs = append(fs, report.Finding{Question: "the app's RTT p99 is lower on the l4s path than on classic",
+				Answer: yesNo(lr.P99 < cr.P99), Detail: fmt.Sprintf("%.1f ms vs %.1f ms", lr.P99, cr.P99)})
+		} else {
+			fs = append(fs, report.Finding{Question: "the app's RTT p99 is lower on the l4s path than on classic",
+				Answer: "unknown", Detail: "no passive RTT samples of the app's flows in one of the two"})
+		}
+		switch {
+		case l4s.App.Sent.L4SShare() < 0.5:
+			fs = append(fs, report.Finding{Question: "the app fell back to Classic when ECN was bleached", Answer: "not applicable",
+				Detail: "it did not send ECT(1) on the l4s path"})
+		default:
+			a := classic.App
+			fell := a.FellBack > 0 || a.Sent.L4SShare() < 0.5
+			fs = append(fs, report.Finding{Question: "the app fell back to Classic when ECN was bleached", Answer: yesNo(fell),
+				Detail: fmt.Sprintf("sent %s, arrived %s", codepointsOf(a.Sent), codepointsOf(a.Received))})
+		}
+	}
+	return fs
+}
+
+func appRun(r *report.Report, name string) *report.Run {
+	for i := range r.Runs {
+		if r.Runs[i].Name == name && r.Runs[i].App != nil {
+			return &r.Runs[i]
+		}
+	}
+	return nil
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+func codepointsOf(e report.ECNPackets) string {
+	n := e.Total()
+	if n == 0 {
+		return "nothing"
+	}
+	var parts []string
+	for _, c := range []struct {
+		name string
+		n    uint64
+	}{{"ECT(1)", e.ECT1}, {"ECT(0)", e.ECT0}, {"CE", e.CE}, {"Not-ECT", e.NotECT}} {
+		if c.n*100 >= n {
+			parts = append(parts, fmt.Sprintf("%.0f %% %s", 100*float64(c.n)/float64(n), c.name))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// appChecks holds the lab to what it can promise: every variant ran and
+// the app ran to its end in each.
+func appChecks(r *report.Report) []report.Check {
+	var cs []report.Check
+	for _, run := range r.Runs {
+		switch {
+		case run.App == nil:
+			cs = append(cs, check("variant "+run.Name+" ran", false, "%s", run.Error))
+		case run.App.Failed():
+			detail := "client " + run.App.Client.String()
+			if s := run.App.Server; s != nil {
+				detail += ", server " + s.String()
+			}
+			cs = append(cs, check("variant "+run.Name+": the app ran to its end", false, "%s", detail))
+		case run.Error != "":
+			cs = append(cs, check("variant "+run.Name+" ran", false, "%s", run.Error))
+		default:
+			cs = append(cs, check("variant "+run.Name+": the app ran to its end", true, "client %s", run.App.Client.String()))
+		}
+	}
+	return cs
+}

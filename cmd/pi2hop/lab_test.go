@@ -16,6 +16,7 @@ import (
 	"github.com/pi2hop/pi2hop/instance"
 	"github.com/pi2hop/pi2hop/internal/roottest"
 	"github.com/pi2hop/pi2hop/netsys"
+	"github.com/pi2hop/pi2hop/shaper"
 	"github.com/pi2hop/pi2hop/testbed"
 	"github.com/pi2hop/pi2hop/testbed/report"
 )
@@ -324,4 +325,91 @@ func countFDs(t *testing.T) int {
 		t.Fatal(err)
 	}
 	return len(ents)
+}
+
+// labAppConfig parses a lab app command line (without "lab app").
+func labAppConfig(args ...string) (testbed.AppConfig, error) {
+	fs := newFlagSet(topCommand("lab"))
+	a := addLabFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return testbed.AppConfig{}, err
+	}
+	return a.appConfig(fs)
+}
+
+func TestLabAppConfig(t *testing.T) {
+	c, err := labAppConfig("--client", "ping $PI2HOP_SERVER", "--server", "true", "--rate", "20mbit", "--rtt", "40ms",
+		"--variant", "docsis:--aqm=docsis --limit 500", "--cross", "2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, v := range c.Variants {
+		names = append(names, v.Name)
+	}
+	if strings.Join(names, ",") != "l4s,classic,fifo,docsis" || c.Cross != 2 || c.RateBps != 20_000_000 || c.RTT != 40*time.Millisecond {
+		t.Fatalf("config %+v", c)
+	}
+	l4s, classic, fifo, docsis := c.Variants[0], c.Variants[1], c.Variants[2], c.Variants[3]
+	// Every variant carries lab app's rate and half its RTT each way.
+	for _, v := range c.Variants {
+		if v.Down.Link.Delay != int64(20*time.Millisecond) || v.Up.Link.Delay != int64(20*time.Millisecond) {
+			t.Errorf("%s: delay %v/%v, want 20ms each way", v.Name, v.Up.Link.Delay, v.Down.Link.Delay)
+		}
+	}
+	if l4s.Down.Queue.Kind != "dualpi2" || l4s.Down.Link.Fault.Kind != shaper.FaultNone {
+		t.Errorf("l4s: %+v", l4s.Down)
+	}
+	if classic.Down.Queue.Kind != "dualpi2" || classic.Down.Link.Fault.Kind != shaper.FaultBleach || classic.Up.Link.Fault.Kind != shaper.FaultBleach || classic.Down.Link.Fault.After {
+		t.Errorf("classic: no bleacher each way: %+v", classic.Down)
+	}
+	// 100 ms at 20 Mbit/s: 250 000 bytes.
+	if fifo.Down.Queue.Kind != "fifo" || fifo.Down.Queue.FIFO.ByteLimit != 250_000 {
+		t.Errorf("fifo: %+v", fifo.Down.Queue)
+	}
+	if docsis.Down.Queue.Kind != "docsis" || docsis.Flags != "--aqm=docsis --limit 500" {
+		t.Errorf("docsis: %+v", docsis)
+	}
+	c, err = labAppConfig("--client", "x", "--nat", "--variants", "classic", "--variant", "slow:--rate=1mbit")
+	if err != nil || len(c.Variants) != 1 || c.Variants[0].Name != "classic" || !c.NAT {
+		t.Errorf("--variants picks among them: %+v, %v", c.Variants, err)
+	}
+}
+
+func TestLabAppFlagErrors(t *testing.T) {
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--server", "true"}, "--client is required"},
+		{[]string{"--client", "true"}, "give --server"},
+		{[]string{"--client", "true", "--server", "x", "--nat"}, "not both"},
+		{[]string{"--client", "true", "--nat", "--variants", "l4s,wifi"}, `"wifi" is neither`},
+		{[]string{"--client", "true", "--nat", "--variant", "wifi"}, "want NAME:FLAGS"},
+		{[]string{"--client", "true", "--nat", "--variant", "w:--profile=wifi", "--variant", "w:--rate=1mbit"}, "given twice"},
+		{[]string{"--client", "true", "--nat", "--variant", "w:--rat=1mbit"}, "variant w: unknown flag: --rat"},
+		{[]string{"--client", "true", "--nat", "--variant", "w:--limit=0"}, "variant w: invalid argument \"0\" for \"--limit\""},
+		{[]string{"--client", "true", "--nat", "--variant", "W/x:--rate=1mbit"}, "variant name"},
+		{[]string{"--client", "true", "--nat", "--bulk", "3"}, "--bulk is for the scenarios"},
+	}
+	for _, tt := range tests {
+		_, err := labAppConfig(tt.args...)
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("lab app %q: %v, want an error with %q", tt.args, err, tt.want)
+		}
+	}
+}
+
+// TestLabAppRefusesMissingCommand: a command that cannot run is named,
+// exit 2, before the lab builds anything.
+func TestLabAppRefusesMissingCommand(t *testing.T) {
+	name := "lamiss" + fmt.Sprint(os.Getpid()%1000)
+	_, errOut, err := runOut("lab", "app", "--name", name, "--client", "no-such-app-p2h --go", "--server", "true")
+	var ue *usageError
+	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "--client: no-such-app-p2h: not found") {
+		t.Fatalf("error %v (stderr %q), want a usage error naming --client and the program", err, errOut)
+	}
+	if _, err := os.Stat(instance.StatePath(name)); err == nil {
+		t.Errorf("a state file for %s was made", name)
+	}
 }
