@@ -109,7 +109,11 @@ func (t *Share) Start(ctx context.Context, env *Env) (*hop.Hop, error) {
 	// size the delay line for it.
 	cfg := env.Config
 	cfg.LineRate = max(cfg.LineRate, hop.UnlimitedLineRate)
-	g, err := topology.NewGateway(ctx, topology.GatewaySpec{Name: env.Name, LAN: t.LAN, WAN: t.WAN, Journal: env.Journal, Tap: env.Tap(""), FirewallAccept: t.FirewallAccept}, cfg)
+	slot, err := gatewaySlot(env)
+	if err != nil {
+		return nil, err
+	}
+	g, err := topology.NewGateway(ctx, topology.GatewaySpec{Name: env.Name, Slot: slot, LAN: t.LAN, WAN: t.WAN, Journal: env.Journal, Tap: env.Tap(""), FirewallAccept: t.FirewallAccept}, cfg)
 	if err != nil {
 		return nil, err
 	}
