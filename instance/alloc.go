@@ -57,9 +57,9 @@ func (e *Env) Slot(space string, n int, free func(slot int) (bool, error)) (int,
 	if err != nil {
 		return 0, err
 	}
-	first := nameHash(e.Name) % n
+	first := OwnSlot(e.Name, n)
 	for k := range n {
-		slot := (first+k)%n + 1
+		slot := (first-1+k)%n + 1
 		if held[slot] {
 			continue
 		}
@@ -111,8 +111,11 @@ func heldSlots(space, self string) (map[int]bool, error) {
 	return held, nil
 }
 
-func nameHash(name string) int {
+// OwnSlot is the slot of a space of n that instance name asks for first:
+// its FNV-1a hash modulo n, plus 1. For the gateway's space it is
+// topology.GatewaySlot, which a cleanup without a state file relies on.
+func OwnSlot(name string, n int) int {
 	h := fnv.New32a()
 	h.Write([]byte(name))
-	return int(h.Sum32() & 0x7fffffff)
+	return int(h.Sum32()%uint32(n)) + 1
 }
