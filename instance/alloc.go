@@ -17,6 +17,10 @@ const (
 	// SpaceGateway: a gateway's routing tables and rule priority
 	// (topology.GatewayTablesAt).
 	SpaceGateway = "gateway"
+	// SpaceShareLAN: a share's LAN subnet, slot N the Nth of
+	// lan.DefaultSubnets (192.168.2.0/24 first, not by name: the subnet a
+	// Mac's Internet Sharing uses is what a person expects).
+	SpaceShareLAN = "share-lan"
 )
 
 // claimed is the state file of the instance that claimed its name: the
@@ -45,6 +49,11 @@ func (c *claimed) save(f func(st *State)) error {
 // free (nil: all) refuses (the system already uses them), so one name
 // gets the same slot, and so the same addresses, whenever it is free.
 func (e *Env) Slot(space string, n int, free func(slot int) (bool, error)) (int, error) {
+	return e.slotFrom(space, n, OwnSlot(e.Name, n), free)
+}
+
+// slotFrom is Slot with the search starting at slot first.
+func (e *Env) slotFrom(space string, n, first int, free func(slot int) (bool, error)) (int, error) {
 	if err := checkRunDir(RunDir); err != nil {
 		return 0, err
 	}
@@ -57,7 +66,6 @@ func (e *Env) Slot(space string, n int, free func(slot int) (bool, error)) (int,
 	if err != nil {
 		return 0, err
 	}
-	first := OwnSlot(e.Name, n)
 	for k := range n {
 		slot := (first-1+k)%n + 1
 		if held[slot] {

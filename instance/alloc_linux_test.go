@@ -75,6 +75,9 @@ func TestSlotProbesPastHolders(t *testing.T) {
 	if got != next(1) {
 		t.Errorf("first name again, its slot taken, the second's holder dead: slot %d, want %d", got, next(1))
 	}
+	if got, err := b.slotFrom(space+"from", 3, 2, nil); got != 2 || err != nil {
+		t.Errorf("slotFrom 2 in an empty space: %d, %v; want 2", got, err)
+	}
 	if _, err := b.Slot(space, 1, func(int) (bool, error) { return false, nil }); err == nil {
 		t.Error("a space with no free slot gave one")
 	}
