@@ -36,19 +36,20 @@ func statNS(path string) (NSID, error) {
 }
 
 // FindNS returns a path that opens namespace id now, for the ns argument
-// of this package's functions: "" when it is the process's own, its file
-// under NetnsDir when it still has its name, else the ns/net file of a
-// process that lives in it (a container's). ok is false when no such path
-// exists: the namespace is gone.
+// of this package's functions: "" when it is the process's own; its file
+// under NetnsDir when it has a name; else the ns/net file of a process
+// that lives in it (a container's). ok is false when there is none: the
+// namespace is gone. A named namespace is found by its name only, and
+// only with its inode: inode numbers are reused, and a namespace made
+// since under the same name, or by anyone with the number, is another.
 func FindNS(id NSID) (path string, ok bool) {
 	if cur, err := statNS("/proc/self/ns/net"); err == nil && cur.Same(id) {
 		return "", true
 	}
 	if id.Name != "" {
 		p := filepath.Join(NetnsDir, id.Name)
-		if o, err := statNS(p); err == nil && o.Same(id) {
-			return p, true
-		}
+		o, err := statNS(p)
+		return p, err == nil && o.Same(id)
 	}
 	procs, _ := os.ReadDir("/proc")
 	for _, e := range procs {
