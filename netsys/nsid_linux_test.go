@@ -69,9 +69,9 @@ func TestFindNS(t *testing.T) {
 	if err != nil {
 		t.Errorf("Do(%s): %v", p, err)
 	}
-	// One no process lives in: inode 1 is no namespace's (their numbers
-	// start at 0xF0000000). A freed namespace's own number would do only
-	// until another test's new namespace reuses it.
+	// One no process lives in: inode 1 is no namespace's (the kernel
+	// numbers them near 2^32). A freed namespace's own number would do
+	// only until another test's new namespace reuses it.
 	if p, ok := FindNS(NSID{Dev: named.Dev, Ino: 1}); ok {
 		t.Errorf("FindNS of a namespace with no name and no process: %q, true; want not found", p)
 	}
