@@ -1,8 +1,10 @@
 package instance
 
 import (
+	"bytes"
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/pi2hop/pi2hop/internal/roottest"
@@ -84,4 +86,48 @@ func TestSlotProbesPastHolders(t *testing.T) {
 	if ns, err := netsys.CurrentNS(); err != nil || st.NetNS == nil || !st.NetNS.Same(ns) {
 		t.Errorf("state file's namespace %v, want this process's %v (%v)", st.NetNS, ns, err)
 	}
+}
+
+// TestCleanupOfAGoneNamespace: the state file of an instance whose
+// namespace is gone: the cleanup changes nothing in this namespace (a
+// sysctl it recorded stays as it is), removes the namespace of its own
+// it made, and the state file, and says where the instance lived.
+func TestCleanupOfAGoneNamespace(t *testing.T) {
+	roottest.Need(t)
+	name := roottest.Name("p2z")
+	own := name + "-shell"
+	if err := netsys.NewNamespace(own); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { netsys.DeleteNamespace(own); os.Remove(StatePath(name)) })
+	const key = "net/ipv4/conf/all/accept_redirects"
+	was, err := netsys.ReadSysctl("", key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := map[string]string{"0": "1", "1": "0"}[was]
+	// Inode 1 is no namespace's: the instance's is gone.
+	gone := &netsys.NSID{Dev: 4, Ino: 1, Name: name + "-gone"}
+	st := &State{PID: 1, Start: 1, Command: "shell", NetNS: gone, Entries: []netsys.Entry{
+		{Kind: netsys.KindNetns, Name: own},
+		{Kind: netsys.KindSysctl, Name: key, Old: other},
+	}}
+	if err := WriteState(name, st); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	err = Cleanup(name, nil, &out)
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("lived in network namespace %q", gone.Name)) || !strings.Contains(err.Error(), "no longer exists") {
+		t.Errorf("Cleanup: %v, want a refusal that says where the instance lived", err)
+	}
+	if v, _ := netsys.ReadSysctl("", key); v != was {
+		t.Errorf("%s is %s after the cleanup, was %s: undone in the wrong namespace", key, v, was)
+	}
+	if netsys.NamespaceExists(own) {
+		t.Errorf("the instance's own namespace %s is left", own)
+	}
+	if _, err := os.Stat(StatePath(name)); err == nil {
+		t.Error("state file left")
+	}
+	t.Logf("%s%v", out.String(), err)
 }

@@ -57,11 +57,7 @@ func Cleanup(name string, ifaces []string, out io.Writer) error {
 	if st != nil && st.NetNS != nil {
 		path, ok := netsys.FindNS(*st.NetNS)
 		if !ok {
-			if err := os.Remove(StatePath(name)); err != nil && !errors.Is(err, os.ErrNotExist) {
-				return err
-			}
-			return fmt.Errorf("instance %q lived in %s, which no longer exists: nothing undone, here or there (its %d changes went with it); removed its state file %s",
-				name, st.NetNS, len(entries), StatePath(name))
+			return cleanupGone(name, st, out)
 		}
 		if path != "" {
 			fmt.Fprintf(out, "instance %q lived in %s, not this process's: undoing there\n", name, st.NetNS)
@@ -115,4 +111,39 @@ func inNS(es []netsys.Entry, ns string) []netsys.Entry {
 		out[i] = e
 	}
 	return out
+}
+
+// cleanupGone is the cleanup of an instance whose network namespace no
+// longer exists: its changes there went with it, and none is made here
+// in their place. What it made in namespaces of its own (a shell's,
+// named after the instance, which lie outside it) is removed; then the
+// state file goes, and the error says where the instance lived.
+func cleanupGone(name string, st *State, out io.Writer) error {
+	var own []netsys.Entry
+	var nss []string
+	for _, e := range st.Entries {
+		switch {
+		case e.Kind == netsys.KindNetns:
+			nss = append(nss, e.Name)
+			own = append(own, e)
+		case e.NS != "":
+			own = append(own, e)
+		}
+	}
+	for i := len(own) - 1; i >= 0; i-- {
+		fmt.Fprintf(out, "undo %s\n", own[i])
+	}
+	if err := netsys.UndoEntries(own); err != nil {
+		return fmt.Errorf("cleanup of %q: %w", name, err)
+	}
+	if err := os.Remove(StatePath(name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	os.Remove(SocketPath(name))
+	removed := ""
+	if len(nss) > 0 {
+		removed = "its own namespaces " + strings.Join(nss, ", ") + " and "
+	}
+	return fmt.Errorf("instance %q lived in %s, which no longer exists: nothing undone there or here (%d of its changes were in it and went with it); removed %sits state file %s",
+		name, st.NetNS, len(st.Entries)-len(own), removed, StatePath(name))
 }

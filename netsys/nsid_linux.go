@@ -35,10 +35,10 @@ func statNS(path string) (NSID, error) {
 	return NSID{Dev: uint64(st.Dev), Ino: st.Ino}, nil
 }
 
-// FindNS returns a path that opens namespace id now, for the ns argument
-// of this package's functions: "" when it is the process's own; its file
-// under NetnsDir when it has a name; else the ns/net file of a process
-// that lives in it (a container's). ok is false when there is none: the
+// FindNS returns how this package's functions reach namespace id now,
+// for their ns argument: "" when it is the process's own; its name when
+// it has one; else the path of the ns/net file of a process that lives
+// in it (a container's). ok is false when there is none: the
 // namespace is gone. A named namespace is found by its name only, and
 // only with its inode: inode numbers are reused, and a namespace made
 // since under the same name, or by anyone with the number, is another.
@@ -47,9 +47,8 @@ func FindNS(id NSID) (path string, ok bool) {
 		return "", true
 	}
 	if id.Name != "" {
-		p := filepath.Join(NetnsDir, id.Name)
-		o, err := statNS(p)
-		return p, err == nil && o.Same(id)
+		o, err := statNS(filepath.Join(NetnsDir, id.Name))
+		return id.Name, err == nil && o.Same(id)
 	}
 	procs, _ := os.ReadDir("/proc")
 	for _, e := range procs {

@@ -312,6 +312,7 @@ func TestCleanupFromAForeignNamespace(t *testing.T) {
 		_, _, prio = topology.GatewayTablesAt(st.Slots[instance.SpaceGateway])
 	}
 	out, err := cleanupFromB(name)
+	t.Logf("cleanup from %s:\n%s", b, out)
 	if err != nil {
 		t.Errorf("cleanup from %s: %v\n%s", b, err, out)
 	}
@@ -333,6 +334,7 @@ func TestCleanupFromAForeignNamespace(t *testing.T) {
 		t.Fatalf("ip netns del %s: %v\n%s", a2, err, out)
 	}
 	out, err = cleanupFromB(name2)
+	t.Logf("cleanup from %s, %s gone:\n%s", b, a2, out)
 	if err == nil || !strings.Contains(out, fmt.Sprintf("lived in network namespace %q", a2)) || !strings.Contains(out, "no longer exists") {
 		t.Errorf("cleanup from %s of an instance whose namespace is gone: %v\n%s\nwant a refusal that says where it lived", b, err, out)
 	}
