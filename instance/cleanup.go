@@ -33,9 +33,9 @@ var leftovers = map[string]func(name string) []netsys.Entry{
 // out.
 //
 // All of it happens in the network namespace the instance ran in, as its
-// state file records: entered when it is not this process's, and when it
-// no longer exists nothing is undone anywhere; the state file alone goes
-// and the error says where the instance lived.
+// state file records: entered when it is not this process's. When that
+// namespace no longer exists, nothing is undone in it or in this one
+// (cleanupGone) and the error says where the instance lived.
 func Cleanup(name string, ifaces []string, out io.Writer) error {
 	if err := CheckName(name); err != nil {
 		return err
