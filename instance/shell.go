@@ -72,11 +72,10 @@ func (t *Shell) Start(ctx context.Context, env *Env) (*hop.Hop, error) {
 		return nil, fmt.Errorf("shell: %w", err)
 	}
 	t.path = path
-	n, err := env.Slot(SpaceSubnet, shellSubnets, subnetFree)
+	sub4, sub6, err := env.HostSubnet()
 	if err != nil {
 		return nil, fmt.Errorf("shell: %w", err)
 	}
-	sub4, sub6 := shellSubnet(n)
 	spec := topology.PairSpec{
 		ClientNS:  shellNS(env.Name),
 		ServerDev: env.Name + "-sh",
@@ -130,6 +129,18 @@ func (t *Shell) Close() error {
 // shellSubnets is how many subnets shells take turns in: 10.254.1.0/24
 // to 10.254.254.0/24.
 const shellSubnets = 254
+
+// HostSubnet allocates this instance a subnet for a namespace whose other
+// end is a device on the host (a shell's, lab app's with NAT): its own,
+// from the shared space, 10.254.N.0/24 and fd00:254:N::/64.
+func (e *Env) HostSubnet() (netip.Prefix, netip.Prefix, error) {
+	n, err := e.Slot(SpaceSubnet, shellSubnets, subnetFree)
+	if err != nil {
+		return netip.Prefix{}, netip.Prefix{}, err
+	}
+	p4, p6 := shellSubnet(n)
+	return p4, p6, nil
+}
 
 // shellSubnet is subnet n of a shell: 10.254.N.0/24 and fd00:254:N::/64.
 func shellSubnet(n int) (netip.Prefix, netip.Prefix) {

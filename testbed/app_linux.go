@@ -112,8 +112,13 @@ func runAppOnce(ctx context.Context, cfg AppConfig, v AppVariant, name, prefix s
 func appTraffic(ctx context.Context, cfg AppConfig, v AppVariant, name, prefix string, tap hop.Tap, opt Options, res *runResult) (app *report.App, tput []float64, err error) {
 	spec := topology.PairSpec{ClientNS: prefix + "c", ServerNS: prefix + "s", Tap: tap, Journal: opt.Journal}
 	if cfg.NAT {
+		if opt.Journal == nil || opt.HostSubnet == nil {
+			return nil, nil, errors.New("nat: needs the lab's journal and an allocated subnet")
+		}
 		spec.ServerNS, spec.ServerDev = "", prefix+"h"
-		spec.Subnet4, spec.Subnet6 = appNATSubnet4, appNATSubnet6
+		if spec.Subnet4, spec.Subnet6, err = opt.HostSubnet(); err != nil {
+			return nil, nil, fmt.Errorf("nat: %w", err)
+		}
 	}
 	pair, err := topology.NewPairWith(ctx, spec,
 		hop.Config{Name: name, Up: v.Up, Down: v.Down, Seed: cfg.Seed, CPULatency: opt.CPULatency, WakeProbe: true})
@@ -130,9 +135,6 @@ func appTraffic(ctx context.Context, cfg AppConfig, v AppVariant, name, prefix s
 		}
 	}()
 	if cfg.NAT {
-		if opt.Journal == nil {
-			return nil, nil, errors.New("nat: needs the lab's journal")
-		}
 		if err := appNAT(opt, name, spec); err != nil {
 			return nil, nil, fmt.Errorf("nat: %w", err)
 		}
@@ -178,13 +180,6 @@ func appTraffic(ctx context.Context, cfg AppConfig, v AppVariant, name, prefix s
 
 // appStopGrace is how long a command has to end after SIGTERM.
 const appStopGrace = 2 * time.Second
-
-// The NAT variant's subnets: the server end of the pair is a device on
-// the host, so they must not be the lab's usual in-namespace ones.
-var (
-	appNATSubnet4 = netip.MustParsePrefix("10.254.250.0/24")
-	appNATSubnet6 = netip.MustParsePrefix("fd00:254:fa::/64")
-)
 
 // appNAT lets the client namespace reach whatever the host reaches.
 func appNAT(opt Options, name string, spec topology.PairSpec) error {

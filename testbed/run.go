@@ -3,6 +3,7 @@ package testbed
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"os"
 	"time"
 
@@ -37,6 +38,10 @@ type Options struct {
 	// OnHop, if not nil, is told each run's hop once it forwards, and nil
 	// once it is torn down: a live view follows the runs (pi2hop lab --web).
 	OnHop func(*hop.Hop)
+	// HostSubnet, if not nil, gives lab app with NAT the subnets of its
+	// client namespace and host-side device (instance.Env.HostSubnet:
+	// allocated among instances).
+	HostSubnet func() (netip.Prefix, netip.Prefix, error)
 }
 
 // DefaultPrefix is the start of the names of this process's lab

@@ -259,7 +259,7 @@ func runLabWith(ctx context.Context, env *cmdEnv, lr labRun, out string, formats
 			progress.Start()
 			defer progress.Stop()
 			opt := testbed.Options{Progress: progress, CPULatency: cpuLatency,
-				Prefix: instance.LabPrefix(ienv.Name), Journal: ienv.Journal}
+				Prefix: instance.LabPrefix(ienv.Name), Journal: ienv.Journal, HostSubnet: ienv.HostSubnet}
 			if view != nil {
 				var follow web.Following
 				srv, err := web.Serve(*view, &follow)

@@ -382,7 +382,6 @@ func TestLabAppFlagErrors(t *testing.T) {
 		want string
 	}{
 		{[]string{"--server", "true"}, "--client is required"},
-		{[]string{"--client", "true"}, "give --server"},
 		{[]string{"--client", "true", "--server", "x", "--nat"}, "not both"},
 		{[]string{"--client", "true", "--nat", "--variants", "l4s,wifi"}, `"wifi" is neither`},
 		{[]string{"--client", "true", "--nat", "--variant", "wifi"}, "want NAME:FLAGS"},

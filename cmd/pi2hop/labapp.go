@@ -28,7 +28,7 @@ func addLabAppFlags(fs *pflag.FlagSet) *labAppArgs {
 	a := &labAppArgs{}
 	fs.StringVar(&a.client, "client", "", "app: the client `COMMAND`, a command line run with sh -c in the client namespace as you; $PI2HOP_SERVER is the server's address")
 	fs.StringVar(&a.server, "server", "", "app: the server `COMMAND`, a command line run in the server namespace; $PI2HOP_CLIENT is the client's address")
-	fs.BoolVar(&a.nat, "nat", false, "app: no server command: the client reaches the host's networks through the hop (NAT), so the app's real servers are beyond the bottleneck")
+	fs.BoolVar(&a.nat, "nat", false, "app: instead of --server: the client reaches the host's networks through the hop (NAT), so the app's real servers are beyond the bottleneck; with neither, the server namespace runs nothing but its kernel (ping's echo replies)")
 	fs.StringSliceVar(&a.variants, "variants", testbed.DefaultAppVariants, "app: the paths to run the app through, in order: l4s (DualPI2), classic (DualPI2 behind an ECN bleacher), fifo (100 ms tail drop), and those of --variant")
 	fs.StringArrayVar(&a.variant, "variant", nil, "app: another path, `NAME:FLAGS` with link flags as shell takes them (docsis:--aqm=docsis); repeat for more")
 	fs.IntVar(&a.cross, "cross", testbed.DefaultAppCross, "app: classic cubic downloads beside the app, the same in every variant")
@@ -61,7 +61,9 @@ func (a *labArgs) runApp(ctx context.Context, env *cmdEnv, fs *pflag.FlagSet, ar
 		return usagef("lab: %v", err)
 	}
 	return runLabWith(ctx, env, labRun{name: a.name, what: "app", line: "pi2hop lab " + cfg.String(), planned: cfg.PlannedDuration(),
-		do: func(ctx context.Context, opt testbed.Options) (*report.Report, error) { return testbed.RunApp(ctx, cfg, opt) }},
+		do: func(ctx context.Context, opt testbed.Options) (*report.Report, error) {
+			return testbed.RunApp(ctx, cfg, opt)
+		}},
 		a.out, a.plotFormat, a.capture, a.cpuLatency.D, view)
 }
 
@@ -85,9 +87,6 @@ func (a *labArgs) appConfig(fs *pflag.FlagSet) (testbed.AppConfig, error) {
 	}
 	if fs.Changed("duration") {
 		cfg.Duration = a.duration.D
-	}
-	if p.server == "" && !p.nat {
-		return cfg, usagef("lab app: give --server 'COMMAND' (your app's server, in the lab's server namespace) or --nat (its real servers, beyond the host)")
 	}
 	u, err := invoker.FromEnv()
 	if err != nil {

@@ -34,8 +34,8 @@ func TestReportJSONMatchesDocs(t *testing.T) {
 	sum := &figure.Summary{N: 3, Min: 20, Mean: 21, P50: 21, P95: 22, P99: 22, Max: 22}
 	r.Runs[0].App = &App{Flows: 2, RTTMs: sum, ClientRTTMs: sum, ServerRTTMs: sum, RTTNote: "a note", UpBps: 1, DownBps: 2,
 		Sent: ECNPackets{ECT1: 10}, Received: ECNPackets{CE: 1, ECT1: 9}, FellBack: 1, Marks: 1, Drops: 1,
-		Client: AppExit{Command: "ping x", RunS: 20, StderrTail: []string{"a line"}},
-		Server: &AppExit{Command: "srv", Code: 143, RunS: 25, Stopped: true},
+		Client:  AppExit{Command: "ping x", RunS: 20, StderrTail: []string{"a line"}},
+		Server:  &AppExit{Command: "srv", Code: 143, RunS: 25, Stopped: true},
 		Metrics: []Metric{{Name: "frame_ms", Unit: "ms", From: "client", Summary: *sum}}}
 	r.Findings = []Finding{{Question: "the app sent ECT(1) on the l4s path", Answer: "yes", Detail: "100 %"}}
 	dir := filepath.Join(t.TempDir(), "out")
