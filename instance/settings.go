@@ -206,8 +206,8 @@ var dualpi2Default = aqm.DefaultConfig()
 // one Apple throttles macOS Internet Sharing to in its L4S demo (WWDC23),
 // adding no delay or loss of its own, with sch_dualpi2's defaults.
 const (
-	DefaultRate = 10_000_000 // bit/s
-	DefaultMTU  = 1500       // bytes: TUN devices carry IP packets, no L2 header
+	DefaultRate = 10_000_000     // bit/s
+	DefaultMTU  = aqm.DefaultMTU // bytes: TUN devices carry IP packets, no L2 header
 	DefaultSeed = 1
 	// DefaultFIFOLimit is the FIFO's buffer when neither limit nor
 	// memlimit is given: Linux's default txqueuelen, the deep buffer of a
