@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"github.com/pi2hop/pi2hop/aqm"
+	"github.com/pi2hop/pi2hop/figure"
 	"github.com/pi2hop/pi2hop/pcap"
 )
 
@@ -106,7 +107,7 @@ type ClassResult struct {
 	Sojourn Percentiles `json:"sojourn"`
 	Transit Percentiles `json:"transit"`
 	// sojournDist is Sojourn's whole distribution, for the CCDF plot.
-	sojournDist dist
+	sojournDist figure.Dist
 }
 
 // Percentiles summarise a set of durations, in ms.

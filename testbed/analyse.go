@@ -288,7 +288,7 @@ func fillQueues(run *report.Run, kind string, s []queueSample, a, b queueSample,
 			Packets: c.Sent, Marked: c.Marked, Dropped: c.Dropped})
 		if h.Total > 0 {
 			if run.SojournDist == nil {
-				run.SojournDist = map[string]report.Dist{}
+				run.SojournDist = map[string]figure.Dist{}
 			}
 			run.SojournDist[name] = histCurve(&h)
 		}

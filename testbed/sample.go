@@ -8,7 +8,6 @@ import (
 	"github.com/pi2hop/pi2hop/figure"
 	"github.com/pi2hop/pi2hop/hop"
 	"github.com/pi2hop/pi2hop/internal/hoststeal"
-	"github.com/pi2hop/pi2hop/testbed/report"
 	"github.com/pi2hop/pi2hop/topology"
 )
 
@@ -170,15 +169,10 @@ func histDist(h *hop.Histogram) figure.Summary {
 
 // histCurve is a sojourn histogram's distribution as the plots draw it,
 // in ms: the bucket bound of the sample of each of figure.CurveRanks.
-func histCurve(h *hop.Histogram) report.Dist {
-	n := int(min(h.Total, math.MaxInt))
-	d := report.Dist{N: n}
-	for _, r := range figure.CurveRanks(n) {
-		q := float64(r) / float64(n)
-		d.Ms = append(d.Ms, figure.Ms(time.Duration(h.Quantile(q))))
-		d.Share = append(d.Share, q)
-	}
-	return d
+func histCurve(h *hop.Histogram) figure.Dist {
+	return figure.Curve(int(min(h.Total, math.MaxInt)), func(q float64) float64 {
+		return figure.Ms(time.Duration(h.Quantile(q)))
+	})
 }
 
 func sub(a, b aqm.ClassCounters) aqm.ClassCounters {

@@ -98,7 +98,7 @@ type Run struct {
 	// SojournDist is each queue's sojourn distribution after warm-up
 	// ("L", "C"), for the sojourn CDF and CCDF plots; report.json
 	// summarises it in Queues.
-	SojournDist map[string]Dist `json:"-"`
+	SojournDist map[string]figure.Dist `json:"-"`
 	// With lab --repeat N (N > 1): every figure above is the median of the
 	// N repetitions, Spread holds each one's median and min-max by its
 	// path in this JSON, and the series and plots are those of repetition
@@ -194,14 +194,6 @@ type Series struct {
 	QueueBinS    float64              `json:"queue_bin_s,omitempty"`
 	QueueT       []float64            `json:"queue_t_s,omitempty"`
 	QueueDelayMs map[string][]float64 `json:"queue_delay_ms,omitempty"`
-}
-
-// Dist is an empirical distribution as plotted: Ms ascending, Share[i]
-// the fraction of the N samples at or below Ms[i].
-type Dist struct {
-	Ms    []float64
-	Share []float64
-	N     int
 }
 
 // BDPRow is one line of the window-limited TCP table.
