@@ -41,8 +41,12 @@ type Gateway struct {
 
 // GatewaySpec places a Gateway.
 type GatewaySpec struct {
-	Name     string // instance name: names the TUN devices and picks the tables (GatewayTables)
+	Name     string // instance name: names the TUN devices
 	LAN, WAN string // existing interfaces
+	// Slot picks the routing tables and rule priority (GatewayTablesAt):
+	// one the caller allocated among instances, or 0 for the name's own
+	// (GatewaySlot).
+	Slot int
 	// Journal records every change; nil means a journal of the gateway's
 	// own. Close undoes all of it.
 	Journal *netsys.Journal
@@ -52,16 +56,30 @@ type GatewaySpec struct {
 	FirewallAccept bool
 }
 
-// GatewayTables returns the routing tables and rule priority of instance
-// name: fixed per name, so a cleanup finds them, and spread so that two
-// instances do not collide. The priority sits between the local (0) and
-// main (32766) tables' rules.
-func GatewayTables(name string) (up, down, prio int) {
+// GatewaySlots is how many sets of routing tables and rule priority the
+// gateways of this box spread over: slots 1 to GatewaySlots.
+const GatewaySlots = 4096
+
+// GatewaySlot is instance name's own slot: fixed per name, so a cleanup
+// without the state file finds its rules, and spread so that two
+// instances seldom collide (the instance moves on to the next free slot
+// when they do, and records it).
+func GatewaySlot(name string) int {
 	h := fnv.New32a()
 	h.Write([]byte(name))
-	n := int(h.Sum32() % 4096)
+	return int(h.Sum32()%GatewaySlots) + 1
+}
+
+// GatewayTablesAt returns the routing tables and rule priority of slot n.
+// The priority sits between the local (0) and main (32766) tables' rules.
+func GatewayTablesAt(n int) (up, down, prio int) {
+	n--
 	return 0x7000 + 2*n, 0x7000 + 2*n + 1, 9000 + n
 }
+
+// GatewayTables returns the routing tables and rule priority of instance
+// name's own slot (GatewaySlot).
+func GatewayTables(name string) (up, down, prio int) { return GatewayTablesAt(GatewaySlot(name)) }
 
 // GatewayLeftovers lists what a Gateway of instance name between
 // interfaces ifaces leaves behind when its process dies: its policy rules
@@ -108,7 +126,14 @@ func NewGateway(ctx context.Context, spec GatewaySpec, cfg hop.Config) (g *Gatew
 		j = netsys.NewJournal(nil)
 	}
 	g = &Gateway{LAN: spec.LAN, WAN: spec.WAN, UpDev: spec.Name + "-up", DownDev: spec.Name + "-dn"}
-	g.UpTable, g.DownTable, g.RulePriority = GatewayTables(spec.Name)
+	slot := spec.Slot
+	if slot == 0 {
+		slot = GatewaySlot(spec.Name)
+	}
+	if slot < 1 || slot > GatewaySlots {
+		return nil, fmt.Errorf("topology: gateway slot %d: want 1 to %d", slot, GatewaySlots)
+	}
+	g.UpTable, g.DownTable, g.RulePriority = GatewayTablesAt(slot)
 	var devs []tun.Device
 	defer func() {
 		if err != nil {
