@@ -80,7 +80,7 @@ func drawSojournCCDF(base string, formats plotfile.Formats, owner invoker.User, 
 	smallest, lines := 1.0, 0
 	for _, c := range d.Classes {
 		sd := c.sojournDist
-		pts := plotfile.DistPoints(sd.ms, sd.share, sd.n, true)
+		pts := plotfile.DistPoints(sd, true)
 		if len(pts) == 0 {
 			continue
 		}
@@ -95,7 +95,7 @@ func drawSojournCCDF(base string, formats plotfile.Formats, owner invoker.User, 
 		plotfile.Style(&line.LineStyle, class, 0)
 		p.Add(line)
 		p.Legend.Add(name, line)
-		smallest = min(smallest, 1/float64(sd.n))
+		smallest = min(smallest, 1/float64(sd.N))
 		lines++
 	}
 	if lines == 0 {

@@ -12,7 +12,6 @@ import (
 	"github.com/pi2hop/pi2hop/hop"
 	"github.com/pi2hop/pi2hop/internal/roottest"
 	"github.com/pi2hop/pi2hop/pcap"
-	"github.com/pi2hop/pi2hop/topology"
 )
 
 // Every queue kind through the live hop, with an unresponsive ECT(1) flow
@@ -276,7 +275,7 @@ func checkCaptureMatches(t *testing.T, path string, s hop.Snapshot) {
 }
 
 // waitDrained waits until the uplink holds no packet, at most d.
-func waitDrained(t *testing.T, p *topology.Pair, d time.Duration) hop.DirStats {
+func waitDrained(t *testing.T, p *testPair, d time.Duration) hop.DirStats {
 	t.Helper()
 	deadline := time.Now().Add(d)
 	for {

@@ -202,20 +202,12 @@ var table = []Setting{
 // dualpi2Default is sch_dualpi2's configuration when tc gives no knob.
 var dualpi2Default = aqm.DefaultConfig()
 
-// Step is tc-dualpi2's step_thresh: a sojourn time or, InPackets, an
-// L-queue length.
-type Step struct {
-	Time      time.Duration `json:"time,omitempty"`
-	Packets   uint32        `json:"packets,omitempty"`
-	InPackets bool          `json:"in_packets,omitempty"`
-}
-
 // Defaults for what Settings leave out: a 10 Mbit/s bottleneck like the
 // one Apple throttles macOS Internet Sharing to in its L4S demo (WWDC23),
 // adding no delay or loss of its own, with sch_dualpi2's defaults.
 const (
-	DefaultRate = 10_000_000 // bit/s
-	DefaultMTU  = 1500       // bytes: TUN devices carry IP packets, no L2 header
+	DefaultRate = 10_000_000     // bit/s
+	DefaultMTU  = aqm.DefaultMTU // bytes: TUN devices carry IP packets, no L2 header
 	DefaultSeed = 1
 	// DefaultFIFOLimit is the FIFO's buffer when neither limit nor
 	// memlimit is given: Linux's default txqueuelen, the deep buffer of a
@@ -376,12 +368,12 @@ func (s Settings) Direction(dir string) (hop.DirConfig, error) {
 		}
 	}
 	if j := s.jitterFor(dir); j != nil {
-		if link.Jitter, err = j.shaper(); err != nil {
+		if link.Jitter, err = *j, j.Validate(); err != nil {
 			return zero, &FieldError{dirKey(dir, "jitter", s.UpJitter, s.DownJitter), err}
 		}
 	}
 	if a := s.aggregateFor(dir); a != nil {
-		link.Aggregate = a.shaper()
+		link.Aggregate = *a
 		if err := link.Aggregate.Validate(); err != nil {
 			return zero, &FieldError{dirKey(dir, "aggregate", s.UpAggregate, s.DownAggregate), err}
 		}

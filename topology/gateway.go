@@ -8,6 +8,7 @@ import (
 	"net/netip"
 
 	"github.com/pi2hop/pi2hop/hop"
+	"github.com/pi2hop/pi2hop/internal/tunpair"
 	"github.com/pi2hop/pi2hop/netsys"
 	"github.com/pi2hop/pi2hop/tun"
 )
@@ -34,8 +35,8 @@ type Gateway struct {
 	Hop            *hop.Hop
 	// Accepted are the firewall chains given accept rules for the
 	// gateway's forwarding (GatewaySpec.FirewallAccept).
-	Accepted []netsys.ForwardAccept
-	started  // Done, Err, Close
+	Accepted         []netsys.ForwardAccept
+	*tunpair.Running // Done, Err, Close
 }
 
 // GatewaySpec places a Gateway.
@@ -136,7 +137,7 @@ func NewGateway(ctx context.Context, spec GatewaySpec, cfg hop.Config) (g *Gatew
 	var devs []tun.Device
 	defer func() {
 		if err != nil {
-			abandon(devs, j)
+			tunpair.Abandon(devs, j)
 		}
 	}()
 	for _, n := range []string{g.UpDev, g.DownDev} {
@@ -171,7 +172,7 @@ func NewGateway(ctx context.Context, spec GatewaySpec, cfg hop.Config) (g *Gatew
 			return nil, err
 		}
 	}
-	if g.Hop, err = g.startHop(ctx, cfg, devs, spec.Tap, j); err != nil {
+	if g.Hop, g.Running, err = startHop(ctx, cfg, devs, spec.Tap, j); err != nil {
 		return nil, err
 	}
 	return g, nil
