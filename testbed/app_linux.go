@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pi2hop/pi2hop/aqm"
 	"github.com/pi2hop/pi2hop/hop"
 	"github.com/pi2hop/pi2hop/internal/procs"
 	"github.com/pi2hop/pi2hop/pcap"
@@ -272,7 +273,7 @@ func appFigures(tables [2]hop.FlowTable, isApp func(hop.Flow) bool) (a report.Ap
 	return a, up, down
 }
 
-func addECN(e *report.ECNPackets, c hop.ECNCounts) {
+func addECN(e *report.ECNPackets, c aqm.ByECN) {
 	e.NotECT += c.NotECT.Packets
 	e.ECT1 += c.ECT1.Packets
 	e.ECT0 += c.ECT0.Packets
