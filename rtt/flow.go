@@ -1,0 +1,151 @@
+package rtt
+
+// flowKey is a flow as the hop sees it from the client: the client's
+// address (the source of packets going up) in addrs[0:2], the server's in
+// addrs[2:4] (IPv4 addresses take the first word of each), the client's
+// port in the high half of ports and the server's in the low half (an
+// ICMP echo's identifier in both).
+type flowKey struct {
+	addrs   [4]uint64
+	ports   uint32
+	proto   uint8
+	version uint8
+}
+
+// Method is how a flow's round trips are timed.
+type Method uint8
+
+const (
+	MethodNone          Method = iota // not known yet
+	MethodTCPTimestamps               // TSval and its echo in TSecr
+	MethodTCPSeq                      // sequence number and the ACK that covers it
+	MethodQUICSpin                    // QUIC spin bit edges
+	MethodICMPEcho                    // ICMP or ICMPv6 echo request and reply
+	MethodProbe                       // pi2hop probe request and reply
+	MethodPrague                      // udp_prague DATA and its ACK
+)
+
+var methodNames = [...]string{"none", "tcp-timestamps", "tcp-seq", "quic-spin", "icmp-echo", "probe", "prague"}
+
+func (m Method) String() string {
+	if int(m) < len(methodNames) {
+		return methodNames[m]
+	}
+	return "unknown"
+}
+
+// MarshalText gives the method's name.
+func (m Method) MarshalText() ([]byte, error) { return []byte(m.String()), nil }
+
+// Status says whether a flow has samples, and if not, why.
+type Status uint8
+
+const (
+	StatusWaiting  Status = iota // no sample yet
+	StatusMeasured               // at least one sample
+	StatusNoSpin                 // QUIC whose endpoints do not spin: encrypted, nothing to time
+)
+
+var statusNames = [...]string{"waiting", "measured", "no RTT: encrypted, no spin bit"}
+
+func (s Status) String() string {
+	if int(s) < len(statusNames) {
+		return statusNames[s]
+	}
+	return "unknown"
+}
+
+// MarshalText gives the status as people read it.
+func (s Status) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// sender is what the table keeps of one endpoint's packets (one
+// direction): its ring of outstanding packets and where its sequence
+// space stands.
+type sender struct {
+	head, n  uint32 // ring of outstanding packets: first slot, how many
+	lastTS   uint32 // the last TSval remembered
+	lastEcr  uint32 // the last TSecr looked up
+	sndNxt   uint32 // the end of the highest data sent
+	retxLow  uint32 // retransmitted data not yet acknowledged: from
+	retxHigh uint32 // to
+	hasTS    bool
+	hasEcr   bool
+	hasSeq   bool
+	retx     bool
+}
+
+// flow is one flow's state apart from its histograms and rings.
+type flow struct {
+	key      flowKey
+	lastSeen int64
+	method   Method
+	quic     bool // a QUIC long header was seen
+	snd      [2]sender
+	spin     spinState
+	dropped  uint64 // outstanding packets dropped for newer ones
+	karn     uint64 // answers not taken because they covered retransmitted data
+}
+
+// ring returns the first index of flow i's ring for direction d.
+func (t *Table) ring(i int, d Dir) uint32 { return (uint32(i)*2 + uint32(d)) * t.out }
+
+// push remembers a packet of flow i going d, with key k, at now; when
+// the ring is full the oldest is dropped and counted.
+func (t *Table) push(i int, d Dir, k uint32, now int64) {
+	s, base := &t.flows[i].snd[d], t.ring(i, d)
+	if s.n == t.out {
+		s.head = (s.head + 1) & (t.out - 1)
+		s.n--
+		t.flows[i].dropped++
+		t.st.Dropped++
+	}
+	j := base + (s.head+s.n)&(t.out-1)
+	t.keys[j], t.ats[j] = k, now
+	s.n++
+}
+
+// popExact finds the key k among flow i's packets that went d, oldest
+// first: packets before it (in serial order) will never be answered
+// and go; k itself is taken. The keys of one sender grow (TSval,
+// sequence numbers), so the scan stops at the first younger key.
+func (t *Table) popExact(i int, d Dir, k uint32) (at int64, ok bool) {
+	s, base := &t.flows[i].snd[d], t.ring(i, d)
+	for s.n > 0 {
+		j := base + s.head
+		key := t.keys[j]
+		if int32(key-k) > 0 {
+			return 0, false
+		}
+		s.head = (s.head + 1) & (t.out - 1)
+		s.n--
+		if key == k {
+			return t.ats[j], true
+		}
+	}
+	return 0, false
+}
+
+// popCovered takes every packet of flow i that went d whose key is at or
+// below k (a cumulative ACK) and returns the time of the last of them.
+func (t *Table) popCovered(i int, d Dir, k uint32) (at int64, ok bool) {
+	s, base := &t.flows[i].snd[d], t.ring(i, d)
+	for s.n > 0 {
+		j := base + s.head
+		if int32(t.keys[j]-k) > 0 {
+			break
+		}
+		at, ok = t.ats[j], true
+		s.head = (s.head + 1) & (t.out - 1)
+		s.n--
+	}
+	return at, ok
+}
+
+// sample records one sample of flow i, answered going d at now.
+func (t *Table) sample(i int, d Dir, sent, now int64) {
+	t.hists[i][answering(d)].Add(now - sent)
+	t.st.Samples++
+	if t.onSample != nil {
+		t.onSample(answering(d), now-sent)
+	}
+}

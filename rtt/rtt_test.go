@@ -1,0 +1,335 @@
+package rtt
+
+import (
+	"slices"
+	"testing"
+)
+
+const ms = int64(1_000_000)
+
+// step is one packet crossing the hop at a time in ms.
+type step struct {
+	at int64 // ms
+	d  Dir
+	p  pkt
+}
+
+// samples are the expected samples of each half, ms.
+type samples struct{ client, server []int64 }
+
+func tcpTS(flags byte, seq, ack uint32, payload int, tsval, tsecr uint32) pkt {
+	return pkt{proto: 6, sport: 40000, dport: 443, flags: flags, seq: seq, ack: ack, payload: payload, ts: true, tsval: tsval, tsecr: tsecr}
+}
+
+func tcpSeq(flags byte, seq, ack uint32, payload int) pkt {
+	return pkt{proto: 6, sport: 40000, dport: 80, flags: flags, seq: seq, ack: ack, payload: payload}
+}
+
+const (
+	syn    = tcpSYN
+	ackf   = tcpACK
+	synack = tcpSYN | tcpACK
+)
+
+func v6(p pkt) pkt { p.v6 = true; return p }
+
+// run feeds steps to a fresh table and returns the samples, ms.
+func run(t *testing.T, cfg Config, steps []step) (*Table, samples) {
+	t.Helper()
+	tb, err := NewTable(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got samples
+	tb.onSample = func(h Half, ns int64) {
+		if ns%ms != 0 {
+			t.Errorf("sample %d ns is not whole ms", ns)
+		}
+		if h == ClientHalf {
+			got.client = append(got.client, ns/ms)
+		} else {
+			got.server = append(got.server, ns/ms)
+		}
+	}
+	for _, s := range steps {
+		tb.Packet(s.p.build(s.d), s.d, s.at*ms)
+	}
+	return tb, got
+}
+
+func TestTCPTimestamps(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		steps []step
+		want  samples
+	}{
+		{"handshake and data both halves", []step{
+			{0, Up, tcpTS(syn, 1000, 0, 0, 100, 0)},
+			{10, Down, tcpTS(synack, 5000, 1001, 0, 900, 100)}, // server half 10
+			{12, Up, tcpTS(ackf, 1001, 5001, 0, 102, 900)},     // client half 2
+		}, samples{client: []int64{2}, server: []int64{10}}},
+		{"repeated TSval: the first packet times it", []step{
+			{0, Up, tcpTS(ackf, 1000, 1, 100, 100, 7)},
+			{3, Up, tcpTS(ackf, 1100, 1, 100, 100, 7)}, // same TSval, later
+			{10, Down, tcpTS(ackf, 1, 1200, 0, 900, 100)},
+		}, samples{server: []int64{10}}},
+		{"duplicate echo: only the first counts", []step{
+			{0, Up, tcpTS(ackf, 1000, 1, 100, 100, 7)},
+			{10, Down, tcpTS(ackf, 1, 1100, 0, 900, 100)},
+			{11, Down, tcpTS(ackf, 1, 1100, 0, 901, 100)},
+			{12, Down, tcpTS(ackf, 1, 1100, 0, 902, 100)},
+		}, samples{server: []int64{10}}},
+		{"an echo of an older TSval than the last remembered is no sample", []step{
+			{0, Up, tcpTS(ackf, 1000, 1, 100, 100, 7)},
+			{5, Up, tcpTS(ackf, 1100, 1, 100, 105, 7)},
+			{10, Down, tcpTS(ackf, 1, 1200, 0, 900, 105)}, // 100 is never echoed: dropped
+			{11, Down, tcpTS(ackf, 1, 1200, 0, 901, 100)}, // reordered echo
+		}, samples{server: []int64{5}}},
+		{"retransmission: its TSval is not remembered, the ACK covering it gives none", []step{
+			{0, Up, tcpTS(ackf, 1000, 1, 100, 100, 7)},
+			{1, Up, tcpTS(ackf, 1100, 1, 100, 101, 7)},
+			{30, Up, tcpTS(ackf, 1000, 1, 100, 130, 7)},   // 1000-1100 sent again
+			{35, Down, tcpTS(ackf, 1, 1000, 0, 900, 7)},   // dup ACK, echoes nothing remembered
+			{40, Down, tcpTS(ackf, 1, 1200, 0, 901, 101)}, // covers the retransmission: Karn
+			{41, Up, tcpTS(ackf, 1200, 1, 100, 141, 901)}, // client half 1
+			{50, Down, tcpTS(ackf, 1, 1300, 0, 902, 141)}, // all retransmitted data acked: counts
+		}, samples{client: []int64{1}, server: []int64{9}}},
+		{"IPv6", []step{
+			{0, Up, v6(tcpTS(syn, 1000, 0, 0, 100, 0))},
+			{7, Down, v6(tcpTS(synack, 5000, 1001, 0, 900, 100))},
+			{10, Up, v6(tcpTS(ackf, 1001, 5001, 0, 102, 900))},
+		}, samples{client: []int64{3}, server: []int64{7}}},
+		{"TSval wraps", []step{
+			{0, Up, tcpTS(ackf, 1000, 1, 100, 0xffffffff, 7)},
+			{1, Up, tcpTS(ackf, 1100, 1, 100, 2, 7)},
+			{10, Down, tcpTS(ackf, 1, 1100, 0, 900, 0xffffffff)},
+			{11, Down, tcpTS(ackf, 1, 1200, 0, 901, 2)},
+		}, samples{server: []int64{10, 10}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tb, got := run(t, DefaultConfig, tc.steps)
+			check(t, got, tc.want)
+			fs := snap(tb).Flows()
+			if len(fs) != 1 || fs[0].Method != MethodTCPTimestamps {
+				t.Fatalf("flows %+v, want one timed by timestamps", fs)
+			}
+		})
+	}
+}
+
+func TestTCPKarn(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		steps []step
+		want  samples
+	}{
+		{"handshake, data, ACK", []step{
+			{0, Up, tcpSeq(syn, 999, 0, 0)},
+			{10, Down, tcpSeq(synack, 4999, 1000, 0)}, // server half 10
+			{13, Up, tcpSeq(ackf, 1000, 5000, 0)},     // client half 3
+			{14, Up, tcpSeq(ackf, 1000, 5000, 100)},
+			{24, Down, tcpSeq(ackf, 5000, 1100, 0)}, // 10
+		}, samples{client: []int64{3}, server: []int64{10, 10}}},
+		{"cumulative ACK times the last segment it covers", []step{
+			{0, Up, tcpSeq(ackf, 1000, 1, 100)},
+			{2, Up, tcpSeq(ackf, 1100, 1, 100)},
+			{12, Down, tcpSeq(ackf, 1, 1200, 0)},
+			{13, Down, tcpSeq(ackf, 1, 1200, 0)}, // duplicate
+		}, samples{server: []int64{10}}},
+		{"retransmitted range gives no sample", []step{
+			{0, Up, tcpSeq(ackf, 1000, 1, 100)},
+			{10, Down, tcpSeq(ackf, 1, 1100, 0)}, // 10
+			{20, Up, tcpSeq(ackf, 1100, 1, 100)},
+			{21, Up, tcpSeq(ackf, 1200, 1, 100)},
+			{30, Up, tcpSeq(ackf, 1100, 1, 100)}, // retransmission
+			{40, Down, tcpSeq(ackf, 1, 1300, 0)}, // covers it: none
+			{50, Up, tcpSeq(ackf, 1300, 1, 100)}, // new data
+			{58, Down, tcpSeq(ackf, 1, 1400, 0)}, // 8
+		}, samples{server: []int64{10, 8}}},
+		{"partial ACK of a retransmitted range", []step{
+			{0, Up, tcpSeq(ackf, 1000, 1, 100)},
+			{1, Up, tcpSeq(ackf, 1100, 1, 100)},
+			{20, Up, tcpSeq(ackf, 1000, 1, 200)}, // both again
+			{30, Down, tcpSeq(ackf, 1, 1100, 0)}, // partial: none
+			{31, Down, tcpSeq(ackf, 1, 1200, 0)}, // rest: none
+			{40, Up, tcpSeq(ackf, 1200, 1, 100)},
+			{45, Down, tcpSeq(ackf, 1, 1300, 0)}, // 5
+		}, samples{server: []int64{5}}},
+		{"both ways, IPv6", []step{
+			{0, Down, v6(tcpSeq(ackf, 7000, 1000, 100))},
+			{4, Up, v6(tcpSeq(ackf, 1000, 7100, 0))}, // client half 4
+			{5, Up, v6(tcpSeq(ackf, 1000, 7100, 50))},
+			{11, Down, v6(tcpSeq(ackf, 7100, 1050, 0))}, // server half 6
+		}, samples{client: []int64{4}, server: []int64{6}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tb, got := run(t, DefaultConfig, tc.steps)
+			check(t, got, tc.want)
+			if fs := snap(tb).Flows(); len(fs) != 1 || fs[0].Method != MethodTCPSeq {
+				t.Fatalf("flows %+v, want one timed by sequence numbers", fs)
+			}
+		})
+	}
+}
+
+// quic returns a QUIC packet: a long header (Initial) or a short header
+// with spin bit spin.
+func quic(long bool, spin bool) pkt {
+	b := []byte{0x40, 1, 2, 3, 4, 5, 6, 7, 8}
+	switch {
+	case long:
+		b = []byte{0xc0, 0, 0, 0, 1, 8, 1, 2, 3, 4, 5, 6, 7, 8}
+	case spin:
+		b[0] |= 0x20
+	}
+	return pkt{proto: 17, sport: 50000, dport: 443, udp: b}
+}
+
+func TestQUICSpin(t *testing.T) {
+	hand := []step{{0, Up, quic(true, false)}, {1, Down, quic(true, false)}}
+	for _, tc := range []struct {
+		name   string
+		steps  []step
+		want   samples
+		status Status
+	}{
+		{"spinning", append(hand[:2:2],
+			step{2, Up, quic(false, false)},
+			step{3, Down, quic(false, false)},
+			step{10, Up, quic(false, true)},    // client edge
+			step{11, Up, quic(false, true)},    // no edge
+			step{20, Down, quic(false, true)},  // server edge: server half 10
+			step{23, Up, quic(false, false)},   // client edge: client half 3
+			step{33, Down, quic(false, false)}, // server half 10
+		), samples{client: []int64{3}, server: []int64{10, 10}}, StatusMeasured},
+		{"reordered packet from before an edge is no edge", append(hand[:2:2],
+			step{2, Up, quic(false, false)},
+			step{3, Down, quic(false, false)},
+			step{10, Up, quic(false, true)},    // edge
+			step{12, Up, quic(false, false)},   // reordered: ignored
+			step{14, Up, quic(false, true)},    // no edge
+			step{20, Down, quic(false, true)},  // server half 10
+			step{21, Down, quic(false, false)}, // reordered: ignored
+			step{24, Up, quic(false, false)},   // client half 4
+		), samples{client: []int64{4}, server: []int64{10}}, StatusMeasured},
+		{"short headers without a long header first are not QUIC", []step{
+			{2, Up, quic(false, false)},
+			{10, Up, quic(false, true)},
+			{20, Down, quic(false, true)},
+		}, samples{}, StatusWaiting},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tb, got := run(t, DefaultConfig, tc.steps)
+			check(t, got, tc.want)
+			for _, f := range snap(tb).Flows() {
+				if f.Status != tc.status {
+					t.Errorf("status %v, want %v", f.Status, tc.status)
+				}
+			}
+		})
+	}
+}
+
+func TestQUICNoSpin(t *testing.T) {
+	steps := []step{{0, Up, quic(true, false)}, {1, Down, quic(true, false)}}
+	for i := range noSpinAfter {
+		steps = append(steps, step{int64(2 + 2*i), Up, quic(false, false)}, step{int64(3 + 2*i), Down, quic(false, false)})
+	}
+	tb, got := run(t, DefaultConfig, steps[:len(steps)-1])
+	check(t, got, samples{})
+	if f := snap(tb).Flows()[0]; f.Status != StatusWaiting || f.Method != MethodQUICSpin {
+		t.Fatalf("one packet short: %v %v, want waiting quic-spin", f.Method, f.Status)
+	}
+	tb, _ = run(t, DefaultConfig, steps)
+	f := snap(tb).Flows()[0]
+	if f.Status != StatusNoSpin || f.Status.String() != "no RTT: encrypted, no spin bit" {
+		t.Fatalf("status %q, want no spin", f.Status)
+	}
+}
+
+func icmp(v6 bool, typ byte, id, seq uint16) pkt {
+	p := pkt{proto: protoICMP, icmpType: typ, id: id, icmpSeq: seq, udp: make([]byte, 56), v6: v6}
+	if v6 {
+		p.proto = protoICMPv6
+	}
+	return p
+}
+
+func TestEcho(t *testing.T) {
+	probe := func(typ byte, seq uint32) pkt {
+		b := make([]byte, 64)
+		b[0] = typ
+		be.PutUint32(b[2:], seq)
+		return pkt{proto: 17, sport: 40001, dport: 9000, udp: b}
+	}
+	data := func(seq uint32) pkt {
+		b := make([]byte, 1200)
+		b[0] = pragueData
+		be.PutUint32(b[pragueSeqAt:], seq)
+		return pkt{proto: 17, sport: 40002, dport: 8080, udp: b}
+	}
+	ack := func(seq uint32) pkt {
+		b := make([]byte, 39)
+		b[0] = pragueACK
+		be.PutUint32(b[pragueAckAt:], seq)
+		return pkt{proto: 17, sport: 40002, dport: 8080, udp: b}
+	}
+	for _, tc := range []struct {
+		name   string
+		steps  []step
+		want   samples
+		method Method
+	}{
+		{"ICMP: the client pings", []step{
+			{0, Up, icmp(false, icmpEchoRequest, 7, 1)},
+			{20, Down, icmp(false, icmpEchoReply, 7, 1)},
+			{21, Down, icmp(false, icmpEchoReply, 7, 1)}, // duplicate reply
+			{30, Up, icmp(false, icmpEchoRequest, 7, 2)},
+			{31, Up, icmp(false, icmpEchoRequest, 7, 3)},
+			{52, Down, icmp(false, icmpEchoReply, 7, 3)}, // 2 lost
+		}, samples{server: []int64{20, 21}}, MethodICMPEcho},
+		{"ICMPv6: the server pings", []step{
+			{0, Down, icmp(true, icmpv6EchoRequest, 9, 1)},
+			{4, Up, icmp(true, icmpv6EchoReply, 9, 1)},
+			{5, Up, icmp(true, icmpv6EchoReply, 8, 1)}, // another identifier
+		}, samples{client: []int64{4}}, MethodICMPEcho},
+		{"ICMP types that are not echo", []step{
+			{0, Up, icmp(false, 3, 0, 0)},
+		}, samples{}, MethodNone},
+		{"probe", []step{
+			{0, Up, probe(probeRequest, 1)},
+			{0, Up, probe(probeRequest, 2)},
+			{12, Down, probe(probeReply, 2)},
+		}, samples{server: []int64{12}}, MethodProbe},
+		{"prague", []step{
+			{0, Down, data(5)},
+			{1, Down, data(6)},
+			{3, Up, ack(5)},
+			{4, Up, ack(6)},
+			{5, Up, ack(6)},
+		}, samples{client: []int64{3, 3}}, MethodPrague},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tb, got := run(t, DefaultConfig, tc.steps)
+			check(t, got, tc.want)
+			for _, f := range snap(tb).Flows() {
+				if f.Method != tc.method {
+					t.Errorf("method %v, want %v", f.Method, tc.method)
+				}
+			}
+		})
+	}
+}
+
+func check(t *testing.T, got, want samples) {
+	t.Helper()
+	if !slices.Equal(got.client, want.client) || !slices.Equal(got.server, want.server) {
+		t.Errorf("samples client %v server %v, want client %v server %v", got.client, got.server, want.client, want.server)
+	}
+}
+
+func snap(tb *Table) *Snapshot {
+	s := NewSnapshot(tb)
+	tb.CopyTo(s, 0)
+	return s
+}
