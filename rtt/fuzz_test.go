@@ -10,14 +10,14 @@ func FuzzPacket(f *testing.F) {
 		quic(true, false), quic(false, true), icmp(false, icmpEchoReply, 1, 2), icmp(true, icmpv6EchoRequest, 1, 2),
 	} {
 		b := p.build(Up)
-		f.Add(b, false, int64(5))
-		f.Add(b[:len(b)-3], true, int64(-1))
+		f.Add(b, false, int64(5), len(b))
+		f.Add(b[:len(b)-3], true, int64(-1), len(b)+1000)
 	}
 	tb, err := NewTable(Config{Flows: 16, Outstanding: 4})
 	if err != nil {
 		f.Fatal(err)
 	}
-	f.Fuzz(func(t *testing.T, b []byte, down bool, now int64) {
+	f.Fuzz(func(t *testing.T, b []byte, down bool, now int64, length int) {
 		d := Up
 		if down {
 			d = Down
@@ -25,7 +25,8 @@ func FuzzPacket(f *testing.F) {
 		before := tb.Stats().Packets
 		tb.Packet(b, d, now)
 		tb.Packet(b, 1-d, now+1)
-		if tb.Stats().Packets != before+2 {
+		tb.Captured(b, length, d, now+2)
+		if tb.Stats().Packets != before+3 {
 			t.Fatalf("packets counted %d, want %d", tb.Stats().Packets, before+2)
 		}
 		for i := range tb.flows {

@@ -20,15 +20,22 @@ const (
 // packet, or answer one remembered from the other direction and take a
 // sample. It never keeps pkt. Anything it cannot read is counted
 // (Stats.Malformed, Stats.Untimed) and otherwise ignored.
-func (t *Table) Packet(pkt []byte, d Dir, now int64) {
+func (t *Table) Packet(pkt []byte, d Dir, now int64) { t.Captured(pkt, len(pkt), d, now) }
+
+// Captured is Packet for a packet captured in part: pkt is the first
+// bytes of an IP packet of length bytes (as a capture's snap length cuts
+// it). What lies beyond pkt is not read; the lengths come from the IP
+// header, which must say no more than length.
+func (t *Table) Captured(pkt []byte, length int, d Dir, now int64) {
 	t.st.Packets++
 	var k flowKey
-	var l4 []byte
+	var l4 []byte // the transport header and payload, as far as captured
+	var l4len int // their length on the wire
 	switch {
 	case len(pkt) >= 20 && pkt[0]>>4 == 4:
 		ihl := int(pkt[0]&0x0f) * 4
 		total := int(be.Uint16(pkt[2:4]))
-		if ihl < 20 || total < ihl || total > len(pkt) {
+		if ihl < 20 || total < ihl || total > length || ihl > len(pkt) {
 			t.st.Malformed++
 			return
 		}
@@ -43,10 +50,10 @@ func (t *Table) Packet(pkt []byte, d Dir, now int64) {
 		} else {
 			k.addrs[0], k.addrs[2] = dst, src
 		}
-		l4 = pkt[ihl:total]
+		l4, l4len = pkt[ihl:min(total, len(pkt))], total-ihl
 	case len(pkt) >= 40 && pkt[0]>>4 == 6:
 		end := 40 + int(be.Uint16(pkt[4:6]))
-		if end > len(pkt) {
+		if end > length {
 			t.st.Malformed++
 			return
 		}
@@ -56,14 +63,14 @@ func (t *Table) Packet(pkt []byte, d Dir, now int64) {
 			c, s = s, c
 		}
 		k.addrs = [4]uint64{le.Uint64(pkt[c:]), le.Uint64(pkt[c+8:]), le.Uint64(pkt[s:]), le.Uint64(pkt[s+8:])}
-		l4 = pkt[40:end]
+		l4, l4len = pkt[40:min(end, len(pkt))], end-40
 	default:
 		t.st.Malformed++
 		return
 	}
 	switch k.proto {
 	case protoTCP:
-		t.tcp(&k, l4, d, now)
+		t.tcp(&k, l4, l4len, d, now)
 	case protoUDP:
 		t.udp(&k, l4, d, now)
 	case protoICMP, protoICMPv6:

@@ -34,13 +34,13 @@ const (
 func v6(p pkt) pkt { p.v6 = true; return p }
 
 // run feeds steps to a fresh table and returns the samples, ms.
-func run(t *testing.T, cfg Config, steps []step) (*Table, samples) {
+func run(t *testing.T, cfg Config, steps []step) (*Table, *samples) {
 	t.Helper()
 	tb, err := NewTable(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got samples
+	got := new(samples)
 	tb.onSample = func(h Half, ns int64) {
 		if ns%ms != 0 {
 			t.Errorf("sample %d ns is not whole ms", ns)
@@ -108,7 +108,7 @@ func TestTCPTimestamps(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tb, got := run(t, DefaultConfig, tc.steps)
-			check(t, got, tc.want)
+			check(t, *got, tc.want)
 			fs := snap(tb).Flows()
 			if len(fs) != 1 || fs[0].Method != MethodTCPTimestamps {
 				t.Fatalf("flows %+v, want one timed by timestamps", fs)
@@ -164,7 +164,7 @@ func TestTCPKarn(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tb, got := run(t, DefaultConfig, tc.steps)
-			check(t, got, tc.want)
+			check(t, *got, tc.want)
 			if fs := snap(tb).Flows(); len(fs) != 1 || fs[0].Method != MethodTCPSeq {
 				t.Fatalf("flows %+v, want one timed by sequence numbers", fs)
 			}
@@ -220,7 +220,7 @@ func TestQUICSpin(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tb, got := run(t, DefaultConfig, tc.steps)
-			check(t, got, tc.want)
+			check(t, *got, tc.want)
 			for _, f := range snap(tb).Flows() {
 				if f.Status != tc.status {
 					t.Errorf("status %v, want %v", f.Status, tc.status)
@@ -236,7 +236,7 @@ func TestQUICNoSpin(t *testing.T) {
 		steps = append(steps, step{int64(2 + 2*i), Up, quic(false, false)}, step{int64(3 + 2*i), Down, quic(false, false)})
 	}
 	tb, got := run(t, DefaultConfig, steps[:len(steps)-1])
-	check(t, got, samples{})
+	check(t, *got, samples{})
 	if f := snap(tb).Flows()[0]; f.Status != StatusWaiting || f.Method != MethodQUICSpin {
 		t.Fatalf("one packet short: %v %v, want waiting quic-spin", f.Method, f.Status)
 	}
@@ -311,7 +311,7 @@ func TestEcho(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tb, got := run(t, DefaultConfig, tc.steps)
-			check(t, got, tc.want)
+			check(t, *got, tc.want)
 			for _, f := range snap(tb).Flows() {
 				if f.Method != tc.method {
 					t.Errorf("method %v, want %v", f.Method, tc.method)
@@ -332,4 +332,24 @@ func snap(tb *Table) *Snapshot {
 	s := NewSnapshot(tb)
 	tb.CopyTo(s, 0)
 	return s
+}
+
+// TestCaptured: a capture cut at its snap length still times the flow,
+// with the segment's length taken from the IP header.
+func TestCaptured(t *testing.T) {
+	for _, v := range []bool{false, true} {
+		tb, got := run(t, DefaultConfig, nil)
+		data := tcpSeq(ackf, 1000, 1, 1200)
+		data.v6 = v
+		b := data.build(Up)
+		tb.Captured(b[:64], len(b), Up, 0)
+		tb.Captured(b[:64], 60, Up, 1) // says less than its header: malformed
+		ack := tcpSeq(ackf, 1, 2200, 0)
+		ack.v6 = v
+		tb.Packet(ack.build(Down), Down, 9*ms)
+		check(t, *got, samples{server: []int64{9}})
+		if tb.Stats().Malformed != 1 {
+			t.Errorf("malformed %d, want 1", tb.Stats().Malformed)
+		}
+	}
 }

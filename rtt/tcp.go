@@ -12,7 +12,9 @@ const (
 // its ACK answers); otherwise its sequence and acknowledgment numbers do.
 // Both ways, data sent again (a retransmission) starts no sample, and an
 // answer that covers retransmitted data gives none (Karn's rule).
-func (t *Table) tcp(k *flowKey, h []byte, d Dir, now int64) {
+// h is the segment as far as captured (its header at least), n its
+// length on the wire.
+func (t *Table) tcp(k *flowKey, h []byte, n int, d Dir, now int64) {
 	if len(h) < 20 {
 		t.st.Malformed++
 		return
@@ -35,7 +37,7 @@ func (t *Table) tcp(k *flowKey, h []byte, d Dir, now int64) {
 	}
 	flags := h[13]
 	seq, ack := be.Uint32(h[4:8]), be.Uint32(h[8:12])
-	end := seq + uint32(len(h)-off)
+	end := seq + uint32(n-off)
 	if flags&(tcpSYN|tcpFIN) != 0 {
 		end++
 	}
