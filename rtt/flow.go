@@ -12,6 +12,13 @@ type flowKey struct {
 	version uint8
 }
 
+// is reports whether k and o are the same flow, word by word (a struct
+// comparison calls the runtime's memory comparison).
+func (k *flowKey) is(o *flowKey) bool {
+	return k.addrs[0] == o.addrs[0] && k.addrs[2] == o.addrs[2] && k.ports == o.ports &&
+		k.proto == o.proto && k.version == o.version && k.addrs[1] == o.addrs[1] && k.addrs[3] == o.addrs[3]
+}
+
 // Method is how a flow's round trips are timed.
 type Method uint8
 
@@ -86,6 +93,14 @@ type flow struct {
 	karn     uint64 // answers not taken because they covered retransmitted data
 }
 
+// slot is one packet waiting for its answer: its key (TSval, end
+// sequence number, echo sequence number) and when it crossed the hop,
+// side by side so that a lookup reads one cache line.
+type slot struct {
+	at  int64
+	key uint32
+}
+
 // ring returns the first index of flow i's ring for direction d.
 func (t *Table) ring(i int, d Dir) uint32 { return (uint32(i)*2 + uint32(d)) * t.out }
 
@@ -100,7 +115,7 @@ func (t *Table) push(i int, d Dir, k uint32, now int64) {
 		t.st.Dropped++
 	}
 	j := base + (s.head+s.n)&(t.out-1)
-	t.keys[j], t.ats[j] = k, now
+	t.slots[j] = slot{at: now, key: k}
 	s.n++
 }
 
@@ -112,14 +127,14 @@ func (t *Table) popExact(i int, d Dir, k uint32) (at int64, ok bool) {
 	s, base := &t.flows[i].snd[d], t.ring(i, d)
 	for s.n > 0 {
 		j := base + s.head
-		key := t.keys[j]
+		key := t.slots[j].key
 		if int32(key-k) > 0 {
 			return 0, false
 		}
 		s.head = (s.head + 1) & (t.out - 1)
 		s.n--
 		if key == k {
-			return t.ats[j], true
+			return t.slots[j].at, true
 		}
 	}
 	return 0, false
@@ -131,10 +146,10 @@ func (t *Table) popCovered(i int, d Dir, k uint32) (at int64, ok bool) {
 	s, base := &t.flows[i].snd[d], t.ring(i, d)
 	for s.n > 0 {
 		j := base + s.head
-		if int32(t.keys[j]-k) > 0 {
+		if int32(t.slots[j].key-k) > 0 {
 			break
 		}
-		at, ok = t.ats[j], true
+		at, ok = t.slots[j].at, true
 		s.head = (s.head + 1) & (t.out - 1)
 		s.n--
 	}

@@ -15,9 +15,9 @@ import (
 // thousands of flows (two per flow) and fine enough to tell 20 ms from
 // 21 ms.
 type Hist struct {
-	Counts [histBuckets]uint32
 	N      uint64 // samples
 	Max    int64  // the largest sample, measured (ns)
+	Counts [histBuckets]uint32
 }
 
 const (

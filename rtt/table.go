@@ -91,8 +91,7 @@ type Table struct {
 	tags    []uint32 // h|1 of the flow in each entry, 0 when empty
 	flows   []flow
 	hists   [][2]Hist // by entry: client half, server half
-	keys    []uint32  // outstanding packets' keys: entry·2·out + dir·out + slot
-	ats     []int64   // and the times they crossed the hop
+	slots   []slot    // outstanding packets: entry·2·out + dir·out + ring position
 	st      Stats
 	// onSample, when set (tests), sees every sample.
 	onSample func(h Half, ns int64)
@@ -112,8 +111,7 @@ func NewTable(c Config) (*Table, error) {
 		tags:    make([]uint32, n),
 		flows:   make([]flow, n),
 		hists:   make([][2]Hist, n),
-		keys:    make([]uint32, n*2*out),
-		ats:     make([]int64, n*2*out),
+		slots:   make([]slot, n*2*out),
 	}
 	return t, nil
 }
@@ -159,7 +157,7 @@ func (t *Table) find(k *flowKey) int {
 	a, b := t.setsOf(h)
 	for _, base := range [2]int{a, b} {
 		for i := base; i < base+flowWays; i++ {
-			if t.tags[i] == h && t.flows[i].key == *k {
+			if t.tags[i] == h && t.flows[i].key.is(k) {
 				return i
 			}
 		}
@@ -174,7 +172,7 @@ func (t *Table) lookup(k *flowKey, now int64) int {
 	a, b := t.setsOf(h)
 	for _, base := range [2]int{a, b} {
 		for i := base; i < base+flowWays; i++ {
-			if t.tags[i] == h && t.flows[i].key == *k {
+			if t.tags[i] == h && t.flows[i].key.is(k) {
 				return i
 			}
 		}
