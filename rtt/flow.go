@@ -81,16 +81,19 @@ type sender struct {
 	retx     bool
 }
 
-// flow is one flow's state apart from its histograms and rings.
+// flow is one flow's state apart from its histograms' buckets and its
+// rings, what a TCP packet reads first.
 type flow struct {
 	key      flowKey
 	lastSeen int64
 	method   Method
 	quic     bool // a QUIC long header was seen
 	snd      [2]sender
+	samples  [2]uint64 // by half (client, server)
+	max      [2]int64  // the largest sample of each half
+	dropped  uint64    // outstanding packets dropped for newer ones
+	karn     uint64    // answers not taken because they covered retransmitted data
 	spin     spinState
-	dropped  uint64 // outstanding packets dropped for newer ones
-	karn     uint64 // answers not taken because they covered retransmitted data
 }
 
 // slot is one packet waiting for its answer: its key (TSval, end
@@ -158,9 +161,12 @@ func (t *Table) popCovered(i int, d Dir, k uint32) (at int64, ok bool) {
 
 // sample records one sample of flow i, answered going d at now.
 func (t *Table) sample(i int, d Dir, sent, now int64) {
-	t.hists[i][answering(d)].Add(now - sent)
+	ns, h, f := max(now-sent, 0), answering(d), &t.flows[i]
+	t.counts[i][h][histIndex(ns)]++
+	f.samples[h]++
+	f.max[h] = max(f.max[h], ns)
 	t.st.Samples++
 	if t.onSample != nil {
-		t.onSample(answering(d), now-sent)
+		t.onSample(h, ns)
 	}
 }

@@ -17,8 +17,13 @@ import (
 type Hist struct {
 	N      uint64 // samples
 	Max    int64  // the largest sample, measured (ns)
-	Counts [histBuckets]uint32
+	Counts histCounts
 }
+
+// histCounts are a Hist's buckets. The table keeps a flow's count and
+// maximum beside its other state and the buckets apart, so that a
+// sample writes one line of its own.
+type histCounts [histBuckets]uint32
 
 const (
 	histMinExp  = 10

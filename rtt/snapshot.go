@@ -29,7 +29,11 @@ func (t *Table) CopyTo(s *Snapshot, now int64) {
 	s.Stats, s.Taken, s.n = t.st, now, 0
 	for i, tg := range t.tags {
 		if tg != 0 && s.n < len(s.flows) {
-			s.flows[s.n], s.hists[s.n] = t.flows[i], t.hists[i]
+			f := &t.flows[i]
+			s.flows[s.n] = *f
+			for h := range s.hists[s.n] {
+				s.hists[s.n][h] = Hist{N: f.samples[h], Max: f.max[h], Counts: t.counts[i][h]}
+			}
 			s.n++
 		}
 	}

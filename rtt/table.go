@@ -90,9 +90,10 @@ type Table struct {
 	hashKey [2]uint64
 	tags    []uint32 // h|1 of the flow in each entry, 0 when empty
 	flows   []flow
-	hists   [][2]Hist // by entry: client half, server half
-	slots   []slot    // outstanding packets: entry·2·out + dir·out + ring position
+	counts  [][2]histCounts // by entry: the halves' histograms (client, server)
+	slots   []slot          // outstanding packets: entry·2·out + dir·out + ring position
 	st      Stats
+	last    int // the entry last looked up
 	// onSample, when set (tests), sees every sample.
 	onSample func(h Half, ns int64)
 }
@@ -110,7 +111,7 @@ func NewTable(c Config) (*Table, error) {
 		hashKey: [2]uint64{rand.Uint64() | 1, rand.Uint64()},
 		tags:    make([]uint32, n),
 		flows:   make([]flow, n),
-		hists:   make([][2]Hist, n),
+		counts:  make([][2]histCounts, n),
 		slots:   make([]slot, n*2*out),
 	}
 	return t, nil
@@ -126,7 +127,7 @@ func (t *Table) Stats() Stats { return t.st }
 func (t *Table) Reset() {
 	clear(t.tags)
 	clear(t.flows)
-	clear(t.hists)
+	clear(t.counts)
 	t.st = Stats{}
 }
 
@@ -168,11 +169,15 @@ func (t *Table) find(k *flowKey) int {
 // lookup returns the entry of flow k, taking one (the free one, or the
 // least recently seen) for a new flow.
 func (t *Table) lookup(k *flowKey, now int64) int {
+	if i := t.last; t.tags[i] != 0 && t.flows[i].key.is(k) {
+		return i // a burst of one flow, or its answer
+	}
 	h := t.hash(k) | 1
 	a, b := t.setsOf(h)
 	for _, base := range [2]int{a, b} {
 		for i := base; i < base+flowWays; i++ {
 			if t.tags[i] == h && t.flows[i].key.is(k) {
+				t.last = i
 				return i
 			}
 		}
@@ -197,6 +202,7 @@ func (t *Table) lookup(k *flowKey, now int64) int {
 	}
 	t.tags[victim] = h
 	t.flows[victim] = flow{key: *k, lastSeen: now}
-	t.hists[victim] = [2]Hist{}
+	t.last = victim
+	t.counts[victim] = [2]histCounts{}
 	return victim
 }
