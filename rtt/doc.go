@@ -25,8 +25,10 @@
 //     the ACK's acknowledged sequence number) alike.
 //
 // A Table holds a fixed number of flows and, per flow and direction, a
-// fixed number of outstanding packets: all its memory is allocated by
-// NewTable, and Packet allocates nothing and takes no lock. One goroutine
+// fixed number of outstanding packets (a flow with more in flight is
+// timed on every other one, then every fourth..., evenly; see push): all
+// its memory is allocated by NewTable, and Packet allocates nothing and
+// takes no lock. One goroutine
 // (the owner) calls Packet; a reader gets a copy through CopyTo, which
 // the owner runs when asked (as hop's flow table hands over its copy),
 // and turns it into figures with Snapshot.Flows.

@@ -70,6 +70,8 @@ func (s Status) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
 // space stands.
 type sender struct {
 	head, n  uint32 // ring of outstanding packets: first slot, how many
+	skip     uint32 // new packets not to remember before the next one
+	stride   uint8  // one new packet in 2^stride is remembered
 	lastTS   uint32 // the last TSval remembered
 	lastEcr  uint32 // the last TSecr looked up
 	sndNxt   uint32 // the end of the highest data sent
@@ -107,19 +109,47 @@ type slot struct {
 // ring returns the first index of flow i's ring for direction d.
 func (t *Table) ring(i int, d Dir) uint32 { return (uint32(i)*2 + uint32(d)) * t.out }
 
-// push remembers a packet of flow i going d, with key k, at now; when
-// the ring is full the oldest is dropped and counted.
+// push remembers a packet of flow i going d, with key k, at now, or
+// every 2^stride-th of them. When the ring is full, every other packet in
+// it is dropped and counted, the oldest kept, and from then on only every
+// other new one is remembered (the stride doubles; it halves again when
+// the ring drains to a quarter): answers come oldest first, so the ring
+// then spans every packet in flight evenly, more thinly. Dropping the
+// oldest alone would lose every sample of a flow with more packets in
+// flight than the ring holds (120 TSvals of a 1 ms clock over a 120 ms
+// round trip), since each would go before its answer came.
 func (t *Table) push(i int, d Dir, k uint32, now int64) {
-	s, base := &t.flows[i].snd[d], t.ring(i, d)
-	if s.n == t.out {
-		s.head = (s.head + 1) & (t.out - 1)
-		s.n--
-		t.flows[i].dropped++
-		t.st.Dropped++
+	s, base, mask := &t.flows[i].snd[d], t.ring(i, d), t.out-1
+	if s.skip > 0 {
+		s.skip--
+		return
 	}
-	j := base + (s.head+s.n)&(t.out-1)
-	t.slots[j] = slot{at: now, key: k}
+	if s.n == t.out {
+		for j := uint32(1); j < s.n/2; j++ {
+			t.slots[base+(s.head+j)&mask] = t.slots[base+(s.head+2*j)&mask]
+		}
+		drop := uint64(s.n - s.n/2)
+		s.n /= 2
+		t.flows[i].dropped += drop
+		t.st.Dropped += drop
+		s.stride = min(s.stride+1, maxStride)
+	}
+	t.slots[base+(s.head+s.n)&mask] = slot{at: now, key: k}
 	s.n++
+	s.skip = 1<<s.stride - 1
+}
+
+// maxStride bounds the thinning: one packet in 2^maxStride remembered.
+const maxStride = 16
+
+// popped takes one packet off the head of a ring, and remembers more
+// packets again once the ring has drained to a quarter.
+func (t *Table) popped(s *sender) {
+	s.head = (s.head + 1) & (t.out - 1)
+	s.n--
+	if s.stride > 0 && s.n <= t.out/4 {
+		s.stride--
+	}
 }
 
 // popExact finds the key k among flow i's packets that went d, oldest
@@ -134,8 +164,7 @@ func (t *Table) popExact(i int, d Dir, k uint32) (at int64, ok bool) {
 		if int32(key-k) > 0 {
 			return 0, false
 		}
-		s.head = (s.head + 1) & (t.out - 1)
-		s.n--
+		t.popped(s)
 		if key == k {
 			return t.slots[j].at, true
 		}
@@ -144,17 +173,20 @@ func (t *Table) popExact(i int, d Dir, k uint32) (at int64, ok bool) {
 }
 
 // popCovered takes every packet of flow i that went d whose key is at or
-// below k (a cumulative ACK) and returns the time of the last of them.
+// below k (a cumulative ACK) and returns the time of the one whose key is
+// k: the segment whose arrival the ACK answers. An ACK that ends between
+// remembered segments times none, as the segment it answers was sent
+// later than any of them.
 func (t *Table) popCovered(i int, d Dir, k uint32) (at int64, ok bool) {
 	s, base := &t.flows[i].snd[d], t.ring(i, d)
 	for s.n > 0 {
 		j := base + s.head
-		if int32(t.slots[j].key-k) > 0 {
+		key := t.slots[j].key
+		if int32(key-k) > 0 {
 			break
 		}
-		at, ok = t.slots[j].at, true
-		s.head = (s.head + 1) & (t.out - 1)
-		s.n--
+		at, ok = t.slots[j].at, key == k
+		t.popped(s)
 	}
 	return at, ok
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/bits"
 	"math/rand/v2"
+	"unsafe"
 )
 
 // Dir is the way a packet crosses the hop.
@@ -35,14 +36,16 @@ type Config struct {
 	Flows int
 	// Outstanding is how many packets, per flow and direction, wait for
 	// their answer, rounded up to a power of two (at least 2). When
-	// another arrives the oldest is dropped (Stats.Dropped).
+	// another arrives every other one is dropped, the oldest kept
+	// (Stats.Dropped; see push).
 	Outstanding int
 }
 
-// DefaultConfig holds as many flows as hop's flow table, and enough
-// outstanding packets for a 10 Mbit/s link with a 40 ms round trip
-// without timestamps, or any TCP flow whose TSval ticks every
-// millisecond over a round trip of up to 64 ms.
+// DefaultConfig holds as many flows as hop's flow table. With 64
+// packets waiting each way, a TCP flow whose TSval ticks every
+// millisecond has each TSval timed over a round trip of up to 64 ms, and
+// a longer round trip (or more segments in flight, without timestamps)
+// is timed more thinly.
 var DefaultConfig = Config{Flows: 4096, Outstanding: 64}
 
 // Limits of Config.
@@ -73,7 +76,7 @@ type Stats struct {
 	Malformed uint64 `json:"malformed"` // not a well-formed IP packet, or a cut transport header
 	Untimed   uint64 `json:"untimed"`   // of a protocol the table cannot time (no flow kept)
 	Samples   uint64 `json:"samples"`   // samples taken, both halves
-	Dropped   uint64 `json:"dropped"`   // outstanding packets dropped, the oldest, for a newer one
+	Dropped   uint64 `json:"dropped"`   // outstanding packets dropped to make room (every other one of a full ring)
 	Evicted   uint64 `json:"evicted"`   // flows that gave their place to a newer one
 }
 
@@ -115,6 +118,13 @@ func NewTable(c Config) (*Table, error) {
 		slots:   make([]slot, n*2*out),
 	}
 	return t, nil
+}
+
+// Bytes is the memory the table's arrays hold: all it will ever use,
+// allocated by NewTable.
+func (t *Table) Bytes() int {
+	return len(t.tags)*int(unsafe.Sizeof(t.tags[0])) + len(t.flows)*int(unsafe.Sizeof(t.flows[0])) +
+		len(t.counts)*int(unsafe.Sizeof(t.counts[0])) + len(t.slots)*int(unsafe.Sizeof(t.slots[0]))
 }
 
 // Capacity is how many flows the table holds.
