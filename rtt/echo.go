@@ -31,73 +31,80 @@ const (
 	pragueAckAt   = 1
 )
 
-// icmp times an ICMP or ICMPv6 echo: the request remembered by its
-// sequence number, the reply the other way with the same identifier and
-// sequence number answers it. The identifier stands for the ports.
-func (t *Table) icmp(k *flowKey, h []byte, d Dir, now int64) {
+// parseICMP reads an ICMP or ICMPv6 echo: the request is remembered by
+// its sequence number, the reply the other way with the same identifier
+// and sequence number answers it. The identifier stands for the ports.
+func (r *Record) parseICMP(h []byte) {
 	if len(h) < 8 {
-		t.st.Malformed++
 		return
 	}
 	req, rep := byte(icmpEchoRequest), byte(icmpEchoReply)
-	if k.proto == protoICMPv6 {
+	if r.key.proto == protoICMPv6 {
 		req, rep = icmpv6EchoRequest, icmpv6EchoReply
 	}
-	typ := h[0]
-	if typ != req && typ != rep {
-		t.st.Untimed++
+	switch h[0] {
+	case req:
+		r.kind = kindRequest
+	case rep:
+		r.kind = kindReply
+	default:
+		r.kind = kindUntimed
 		return
 	}
 	id := be.Uint16(h[4:6])
-	k.ports = uint32(id)<<16 | uint32(id)
-	t.echo(k, MethodICMPEcho, typ == req, uint32(be.Uint16(h[6:8])), d, now)
+	r.key.ports = uint32(id)<<16 | uint32(id)
+	r.method, r.seq = MethodICMPEcho, uint32(be.Uint16(h[6:8]))
 }
 
-// echo remembers a request (key seq) going d, or answers one that went
-// the other way.
-func (t *Table) echo(k *flowKey, m Method, request bool, seq uint32, d Dir, now int64) {
-	i := t.lookup(k, now)
-	f := &t.flows[i]
-	f.lastSeen, f.method = now, m
-	if request {
-		t.push(i, d, seq, now)
-		return
-	}
-	if at, ok := t.popExact(i, 1-d, seq); ok {
-		t.sample(i, d, at, now)
-	}
-}
-
-// udp times pi2hop's probes and udp_prague's messages by their sequence
-// numbers, and QUIC by its spin bit. Other UDP is not timed.
-func (t *Table) udp(k *flowKey, h []byte, d Dir, now int64) {
+// parseUDP reads pi2hop's probes and udp_prague's messages, timed by
+// their sequence numbers, and QUIC, timed by its spin bit. Other UDP is
+// not timed.
+func (r *Record) parseUDP(h []byte) {
 	if len(h) < 8 {
-		t.st.Malformed++
 		return
 	}
-	orient(k, be.Uint16(h[0:2]), be.Uint16(h[2:4]), d)
+	orient(&r.key, be.Uint16(h[0:2]), be.Uint16(h[2:4]), r.dir)
 	p := h[8:]
+	r.kind = kindUntimed
 	if len(p) == 0 {
-		t.st.Untimed++
 		return
 	}
 	switch b := p[0]; {
 	case b&0x80 != 0: // a QUIC long header (RFC 9000 §17.2): QUIC from now on
-		if len(p) < 5 {
-			t.st.Untimed++
-			return
+		if len(p) >= 5 {
+			r.kind = kindQUICLong
 		}
-		i := t.lookup(k, now)
-		f := &t.flows[i]
-		f.lastSeen, f.quic, f.method = now, true, MethodQUICSpin
-	case b&0xc0 == 0x40 && t.spinFlow(k, b&0x20 != 0, d, now):
-	case (b == probeRequest || b == probeReply) && len(p) >= probeMin:
-		t.echo(k, MethodProbe, b == probeRequest, be.Uint32(p[2:6]), d, now)
+	case b&0xc0 == 0x40 && (b != probeRequest && b != probeReply || len(p) < probeMin):
+		// A QUIC short header, if the flow is QUIC (Observe decides).
+		r.kind, r.flags = kindQUICShort, b&0x20
+	case b == probeRequest || b == probeReply:
+		// Either a probe or a QUIC short header: a probe unless the flow
+		// is QUIC (Observe decides).
+		r.kind, r.method, r.seq, r.flags = kindRequest, MethodProbe, be.Uint32(p[2:6]), b&0x20
+		if b == probeReply {
+			r.kind = kindReply
+		}
 	case (b == pragueData || b == pragueRTData) && len(p) >= pragueDataMin:
-		t.echo(k, MethodPrague, true, be.Uint32(p[pragueSeqAt:]), d, now)
+		r.kind, r.method, r.seq = kindRequest, MethodPrague, be.Uint32(p[pragueSeqAt:])
 	case b == pragueACK && len(p) >= pragueACKMin:
-		t.echo(k, MethodPrague, false, be.Uint32(p[pragueAckAt:]), d, now)
-	default:
-		t.st.Untimed++
+		r.kind, r.method, r.seq = kindReply, MethodPrague, be.Uint32(p[pragueAckAt:])
+	}
+}
+
+// echo remembers a request (key seq) going its way, or answers one that
+// went the other way.
+func (t *Table) echo(r *Record, now int64) {
+	if r.method == MethodProbe && t.spinFlow(&r.key, r.flags != 0, r.dir, now) {
+		return // a QUIC short header that looks like a probe
+	}
+	i := t.lookup(&r.key, now)
+	f := &t.flows[i]
+	f.lastSeen, f.method = now, r.method
+	if r.kind == kindRequest {
+		t.push(i, r.dir, r.seq, now)
+		return
+	}
+	if at, ok := t.popExact(i, 1-r.dir, r.seq); ok {
+		t.sample(i, r.dir, at, now)
 	}
 }

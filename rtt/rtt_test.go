@@ -353,3 +353,45 @@ func TestCaptured(t *testing.T) {
 		}
 	}
 }
+
+// TestRecordHandover: packets read on their own goroutines (one a
+// direction, as a hop reads them) and handed over as Records give the
+// owner of the table the samples Packet gives.
+func TestRecordHandover(t *testing.T) {
+	steps := []step{
+		{0, Up, tcpTS(syn, 1000, 0, 0, 100, 0)},
+		{10, Down, tcpTS(synack, 5000, 1001, 0, 900, 100)},
+		{12, Up, tcpTS(ackf, 1001, 5001, 0, 102, 900)},
+		{13, Up, icmp(true, icmpv6EchoRequest, 3, 1)},
+		{20, Down, icmp(true, icmpv6EchoReply, 3, 1)},
+	}
+	_, want := run(t, DefaultConfig, steps)
+	type handed struct {
+		r  Record
+		at int64
+	}
+	var byDir [2]chan handed
+	for d := range byDir {
+		byDir[d] = make(chan handed, len(steps))
+	}
+	for d := range byDir {
+		go func() {
+			for _, s := range steps {
+				if s.d == Dir(d) {
+					var r Record
+					r.Parse(s.p.build(s.d), len(s.p.build(s.d)), s.d)
+					byDir[d] <- handed{r, s.at * ms}
+				}
+			}
+		}()
+	}
+	tb, got := run(t, DefaultConfig, nil)
+	for _, s := range steps { // the owner takes them in time order
+		h := <-byDir[s.d]
+		tb.Observe(&h.r, h.at)
+	}
+	check(t, *got, *want)
+	if tb.Stats().Packets != uint64(len(steps)) {
+		t.Errorf("%d packets observed, want %d", tb.Stats().Packets, len(steps))
+	}
+}

@@ -7,54 +7,57 @@ const (
 	tcpACK = 0x10
 )
 
+// parseTCP reads a TCP segment: h as far as captured (its header at
+// least), n its length on the wire.
+func (r *Record) parseTCP(h []byte, n int) {
+	if len(h) < 20 {
+		return
+	}
+	off := int(h[12]>>4) * 4
+	if off < 20 || off > len(h) || off > n {
+		return
+	}
+	r.kind = kindTCP
+	orient(&r.key, be.Uint16(h[0:2]), be.Uint16(h[2:4]), r.dir)
+	r.tsval, r.tsecr, r.hasTS = tcpTimestamps(h[20:off])
+	r.flags = h[13]
+	r.seq, r.ack = be.Uint32(h[4:8]), be.Uint32(h[8:12])
+	r.end = r.seq + uint32(n-off)
+	if r.flags&(tcpSYN|tcpFIN) != 0 {
+		r.end++
+	}
+}
+
 // tcp times a TCP segment. Its timestamps, if it has them, time the flow
 // (RFC 7323 §4.3: the receiver echoes in TSecr the TSval of the segment
 // its ACK answers); otherwise its sequence and acknowledgment numbers do.
 // Both ways, data sent again (a retransmission) starts no sample, and an
 // answer that covers retransmitted data gives none (Karn's rule).
-// h is the segment as far as captured (its header at least), n its
-// length on the wire.
-func (t *Table) tcp(k *flowKey, h []byte, n int, d Dir, now int64) {
-	if len(h) < 20 {
-		t.st.Malformed++
-		return
-	}
-	off := int(h[12]>>4) * 4
-	if off < 20 || off > len(h) {
-		t.st.Malformed++
-		return
-	}
-	orient(k, be.Uint16(h[0:2]), be.Uint16(h[2:4]), d)
-	i := t.lookup(k, now)
+func (t *Table) tcp(r *Record, now int64) {
+	d := r.dir
+	i := t.lookup(&r.key, now)
 	f := &t.flows[i]
 	f.lastSeen = now
-	tsval, tsecr, hasTS := tcpTimestamps(h[20:off])
 	if f.method == MethodNone {
 		f.method = MethodTCPSeq
-		if hasTS {
+		if r.hasTS {
 			f.method = MethodTCPTimestamps
 		}
 	}
-	flags := h[13]
-	seq, ack := be.Uint32(h[4:8]), be.Uint32(h[8:12])
-	end := seq + uint32(n-off)
-	if flags&(tcpSYN|tcpFIN) != 0 {
-		end++
-	}
 	s, peer := &f.snd[d], &f.snd[1-d]
-	newData, resent := s.sent(seq, end)
-	if flags&tcpACK != 0 {
-		karn := peer.acked(ack)
+	newData, resent := s.sent(r.seq, r.end)
+	if r.flags&tcpACK != 0 {
+		karn := peer.acked(r.ack)
 		switch {
-		case f.method == MethodTCPTimestamps && hasTS:
-			if tsecr != 0 && (!s.hasEcr || tsecr != s.lastEcr) {
-				s.lastEcr, s.hasEcr = tsecr, true
-				if at, ok := t.popExact(i, 1-d, tsecr); ok {
+		case f.method == MethodTCPTimestamps && r.hasTS:
+			if r.tsecr != 0 && (!s.hasEcr || r.tsecr != s.lastEcr) {
+				s.lastEcr, s.hasEcr = r.tsecr, true
+				if at, ok := t.popExact(i, 1-d, r.tsecr); ok {
 					t.answer(i, d, at, now, karn)
 				}
 			}
 		case f.method == MethodTCPSeq:
-			if at, ok := t.popCovered(i, 1-d, ack); ok {
+			if at, ok := t.popCovered(i, 1-d, r.ack); ok {
 				t.answer(i, d, at, now, karn)
 			}
 		}
@@ -62,13 +65,13 @@ func (t *Table) tcp(k *flowKey, h []byte, n int, d Dir, now int64) {
 	switch {
 	case resent:
 		// A retransmission's answer may be the original's.
-	case f.method == MethodTCPTimestamps && hasTS:
-		if !s.hasTS || int32(tsval-s.lastTS) > 0 {
-			s.lastTS, s.hasTS = tsval, true
-			t.push(i, d, tsval, now)
+	case f.method == MethodTCPTimestamps && r.hasTS:
+		if !s.hasTS || int32(r.tsval-s.lastTS) > 0 {
+			s.lastTS, s.hasTS = r.tsval, true
+			t.push(i, d, r.tsval, now)
 		}
 	case f.method == MethodTCPSeq && newData:
-		t.push(i, d, end, now)
+		t.push(i, d, r.end, now)
 	}
 }
 
