@@ -18,7 +18,9 @@
 //     unless it also covers retransmitted data (Karn's rule).
 //   - QUIC short headers with the spin bit (RFC 9000 §17.4, RFC 9312 §3):
 //     the time from a spin edge one way to the edge the other way that
-//     answers it. A QUIC flow whose endpoints do not spin has StatusNoSpin.
+//     answers it, once the flow has shown enough edges in turn to trust.
+//     A QUIC flow whose endpoints do not spin (a constant bit, or one
+//     set at random) has StatusNoSpin.
 //   - ICMP and ICMPv6 echo: request and reply matched by identifier and
 //     sequence number; pi2hop's probes (request and reply by sequence
 //     number) and udp_prague DATA and ACK messages (sequence number and

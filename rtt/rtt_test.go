@@ -1,6 +1,7 @@
 package rtt
 
 import (
+	"math/rand/v2"
 	"slices"
 	"testing"
 )
@@ -185,38 +186,52 @@ func quic(long bool, spin bool) pkt {
 	return pkt{proto: 17, sport: 50000, dport: 443, udp: b}
 }
 
+// spinning is a QUIC flow whose endpoints spin, rounds round trips of a
+// 10 ms server half and a 3 ms client half after the handshake; reorder
+// lists the rounds in which a packet from before the client's edge
+// arrives after it, and one from before the server's edge after that.
+func spinning(rounds int, reorder ...int) []step {
+	steps := []step{{0, Up, quic(true, false)}, {1, Down, quic(true, false)}, {2, Up, quic(false, false)}, {3, Down, quic(false, false)}}
+	v, at := false, int64(10)
+	for r := range rounds {
+		v = !v
+		steps = append(steps, step{at, Up, quic(false, v)}, step{at + 1, Up, quic(false, v)})
+		if slices.Contains(reorder, r) {
+			steps = append(steps, step{at + 2, Up, quic(false, !v)})
+		}
+		steps = append(steps, step{at + 10, Down, quic(false, v)})
+		if slices.Contains(reorder, r) {
+			steps = append(steps, step{at + 11, Down, quic(false, !v)})
+		}
+		steps = append(steps, step{at + 12, Down, quic(false, v)})
+		at += 13
+	}
+	return steps
+}
+
+// repeat returns n copies of v.
+func repeat(v int64, n int) []int64 {
+	out := make([]int64, n)
+	for i := range out {
+		out[i] = v
+	}
+	return out
+}
+
 func TestQUICSpin(t *testing.T) {
-	hand := []step{{0, Up, quic(true, false)}, {1, Down, quic(true, false)}}
 	for _, tc := range []struct {
 		name   string
 		steps  []step
 		want   samples
 		status Status
 	}{
-		{"spinning", append(hand[:2:2],
-			step{2, Up, quic(false, false)},
-			step{3, Down, quic(false, false)},
-			step{10, Up, quic(false, true)},    // client edge
-			step{11, Up, quic(false, true)},    // no edge
-			step{20, Down, quic(false, true)},  // server edge: server half 10
-			step{23, Up, quic(false, false)},   // client edge: client half 3
-			step{33, Down, quic(false, false)}, // server half 10
-		), samples{client: []int64{3}, server: []int64{10, 10}}, StatusMeasured},
-		{"reordered packet from before an edge is no edge", append(hand[:2:2],
-			step{2, Up, quic(false, false)},
-			step{3, Down, quic(false, false)},
-			step{10, Up, quic(false, true)},    // edge
-			step{12, Up, quic(false, false)},   // reordered: ignored
-			step{14, Up, quic(false, true)},    // no edge
-			step{20, Down, quic(false, true)},  // server half 10
-			step{21, Down, quic(false, false)}, // reordered: ignored
-			step{24, Up, quic(false, false)},   // client half 4
-		), samples{client: []int64{4}, server: []int64{10}}, StatusMeasured},
-		{"short headers without a long header first are not QUIC", []step{
-			{2, Up, quic(false, false)},
-			{10, Up, quic(false, true)},
-			{20, Down, quic(false, true)},
-		}, samples{}, StatusWaiting},
+		// Edges count from the first round: up and down, two a round.
+		// The 32nd (spinTrust), round 15's server edge, is the first timed.
+		{"spinning", spinning(24), samples{client: repeat(3, 24-16), server: repeat(10, 24-15)}, StatusMeasured},
+		{"reordered packets from before an edge are no edges", spinning(24, 4, 20),
+			samples{client: repeat(3, 24-16), server: repeat(10, 24-15)}, StatusMeasured},
+		{"too few edges to trust", spinning(15), samples{}, StatusWaiting},
+		{"short headers without a long header first are not QUIC", spinning(24)[2:], samples{}, StatusWaiting},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tb, got := run(t, DefaultConfig, tc.steps)
@@ -227,6 +242,31 @@ func TestQUICSpin(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestQUICRandomSpin: endpoints that do not spin may set the bit at
+// random per packet (RFC 9000 §17.4); its changes are no round trips.
+func TestQUICRandomSpin(t *testing.T) {
+	for seed := range uint64(200) {
+		for _, alternate := range []bool{true, false} {
+			steps := []step{{0, Up, quic(true, false)}, {1, Down, quic(true, false)}}
+			rng := rand.New(rand.NewPCG(seed, 2))
+			for i := range 400 {
+				d := Dir(i % 2)
+				if !alternate { // bursts of 1 to 8 packets each way
+					d = Dir(i / (1 + int(seed%8)) % 2)
+				}
+				steps = append(steps, step{int64(2 + i), d, quic(false, rng.IntN(2) == 1)})
+			}
+			tb, got := run(t, DefaultConfig, steps)
+			if len(got.client)+len(got.server) > 0 {
+				t.Errorf("seed %d, alternate %v: samples %+v from random spin bits", seed, alternate, *got)
+			}
+			if f := snap(tb).Flows()[0]; f.Status != StatusNoSpin {
+				t.Errorf("seed %d, alternate %v: status %q, want no spin", seed, alternate, f.Status)
+			}
+		}
 	}
 }
 
