@@ -226,7 +226,8 @@ func TestQUICSpin(t *testing.T) {
 		status Status
 	}{
 		// Edges count from the first round: up and down, two a round.
-		// The 32nd (spinTrust), round 15's server edge, is the first timed.
+		// The 32nd (spinTrust), the server edge of the sixteenth round trip,
+		// is the first timed.
 		{"spinning", spinning(24), samples{client: repeat(3, 24-16), server: repeat(10, 24-15)}, StatusMeasured},
 		{"reordered packets from before an edge are no edges", spinning(24, 4, 20),
 			samples{client: repeat(3, 24-16), server: repeat(10, 24-15)}, StatusMeasured},
