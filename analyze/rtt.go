@@ -126,7 +126,7 @@ func (a *Analyzer) rttResult() *RTTResult {
 			Sum:     rttStats(f.Sum),
 			Dropped: f.Dropped,
 			Karn:    f.Karn,
-			hists:   f.Hists,
+			hists:   *f.Hists,
 		})
 	}
 	return r

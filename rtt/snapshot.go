@@ -60,8 +60,9 @@ type Flow struct {
 	Dropped  uint64 `json:"dropped"`
 	Karn     uint64 `json:"karn"`
 	LastSeen int64  `json:"-"` // the owner's clock (ns)
-	// Hists are the halves' samples (client, server), for distributions.
-	Hists [2]Hist `json:"-"`
+	// Hists are the halves' samples (client, server), for distributions:
+	// the snapshot's own, valid until the next CopyTo into it.
+	Hists *[2]Hist `json:"-"`
 }
 
 // Summary is one half's samples, or their sum, in ns.
@@ -92,7 +93,9 @@ func SumOf(c, s Summary) Summary {
 	return Summary{N: min(c.N, s.N), P50: c.P50 + s.P50, P99: c.P99 + s.P99, Max: c.Max + s.Max}
 }
 
-// Flows returns the flows of s, most recently seen first.
+// Flows returns the flows of s, most recently seen first. Their
+// histograms are s's (Flow.Hists): copy them to keep them past the next
+// CopyTo into s.
 func (s *Snapshot) Flows() []Flow {
 	fs := make([]Flow, 0, s.n)
 	for i := range s.n {
@@ -123,7 +126,7 @@ func flowOf(f *flow, h *[2]Hist) Flow {
 		Dropped:    f.dropped,
 		Karn:       f.karn,
 		LastSeen:   f.lastSeen,
-		Hists:      *h,
+		Hists:      h,
 	}
 	out.Sum = SumOf(out.ClientHalf, out.ServerHalf)
 	switch {
