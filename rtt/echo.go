@@ -71,7 +71,7 @@ func (r *Record) parseUDP(h []byte) {
 	}
 	switch b := p[0]; {
 	case b&0x80 != 0: // a QUIC long header (RFC 9000 §17.2): QUIC from now on
-		if len(p) >= 5 {
+		if b&0x40 != 0 && len(p) >= 7 && quicVersion(be.Uint32(p[1:5])) {
 			r.kind = kindQUICLong
 		}
 	case b&0xc0 == 0x40 && (b != probeRequest && b != probeReply || len(p) < probeMin):
@@ -107,4 +107,12 @@ func (t *Table) echo(r *Record, now int64) {
 	if at, ok := t.popExact(i, 1-r.dir, r.seq); ok {
 		t.sample(i, r.dir, at, now)
 	}
+}
+
+// quicVersion reports whether v is a QUIC version an endpoint sends in a
+// long header: 1 (RFC 9000), 2 (RFC 9369), a draft (0xff0000xx) or a
+// greased one (RFC 9000 §15: 0x?a?a?a?a). Other UDP whose first byte has
+// its top bits set (a DNS identifier, say) is not taken for QUIC.
+func quicVersion(v uint32) bool {
+	return v == 1 || v == 0x6b3343cf || v>>8 == 0xff0000 || v&0x0f0f0f0f == 0x0a0a0a0a
 }

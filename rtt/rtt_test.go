@@ -178,7 +178,7 @@ func TestTCPKarn(t *testing.T) {
 func quic(long bool, spin bool) pkt {
 	b := []byte{0x40, 1, 2, 3, 4, 5, 6, 7, 8}
 	switch {
-	case long:
+	case long: // an Initial of QUIC version 1
 		b = []byte{0xc0, 0, 0, 0, 1, 8, 1, 2, 3, 4, 5, 6, 7, 8}
 	case spin:
 		b[0] |= 0x20
@@ -233,6 +233,9 @@ func TestQUICSpin(t *testing.T) {
 			samples{client: repeat(3, 24-16), server: repeat(10, 24-15)}, StatusMeasured},
 		{"too few edges to trust", spinning(15), samples{}, StatusWaiting},
 		{"short headers without a long header first are not QUIC", spinning(24)[2:], samples{}, StatusWaiting},
+		{"a long header of no QUIC version is not QUIC", append([]step{
+			{0, Up, pkt{proto: 17, sport: 50000, dport: 443, udp: []byte{0xc0, 0x12, 0x01, 0x00, 0x00, 0x01, 0, 0, 0}}},
+		}, spinning(24)[2:]...), samples{}, StatusWaiting},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tb, got := run(t, DefaultConfig, tc.steps)
