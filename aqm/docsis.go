@@ -259,13 +259,23 @@ func (q *DOCSIS) Enqueue(m Meta, now int64) Verdict {
 }
 
 // enqueueClassic queues m in the C-queue; under DOCSIS-PIE it first meets
-// drop_early, which drops it or, if it is ECN-capable, marks it (reported
-// at dequeue). Under PI2 the coupled core decides, as DualPI2 does.
+// drop_early, which drops it or, if it is ECN-capable and p_C is at most
+// 10 %, marks it (reported at dequeue): above 10 % ECN-capable packets are
+// dropped too, counted as overload (RFC 8033 §5.1's rule, so that
+// unresponsive ECN traffic cannot take the queue). Under PI2 the coupled
+// core decides, as DualPI2 does.
 func (q *DOCSIS) enqueueClassic(m Meta, now int64) Verdict {
 	if q.cfg.Classic == DOCSISClassicPIE && q.pie.dropEarly(int(m.Len), q.pi.c.bytes, q.belowThird(now), q.pi.roll) {
-		if m.ECN == NotECT {
-			q.pi.countDrop(Classic, ReasonClassic)
-			return Verdict{Action: Drop, Reason: ReasonClassic, Class: Classic}
+		why := ReasonNone
+		switch {
+		case m.ECN == NotECT:
+			why = ReasonClassic
+		case q.pie.dropProb*10 > dpOne:
+			why = ReasonOverload
+		}
+		if why != ReasonNone {
+			q.pi.countDrop(Classic, why)
+			return Verdict{Action: Drop, Reason: why, Class: Classic}
 		}
 		q.pi.st.ECNMark++
 		m.earlyMark = ReasonClassic

@@ -19,8 +19,9 @@ package aqm
 // beta.
 //
 // Deliberate differences, each commented where it lives:
-//   - an ECN-capable Classic packet that drop_early picks is CE-marked, as
-//     DualPI2's Classic side marks, where docsis-ns3 drops every one;
+//   - an ECN-capable Classic packet that drop_early picks is CE-marked
+//     while drop_prob_ is at most 10 % (RFC 8033 §5.1), where docsis-ns3
+//     drops every one;
 //   - BUFFER_SIZE (TargetBuffer at the rate) only sets the third the burst
 //     state waits for: the queue's limits are the coupled core's;
 //   - without a rate the delay estimate is the C-queue head's sojourn.
@@ -82,8 +83,8 @@ func DefaultDOCSISPIEConfig() DOCSISPIEConfig {
 
 func (c DOCSISPIEConfig) ranges() []ConfigError {
 	return []ConfigError{
-		{"pie_alpha", int64(c.Alpha), 0, 65535, ""},
-		{"pie_beta", int64(c.Beta), 0, 65535, ""},
+		{"alpha", int64(c.Alpha), 0, 65535, ""},
+		{"beta", int64(c.Beta), 0, 65535, ""},
 		{"max_burst", c.MaxBurst, 0, 10_000_000_000, UnitNanos},
 		{"target_buffer", c.TargetBuffer, 1_000_000, 10_000_000_000, UnitNanos},
 	}

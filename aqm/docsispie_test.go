@@ -297,3 +297,39 @@ func TestDOCSISClassicPI2(t *testing.T) {
 		t.Error("a config without a Classic AQM validated")
 	}
 }
+
+// A Classic packet drop_early picks is dropped if Not-ECT, CE-marked if
+// ECN-capable while drop_prob_ ≤ 10 %, and dropped as overload above.
+func TestDOCSISPIEClassicVerdicts(t *testing.T) {
+	const one = int64(1) << 32
+	for _, tc := range []struct {
+		ecn  ECN
+		prob int64
+		act  Action
+		why  Reason
+	}{
+		{NotECT, one / 20, Drop, ReasonClassic},
+		{ECT0, one / 10, Pass, ReasonNone}, // marked, reported at dequeue
+		{ECT0, one/10 + 1, Drop, ReasonOverload},
+	} {
+		q := newTestDOCSIS(t, func(c *DOCSISConfig) { c.Rate = 10_000_000 })
+		for range 3 {
+			q.pi.enqueueAs(Meta{Len: 1500}, Classic, 0)
+		}
+		q.pie.dropProb, q.pie.qdelay, q.pie.state, q.pie.accuProb = tc.prob, 10*ms, inBurst, dpProbHigh-1
+		v := q.Enqueue(Meta{Len: 1500, ECN: tc.ecn}, 0)
+		if v.Action != tc.act || v.Reason != tc.why {
+			t.Errorf("%v at p %d: %+v, want %v %v", tc.ecn, tc.prob, v, tc.act, tc.why)
+		}
+		if tc.act == Pass {
+			marked := false
+			for range 4 {
+				_, v, _ := q.Dequeue(0)
+				marked = marked || v.Action == Mark && v.Reason == ReasonClassic
+			}
+			if !marked {
+				t.Errorf("%v at p %d: not marked at dequeue", tc.ecn, tc.prob)
+			}
+		}
+	}
+}
