@@ -142,8 +142,8 @@ func (v *StatsRow) QdiscLines() []string {
 		add("queue protection: sanctioned_packets %d sanctioned_flows %d default_bucket %d", x.SanctionedPackets, x.SanctionedFlows, x.DefaultBucket)
 		if c := v.DOCSISClassic; c != nil && c.AQM == aqm.DOCSISClassicPIE {
 			add("classic docsis-pie: prob_c %g qdelay %s burst_allowance %s burst %s", c.ProbC, usd(c.QDelayUs), usd(c.BurstAllowanceUs), c.BurstState)
-		} else if c != nil {
-			add("classic pi2: prob_c %g", c.ProbC)
+		} else if c != nil && c.AQM != "" {
+			add("classic %s: prob_c %g", c.AQM, c.ProbC)
 		}
 	}
 	return l
