@@ -12,18 +12,18 @@ import (
 // The bottleneck verdicts of the load test. Only DualQueue makes a path
 // L4S-ready: the others say why not.
 const (
-	DualQueue     = "L4S dual-queue AQM"
-	SingleQueue   = "single-queue Classic-ECN AQM"
-	TailDrop      = "no AQM: tail drop"
-	NotSaturated  = "not saturated"
-	NotMeasured   = "not measured"
+	DualQueue    = "L4S dual-queue AQM"
+	SingleQueue  = "single-queue Classic-ECN AQM"
+	TailDrop     = "no AQM: tail drop"
+	NotSaturated = "not saturated"
+	NotMeasured  = "not measured"
 	// ChangedUnderLoad withholds the verdict: the L4S flow (or its RTT
 	// probe) did not reach the bottleneck as ECT(1), so the bottleneck
 	// could not treat it as L4S, whatever it is.
 	ChangedUnderLoad = "ECN changed during the load"
-	singleDetail  = "L4S traffic gets classic treatment"
-	notSatDetail  = "the bottleneck is beyond --max-rate or elsewhere"
-	notMeasDetail = "no probe came back during the load"
+	singleDetail     = "L4S traffic gets classic treatment"
+	notSatDetail     = "the bottleneck is beyond --max-rate or elsewhere"
+	notMeasDetail    = "no probe came back during the load"
 )
 
 // The thresholds the classification reads the figures with.

@@ -156,7 +156,7 @@ type ProbeSummary struct {
 	// the one their request arrived with at the server, and the one they
 	// arrived back with.
 	Forward, Return [4]int
-	RTT                 []time.Duration
-	RTTAt               []time.Duration // since the probe started
-	Intervals           []Interval
+	RTT             []time.Duration
+	RTTAt           []time.Duration // since the probe started
+	Intervals       []Interval
 }
