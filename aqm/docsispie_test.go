@@ -2,6 +2,7 @@ package aqm
 
 import (
 	"math"
+	"math/rand/v2"
 	"testing"
 )
 
@@ -330,6 +331,86 @@ func TestDOCSISPIEClassicVerdicts(t *testing.T) {
 			if !marked {
 				t.Errorf("%v at p %d: not marked at dequeue", tc.ecn, tc.prob)
 			}
+		}
+	}
+}
+
+// floatDOCSISPIE is RFC 8034's control path as its pseudo-code reads, in
+// float64 seconds and probabilities: the model the integer one must
+// follow.
+type floatDOCSISPIE struct{ p, old, allowance float64 }
+
+func (f *floatDOCSISPIE) update(q float64) {
+	if f.allowance > 0 {
+		f.p = 0
+	} else {
+		d := 0.25*(q-0.010) + 2.5*(q-f.old)
+		switch {
+		case f.p < 0.000001:
+			d /= 2048
+		case f.p < 0.00001:
+			d /= 512
+		case f.p < 0.0001:
+			d /= 128
+		case f.p < 0.001:
+			d /= 32
+		case f.p < 0.01:
+			d /= 8
+		case f.p < 0.1:
+			d /= 2
+		case f.p < 1:
+			d /= 0.5
+		case f.p < 10:
+			d /= 0.125
+		default:
+			d /= 0.03125
+		}
+		if f.p >= 0.1 && d > 0.02 {
+			d = 0.02
+		}
+		p := f.p + d
+		if q < 0.005 && f.old < 0.005 {
+			p *= 0.98
+		} else if q > 0.2 {
+			p += 0.02
+		}
+		f.p = min(max(p, 0), 13.6)
+	}
+	f.allowance = max(f.allowance-0.016, 0)
+	f.old = q
+}
+
+// The integer control path follows the float model over 20000 updates of
+// a seeded random walk of the delay (0..400 ms, so every branch: decay,
+// high delay, the 0.02 cap, every auto-scale row) with a burst allowance
+// armed now and then. Each update can differ by at most 2 units of 2^-32
+// (the increment's and the decay's truncation), so 20000 updates stay
+// within 20000·2/2^32 ≈ 9.3e-6 of the model.
+func TestDOCSISPIEMatchesFloatModel(t *testing.T) {
+	d := newTestDOCSISPIE()
+	var f floatDOCSISPIE
+	rng := rand.New(rand.NewPCG(3, 4))
+	q := int64(0)
+	worst := 0.0
+	var rows [17]int // which auto-scale row each update used
+	for i := range 20000 {
+		q = min(max(q+int64(rng.NormFloat64()*4e6), 0), 400*ms)
+		if rng.IntN(500) == 0 {
+			d.allowance, f.allowance = 142*ms, 0.142
+		}
+		rows[scaleShift(d.dropProb)-13]++
+		d.update(q)
+		f.update(float64(q) / 1e9)
+		diff := math.Abs(float64(d.dropProb)/float64(dpOne) - f.p)
+		worst = max(worst, diff)
+		if diff > 9.4e-6 {
+			t.Fatalf("update %d (qdelay %d ns): integer %d (%.9f), float %.9f", i, q, d.dropProb, float64(d.dropProb)/float64(dpOne), f.p)
+		}
+	}
+	t.Logf("largest difference %.3g; updates per auto-scale shift %v", worst, rows)
+	for i, s := range []uint{13, 15, 17, 19, 21, 23, 25, 27, 29} {
+		if rows[s-13] == 0 {
+			t.Errorf("auto-scale row %d (shift %d) never used", i, s)
 		}
 	}
 }
