@@ -414,3 +414,39 @@ func TestDOCSISPIEMatchesFloatModel(t *testing.T) {
 		}
 	}
 }
+
+// A live change of the Classic AQM (set --docsis-classic): DOCSIS-PIE
+// starts afresh, PI2 goes on from the p' it finds, and the queue keeps
+// its packets.
+func TestDOCSISChangeClassic(t *testing.T) {
+	q := newTestDOCSIS(t, func(c *DOCSISConfig) { c.Rate = 10_000_000 })
+	now := int64(0)
+	load := func(n int) {
+		for range n {
+			now += ms / 2
+			q.Enqueue(Meta{Len: 1500, ECN: NotECT}, now)
+			q.Advance(now)
+		}
+	}
+	load(2000)
+	if q.pie.dropProb == 0 || q.pi.prob != q.pie.baseProb() {
+		t.Fatalf("pie: drop_prob %d, p' %d, want > 0 and √p_C", q.pie.dropProb, q.pi.prob)
+	}
+	pkts, _ := q.Len()
+	cfg := q.Config()
+	cfg.Classic = DOCSISClassicPI2
+	if err := q.Change(cfg, now, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := q.Len(); got != pkts || q.pie.dropProb != 0 || q.pi.prob == 0 || q.pi.externalClassic {
+		t.Fatalf("to pi2: %d packets (had %d), DOCSIS-PIE p %d, p' %d, external %v", got, pkts, q.pie.dropProb, q.pi.prob, q.pi.externalClassic)
+	}
+	load(10)
+	cfg.Classic = DOCSISClassicPIE
+	if err := q.Change(cfg, now, nil); err != nil {
+		t.Fatal(err)
+	}
+	if q.pi.prob != 0 || !q.pi.externalClassic || q.NextUpdate() <= now {
+		t.Fatalf("back to pie: p' %d, external %v, next update %d at %d", q.pi.prob, q.pi.externalClassic, q.NextUpdate(), now)
+	}
+}
