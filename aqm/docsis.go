@@ -42,6 +42,7 @@ package aqm
 import (
 	"fmt"
 	"math"
+	"math/bits"
 	"math/rand/v2"
 )
 
@@ -291,7 +292,7 @@ func (q *DOCSIS) belowThird(now int64) bool {
 	if q.cfg.Rate == 0 {
 		return 3*headDelay(&q.pi.c, now) < q.cfg.PIE.TargetBuffer
 	}
-	buffer := q.cfg.Rate / 8 * uint64(q.cfg.PIE.TargetBuffer) / 1_000_000_000
+	buffer := mulDiv(q.cfg.Rate, uint64(q.cfg.PIE.TargetBuffer), 8*1_000_000_000)
 	return 3*uint64(q.pi.c.bytes) < buffer
 }
 
@@ -304,10 +305,20 @@ func (q *DOCSIS) classicQdelay(now int64) int64 {
 	if q.cfg.Rate == 0 {
 		return headDelay(&q.pi.c, now)
 	}
-	rL := min(q.lBytes*8*1_000_000_000/uint64(q.cfg.DualPI2.Tupdate), q.cfg.Rate*uint64(q.pi.wl)/maxWeight)
+	rL := min(mulDiv(q.lBytes*8, 1_000_000_000, uint64(q.cfg.DualPI2.Tupdate)), q.cfg.Rate*uint64(q.pi.wl)/maxWeight)
 	rC := max(q.cfg.Rate-rL, 1)
-	d := uint64(q.pi.c.bytes) * 8 * 1_000_000_000 / rC
-	return int64(min(d, dpMaxQdelay))
+	return int64(min(mulDiv(uint64(q.pi.c.bytes)*8, 1_000_000_000, rC), dpMaxQdelay))
+}
+
+// mulDiv is a·b/c (c > 0) without overflow in between, saturated at
+// math.MaxUint64.
+func mulDiv(a, b, c uint64) uint64 {
+	hi, lo := bits.Mul64(a, b)
+	if hi >= c {
+		return math.MaxUint64
+	}
+	v, _ := bits.Div64(hi, lo, c)
+	return v
 }
 
 // lProb is the L-queue's marking probability p_L = max(ramp, min(k·p',

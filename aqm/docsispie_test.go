@@ -450,3 +450,33 @@ func TestDOCSISChangeClassic(t *testing.T) {
 		t.Fatalf("back to pie: p' %d, external %v, next update %d at %d", q.pi.prob, q.pi.externalClassic, q.NextUpdate(), now)
 	}
 }
+
+// The delay estimate's arithmetic: r_C is the rate less the L queue's
+// rate over the last interval (at most its 90 % share); the largest
+// backlog at the fastest rate does not overflow.
+func TestDOCSISClassicQdelay(t *testing.T) {
+	q := newTestDOCSIS(t, func(c *DOCSISConfig) { c.Rate = 10_000_000 })
+	for range 10 {
+		q.pi.enqueueAs(Meta{Len: 1250}, Classic, 0) // 12500 B = 100000 bits
+	}
+	// L idle: 100000 bits at 10 Mbit/s = 10 ms.
+	if d := q.classicQdelay(0); d != 10*ms {
+		t.Errorf("L idle: %d ns, want 10 ms", d)
+	}
+	// L sent 10000 B in 16 ms = 5 Mbit/s: r_C 5 Mbit/s, 20 ms.
+	q.lBytes = 10_000
+	if d := q.classicQdelay(0); d != 20*ms {
+		t.Errorf("L at 5 Mbit/s: %d ns, want 20 ms", d)
+	}
+	// L over its share: r_L = 9 Mbit/s, r_C 1 Mbit/s, 100 ms.
+	q.lBytes = 1_000_000
+	if d := q.classicQdelay(0); d != 100*ms {
+		t.Errorf("L saturating: %d ns, want 100 ms", d)
+	}
+	if v := mulDiv(math.MaxUint32*8, 1_000_000_000, 1); v != math.MaxUint64 {
+		t.Errorf("mulDiv saturates at %d", v)
+	}
+	if v := mulDiv(1<<44, 10_000_000_000, 8_000_000_000); v != 1<<44*10/8 {
+		t.Errorf("mulDiv(2^44, 1e10, 8e9) = %d", v)
+	}
+}
