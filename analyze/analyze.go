@@ -390,7 +390,7 @@ func (d *dirAcc) addIn(p *pcap.Packet, h *ipHeader, s *sighting) {
 	c := d.classes[cls]
 	c.res.In++
 	c.res.InBytes += uint64(s.length)
-	s.f.res.In.add(h.ecn, s.length)
+	s.f.res.In.Add(h.ecn, s.length)
 	s.f.saw(cls)
 	s.f.fault.in[h.ecn]++
 	d.pend.push(s.key, pending{at: p.Time, flow: s.f, class: int8(cls), ecn: h.ecn, tos: h.tos, bin: s.bin})
@@ -418,7 +418,7 @@ func (d *dirAcc) addOut(p *pcap.Packet, h *ipHeader, s *sighting) {
 	c := d.classes[cls]
 	c.res.Sent++
 	c.res.SentBytes += uint64(s.length)
-	s.f.res.Out.add(h.ecn, s.length)
+	s.f.res.Out.Add(h.ecn, s.length)
 	s.f.saw(cls)
 	b := &d.binAt(s.bin).cls[cls]
 	b.sent++

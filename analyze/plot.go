@@ -94,7 +94,7 @@ func drawRTTCCDF(base string, formats plotfile.Formats, owner invoker.User, r *R
 			}
 		}
 		d := rttCurve(flows)
-		pts := plotfile.DistPoints(d.ms, d.share, d.n, true)
+		pts := plotfile.DistPoints(d, true)
 		if len(pts) == 0 {
 			continue
 		}
@@ -112,7 +112,7 @@ func drawRTTCCDF(base string, formats plotfile.Formats, owner invoker.User, r *R
 		plotfile.Style(&line.LineStyle, colour, style)
 		p.Add(line)
 		p.Legend.Add(class+" flows", line)
-		smallest = min(smallest, 1/float64(d.n))
+		smallest = min(smallest, 1/float64(d.N))
 		lines++
 	}
 	if lines == 0 {
@@ -129,7 +129,7 @@ func drawSojournCCDF(base string, formats plotfile.Formats, owner invoker.User, 
 	smallest, lines := 1.0, 0
 	for _, c := range d.Classes {
 		sd := c.sojournDist
-		pts := plotfile.DistPoints(sd.ms, sd.share, sd.n, true)
+		pts := plotfile.DistPoints(sd, true)
 		if len(pts) == 0 {
 			continue
 		}
@@ -144,7 +144,7 @@ func drawSojournCCDF(base string, formats plotfile.Formats, owner invoker.User, 
 		plotfile.Style(&line.LineStyle, class, 0)
 		p.Add(line)
 		p.Legend.Add(name, line)
-		smallest = min(smallest, 1/float64(sd.n))
+		smallest = min(smallest, 1/float64(sd.N))
 		lines++
 	}
 	if lines == 0 {

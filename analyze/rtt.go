@@ -163,7 +163,7 @@ func rttFlowString(f rtt.Flow) string {
 // q-quantile plus the server halves' (rtt.SumOf, on the halves' samples
 // of all the flows merged); a set whose flows time one half only (an
 // ICMP echo in one direction) draws that half. ms ascending.
-func rttCurve(flows []*RTTFlow) dist {
+func rttCurve(flows []*RTTFlow) figure.Dist {
 	var halves [2]rtt.Hist
 	for _, f := range flows {
 		for h := range halves {
@@ -178,13 +178,7 @@ func rttCurve(flows []*RTTFlow) dist {
 	if halves[0].N > 0 && halves[1].N > 0 {
 		n = int(min(halves[0].N, halves[1].N))
 	}
-	d := dist{n: n}
-	for _, r := range figure.CurveRanks(n) {
-		q := float64(r) / float64(n)
-		d.ms = append(d.ms, ms(halves[0].Quantile(q)+halves[1].Quantile(q)))
-		d.share = append(d.share, q)
-	}
-	return d
+	return figure.Curve(n, func(q float64) float64 { return ms(halves[0].Quantile(q) + halves[1].Quantile(q)) })
 }
 
 // writeRTT prints the flows' round trips, at most tableFlows of them.

@@ -154,11 +154,11 @@ func TestRTTCurve(t *testing.T) {
 		b.hists[rtt.ServerHalf].Add(10 * v * 1_000_000)
 	}
 	d := rttCurve([]*RTTFlow{&a, &b})
-	if d.n != 4 || d.ms[len(d.ms)-1] != 44 {
-		t.Errorf("curve n %d, last %v ms; want 4 and 4 + 40", d.n, d.ms[len(d.ms)-1])
+	if d.N != 4 || d.X[len(d.X)-1] != 44 {
+		t.Errorf("curve n %d, last %v ms; want 4 and 4 + 40", d.N, d.X[len(d.X)-1])
 	}
 	d = rttCurve([]*RTTFlow{&b})
-	if d.n != 4 || d.ms[len(d.ms)-1] != 40 {
-		t.Errorf("one half: n %d, last %v ms; want 4 and 40", d.n, d.ms[len(d.ms)-1])
+	if d.N != 4 || d.X[len(d.X)-1] != 40 {
+		t.Errorf("one half: n %d, last %v ms; want 4 and 40", d.N, d.X[len(d.X)-1])
 	}
 }

@@ -1,6 +1,7 @@
 package instance
 
 import (
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -87,8 +88,8 @@ func TestQueueSpecForeignKnobs(t *testing.T) {
 
 // Jitter and aggregation per direction: the specific level wins.
 func TestLinkShapeSettings(t *testing.T) {
-	s := Settings{Jitter: &Jitter{Amount: 2 * time.Millisecond}, DownJitter: &Jitter{Amount: 5 * time.Millisecond, Dist: "normal"},
-		UpAggregate: &Aggregate{Interval: 4 * time.Millisecond, Bytes: 6000}}
+	s := Settings{Jitter: &Jitter{Amount: 2e6}, DownJitter: &Jitter{Amount: 5e6, Dist: shaper.DistNormal},
+		UpAggregate: &Aggregate{Interval: 4e6, Bytes: 6000}}
 	c, err := s.Resolve("t")
 	if err != nil {
 		t.Fatal(err)
@@ -100,11 +101,19 @@ func TestLinkShapeSettings(t *testing.T) {
 		t.Errorf("aggregate up %+v down %+v", c.Up.Link.Aggregate, c.Down.Link.Aggregate)
 	}
 	var fe *FieldError
-	if _, err := (Settings{UpJitter: &Jitter{Amount: time.Millisecond, Dist: "gamma"}}).Resolve("t"); !errors.As(err, &fe) || fe.Field != "up-jitter" {
-		t.Errorf("bad distribution: %v, want a FieldError on up-jitter", err)
+	if _, err := (Settings{UpJitter: &Jitter{Amount: -1}}).Resolve("t"); !errors.As(err, &fe) || fe.Field != "up-jitter" {
+		t.Errorf("negative jitter: %v, want a FieldError on up-jitter", err)
+	}
+	// A distribution is a name in JSON, and an unknown one is refused.
+	var got Settings
+	if err := json.Unmarshal([]byte(`{"down-jitter":{"amount":5000000,"dist":"normal"}}`), &got); err != nil || *got.DownJitter != *s.DownJitter {
+		t.Errorf("decoding down-jitter: %+v, %v; want %+v", got.DownJitter, err, s.DownJitter)
+	}
+	if err := json.Unmarshal([]byte(`{"up-jitter":{"amount":1000000,"dist":"gamma"}}`), &got); err == nil || !strings.Contains(err.Error(), `distribution "gamma"`) {
+		t.Errorf("bad distribution: %v, want an error naming it", err)
 	}
 	// A set request changes them live (hop.Reconfigure applies them).
-	next, _, err := PlanSet(s, Settings{Jitter: &Jitter{Amount: 3 * time.Millisecond}}, c)
+	next, _, err := PlanSet(s, Settings{Jitter: &Jitter{Amount: 3e6}}, c)
 	if err != nil || c.Up.Changes(next.Up) != hop.ChangeJitter || next.Up.Link.Jitter.Amount != 3e6 || c.Down.Changes(next.Down) != 0 {
 		t.Errorf("next %+v, %v: want up jitter 3ms, down unchanged (its own)", next, err)
 	}

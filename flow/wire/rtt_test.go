@@ -1,4 +1,4 @@
-package rtt_test
+package wire_test
 
 import (
 	"testing"
@@ -7,9 +7,9 @@ import (
 	"github.com/pi2hop/pi2hop/rtt"
 )
 
-// TestPragueWire: the table times udp_prague messages as package wire
-// writes them (the offsets are repeated in rtt, below wire).
-func TestPragueWire(t *testing.T) {
+// TestPassiveRTT: package rtt times udp_prague messages as this package
+// writes them (rtt sits below wire and repeats the offsets it reads).
+func TestPassiveRTT(t *testing.T) {
 	tb, err := rtt.NewTable(rtt.DefaultConfig)
 	if err != nil {
 		t.Fatal(err)
