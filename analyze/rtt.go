@@ -42,8 +42,8 @@ type RTTFlow struct {
 }
 
 // RTTStats are a half's (or the sum's) samples and their nearest-rank
-// percentiles, ms (rtt.Hist.Quantile: a bucket's upper edge, within
-// 6.25 % of the sample).
+// percentiles, ms (rtt.Hist.Quantile: a bucket's middle, within 0.8 %
+// of the sample).
 type RTTStats struct {
 	N   uint64  `json:"n"`
 	P50 float64 `json:"p50_ms"`

@@ -83,20 +83,25 @@ func TestRTT(t *testing.T) {
 	if res.RTT == nil || len(res.RTT.Flows) != 2 {
 		t.Fatalf("rtt %+v, want two flows", res.RTT)
 	}
-	// Hand-worked: A's client half has samples 4 and 5 ms. p50 is the
-	// first (nearest rank 1 of 2), 4 ms, reported as its bucket's upper
-	// edge: 4e6 ns lies in [2^21, 2^22), sub-bucket (4e6 >> 17) & 15 = 14,
-	// edge (16+14+1)·2^17 − 1 = 4 063 231 ns. p99 is 5 ms, whose bucket
-	// edge (5 242 879 ns) lies above the maximum, 5 ms. The server half's
-	// samples are both 20 ms (edge capped at the maximum). The sum adds
-	// the halves' figures.
+	// Hand-worked: a percentile is the middle of the bucket of the sample
+	// of nearest rank, never above the largest sample (rtt.Hist: 64
+	// buckets per power of two; a sample v in [2^e, 2^(e+1)) lies in
+	// [k·2^(e-6), (k+1)·2^(e-6) − 1], k = v >> (e-6)). A's client half has
+	// samples 4 and 5 ms: p50 is the first (rank 1 of 2), 4 ms: e = 21,
+	// k = 122, [3 997 696, 4 030 463], middle 4 014 079 ns; p99 is 5 ms,
+	// whose bucket's middle (5 013 503) lies above the maximum, 5 ms. The
+	// server half's samples are both 20 ms (middle 20 054 015, above the
+	// maximum). B's client half is one sample of 3 ms: e = 21, k = 91,
+	// [2 981 888, 3 014 655], middle 2 998 271; its server half 10 ms
+	// (middle 10 027 007, above the maximum). The sum adds the halves'
+	// figures.
 	want := map[string]RTTFlow{
 		"tcp 10.0.0.1:5000 > 10.0.1.1:80": {Class: "L", Method: rtt.MethodTCPTimestamps, Status: rtt.StatusMeasured,
-			Client: RTTStats{N: 2, P50: 4.063231, P99: 5, Max: 5}, Server: RTTStats{N: 2, P50: 20, P99: 20, Max: 20},
-			Sum: RTTStats{N: 2, P50: 24.063231, P99: 25, Max: 25}},
+			Client: RTTStats{N: 2, P50: 4.014079, P99: 5, Max: 5}, Server: RTTStats{N: 2, P50: 20, P99: 20, Max: 20},
+			Sum: RTTStats{N: 2, P50: 24.014079, P99: 25, Max: 25}},
 		"tcp [fd00::1]:6000 > [fd00:1::1]:443": {Class: "C", Method: rtt.MethodTCPSeq, Status: rtt.StatusMeasured,
-			Client: RTTStats{N: 1, P50: 3, P99: 3, Max: 3}, Server: RTTStats{N: 1, P50: 10, P99: 10, Max: 10},
-			Sum: RTTStats{N: 1, P50: 13, P99: 13, Max: 13}},
+			Client: RTTStats{N: 1, P50: 2.998271, P99: 2.998271, Max: 3}, Server: RTTStats{N: 1, P50: 10, P99: 10, Max: 10},
+			Sum: RTTStats{N: 1, P50: 12.998271, P99: 12.998271, Max: 13}},
 	}
 	for _, f := range res.RTT.Flows {
 		w, ok := want[f.Flow]
@@ -118,7 +123,7 @@ func TestRTT(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, s := range []string{`"rtt":{"stats":{"packets":10`, `"method":"tcp-timestamps"`, `"status":"measured"`,
-		`"client_half":{"n":2,"p50_ms":4.063231,"p99_ms":5,"max_ms":5}`, `"sum":{"n":1,"p50_ms":13,"p99_ms":13,"max_ms":13}`} {
+		`"client_half":{"n":2,"p50_ms":4.014079,"p99_ms":5,"max_ms":5}`, `"sum":{"n":1,"p50_ms":12.998271,"p99_ms":12.998271,"max_ms":13}`} {
 		if !strings.Contains(js.String(), s) {
 			t.Errorf("JSON lacks %s:\n%s", s, js.String())
 		}
@@ -127,7 +132,7 @@ func TestRTT(t *testing.T) {
 	if err := res.WriteTable(&tab); err != nil {
 		t.Fatal(err)
 	}
-	wantRow := "tcp 10.0.0.1:5000 > 10.0.1.1:80 L tcp-timestamps 4.06/5.00 20.00/20.00 24.06/25.00 2/2 measured"
+	wantRow := "tcp 10.0.0.1:5000 > 10.0.1.1:80 L tcp-timestamps 4.01/5.00 20.00/20.00 24.01/25.00 2/2 measured"
 	found := false
 	for line := range strings.Lines(tab.String()) {
 		found = found || strings.Join(strings.Fields(line), " ") == wantRow

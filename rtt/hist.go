@@ -8,12 +8,13 @@ import (
 )
 
 // Hist is one half's samples, counted in fixed logarithmic buckets so
-// that adding one writes two words and allocates nothing: bucket 0 holds
-// everything below 2^histMinExp ns (about 1 µs), then histSub buckets per
-// power of two (6.25 % wide at most) up to 2^histMaxExp ns (about 69 s);
-// longer samples count in the last bucket. It is small enough for
-// thousands of flows (two per flow) and fine enough to tell 20 ms from
-// 21 ms.
+// that adding one writes a bucket and allocates nothing: bucket 0 holds
+// everything below 2^histMinExp ns (about 4 µs), then histSub buckets per
+// power of two (1.6 % wide at most) up to 2^histMaxExp ns (about 34 s);
+// longer samples count in the last bucket. Its figures are within 0.8 %
+// of the samples they stand for, 0.16 ms at 20 ms: finer than the 0.3 ms
+// by which a ping's own round trip and the hop's are compared. At 5.9 KB
+// a half it suits a table of a thousand flows or so.
 type Hist struct {
 	N      uint64 // samples
 	Max    int64  // the largest sample, measured (ns)
@@ -26,9 +27,9 @@ type Hist struct {
 type histCounts [histBuckets]uint32
 
 const (
-	histMinExp  = 10
-	histMaxExp  = 36
-	histSubBits = 4
+	histMinExp  = 12
+	histMaxExp  = 35
+	histSubBits = 6
 	histSub     = 1 << histSubBits
 	histBuckets = 1 + (histMaxExp-histMinExp)*histSub
 )
@@ -55,6 +56,18 @@ func histUpper(i int) int64 {
 	return (sub+1)<<uint(e-histSubBits) - 1
 }
 
+// histMiddle is the middle of bucket i (of the last, its lower edge).
+func histMiddle(i int) int64 {
+	lo := int64(0)
+	if i > 0 {
+		lo = histUpper(i-1) + 1
+	}
+	if i == histBuckets-1 {
+		return lo
+	}
+	return lo + (histUpper(i)-lo)/2
+}
+
 // Add counts one sample (ns).
 func (h *Hist) Add(ns int64) {
 	if ns < 0 {
@@ -65,10 +78,10 @@ func (h *Hist) Add(ns int64) {
 	h.Max = max(h.Max, ns)
 }
 
-// Quantile returns the upper edge of the bucket that holds the sample of
-// nearest rank q (figure.Rank, the one percentile definition), capped at
-// the measured maximum so that no percentile exceeds the largest sample;
-// within 6.25 % above the sample itself. 0 when empty.
+// Quantile returns the middle of the bucket that holds the sample of
+// nearest rank q (figure.Rank, the one percentile definition), within
+// half a bucket (0.8 %) of the sample itself, and never above the
+// measured maximum. 0 when empty.
 func (h *Hist) Quantile(q float64) int64 {
 	if h.N == 0 {
 		return 0
@@ -78,7 +91,7 @@ func (h *Hist) Quantile(q float64) int64 {
 	for i, c := range h.Counts {
 		seen += uint64(c)
 		if seen >= rank {
-			return min(histUpper(i), h.Max)
+			return min(histMiddle(i), h.Max)
 		}
 	}
 	return h.Max

@@ -6,15 +6,15 @@ import (
 )
 
 func TestHistBuckets(t *testing.T) {
-	// Every bucket's values map back to it, and its upper edge is at most
-	// 1/16 above its lower edge.
+	// Every bucket's values map back to it, and it is at most 1/64 of its
+	// lower edge wide.
 	for i := 1; i < histBuckets-1; i++ {
 		lo, up := histUpper(i-1)+1, histUpper(i)
 		if histIndex(lo) != i || histIndex(up) != i || histIndex(up+1) != i+1 {
 			t.Fatalf("bucket %d [%d, %d]: indices %d %d %d", i, lo, up, histIndex(lo), histIndex(up), histIndex(up+1))
 		}
-		if float64(up-lo+1) > float64(lo)/16+1 {
-			t.Fatalf("bucket %d [%d, %d] wider than 1/16", i, lo, up)
+		if float64(up-lo+1) > float64(lo)/64+1 {
+			t.Fatalf("bucket %d [%d, %d] wider than 1/64", i, lo, up)
 		}
 	}
 	if histIndex(math.MaxInt64) != histBuckets-1 || histIndex(-5) != 0 {
@@ -28,24 +28,29 @@ func TestHistQuantile(t *testing.T) {
 		t.Fatal("empty histogram: want 0")
 	}
 	// 100 samples, 1..100 ms. Nearest rank: p50 is the 50th sample, p99
-	// the 99th. 50 ms = 50e6 ns lies in [2^25, 2^26), sub-bucket
-	// (50e6 >> 21) & 15 = 7, whose upper edge is (16+7+1)·2^21 − 1 =
-	// 50 331 647 ns. 99 ms lies in [2^26, 2^27), sub-bucket
-	// (99e6 >> 22) & 15 = 7, upper edge (16+7+1)·2^22 − 1 = 100 663 295,
-	// above the largest sample: capped at 100 ms.
+	// the 99th, p1 the 1st. A sample v in [2^e, 2^(e+1)) lies in the
+	// bucket [k·2^(e-6), (k+1)·2^(e-6) − 1] with k = v >> (e-6); its
+	// middle is the lower edge plus half the width, rounded down.
+	// 50 ms: e = 25, k = 95, [49 807 360, 50 331 647], middle 50 069 503.
+	// 99 ms: e = 26, k = 94, [98 566 144, 99 614 719], middle 99 090 431.
+	// 1 ms: e = 19, k = 122, [999 424, 1 007 615], middle 1 003 519.
 	for i := int64(1); i <= 100; i++ {
 		h.Add(i * ms)
 	}
-	if got := h.Quantile(0.5); got != 50_331_647 {
-		t.Errorf("p50 %d, want 50331647", got)
+	for _, c := range []struct {
+		q    float64
+		want int64
+	}{{0.5, 50_069_503}, {0.99, 99_090_431}, {0.01, 1_003_519}, {1, 100_000_000}} {
+		if got := h.Quantile(c.q); got != c.want {
+			t.Errorf("q %v: %d, want %d", c.q, got, c.want)
+		}
 	}
-	if got := h.Quantile(0.99); got != 100_000_000 {
-		t.Errorf("p99 %d, want 100000000 (the maximum)", got)
-	}
-	if got := h.Quantile(0.01); got != 1_015_807 {
-		// 1 ms = 1e6 ns in [2^19, 2^20), sub (1e6>>15)&15 = 30&15 = 14:
-		// upper (16+14+1)·2^15 − 1 = 1 015 807.
-		t.Errorf("p1 %d, want 1015807", got)
+	// A bucket whose middle lies above the largest sample gives the
+	// largest sample: 100 ms alone, e = 26, k = 95, middle 100 139 007.
+	var one Hist
+	one.Add(100 * ms)
+	if got := one.Quantile(0.5); got != 100*ms {
+		t.Errorf("one sample of 100 ms: p50 %d, want the maximum", got)
 	}
 	if h.N != 100 || h.Max != 100*ms {
 		t.Errorf("n %d max %d", h.N, h.Max)

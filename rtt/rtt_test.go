@@ -263,7 +263,7 @@ func TestQUICRandomSpin(t *testing.T) {
 				}
 				steps = append(steps, step{int64(2 + i), d, quic(false, rng.IntN(2) == 1)})
 			}
-			tb, got := run(t, DefaultConfig, steps)
+			tb, got := run(t, Config{Flows: 16, Outstanding: 8}, steps)
 			if len(got.client)+len(got.server) > 0 {
 				t.Errorf("seed %d, alternate %v: samples %+v from random spin bits", seed, alternate, *got)
 			}
