@@ -53,7 +53,9 @@ func (r *Record) parseICMP(h []byte) {
 	}
 	id := be.Uint16(h[4:6])
 	r.key.ports = uint32(id)<<16 | uint32(id)
-	r.method, r.seq = MethodICMPEcho, uint32(be.Uint16(h[6:8]))
+	// The 16-bit sequence number in the top half, so that the rings'
+	// serial order (32 bits) follows it across its wrap.
+	r.method, r.seq = MethodICMPEcho, uint32(be.Uint16(h[6:8]))<<16
 }
 
 // parseUDP reads pi2hop's probes and udp_prague's messages, timed by

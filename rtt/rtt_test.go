@@ -332,6 +332,13 @@ func TestEcho(t *testing.T) {
 			{31, Up, icmp(false, icmpEchoRequest, 7, 3)},
 			{52, Down, icmp(false, icmpEchoReply, 7, 3)}, // 2 lost
 		}, samples{server: []int64{20, 21}}, MethodICMPEcho},
+		{"ICMP sequence numbers wrap, a request lost before", []step{
+			{0, Up, icmp(false, icmpEchoRequest, 7, 65535)}, // never answered
+			{10, Up, icmp(false, icmpEchoRequest, 7, 0)},
+			{14, Down, icmp(false, icmpEchoReply, 7, 0)},
+			{20, Up, icmp(false, icmpEchoRequest, 7, 1)},
+			{25, Down, icmp(false, icmpEchoReply, 7, 1)},
+		}, samples{server: []int64{4, 5}}, MethodICMPEcho},
 		{"ICMPv6: the server pings", []step{
 			{0, Down, icmp(true, icmpv6EchoRequest, 9, 1)},
 			{4, Up, icmp(true, icmpv6EchoReply, 9, 1)},
