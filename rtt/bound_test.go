@@ -215,3 +215,26 @@ func TestThinning(t *testing.T) {
 		t.Fatalf("the newest packet: %d, %v; want kept, at 20", at, ok)
 	}
 }
+
+// TestEvictedHistograms: a flow that takes an evicted flow's place starts
+// with empty histograms.
+func TestEvictedHistograms(t *testing.T) {
+	tb, err := NewTable(Config{Flows: 16, Outstanding: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id := range uint16(200) {
+		at := int64(id) * 10 * ms
+		tb.Packet(icmp(false, icmpEchoRequest, id, 1).build(Up), Up, at)
+		tb.Packet(icmp(false, icmpEchoReply, id, 1).build(Down), Down, at+ms)
+	}
+	for _, f := range snap(tb).Flows() {
+		var n uint64
+		for _, c := range f.Hists[ServerHalf].Counts {
+			n += uint64(c)
+		}
+		if n != 1 || f.ServerHalf.N != 1 || f.ServerHalf.Max != ms {
+			t.Fatalf("flow %v: %d counted, summary %+v; want its one sample of 1 ms", f.Client, n, f.ServerHalf)
+		}
+	}
+}

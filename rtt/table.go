@@ -211,9 +211,11 @@ func (t *Table) lookup(k *flowKey, now int64) int {
 	if t.tags[victim] != 0 {
 		t.st.Evicted++
 	}
+	if f := &t.flows[victim]; f.samples[0]+f.samples[1] > 0 {
+		t.counts[victim] = [2]histCounts{} // a flow without samples left its buckets empty
+	}
 	t.tags[victim] = h
 	t.flows[victim] = flow{key: *k, lastSeen: now}
 	t.last = victim
-	t.counts[victim] = [2]histCounts{}
 	return victim
 }
