@@ -16,8 +16,9 @@ import (
 const labCompareWord = "compare"
 
 // labCompare is `pi2hop lab compare DIR DIR... [--out DIR] [--plot-format F]`:
-// the reports' runs side by side on the terminal, plots and compare.md
-// in a new folder. Of lab's flags only those two apply.
+// the reports' runs side by side on the terminal, the plots and the
+// tables (report.CompareFile) in a new folder. Of lab's flags only those
+// two apply.
 func labCompare(env *cmdEnv, fs *pflag.FlagSet, a *labArgs, dirs []string) error {
 	var other []string
 	fs.Visit(func(f *pflag.Flag) {

@@ -288,7 +288,7 @@ func (c *Comparison) Markdown(plots []string) []byte {
 }
 
 // Write creates the folder dir (it must not exist) for owner with the
-// comparison's plots, in each of formats, and compare.md; it returns the
+// comparison's plots, in each of formats, and CompareFile; it returns the
 // plot files written.
 func (c *Comparison) Write(dir string, formats plotfile.Formats, owner invoker.User) ([]string, error) {
 	if err := owner.Mkdir(dir, invoker.ModeDir); err != nil {
