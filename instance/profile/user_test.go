@@ -54,4 +54,3 @@ func TestParseUser(t *testing.T) {
 		}
 	}
 }
-
