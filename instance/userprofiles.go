@@ -3,6 +3,7 @@ package instance
 import (
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 
@@ -91,4 +92,27 @@ func settingsOf(p profile.Profile) (Settings, error) {
 		}
 	}
 	return s, nil
+}
+
+// WriteHeading writes the lines that open p in `pi2hop profiles`: its
+// name and title, and for a profile of the user's the file it comes from
+// and why it is not used, if it is not. It reports whether the rest
+// (flags, traces, sources) follows: not for a file that cannot be read.
+func (p ProfileInfo) WriteHeading(w io.Writer) bool {
+	switch {
+	case p.File == "" && p.Error != "":
+		fmt.Fprintf(w, "%s (yours): cannot be used: %s\n", p.Name, p.Error)
+		return false
+	case p.File != "":
+		fmt.Fprintf(w, "%s (yours, %s): %s\n", p.Name, p.File, p.Title)
+	default:
+		fmt.Fprintf(w, "%s: %s\n", p.Name, p.Title)
+	}
+	if p.Shadowed {
+		fmt.Fprintf(w, "  not used: the preset %s wins over your file; rename it to use it\n", p.Name)
+	}
+	if p.File != "" && p.Error != "" {
+		fmt.Fprintf(w, "  cannot be used: %s\n", p.Error)
+	}
+	return true
 }

@@ -1,6 +1,7 @@
 package instance
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
@@ -77,6 +78,21 @@ func TestUserProfileSettings(t *testing.T) {
 			t.Errorf("office: %+v", p)
 		case p.Name == "typo" && !strings.Contains(p.Error, "rat: no such setting"):
 			t.Errorf("typo: error %q", p.Error)
+		}
+	}
+	var text bytes.Buffer
+	for _, p := range Profiles() {
+		p.WriteHeading(&text)
+	}
+	for _, want := range []string{
+		"lte: LTE cellular access",
+		"office (yours, " + filepath.Join(dir, "office.toml") + "): office\n",
+		"lte (yours, " + filepath.Join(dir, "lte.toml") + "): your profile (lte.toml)\n  not used: the preset lte wins over your file; rename it to use it\n",
+		"typo (yours, " + filepath.Join(dir, "typo.toml") + "): your profile (typo.toml)\n  cannot be used: " + filepath.Join(dir, "typo.toml") + ":3: rat: no such setting",
+		"broken (yours): cannot be used: " + filepath.Join(dir, "broken.toml") + ":1: ",
+	} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("profiles' headings lack %q:\n%s", want, &text)
 		}
 	}
 	if strings.Join(got, " ") != "badval lte office typo broken" {

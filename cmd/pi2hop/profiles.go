@@ -57,20 +57,8 @@ func writeProfiles(w io.Writer, ps []instance.ProfileInfo) {
 		if i > 0 {
 			fmt.Fprintln(w)
 		}
-		switch {
-		case p.File == "" && p.Error != "": // a file of the user's that cannot be read
-			fmt.Fprintf(w, "%s (yours): cannot be used: %s\n", p.Name, p.Error)
+		if !p.WriteHeading(w) {
 			continue
-		case p.File != "":
-			fmt.Fprintf(w, "%s (yours, %s): %s\n", p.Name, p.File, p.Title)
-		default:
-			fmt.Fprintf(w, "%s: %s\n", p.Name, p.Title)
-		}
-		if p.Shadowed {
-			fmt.Fprintf(w, "  not used: the preset %s wins over your file; rename it to use it\n", p.Name)
-		}
-		if p.File != "" && p.Error != "" {
-			fmt.Fprintf(w, "  cannot be used: %s\n", p.Error)
 		}
 		fmt.Fprintf(w, "  flags: %s\n", strings.Join(p.Args, " "))
 		for _, t := range p.Traces {
