@@ -275,7 +275,7 @@ func runLab(ctx context.Context, env *cmdEnv, name string, cfg testbed.Config, o
 		}
 	}
 	abs, _ := filepath.Abs(out)
-	fmt.Fprintf(env.stdout, "Report: %s (report.md, report.json, %d plot files, %s); took %v\n",
+	fmt.Fprintf(env.stdout, "Report: %s (report.md, report.json, summary.csv, %d plot files, %s); took %v\n",
 		filepath.Join(abs, "report.md"), len(rep.Plots), formats, time.Duration(rep.ElapsedS*float64(time.Second)).Round(time.Second))
 	return nil
 }
