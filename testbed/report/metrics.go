@@ -74,7 +74,7 @@ var Metrics = []Metric{
 	runMetric("rate_mbit", "bottleneck rate (Mbit/s)", Neither, always(func(run *Run) float64 { return run.RateBps / 1e6 })),
 	runMetric("base_rtt_ms", "base RTT (ms)", Neither, always(func(run *Run) float64 { return run.BaseRTTMs })),
 	runMetric("duration_s", "traffic time (s)", Neither, always(func(run *Run) float64 { return run.DurationS })),
-	runMetric("repeats", "repetitions (figures are medians)", Neither, always(func(run *Run) float64 { return float64(max(run.Repeats, 1)) })),
+	runMetric("repeats", "repetitions", Neither, always(func(run *Run) float64 { return float64(max(run.Repeats, 1)) })),
 	callMetric("rtt_p50_ms", "RTT p50 (ms)", Lower, func(c *Call) float64 { return c.RTTMs.P50 }),
 	callMetric("rtt_p95_ms", "RTT p95 (ms)", Lower, func(c *Call) float64 { return c.RTTMs.P95 }),
 	callMetric("rtt_p99_ms", "RTT p99 (ms)", Lower, func(c *Call) float64 { return c.RTTMs.P99 }),
