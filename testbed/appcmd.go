@@ -204,7 +204,7 @@ func (c *appCommand) stop(grace time.Duration) {
 
 // result is how the command ended and the metrics it printed; call it
 // once done is closed.
-func (c *appCommand) result() (report.AppExit, []report.Metric) {
+func (c *appCommand) result() (report.AppExit, []report.AppMetric) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.exit, c.metrics.summaries(c.role)
@@ -259,12 +259,12 @@ func (m *metricLines) add(name, unit string, x float64) {
 	m.kept++
 }
 
-func (m *metricLines) summaries(role string) []report.Metric {
+func (m *metricLines) summaries(role string) []report.AppMetric {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	var out []report.Metric
+	var out []report.AppMetric
 	for _, name := range m.order {
-		out = append(out, report.Metric{Name: name, Unit: m.units[name], From: role, Summary: figure.Summarise(m.values[name])})
+		out = append(out, report.AppMetric{Name: name, Unit: m.units[name], From: role, Summary: figure.Summarise(m.values[name])})
 	}
 	return out
 }

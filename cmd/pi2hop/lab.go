@@ -36,7 +36,7 @@ var labCmd = &command{
 		{"sudo pi2hop lab app --client 'ping -Q 1 -i 0.02 -c 1000 $PI2HOP_SERVER' --variants l4s,classic", "your own app with and without L4S on the path (see lab app's flags)"},
 	},
 	flags:    labFlags,
-	argWords: func() []string { return append(testbed.ScenarioNames(), "app") },
+	argWords: func() []string { return append(testbed.ScenarioNames(), "app", "compare") },
 	linux:    "network namespaces, veth pairs, TUN devices",
 }
 

@@ -30,12 +30,12 @@ type App struct {
 	Received ECNPackets `json:"received"`
 	// FellBack counts the app's flows that started ECT(1) and changed to
 	// another codepoint: an ECN validation that gave up on L4S.
-	FellBack int      `json:"flows_fell_back"`
-	Marks    uint64   `json:"ce_marks"` // CE marks the hop's queue applied
-	Drops    uint64   `json:"drops"`    // the app's packets the hop dropped, any reason
-	Client   AppExit  `json:"client"`
-	Server   *AppExit `json:"server,omitempty"`
-	Metrics  []Metric `json:"metrics,omitempty"`
+	FellBack int         `json:"flows_fell_back"`
+	Marks    uint64      `json:"ce_marks"` // CE marks the hop's queue applied
+	Drops    uint64      `json:"drops"`    // the app's packets the hop dropped, any reason
+	Client   AppExit     `json:"client"`
+	Server   *AppExit    `json:"server,omitempty"`
+	Metrics  []AppMetric `json:"metrics,omitempty"`
 }
 
 // ECNPackets counts packets by ECN codepoint.
@@ -73,9 +73,9 @@ type AppExit struct {
 	StderrTail []string `json:"stderr_tail,omitempty"` // its last lines of standard error
 }
 
-// Metric is one metric the app printed ({"metric": NAME, "value": X,
+// AppMetric is one metric the app printed ({"metric": NAME, "value": X,
 // "unit": U} lines on standard output), summarised over the run.
-type Metric struct {
+type AppMetric struct {
 	Name    string         `json:"name"`
 	Unit    string         `json:"unit,omitempty"`
 	From    string         `json:"from"` // "client" or "server"

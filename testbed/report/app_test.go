@@ -15,7 +15,7 @@ func TestAppTable(t *testing.T) {
 			a.RTTMs = &figure.Summary{N: 10, P50: p99 - 2, P99: p99, Max: p99 + 1}
 		}
 		if metric > 0 {
-			a.Metrics = []Metric{{Name: "frame_ms", Unit: "ms", From: "client", Summary: figure.Summary{N: 2, P50: metric, P99: metric, Mean: metric}}}
+			a.Metrics = []AppMetric{{Name: "frame_ms", Unit: "ms", From: "client", Summary: figure.Summary{N: 2, P50: metric, P99: metric, Mean: metric}}}
 		}
 		return a
 	}

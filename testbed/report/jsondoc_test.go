@@ -36,7 +36,7 @@ func TestReportJSONMatchesDocs(t *testing.T) {
 		Sent: ECNPackets{ECT1: 10}, Received: ECNPackets{CE: 1, ECT1: 9}, FellBack: 1, Marks: 1, Drops: 1,
 		Client:  AppExit{Command: "ping x", RunS: 20, StderrTail: []string{"a line"}},
 		Server:  &AppExit{Command: "srv", Code: 143, RunS: 25, Stopped: true},
-		Metrics: []Metric{{Name: "frame_ms", Unit: "ms", From: "client", Summary: *sum}}}
+		Metrics: []AppMetric{{Name: "frame_ms", Unit: "ms", From: "client", Summary: *sum}}}
 	r.Findings = []Finding{{Question: "the app sent ECT(1) on the l4s path", Answer: "yes", Detail: "100 %"}}
 	dir := filepath.Join(t.TempDir(), "out")
 	if err := r.Write(dir, nil, invoker.User{}); err != nil {

@@ -2,6 +2,8 @@ package report
 
 import (
 	"strings"
+
+	"github.com/pi2hop/pi2hop/figure"
 )
 
 // Better says which way a figure improves.
@@ -57,6 +59,23 @@ func bdpMetric(key, name string, b Better, f func(row *BDPRow) float64) Metric {
 		}
 		return 0, false
 	}}
+}
+
+// appMetric is a figure of lab app's app.
+func appMetric(key, name string, b Better, f func(a *App) (float64, bool)) Metric {
+	return Metric{Key: "app_" + key, Name: "app " + name, Better: b, Value: func(_ *Report, run *Run) (float64, bool) {
+		if run.App == nil {
+			return 0, false
+		}
+		return f(run.App)
+	}}
+}
+
+func appRTT(s *figure.Summary, q func(figure.Summary) float64) (float64, bool) {
+	if s == nil || s.N == 0 {
+		return 0, false
+	}
+	return q(*s), true
 }
 
 func runMetric(key, name string, b Better, f func(run *Run) (float64, bool)) Metric {
@@ -115,6 +134,13 @@ var Metrics = []Metric{
 	bdpMetric("window_bytes", "window (B)", Neither, func(b *BDPRow) float64 { return float64(b.WindowBytes) }),
 	bdpMetric("predicted_mbit", "window/RTT (Mbit/s)", Neither, func(b *BDPRow) float64 { return b.PredictedBps / 1e6 }),
 	bdpMetric("measured_mbit", "measured (Mbit/s)", Higher, func(b *BDPRow) float64 { return b.MeasuredBps / 1e6 }),
+	appMetric("rtt_p50_ms", "RTT p50 (ms)", Lower, func(a *App) (float64, bool) { return appRTT(a.RTTMs, func(s figure.Summary) float64 { return s.P50 }) }),
+	appMetric("rtt_p99_ms", "RTT p99 (ms)", Lower, func(a *App) (float64, bool) { return appRTT(a.RTTMs, func(s figure.Summary) float64 { return s.P99 }) }),
+	appMetric("down_mbit", "goodput down (Mbit/s)", Higher, func(a *App) (float64, bool) { return a.DownBps / 1e6, true }),
+	appMetric("up_mbit", "goodput up (Mbit/s)", Higher, func(a *App) (float64, bool) { return a.UpBps / 1e6, true }),
+	appMetric("sent_ect1_share", "sent ECT(1) share", Neither, func(a *App) (float64, bool) { return a.Sent.L4SShare(), a.Sent.Total() > 0 }),
+	appMetric("ce_marks", "CE marks", Neither, func(a *App) (float64, bool) { return float64(a.Marks), true }),
+	appMetric("drops", "drops", Lower, func(a *App) (float64, bool) { return float64(a.Drops), true }),
 	// The machine's noise: not a figure of the path, so no better side.
 	runMetric("hop_lateness_p99_ms", "hop timing error p99 (ms)", Neither, always(func(run *Run) float64 { return run.HopLatenessMs.P99 })),
 	runMetric("host_steal_ms", "host steal (ms of CPU)", Neither, func(run *Run) (float64, bool) { return run.StealMs, run.StealMs >= 0 }),
