@@ -180,7 +180,7 @@ func TestHelpExamples(t *testing.T) {
 			for _, stop := range []string{" -- ", ")", " |", " >"} {
 				line, _, _ = strings.Cut(line, stop)
 			}
-			args := strings.Fields(line)
+			args := shellWords(line)
 			if args[0] == "--version" {
 				args[0] = "version" // as Run reads it
 			}
@@ -218,4 +218,36 @@ func TestUsageErrorNamesCommandHelp(t *testing.T) {
 			t.Errorf("%v: exit %d, %q; want 2 and a last line %q", tt.args, code, b.String(), tt.want)
 		}
 	}
+}
+
+// shellWords splits an example's command line into words as a shell
+// would, for the quoting examples use: '...' and "..." keep their
+// spaces, nothing is expanded.
+func shellWords(line string) []string {
+	var words []string
+	var w strings.Builder
+	in, quote := false, rune(0)
+	for _, r := range line {
+		switch {
+		case quote != 0 && r == quote:
+			quote = 0
+		case quote != 0:
+			w.WriteRune(r)
+		case r == '\'' || r == '"':
+			quote, in = r, true
+		case r == ' ' || r == '\t':
+			if in {
+				words = append(words, w.String())
+				w.Reset()
+				in = false
+			}
+		default:
+			w.WriteRune(r)
+			in = true
+		}
+	}
+	if in {
+		words = append(words, w.String())
+	}
+	return words
 }

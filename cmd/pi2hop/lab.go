@@ -31,7 +31,6 @@ var labCmd = &command{
 	usage: "lab [SCENARIO] [--quick] [--out DIR] [--duration D] [--rate R] [flags]  |  lab --cleanup [--name N]  |  lab compare DIR DIR... [--out DIR]",
 	examples: []example{
 		{"sudo pi2hop lab l4s-demo --quick", "the WWDC23 video call A/B in about two minutes, report in a new folder"},
-		{"sudo pi2hop lab bdp --out bdp-report", "the BDP table through the hop"},
 		{"pi2hop lab --list", "the scenarios and their defaults"},
 		{"sudo pi2hop lab app --client 'ping -Q 1 -i 0.02 -c 1000 $PI2HOP_SERVER' --variants l4s,classic", "your own app with and without L4S on the path (see lab app's flags)"},
 	},

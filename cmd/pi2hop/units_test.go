@@ -33,6 +33,8 @@ var bareMeaning = map[string]struct{ print, err string }{
 	"aqm": {err: "want one of"}, "overload": {err: "want one of"}, "drop-at": {err: "want one of"},
 	"ecn-mask": {err: "want one of"}, "tun": {err: "want one of"}, "log-format": {err: "want one of"}, "docsis-classic": {err: "want one of"},
 	"plot-format": {err: "unknown format"},
+	// lab app: command lines and variant names are text; --cross counts downloads.
+	"client": {print: "10"}, "server": {print: "10"}, "variants": {print: "[10]"}, "variant": {print: "[10]"}, "cross": {print: "10"},
 	// An ECN path fault is a kind's name; a number names none.
 	"ecn-fault": {err: "unknown fault kind"}, "up-ecn-fault": {err: "unknown fault kind"}, "down-ecn-fault": {err: "unknown fault kind"},
 	// netem reads "loss 10" as 10 %.
