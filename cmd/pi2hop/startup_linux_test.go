@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -31,8 +32,9 @@ func TestShellStartupMessage(t *testing.T) {
 		switch format {
 		case "text":
 			for _, want := range []string{
-				"pi2hop shell \"" + name + "\": 20mbit up/down, delay 0s up, 5ms down, dualpi2\nhost side ",
-				", shell side ",
+				"pi2hop shell \"" + name + "\": dualpi2\n  up:   20mbit\n  down: 20mbit, delay 5ms\nshell side ",
+				"\nthe command reaches this host at 10.254.",
+				": $PI2HOP_HOST, $PI2HOP_HOST6\n",
 				"\nstats: pi2hop stats --name " + name + "   stop: the command ends (or Ctrl-C)\n",
 			} {
 				if !strings.Contains(out, want) {
@@ -60,4 +62,36 @@ func TestShellStartupMessage(t *testing.T) {
 		}
 		checkGone(t, name)
 	}
+}
+
+// The start-up lines name what a profile and the flags put in force:
+// the profile, its jitter, the ECN fault, the capture file and the live
+// view's address.
+func TestShellStartupNamesProfileFaultCaptureWeb(t *testing.T) {
+	needRoot(t)
+	t.Parallel()
+	name := testInstance(91)
+	t.Cleanup(func() { cleanupInstance(name, nil, &bytes.Buffer{}) })
+	capFile := filepath.Join(t.TempDir(), "c.pcapng")
+	var stderr bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	err := Run(ctx, []string{"shell", "--name", name, "--profile", "lte", "--ecn-fault", "bleach", "--capture", capFile,
+		"--web=127.0.0.1:0", "--floor-probe=false", "--", "/bin/true"}, strings.NewReader(""), &bytes.Buffer{}, &stderr)
+	cancel()
+	if err != nil {
+		t.Fatalf("shell: %v; stderr:\n%s", err, stderr.String())
+	}
+	out := stderr.String()
+	for _, want := range []string{
+		"pi2hop shell \"" + name + "\": profile lte, dualpi2\n",
+		"  up:   rate trace builtin:lte-up, delay 20ms, jitter 4ms uniform, ECN fault bleach before the queue\n",
+		"  down: rate trace builtin:lte-down, delay 20ms, jitter 4ms uniform, ECN fault bleach before the queue\n",
+		"\ncapture: " + capFile + "\n",
+		"\nlive view: http://127.0.0.1:",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("%q not in the start-up lines:\n%s", want, out)
+		}
+	}
+	checkGone(t, name)
 }
