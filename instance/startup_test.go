@@ -1,6 +1,7 @@
 package instance
 
 import (
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -8,6 +9,7 @@ import (
 	"github.com/pi2hop/pi2hop/aqm"
 	"github.com/pi2hop/pi2hop/hop"
 	"github.com/pi2hop/pi2hop/shaper"
+	"github.com/pi2hop/pi2hop/topology"
 )
 
 type fakeTopo struct {
@@ -99,5 +101,28 @@ func TestFaultWords(t *testing.T) {
 		if got := faultWords(f); got != tt.want {
 			t.Errorf("%s: %q, want %q", tt.spec, got, tt.want)
 		}
+	}
+}
+
+// The command's environment has every variable of ShellEnv with the
+// pair's addresses, and the start-up lines name each variable.
+func TestShellEnvironment(t *testing.T) {
+	p := &topology.Pair{ClientNS: "x-shell",
+		ServerAddr: netip.MustParseAddr("10.254.7.1"), ServerAddr6: netip.MustParseAddr("fd00:254:7::1"),
+		ClientAddr: netip.MustParseAddr("10.254.7.2"), ClientAddr6: netip.MustParseAddr("fd00:254:7::2")}
+	want := []string{"PI2HOP_HOST=10.254.7.1", "PI2HOP_HOST6=fd00:254:7::1", "PI2HOP_ADDR=10.254.7.2",
+		"PI2HOP_ADDR6=fd00:254:7::2", "PI2HOP_NETNS=x-shell"}
+	if got := shellEnv(p); strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("shellEnv: %q, want %q", got, want)
+	}
+	lines, _ := (&Shell{Args: []string{"/bin/true"}, pair: p}).Summary()
+	text := strings.Join(lines, "\n")
+	for _, v := range ShellEnv {
+		if !strings.Contains(text, "$"+v.Name) {
+			t.Errorf("start-up lines do not name $%s:\n%s", v.Name, text)
+		}
+	}
+	if !strings.Contains(text, "the command reaches this host at 10.254.7.1 / fd00:254:7::1: $PI2HOP_HOST, $PI2HOP_HOST6") {
+		t.Errorf("start-up lines:\n%s", text)
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+
+	"github.com/pi2hop/pi2hop/instance"
 )
 
 // A value given to --web with a space is caught before anything runs, with
@@ -48,5 +50,24 @@ func TestByteRateWarning(t *testing.T) {
 	}
 	if err == nil || strings.Contains(err.Error(), "mbps") {
 		t.Errorf("error %v: want the command's own (no such instance), not a refusal of the rate", err)
+	}
+}
+
+// help shell names every variable the command's environment gets, says
+// why $VAR must be quoted, and states that no {host} placeholder exists.
+func TestHelpShellNamesTheEnvironment(t *testing.T) {
+	out, _, err := runOut("help", "shell")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range instance.ShellEnv {
+		if !strings.Contains(out, v.Name) {
+			t.Errorf("help shell does not name %s", v.Name)
+		}
+	}
+	for _, want := range []string{"sh -c 'ping -c 5 -Q 1 $PI2HOP_HOST'", "expands $PI2HOP_HOST before pi2hop runs", "no placeholders such as {host}"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("help shell does not say %q", want)
+		}
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -92,6 +94,45 @@ func TestShellStartupNamesProfileFaultCaptureWeb(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("%q not in the start-up lines:\n%s", want, out)
 		}
+	}
+	checkGone(t, name)
+}
+
+// readmeShellExample is the README's shell example that reaches this host
+// by $PI2HOP_HOST, as a user copies it.
+func readmeShellExample(t *testing.T) string {
+	t.Helper()
+	data, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(line, "sudo ./bin/pi2hop shell ") && strings.Contains(line, "$PI2HOP_HOST") {
+			return line
+		}
+	}
+	t.Fatal("README.md has no shell example that uses $PI2HOP_HOST")
+	return ""
+}
+
+// The README's shell example, run by a shell as the user types it (only
+// the binary's path and a test instance name put in), pings this host
+// through the hop: the quoting keeps $PI2HOP_HOST for the command.
+func TestReadmeShellExamplePings(t *testing.T) {
+	needRoot(t, "ping")
+	t.Parallel()
+	line := readmeShellExample(t)
+	name := testInstance(92)
+	t.Cleanup(func() { cleanupInstance(name, nil, &bytes.Buffer{}) })
+	cmdline := strings.Replace(line, "sudo ./bin/pi2hop shell ", buildPi2hop(t)+" shell --name "+name+" --floor-probe=false ", 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "/bin/sh", "-c", cmdline).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", cmdline, err, out)
+	}
+	if !strings.Contains(string(out), "5 packets transmitted, 5 received") {
+		t.Errorf("%s: no 5 of 5 replies:\n%s", cmdline, out)
 	}
 	checkGone(t, name)
 }
