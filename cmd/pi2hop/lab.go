@@ -72,7 +72,7 @@ func labFlags(fs *pflag.FlagSet) func(ctx context.Context, env *cmdEnv, args []s
 		case a.cleanup && len(args) > 0:
 			return usagef("lab: --cleanup takes no scenario")
 		case a.cleanup:
-			return cleanupInstance(a.name, nil, env.stdout)
+			return cleanupAs("lab", a.name, nil, env.stdout)
 		}
 		if err := instance.CheckName(a.name); err != nil {
 			return usagef("lab: --name: %v", err)
@@ -92,7 +92,7 @@ func labFlags(fs *pflag.FlagSet) func(ctx context.Context, env *cmdEnv, args []s
 // addLabFlags declares lab's flags on fs.
 func addLabFlags(fs *pflag.FlagSet) *labArgs {
 	a := &labArgs{rtt: flagvalue.Duration{Min: 0}, duration: flagvalue.Duration{Min: time.Second}, fifoLimit: flagvalue.Count{Min: 1, Max: 1 << 20}}
-	fs.BoolVar(&a.quick, "quick", false, "short durations (as CI runs them): l4s-demo 25 s runs, coexist 15 s, prague 12 s, bdp 5 s at 100mbit, aqm-zoo and classic-ecn 15 s, wifi 20 s")
+	fs.BoolVar(&a.quick, "quick", false, "short durations (as CI runs them): "+testbed.QuickWords())
 	fs.StringVarP(&a.out, "out", "o", "", "report `folder` (default pi2hop-lab-<scenario>-<time> in the current folder)")
 	fs.BoolVar(&a.list, "list", false, "list the scenarios with their defaults and exit")
 	fs.StringVar(&a.name, "name", defaultLab, "instance `name`: the lab's state file (/run/pi2hop/NAME.json) and namespaces ("+instance.LabPrefix("NAME")+"...); two labs at once need two names")
@@ -100,7 +100,7 @@ func addLabFlags(fs *pflag.FlagSet) *labArgs {
 	a.webFlags.add(fs)
 	fs.Var(&a.rate, "rate", "bottleneck `rate`, both directions, tc units (default: the scenario's, e.g. 10mbit)")
 	fs.Var(&a.rtt, "rtt", "base round-trip `time`: half of it is added each way (default 20ms; bdp: see --rtts)")
-	fs.Var(&a.duration, "duration", "traffic `time` of each run, warm-up included (default 45s; see --quick and --list)")
+	fs.Var(&a.duration, "duration", "traffic `time` of each run, warm-up included (default "+testbed.DefaultDuration()+" for "+testbed.DefaultScenario+"; each scenario's in --list)")
 	fs.Var(&a.warmup, "warmup", "first part of each run left out of every figure (default 5s)")
 	fs.IntVar(&a.bulk, "bulk", 0, "l4s-demo: classic bulk downloads beside the call (default 4)")
 	fs.Var(&a.fifoLimit, "fifo-limit", "l4s-demo: the FIFO run's tail-drop buffer in `packets` (default 100)")

@@ -56,7 +56,7 @@ func shellFlags(fs *pflag.FlagSet) func(context.Context, *cmdEnv, []string) erro
 		case a.cleanup && len(args) > 0:
 			return usagef("shell: --cleanup takes no command")
 		case a.cleanup:
-			return cleanupInstance(a.inst.name, nil, env.stdout)
+			return cleanupAs("shell", a.inst.name, nil, env.stdout)
 		case a.asRoot && a.user != "":
 			return usagef("shell: --as-root and --user %s: give one", a.user)
 		}

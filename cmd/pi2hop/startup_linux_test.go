@@ -136,3 +136,18 @@ func TestReadmeShellExamplePings(t *testing.T) {
 	}
 	checkGone(t, name)
 }
+
+// shell --cleanup with nothing to clean says so for the shell, and
+// nothing of the gateway's policy rules (run's and share's).
+func TestShellCleanupNothingLeft(t *testing.T) {
+	needRoot(t)
+	name := testInstance(93)
+	var out bytes.Buffer
+	if err := Run(context.Background(), []string{"shell", "--cleanup", "--name", name}, strings.NewReader(""), &out, &out); err != nil {
+		t.Fatalf("shell --cleanup: %v\n%s", err, out.String())
+	}
+	if want := "shell --cleanup --name " + name + ": no instance of that name recorded"; !strings.Contains(out.String(), want) ||
+		strings.Contains(out.String(), "pref") || strings.Contains(out.String(), "policy") {
+		t.Errorf("shell --cleanup said:\n%s\nwant %q and nothing of policy rules", out.String(), want)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/pi2hop/pi2hop/internal/flagvalue"
 	"github.com/spf13/pflag"
 )
 
@@ -86,6 +87,16 @@ func DidYouMean(word, prefix string, candidates []string) string {
 	return ""
 }
 
+// tcFlag reports whether f is one of the link's or queue's settings,
+// whose values read as tc's (its help groups them so).
+func tcFlag(f *pflag.Flag) bool {
+	if f == nil {
+		return false
+	}
+	g := f.Annotations[GroupAnnotation]
+	return len(g) > 0 && (g[0] == "link" || g[0] == "queue")
+}
+
 // FlagError rewords pflag's parse error of fs: an unknown flag gets the
 // flag it most likely meant; a bad value reads --flag "value": why (a
 // cause that already quotes the value is not quoted twice).
@@ -93,6 +104,9 @@ func FlagError(fs *pflag.FlagSet, err error) error {
 	var bad *pflag.InvalidValueError
 	if errors.As(err, &bad) {
 		cause := errors.Unwrap(bad)
+		if errors.Is(cause, flagvalue.ErrBareTime) && !tcFlag(fs.Lookup(bad.GetFlag().Name)) {
+			cause = errors.New(flagvalue.BareTimeHint) // tc has no say in a time of pi2hop's own
+		}
 		if strings.HasPrefix(cause.Error(), strconv.Quote(bad.GetValue())+":") {
 			return fmt.Errorf("--%s %w", bad.GetFlag().Name, cause)
 		}

@@ -81,3 +81,21 @@ func TestFlagError(t *testing.T) {
 		}
 	}
 }
+
+// A bare number for a time speaks of tc only for the link's and queue's
+// settings, which tc also has; a polling period gets plain advice.
+func TestFlagErrorBareTime(t *testing.T) {
+	fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
+	fs.SetOutput(new(bytes.Buffer))
+	fs.Var(&flagvalue.Duration{}, "delay", "")
+	Annotate(fs, "delay", GroupAnnotation, "link")
+	fs.Var(new(flagvalue.Time), "every", "")
+	for _, tt := range []struct{ args, want string }{
+		{"--delay=10", `--delay "10": give a unit, e.g. 10ms, 250us or 1.5s (tc would read a bare number as microseconds)`},
+		{"--every=1", `--every "1": give a unit, e.g. 1s, 500ms or 2m`},
+	} {
+		if err := FlagError(fs, fs.Parse([]string{tt.args})); err == nil || err.Error() != tt.want {
+			t.Errorf("%s: %v, want %q", tt.args, err, tt.want)
+		}
+	}
+}
