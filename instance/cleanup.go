@@ -31,7 +31,9 @@ var leftovers = map[string]func(name string) []netsys.Entry{
 // Shared sysctls are released from the instance's reference, and
 // restored only if no other instance holds them. It says what it does on
 // out.
-func Cleanup(name string, ifaces []string, out io.Writer) error { return CleanupAs("", name, ifaces, out) }
+func Cleanup(name string, ifaces []string, out io.Writer) error {
+	return CleanupAs("", name, ifaces, out)
+}
 
 // CleanupAs is Cleanup for `ran --cleanup`, the command the user ran
 // ("" for none known): what it says speaks of that command.

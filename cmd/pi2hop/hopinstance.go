@@ -151,7 +151,9 @@ func cleanupAs(ran, name string, ifaces []string, stdout io.Writer) error {
 	return instance.CleanupAs(ran, name, ifaces, stdout)
 }
 
-func cleanupInstance(name string, ifaces []string, out io.Writer) error { return cleanupAs("", name, ifaces, out) }
+func cleanupInstance(name string, ifaces []string, out io.Writer) error {
+	return cleanupAs("", name, ifaces, out)
+}
 
 // pickNameUsage is the --name flag's help of the commands that talk to a
 // running instance.
