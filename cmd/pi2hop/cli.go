@@ -252,7 +252,7 @@ func unknownSub(c *command, name string) error {
 	if len(c.subs) == 0 {
 		return usagef("%s: unexpected argument %q", c.path(), name)
 	}
-	return usagef("%s: unknown subcommand %q (want %s)", c.path(), name, c.subNames())
+	return usagef("%s: unknown subcommand %q (want %s)%s", c.path(), name, c.subNames(), clidoc.DidYouMean(name, "", strings.Split(c.subNames(), ", ")))
 }
 
 // alias declares old as a hidden, deprecated spelling of the flag new

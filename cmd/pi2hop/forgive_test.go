@@ -28,6 +28,7 @@ func TestDidYouMean(t *testing.T) {
 		{[]string{"shel"}, `unknown command "shel"; did you mean shell?`},
 		{[]string{"shell", "--rat", "10mbit"}, "shell: unknown flag: --rat; did you mean --rate?"},
 		{[]string{"stats", "--nmae", "x"}, "stats: unknown flag: --nmae; did you mean --name?"},
+		{[]string{"help", "shel"}, `unknown command "shel"; did you mean shell?`},
 	} {
 		_, stderrText, err := runOut(tt.args...)
 		var stderr bytes.Buffer
