@@ -70,9 +70,8 @@ func TestShellStartupMessage(t *testing.T) {
 // the profile, its jitter, the ECN fault, the capture file and the live
 // view's address.
 func TestShellStartupNamesProfileFaultCaptureWeb(t *testing.T) {
-	needRoot(t)
-	t.Parallel()
-	name := testInstance(91)
+	needRoot(t) // not parallel: stats without --name in parallel tests needs their instance alone
+	name := testInstance(150)
 	t.Cleanup(func() { cleanupInstance(name, nil, &bytes.Buffer{}) })
 	capFile := filepath.Join(t.TempDir(), "c.pcapng")
 	var stderr bytes.Buffer
@@ -119,10 +118,9 @@ func readmeShellExample(t *testing.T) string {
 // the binary's path and a test instance name put in), pings this host
 // through the hop: the quoting keeps $PI2HOP_HOST for the command.
 func TestReadmeShellExamplePings(t *testing.T) {
-	needRoot(t, "ping")
-	t.Parallel()
+	needRoot(t, "ping") // not parallel: as above
 	line := readmeShellExample(t)
-	name := testInstance(92)
+	name := testInstance(151)
 	t.Cleanup(func() { cleanupInstance(name, nil, &bytes.Buffer{}) })
 	cmdline := strings.Replace(line, "sudo ./bin/pi2hop shell ", buildPi2hop(t)+" shell --name "+name+" --floor-probe=false ", 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -141,7 +139,7 @@ func TestReadmeShellExamplePings(t *testing.T) {
 // nothing of the gateway's policy rules (run's and share's).
 func TestShellCleanupNothingLeft(t *testing.T) {
 	needRoot(t)
-	name := testInstance(93)
+	name := testInstance(152)
 	var out bytes.Buffer
 	if err := Run(context.Background(), []string{"shell", "--cleanup", "--name", name}, strings.NewReader(""), &out, &out); err != nil {
 		t.Fatalf("shell --cleanup: %v\n%s", err, out.String())
