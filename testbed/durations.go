@@ -26,9 +26,9 @@ func QuickWords() string {
 	return strings.Join(parts, ", ")
 }
 
-// DefaultDuration is the default scenario's run time without --quick,
-// warm-up included, as Resolve sets it.
-func DefaultDuration() string {
+// DefaultRun is the default scenario's configuration without --quick, as
+// Resolve sets it: the defaults lab's help gives.
+func DefaultRun() Config {
 	c, _ := Config{Scenario: DefaultScenario}.Resolve()
-	return fmt.Sprintf("%g s", c.Duration.Seconds())
+	return c
 }

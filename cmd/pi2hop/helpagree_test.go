@@ -32,8 +32,17 @@ func TestLabDurationsAgree(t *testing.T) {
 		}
 	}
 	def, _ := testbed.Config{}.Resolve()
-	if want := fmt.Sprintf("(default %g s for %s;", def.Duration.Seconds(), testbed.DefaultScenario); !strings.Contains(help, want) {
-		t.Errorf("help lab --duration does not say %q", want)
+	for _, want := range []string{
+		fmt.Sprintf("(default %v for %s;", def.Duration, testbed.DefaultScenario),
+		fmt.Sprintf("(default %v for %s)", def.Warmup, testbed.DefaultScenario),
+		fmt.Sprintf("added each way (default %v;", def.RTT),
+		fmt.Sprintf("beside the call (default %d)", def.Bulk),
+		fmt.Sprintf("buffer in packets (default %d)", def.FIFOLimit),
+		fmt.Sprintf("randomness (default %d)", def.Seed),
+	} {
+		if !strings.Contains(help, want) {
+			t.Errorf("help lab does not say %q", want)
+		}
 	}
 }
 
