@@ -106,6 +106,11 @@ type ConfigRow struct {
 	Loss      string  `json:"loss,omitempty"`
 	Aggregate string  `json:"aggregate,omitempty"`
 	ECNFault  string  `json:"ecn_fault,omitempty"` // the path fault's spec, as --ecn-fault takes it
+	// AlphaHz and BetaHz are the PI gains as set (dualpi2, docsis): Params'
+	// alpha and beta are tc's rounded read-back of the kernel's internal
+	// scaling of them (aqm.GainReadBack), a little less.
+	AlphaHz float64 `json:"alpha_hz,omitempty"`
+	BetaHz  float64 `json:"beta_hz,omitempty"`
 }
 
 // Row returns s's figures with rates, utilisation and quantiles over the
@@ -163,6 +168,12 @@ func (s *DirStats) Row(prev *DirStats) StatsRow {
 func (s *DirStats) configRow() ConfigRow {
 	c := ConfigRow{Qdisc: s.Kind, Params: map[string]any{}, RateBps: s.Bps, Rate: tcRate(s.Rate, s.Bps),
 		DelayMs: figure.Ms(time.Duration(s.Delay)), Jitter: s.Jitter, Loss: s.Loss, Aggregate: s.Aggregate, ECNFault: s.Fault}
+	switch s.Spec.Kind {
+	case aqm.KindDualPI2:
+		c.AlphaHz, c.BetaHz = aqm.GainHz(s.Spec.DualPI2.Alpha), aqm.GainHz(s.Spec.DualPI2.Beta)
+	case aqm.KindDOCSIS:
+		c.AlphaHz, c.BetaHz = aqm.GainHz(s.Spec.DOCSIS.DualPI2.Alpha), aqm.GainHz(s.Spec.DOCSIS.DualPI2.Beta)
+	}
 	p := s.Spec.TCParams()
 	for _, x := range p {
 		if x.Value == "" {

@@ -86,6 +86,10 @@ func TestStatsRowCPUAndConfig(t *testing.T) {
 	if want := "qdisc dualpi2 limit 10000p memlimit 30000000B target 7ms tupdate 16ms alpha 0.156250 beta 3.195312 step_thresh 1ms min_qlen_step 0p coupling_factor 2 drop_on_overload drop_dequeue classic_protection 10% l4s_ect split_gso"; c.TC != want {
 		t.Errorf("tc line\n got %s\nwant %s", c.TC, want)
 	}
+	// The gains as set beside tc's read-back: 41/256 and 819/256 Hz.
+	if c.AlphaHz != 0.16015625 || c.BetaHz != 3.19921875 {
+		t.Errorf("gains as set %v, %v; want 0.16015625, 3.19921875", c.AlphaHz, c.BetaHz)
+	}
 	if c.Link != "rate 10Mbit delay 10ms loss 1%" || c.RateBps != 10e6 || c.DelayMs != 10 || c.Params["target"] != "7ms" || c.Params["l4s_ect"] != true {
 		t.Errorf("config %+v", c)
 	}

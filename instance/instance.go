@@ -163,6 +163,7 @@ func Run(ctx context.Context, opt Options, topo Topology) (err error) {
 		return err
 	}
 	attrs := []any{}
+	extras := extrasFrom(opt.Attrs)
 	if in.hop != nil && opt.Name != "" {
 		ctl, err := listenControl(opt.Name, in)
 		if err != nil {
@@ -177,19 +178,21 @@ func Run(ctx context.Context, opt Options, topo Topology) (err error) {
 			}
 			closers = append(closers, m)
 			attrs = append(attrs, "metrics", opt.Metrics)
+			if a, err := MetricsListenAddr(opt.Metrics); err == nil {
+				extras.Metrics = "http://" + a + "/metrics"
+			}
 		}
 	}
 	if in.hop != nil {
 		closers = append(closers, watchBottleneck(in.hop, log))
 	}
-	var webURL string
 	if in.hop != nil && opt.Web != nil {
 		w, url, err := opt.Web(Live{in})
 		if err != nil {
 			return err
 		}
 		closers = append(closers, w)
-		webURL = url
+		extras.Web = url
 		attrs = append(attrs, "web", url)
 	}
 	if in.hop != nil {
@@ -209,10 +212,7 @@ func Run(ctx context.Context, opt Options, topo Topology) (err error) {
 		log.Debug("pi2hop running: "+topo.Kind(), record...)
 	}
 	if opt.LogFormat != LogJSON && in.hop != nil {
-		io.WriteString(stderr, startupMessage(opt.Command, opt.Name, in.hop.Config(), topo))
-		if webURL != "" {
-			io.WriteString(stderr, "live view: "+webURL+"\n")
-		}
+		io.WriteString(stderr, startupMessage(opt.Command, opt.Name, in.hop.Config(), opt.Settings, extras, topo))
 	}
 	if in.hop != nil {
 		for _, d := range hop.Degradations(in.hop.Config()) {
