@@ -27,6 +27,7 @@ type Setting struct {
 	Fixed bool     // a running hop cannot change it: a set request naming it is refused
 	Usage string   // the flag's help; a `word` in it names the value
 	value codec    // reads and prints the flag's value; holds the default help shows
+	Bound *Bound   // the values that make physical sense; nil: whatever the value reads
 
 	field int // the field's index in Settings
 }
@@ -64,6 +65,13 @@ func (v FlagValue) Set(text string) error {
 	p, err := v.st.value.parse(text)
 	if err != nil {
 		return err
+	}
+	// A bound --force lifts is checked once every flag is read
+	// (Settings.Check), as --force may come after it.
+	if b := v.st.Bound; b != nil && !b.Forceable {
+		if err := v.st.check(p, false); err != nil {
+			return err
+		}
 	}
 	v.field.Set(p)
 	return nil

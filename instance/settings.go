@@ -84,24 +84,26 @@ type Settings struct {
 
 	MTU  *int    `json:"mtu,omitempty"`
 	Seed *uint64 `json:"seed,omitempty"`
+
+	Force *bool `json:"force,omitempty"` // accept values beyond a Forceable bound
 }
 
 // table declares every setting, in the order help lists the flags. A new
 // setting is a field above and a row here, and its place in Resolve or
 // QueueSpec; the commands' flags, set requests and errors follow.
 var table = []Setting{
-	{Key: "rate", TC: []string{"rate"}, value: linkRate(DefaultRate),
+	{Key: "rate", TC: []string{"rate"}, value: linkRate(DefaultRate), Bound: rateBound,
 		Usage: "link `rate` in tc units: bit, kbit, mbit, gbit, or bps, kbps, mbps (bytes/s); unlimited: no shaping. A bare number is refused (tc would read it as bit/s)"},
-	{Key: "delay", TC: []string{"delay"}, value: duration(flagvalue.Duration{}),
+	{Key: "delay", TC: []string{"delay"}, value: duration(flagvalue.Duration{}), Bound: delayBound,
 		Usage: "one-way `delay` added after the link, each direction (a FIFO delay line; never reorders): 10ms, or tc's 10msec; a bare number is refused (tc would read it as µs)"},
 	{Key: "loss", TC: []string{"loss"}, value: loss(),
 		Usage: "random `loss` after the link, a percentage as netem reads it: 1% or 1 (both 1 %), 0.01 (0.01 %), or Gilbert-Elliott ge:p=1%,r=30%[,h=0%,k=100%]"},
 	{Key: "rate-trace", value: text(),
 		Usage: "vary the rate over time from `FILE`: a mahimahi trace (ms per 1500-byte opportunity, looping) or time,rate CSV, or one shipped with pi2hop: " + builtinTraces() + "; replaces --rate"},
-	{Key: "up-rate", Dir: "up", value: linkRate(0), Usage: "uplink `rate` (client to server); default --rate"},
-	{Key: "down-rate", Dir: "down", value: linkRate(0), Usage: "downlink `rate` (server to client); default --rate"},
-	{Key: "up-delay", Dir: "up", value: duration(flagvalue.Duration{Optional: true}), Usage: "uplink one-way `delay`; default --delay"},
-	{Key: "down-delay", Dir: "down", value: duration(flagvalue.Duration{Optional: true}), Usage: "downlink one-way `delay`; default --delay"},
+	{Key: "up-rate", Dir: "up", value: linkRate(0), Bound: rateBound, Usage: "uplink `rate` (client to server); default --rate"},
+	{Key: "down-rate", Dir: "down", value: linkRate(0), Bound: rateBound, Usage: "downlink `rate` (server to client); default --rate"},
+	{Key: "up-delay", Dir: "up", value: duration(flagvalue.Duration{Optional: true}), Bound: delayBound, Usage: "uplink one-way `delay`; default --delay"},
+	{Key: "down-delay", Dir: "down", value: duration(flagvalue.Duration{Optional: true}), Bound: delayBound, Usage: "downlink one-way `delay`; default --delay"},
 	{Key: "up-loss", Dir: "up", value: loss(), Usage: "uplink `loss`; default --loss"},
 	{Key: "down-loss", Dir: "down", value: loss(), Usage: "downlink `loss`; default --loss"},
 	{Key: "up-rate-trace", Dir: "up", value: text(), Usage: "uplink rate trace `FILE`; default --rate-trace"},
@@ -116,6 +118,7 @@ var table = []Setting{
 		Usage: "queue limit in bytes of packet data, tc `size` units, a bare number in bytes as in tc (dualpi2, docsis: follows --limit as limit·2·mtu unless given, as in the kernel)"},
 	{Key: "target", TC: []string{"target"}, Kinds: []string{aqm.KindDualPI2, aqm.KindCoDel, aqm.KindPIE, aqm.KindFQCodel, aqm.KindDOCSIS}, Tuned: true,
 		value: duration(flagvalue.Duration{D: time.Duration(dualpi2Default.Target)}),
+		Bound: &Bound{Min: "1us", Why: "a target of no queue at all marks or drops every packet that waits"},
 		Usage: "target queue `delay`: the PI target (dualpi2, docsis), PIE's reference delay, CoDel's target (codel, fq_codel)"},
 	{Key: "tupdate", TC: []string{"tupdate"}, Kinds: []string{aqm.KindDualPI2, aqm.KindPIE, aqm.KindDOCSIS}, Tuned: true,
 		value: duration(flagvalue.Duration{D: time.Duration(dualpi2Default.Tupdate), Min: time.Microsecond}),
@@ -156,6 +159,7 @@ var table = []Setting{
 	{Key: "mtu", Fixed: true, value: integer[int](flagvalue.IntRange{N: DefaultMTU, Min: 68, Max: 65535}),
 		Usage: "MTU in `bytes`: DualPI2's 2-MTU guard and WRR credit use it"},
 	{Key: "seed", Fixed: true, value: number(DefaultSeed), Usage: "seed of the random loss and AQM decisions (same seed, same run)"},
+	{Key: "force", value: boolean(false), Usage: "accept a --delay beyond 10s, longer than any real path"},
 
 	{Key: "nqb", Kinds: []string{aqm.KindDualPI2, aqm.KindDOCSIS}, value: boolean(false),
 		Usage: "dualpi2, docsis: packets with DSCP 45 (NQB, RFC 9956) use the L queue whatever their ECN"},
@@ -198,6 +202,15 @@ var table = []Setting{
 	{Key: "up-ecn-fault", Dir: "up", value: ecnFault(), Usage: "uplink ECN path fault `SPEC`; default --ecn-fault"},
 	{Key: "down-ecn-fault", Dir: "down", value: ecnFault(), Usage: "downlink ECN path fault `SPEC`; default --ecn-fault"},
 }
+
+// The bounds the link's rows share with their per-direction rows.
+var (
+	// Below 8 kbit/s a full-size packet takes more than 1.5 s to send.
+	rateBound = &Bound{Min: "8kbit", Zero: true, ZeroName: shaper.UnlimitedName,
+		Why: "too slow to send a 1500-byte packet within 1.5 s"}
+	// A geostationary hop is 0.25 s one way; 10 s is beyond any path.
+	delayBound = &Bound{Min: "0s", Max: "10s", Forceable: true, Why: "longer than any real path's one-way delay"}
+)
 
 // dualpi2Default is sch_dualpi2's configuration when tc gives no knob.
 var dualpi2Default = aqm.DefaultConfig()
@@ -364,6 +377,9 @@ func (s Settings) Direction(dir string) (hop.DirConfig, error) {
 	var zero hop.DirConfig
 	if dir != "" && dir != "up" && dir != "down" {
 		return zero, fmt.Errorf("link direction %q: want up or down", dir)
+	}
+	if err := s.Check(); err != nil {
+		return zero, err
 	}
 	rate, err := s.rateFor(dir)
 	if err != nil {
