@@ -18,8 +18,7 @@ import (
 // queue kinds a knob configures, and the setting an aqm.ConfigError is
 // about.
 type Setting struct {
-	Key   string   // Settings' JSON key (its field's tag): what set requests and errors name
-	Flag  string   // the command-line flag, when it is not spelled as Key
+	Key   string   // the one spelling: the flag, Settings' JSON key (its field's tag), set requests, errors, config objects
 	TC    []string // tc's keywords for it (tc-dualpi2, tc-codel, tc-pie, tc-fq_codel, tc-netem); none where tc has none
 	Kinds []string // the queue kinds it configures, a knob the others refuse; nil: a link setting, or one every kind takes
 	Dir   string   // "up" or "down": a per-direction override, a flag only where a command has both directions
@@ -28,17 +27,13 @@ type Setting struct {
 	Usage string   // the flag's help; a `word` in it names the value
 	value codec    // reads and prints the flag's value; holds the default help shows
 	Bound *Bound   // the values that make physical sense; nil: whatever the value reads
+	Lifts bool     // configures nothing itself: lets values beyond a Forceable bound in (--force)
 
 	field int // the field's index in Settings
 }
 
-// FlagName is the setting's command-line flag.
-func (st Setting) FlagName() string {
-	if st.Flag != "" {
-		return st.Flag
-	}
-	return st.Key
-}
+// FlagName is the setting's command-line flag: its key.
+func (st Setting) FlagName() string { return st.Key }
 
 // FlagValue is a setting's flag bound to its field of a Settings, as a
 // pflag.Value: Set reads the text and points the field at the value read,

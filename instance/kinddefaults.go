@@ -152,7 +152,7 @@ func (st Setting) TCAliases() []Alias {
 		}
 	}
 	// The kernel's own attribute for drop_on_overload (TCA_DUALPI2_DROP_OVERLOAD).
-	if st.Key == "drop-on-overload" {
+	if st.Key == "overload" {
 		add("drop-overload", "drop_on_overload", "drop")
 	}
 	return out

@@ -60,8 +60,8 @@ type Settings struct {
 	Coupling          *uint8         `json:"coupling,omitempty"`
 	StepThresh        *Step          `json:"step-thresh,omitempty"`
 	MinQlenStep       *uint32        `json:"min-qlen-step,omitempty"`
-	DropOverload      *bool          `json:"drop-on-overload,omitempty"` // false: overflow
-	DropEnqueue       *bool          `json:"drop-enqueue,omitempty"`     // false: drop at dequeue
+	DropOverload      *bool          `json:"overload,omitempty"` // true: drop, false: overflow
+	DropEnqueue       *bool          `json:"drop-at,omitempty"`  // true: at enqueue, false: at dequeue
 	ClassicProtection *uint8         `json:"classic-protection,omitempty"`
 	ECNMask           *uint8         `json:"ecn-mask,omitempty"` // 1 l4s_ect, 3 any_ect
 	MaxRTT            *time.Duration `json:"max-rtt,omitempty"`
@@ -135,11 +135,11 @@ var table = []Setting{
 	{Key: "min-qlen-step", TC: []string{"min_qlen_step"}, Kinds: []string{aqm.KindDualPI2},
 		value: count(flagvalue.Count{N: dualpi2Default.MinQlenStep, Max: math.MaxUint32}),
 		Usage: "L-queue length (`packets`) below which the step AQM leaves a packet alone"},
-	{Key: "drop-on-overload", Flag: "overload", TC: []string{"drop_on_overload", "overflow"}, Kinds: []string{aqm.KindDualPI2, aqm.KindDOCSIS},
+	{Key: "overload", TC: []string{"drop_on_overload", "overflow"}, Kinds: []string{aqm.KindDualPI2, aqm.KindDOCSIS},
 		value: choiceOf(flagvalue.Choice{Choices: []string{"drop", "overflow"}, Aliases: map[string]string{"drop_on_overload": "drop"}},
 			map[string]bool{"drop": true, "overflow": false}, dualpi2Default.DropOverload),
 		Usage: "when k·p > 1: drop, or overflow (cap p at 1/k, let the queue grow)"},
-	{Key: "drop-enqueue", Flag: "drop-at", TC: []string{"drop_enqueue", "drop_dequeue"}, Kinds: []string{aqm.KindDualPI2, aqm.KindDOCSIS},
+	{Key: "drop-at", TC: []string{"drop_enqueue", "drop_dequeue"}, Kinds: []string{aqm.KindDualPI2, aqm.KindDOCSIS},
 		value: choiceOf(flagvalue.Choice{Choices: []string{"enqueue", "dequeue"}, Aliases: map[string]string{"drop_enqueue": "enqueue", "drop_dequeue": "dequeue"}},
 			map[string]bool{"enqueue": true, "dequeue": false}, dualpi2Default.DropEnqueue),
 		Usage: "apply the PI drop/mark decision at enqueue or dequeue (step marks are always at dequeue)"},
@@ -159,7 +159,7 @@ var table = []Setting{
 	{Key: "mtu", Fixed: true, value: integer[int](flagvalue.IntRange{N: DefaultMTU, Min: 68, Max: 65535}),
 		Usage: "MTU in `bytes`: DualPI2's 2-MTU guard and WRR credit use it"},
 	{Key: "seed", Fixed: true, value: number(DefaultSeed), Usage: "seed of the random loss and AQM decisions (same seed, same run)"},
-	{Key: "force", value: boolean(false), Usage: "accept a --delay beyond 10s, longer than any real path"},
+	{Key: "force", Lifts: true, value: boolean(false), Usage: "accept a --delay beyond 10s, longer than any real path"},
 
 	{Key: "nqb", Kinds: []string{aqm.KindDualPI2, aqm.KindDOCSIS}, value: boolean(false),
 		Usage: "dualpi2, docsis: packets with DSCP 45 (NQB, RFC 9956) use the L queue whatever their ECN"},
