@@ -99,13 +99,13 @@ type ConfigRow struct {
 	Link   string         `json:"link"` // "rate 10Mbit delay 10ms", in netem's words
 	// RateBps is the link rate, bit/s; 0 when it is not one constant
 	// rate (unlimited, a trace or a schedule: Rate says which).
-	RateBps   uint64  `json:"rate_bps"`
-	Rate      string  `json:"rate"` // as tc prints it ("10Mbit"), or the trace
-	Delay     int64   `json:"delay"` // one-way, ns
-	Jitter    string  `json:"jitter,omitempty"`
-	Loss      string  `json:"loss,omitempty"`
-	Aggregate string  `json:"aggregate,omitempty"`
-	ECNFault  string  `json:"ecn-fault,omitempty"` // the path fault's spec, as --ecn-fault takes it
+	RateBps   uint64 `json:"rate_bps"`
+	Rate      string `json:"rate"`  // as tc prints it ("10Mbit"), or the trace
+	Delay     int64  `json:"delay"` // one-way, ns
+	Jitter    string `json:"jitter,omitempty"`
+	Loss      string `json:"loss,omitempty"`
+	Aggregate string `json:"aggregate,omitempty"`
+	ECNFault  string `json:"ecn-fault,omitempty"` // the path fault's spec, as --ecn-fault takes it
 }
 
 // Row returns s's figures with rates, utilisation and quantiles over the
