@@ -22,12 +22,15 @@ type Setting struct {
 	TC    []string // tc's keywords for it (tc-dualpi2, tc-codel, tc-pie, tc-fq_codel, tc-netem); none where tc has none
 	Kinds []string // the queue kinds it configures, a knob the others refuse; nil: a link setting, or one every kind takes
 	Dir   string   // "up" or "down": a per-direction override, a flag only where a command has both directions
-	Tuned bool     // max-rtt and typical-rtt set it and win over a value given, as in tc
-	Fixed bool     // a running hop cannot change it: a set request naming it is refused
-	Usage string   // the flag's help; a `word` in it names the value
-	value codec    // reads and prints the flag's value; holds the default help shows
-	Bound *Bound   // the values that make physical sense; nil: whatever the value reads
-	Lifts bool     // configures nothing itself: lets values beyond a Forceable bound in (--force)
+	// PerDir names the setting's value in its per-direction rows' help
+	// ("one-way `delay`"): when given, up- and down- rows are derived.
+	PerDir string
+	Tuned  bool   // max-rtt and typical-rtt set it and win over a value given, as in tc
+	Fixed  bool   // a running hop cannot change it: a set request naming it is refused
+	Usage  string // the flag's help; a `word` in it names the value
+	value  codec  // reads and prints the flag's value; holds the default help shows
+	Bound  *Bound // the values that make physical sense; nil: whatever the value reads
+	Lifts  bool   // configures nothing itself: lets values beyond a Forceable bound in (--force)
 
 	field int // the field's index in Settings
 }
@@ -83,6 +86,24 @@ func (v FlagValue) Words() []string { return v.st.value.words() }
 // IsBoolFlag makes a switch's flag take no value (--nqb), as pflag's own
 // boolean flags.
 func (v FlagValue) IsBoolFlag() bool { return v.st.value.isBool() }
+
+// perDirection returns the rows declared, each with PerDir followed by
+// its up- and down- rows: the same value, bound and kinds, no default of
+// its own (the shared row's value applies unless given).
+func perDirection(declared []Setting) []Setting {
+	var out []Setting
+	for _, st := range declared {
+		out = append(out, st)
+		if st.PerDir == "" {
+			continue
+		}
+		for _, d := range [...]struct{ dir, link, way string }{{"up", "uplink", "client to server"}, {"down", "downlink", "server to client"}} {
+			out = append(out, Setting{Key: d.dir + "-" + st.Key, Dir: d.dir, Kinds: st.Kinds, Bound: st.Bound, value: st.value.noDefault(),
+				Usage: fmt.Sprintf("%s %s (%s); default --%s", d.link, st.PerDir, d.way, st.Key)})
+		}
+	}
+	return out
+}
 
 // Table returns every setting, in the order help lists their flags.
 func Table() []Setting { return slices.Clone(table) }
@@ -155,7 +176,8 @@ type codec interface {
 	fieldType() reflect.Type                  // *T
 	typ() string
 	isBool() bool
-	words() []string // the choices, when the value is one of a list
+	words() []string  // the choices, when the value is one of a list
+	noDefault() codec // the same value printing "" while unset: no default in help
 }
 
 // flagValue is what a flagvalue type is: a pflag.Value.
@@ -171,17 +193,20 @@ type via[T, V any, P interface {
 	*V
 	flagValue
 }] struct {
-	def V
-	get func(*V) T
-	put func(*V, T)
+	def   V
+	get   func(*V) T
+	put   func(*V, T)
+	noDef bool // print "" while unset
 }
 
 func of[T, V any, P interface {
 	*V
 	flagValue
 }](def V, get func(*V) T, put func(*V, T)) codec {
-	return via[T, V, P]{def, get, put}
+	return via[T, V, P]{def: def, get: get, put: put}
 }
+
+func (c via[T, V, P]) noDefault() codec { c.noDef = true; return c }
 
 func (c via[T, V, P]) parse(text string) (reflect.Value, error) {
 	v := c.def
@@ -194,6 +219,9 @@ func (c via[T, V, P]) parse(text string) (reflect.Value, error) {
 
 func (c via[T, V, P]) format(field reflect.Value) string {
 	v := c.def
+	if field.IsNil() && c.noDef {
+		return ""
+	}
 	if !field.IsNil() {
 		c.put(&v, *field.Interface().(*T))
 	}

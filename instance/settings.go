@@ -88,26 +88,24 @@ type Settings struct {
 	Force *bool `json:"force,omitempty"` // accept values beyond a Forceable bound
 }
 
-// table declares every setting, in the order help lists the flags. A new
-// setting is a field above and a row here, and its place in Resolve or
-// QueueSpec; the commands' flags, set requests and errors follow.
-var table = []Setting{
-	{Key: "rate", TC: []string{"rate"}, value: linkRate(DefaultRate), Bound: rateBound,
+// table is every setting, in the order help lists the flags: the rows
+// declared, each followed by its per-direction rows.
+var table = perDirection(declared)
+
+// declared declares every setting. A new setting is a field above and a
+// row here, and its place in Resolve or QueueSpec; the commands' flags,
+// set requests, the browser view's edits, errors and docs follow. A row
+// with PerDir has an up- and a down- row derived from it (perDirection),
+// each with a field above.
+var declared = []Setting{
+	{Key: "rate", TC: []string{"rate"}, value: linkRate(DefaultRate), Bound: rateBound, PerDir: "`rate`",
 		Usage: "link `rate` in tc units: bit, kbit, mbit, gbit, or bps, kbps, mbps (bytes/s); unlimited: no shaping. A bare number is refused (tc would read it as bit/s)"},
-	{Key: "delay", TC: []string{"delay"}, value: duration(flagvalue.Duration{}), Bound: delayBound,
+	{Key: "delay", TC: []string{"delay"}, value: duration(flagvalue.Duration{}), Bound: delayBound, PerDir: "one-way `delay`",
 		Usage: "one-way `delay` added after the link, each direction (a FIFO delay line; never reorders): 10ms, or tc's 10msec; a bare number is refused (tc would read it as µs)"},
-	{Key: "loss", TC: []string{"loss"}, value: loss(),
+	{Key: "loss", TC: []string{"loss"}, value: loss(), PerDir: "`loss`",
 		Usage: "random `loss` after the link, a percentage as netem reads it: 1% or 1 (both 1 %), 0.01 (0.01 %), or Gilbert-Elliott ge:p=1%,r=30%[,h=0%,k=100%]"},
-	{Key: "rate-trace", value: text(),
+	{Key: "rate-trace", value: text(), PerDir: "rate trace `FILE`",
 		Usage: "vary the rate over time from `FILE`: a mahimahi trace (ms per 1500-byte opportunity, looping) or time,rate CSV, or one shipped with pi2hop: " + builtinTraces() + "; replaces --rate"},
-	{Key: "up-rate", Dir: "up", value: linkRate(0), Bound: rateBound, Usage: "uplink `rate` (client to server); default --rate"},
-	{Key: "down-rate", Dir: "down", value: linkRate(0), Bound: rateBound, Usage: "downlink `rate` (server to client); default --rate"},
-	{Key: "up-delay", Dir: "up", value: duration(flagvalue.Duration{Optional: true}), Bound: delayBound, Usage: "uplink one-way `delay`; default --delay"},
-	{Key: "down-delay", Dir: "down", value: duration(flagvalue.Duration{Optional: true}), Bound: delayBound, Usage: "downlink one-way `delay`; default --delay"},
-	{Key: "up-loss", Dir: "up", value: loss(), Usage: "uplink `loss`; default --loss"},
-	{Key: "down-loss", Dir: "down", value: loss(), Usage: "downlink `loss`; default --loss"},
-	{Key: "up-rate-trace", Dir: "up", value: text(), Usage: "uplink rate trace `FILE`; default --rate-trace"},
-	{Key: "down-rate-trace", Dir: "down", value: text(), Usage: "downlink rate trace `FILE`; default --rate-trace"},
 
 	{Key: "aqm", Fixed: true, value: choice(flagvalue.Choice{Val: aqm.KindDualPI2, Choices: aqm.Kinds}),
 		Usage: "queue discipline, each with Linux's semantics and defaults: dualpi2 (RFC 9332), fifo (tail drop, no AQM), codel (RFC 8289), pie (RFC 8033), fq_codel (RFC 8290), docsis (DOCSIS 3.1 low latency: DualQ with queue protection, RFC 9957)"},
@@ -189,18 +187,12 @@ var table = []Setting{
 	{Key: "maxth", Kinds: []string{aqm.KindDOCSIS}, value: duration(flagvalue.Duration{D: aqm.DefaultDOCSISMaxTh, Min: time.Microsecond}),
 		Usage: "docsis: queue `delay` where the L queue's marking ramp reaches 100 %"},
 
-	{Key: "jitter", value: jitter(),
+	{Key: "jitter", value: jitter(), PerDir: "delay variation `AMOUNT[,DIST]`",
 		Usage: "delay variation added per packet, never reordering: `AMOUNT[,DIST]`, DIST uniform (±AMOUNT; when none is named), normal, pareto, paretonormal (deviation AMOUNT)"},
-	{Key: "aggregate", value: aggregate(),
+	{Key: "aggregate", value: aggregate(), PerDir: "bursts `INTERVAL,SIZE`",
 		Usage: "Wi-Fi-like bursts: the link sends only every INTERVAL, up to SIZE per burst, as `INTERVAL,SIZE` (4ms,6kb)"},
-	{Key: "up-jitter", Dir: "up", value: jitter(), Usage: "uplink delay variation `AMOUNT[,DIST]`; default --jitter"},
-	{Key: "down-jitter", Dir: "down", value: jitter(), Usage: "downlink delay variation `AMOUNT[,DIST]`; default --jitter"},
-	{Key: "up-aggregate", Dir: "up", value: aggregate(), Usage: "uplink bursts `INTERVAL,SIZE`; default --aggregate"},
-	{Key: "down-aggregate", Dir: "down", value: aggregate(), Usage: "downlink bursts `INTERVAL,SIZE`; default --aggregate"},
-	{Key: "ecn-fault", value: ecnFault(),
+	{Key: "ecn-fault", value: ecnFault(), PerDir: "ECN path fault `SPEC`",
 		Usage: "a middlebox's ECN fault on the path: `SPEC` is KIND then comma-separated options: after (rewrite after the queue, not before it), after=2s or after=100p (from then on), share=30%, proto=udp, sport=N, dport=N. KIND: bleach, tos-zero, ect1-to-ect0, ect0-to-ect1, ce-bleach, mangle, drop-ect, or none for a clean path"},
-	{Key: "up-ecn-fault", Dir: "up", value: ecnFault(), Usage: "uplink ECN path fault `SPEC`; default --ecn-fault"},
-	{Key: "down-ecn-fault", Dir: "down", value: ecnFault(), Usage: "downlink ECN path fault `SPEC`; default --ecn-fault"},
 }
 
 // The bounds the link's rows share with their per-direction rows.
