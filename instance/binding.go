@@ -105,6 +105,25 @@ func perDirection(declared []Setting) []Setting {
 	return out
 }
 
+// FlagWithDefault returns key's flag bound to its field of s, with the
+// default def in the flag's words ("" for none shown) instead of the
+// row's: a command with defaults of its own (lab: each scenario has its
+// rate) declares the setting's flag so, keeping its key, value and bound.
+// A key or default the table cannot read is a mistake in the caller's
+// declaration, and panics.
+func FlagWithDefault(s *Settings, key, def string) FlagValue {
+	st, ok := Lookup(key)
+	if !ok {
+		panic("instance: no setting " + key)
+	}
+	v, err := st.value.withDefault(def)
+	if err != nil {
+		panic(fmt.Sprintf("instance: --%s default %q: %v", key, def, err))
+	}
+	st.value = v
+	return st.Bind(s)
+}
+
 // Table returns every setting, in the order help lists their flags.
 func Table() []Setting { return slices.Clone(table) }
 
@@ -178,6 +197,7 @@ type codec interface {
 	isBool() bool
 	words() []string  // the choices, when the value is one of a list
 	noDefault() codec // the same value printing "" while unset: no default in help
+	withDefault(text string) (codec, error)
 }
 
 // flagValue is what a flagvalue type is: a pflag.Value.
@@ -207,6 +227,17 @@ func of[T, V any, P interface {
 }
 
 func (c via[T, V, P]) noDefault() codec { c.noDef = true; return c }
+
+func (c via[T, V, P]) withDefault(text string) (codec, error) {
+	if text == "" {
+		return c.noDefault(), nil
+	}
+	if err := P(&c.def).Set(text); err != nil {
+		return nil, err
+	}
+	c.noDef = false
+	return c, nil
+}
 
 func (c via[T, V, P]) parse(text string) (reflect.Value, error) {
 	v := c.def
