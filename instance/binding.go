@@ -31,6 +31,7 @@ type Setting struct {
 	value  codec  // reads and prints the flag's value; holds the default help shows
 	Bound  *Bound // the values that make physical sense; nil: whatever the value reads
 	Lifts  bool   // configures nothing itself: lets values beyond a Forceable bound in (--force)
+	Onto   Onto   // a queue knob: the aqm.Spec field it sets under each kind
 
 	field int // the field's index in Settings
 }

@@ -1,0 +1,201 @@
+package instance
+
+import (
+	"fmt"
+	"reflect"
+	"slices"
+	"time"
+
+	"github.com/pi2hop/pi2hop/aqm"
+)
+
+// An Onto maps a queue knob onto the aqm.Spec field it configures under
+// each kind that takes it: QueueSpec lays a value given over the kind's
+// defaults through put, and the kind's defaults read back through get
+// (KindDefault, help's per-kind defaults). Declared in the knob's row, it
+// is the one place that knows where the knob lands.
+type Onto struct {
+	get func(s *aqm.Spec) (any, bool) // the value as the Settings field holds it (T of *T); false: none (the kind lacks it, or off)
+	put func(s *aqm.Spec, v any) error
+}
+
+// field maps a knob held in Settings as T onto a field of type F, where
+// at finds it in a spec of each kind (nil: the kind lacks it); to and
+// from convert between them (from's false: no value, such as a threshold
+// turned off).
+func field[T, F any](at func(*aqm.Spec) *F, to func(T) (F, error), from func(F) (T, bool)) Onto {
+	return Onto{
+		get: func(s *aqm.Spec) (any, bool) {
+			p := at(s)
+			if p == nil {
+				return nil, false
+			}
+			v, ok := from(*p)
+			return v, ok
+		},
+		put: func(s *aqm.Spec, v any) error {
+			p := at(s)
+			if p == nil {
+				return nil
+			}
+			f, err := to(v.(T))
+			if err == nil {
+				*p = f
+			}
+			return err
+		},
+	}
+}
+
+// same is a knob held as the spec holds it.
+func same[T any](at func(*aqm.Spec) *T) Onto {
+	return field(at, func(v T) (T, error) { return v, nil }, func(v T) (T, bool) { return v, true })
+}
+
+// nanos is a time held as a time.Duration in Settings and as ns in aqm.
+func nanos(at func(*aqm.Spec) *int64) Onto {
+	return field(at, func(d time.Duration) (int64, error) { return int64(d), nil },
+		func(ns int64) (time.Duration, bool) { return time.Duration(ns), true })
+}
+
+// byKind finds a field by the spec's kind: in is each kind's field.
+func byKind[F any](in func(s *aqm.Spec) map[string]*F) func(*aqm.Spec) *F {
+	return func(s *aqm.Spec) *F { return in(s)[s.Kind] }
+}
+
+// inDual finds a field of the DualPI2 configuration, dualpi2's own or
+// the one docsis couples its queues with.
+func inDual[F any](f func(*aqm.Config) *F) func(*aqm.Spec) *F {
+	return func(s *aqm.Spec) *F {
+		if c := dualOf(s); c != nil {
+			return f(c)
+		}
+		return nil
+	}
+}
+
+// dualOf is s's DualPI2 configuration, nil for the kinds without one.
+func dualOf(s *aqm.Spec) *aqm.Config {
+	switch s.Kind {
+	case aqm.KindDualPI2:
+		return &s.DualPI2
+	case aqm.KindDOCSIS:
+		return &s.DOCSIS.DualPI2
+	}
+	return nil
+}
+
+// specFrom lays the queue knobs given in s over spec through each row's
+// Onto, in table order.
+func (s Settings) specFrom(spec *aqm.Spec) error {
+	v := reflect.ValueOf(s)
+	for _, st := range table {
+		f := v.Field(st.field)
+		if st.Onto.put == nil || f.IsNil() {
+			continue
+		}
+		if err := st.Onto.put(spec, f.Elem().Interface()); err != nil {
+			return &FieldError{st.Key, err}
+		}
+	}
+	return nil
+}
+
+// settingsOf reads the queue knobs of spec back as Settings: the value of
+// each knob its kind takes.
+func settingsOf(spec aqm.Spec) Settings {
+	var s Settings
+	v := reflect.ValueOf(&s).Elem()
+	for _, st := range table {
+		if st.Onto.get == nil || st.Kinds != nil && !slices.Contains(st.Kinds, spec.Kind) {
+			continue
+		}
+		x, ok := st.Onto.get(&spec)
+		if !ok {
+			continue
+		}
+		p := reflect.New(v.Field(st.field).Type().Elem())
+		p.Elem().Set(reflect.ValueOf(x))
+		v.Field(st.field).Set(p)
+	}
+	return s
+}
+
+// The Ontos of knobs that need more than a field of one type.
+
+// gain is alpha or beta: Hz·256 in Settings and in DualPI2's
+// configuration, sixteenths of Hz in PIE's (0.125 Hz = 32/256 = 2/16).
+func gainOnto(dual func(*aqm.Config) *uint32, pie func(*aqm.PIEConfig) *uint32) Onto {
+	d := same(inDual(dual))
+	p := field(func(s *aqm.Spec) *uint32 {
+		if s.Kind != aqm.KindPIE {
+			return nil
+		}
+		return pie(&s.PIE)
+	}, func(hz256 uint32) (uint32, error) {
+		if hz256%16 != 0 {
+			return 0, fmt.Errorf("%g Hz: PIE takes it in steps of 1/16 Hz (0.0625), 0..2 Hz", float64(hz256)/256)
+		}
+		return hz256 / 16, nil
+	}, func(v uint32) (uint32, bool) { return v * 16, true })
+	return Onto{
+		get: func(s *aqm.Spec) (any, bool) {
+			if s.Kind == aqm.KindPIE {
+				return p.get(s)
+			}
+			return d.get(s)
+		},
+		put: func(s *aqm.Spec, v any) error {
+			if s.Kind == aqm.KindPIE {
+				return p.put(s, v)
+			}
+			return d.put(s, v)
+		},
+	}
+}
+
+// stepOnto is step_thresh: a time or, in packets, a length, in one field.
+var stepOnto = Onto{
+	get: func(s *aqm.Spec) (any, bool) {
+		c := dualOf(s)
+		switch {
+		case c == nil:
+			return nil, false
+		case c.StepInPackets:
+			return Step{Packets: uint32(c.StepThresh), InPackets: true}, true
+		}
+		return Step{Time: time.Duration(c.StepThresh)}, true
+	},
+	put: func(s *aqm.Spec, v any) error {
+		if c := dualOf(s); c != nil {
+			st := v.(Step)
+			c.StepInPackets, c.StepThresh = st.InPackets, int64(st.Time)
+			if st.InPackets {
+				c.StepThresh = int64(st.Packets)
+			}
+		}
+		return nil
+	},
+}
+
+// ceThreshold is CoDel's CE threshold, off (no value) unless given.
+func ceThreshold() Onto {
+	return field(byKind(func(s *aqm.Spec) map[string]*int64 {
+		return map[string]*int64{aqm.KindCoDel: &s.CoDel.CEThreshold, aqm.KindFQCodel: &s.FQCodel.CEThreshold}
+	}), func(d time.Duration) (int64, error) { return int64(d), nil },
+		func(ns int64) (time.Duration, bool) { return time.Duration(ns), ns != aqm.CEThresholdOff })
+}
+
+// ceSelector is fq_codel's ce_threshold_selector, VALUE/MASK: none by
+// default.
+var ceSelector = Onto{
+	get: func(*aqm.Spec) (any, bool) { return nil, false },
+	put: func(s *aqm.Spec, v any) error {
+		if s.Kind != aqm.KindFQCodel {
+			return nil
+		}
+		val, mask, err := ParseSelector(v.(string))
+		s.FQCodel.CESelector, s.FQCodel.CEMask = val, mask
+		return err
+	},
+}
