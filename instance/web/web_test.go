@@ -14,6 +14,7 @@ import (
 
 	"github.com/pi2hop/pi2hop/aqm"
 	"github.com/pi2hop/pi2hop/hop"
+	"github.com/pi2hop/pi2hop/instance"
 )
 
 func TestGuard(t *testing.T) {
@@ -466,4 +467,25 @@ func mustSub(f fs.FS, dir string) fs.FS {
 		panic(err)
 	}
 	return s
+}
+
+// The page's edits reach every setting `set` takes, by the same key: each
+// live setting's default, as its flag prints it, reads back as an edit;
+// the fixed ones are refused.
+func TestEditTakesEveryLiveSetting(t *testing.T) {
+	for _, st := range instance.Table() {
+		var s instance.Settings
+		st.SetDefault(&s)
+		text := st.Bind(&s).String()
+		if text == "" {
+			continue // no default to send (a file, a fault, a loss model)
+		}
+		got, err := Edit{st.Key: text}.Settings()
+		switch {
+		case st.Fixed && err == nil:
+			t.Errorf("edit %s %s accepted: a running hop cannot change it", st.Key, text)
+		case !st.Fixed && (err != nil || !got.Has(st.Key)):
+			t.Errorf("edit %s %s: %v (given %v)", st.Key, text, err, got.Given())
+		}
+	}
 }
