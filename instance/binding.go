@@ -48,9 +48,11 @@ type FlagValue struct {
 }
 
 // Bind returns st's flag bound to its field of s.
-func (st Setting) Bind(s *Settings) FlagValue {
-	return FlagValue{st, reflect.ValueOf(s).Elem().Field(st.field)}
-}
+func (st Setting) Bind(s *Settings) FlagValue { return st.bindField(reflect.ValueOf(s).Elem()) }
+
+// bindField returns st's flag bound to its field of v, a settable struct
+// the table is bound to.
+func (st Setting) bindField(v reflect.Value) FlagValue { return FlagValue{st, v.Field(st.field)} }
 
 // SetDefault points st's field of s at the flag's default value unless it
 // holds one: what a flag marked given without a value stands for.
@@ -138,38 +140,49 @@ func Lookup(key string) (Setting, bool) {
 }
 
 // byKey indexes the table by key.
-var byKey = map[string]int{}
+var byKey map[string]int
 
 // init ties each row of the table to its field of Settings: a row naming
 // no field, a field with no row, or a row whose value is not its field's
 // type is a mistake in the table, caught by any test that loads the
 // package.
 func init() {
-	t := reflect.TypeOf(Settings{})
+	var err error
+	if byKey, err = bindTable(table, reflect.TypeOf(Settings{})); err != nil {
+		panic("instance: " + err.Error())
+	}
+}
+
+// bindTable ties each of rows to the field of the struct type t (Settings,
+// or a test's copy with a knob more) whose JSON key is the row's key, and
+// indexes the rows by key.
+func bindTable(rows []Setting, t reflect.Type) (map[string]int, error) {
 	fields := map[string]int{}
 	for i := range t.NumField() {
 		fields[jsonKey(t.Field(i))] = i
 	}
-	for i := range table {
-		st := &table[i]
+	index := map[string]int{}
+	for i := range rows {
+		st := &rows[i]
 		f, ok := fields[st.Key]
 		if !ok {
-			panic(fmt.Sprintf("instance: setting %q has no Settings field", st.Key))
+			return nil, fmt.Errorf("setting %q has no field", st.Key)
 		}
 		if got, want := st.value.fieldType(), t.Field(f).Type; got != want {
-			panic(fmt.Sprintf("instance: setting %q reads %v into a field of type %v", st.Key, got, want))
+			return nil, fmt.Errorf("setting %q reads %v into a field of type %v", st.Key, got, want)
 		}
-		if _, dup := byKey[st.Key]; dup {
-			panic(fmt.Sprintf("instance: setting %q declared twice", st.Key))
+		if _, dup := index[st.Key]; dup {
+			return nil, fmt.Errorf("setting %q declared twice", st.Key)
 		}
 		st.field = f
-		byKey[st.Key] = i
+		index[st.Key] = i
 	}
 	for k := range fields {
-		if _, ok := byKey[k]; !ok {
-			panic(fmt.Sprintf("instance: Settings field %q has no row in the table", k))
+		if _, ok := index[k]; !ok {
+			return nil, fmt.Errorf("field %q has no row in the table", k)
 		}
 	}
+	return index, nil
 }
 
 // settingOf returns the key of an aqm.ConfigError's field: aqm names a

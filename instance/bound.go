@@ -91,10 +91,17 @@ func cmpOrder(less, more bool) int {
 
 // Check refuses any value in s outside its setting's bound (--force
 // lifts those that say so), as a *FieldError naming the key.
-func (s Settings) Check() error {
-	force := s.Force != nil && *s.Force
-	v := reflect.ValueOf(s)
-	for _, st := range table {
+func (s Settings) Check() error { return checkRows(table, reflect.ValueOf(s)) }
+
+// checkRows is Check of the struct v bound to rows.
+func checkRows(rows []Setting, v reflect.Value) error {
+	force := false
+	for _, st := range rows {
+		if f := v.Field(st.field); st.Lifts && !f.IsNil() {
+			force = f.Elem().Bool()
+		}
+	}
+	for _, st := range rows {
 		if err := st.check(v.Field(st.field), force); err != nil {
 			return &FieldError{st.Key, err}
 		}

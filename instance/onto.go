@@ -88,8 +88,12 @@ func dualOf(s *aqm.Spec) *aqm.Config {
 // specFrom lays the queue knobs given in s over spec through each row's
 // Onto, in table order.
 func (s Settings) specFrom(spec *aqm.Spec) error {
-	v := reflect.ValueOf(s)
-	for _, st := range table {
+	return specFromRows(table, reflect.ValueOf(s), spec)
+}
+
+// specFromRows is specFrom of the struct v bound to rows.
+func specFromRows(rows []Setting, v reflect.Value, spec *aqm.Spec) error {
+	for _, st := range rows {
 		f := v.Field(st.field)
 		if st.Onto.put == nil || f.IsNil() {
 			continue
@@ -105,8 +109,13 @@ func (s Settings) specFrom(spec *aqm.Spec) error {
 // each knob its kind takes.
 func settingsOf(spec aqm.Spec) Settings {
 	var s Settings
-	v := reflect.ValueOf(&s).Elem()
-	for _, st := range table {
+	readSpec(table, spec, reflect.ValueOf(&s).Elem())
+	return s
+}
+
+// readSpec is settingsOf into the settable struct v bound to rows.
+func readSpec(rows []Setting, spec aqm.Spec, v reflect.Value) {
+	for _, st := range rows {
 		if st.Onto.get == nil || st.Kinds != nil && !slices.Contains(st.Kinds, spec.Kind) {
 			continue
 		}
@@ -118,7 +127,6 @@ func settingsOf(spec aqm.Spec) Settings {
 		p.Elem().Set(reflect.ValueOf(x))
 		v.Field(st.field).Set(p)
 	}
-	return s
 }
 
 // The Ontos of knobs that need more than a field of one type.
