@@ -24,7 +24,7 @@ import (
 func TestThrowAwayKnob(t *testing.T) {
 	knob := Setting{Key: "throwaway-knob", TC: []string{"throwaway_knob"}, Kinds: []string{aqm.KindDualPI2, aqm.KindDOCSIS},
 		value: count(flagvalue.Count{N: 7, Max: 1000}), Bound: &Bound{Min: "2", Max: "100", Why: "a made-up range"},
-		Onto:  same(inDual(func(c *aqm.Config) *uint32 { return &c.Limit })), Usage: "a knob for this test: the queue's `packets`"}
+		Onto: same(inDual(func(c *aqm.Config) *uint32 { return &c.Limit })), Usage: "a knob for this test: the queue's `packets`"}
 	// aqm.Config has no field for it: it lands where limit does, for
 	// this test.
 	rows := perDirection(append(slices.Clone(declared), knob))
