@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/pi2hop/pi2hop/aqm"
 )
 
 // Table limits: the JSON output has everything.
@@ -91,6 +93,7 @@ func (r *Result) WriteTable(w io.Writer) error {
 				l.Sent, 100*l.MarkFraction, 100*l.DropFraction, l.SojournP99, max(c.Prob, l.Prob))
 		}
 	}
+	writeRTT(p, r.RTT)
 	return tw.Flush()
 }
 
@@ -133,7 +136,7 @@ func byReason(m map[string]uint64) string {
 	return strings.Join(parts, " ")
 }
 
-func ecnPackets(c *ECNCounts) string {
+func ecnPackets(c *aqm.ByECN) string {
 	return fmt.Sprintf("%d/%d/%d/%d", c.NotECT.Packets, c.ECT1.Packets, c.ECT0.Packets, c.CE.Packets)
 }
 

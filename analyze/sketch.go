@@ -89,19 +89,6 @@ func (s *sketch) percentiles() Percentiles {
 
 // curve is s's distribution as a plot draws it: the sample of each of
 // figure.CurveRanks, in ms, with the share of samples at or below it.
-func (s *sketch) curve() dist {
-	d := dist{n: s.n}
-	for _, r := range figure.CurveRanks(s.n) {
-		q := float64(r) / float64(s.n)
-		d.ms = append(d.ms, ms(s.quantile(q)))
-		d.share = append(d.share, q)
-	}
-	return d
-}
-
-// dist is an empirical distribution for a plot: ms ascending, share[i]
-// the fraction of the n samples at or below ms[i].
-type dist struct {
-	ms, share []float64
-	n         int
+func (s *sketch) curve() figure.Dist {
+	return figure.Curve(s.n, func(q float64) float64 { return ms(s.quantile(q)) })
 }

@@ -358,17 +358,13 @@ func choiceOf[T comparable](c flagvalue.Choice, words map[string]T, def T) codec
 
 // step is step_thresh: the kernel's default, a time or a packet count.
 func step(def aqm.Config) codec {
-	v := flagvalue.Step{NS: def.StepThresh}
+	v := flagvalue.Step{Time: time.Duration(def.StepThresh)}
 	if def.StepInPackets {
 		v = flagvalue.Step{Packets: uint32(def.StepThresh), InPackets: true}
 	}
 	return of(v,
-		func(v *flagvalue.Step) Step {
-			return Step{Time: time.Duration(v.NS), Packets: v.Packets, InPackets: v.InPackets}
-		},
-		func(v *flagvalue.Step, s Step) {
-			*v = flagvalue.Step{NS: int64(s.Time), Packets: s.Packets, InPackets: s.InPackets}
-		})
+		func(v *flagvalue.Step) Step { return *v },
+		func(v *flagvalue.Step, s Step) { *v = s })
 }
 
 func boolean(def bool) codec {
@@ -405,12 +401,12 @@ func ecnFault() codec {
 
 func jitter() codec {
 	return of(flagvalue.Jitter{},
-		func(v *flagvalue.Jitter) Jitter { return Jitter(*v) },
-		func(v *flagvalue.Jitter, j Jitter) { *v = flagvalue.Jitter(j) })
+		func(v *flagvalue.Jitter) Jitter { return v.J },
+		func(v *flagvalue.Jitter, j Jitter) { v.J = j })
 }
 
 func aggregate() codec {
 	return of(flagvalue.Aggregate{},
-		func(v *flagvalue.Aggregate) Aggregate { return Aggregate(*v) },
-		func(v *flagvalue.Aggregate, a Aggregate) { *v = flagvalue.Aggregate(a) })
+		func(v *flagvalue.Aggregate) Aggregate { return v.A },
+		func(v *flagvalue.Aggregate, a Aggregate) { v.A = a })
 }

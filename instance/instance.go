@@ -46,6 +46,7 @@ type Env struct {
 	Journal *netsys.Journal
 	Log     *slog.Logger
 	capture *pcap.Capture
+	claim   *claimed // the state file; nil for an anonymous instance
 }
 
 // Capture is the instance's capture file, or nil without one. The
@@ -119,15 +120,16 @@ func Run(ctx context.Context, opt Options, topo Topology) (err error) {
 	}
 	log, structured := newLogger(stderr, opt.LogFormat, level)
 	j := netsys.NewJournal(nil)
+	var c *claimed
 	if opt.Name != "" {
 		log = log.With("instance", opt.Name)
-		if j, err = claim(opt.Name, opt.Command); err != nil {
+		if c, j, err = claim(opt.Name, opt.Command); err != nil {
 			return err
 		}
 	}
 	warnLeftovers(log, opt.Name)
 	in := &instance{log: log, settings: opt.Settings, topo: topo}
-	env := &Env{Name: opt.Name, Config: opt.Config, Journal: j, Log: log}
+	env := &Env{Name: opt.Name, Config: opt.Config, Journal: j, Log: log, claim: c}
 	env.Config.Logger = log
 	var closers []io.Closer
 	defer func() {

@@ -17,6 +17,9 @@ import (
 type Onto struct {
 	get func(s *aqm.Spec) (any, bool) // the value as the Settings field holds it (T of *T); false: none (the kind lacks it, or off)
 	put func(s *aqm.Spec, v any) error
+	// first: laid before the other rows, for its value decides where
+	// some of them land (docsis-classic: where alpha and beta go).
+	first bool
 }
 
 // field maps a knob held in Settings as T onto a field of type F, where
@@ -86,20 +89,22 @@ func dualOf(s *aqm.Spec) *aqm.Config {
 }
 
 // specFrom lays the queue knobs given in s over spec through each row's
-// Onto, in table order.
+// Onto, in table order, the rows marked first before the others.
 func (s Settings) specFrom(spec *aqm.Spec) error {
 	return specFromRows(table, reflect.ValueOf(s), spec)
 }
 
 // specFromRows is specFrom of the struct v bound to rows.
 func specFromRows(rows []Setting, v reflect.Value, spec *aqm.Spec) error {
-	for _, st := range rows {
-		f := v.Field(st.field)
-		if st.Onto.put == nil || f.IsNil() {
-			continue
-		}
-		if err := st.Onto.put(spec, f.Elem().Interface()); err != nil {
-			return &FieldError{st.Key, err}
+	for _, first := range []bool{true, false} {
+		for _, st := range rows {
+			f := v.Field(st.field)
+			if st.Onto.put == nil || st.Onto.first != first || f.IsNil() {
+				continue
+			}
+			if err := st.Onto.put(spec, f.Elem().Interface()); err != nil {
+				return &FieldError{st.Key, err}
+			}
 		}
 	}
 	return nil
@@ -131,34 +136,32 @@ func readSpec(rows []Setting, spec aqm.Spec, v reflect.Value) {
 
 // The Ontos of knobs that need more than a field of one type.
 
-// gain is alpha or beta: Hz·256 in Settings and in DualPI2's
-// configuration, sixteenths of Hz in PIE's (0.125 Hz = 32/256 = 2/16).
-func gainOnto(dual func(*aqm.Config) *uint32, pie func(*aqm.PIEConfig) *uint32) Onto {
+// gain is alpha or beta: Hz·256 in Settings, in DualPI2's configuration
+// and in DOCSIS-PIE's, sixteenths of Hz in PIE's (0.125 Hz = 32/256 =
+// 2/16). Under docsis they are the Classic AQM's gains: DOCSIS-PIE's A
+// and B when it is pie (the coupled core's PI2 then idles), the core's
+// PI2 gains when it is pi2.
+func gainOnto(dual func(*aqm.Config) *uint32, pie func(*aqm.PIEConfig) *uint32, docsisPIE func(*aqm.DOCSISPIEConfig) *uint32) Onto {
 	d := same(inDual(dual))
-	p := field(func(s *aqm.Spec) *uint32 {
-		if s.Kind != aqm.KindPIE {
-			return nil
-		}
-		return pie(&s.PIE)
-	}, func(hz256 uint32) (uint32, error) {
+	dp := same(func(s *aqm.Spec) *uint32 { return docsisPIE(&s.DOCSIS.PIE) })
+	p := field(func(s *aqm.Spec) *uint32 { return pie(&s.PIE) }, func(hz256 uint32) (uint32, error) {
 		if hz256%16 != 0 {
 			return 0, fmt.Errorf("%g Hz: PIE takes it in steps of 1/16 Hz (0.0625), 0..2 Hz", float64(hz256)/256)
 		}
 		return hz256 / 16, nil
 	}, func(v uint32) (uint32, bool) { return v * 16, true })
+	onto := func(s *aqm.Spec) Onto {
+		switch {
+		case s.Kind == aqm.KindPIE:
+			return p
+		case s.Kind == aqm.KindDOCSIS && s.DOCSIS.Classic == aqm.DOCSISClassicPIE:
+			return dp
+		}
+		return d
+	}
 	return Onto{
-		get: func(s *aqm.Spec) (any, bool) {
-			if s.Kind == aqm.KindPIE {
-				return p.get(s)
-			}
-			return d.get(s)
-		},
-		put: func(s *aqm.Spec, v any) error {
-			if s.Kind == aqm.KindPIE {
-				return p.put(s, v)
-			}
-			return d.put(s, v)
-		},
+		get: func(s *aqm.Spec) (any, bool) { return onto(s).get(s) },
+		put: func(s *aqm.Spec, v any) error { return onto(s).put(s, v) },
 	}
 }
 
@@ -207,3 +210,11 @@ var ceSelector = Onto{
 		return err
 	},
 }
+
+// docsisClassic is docsis's Classic AQM, laid first: alpha and beta land
+// on its gains.
+var docsisClassic = func() Onto {
+	o := same(byKind(func(s *aqm.Spec) map[string]*string { return map[string]*string{aqm.KindDOCSIS: &s.DOCSIS.Classic} }))
+	o.first = true
+	return o
+}()

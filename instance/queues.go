@@ -6,39 +6,19 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/pi2hop/pi2hop/aqm"
+	"github.com/pi2hop/pi2hop/internal/flagvalue"
 	"github.com/pi2hop/pi2hop/shaper"
 )
 
-// Jitter is a direction's delay variation as Settings carry it.
-type Jitter struct {
-	Amount time.Duration `json:"amount"`
-	Dist   string        `json:"dist,omitempty"` // shaper.ParseDist's names; uniform by default
-}
-
-func (j Jitter) shaper() (shaper.Jitter, error) {
-	out := shaper.Jitter{Amount: int64(j.Amount)}
-	if j.Dist != "" {
-		d, err := shaper.ParseDist(j.Dist)
-		if err != nil {
-			return out, err
-		}
-		out.Dist = d
-	}
-	return out, out.Validate()
-}
-
-// Aggregate is a direction's burst model as Settings carry it.
-type Aggregate struct {
-	Interval time.Duration `json:"interval"`
-	Bytes    int           `json:"bytes"`
-}
-
-func (a Aggregate) shaper() shaper.Aggregate {
-	return shaper.Aggregate{Interval: int64(a.Interval), Bytes: a.Bytes}
-}
+// Settings carry the link's own Jitter and Aggregate and the flag's
+// Step: each is defined once, these are its names here.
+type (
+	Jitter    = shaper.Jitter
+	Aggregate = shaper.Aggregate
+	Step      = flagvalue.Step
+)
 
 // jitterFor and aggregateFor pick the most specific level given.
 func (s Settings) jitterFor(dir string) *Jitter {

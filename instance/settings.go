@@ -81,6 +81,7 @@ type Settings struct {
 	DQRateEstimator *bool          `json:"dq-rate-estimator,omitempty"` // pie
 	QueueProtection *bool          `json:"queue-protection,omitempty"`  // docsis
 	MaxTh           *time.Duration `json:"maxth,omitempty"`             // docsis: the L-queue ramp's top
+	DOCSISClassic   *string        `json:"docsis-classic,omitempty"`    // docsis: the Classic AQM, pie or pi2
 
 	MTU  *int    `json:"mtu,omitempty"`
 	Seed *uint64 `json:"seed,omitempty"`
@@ -133,9 +134,9 @@ var declared = []Setting{
 	})), TC: []string{"tupdate"}, Kinds: []string{aqm.KindDualPI2, aqm.KindPIE, aqm.KindDOCSIS}, Tuned: true,
 		value: duration(flagvalue.Duration{D: time.Duration(dualpi2Default.Tupdate), Min: time.Microsecond}),
 		Usage: "probability update `interval` (dualpi2, docsis, pie)"},
-	{Key: "alpha", Onto: gainOnto(func(c *aqm.Config) *uint32 { return &c.Alpha }, func(c *aqm.PIEConfig) *uint32 { return &c.Alpha }), TC: []string{"alpha"}, Kinds: []string{aqm.KindDualPI2, aqm.KindPIE, aqm.KindDOCSIS}, Tuned: true,
+	{Key: "alpha", Onto: gainOnto(func(c *aqm.Config) *uint32 { return &c.Alpha }, func(c *aqm.PIEConfig) *uint32 { return &c.Alpha }, func(c *aqm.DOCSISPIEConfig) *uint32 { return &c.Alpha }), TC: []string{"alpha"}, Kinds: []string{aqm.KindDualPI2, aqm.KindPIE, aqm.KindDOCSIS}, Tuned: true,
 		value: gain(dualpi2Default.Alpha), Usage: "PI integral gain in `Hz` (sent as trunc(Hz·256) like tc)"},
-	{Key: "beta", Onto: gainOnto(func(c *aqm.Config) *uint32 { return &c.Beta }, func(c *aqm.PIEConfig) *uint32 { return &c.Beta }), TC: []string{"beta"}, Kinds: []string{aqm.KindDualPI2, aqm.KindPIE, aqm.KindDOCSIS}, Tuned: true,
+	{Key: "beta", Onto: gainOnto(func(c *aqm.Config) *uint32 { return &c.Beta }, func(c *aqm.PIEConfig) *uint32 { return &c.Beta }, func(c *aqm.DOCSISPIEConfig) *uint32 { return &c.Beta }), TC: []string{"beta"}, Kinds: []string{aqm.KindDualPI2, aqm.KindPIE, aqm.KindDOCSIS}, Tuned: true,
 		value: gain(dualpi2Default.Beta), Usage: "PI proportional gain in `Hz` (sent as trunc(Hz·256) like tc)"},
 	{Key: "coupling", Onto: same(inDual(func(c *aqm.Config) *uint8 { return &c.Coupling })), TC: []string{"coupling_factor"}, Kinds: []string{aqm.KindDualPI2, aqm.KindDOCSIS},
 		value: integer[uint8](flagvalue.IntRange{N: int(dualpi2Default.Coupling), Min: 1, Max: 255}),
@@ -204,6 +205,8 @@ var declared = []Setting{
 		Usage: "docsis: queue protection (RFC 9957), sanctioning flows that build the L queue"},
 	{Key: "maxth", Onto: nanos(byKind(func(s *aqm.Spec) map[string]*int64 { return map[string]*int64{aqm.KindDOCSIS: &s.DOCSIS.MaxTh} })), Kinds: []string{aqm.KindDOCSIS}, value: duration(flagvalue.Duration{D: aqm.DefaultDOCSISMaxTh, Min: time.Microsecond}),
 		Usage: "docsis: queue `delay` where the L queue's marking ramp reaches 100 %"},
+	{Key: "docsis-classic", Onto: docsisClassic, Kinds: []string{aqm.KindDOCSIS}, value: choice(flagvalue.Choice{Val: aqm.DOCSISClassicPIE, Choices: aqm.DOCSISClassics}),
+		Usage: "docsis: the Classic queue's `AQM`: pie (DOCSIS-PIE, RFC 8034, DOCSIS's own; --alpha, --beta are its A, B) or pi2 (DualPI2's PI2 with its gains)"},
 
 	{Key: "jitter", value: jitter(), PerDir: "delay variation `AMOUNT[,DIST]`",
 		Usage: "delay variation added per packet, never reordering: `AMOUNT[,DIST]`, DIST uniform (±AMOUNT; when none is named), normal, pareto, paretonormal (deviation AMOUNT)"},
@@ -225,20 +228,12 @@ var (
 // dualpi2Default is sch_dualpi2's configuration when tc gives no knob.
 var dualpi2Default = aqm.DefaultConfig()
 
-// Step is tc-dualpi2's step_thresh: a sojourn time or, InPackets, an
-// L-queue length.
-type Step struct {
-	Time      time.Duration `json:"time,omitempty"`
-	Packets   uint32        `json:"packets,omitempty"`
-	InPackets bool          `json:"in_packets,omitempty"`
-}
-
 // Defaults for what Settings leave out: a 10 Mbit/s bottleneck like the
 // one Apple throttles macOS Internet Sharing to in its L4S demo (WWDC23),
 // adding no delay or loss of its own, with sch_dualpi2's defaults.
 const (
-	DefaultRate = 10_000_000 // bit/s
-	DefaultMTU  = 1500       // bytes: TUN devices carry IP packets, no L2 header
+	DefaultRate = 10_000_000     // bit/s
+	DefaultMTU  = aqm.DefaultMTU // bytes: TUN devices carry IP packets, no L2 header
 	DefaultSeed = 1
 	// DefaultFIFOLimit is the FIFO's buffer when neither limit nor
 	// memlimit is given: Linux's default txqueuelen, the deep buffer of a
@@ -402,12 +397,12 @@ func (s Settings) Direction(dir string) (hop.DirConfig, error) {
 		}
 	}
 	if j := s.jitterFor(dir); j != nil {
-		if link.Jitter, err = j.shaper(); err != nil {
+		if link.Jitter, err = *j, j.Validate(); err != nil {
 			return zero, &FieldError{dirKey(dir, "jitter", s.UpJitter, s.DownJitter), err}
 		}
 	}
 	if a := s.aggregateFor(dir); a != nil {
-		link.Aggregate = a.shaper()
+		link.Aggregate = *a
 		if err := link.Aggregate.Validate(); err != nil {
 			return zero, &FieldError{dirKey(dir, "aggregate", s.UpAggregate, s.DownAggregate), err}
 		}

@@ -74,10 +74,11 @@ func (t *Shell) Start(ctx context.Context, env *Env) (*hop.Hop, error) {
 		return nil, fmt.Errorf("shell: %w", err)
 	}
 	t.path = path
-	sub4, sub6, err := shellSubnet()
+	n, err := env.Slot(SpaceSubnet, shellSubnets, subnetFree)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("shell: %w", err)
 	}
+	sub4, sub6 := shellSubnet(n)
 	spec := topology.PairSpec{
 		ClientNS:  shellNS(env.Name),
 		ServerDev: env.Name + "-sh",
@@ -152,29 +153,33 @@ func (t *Shell) Close() error {
 	return t.pair.Close()
 }
 
-// shellSubnet picks 10.254.N.0/24 (and fd00:254:N::/64) with no address
-// of the host in it, so several shells can run side by side.
-func shellSubnet() (netip.Prefix, netip.Prefix, error) {
+// shellSubnets is how many subnets shells take turns in: 10.254.1.0/24
+// to 10.254.254.0/24.
+const shellSubnets = 254
+
+// shellSubnet is subnet n of a shell: 10.254.N.0/24 and fd00:254:N::/64.
+func shellSubnet(n int) (netip.Prefix, netip.Prefix) {
+	p4 := netip.PrefixFrom(netip.AddrFrom4([4]byte{10, 254, byte(n), 0}), 24)
+	p6 := netip.PrefixFrom(netip.AddrFrom16([16]byte{0: 0xfd, 2: 0x02, 3: 0x54, 5: byte(n)}), 64)
+	return p4, p6
+}
+
+// subnetFree reports whether no address of the host is in subnet n, so
+// a shell's routes there would not take another's traffic.
+func subnetFree(n int) (bool, error) {
 	addrs, err := net.InterfaceAddrs()
 	if err != nil {
-		return netip.Prefix{}, netip.Prefix{}, err
+		return false, err
 	}
-	for n := 1; n < 255; n++ {
-		p4 := netip.PrefixFrom(netip.AddrFrom4([4]byte{10, 254, byte(n), 0}), 24)
-		p6 := netip.PrefixFrom(netip.AddrFrom16([16]byte{0: 0xfd, 2: 0x02, 3: 0x54, 5: byte(n)}), 64)
-		free := true
-		for _, a := range addrs {
-			if ipn, ok := a.(*net.IPNet); ok {
-				if ip, ok := netip.AddrFromSlice(ipn.IP); ok && (p4.Contains(ip.Unmap()) || p6.Contains(ip)) {
-					free = false
-				}
+	p4, p6 := shellSubnet(n)
+	for _, a := range addrs {
+		if ipn, ok := a.(*net.IPNet); ok {
+			if ip, ok := netip.AddrFromSlice(ipn.IP); ok && (p4.Contains(ip.Unmap()) || p6.Contains(ip)) {
+				return false, nil
 			}
 		}
-		if free {
-			return p4, p6, nil
-		}
 	}
-	return netip.Prefix{}, netip.Prefix{}, errors.New("shell: no free subnet in 10.254.0.0/16")
+	return true, nil
 }
 
 // shellNAT forwards the namespace's traffic onward with the host's address.

@@ -19,7 +19,7 @@ func StatsJSON(cur *hop.Snapshot, rows [2]hop.StatsRow, fl *hop.WakeProbeRow, cl
 		Name    string            `json:"name"`
 		Time    time.Time         `json:"time"`
 		Dirs    [2]hop.StatsRow   `json:"directions"`
-		Floor   *hop.WakeProbeRow `json:"floor,omitempty"`
+		Probe   *hop.WakeProbeRow `json:"floor,omitempty"` // the wake-up probe: the machine's own timing
 		Clients []ClientView      `json:"clients,omitempty"`
 	}{cur.Name, cur.Up.Taken, rows, fl, ClientViews(clients, cur.Up.Taken)})
 }

@@ -225,11 +225,12 @@ func (v *Gain) Type() string { return "Hz" }
 
 // Step is tc-dualpi2's step_thresh: a sojourn time (1ms) or, with a
 // packet suffix (3p, 3pkts, 3packets), an L-queue length. One flag holds
-// both forms, so "both given" cannot happen here.
+// both forms, so "both given" cannot happen here. Settings carry it as it
+// is (JSON).
 type Step struct {
-	NS        int64 // time threshold
-	Packets   uint32
-	InPackets bool
+	Time      time.Duration `json:"time,omitempty"`
+	Packets   uint32        `json:"packets,omitempty"`
+	InPackets bool          `json:"in_packets,omitempty"`
 }
 
 func (v *Step) Set(s string) error {
@@ -242,7 +243,7 @@ func (v *Step) Set(s string) error {
 		// The kernel keeps step_thresh in a u32 of ns: at most ~4.29 s.
 		return errors.New("want a duration like 1ms or a packet count like 3p (a duration at most 4.29s)")
 	}
-	*v = Step{NS: int64(d)}
+	*v = Step{Time: d}
 	return nil
 }
 
@@ -250,7 +251,7 @@ func (v *Step) String() string {
 	if v.InPackets {
 		return strconv.FormatUint(uint64(v.Packets), 10) + "p"
 	}
-	return time.Duration(v.NS).String()
+	return v.Time.String()
 }
 func (v *Step) Type() string { return "duration|Np" }
 
