@@ -37,7 +37,7 @@ func kindDefaults(kind string) (Settings, bool) {
 		limit := uint32(DefaultFIFOLimit)
 		return Settings{Limit: &limit}, true
 	}
-	return settingsOf(spec), true
+	return specSettings(spec), true
 }
 
 // Group is the heading help lists st's flag under: "queue" for --aqm and

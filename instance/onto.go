@@ -110,15 +110,15 @@ func specFromRows(rows []Setting, v reflect.Value, spec *aqm.Spec) error {
 	return nil
 }
 
-// settingsOf reads the queue knobs of spec back as Settings: the value of
+// specSettings reads the queue knobs of spec back as Settings: the value of
 // each knob its kind takes.
-func settingsOf(spec aqm.Spec) Settings {
+func specSettings(spec aqm.Spec) Settings {
 	var s Settings
 	readSpec(table, spec, reflect.ValueOf(&s).Elem())
 	return s
 }
 
-// readSpec is settingsOf into the settable struct v bound to rows.
+// readSpec is specSettings into the settable struct v bound to rows.
 func readSpec(rows []Setting, spec aqm.Spec, v reflect.Value) {
 	for _, st := range rows {
 		if st.Onto.get == nil || st.Kinds != nil && !slices.Contains(st.Kinds, spec.Kind) {

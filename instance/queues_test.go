@@ -140,7 +140,7 @@ func TestDOCSISGains(t *testing.T) {
 		if err != nil || pie != c.pie || core != c.core {
 			t.Errorf("docsis-classic %v: DOCSIS-PIE %v, core %v, %v; want %v, %v", deref(c.classic, "unset"), pie, core, err, c.pie, c.core)
 		}
-		back := settingsOf(q)
+		back := specSettings(q)
 		if *back.Alpha != half || *back.Beta != one {
 			t.Errorf("docsis-classic %v: reads back alpha %d beta %d, want %d %d", deref(c.classic, "unset"), *back.Alpha, *back.Beta, half, one)
 		}

@@ -50,7 +50,7 @@ func TestKnobsReachEveryKind(t *testing.T) {
 			}
 			def, _ := aqm.DefaultSpec(kind)
 			given, _ := json.Marshal(reflect.ValueOf(s).Field(st.field).Interface())
-			back := settingsOf(spec)
+			back := specSettings(spec)
 			got, _ := json.Marshal(reflect.ValueOf(back).Field(st.field).Interface())
 			switch _, reads := st.Onto.get(&def); {
 			case reads && string(got) != string(given):

@@ -20,6 +20,10 @@ type Profile struct {
 	Title   string   // one line: what link it stands for
 	Flags   []Flag   // the settings, as flags without their dashes
 	Sources []string // where each figure comes from, in words a user can follow
+	// File is the user's file the profile was read from, "" for a
+	// preset; Lines the line of each of its settings, by key.
+	File  string
+	Lines map[string]int
 }
 
 // Flag is one setting of a profile: the settings table's key and the
