@@ -303,7 +303,7 @@ func (in *instance) set(s Settings) ([]string, error) {
 		return nil, err
 	}
 	if err := in.hop.Reconfigure(next); err != nil {
-		return nil, err
+		return nil, rangeField(err, s)
 	}
 	in.settings = merged
 	c := in.hop.Config()
