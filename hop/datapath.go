@@ -196,9 +196,10 @@ func (o *dataPath) finish(ev *shaper.Event, now int64) {
 	}
 }
 
-// flush writes the packets finish collected, then counts, taps and frees
-// each; their lateness is the write's. A packet the device refuses is
-// counted as a write error and the rest are written on.
+// flush writes the packets finish collected, then counts each, shows it
+// to the observers and frees it; their lateness is the write's. A packet
+// the device refuses is counted as a write error and the rest are
+// written on.
 func (o *dataPath) flush() {
 	if len(o.wbufs) == 0 {
 		return

@@ -214,9 +214,10 @@ type flowCold struct {
 	drops [aqm.NumReasons]uint64
 }
 
-// flowCounters is one direction's table. The hot entries come first: the
-// table is one large allocation, which starts on a page, so each entry
-// starts on a cache line.
+// flowCounters is one direction's live flow table, the counters the owner
+// keeps per flow (a reader gets them as a FlowTable, through a flowCopy).
+// The hot entries come first: the table is one large allocation, which
+// starts on a page, so each entry starts on a cache line.
 type flowCounters struct {
 	hot     [FlowTableSize + 1]flowHot // + otherFlow
 	tags    [FlowTableSize]uint32

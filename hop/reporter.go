@@ -63,6 +63,21 @@ type threadCPUClock struct {
 	onThread bool
 }
 
+// countIdle adds to idleCPU the thread's CPU time since the last publish
+// when it read no packet meanwhile (in, the packets read, unchanged); on
+// the owner's thread only, so not at the publish before the owner runs.
+func (c *threadCPUClock) countIdle(in uint64, idleCPU *int64) {
+	if !c.onThread {
+		return
+	}
+	if cpu := selfCPU(); cpu > 0 {
+		if in == c.pubIn {
+			*idleCPU += cpu - c.pubCPU
+		}
+		c.pubCPU, c.pubIn = cpu, in
+	}
+}
+
 // setNames makes the names a snapshot gives the link's settings.
 func (r *reporter) setNames(l shaper.Config) {
 	r.rateName = fmt.Sprint(l.Rate)
@@ -79,8 +94,8 @@ func (r *reporter) setNames(l shaper.Config) {
 	}
 }
 
-// publish closes the open Worst intervals (the histograms' too) and hands out a snapshot of the
-// counters: into reqSnap when a reader asked for one (statsReq), which
+// publish closes the open Worst intervals (the histograms' too) and
+// hands out a snapshot of the counters: into reqSnap when a reader asked for one (statsReq), which
 // allocates nothing, and as a new DirStats in snap when store is set (the
 // owner starting or returning) or when nobody asked (the periodic one, so
 // that snap stays recent where nobody polls). A reader may poll often, as
@@ -92,14 +107,7 @@ func (o *owner) publish(now int64, store bool) {
 	o.st.SojournC.Close()
 	o.st.SojournL.Close()
 	o.st.Lateness.Close()
-	if o.rep.cpu.onThread { // not the publish before the owner runs
-		if cpu := selfCPU(); cpu > 0 {
-			if o.st.In == o.rep.cpu.pubIn {
-				o.st.IdleCPU += cpu - o.rep.cpu.pubCPU
-			}
-			o.rep.cpu.pubCPU, o.rep.cpu.pubIn = cpu, o.st.In
-		}
-	}
+	o.rep.cpu.countIdle(o.st.In, &o.st.IdleCPU)
 	var bps uint64
 	if c, ok := o.cfg.Link.Rate.(shaper.Const); ok {
 		bps = c.BitsPerSecond
