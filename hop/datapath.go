@@ -18,6 +18,7 @@ type dataPath struct {
 	link *shaper.Link
 	slab *slab
 	pace *pacer // the owner's: the batch rule (holdWrite) and the link's pace
+	obs  observers
 
 	bufs  [][]byte
 	sizes []int
@@ -39,7 +40,6 @@ type dataPath struct {
 	ev      shaper.Event   // scratch event for observers of dropped packets
 	dropFn  func(aqm.Meta) // droppedByChange, made once
 	st      DirStats       // the counters; the reporter copies them
-	obs     observers
 }
 
 // readBatch reads up to a batch of packets into free slots and enqueues
@@ -96,7 +96,7 @@ func (o *dataPath) readWithoutBuffer() (bool, error) {
 		o.st.InBytes += uint64(len(pkt))
 		o.st.NoBuffer++
 		o.ev = shaper.Event{Meta: aqm.MetaOf(pkt, -1), Verdict: aqm.Verdict{Action: aqm.Drop}, At: now}
-		o.obs.enqueue(-1, pkt, &o.ev, now)
+		o.obs.arrive(-1, pkt, &o.ev.Meta, 0, &o.ev, now)
 	}
 	return n == 1, err
 }
@@ -115,15 +115,14 @@ func (o *dataPath) accept(slot int32, size int, now int64) {
 	} else {
 		o.meta = aqm.MetaOf(pkt, slot)
 	}
-	o.obs.arrive(slot, pkt, &o.meta, hash, now) // a field: a local's address would escape through the interface
 	v := o.link.EnqueuePacket(o.meta, pkt, now)
 	if v.Action != aqm.Drop {
-		o.obs.enqueue(slot, pkt, nil, now)
+		o.obs.arrive(slot, pkt, &o.meta, hash, nil, now) // a field: a local's address would escape through the interface
 		return
 	}
 	o.st.QueueDrops[v.Reason]++
 	o.ev = o.link.RefusedEvent()
-	o.obs.enqueue(slot, pkt, &o.ev, now)
+	o.obs.arrive(slot, pkt, &o.meta, hash, &o.ev, now)
 	o.slab.put(slot)
 }
 

@@ -11,8 +11,8 @@
 // One direction; every step on its owner goroutine, in this order:
 //
 //  1. read: the input TUN into a free slab slot (dataPath.readBatch)
-//  2. arrive: stamped with the clock, counted, shown to the observers
-//  3. enqueue: Link.Enqueue into the aqm.Queue; a refused one is freed
+//  2. enqueue: stamped with the clock, counted, Link.Enqueue'd into the aqm.Queue
+//  3. arrive: shown to the observers (refused or not); a refused one is freed
 //  4. release: Link.Poll lets it go at its time, CE set if marked, or drops it
 //  5. hold: collected for one write while the batch rule allows (pacer.holdWrite)
 //  6. write: the output TUN, counted, shown to the observers, slot freed
@@ -65,19 +65,20 @@
 //
 // What watches packets go by without changing their fate (the capture
 // tap, the flow table) is an observer (observer.go), added to a
-// direction's observers before its owner runs; with none, the path makes
-// no call for them. Each is called on the owner goroutine at four points
-// of every packet's life, in this order: arrive (read, before the queue),
-// enqueue (taken, or refused with its verdict; a packet with no free
-// buffer is refused with slot -1 and no arrive), release (let go by the
-// link, to be written, or dropped) and depart (written, or refused by the
-// device), the last two only for a packet the queue took. An observer must
-// not block or allocate, and must copy what it keeps of the packet. The
-// two directions' owners call theirs on two goroutines: an observer that
-// sees both (a passive RTT estimator matching data one way with ACKs the
-// other) keeps its state per direction or shares it without a lock the
-// owner could wait on. quietObserver gives the points one has no use
-// for; adding one that sees every arrival is a few lines:
+// direction's observers before its owner runs; the path calls each only
+// at the points it names (points), so with none it makes no call. The
+// points of a packet's life, in order: arrive (read and offered to the
+// queue, with the queue's refusal if it refused; a packet with no free
+// buffer arrives refused, with slot -1), release (let go by the link, to
+// be written, or dropped) and depart (written, or refused by the device),
+// the last two only for a packet the queue took. Each is called on the
+// owner goroutine and must not block or allocate, and must copy what it
+// keeps of the packet. The two directions' owners call theirs on two
+// goroutines: an observer that sees both (a passive RTT estimator
+// matching data one way with ACKs the other) keeps its state per
+// direction or shares it without a lock the owner could wait on.
+// quietObserver stands for the calls one has no use for; adding one that
+// sees every arrival is a few lines:
 //
 //	type rttObserver struct {
 //		quietObserver
@@ -85,12 +86,15 @@
 //		dir int
 //	}
 //
-//	func (r *rttObserver) arrive(_ int32, pkt []byte, _ *aqm.Meta, _ uint32, now int64) {
+//	func (r *rttObserver) points() points { return atArrive }
+//
+//	func (r *rttObserver) arrive(_ int32, pkt []byte, _ *aqm.Meta, _ uint32, _ *shaper.Event, now int64) {
 //		r.est.Observe(pkt, r.dir, now)
 //	}
 //
 // with o.obs.add(&rttObserver{est: e, dir: int(o.dir)}) for each owner in
-// Hop.Run, beside the tap's.
+// Hop.Run, beside the tap's; at departure too, with atDepart and a depart
+// method.
 //
 // Departures follow the link's absolute schedule, so a late wake-up
 // delays a packet but never changes the rate.

@@ -13,39 +13,50 @@ import (
 // the path, on the owner goroutine (doc.go, "Observers", has the
 // contract). slot names the packet's buffer from its arrive to its
 // release or depart, so an observer may keep state per slot; pkt is
-// valid during the call only.
+// valid during the call only. It is called only at the points it names.
 type observer interface {
-	// arrive: read into slot, before the queue; m is its metadata and
-	// hash its keyed flow hash when an observer asked for one
-	// (observers.keyed), else 0.
-	arrive(slot int32, pkt []byte, m *aqm.Meta, hash uint32, now int64)
-	// enqueue: the queue took the packet (refused nil) or refused it
-	// (refused: its verdict, at now). A packet read with no free buffer
-	// is refused with slot -1, with no arrive before.
-	enqueue(slot int32, pkt []byte, refused *shaper.Event, now int64)
-	// release: the link let the packet go at ev.At, to be written, or
-	// dropped (ev.Verdict.Action is aqm.Drop: at dequeue, on the link,
-	// or by a change that shrank the queue); marked says the AQM set CE.
+	// points are the calls below the observer wants.
+	points() points
+	// arrive: read into slot, and offered to the queue, which took it
+	// (refused nil) or refused it (refused: its verdict, at now); m is
+	// its metadata and hash its keyed flow hash when an observer asked
+	// for one (observers.keyed), else 0. A packet read with no free
+	// buffer arrives refused, with slot -1.
+	arrive(slot int32, pkt []byte, m *aqm.Meta, hash uint32, refused *shaper.Event, now int64)
+	// release: the link let a packet the queue took go at ev.At, to be
+	// written, or dropped (ev.Verdict.Action is aqm.Drop: at dequeue, on
+	// the link, or by a change that shrank the queue); marked says the
+	// AQM set CE.
 	release(slot int32, pkt []byte, ev *shaper.Event, marked bool)
 	// depart: a released packet was written (ok) or refused by the
 	// output device, at now.
 	depart(slot int32, pkt []byte, ev *shaper.Event, ok bool, now int64)
 }
 
+// points are a set of an observer's calls.
+type points uint8
+
+const (
+	atArrive points = 1 << iota
+	atRelease
+	atDepart
+)
+
 // quietObserver does nothing at any point: embedded in an observer, it
-// stands for the points the observer has no use for.
+// stands for the calls the observer has no use for (and points leaves
+// out).
 type quietObserver struct{}
 
-func (quietObserver) arrive(int32, []byte, *aqm.Meta, uint32, int64)   {}
-func (quietObserver) enqueue(int32, []byte, *shaper.Event, int64)      {}
-func (quietObserver) release(int32, []byte, *shaper.Event, bool)       {}
-func (quietObserver) depart(int32, []byte, *shaper.Event, bool, int64) {}
+func (quietObserver) points() points                                                { return 0 }
+func (quietObserver) arrive(int32, []byte, *aqm.Meta, uint32, *shaper.Event, int64) {}
+func (quietObserver) release(int32, []byte, *shaper.Event, bool)                    {}
+func (quietObserver) depart(int32, []byte, *shaper.Event, bool, int64)              {}
 
-// observers are a direction's observers, called in the order added. With
-// none, each point costs a loop over an empty slice: no nil check on the
-// path, no call.
+// observers are a direction's observers, called in the order added, each
+// at the points it wants: with none at a point, the point costs a loop
+// over an empty slice, and no call.
 type observers struct {
-	list []observer
+	arrivals, releases, departs []observer
 	// keyed says an observer wants each packet's keyed flow hash, under
 	// key (the flow table's), which the path reads in the same pass over
 	// the header as its metadata (aqm.MetaOfKeyed).
@@ -53,29 +64,37 @@ type observers struct {
 	key   uint32
 }
 
-// add appends an observer; before the owner runs.
-func (s *observers) add(ob observer) { s.list = append(s.list, ob) }
-
-func (s *observers) arrive(slot int32, pkt []byte, m *aqm.Meta, hash uint32, now int64) {
-	for _, ob := range s.list {
-		ob.arrive(slot, pkt, m, hash, now)
+// add adds an observer; before the owner runs.
+func (s *observers) add(ob observer) {
+	p := ob.points()
+	if p&atArrive != 0 {
+		s.arrivals = append(s.arrivals, ob)
+	}
+	if p&atRelease != 0 {
+		s.releases = append(s.releases, ob)
+	}
+	if p&atDepart != 0 {
+		s.departs = append(s.departs, ob)
+	}
+	if f, ok := ob.(*flowObserver); ok {
+		s.keyed, s.key = true, f.t.key
 	}
 }
 
-func (s *observers) enqueue(slot int32, pkt []byte, refused *shaper.Event, now int64) {
-	for _, ob := range s.list {
-		ob.enqueue(slot, pkt, refused, now)
+func (s *observers) arrive(slot int32, pkt []byte, m *aqm.Meta, hash uint32, refused *shaper.Event, now int64) {
+	for _, ob := range s.arrivals {
+		ob.arrive(slot, pkt, m, hash, refused, now)
 	}
 }
 
 func (s *observers) release(slot int32, pkt []byte, ev *shaper.Event, marked bool) {
-	for _, ob := range s.list {
+	for _, ob := range s.releases {
 		ob.release(slot, pkt, ev, marked)
 	}
 }
 
 func (s *observers) depart(slot int32, pkt []byte, ev *shaper.Event, ok bool, now int64) {
-	for _, ob := range s.list {
+	for _, ob := range s.departs {
 		ob.depart(slot, pkt, ev, ok, now)
 	}
 }
@@ -87,11 +106,14 @@ type tapObserver struct {
 	part []bool // the path's partial-checksum flags per slot (see whole)
 }
 
-func (t *tapObserver) arrive(slot int32, pkt []byte, _ *aqm.Meta, _ uint32, now int64) {
-	t.tap.Packet(t.dir, int(TapIn), now, t.whole(slot, pkt), nil)
-}
+func (t *tapObserver) points() points { return atArrive | atRelease | atDepart }
 
-func (t *tapObserver) enqueue(slot int32, pkt []byte, refused *shaper.Event, now int64) {
+// arrive shows a packet read (a packet with no buffer was not: slot -1),
+// then its drop if the queue refused it.
+func (t *tapObserver) arrive(slot int32, pkt []byte, _ *aqm.Meta, _ uint32, refused *shaper.Event, now int64) {
+	if slot >= 0 {
+		t.tap.Packet(t.dir, int(TapIn), now, t.whole(slot, pkt), nil)
+	}
 	if refused != nil {
 		t.tap.Packet(t.dir, int(TapDrop), now, t.whole(slot, pkt), refused)
 	}
@@ -142,20 +164,22 @@ func newFlowObserver(key uint32, scorer aqm.QProtScorer, slots int) *flowObserve
 	return f
 }
 
-func (f *flowObserver) arrive(slot int32, pkt []byte, m *aqm.Meta, hash uint32, now int64) {
+func (f *flowObserver) points() points { return atArrive | atRelease }
+
+// arrive counts a packet read against its flow, and its fate at the
+// queue; one with no buffer is counted in no flow.
+func (f *flowObserver) arrive(slot int32, pkt []byte, m *aqm.Meta, hash uint32, refused *shaper.Event, now int64) {
+	if slot < 0 {
+		return
+	}
 	fi := f.t.lookup(pkt, hash, now)
 	f.t.arrive(fi, m.ECN, len(pkt), now)
-	f.flowOf[slot] = fi
-}
-
-func (f *flowObserver) enqueue(slot int32, _ []byte, refused *shaper.Event, _ int64) {
-	switch {
-	case slot < 0: // no buffer: never counted in
-	case refused != nil:
-		f.t.dropped(f.flowOf[slot], refused.Verdict.Reason)
-	default:
-		f.t.held(f.flowOf[slot])
+	if refused != nil {
+		f.t.dropped(fi, refused.Verdict.Reason)
+		return
 	}
+	f.flowOf[slot] = fi
+	f.t.held(fi)
 }
 
 func (f *flowObserver) release(slot int32, pkt []byte, ev *shaper.Event, marked bool) {

@@ -32,13 +32,13 @@ func UnixOffset() int64 { return epoch.UnixNano() }
 // fields under "Shared", and the reporter's shared ones, are touched by
 // other goroutines.
 type owner struct {
-	h     *Hop
-	dir   Dir
+	h    *Hop
+	dir  Dir
+	pace pacer // first, and the data path's small fields next: the hot lines
+	dataPath
 	cfg   DirConfig
 	start int64
-	dataPath
-	pace pacer
-	rep  reporter
+	rep   reporter
 	// What the last ppoll reported readable (true when it was not asked).
 	inReady, wakeReady bool
 
@@ -116,7 +116,6 @@ func newOwner(h *Hop, d Dir, dir DirConfig, in, out tun.Device) (*owner, error) 
 		f := newFlowObserver(rand.Uint32(), qprotScorer(dir), o.slab.slots())
 		o.rep.flows = f.t
 		o.obs.add(f)
-		o.obs.keyed, o.obs.key = true, f.t.key
 	}
 	o.st.Dir = d
 	if err := o.waker.open(); err != nil {
