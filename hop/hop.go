@@ -131,7 +131,9 @@ func (h *Hop) Run(ctx context.Context) error {
 	}
 	errs := make(chan error, 2)
 	for _, o := range h.dirs {
-		o.tap = tap
+		if tap != nil {
+			o.obs.add(&tapObserver{tap: tap, dir: int(o.dir), part: o.part})
+		}
 		go func() { errs <- o.run() }()
 	}
 	cfg.Logger.Debug("hop running", "name", cfg.Name, "up", cfg.Up.String(), "down", cfg.Down.String())

@@ -35,13 +35,16 @@ type StatsRow struct {
 	MemUsed    uint64  `json:"memory_used"`
 	MemMax     uint64  `json:"memory_max"`
 	MemLimit   uint64  `json:"memory_limit"`
-	// The other kinds' tc -s xstats, under their qdisc's name.
-	CoDel   *CodelXStats   `json:"codel,omitempty"`
-	PIE     *PIEXStats     `json:"pie,omitempty"`
-	FQCodel *FQCodelXStats `json:"fq_codel,omitempty"`
-	QProt   *QProtXStats   `json:"queue_protection,omitempty"`
+	// The other kinds' tc -s xstats, under their qdisc's name (nil for
+	// the other kinds).
+	CoDel   aqm.TCStats `json:"codel,omitempty"`
+	PIE     aqm.TCStats `json:"pie,omitempty"`
+	FQCodel aqm.TCStats `json:"fq_codel,omitempty"`
+	QProt   aqm.TCStats `json:"queue_protection,omitempty"`
 	// DOCSISClassic is the docsis kind's Classic AQM.
-	DOCSISClassic *DOCSISClassicXStats `json:"docsis_classic,omitempty"`
+	DOCSISClassic aqm.TCStats `json:"docsis_classic,omitempty"`
+	// queue is the queue's figures the row was made of, for QdiscLines.
+	queue aqm.Stats
 	// link
 	Interval    float64 `json:"interval_s"`
 	InPkts      uint64  `json:"in_packets"`
