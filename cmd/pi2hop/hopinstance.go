@@ -123,13 +123,7 @@ func (f *webFlags) viewer() (func(instance.Live) (io.Closer, string, error), err
 	if opt == nil {
 		return nil, err
 	}
-	return func(l instance.Live) (io.Closer, string, error) {
-		s, err := web.Serve(*opt, web.Live(l))
-		if err != nil {
-			return nil, "", err
-		}
-		return s, s.URL(), nil
-	}, nil
+	return web.Viewer(*opt), nil
 }
 
 // openCapture opens --capture for an instance (nil without one).
