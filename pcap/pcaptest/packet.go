@@ -9,18 +9,38 @@ import (
 	"github.com/pi2hop/pi2hop/aqm"
 )
 
-// Packet describes a packet for a test to build.
+// Packet describes a packet for a test to build. The zero value of each
+// field is the common case: no DSCP, TTL 64, a bare 20-byte TCP header
+// with no flags, a 20-byte IPv4 header, IPv4 checksum right.
 type Packet struct {
 	Src, Dst         netip.Addr
 	Proto            uint8 // 6 TCP, 17 UDP
 	SPort, DPort     uint16
 	ECN              aqm.ECN
+	DSCP             uint8  // the DS field's upper six bits
 	ID               uint32 // IPv4 identification (low 16 bits); IPv6: flow label
 	Payload          int    // bytes after the transport header
 	Seq              uint32 // TCP sequence number / UDP first payload word
 	BadCsum          bool   // corrupt the IPv4 header checksum
 	IPv4HeaderLength int    // 0 = 20
+	// TCP only: the acknowledgment number, the flags byte (TCPAck, ...)
+	// and, with Timestamps, the timestamp option (RFC 7323 §3: kind 8,
+	// length 10, TSval then TSecr), padded with two NOPs to a 32-byte
+	// header as Linux sends it.
+	Ack          uint32
+	Flags        uint8
+	Timestamps   bool
+	TSval, TSecr uint32
 }
+
+// TCP flags, as Packet.Flags takes them.
+const (
+	TCPFin uint8 = 1 << iota
+	TCPSyn
+	TCPRst
+	TCPPsh
+	TCPAck
+)
 
 // Addresses of a client and a server, IPv4 and IPv6.
 var (
@@ -35,6 +55,9 @@ func (p Packet) Build() []byte {
 	thl := 8
 	if p.Proto == 6 {
 		thl = 20
+		if p.Timestamps {
+			thl = 32
+		}
 	}
 	var b []byte
 	var l4 int
@@ -45,7 +68,7 @@ func (p Packet) Build() []byte {
 		}
 		b = make([]byte, hl+thl+p.Payload)
 		b[0] = 0x40 | byte(hl/4)
-		b[1] = byte(p.ECN)
+		b[1] = p.DSCP<<2 | byte(p.ECN)
 		binary.BigEndian.PutUint16(b[2:], uint16(len(b)))
 		binary.BigEndian.PutUint16(b[4:], uint16(p.ID))
 		b[6] = 0x40 // DF
@@ -64,7 +87,7 @@ func (p Packet) Build() []byte {
 		l4 = hl
 	} else {
 		b = make([]byte, 40+thl+p.Payload)
-		binary.BigEndian.PutUint32(b[0:], 6<<28|uint32(p.ECN)<<20|p.ID&0xfffff)
+		binary.BigEndian.PutUint32(b[0:], 6<<28|uint32(p.DSCP<<2|byte(p.ECN))<<20|p.ID&0xfffff)
 		binary.BigEndian.PutUint16(b[4:], uint16(thl+p.Payload))
 		b[6] = p.Proto
 		b[7] = 64
@@ -77,7 +100,14 @@ func (p Packet) Build() []byte {
 	binary.BigEndian.PutUint16(b[l4+2:], p.DPort)
 	if p.Proto == 6 {
 		binary.BigEndian.PutUint32(b[l4+4:], p.Seq)
-		b[l4+12] = 5 << 4
+		binary.BigEndian.PutUint32(b[l4+8:], p.Ack)
+		b[l4+12] = byte(thl/4) << 4
+		b[l4+13] = p.Flags
+		if p.Timestamps {
+			copy(b[l4+20:], []byte{1, 1, 8, 10})
+			binary.BigEndian.PutUint32(b[l4+24:], p.TSval)
+			binary.BigEndian.PutUint32(b[l4+28:], p.TSecr)
+		}
 	} else {
 		binary.BigEndian.PutUint16(b[l4+4:], uint16(thl+p.Payload))
 		if p.Payload >= 4 {
@@ -104,14 +134,18 @@ func IPv4Checksum(h []byte) uint16 {
 }
 
 // SetCE marks a built packet CE and fixes the IPv4 checksum, as the hop does.
-func SetCE(b []byte) []byte {
+func SetCE(b []byte) []byte { return SetECN(b, aqm.CE) }
+
+// SetECN returns a copy of a built packet with its ECN field e and the
+// IPv4 checksum fixed: a mark, or a path that bleaches or re-marks.
+func SetECN(b []byte, e aqm.ECN) []byte {
 	out := append([]byte(nil), b...)
 	if out[0]>>4 == 4 {
-		out[1] |= 3
+		out[1] = out[1]&^3 | byte(e)
 		hl := int(out[0]&0xf) * 4
 		binary.BigEndian.PutUint16(out[10:], IPv4Checksum(out[:hl]))
 	} else {
-		out[1] |= 0x30
+		out[1] = out[1]&^0x30 | byte(e)<<4
 	}
 	return out
 }
