@@ -1,5 +1,6 @@
-// Package pcaptest builds IP packets for the tests of the capture and
-// analysis packages.
+// Package pcaptest builds IP packets for tests: the capture and analysis
+// packages', the hop's, replay's and the command's. A test that needs a
+// packet describes it here rather than writing header bytes itself.
 package pcaptest
 
 import (
