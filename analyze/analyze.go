@@ -14,6 +14,7 @@ import (
 
 	"github.com/pi2hop/pi2hop/aqm"
 	"github.com/pi2hop/pi2hop/pcap"
+	"github.com/pi2hop/pi2hop/rtt"
 )
 
 // Input is one capture file to analyse.
@@ -109,6 +110,10 @@ type Analyzer struct {
 	ifList  []string
 	dirs    map[string]*dirAcc
 	dirList []string
+	// rtt times the flows of pi2hop's up and down taps (nil until one is
+	// read); rttClass is the queue class each of its flows went to.
+	rtt      *rtt.Table
+	rttClass map[rttKey]uint8
 }
 
 // New fills in opt's defaults, checks it (Validate) and returns an
@@ -359,6 +364,7 @@ func (a *Analyzer) add(d *dirAcc, pt point, p *pcap.Packet, h *ipHeader) error {
 	switch pt {
 	case pointIn:
 		d.addIn(p, h, &s)
+		a.addRTT(d.name, p, h)
 	case pointOut:
 		d.addOut(p, h, &s)
 	case pointDrop:

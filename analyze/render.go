@@ -93,6 +93,7 @@ func (r *Result) WriteTable(w io.Writer) error {
 				l.Sent, 100*l.MarkFraction, 100*l.DropFraction, l.SojournP99, max(c.Prob, l.Prob))
 		}
 	}
+	writeRTT(p, r.RTT)
 	return tw.Flush()
 }
 

@@ -17,6 +17,9 @@ type Result struct {
 	CouplingK  float64            `json:"coupling_k"`
 	Start      int64              `json:"start_unix_ns"` // time of the first packet; bins count from here
 	Directions []*DirectionResult `json:"directions"`
+	// RTT is every flow's round-trip time through the hop, from the
+	// packets of pi2hop's up and down taps; absent without them.
+	RTT *RTTResult `json:"rtt,omitempty"`
 }
 
 // FileResult describes one input file.

@@ -76,3 +76,54 @@ func TestClassify(t *testing.T) {
 		}
 	}
 }
+
+// CrossCheck against the counts of what the load's packets arrived as
+// (aqm.ECN index: Not-ECT, ECT(1), ECT(0), CE). A changed L4S flow or
+// ECT(1) probe withholds the bottleneck's verdict, whatever Classify
+// said; any other change qualifies it; valid arrivals (unchanged, or ECT
+// marked CE) change nothing. Every case is not ready but the clean one.
+func TestCrossCheck(t *testing.T) {
+	dual := Bottleneck{Kind: DualQueue, Detail: "L4S RTT p99 3.2 ms vs classic 24.5 ms"}
+	single := Bottleneck{Kind: SingleQueue, Detail: "L4S traffic gets classic treatment: L4S RTT p99 20.0 ms vs classic 21.0 ms, 3.0 % of the L4S flow CE"}
+	clean := LoadFigures{ArrivedKnown: true, Arrived: [2][4]int{{0, 900, 0, 100}, {500, 0, 0, 0}},
+		ProbesThere: [2][4]int{{0, 280, 0, 20}, {300, 0, 0, 0}}, ProbesBack: [2][4]int{{0, 300, 0, 0}, {300, 0, 0, 0}}}
+	with := func(f func(*LoadFigures)) LoadFigures { c := clean; f(&c); return c }
+	const withheld = "; no bottleneck verdict: the L4S flow did not reach it as ECT(1)"
+	for _, tc := range []struct {
+		name  string
+		b     Bottleneck
+		f     LoadFigures
+		kind  string
+		ready bool
+		line  string
+	}{
+		{"clean dual queue", dual, clean, DualQueue, true, "L4S dual-queue AQM (L4S RTT p99 3.2 ms vs classic 24.5 ms)"},
+		{"responder without counts: the probes alone", dual, with(func(f *LoadFigures) { f.ArrivedKnown, f.Arrived = false, [2][4]int{} }),
+			DualQueue, true, "L4S dual-queue AQM (L4S RTT p99 3.2 ms vs classic 24.5 ms)"},
+		// The case: re-marked after the transitions, the L4S flow
+		// reaches DualPI2 as ECT(0) and reads as one queue.
+		{"L4S flow re-marked during the load", single, with(func(f *LoadFigures) {
+			f.Arrived[0] = [4]int{0, 300, 700, 0}
+			f.ProbesThere[0] = [4]int{0, 90, 210, 0}
+		}), ChangedUnderLoad, false, ChangedUnderLoad + ": ECT(1) arrived as ECT(0) for 700 of 1000 packets during the load: re-marked on the path; " +
+			"ECT(1) arrived as ECT(0) for 210 of 300 RTT probes during the load: re-marked on the path" + withheld},
+		{"L4S flow bleached", dual, with(func(f *LoadFigures) { f.Arrived[0] = [4]int{5, 895, 0, 100} }),
+			ChangedUnderLoad, false, ChangedUnderLoad + ": ECT(1) arrived as Not-ECT for 5 of 1000 packets during the load: bleached on the path" + withheld},
+		{"ECT(1) probes re-marked, flow not", dual, with(func(f *LoadFigures) { f.ProbesThere[0] = [4]int{0, 299, 1, 0} }),
+			ChangedUnderLoad, false, ChangedUnderLoad + ": ECT(1) arrived as ECT(0) for 1 of 300 RTT probes during the load: re-marked on the path" + withheld},
+		{"classic flow made ECT(1): qualified", dual, with(func(f *LoadFigures) { f.Arrived[1] = [4]int{400, 100, 0, 0} }),
+			DualQueue, false, "L4S dual-queue AQM (L4S RTT p99 3.2 ms vs classic 24.5 ms); but the classic flow's Not-ECT arrived as ECT(1) for 100 of 500 packets during the load: re-marked on the path"},
+		{"replies re-marked on the way back: qualified", dual, with(func(f *LoadFigures) { f.ProbesBack[0] = [4]int{0, 250, 50, 0} }),
+			DualQueue, false, "L4S dual-queue AQM (L4S RTT p99 3.2 ms vs classic 24.5 ms); but the replies to ECT(1) arrived as ECT(0) for 50 of 300 RTT probes during the load: re-marked on the way back"},
+		{"Not-ECT probe marked CE: mangled", dual, with(func(f *LoadFigures) { f.ProbesThere[1] = [4]int{299, 0, 0, 1} }),
+			DualQueue, false, "L4S dual-queue AQM (L4S RTT p99 3.2 ms vs classic 24.5 ms); but Not-ECT arrived as CE for 1 of 300 RTT probes during the load: mangled on the path"},
+	} {
+		b := CrossCheck(tc.b, tc.f)
+		if b.Kind != tc.kind || b.Ready() != tc.ready || b.Headline() != tc.line {
+			t.Errorf("%s: %q ready %v, headline\n %q\nwant %q ready %v\n %q", tc.name, b.Kind, b.Ready(), b.Headline(), tc.kind, tc.ready, tc.line)
+		}
+		if tc.kind == ChangedUnderLoad && strings.Contains(b.Headline(), SingleQueue) {
+			t.Errorf("%s: a withheld verdict names %q", tc.name, SingleQueue)
+		}
+	}
+}

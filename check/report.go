@@ -116,6 +116,7 @@ type LoadJSON struct {
 	Classic    LoadFlowJSON `json:"classic"`
 	GoodputBps float64      `json:"goodput_bps"`
 	QueueMs    float64      `json:"queue_ms"`
+	PathFaults []string     `json:"path_faults"` // changes of the ECN field during the load
 }
 
 // LoadFlowJSON is one class of the load: its flow and its RTT probe.
@@ -126,18 +127,41 @@ type LoadFlowJSON struct {
 	RTTs       int     `json:"rtt_samples"`
 	RTTP50Ms   float64 `json:"rtt_p50_ms"`
 	RTTP99Ms   float64 `json:"rtt_p99_ms"`
+	// Arrived is the flow's data packets at the responder by codepoint
+	// (nil when it did not say); ProbesThere and ProbesBack the probe's
+	// replies by the codepoint the probe arrived with and the reply came
+	// back with.
+	Arrived     map[string]int `json:"arrived,omitempty"`
+	ProbesThere map[string]int `json:"probes_arrived"`
+	ProbesBack  map[string]int `json:"replies_arrived"`
+}
+
+// byName is counts indexed by aqm.ECN as a map by codepoint name.
+func byName(counts [4]int) map[string]int {
+	m := map[string]int{}
+	for _, c := range order {
+		m[c.String()] = counts[c]
+	}
+	return m
 }
 
 // JSON returns the load test's JSON form.
 func (l *Load) JSON() LoadJSON {
 	f := l.Figures
-	return LoadJSON{Verdict: l.Verdict.Kind, Detail: l.Verdict.Detail, Ready: l.Verdict.Ready(),
+	j := LoadJSON{Verdict: l.Verdict.Kind, Detail: l.Verdict.Detail, Ready: l.Verdict.Ready(),
 		DurationS: l.Duration.Seconds(), MaxRateBps: l.MaxRate, BaseRTTMs: figure.Ms(f.Base),
 		GoodputBps: f.L4SGoodput + f.CGoodput, QueueMs: figure.Ms(max(f.ClassicP99, f.L4SP99) - f.Base),
+		PathFaults: append([]string{}, l.Verdict.PathFaults...),
 		L4S: LoadFlowJSON{GoodputBps: f.L4SGoodput, CEFrac: f.L4SCE, LossFrac: f.L4SLoss,
-			RTTs: f.L4SProbes, RTTP50Ms: figure.Ms(f.L4SP50), RTTP99Ms: figure.Ms(f.L4SP99)},
+			RTTs: f.L4SProbes, RTTP50Ms: figure.Ms(f.L4SP50), RTTP99Ms: figure.Ms(f.L4SP99),
+			ProbesThere: byName(f.ProbesThere[0]), ProbesBack: byName(f.ProbesBack[0])},
 		Classic: LoadFlowJSON{GoodputBps: f.CGoodput, LossFrac: f.ClassicLoss,
-			RTTs: f.ClassicProbes, RTTP50Ms: figure.Ms(f.ClassicP50), RTTP99Ms: figure.Ms(f.ClassicP99)}}
+			RTTs: f.ClassicProbes, RTTP50Ms: figure.Ms(f.ClassicP50), RTTP99Ms: figure.Ms(f.ClassicP99),
+			ProbesThere: byName(f.ProbesThere[1]), ProbesBack: byName(f.ProbesBack[1])}}
+	if f.ArrivedKnown {
+		j.L4S.Arrived, j.Classic.Arrived = byName(f.Arrived[0]), byName(f.Arrived[1])
+	}
+	return j
 }
 
 // writeText prints the load test's lines.
@@ -153,6 +177,11 @@ func (l *Load) writeText(b *strings.Builder) {
 	fmt.Fprintf(tw, "  L4S (ECT(1))\t%.2f\t%.1f %%\t%.1f %%\t%.2f ms\t%.2f ms\n", f.L4SGoodput/1e6, 100*f.L4SCE, 100*f.L4SLoss, figure.Ms(f.L4SP50), figure.Ms(f.L4SP99))
 	fmt.Fprintf(tw, "  classic (Not-ECT)\t%.2f\t-\t%.1f %%\t%.2f ms\t%.2f ms\n", f.CGoodput/1e6, 100*f.ClassicLoss, figure.Ms(f.ClassicP50), figure.Ms(f.ClassicP99))
 	tw.Flush()
+	if l.Verdict.Kind != ChangedUnderLoad {
+		for _, pf := range l.Verdict.PathFaults {
+			fmt.Fprintf(b, "  %s\n", pf)
+		}
+	}
 }
 
 // DirectionJSON is one direction in JSON.

@@ -40,6 +40,8 @@ type StatsRow struct {
 	PIE     *PIEXStats     `json:"pie,omitempty"`
 	FQCodel *FQCodelXStats `json:"fq_codel,omitempty"`
 	QProt   *QProtXStats   `json:"queue_protection,omitempty"`
+	// DOCSISClassic is the docsis kind's Classic AQM.
+	DOCSISClassic *DOCSISClassicXStats `json:"docsis_classic,omitempty"`
 	// link
 	Interval    float64 `json:"interval_s"`
 	InPkts      uint64  `json:"in_packets"`

@@ -78,6 +78,10 @@ func kindDefaults(kind string) (Settings, bool) {
 		dualpi2(c.DualPI2)
 		s.StepThresh, s.MinQlenStep = nil, nil // the L queue's ramp replaces the step
 		s.NQB, s.QueueProtection, s.MaxTh = &c.NQB, &c.QProt.On, p(c.MaxTh)
+		s.DOCSISClassic = &c.Classic
+		if c.Classic == aqm.DOCSISClassicPIE {
+			s.Alpha, s.Beta = &c.PIE.Alpha, &c.PIE.Beta
+		}
 	}
 	return s, true
 }

@@ -16,14 +16,17 @@ func ProfilesJSON(ps []ProfileInfo) ([]byte, error) {
 	}{ps})
 }
 
-// WriteProfiles prints each profile: its name and title, the flags it
-// stands for, the mean rate of each trace it uses, and its sources.
+// WriteProfiles prints each profile: its heading (WriteHeading), the
+// flags it stands for, the mean rate of each trace it uses, and its
+// sources.
 func WriteProfiles(w io.Writer, ps []ProfileInfo) {
 	for i, p := range ps {
 		if i > 0 {
 			fmt.Fprintln(w)
 		}
-		fmt.Fprintf(w, "%s: %s\n", p.Name, p.Title)
+		if !p.WriteHeading(w) {
+			continue
+		}
 		fmt.Fprintf(w, "  flags: %s\n", strings.Join(p.Args, " "))
 		for _, t := range p.Traces {
 			fmt.Fprintf(w, "  %s: mean %s over a %g s loop\n", t.Name, shaper.FormatRate(t.MeanBPS), float64(t.LoopMs)/1000)

@@ -124,8 +124,15 @@ func (s Settings) otherSpec(kind string) (aqm.Spec, error) {
 		}
 	case aqm.KindDOCSIS:
 		c := &spec.DOCSIS
+		c.Classic = deref(s.DOCSISClassic, c.Classic)
+		core := s
+		if c.Classic == aqm.DOCSISClassicPIE {
+			// alpha and beta are DOCSIS-PIE's A and B; the core's PI2 idles.
+			c.PIE.Alpha, c.PIE.Beta = deref(s.Alpha, c.PIE.Alpha), deref(s.Beta, c.PIE.Beta)
+			core.Alpha, core.Beta = nil, nil
+		}
 		var err error
-		if c.DualPI2, err = s.dualPI2From(c.DualPI2); err != nil {
+		if c.DualPI2, err = core.dualPI2From(c.DualPI2); err != nil {
 			return spec, err
 		}
 		c.NQB = deref(s.NQB, c.NQB)

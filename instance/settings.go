@@ -81,6 +81,7 @@ type Settings struct {
 	DQRateEstimator *bool          `json:"dq-rate-estimator,omitempty"` // pie
 	QueueProtection *bool          `json:"queue-protection,omitempty"`  // docsis
 	MaxTh           *time.Duration `json:"maxth,omitempty"`             // docsis: the L-queue ramp's top
+	DOCSISClassic   *string        `json:"docsis-classic,omitempty"`    // docsis: the Classic AQM, pie or pi2
 
 	MTU  *int    `json:"mtu,omitempty"`
 	Seed *uint64 `json:"seed,omitempty"`
@@ -184,6 +185,8 @@ var table = []Setting{
 		Usage: "docsis: queue protection (RFC 9957), sanctioning flows that build the L queue"},
 	{Key: "maxth", Kinds: []string{aqm.KindDOCSIS}, value: duration(flagvalue.Duration{D: aqm.DefaultDOCSISMaxTh, Min: time.Microsecond}),
 		Usage: "docsis: queue `delay` where the L queue's marking ramp reaches 100 %"},
+	{Key: "docsis-classic", Kinds: []string{aqm.KindDOCSIS}, value: choice(flagvalue.Choice{Val: aqm.DOCSISClassicPIE, Choices: aqm.DOCSISClassics}),
+		Usage: "docsis: the Classic queue's `AQM`: pie (DOCSIS-PIE, RFC 8034, DOCSIS's own; --alpha, --beta are its A, B) or pi2 (DualPI2's PI2 with its gains)"},
 
 	{Key: "jitter", value: jitter(),
 		Usage: "delay variation added per packet, never reordering: `AMOUNT[,DIST]`, DIST uniform (±AMOUNT; when none is named), normal, pareto, paretonormal (deviation AMOUNT)"},

@@ -21,7 +21,7 @@ var tableExamples = map[string]string{
 	"classic-protection": "25%", "ecn-mask": "any", "max-rtt": "200ms", "typical-rtt": "20ms", "mtu": "9000", "seed": "7",
 	"nqb": "true", "ecn": "true", "codel-interval": "50ms", "ce-threshold": "1ms", "ce-threshold-selector": "0x01/0x01",
 	"flows": "64", "quantum": "300", "drop-batch": "8", "bytemode": "true", "dq-rate-estimator": "true",
-	"queue-protection": "false", "maxth": "2ms",
+	"queue-protection": "false", "maxth": "2ms", "docsis-classic": "pi2",
 	"jitter": "2ms,normal", "aggregate": "4ms,6kb", "up-jitter": "1ms", "down-jitter": "1ms,pareto",
 	"up-aggregate": "2ms,3kb", "down-aggregate": "1ms,1500b",
 	"ecn-fault": "ce-bleach,after", "up-ecn-fault": "bleach,after=100p,proto=udp", "down-ecn-fault": "mangle,share=30%",
@@ -152,7 +152,7 @@ func TestTableKinds(t *testing.T) {
 		aqm.KindFQCodel: {"memlimit", "target", "codel-interval", "ecn", "ce-threshold", "ce-threshold-selector", "flows", "quantum", "drop-batch"},
 		aqm.KindDOCSIS: {"memlimit", "target", "tupdate", "alpha", "beta", "coupling", "drop-on-overload",
 			"drop-enqueue", "classic-protection", "ecn-mask", "max-rtt", "typical-rtt", "nqb",
-			"queue-protection", "maxth"},
+			"queue-protection", "maxth", "docsis-classic"},
 	}
 	want := map[string][]string{} // key: the kinds that take it
 	for _, kind := range aqm.Kinds {

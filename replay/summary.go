@@ -180,6 +180,13 @@ func writeConfig(j *jsonline.Line, in SummaryInput, link shaper.Config, spec aqm
 		j.Uint("service_rate_bps", c.Rate)
 		j.Bool("nqb", c.NQB)
 		j.Bool("queue_protection", c.QProt.On)
+		j.Str("docsis_classic", c.Classic)
+		alpha, beta := c.DualPI2.Alpha, c.DualPI2.Beta // the Classic AQM's gains
+		if c.Classic == aqm.DOCSISClassicPIE {
+			alpha, beta = c.PIE.Alpha, c.PIE.Beta
+		}
+		j.Float("alpha", aqm.GainHz(alpha), 8)
+		j.Float("beta", aqm.GainHz(beta), 8)
 	}
 	j.CloseObject()
 }
@@ -223,6 +230,14 @@ func writeReplayXStats(j *jsonline.Line, st *aqm.Stats) {
 		j.Uint("sanctioned_packets", st.QProt.SanctionedPackets)
 		j.Uint("sanctioned_flows", st.QProt.SanctionedFlows)
 		j.Uint("default_bucket", st.QProt.DefaultBucket)
+		j.CloseObject()
+		x := &st.DOCSISClassic
+		j.Object("docsis_classic")
+		j.Str("aqm", x.AQM)
+		j.Float("prob_c", float64(x.ProbC)/aqm.DOCSISProbOne, 9)
+		j.Int("qdelay", x.QDelay)
+		j.Int("burst_allowance", x.BurstAllowance)
+		j.Str("burst_state", x.BurstState)
 		j.CloseObject()
 	}
 }

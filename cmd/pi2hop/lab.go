@@ -28,7 +28,7 @@ import (
 var labCmd = &command{
 	name:  "lab",
 	short: "run a lab scenario through the hop in network namespaces and write a report",
-	usage: "lab [SCENARIO] [--quick] [--out DIR] [--duration D] [--rate R] [flags]  |  lab --cleanup [--name N]",
+	usage: "lab [SCENARIO] [--quick] [--out DIR] [--duration D] [--rate R] [flags]  |  lab --cleanup [--name N]  |  lab compare DIR DIR... [--out DIR]",
 	examples: []example{
 		{"sudo pi2hop lab l4s-demo --quick", "the WWDC23 video call A/B in about two minutes, report in a new folder"},
 		{"sudo pi2hop lab bdp --out bdp-report", "the BDP table through the hop"},
@@ -67,6 +67,8 @@ func labFlags(fs *pflag.FlagSet) func(ctx context.Context, env *cmdEnv, args []s
 	a := addLabFlags(fs)
 	return func(ctx context.Context, env *cmdEnv, args []string) error {
 		switch {
+		case len(args) > 0 && args[0] == labCompareWord:
+			return labCompare(env, fs, a, args[1:])
 		case a.list:
 			return listScenarios(env.stdout)
 		case a.cleanup && len(args) > 0:
@@ -273,7 +275,7 @@ func runLab(ctx context.Context, env *cmdEnv, name string, cfg testbed.Config, o
 		}
 	}
 	abs, _ := filepath.Abs(out)
-	fmt.Fprintf(env.stdout, "Report: %s (report.md, report.json, %d plot files, %s); took %v\n",
+	fmt.Fprintf(env.stdout, "Report: %s (report.md, report.json, summary.csv, %d plot files, %s); took %v\n",
 		filepath.Join(abs, "report.md"), len(rep.Plots), formats, time.Duration(rep.ElapsedS*float64(time.Second)).Round(time.Second))
 	return nil
 }

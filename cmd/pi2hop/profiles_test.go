@@ -275,7 +275,7 @@ func TestProfilesCommand(t *testing.T) {
 	downOpps, loop := traceOpportunities(t, "lte-down")
 	for _, want := range []string{
 		"docsis-ll: DOCSIS 3.1",
-		"  flags: --down-rate 50mbit --up-rate 10mbit --delay 8ms --aqm docsis --queue-protection=true --target 10ms --maxth 1ms --coupling 2\n",
+		"  flags: --down-rate 50mbit --up-rate 10mbit --delay 8ms --aqm docsis --queue-protection=true --target 10ms --maxth 1ms --coupling 2 --docsis-classic pie\n",
 		"  flags: --down-rate-trace builtin:lte-down --up-rate-trace builtin:lte-up --delay 20ms --jitter 4ms\n",
 		"  flags: --rate 200mbit --aggregate 4ms,65535b --jitter 2ms --delay 5ms\n",
 		"geo-sat: a consumer GEO satellite",

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -261,19 +262,31 @@ type Choice struct {
 	Val     string
 	Choices []string
 	Aliases map[string]string
+	// More, when set, lists further choices that are looked up only when
+	// needed (the user's own profiles, read from files).
+	More func() []string
 }
 
 func (v *Choice) Set(s string) error {
 	if a, ok := v.Aliases[s]; ok {
 		s = a
 	}
-	for _, c := range v.Choices {
-		if s == c {
-			v.Val = s
-			return nil
-		}
+	if slices.Contains(v.Choices, s) {
+		v.Val = s
+		return nil
 	}
-	return fmt.Errorf("want one of %s", strings.Join(v.Choices, ", "))
+	if v.More == nil {
+		return fmt.Errorf("want one of %s", strings.Join(v.Choices, ", "))
+	}
+	more := v.More()
+	if slices.Contains(more, s) {
+		v.Val = s
+		return nil
+	}
+	if len(more) == 0 {
+		return fmt.Errorf("want one of %s", strings.Join(v.Choices, ", "))
+	}
+	return fmt.Errorf("want one of %s; or yours: %s", strings.Join(v.Choices, ", "), strings.Join(more, ", "))
 }
 
 func (v *Choice) String() string { return v.Val }
@@ -281,7 +294,12 @@ func (v *Choice) Type() string   { return strings.Join(v.Choices, "|") }
 
 // Words lists the canonical choices, for shell completion (aliases are
 // old or tc spellings, not offered).
-func (v *Choice) Words() []string { return v.Choices }
+func (v *Choice) Words() []string {
+	if v.More == nil {
+		return v.Choices
+	}
+	return append(slices.Clone(v.Choices), v.More()...)
+}
 
 // Loss is a loss model as shaper.ParseLoss reads it ("1%", "0.01",
 // "ge:p=1%,r=30%"). It keeps the text: Gilbert–Elliott has state, so each

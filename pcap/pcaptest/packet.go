@@ -24,13 +24,11 @@ type Packet struct {
 	Seq              uint32 // TCP sequence number / UDP first payload word
 	BadCsum          bool   // corrupt the IPv4 header checksum
 	IPv4HeaderLength int    // 0 = 20
-	// TCP only: the acknowledgment number, the flags byte (TCPAck, ...)
-	// and, with Timestamps, the timestamp option (RFC 7323 §3: kind 8,
-	// length 10, TSval then TSecr), padded with two NOPs to a 32-byte
-	// header as Linux sends it.
+	// TCP only: the acknowledgment number, the flags byte, and the
+	// timestamps option (RFC 7323) when TS is set, after two NOPs.
 	Ack          uint32
 	Flags        uint8
-	Timestamps   bool
+	TS           bool
 	TSval, TSecr uint32
 }
 
@@ -56,7 +54,7 @@ func (p Packet) Build() []byte {
 	thl := 8
 	if p.Proto == 6 {
 		thl = 20
-		if p.Timestamps {
+		if p.TS {
 			thl = 32
 		}
 	}
@@ -104,8 +102,8 @@ func (p Packet) Build() []byte {
 		binary.BigEndian.PutUint32(b[l4+8:], p.Ack)
 		b[l4+12] = byte(thl/4) << 4
 		b[l4+13] = p.Flags
-		if p.Timestamps {
-			copy(b[l4+20:], []byte{1, 1, 8, 10})
+		if p.TS {
+			binary.BigEndian.PutUint32(b[l4+20:], 0x0101080a)
 			binary.BigEndian.PutUint32(b[l4+24:], p.TSval)
 			binary.BigEndian.PutUint32(b[l4+28:], p.TSecr)
 		}

@@ -16,9 +16,9 @@ import (
 func TestBuildDecodes(t *testing.T) {
 	for _, p := range []Packet{
 		{Src: Cli4, Dst: Srv4, Proto: 6, SPort: 40000, DPort: 443, ECN: aqm.ECT1, DSCP: 10, ID: 7, Payload: 100,
-			Seq: 1000, Ack: 2000, Flags: TCPAck | TCPPsh, Timestamps: true, TSval: 0x01020304, TSecr: 0xa0b0c0d0},
+			Seq: 1000, Ack: 2000, Flags: TCPAck | TCPPsh, TS: true, TSval: 0x01020304, TSecr: 0xa0b0c0d0},
 		{Src: Cli6, Dst: Srv6, Proto: 6, SPort: 40000, DPort: 443, ECN: aqm.ECT0, DSCP: 46, ID: 0xabcde, Payload: 10,
-			Seq: 5, Flags: TCPSyn, Timestamps: true, TSval: 9},
+			Seq: 5, Flags: TCPSyn, TS: true, TSval: 9},
 		{Src: Cli4, Dst: Srv4, Proto: 17, SPort: 5000, DPort: 6000, ECN: aqm.CE, Payload: 50},
 		{Src: Cli4, Dst: Srv4, Proto: 6, SPort: 1, DPort: 2, Flags: TCPFin | TCPAck, IPv4HeaderLength: 24},
 	} {
@@ -72,7 +72,7 @@ func TestBuildDecodes(t *testing.T) {
 			}
 		}
 		want := []byte(nil)
-		if p.Timestamps {
+		if p.TS {
 			want = []byte{byte(p.TSval >> 24), byte(p.TSval >> 16), byte(p.TSval >> 8), byte(p.TSval), byte(p.TSecr >> 24), byte(p.TSecr >> 16), byte(p.TSecr >> 8), byte(p.TSecr)}
 		}
 		if string(ts) != string(want) {

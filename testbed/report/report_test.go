@@ -100,7 +100,7 @@ func TestWriteAndRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"# pi2hop lab:", "### Video call", "| RTT p99 (ms) | 25.9 | 39.9 |",
-		"### Window-limited TCP", "### Checks", "![rtt_cdf](rtt_cdf.png)", "\"rate\": \"10mbit\"", "- a note"} {
+		"### Window-limited TCP", "### Checks", "[summary.csv](summary.csv)", "![rtt_cdf](rtt_cdf.png)", "\"rate\": \"10mbit\"", "- a note"} {
 		if !bytes.Contains(md, []byte(want)) {
 			t.Errorf("report.md lacks %q", want)
 		}
