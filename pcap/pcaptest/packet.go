@@ -21,6 +21,7 @@ type Packet struct {
 	DSCP             uint8  // the DS field's upper six bits
 	ID               uint32 // IPv4 identification (low 16 bits); IPv6: flow label
 	Payload          int    // bytes after the transport header
+	Data             []byte // those bytes, when set (Payload is then len(Data), Seq not written into UDP's)
 	Seq              uint32 // TCP sequence number / UDP first payload word
 	BadCsum          bool   // corrupt the IPv4 header checksum
 	IPv4HeaderLength int    // 0 = 20
@@ -51,6 +52,9 @@ var (
 
 // Build returns the IP packet.
 func (p Packet) Build() []byte {
+	if p.Data != nil {
+		p.Payload = len(p.Data)
+	}
 	thl := 8
 	if p.Proto == 6 {
 		thl = 20
@@ -113,6 +117,7 @@ func (p Packet) Build() []byte {
 			binary.BigEndian.PutUint32(b[l4+8:], p.Seq)
 		}
 	}
+	copy(b[l4+thl:], p.Data)
 	return b
 }
 

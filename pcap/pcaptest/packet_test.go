@@ -20,6 +20,7 @@ func TestBuildDecodes(t *testing.T) {
 		{Src: Cli6, Dst: Srv6, Proto: 6, SPort: 40000, DPort: 443, ECN: aqm.ECT0, DSCP: 46, ID: 0xabcde, Payload: 10,
 			Seq: 5, Flags: TCPSyn, TS: true, TSval: 9},
 		{Src: Cli4, Dst: Srv4, Proto: 17, SPort: 5000, DPort: 6000, ECN: aqm.CE, Payload: 50},
+		{Src: Cli6, Dst: Srv6, Proto: 17, SPort: 5000, DPort: 6000, Data: []byte("a datagram"), Seq: 1},
 		{Src: Cli4, Dst: Srv4, Proto: 6, SPort: 1, DPort: 2, Flags: TCPFin | TCPAck, IPv4HeaderLength: 24},
 	} {
 		b := p.Build()
@@ -50,7 +51,11 @@ func TestBuildDecodes(t *testing.T) {
 		}
 		if p.Proto == 17 {
 			u := pkt.Layer(layers.LayerTypeUDP).(*layers.UDP)
-			if u.SrcPort != 5000 || u.DstPort != 6000 || int(u.Length) != 8+p.Payload || len(u.Payload) != p.Payload {
+			want := make([]byte, p.Payload)
+			if p.Data != nil {
+				want = p.Data
+			}
+			if u.SrcPort != 5000 || u.DstPort != 6000 || int(u.Length) != 8+len(want) || string(u.Payload) != string(want) {
 				t.Errorf("%+v: UDP %+v", p, u)
 			}
 			continue
