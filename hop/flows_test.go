@@ -4,22 +4,25 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
+	"net/netip"
 	"testing"
 	"time"
 	"unsafe"
 
 	"github.com/pi2hop/pi2hop/aqm"
 	"github.com/pi2hop/pi2hop/internal/race"
+	"github.com/pi2hop/pi2hop/pcap/pcaptest"
 )
 
 // pkt4 builds an IPv4 packet of n bytes of protocol proto from
 // 10.254.1.2:sport to 10.254.2.2:9 with the given ECN bits.
 func pkt4(n int, ecn aqm.ECN, proto byte, sport uint16) []byte {
-	p := udp4(n, ecn, sport)
-	p[9] = proto
-	binary.BigEndian.PutUint16(p[10:], 0)
-	binary.BigEndian.PutUint16(p[10:], aqm.Checksum(p[:20]))
-	return p
+	headers := 28
+	if proto == 6 {
+		headers = 40
+	}
+	return pcaptest.Packet{Src: netip.AddrFrom4([4]byte{10, 254, 1, 2}), Dst: netip.AddrFrom4([4]byte{10, 254, 2, 2}),
+		Proto: proto, SPort: sport, DPort: 9, ECN: ecn, Payload: n - headers}.Build()
 }
 
 // TestFlowClasses: the class a flow gets from the codepoints it sends,
@@ -77,13 +80,7 @@ func TestFlowClasses(t *testing.T) {
 func TestFlowKeys(t *testing.T) {
 	var tb flowCounters
 	tb.reset(qprotScorer(testConfig(10_000_000, 0).Up))
-	v6 := make([]byte, 48)
-	v6[0] = 0x60
-	binary.BigEndian.PutUint16(v6[4:], 8)
-	v6[6] = 17
-	v6[23], v6[39] = 1, 2 // ::1 → ::2
-	binary.BigEndian.PutUint16(v6[40:], 443)
-	binary.BigEndian.PutUint16(v6[42:], 5555)
+	v6 := pcaptest.Packet{Src: netip.MustParseAddr("::1"), Dst: netip.MustParseAddr("::2"), Proto: 17, SPort: 443, DPort: 5555}.Build()
 	for _, p := range [][]byte{pkt4(100, 0, 17, 1), pkt4(100, 0, 6, 1), pkt4(100, 0, 17, 2), v6, pkt4(60, 0, 1, 7)} {
 		for k := 0; k < 3; k++ {
 			tb.arrive(tb.lookup(p, aqm.Header(p).FlowHashKeyed(tb.key), 1), 0, len(p), 1)

@@ -2,7 +2,6 @@ package hop
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"runtime"
 	"strings"
@@ -15,23 +14,9 @@ import (
 	"github.com/pi2hop/pi2hop/tun/tuntest"
 )
 
-// udp4 builds an IPv4/UDP packet of n bytes with the given ECN bits and a
-// correct header checksum.
-func udp4(n int, ecn aqm.ECN, srcPort uint16) []byte {
-	p := make([]byte, n)
-	p[0] = 0x45
-	p[1] = byte(ecn)
-	binary.BigEndian.PutUint16(p[2:], uint16(n))
-	p[8] = 64
-	p[9] = 17
-	copy(p[12:], []byte{10, 254, 1, 2})
-	copy(p[16:], []byte{10, 254, 2, 2})
-	binary.BigEndian.PutUint16(p[20:], srcPort)
-	binary.BigEndian.PutUint16(p[22:], 9)
-	binary.BigEndian.PutUint16(p[24:], uint16(n-20))
-	binary.BigEndian.PutUint16(p[10:], aqm.Checksum(p[:20])) // over a zero checksum field
-	return p
-}
+// udp4 builds an IPv4/UDP packet of n bytes from 10.254.1.2:srcPort to
+// 10.254.2.2:9 with the given ECN bits and a correct header checksum.
+func udp4(n int, ecn aqm.ECN, srcPort uint16) []byte { return pkt4(n, ecn, 17, srcPort) }
 
 func testConfig(bps uint64, delay time.Duration) Config {
 	spec := aqm.Spec{Kind: aqm.KindDualPI2, DualPI2: aqm.DefaultConfig()}

@@ -306,10 +306,10 @@ func TestVersion(t *testing.T) {
 	}
 	info := buildinfo.From(&debug.BuildInfo{Main: debug.Module{Path: "github.com/pi2hop/pi2hop", Version: "v1.2.3"},
 		Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "abc123"}, {Key: "vcs.modified", Value: "true"}}})
-	got := versionText(info)
+	got := info.Describe()
 	for _, want := range []string{"pi2hop v1.2.3 revision abc123 (modified)\n", "commit abc123 with uncommitted changes\n", "module github.com/pi2hop/pi2hop\n"} {
 		if !strings.Contains(got, want) {
-			t.Errorf("versionText = %q, want %q in it", got, want)
+			t.Errorf("Describe = %q, want %q in it", got, want)
 		}
 	}
 	if dash, _, err := runOut("--version"); err != nil || dash != out || !strings.Contains(out, "\ncommit ") {

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 
 	"github.com/pi2hop/pi2hop/hop"
@@ -104,32 +103,12 @@ func (f *webFlags) add(fs *pflag.FlagSet) {
 }
 
 // options checks --web and --web-token: nil without --web.
-func (f *webFlags) options() (*web.Options, error) {
-	if f.web == "" {
-		if f.webToken != "" {
-			return nil, errors.New("--web-token: give --web too (the token guards the browser view)")
-		}
-		return nil, nil
-	}
-	if _, err := web.ListenAddr(f.web); err != nil {
-		return nil, fmt.Errorf("--web %q: %v", f.web, err)
-	}
-	return &web.Options{Addr: f.web, Token: f.webToken}, nil
-}
+func (f *webFlags) options() (*web.Options, error) { return web.NewOptions(f.web, f.webToken) }
 
 // viewer returns what starts the view of an instance (nil without --web).
 func (f *webFlags) viewer() (func(instance.Live) (io.Closer, string, error), error) {
 	opt, err := f.options()
-	if opt == nil {
-		return nil, err
-	}
-	return func(l instance.Live) (io.Closer, string, error) {
-		s, err := web.Serve(*opt, web.Live(l))
-		if err != nil {
-			return nil, "", err
-		}
-		return s, s.URL(), nil
-	}, nil
+	return web.Viewer(opt), err
 }
 
 // openCapture opens --capture for an instance (nil without one).

@@ -200,9 +200,7 @@ func analyzeOutputs(t *testing.T) []jsonOutput {
 	taps := c.AddTaps("up")
 	pkt := ipv4Packet(aqm.ECT1, 1)
 	c.OfferWait(taps.In, 1_700_000_000e9, pkt, len(pkt), nil)
-	pkt = append([]byte(nil), pkt...)
-	pkt[1] &^= 3
-	setChecksum(pkt)
+	pkt = pcaptest.SetECN(pkt, aqm.NotECT)
 	c.OfferWait(taps.Out, 1_700_000_000e9+1e6, pkt, len(pkt), nil)
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
