@@ -29,6 +29,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/netip"
@@ -40,6 +41,7 @@ import (
 
 	"github.com/pi2hop/pi2hop/hop"
 	"github.com/pi2hop/pi2hop/instance"
+	"github.com/pi2hop/pi2hop/internal/connlimit"
 	"github.com/pi2hop/pi2hop/internal/flagvalue"
 	"github.com/pi2hop/pi2hop/lan"
 )
@@ -78,6 +80,22 @@ type liveSource struct{ l instance.Live }
 func (s liveSource) Stats() (hop.Snapshot, bool)               { return s.l.Stats(), true }
 func (s liveSource) Clients() ([]lan.Client, error)            { return s.l.Clients() }
 func (s liveSource) Set(e instance.Settings) ([]string, error) { return s.l.Set(e) }
+func (s liveSource) Conns() *connlimit.Counters                { return s.l.WebConns() }
+func (s liveSource) Log() *slog.Logger                         { return s.l.Log() }
+
+// hosted is a Source that keeps the view's connection counters and log
+// (a running instance: its stats and metrics show them). Other views
+// count for themselves and log to slog's default.
+type hosted interface {
+	Conns() *connlimit.Counters
+	Log() *slog.Logger
+}
+
+// MaxConns caps the view's open connections. A page holds one stream and
+// fetches a few files; one beyond the cap is closed as soon as accepted
+// (counted in stats as refused), so a crowd of idle connections, which
+// need no token to open, costs a fixed number of fds and bytes.
+const MaxConns = 256
 
 // maxFlows is the most flows a table event carries per direction: the
 // hop's table size.
@@ -107,6 +125,8 @@ type Server struct {
 	every    time.Duration
 	ln       net.Listener
 	srv      *http.Server
+	conns    *connlimit.Counters
+	log      *connlimit.Limited
 	ring     *ring
 
 	mu   sync.Mutex
@@ -170,7 +190,15 @@ func New(opt Options, src Source) (*Server, error) {
 		keep = 5 * time.Minute
 	}
 	s.ring = newRing(int(keep / s.every))
-	s.srv = &http.Server{Addr: addr, Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	lg, conns := slog.Default(), new(connlimit.Counters)
+	if h, ok := src.(hosted); ok {
+		lg, conns = h.Log(), h.Conns()
+	}
+	// The server's complaints (broken clients, failed accepts) go to the
+	// log, never to the standard error a user's command shares.
+	s.conns, s.log = conns, connlimit.NewLimited(lg, 10*time.Second)
+	s.srv = &http.Server{Addr: addr, Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute,
+		ErrorLog: connlimit.ErrorLog(s.log, "web")}
 	return s, nil
 }
 
@@ -193,8 +221,8 @@ func (s *Server) Start() error {
 	if err != nil {
 		return fmt.Errorf("web: %w", err)
 	}
-	s.ln = ln
-	go s.srv.Serve(ln)
+	s.ln = connlimit.Listen(ln, "web", MaxConns, s.conns, s.log)
+	go s.srv.Serve(s.ln)
 	go s.sample()
 	return nil
 }

@@ -38,9 +38,9 @@ func (c *Counters) Stats() Stats {
 }
 
 // Backoff bounds the wait between failed accepts: it starts at the first
-// and doubles up to the second, as net/http's server does, so a process
-// out of fds neither spins nor stays deaf long after fds come back.
-var Backoff = [2]time.Duration{5 * time.Millisecond, time.Second}
+// and doubles up to the second, so a process out of fds neither spins nor
+// stays deaf for more than a quarter of a second once fds come back.
+var Backoff = [2]time.Duration{5 * time.Millisecond, 250 * time.Millisecond}
 
 // Listener is a net.Listener whose Accept retries and caps (see Listen).
 type Listener struct {
