@@ -72,6 +72,7 @@ type controlServer struct {
 	work chan job
 	// answered is closed when the answering goroutine has ended.
 	answered chan struct{}
+	snap     *hop.Snapshot // serve's, reused
 }
 
 // MaxControlConns caps the control socket's open connections: a client
@@ -186,19 +187,23 @@ func DecodeRequest(r io.Reader) (Request, error) {
 }
 
 // serve answers one decoded request.
+// One goroutine at a time: the answer points into s.snap, which the next
+// request overwrites.
 func (s *controlServer) serve(req Request) Response {
 	var resp Response
 	switch req.Op {
 	case OpStats:
-		var snap hop.Snapshot
+		if s.snap == nil {
+			s.snap = new(hop.Snapshot)
+		}
 		if req.Flows > 0 {
 			var ft [2]hop.FlowTable
-			snap, ft = s.h.statsFlows(min(req.Flows, hop.FlowTableSize))
+			*s.snap, ft = s.h.statsFlows(min(req.Flows, hop.FlowTableSize))
 			resp.Flows = &ft
 		} else {
-			snap = s.h.stats()
+			*s.snap = s.h.stats()
 		}
-		resp.Stats = &snap
+		resp.Stats = s.snap
 		cl, err := s.h.clients()
 		if err != nil {
 			resp.Error = "clients: " + err.Error()
