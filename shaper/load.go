@@ -22,6 +22,21 @@ const MaxRateTraceBytes = 32 << 20
 // or pipe that never ends (/dev/zero) is refused at a limit. Errors name
 // the file, the line and the limit.
 func LoadRateTrace(path string) (Rate, error) {
+	r, err := loadRateTrace(path)
+	if err != nil {
+		return nil, &FileError{err}
+	}
+	return r, nil
+}
+
+// FileError is a rate trace file that could not be read or is not a
+// trace: the file's fault, where a bad flag value is the command line's.
+type FileError struct{ Err error }
+
+func (e *FileError) Error() string { return e.Err.Error() }
+func (e *FileError) Unwrap() error { return e.Err }
+
+func loadRateTrace(path string) (Rate, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("rate trace: %w", err)
