@@ -1,7 +1,6 @@
 package instance
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -177,7 +176,7 @@ const MaxRequest = 64 << 10
 func DecodeRequest(r io.Reader) (Request, error) {
 	var req Request
 	lr := &io.LimitedReader{R: r, N: MaxRequest + 1}
-	if err := json.NewDecoder(bufio.NewReader(lr)).Decode(&req); err != nil {
+	if err := json.NewDecoder(lr).Decode(&req); err != nil { // it buffers itself
 		if lr.N <= 0 {
 			return Request{}, fmt.Errorf("request longer than %d bytes", MaxRequest)
 		}
