@@ -26,6 +26,12 @@ func (c *Conns) Stats() ConnStats {
 	return ConnStats{Control: c.Control.Stats(), Web: c.Web.Stats(), Metrics: c.Metrics.Stats()}
 }
 
+// MaxWebConns caps the web view's open connections. A page holds one
+// stream and fetches a few files; one beyond the cap is closed as soon as
+// accepted (counted in stats as refused), so a crowd of idle connections,
+// which need no token to open, costs a fixed number of fds and bytes.
+const MaxWebConns = 256
+
 // serverLogEvery is the most often one server of an instance logs a
 // failed accept, a refused connection or an HTTP error: a flood of them
 // leaves one line per interval with the count it held back.

@@ -91,12 +91,6 @@ type hosted interface {
 	Log() *slog.Logger
 }
 
-// MaxConns caps the view's open connections. A page holds one stream and
-// fetches a few files; one beyond the cap is closed as soon as accepted
-// (counted in stats as refused), so a crowd of idle connections, which
-// need no token to open, costs a fixed number of fds and bytes.
-const MaxConns = 256
-
 // maxFlows is the most flows a table event carries per direction: the
 // hop's table size.
 const maxFlows = 4096
@@ -221,7 +215,7 @@ func (s *Server) Start() error {
 	if err != nil {
 		return fmt.Errorf("web: %w", err)
 	}
-	s.ln = connlimit.Listen(ln, "web", MaxConns, s.conns, s.log)
+	s.ln = connlimit.Listen(ln, "web", instance.MaxWebConns, s.conns, s.log)
 	go s.srv.Serve(s.ln)
 	go s.sample()
 	return nil
