@@ -134,6 +134,16 @@ func (c *Conn) Close() error {
 // NetConn returns the connection Accept took (as tls.Conn's does).
 func (c *Conn) NetConn() net.Conn { return c.Conn }
 
+// CloseWrite shuts the sending side where the connection has one (TCP,
+// Unix): net/http half-closes before it closes a connection with an
+// unread request body.
+func (c *Conn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return errors.New("connlimit: the connection cannot half-close")
+}
+
 // Limited is a logger that writes at most one line per interval and says
 // how many it held back, so a flood of failed accepts or broken clients
 // leaves a trace without filling the log. A nil *Limited discards.
