@@ -72,8 +72,8 @@ type controlServer struct {
 	// answered is closed when the answering goroutine has ended.
 	answered chan struct{}
 	snap     *hop.Snapshot // serve's, reused
-	// peerOK checks a client (nil: peerIsRoot; tests that run as any
-	// user let everyone in).
+	// peerOK checks a client: peerIsRoot (tests that run as any user let
+	// everyone in).
 	peerOK func(net.Conn) error
 }
 
@@ -103,12 +103,13 @@ func listenControl(name string, h handler, c *connlimit.Counters, lg *connlimit.
 		ln.Close()
 		return nil, err
 	}
-	return serveControl(ln, h, c, lg), nil
+	return serveControl(ln, h, peerIsRoot, c, lg), nil
 }
 
-// serveControl serves requests on ln until Close.
-func serveControl(ln net.Listener, h handler, c *connlimit.Counters, lg *connlimit.Limited) *controlServer {
-	s := &controlServer{ln: connlimit.Listen(ln, "control socket", MaxControlConns, c, lg), h: h,
+// serveControl serves requests on ln until Close, from clients peerOK
+// lets in.
+func serveControl(ln net.Listener, h handler, peerOK func(net.Conn) error, c *connlimit.Counters, lg *connlimit.Limited) *controlServer {
+	s := &controlServer{ln: connlimit.Listen(ln, "control socket", MaxControlConns, c, lg), h: h, peerOK: peerOK,
 		work: make(chan job), answered: make(chan struct{})}
 	s.wg.Add(1)
 	go s.accept()
@@ -139,11 +140,7 @@ func (s *controlServer) handle(c net.Conn) {
 	defer c.Close()
 	c.SetDeadline(time.Now().Add(10 * time.Second))
 	var resp Response
-	peerOK := s.peerOK
-	if peerOK == nil {
-		peerOK = peerIsRoot
-	}
-	if err := peerOK(c); err != nil {
+	if err := s.peerOK(c); err != nil {
 		resp.Error = err.Error()
 	} else if req, err := DecodeRequest(c); err != nil {
 		resp.Error = "bad request: " + err.Error()
