@@ -90,9 +90,8 @@ test: lint cross
 # file reader against /dev/zero and a 1 GB sparse file under a 1 GB
 # address-space limit. Each test prints its figures on a "figures:" line
 # (docs/performance.md). make test runs the same tests at their quick
-# size.
+# size. Needs prlimit (util-linux, in scripts/test-deps).
 stress:
-	@./scripts/test-deps
 	$(GO) test -count=1 -v -timeout 30m -run '^TestStress' ./cmd/pi2hop -args -stress
 
 # Unit tests only: no namespaces, no root.
