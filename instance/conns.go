@@ -2,7 +2,6 @@ package instance
 
 import (
 	"log/slog"
-	"time"
 
 	"github.com/pi2hop/pi2hop/internal/connlimit"
 	"github.com/prometheus/client_golang/prometheus"
@@ -32,14 +31,9 @@ func (c *Conns) Stats() ConnStats {
 // which need no token to open, costs a fixed number of fds and bytes.
 const MaxWebConns = 256
 
-// serverLogEvery is the most often one server of an instance logs a
-// failed accept, a refused connection or an HTTP error: a flood of them
-// leaves one line per interval with the count it held back.
-const serverLogEvery = 10 * time.Second
-
 // serverLog is the rate-limited log of one of an instance's servers.
 func serverLog(log *slog.Logger) *connlimit.Limited {
-	return connlimit.NewLimited(log, serverLogEvery)
+	return connlimit.NewLimited(log, connlimit.LogEvery)
 }
 
 // connCollector exports Conns as metrics, labelled by server.

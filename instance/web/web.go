@@ -189,8 +189,9 @@ func New(opt Options, src Source) (*Server, error) {
 		lg, conns = h.Log(), h.Conns()
 	}
 	// The server's complaints (broken clients, failed accepts) go to the
-	// log, never to the standard error a user's command shares.
-	s.conns, s.log = conns, connlimit.NewLimited(lg, 10*time.Second)
+	// instance's log, rate-limited, not as net/http's bare lines on the
+	// standard error a user's command shares.
+	s.conns, s.log = conns, connlimit.NewLimited(lg, connlimit.LogEvery)
 	s.srv = &http.Server{Addr: addr, Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute,
 		ErrorLog: connlimit.ErrorLog(s.log, "web")}
 	return s, nil

@@ -156,6 +156,11 @@ type Limited struct {
 	withheld int
 }
 
+// LogEvery is the most often a server logs a failed accept, a refused
+// connection or an HTTP error: a flood of them leaves one line per
+// interval with the count it held back.
+const LogEvery = 10 * time.Second
+
 // NewLimited logs to lg at most once per every.
 func NewLimited(lg *slog.Logger, every time.Duration) *Limited {
 	return &Limited{log: lg, every: every}
