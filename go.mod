@@ -3,6 +3,7 @@ module github.com/pi2hop/pi2hop
 go 1.26.8
 
 require (
+	github.com/BurntSushi/toml v1.6.0
 	github.com/DataDog/sketches-go v1.4.8
 	github.com/chromedp/chromedp v0.14.2
 	github.com/google/nftables v0.3.0

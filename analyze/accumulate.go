@@ -309,6 +309,7 @@ func (a *Analyzer) Result() *Result {
 	for _, name := range a.dirList {
 		res.Directions = append(res.Directions, a.dirs[name].result(a, res.Start))
 	}
+	res.RTT = a.rttResult()
 	return res
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/pi2hop/pi2hop/aqm"
 	"github.com/pi2hop/pi2hop/pcap"
+	"github.com/pi2hop/pi2hop/rtt"
 )
 
 // Input is one capture file to analyse.
@@ -109,6 +110,10 @@ type Analyzer struct {
 	ifList  []string
 	dirs    map[string]*dirAcc
 	dirList []string
+	// rtt times the flows of pi2hop's up and down taps (nil until one is
+	// read); rttClass is the queue class each of its flows went to.
+	rtt      *rtt.Table
+	rttClass map[rttKey]uint8
 }
 
 // New fills in opt's defaults, checks it (Validate) and returns an
@@ -359,6 +364,7 @@ func (a *Analyzer) add(d *dirAcc, pt point, p *pcap.Packet, h *ipHeader) error {
 	switch pt {
 	case pointIn:
 		d.addIn(p, h, &s)
+		a.addRTT(d.name, p, h)
 	case pointOut:
 		d.addOut(p, h, &s)
 	case pointDrop:
@@ -384,7 +390,7 @@ func (d *dirAcc) addIn(p *pcap.Packet, h *ipHeader, s *sighting) {
 	c := d.classes[cls]
 	c.res.In++
 	c.res.InBytes += uint64(s.length)
-	s.f.res.In.add(h.ecn, s.length)
+	s.f.res.In.Add(h.ecn, s.length)
 	s.f.saw(cls)
 	s.f.fault.in[h.ecn]++
 	d.pend.push(s.key, pending{at: p.Time, flow: s.f, class: int8(cls), ecn: h.ecn, tos: h.tos, bin: s.bin})
@@ -412,7 +418,7 @@ func (d *dirAcc) addOut(p *pcap.Packet, h *ipHeader, s *sighting) {
 	c := d.classes[cls]
 	c.res.Sent++
 	c.res.SentBytes += uint64(s.length)
-	s.f.res.Out.add(h.ecn, s.length)
+	s.f.res.Out.Add(h.ecn, s.length)
 	s.f.saw(cls)
 	b := &d.binAt(s.bin).cls[cls]
 	b.sent++
@@ -440,6 +446,17 @@ func (d *dirAcc) addOut(p *pcap.Packet, h *ipHeader, s *sighting) {
 	if matched {
 		d.addTransit(c, p.Time-m.at)
 		m.flow.fault.addOut(p, h, &m)
+		d.moved(int(m.class), cls)
+	}
+}
+
+// moved counts a matched packet that came in as class from and was
+// queued in class to, when they differ: an ECN path fault before the
+// queue rewrote its codepoint.
+func (d *dirAcc) moved(from, to int) {
+	if from != to {
+		d.classes[from].res.MovedOut++
+		d.classes[to].res.MovedIn++
 	}
 }
 
@@ -457,6 +474,9 @@ func (d *dirAcc) addDrop(p *pcap.Packet, h *ipHeader, s *sighting) {
 		cls = classIndex(p.Ann.Class)
 	case matched:
 		cls = int(m.class)
+	}
+	if matched {
+		d.moved(int(m.class), cls)
 	}
 	reason := "unknown"
 	if p.HasAnn && p.Ann.HasDecision {

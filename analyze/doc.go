@@ -11,7 +11,9 @@
 // reason, sojourn (annotations) and transit (matching) percentiles from a
 // sketch (within SketchAccuracy of the exact nearest-rank value), time
 // bins, ECN transitions checked against the valid set, IPv4 header
-// checksum errors and the coupling check pC = (pL/k)². Result renders as
+// checksum errors, the coupling check pC = (pL/k)², and each flow's
+// round-trip time through the hop, both halves, timed from the up and
+// down taps' in points by package rtt as the hop times it. Result renders as
 // tables (WriteTable), JSON, and PNG plots (WritePlots). Its memory
 // grows with flows (at most 10 000, the rest summed), time bins and the
 // packets of one matching horizon, not with the packet count.

@@ -25,7 +25,9 @@ var (
 // plotfile.DefaultFormats): <direction>-marking (mark and drop fraction
 // per bin, per queue), <direction>-sojourn (sojourn p50 and p99 per bin,
 // per queue) and, when the capture carries sojourns, <direction>-sojourn-ccdf
-// (each queue's sojourn CCDF on a log axis), each a new file of owner's. A direction's name becomes
+// (each queue's sojourn CCDF on a log axis), each a new file of owner's;
+// and rtt-ccdf, the flows' round trips per flow class, when the capture
+// has samples (drawRTTCCDF). A direction's name becomes
 // one path element of the file name, whatever it holds. It returns the
 // files written.
 func (r *Result) WritePlots(dir string, formats plotfile.Formats, owner invoker.User) ([]string, error) {
@@ -70,7 +72,54 @@ func (r *Result) WritePlots(dir string, formats plotfile.Formats, owner invoker.
 			return files, err
 		}
 	}
-	return files, nil
+	written, err := drawRTTCCDF(filepath.Join(dir, "rtt-ccdf"), formats, owner, r.RTT)
+	return append(files, written...), err
+}
+
+// drawRTTCCDF draws the round trip's CCDF through the hop per flow class
+// (the queue the flow's packets went to: L, C, or both), the halves'
+// samples of the class's flows merged (rttCurve); nothing without
+// samples.
+func drawRTTCCDF(base string, formats plotfile.Formats, owner invoker.User, r *RTTResult) ([]string, error) {
+	if r == nil {
+		return nil, nil
+	}
+	p := plotfile.New("round trip through the hop per flow class, CCDF", "round trip, client half + server half (ms)", "fraction of samples ≥ x")
+	smallest, lines := 1.0, 0
+	for i, class := range []string{"L", "C", "C+L"} {
+		var flows []*RTTFlow
+		for j := range r.Flows {
+			if r.Flows[j].Class == class {
+				flows = append(flows, &r.Flows[j])
+			}
+		}
+		d := rttCurve(flows)
+		pts := plotfile.DistPoints(d, true)
+		if len(pts) == 0 {
+			continue
+		}
+		line, err := plotter.NewLine(pts)
+		if err != nil {
+			return nil, fmt.Errorf("plot %s: %w", base, err)
+		}
+		colour, style := plotfile.L4S, 0
+		switch i {
+		case 1:
+			colour = plotfile.Classic
+		case 2:
+			style = 1
+		}
+		plotfile.Style(&line.LineStyle, colour, style)
+		p.Add(line)
+		p.Legend.Add(class+" flows", line)
+		smallest = min(smallest, 1/float64(d.N))
+		lines++
+	}
+	if lines == 0 {
+		return nil, nil
+	}
+	plotfile.DistAxis(p, true, smallest)
+	return plotfile.Save(p, 20*vg.Centimeter, 10*vg.Centimeter, base, formats, owner)
 }
 
 // drawSojournCCDF draws each queue's sojourn CCDF, the share of packets
@@ -80,7 +129,7 @@ func drawSojournCCDF(base string, formats plotfile.Formats, owner invoker.User, 
 	smallest, lines := 1.0, 0
 	for _, c := range d.Classes {
 		sd := c.sojournDist
-		pts := plotfile.DistPoints(sd.ms, sd.share, sd.n, true)
+		pts := plotfile.DistPoints(sd, true)
 		if len(pts) == 0 {
 			continue
 		}
@@ -95,7 +144,7 @@ func drawSojournCCDF(base string, formats plotfile.Formats, owner invoker.User, 
 		plotfile.Style(&line.LineStyle, class, 0)
 		p.Add(line)
 		p.Legend.Add(name, line)
-		smallest = min(smallest, 1/float64(sd.n))
+		smallest = min(smallest, 1/float64(sd.N))
 		lines++
 	}
 	if lines == 0 {

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/pi2hop/pi2hop/aqm"
 )
 
 // Table limits: the JSON output has everything.
@@ -45,6 +47,12 @@ func (r *Result) WriteTable(w io.Writer) error {
 		for _, c := range d.Classes {
 			if len(c.MarksBy)+len(c.DropsBy) > 0 {
 				p("  %s: marks %s; drops %s\n", c.Class, byReason(c.MarksBy), byReason(c.DropsBy))
+			}
+		}
+		for i, c := range d.Classes {
+			if c.MovedOut > 0 && len(d.Classes) == 2 {
+				p("  %s→%s before the queue: %d packets came in as %s and were queued in %s (an ECN path fault rewrote them; the flows below say which)\n",
+					c.Class, d.Classes[1-i].Class, c.MovedOut, c.Class, d.Classes[1-i].Class)
 			}
 		}
 		cp := d.Coupling
@@ -91,6 +99,7 @@ func (r *Result) WriteTable(w io.Writer) error {
 				l.Sent, 100*l.MarkFraction, 100*l.DropFraction, l.SojournP99, max(c.Prob, l.Prob))
 		}
 	}
+	writeRTT(p, r.RTT)
 	return tw.Flush()
 }
 
@@ -133,7 +142,7 @@ func byReason(m map[string]uint64) string {
 	return strings.Join(parts, " ")
 }
 
-func ecnPackets(c *ECNCounts) string {
+func ecnPackets(c *aqm.ByECN) string {
 	return fmt.Sprintf("%d/%d/%d/%d", c.NotECT.Packets, c.ECT1.Packets, c.ECT0.Packets, c.CE.Packets)
 }
 

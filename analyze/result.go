@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"github.com/pi2hop/pi2hop/aqm"
+	"github.com/pi2hop/pi2hop/figure"
 	"github.com/pi2hop/pi2hop/pcap"
 )
 
@@ -16,6 +17,9 @@ type Result struct {
 	CouplingK  float64            `json:"coupling_k"`
 	Start      int64              `json:"start_unix_ns"` // time of the first packet; bins count from here
 	Directions []*DirectionResult `json:"directions"`
+	// RTT is every flow's round-trip time through the hop, from the
+	// packets of pi2hop's up and down taps; absent without them.
+	RTT *RTTResult `json:"rtt,omitempty"`
 }
 
 // FileResult describes one input file.
@@ -93,6 +97,13 @@ type ClassResult struct {
 	Dropped   uint64 `json:"dropped"`
 	// Annotated counts out and drop packets that carry the AQM's decision.
 	Annotated uint64 `json:"annotated"`
+	// MovedOut counts packets that came in as this class (their codepoint
+	// at the in point) and were queued in the other; MovedIn the other
+	// class's packets queued in this one. Only an ECN path fault before
+	// the queue moves a packet, so In − MovedOut is what this queue was
+	// offered of its own packets.
+	MovedOut uint64 `json:"moved_out"`
+	MovedIn  uint64 `json:"moved_in"`
 	// DropsBy and MarksBy count by aqm.Reason name ("unknown" without
 	// annotations, "unseen" for unmatched ingress packets).
 	DropsBy map[string]uint64 `json:"drops_by,omitempty"`
@@ -106,7 +117,7 @@ type ClassResult struct {
 	Sojourn Percentiles `json:"sojourn"`
 	Transit Percentiles `json:"transit"`
 	// sojournDist is Sojourn's whole distribution, for the CCDF plot.
-	sojournDist dist
+	sojournDist figure.Dist
 }
 
 // Percentiles summarise a set of durations, in ms.
@@ -122,51 +133,13 @@ type Percentiles struct {
 	RelativeError float64 `json:"relative_error,omitempty"`
 }
 
-// ECNCount counts packets and bytes of one codepoint.
-type ECNCount struct {
-	Packets uint64 `json:"packets"`
-	Bytes   uint64 `json:"bytes"`
-}
-
-// ECNCounts holds one count per codepoint.
-type ECNCounts struct {
-	NotECT ECNCount `json:"not_ect"`
-	ECT1   ECNCount `json:"ect1"`
-	ECT0   ECNCount `json:"ect0"`
-	CE     ECNCount `json:"ce"`
-}
-
-func (c *ECNCounts) add(e aqm.ECN, bytes int) {
-	var p *ECNCount
-	switch e {
-	case aqm.NotECT:
-		p = &c.NotECT
-	case aqm.ECT1:
-		p = &c.ECT1
-	case aqm.ECT0:
-		p = &c.ECT0
-	default:
-		p = &c.CE
-	}
-	p.Packets++
-	p.Bytes += uint64(bytes)
-}
-
-// Total is the sum over codepoints.
-func (c *ECNCounts) Total() ECNCount {
-	return ECNCount{
-		Packets: c.NotECT.Packets + c.ECT1.Packets + c.ECT0.Packets + c.CE.Packets,
-		Bytes:   c.NotECT.Bytes + c.ECT1.Bytes + c.ECT0.Bytes + c.CE.Bytes,
-	}
-}
-
 // FlowResult counts one 5-tuple in one direction.
 type FlowResult struct {
 	Flow    string    `json:"flow"` // "tcp 10.0.0.1:5000 > 10.0.1.1:80"
 	Key     FlowKey   `json:"-"`
 	Class   string    `json:"class"` // "C", "L", or both in the order seen ("C+L")
-	In      ECNCounts `json:"in"`
-	Out     ECNCounts `json:"out"`
+	In      aqm.ByECN `json:"in"`
+	Out     aqm.ByECN `json:"out"`
 	Marked  uint64    `json:"marked"` // CE marks made by the hop
 	Dropped uint64    `json:"dropped"`
 	// ECNFaults names the ECN path faults the flow's packets show between

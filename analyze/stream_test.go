@@ -225,7 +225,7 @@ func TestFlowCap(t *testing.T) {
 	d := newDirAcc("up")
 	for i := range maxFlows + 5 {
 		f := d.flow(FlowKey{Proto: 17, SrcPort: uint16(i), DstPort: uint16(i >> 16)})
-		f.res.In.add(aqm.ECT1, 100)
+		f.res.In.Add(aqm.ECT1, 100)
 	}
 	if len(d.flows) != maxFlows {
 		t.Fatalf("%d flows tracked, want %d", len(d.flows), maxFlows)

@@ -10,15 +10,14 @@ package aqm
 // What is reused and what is not:
 //   - The coupled machinery is DualPI2's (dualpi2.go): the same two rings,
 //     limits, WRR scheduler (DOCSIS weights the L-queue 230/256, i.e. the
-//     C-queue gets ≈ 10 %, DualPI2's classic_protection 10), coupling
-//     p_CL = k·p' with k = 2 (DOCSIS's default coupling factor 20 in
-//     tenths), and the Classic AQM p_C = p'² with p' from a PI2 update.
-//   - The Classic AQM is PI2, not DOCSIS-PIE: DOCSIS specifies a PIE
-//     variant (Annex M) whose output is squared-rooted to couple, which
-//     is the same structure (base probability p', classic p'²) with other
-//     gains and a burst allowance; the issue did not ask for it, and PI2
-//     is the AQM RFC 9332 recommends for a DualQ. Its target is DOCSIS's
-//     Classic latency target, 10 ms; the gains are DualPI2's.
+//     C-queue gets ≈ 10 %, DualPI2's classic_protection 10) and coupling
+//     p_CL = min(k·p', 1) with k = 2 (DOCSIS's default coupling factor 20
+//     in tenths).
+//   - The Classic AQM is DOCSIS-PIE by default (docsispie.go, RFC 8034):
+//     it sets p_C, decided at enqueue, and p' = √p_C for the coupling.
+//     DOCSISClassicPI2 keeps DualPI2's PI2 instead (p_C = p'², its gains,
+//     decided where DualPI2 decides). Both use DOCSIS's Classic latency
+//     target, 10 ms, and the 16 ms update interval.
 //   - The L-queue AQM is DOCSIS's: p_L = max(ramp(qdelay), min(k·p', 1))
 //     decided at enqueue as DOCSIS's IAQM does, with the ramp
 //     MINTH = max(MAXTH − 2^LG_RANGE ns, FLOOR), MAXTH 1 ms, LG_RANGE 19
@@ -41,7 +40,9 @@ package aqm
 //     uses a deterministic accumulator.
 
 import (
+	"fmt"
 	"math"
+	"math/bits"
 	"math/rand/v2"
 )
 
@@ -57,6 +58,10 @@ type DOCSISConfig struct {
 	Floor   int64  // ns: a lowest MINTH besides DOCSISFloor(Rate); 0 for none
 	NQB     bool   // DSCP 45 uses the L-queue (RFC 9956)
 	QProt   QProtConfig
+	// Classic is the C-queue's AQM: DOCSISClassicPIE (DOCSIS-PIE, the
+	// default) or DOCSISClassicPI2 (DualPI2's PI2 and gains).
+	Classic string
+	PIE     DOCSISPIEConfig // DOCSIS-PIE's gains and burst allowance
 }
 
 // DOCSIS defaults.
@@ -71,9 +76,10 @@ const (
 )
 
 // DefaultDOCSISConfig returns the DOCSIS defaults on DualPI2's machinery:
-// Classic target 10 ms, tupdate 16 ms, coupling 2, L weight ≈ 90 %
-// (classic_protection 10), ramp MAXTH 1 ms over 2^19 ns, no floor, NQB
-// off, Queue Protection on with RFC 9957's defaults.
+// DOCSIS-PIE as the Classic AQM with RFC 8034's gains, target 10 ms,
+// tupdate 16 ms, coupling 2, L weight ≈ 90 % (classic_protection 10),
+// ramp MAXTH 1 ms over 2^19 ns, no floor, NQB off, Queue Protection on
+// with RFC 9957's defaults.
 func DefaultDOCSISConfig() DOCSISConfig {
 	c := DefaultConfig()
 	c.Target = DefaultDOCSISTarget
@@ -82,6 +88,8 @@ func DefaultDOCSISConfig() DOCSISConfig {
 		MaxTh:   DefaultDOCSISMaxTh,
 		LgRange: DefaultDOCSISLgRange,
 		QProt:   DefaultQProtConfig(),
+		Classic: DOCSISClassicPIE,
+		PIE:     DefaultDOCSISPIEConfig(),
 	}
 }
 
@@ -99,13 +107,17 @@ func (c DOCSISConfig) Validate() error {
 	if err := c.DualPI2.Validate(); err != nil {
 		return err
 	}
+	if c.Classic != DOCSISClassicPIE && c.Classic != DOCSISClassicPI2 {
+		return fmt.Errorf("docsis classic AQM %q: want pie or pi2", c.Classic)
+	}
 	rows := []ConfigError{
 		{"maxth", c.MaxTh, 1000, maxDOCSISMaxTh, UnitNanos},
 		{"lg_range", int64(c.LgRange), 0, 25, ""},
 		{"floor", c.Floor, 0, maxDOCSISMaxTh, UnitNanos},
 		{"rate", int64(min(c.Rate, math.MaxInt64)), 0, 1 << 44, ""},
 	}
-	return checkRanges(append(rows, c.QProt.ranges()...))
+	rows = append(rows, c.QProt.ranges()...)
+	return checkRanges(append(rows, c.PIE.ranges()...))
 }
 
 // ramp returns MINTH and the ramp width (ns) in force: MINTH =
@@ -126,6 +138,8 @@ type DOCSIS struct {
 	minTh, width int64
 	criticalQL   int64 // ns: QProt's CRITICALqL in force
 	qp           qprot
+	pie          docsisPIE // the Classic AQM when cfg.Classic is pie
+	lBytes       uint64    // L-queue bytes sent since the last update (r_L)
 }
 
 var _ Queue = (*DOCSIS)(nil)
@@ -147,6 +161,10 @@ func NewDOCSIS(cfg DOCSISConfig, rng *rand.Rand) (*DOCSIS, error) {
 func (q *DOCSIS) apply(cfg DOCSISConfig) {
 	q.cfg = cfg
 	q.minTh, q.width = cfg.ramp()
+	q.pie.cfg, q.pie.target, q.pie.interval = cfg.PIE, cfg.DualPI2.Target, cfg.DualPI2.Tupdate
+	// Under DOCSIS-PIE the coupled core's PI2 leaves the C-queue alone;
+	// p' is √p_C, set by each update.
+	q.pi.externalClassic = cfg.Classic == DOCSISClassicPIE
 	if cfg.QProt.BISize != q.qp.cfg.BISize {
 		q.qp = newQProt(cfg.QProt)
 	}
@@ -175,8 +193,18 @@ func (q *DOCSIS) Change(cfg DOCSISConfig, now int64, drop func(Meta)) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
+	// Updates due run under the old configuration (DualPI2.Change runs
+	// PI2's; with DOCSIS-PIE they have already run here).
+	q.Advance(now)
 	if err := q.pi.Change(cfg.DualPI2, now, drop); err != nil {
 		return err
+	}
+	if cfg.Classic != q.cfg.Classic {
+		// DOCSIS-PIE starts afresh; PI2 goes on from the p' it finds.
+		q.pie.reset()
+		if cfg.Classic == DOCSISClassicPIE {
+			q.pi.prob = 0
+		}
 	}
 	q.apply(cfg)
 	return nil
@@ -211,20 +239,16 @@ func (q *DOCSIS) Enqueue(m Meta, now int64) Verdict {
 	m.Len = max(m.Len, 0)
 	m.applyStep, m.earlyMark, m.sanctioned = false, ReasonNone, false
 	if !q.isL(&m) {
-		return q.pi.enqueueAs(m, Classic, now)
+		return q.enqueueClassic(m, now)
 	}
 	qdelay := q.qdelay(int(m.Len), now)
 	pn := q.probNative(qdelay)
 	if q.cfg.QProt.On && q.qp.protect(&m, qdelay, pn, now) {
 		m.sanctioned = true
-		return q.pi.enqueueAs(m, Classic, now)
+		return q.enqueueClassic(m, now)
 	}
-	pCL := uint64(q.pi.prob) * uint64(q.cfg.DualPI2.Coupling)
-	why, p := ReasonRamp, uint64(pn)
-	if pCL > p {
-		why, p = ReasonCoupled, min(pCL, MaxProb)
-	}
-	if p > 0 && q.pi.roll(uint32(p)) {
+	p, why := q.lProb(pn)
+	if p > 0 && q.pi.roll(p) {
 		if m.ECN == NotECT {
 			q.pi.countDrop(LLLL, why)
 			return Verdict{Action: Drop, Reason: why, Class: LLLL}
@@ -235,10 +259,87 @@ func (q *DOCSIS) Enqueue(m Meta, now int64) Verdict {
 	return q.pi.enqueueAs(m, LLLL, now)
 }
 
-// Dequeue is DualPI2's (WRR between the queues, p'² in the C-queue); a
-// sanctioned packet that leaves unmarked carries the reason "sanction".
+// enqueueClassic queues m in the C-queue; under DOCSIS-PIE it first meets
+// drop_early, which drops it or, if it is ECN-capable and p_C is at most
+// 10 %, marks it (reported at dequeue): above 10 % ECN-capable packets are
+// dropped too, counted as overload (RFC 8033 §5.1's rule, so that
+// unresponsive ECN traffic cannot take the queue). Under PI2 the coupled
+// core decides, as DualPI2 does.
+func (q *DOCSIS) enqueueClassic(m Meta, now int64) Verdict {
+	if q.cfg.Classic == DOCSISClassicPIE && q.pie.dropEarly(int(m.Len), q.pi.c.bytes, q.belowThird(now), q.pi.roll) {
+		why := ReasonNone
+		switch {
+		case m.ECN == NotECT:
+			why = ReasonClassic
+		case q.pie.dropProb*10 > dpOne:
+			why = ReasonOverload
+		}
+		if why != ReasonNone {
+			q.pi.countDrop(Classic, why)
+			return Verdict{Action: Drop, Reason: why, Class: Classic}
+		}
+		q.pi.st.ECNMark++
+		m.earlyMark = ReasonClassic
+	}
+	return q.pi.enqueueAs(m, Classic, now)
+}
+
+// belowThird reports whether the C-queue holds under a third of
+// BUFFER_SIZE (TargetBuffer at Rate), where DOCSIS-PIE stays off until a
+// burst starts; without a Rate, whether its head sojourn is under a third
+// of TargetBuffer.
+func (q *DOCSIS) belowThird(now int64) bool {
+	if q.cfg.Rate == 0 {
+		return 3*headDelay(&q.pi.c, now) < q.cfg.PIE.TargetBuffer
+	}
+	buffer := mulDiv(q.cfg.Rate, uint64(q.cfg.PIE.TargetBuffer), 8*1_000_000_000)
+	return 3*uint64(q.pi.c.bytes) < buffer
+}
+
+// classicQdelay is DOCSIS-PIE's delay estimate for the C-queue at an
+// update: its bytes over the rate left to it, r_C = Rate − r_L, with r_L
+// the L-queue's rate over the last interval capped at its WRR share (the
+// coupled form DOCSIS uses and docsis-ns3 models). Without a Rate it is
+// the C-queue head's sojourn.
+func (q *DOCSIS) classicQdelay(now int64) int64 {
+	if q.cfg.Rate == 0 {
+		return headDelay(&q.pi.c, now)
+	}
+	rL := min(mulDiv(q.lBytes*8, 1_000_000_000, uint64(q.cfg.DualPI2.Tupdate)), q.cfg.Rate*uint64(q.pi.wl)/maxWeight)
+	rC := max(q.cfg.Rate-rL, 1)
+	return int64(min(mulDiv(uint64(q.pi.c.bytes)*8, 1_000_000_000, rC), dpMaxQdelay))
+}
+
+// mulDiv is a·b/c (c > 0) without overflow in between, saturated at
+// math.MaxUint64.
+func mulDiv(a, b, c uint64) uint64 {
+	hi, lo := bits.Mul64(a, b)
+	if hi >= c {
+		return math.MaxUint64
+	}
+	v, _ := bits.Div64(hi, lo, c)
+	return v
+}
+
+// lProb is the L-queue's marking probability p_L = max(ramp, min(k·p',
+// 1)) for the ramp's pn, with the reason of the larger; p' is √p_C under
+// DOCSIS-PIE, so the coupled part is min(k·√p_C, 1).
+func (q *DOCSIS) lProb(pn uint32) (uint32, Reason) {
+	pCL := uint64(q.pi.prob) * uint64(q.cfg.DualPI2.Coupling)
+	if pCL > uint64(pn) {
+		return uint32(min(pCL, MaxProb)), ReasonCoupled
+	}
+	return pn, ReasonRamp
+}
+
+// Dequeue is DualPI2's (WRR between the queues; under PI2, p'² in the
+// C-queue); a sanctioned packet that leaves unmarked carries the reason
+// "sanction".
 func (q *DOCSIS) Dequeue(now int64) (Meta, Verdict, bool) {
 	m, v, ok := q.pi.Dequeue(now)
+	if ok && v.Class != Classic && v.Action != Drop {
+		q.lBytes += uint64(max(m.Len, 0))
+	}
 	if ok && m.sanctioned {
 		m.sanctioned = false
 		if v.Action == Pass {
@@ -248,8 +349,32 @@ func (q *DOCSIS) Dequeue(now int64) (Meta, Verdict, bool) {
 	return m, v, ok
 }
 
-// Advance runs the PI updates due (DualPI2's schedule).
-func (q *DOCSIS) Advance(now int64) { q.pi.Advance(now) }
+// Advance runs the Classic AQM's updates due, on DualPI2's schedule
+// (every tupdate from creation): PI2's, or DOCSIS-PIE's, each of which
+// sets p' = √p_C for the coupling.
+func (q *DOCSIS) Advance(now int64) {
+	if q.cfg.Classic != DOCSISClassicPIE {
+		q.pi.Advance(now)
+		return
+	}
+	tu := q.cfg.DualPI2.Tupdate
+	for q.pi.next <= now {
+		if q.pi.c.len() == 0 && q.lBytes == 0 && q.pie.idle() {
+			// An empty C-queue at rest: every update is a no-op.
+			steps := (now-q.pi.next)/tu + 1
+			if steps > (math.MaxInt64-q.pi.next)/tu {
+				q.pi.next = math.MaxInt64
+			} else {
+				q.pi.next += steps * tu
+			}
+			return
+		}
+		q.pie.update(q.classicQdelay(q.pi.next))
+		q.lBytes = 0
+		q.pi.prob = q.pie.baseProb()
+		q.pi.next += tu
+	}
+}
 
 // NextUpdate returns when the next PI update is due.
 func (q *DOCSIS) NextUpdate() int64 { return q.pi.NextUpdate() }
@@ -257,15 +382,27 @@ func (q *DOCSIS) NextUpdate() int64 { return q.pi.NextUpdate() }
 // Len returns the packets and bytes in both queues.
 func (q *DOCSIS) Len() (pkts, bytes int) { return q.pi.Len() }
 
-// Prob returns the base probability p' (raw, MaxProb ≙ 1).
+// Prob returns the base probability p' (raw, MaxProb ≙ 1): √p_C under
+// DOCSIS-PIE.
 func (q *DOCSIS) Prob() uint32 { return q.pi.Prob() }
 
 // Stats returns DualPI2's counters (marks by the ramp count in ECNMark
-// and L.Marked; StepMarks stays 0) and Queue Protection's in QProt.
+// and L.Marked; StepMarks stays 0), Queue Protection's in QProt and the
+// Classic AQM's in DOCSISClassic.
 func (q *DOCSIS) Stats(now int64) Stats {
 	s := q.pi.Stats(now)
 	s.Kind = KindDOCSIS
 	s.QProt = q.qp.st
+	x := &s.DOCSISClassic
+	x.AQM = q.cfg.Classic
+	if q.cfg.Classic == DOCSISClassicPIE {
+		x.ProbC = uint64(q.pie.dropProb)
+		x.QDelay = q.pie.qdelay
+		x.BurstAllowance = q.pie.allowance
+		x.BurstState = q.pie.state.String()
+	} else {
+		x.ProbC = uint64(q.pi.prob) * uint64(q.pi.prob) >> 32 // p'²
+	}
 	return s
 }
 
@@ -276,6 +413,8 @@ func (q *DOCSIS) Reset() { q.ResetAndRelease(nil) }
 // ResetAndRelease is Reset, calling release (if not nil) for each packet
 // discarded.
 func (q *DOCSIS) ResetAndRelease(release func(Meta)) {
+	q.pie.reset()
+	q.lBytes = 0
 	q.pi.ResetAndRelease(func(m Meta) {
 		m.sanctioned = false
 		if release != nil {

@@ -90,6 +90,10 @@ type DualPI2 struct {
 	lastQdelay int64  // queue delay at the last update, ns
 	next       int64  // time of the next PI update, ns
 
+	// externalClassic: the C-queue's AQM is the caller's (docsis's
+	// DOCSIS-PIE), so the PI verdict leaves Classic packets alone.
+	externalClassic bool
+
 	// C-queue starvation protection (WRR credit, bytes·percent)
 	credit     int64 // > 0: the C-queue is served next
 	creditInit int64 // MTU·(wc − wl): negative ⇒ the L-queue goes first
@@ -191,6 +195,9 @@ func (q *DualPI2) piVerdict(m *Meta) (Action, Reason) {
 	overload := lprob > MaxProb
 	switch m.Class {
 	case Classic:
+		if q.externalClassic {
+			return Pass, ReasonNone
+		}
 		return q.classicMarking(m, prob, overload)
 	case L4S:
 		return q.scalableMarking(m, lprob, prob, overload)

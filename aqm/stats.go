@@ -48,7 +48,22 @@ type Stats struct {
 	PIE   PIEXStats
 	FQ    FQCodelXStats
 	QProt QProtStats
+	// DOCSISClassic is the docsis kind's Classic AQM state.
+	DOCSISClassic DOCSISClassicStats
 }
+
+// DOCSISClassicStats is the docsis kind's Classic AQM: which one, p_C,
+// and DOCSIS-PIE's delay estimate and burst protection.
+type DOCSISClassicStats struct {
+	AQM            string // DOCSISClassicPIE or DOCSISClassicPI2
+	ProbC          uint64 // p_C, 2^32 ≙ 1: DOCSIS-PIE's drop_prob_ (per 1024-byte packet, up to 13.6), or PI2's p'²
+	QDelay         int64  // ns: DOCSIS-PIE's C-queue delay estimate at the last update
+	BurstAllowance int64  // ns: DOCSIS-PIE's burst allowance left
+	BurstState     string // DOCSIS-PIE's burst state: none, burst, protecting
+}
+
+// DOCSISProbOne is DOCSISClassicStats.ProbC's 1.
+const DOCSISProbOne = 1 << 32
 
 // CodelXStats is what `tc -s qdisc` shows for codel (struct
 // tc_codel_xstats), times in ns (tc prints them in µs).

@@ -153,6 +153,8 @@ type client struct {
 	gotSum   chan struct{}
 	loadAck  chan struct{}
 	ports    [3]uint16 // the responder's load sinks
+	gotRep   chan struct{}
+	report   *[2][4]uint32 // what the load's flows arrived as, by the responder's count
 }
 
 // Path runs the path check against the responder at opts.Target.
@@ -183,7 +185,7 @@ func Path(ctx context.Context, opts Options) (*Result, error) {
 	}
 	c := &client{conn: conn, peer: peer, session: rand.Uint32(),
 		sentAt: map[uint16]time.Time{}, echoed: map[uint16]bool{},
-		hello: make(chan struct{}, 1), gotSum: make(chan struct{}, 1), loadAck: make(chan struct{}, 1)}
+		hello: make(chan struct{}, 1), gotSum: make(chan struct{}, 1), loadAck: make(chan struct{}, 1), gotRep: make(chan struct{}, 1)}
 	done := make(chan struct{})
 	go func() { defer close(done); c.read() }()
 	defer func() { conn.Close(); <-done }()
@@ -332,6 +334,11 @@ func (c *client) read() {
 			c.ports = m.ports
 			c.mu.Unlock()
 			signal(c.loadAck)
+		case typeLoadReport:
+			c.mu.Lock()
+			c.report = &m.loadArrived
+			c.mu.Unlock()
+			signal(c.gotRep)
 		}
 	}
 }

@@ -3,6 +3,7 @@ package check
 import (
 	"context"
 	"fmt"
+	"math"
 	"net"
 	"net/netip"
 	"slices"
@@ -86,10 +87,10 @@ func (c *client) runLoad(ctx context.Context, opts Options) (*Load, error) {
 	case ctx.Err() != nil:
 		return nil, ctx.Err()
 	case err != nil:
-		l.Verdict = Bottleneck{NotMeasured, "the responder did not answer the load request (a pi2hop without the load test?)"}
+		l.Verdict = Bottleneck{Kind: NotMeasured, Detail: "the responder did not answer the load request (a pi2hop without the load test?)"}
 		return l, nil
 	case ports == [3]uint16{}:
-		l.Verdict = Bottleneck{NotMeasured, "the responder is busy with other loads: try again later"}
+		l.Verdict = Bottleneck{Kind: NotMeasured, Detail: "the responder is busy with other loads: try again later"}
 		return l, nil
 	}
 	at := func(i int) netip.AddrPort { return netip.AddrPortFrom(c.peer.Addr(), ports[i]) }
@@ -156,8 +157,26 @@ func (c *client) runLoad(ctx context.Context, opts Options) (*Load, error) {
 		}
 	}
 	l.Figures = figures(opts, sl, sc, pl, pc)
-	l.Verdict = Classify(l.Figures)
+	l.Figures.Arrived, l.Figures.ArrivedKnown = c.loadReport(ctx)
+	l.Verdict = CrossCheck(Classify(l.Figures), l.Figures)
 	return l, nil
+}
+
+// loadReport asks the responder what the load's flows arrived as; false
+// when it does not say (a responder without the count).
+func (c *client) loadReport(ctx context.Context) ([2][4]int, bool) {
+	var a [2][4]int
+	if c.ask(ctx, msg{typ: typeLoadReportReq, session: c.session}, c.gotRep, 250*time.Millisecond, 12) != nil {
+		return a, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for f := range a {
+		for cp := range a[f] {
+			a[f][cp] = int(c.report[f][cp])
+		}
+	}
+	return a, true
 }
 
 // figures reads the flows' and probes' summaries into the classification's
@@ -167,7 +186,8 @@ func figures(opts Options, sl, sc flow.SenderSummary, pl, pc flow.ProbeSummary) 
 	warm := min(opts.LoadDuration/3, time.Second)
 	f := LoadFigures{MaxRate: float64(opts.MaxRate),
 		L4SCE: sl.CEFraction, L4SLoss: sl.LossFraction, ClassicLoss: sc.LossFraction,
-		L4SGoodput: sl.GoodputBps, CGoodput: sc.GoodputBps}
+		L4SGoodput: sl.GoodputBps, CGoodput: sc.GoodputBps,
+		ProbesThere: [2][4]int{pl.Forward, pc.Forward}, ProbesBack: [2][4]int{pl.Return, pc.Return}}
 	for _, p := range []flow.ProbeSummary{pl, pc} {
 		for _, r := range p.RTT {
 			if f.Base == 0 || r < f.Base {
@@ -196,7 +216,31 @@ func figures(opts Options, sl, sc flow.SenderSummary, pl, pc flow.ProbeSummary) 
 
 // responderLoad is one load a responder sinks.
 type responderLoad struct {
-	ports [3]uint16
+	ports  [3]uint16
+	cancel context.CancelFunc // stops the sinks
+}
+
+// loadReport returns what key's load's flows arrived as, once its sinks
+// have stopped; while they run it stops them (the client asks when its
+// load is over) and reports false, and the client asks again.
+func (r *Responder) loadReport(key sessionKey) ([2][4]uint32, bool) {
+	r.loadMu.Lock()
+	defer r.loadMu.Unlock()
+	if l := r.loads[key]; l != nil {
+		l.cancel()
+		return [2][4]uint32{}, false
+	}
+	a, ok := r.finished[key]
+	return a, ok
+}
+
+// arrivals counts a sink's data packets by codepoint, saturating.
+func arrivals(s flow.ReceiverSummary) [4]uint32 {
+	var a [4]uint32
+	for c, n := range map[aqm.ECN]int64{aqm.NotECT: s.NotECT, aqm.ECT1: s.ECT1, aqm.ECT0: s.ECT0, aqm.CE: s.CE} {
+		a[c] = uint32(min(max(n, 0), math.MaxUint32))
+	}
+	return a
 }
 
 // startLoad opens the sinks of a load of d for key, or returns those of
@@ -228,10 +272,20 @@ func (r *Responder) startLoad(key sessionKey, d time.Duration) [3]uint16 {
 	}
 	r.loads[key] = l
 	ctx, cancel := context.WithTimeout(r.ctx, d)
-	var wg sync.WaitGroup
+	l.cancel = cancel
+	var (
+		wg      sync.WaitGroup
+		arrived [2][4]uint32 // each sink writes its own row
+	)
 	for i, f := range []func(){
-		func() { flow.PragueRecv(ctx, conns[0], flow.PragueConfig{ECN: flow.ECNL4S, MTU: loadMTU}, nil) },
-		func() { flow.PragueRecv(ctx, conns[1], flow.PragueConfig{ECN: flow.ECNClassic, MTU: loadMTU}, nil) },
+		func() {
+			s, _ := flow.PragueRecv(ctx, conns[0], flow.PragueConfig{ECN: flow.ECNL4S, MTU: loadMTU}, nil)
+			arrived[0] = arrivals(s)
+		},
+		func() {
+			s, _ := flow.PragueRecv(ctx, conns[1], flow.PragueConfig{ECN: flow.ECNClassic, MTU: loadMTU}, nil)
+			arrived[1] = arrivals(s)
+		},
 		func() { flow.ProbeServe(ctx, conns[2]) },
 	} {
 		wg.Add(1)
@@ -248,6 +302,10 @@ func (r *Responder) startLoad(key sessionKey, d time.Duration) [3]uint16 {
 		cancel()
 		r.loadMu.Lock()
 		delete(r.loads, key)
+		if len(r.finished) >= maxSessions {
+			clear(r.finished) // reports are asked for at once; old ones go
+		}
+		r.finished[key] = arrived
 		r.loadMu.Unlock()
 	}()
 	return l.ports

@@ -35,6 +35,14 @@ func TestLoopbackLoadNotSaturated(t *testing.T) {
 	if l.Verdict.Kind != NotSaturated || r.Ready() {
 		t.Errorf("verdict %q, ready %v; want %q, not ready", l.Verdict.Headline(), r.Ready(), NotSaturated)
 	}
+	// The responder counted the flows' packets, all as sent: loopback
+	// changes nothing.
+	if !f.ArrivedKnown || f.Arrived[0][1] == 0 || f.Arrived[1][0] == 0 || len(l.Verdict.PathFaults) != 0 {
+		t.Errorf("load report %v (known %v), path faults %q: want every packet as sent", f.Arrived, f.ArrivedKnown, l.Verdict.PathFaults)
+	}
+	if f.Arrived[0][0]+f.Arrived[0][2]+f.Arrived[0][3]+f.Arrived[1][1]+f.Arrived[1][2]+f.Arrived[1][3] != 0 {
+		t.Errorf("load report %v: packets changed on loopback", f.Arrived)
+	}
 	// The flows' payload stays under their share of the cap: headers
 	// and the probes take the rest. The floors only say the flows and
 	// the probes ran: a loaded machine runs them late.

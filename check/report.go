@@ -15,19 +15,33 @@ const (
 	ReverseName = "responder → client"
 )
 
-// Why says in one line why the path is not L4S-ready ("" when it is).
-func (r *Result) Why() string {
+// Why says in one line why the path is not L4S-ready ("" when it is),
+// each verdict with the figures behind it.
+func (r *Result) Why() string { return r.why(true) }
+
+// why is Why, with each verdict's detail (full) or its name alone, for
+// the last line of a text that printed the details above it.
+func (r *Result) why(full bool) string {
 	var why []string
 	for _, d := range []struct {
 		name string
 		d    Direction
 	}{{ForwardName, r.Forward}, {ReverseName, r.Reverse}} {
-		if d.d.Verdict.Kind != Passes {
-			why = append(why, fmt.Sprintf("%s: %s (%s)", d.name, d.d.Verdict.Kind, d.d.Verdict.Faults[0].Detail))
+		if d.d.Verdict.Kind == Passes {
+			continue
 		}
+		w := fmt.Sprintf("%s: %s", d.name, d.d.Verdict.Kind)
+		if full {
+			w += " (" + d.d.Verdict.Faults[0].Detail + ")"
+		}
+		why = append(why, w)
 	}
 	if r.Load != nil && !r.Load.Verdict.Ready() {
-		why = append(why, "bottleneck: "+r.Load.Verdict.Headline())
+		w := "bottleneck " + r.Load.Verdict.Kind
+		if full {
+			w = "bottleneck: " + r.Load.Verdict.Headline()
+		}
+		why = append(why, w)
 	}
 	return strings.Join(why, "; ")
 }
@@ -35,7 +49,7 @@ func (r *Result) Why() string {
 // WriteText prints the result as a person reads it.
 func (r *Result) WriteText(w io.Writer) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "check %v: %d probes per codepoint each way, round trip %.2f ms\n", r.Peer, r.Probes, figure.Ms(r.RTT))
+	fmt.Fprintf(&b, "check %v: %d probes per codepoint each way; idle RTT %.2f ms (their median round trip, before any load)\n", r.Peer, r.Probes, figure.Ms(r.RTT))
 	for _, d := range []struct {
 		name, ttlWhere string
 		d              Direction
@@ -84,7 +98,7 @@ func (r *Result) WriteText(w io.Writer) error {
 	case r.Ready():
 		b.WriteString("\nL4S-ready: yes, ECN passes both ways\n")
 	default:
-		fmt.Fprintf(&b, "\nL4S-ready: no, %s\n", r.Why())
+		fmt.Fprintf(&b, "\nL4S-ready: no, %s (above)\n", r.why(false))
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
@@ -116,6 +130,7 @@ type LoadJSON struct {
 	Classic    LoadFlowJSON `json:"classic"`
 	GoodputBps float64      `json:"goodput_bps"`
 	QueueMs    float64      `json:"queue_ms"`
+	PathFaults []string     `json:"path_faults"` // changes of the ECN field during the load
 }
 
 // LoadFlowJSON is one class of the load: its flow and its RTT probe.
@@ -126,18 +141,41 @@ type LoadFlowJSON struct {
 	RTTs       int     `json:"rtt_samples"`
 	RTTP50Ms   float64 `json:"rtt_p50_ms"`
 	RTTP99Ms   float64 `json:"rtt_p99_ms"`
+	// Arrived is the flow's data packets at the responder by codepoint
+	// (nil when it did not say); ProbesThere and ProbesBack the probe's
+	// replies by the codepoint the probe arrived with and the reply came
+	// back with.
+	Arrived     map[string]int `json:"arrived,omitempty"`
+	ProbesThere map[string]int `json:"probes_arrived"`
+	ProbesBack  map[string]int `json:"replies_arrived"`
+}
+
+// byName is counts indexed by aqm.ECN as a map by codepoint name.
+func byName(counts [4]int) map[string]int {
+	m := map[string]int{}
+	for _, c := range order {
+		m[c.String()] = counts[c]
+	}
+	return m
 }
 
 // JSON returns the load test's JSON form.
 func (l *Load) JSON() LoadJSON {
 	f := l.Figures
-	return LoadJSON{Verdict: l.Verdict.Kind, Detail: l.Verdict.Detail, Ready: l.Verdict.Ready(),
+	j := LoadJSON{Verdict: l.Verdict.Kind, Detail: l.Verdict.Detail, Ready: l.Verdict.Ready(),
 		DurationS: l.Duration.Seconds(), MaxRateBps: l.MaxRate, BaseRTTMs: figure.Ms(f.Base),
 		GoodputBps: f.L4SGoodput + f.CGoodput, QueueMs: figure.Ms(max(f.ClassicP99, f.L4SP99) - f.Base),
+		PathFaults: append([]string{}, l.Verdict.PathFaults...),
 		L4S: LoadFlowJSON{GoodputBps: f.L4SGoodput, CEFrac: f.L4SCE, LossFrac: f.L4SLoss,
-			RTTs: f.L4SProbes, RTTP50Ms: figure.Ms(f.L4SP50), RTTP99Ms: figure.Ms(f.L4SP99)},
+			RTTs: f.L4SProbes, RTTP50Ms: figure.Ms(f.L4SP50), RTTP99Ms: figure.Ms(f.L4SP99),
+			ProbesThere: byName(f.ProbesThere[0]), ProbesBack: byName(f.ProbesBack[0])},
 		Classic: LoadFlowJSON{GoodputBps: f.CGoodput, LossFrac: f.ClassicLoss,
-			RTTs: f.ClassicProbes, RTTP50Ms: figure.Ms(f.ClassicP50), RTTP99Ms: figure.Ms(f.ClassicP99)}}
+			RTTs: f.ClassicProbes, RTTP50Ms: figure.Ms(f.ClassicP50), RTTP99Ms: figure.Ms(f.ClassicP99),
+			ProbesThere: byName(f.ProbesThere[1]), ProbesBack: byName(f.ProbesBack[1])}}
+	if f.ArrivedKnown {
+		j.L4S.Arrived, j.Classic.Arrived = byName(f.Arrived[0]), byName(f.Arrived[1])
+	}
+	return j
 }
 
 // writeText prints the load test's lines.
@@ -147,12 +185,17 @@ func (l *Load) writeText(b *strings.Builder) {
 	if l.Verdict.Kind == NotMeasured && f.L4SProbes+f.ClassicProbes == 0 && f.L4SGoodput+f.CGoodput == 0 {
 		return
 	}
-	fmt.Fprintf(b, "  load %v under %.1f Mbit/s, idle RTT %.2f ms\n", l.Duration, float64(l.MaxRate)/1e6, figure.Ms(f.Base))
+	fmt.Fprintf(b, "  load %v under %.1f Mbit/s\n", l.Duration, float64(l.MaxRate)/1e6)
 	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "  flow\tMbit/s\tCE\tloss\tRTT p50\tRTT p99")
 	fmt.Fprintf(tw, "  L4S (ECT(1))\t%.2f\t%.1f %%\t%.1f %%\t%.2f ms\t%.2f ms\n", f.L4SGoodput/1e6, 100*f.L4SCE, 100*f.L4SLoss, figure.Ms(f.L4SP50), figure.Ms(f.L4SP99))
 	fmt.Fprintf(tw, "  classic (Not-ECT)\t%.2f\t-\t%.1f %%\t%.2f ms\t%.2f ms\n", f.CGoodput/1e6, 100*f.ClassicLoss, figure.Ms(f.ClassicP50), figure.Ms(f.ClassicP99))
 	tw.Flush()
+	if l.Verdict.Kind != ChangedUnderLoad {
+		for _, pf := range l.Verdict.PathFaults {
+			fmt.Fprintf(b, "  %s\n", pf)
+		}
+	}
 }
 
 // DirectionJSON is one direction in JSON.

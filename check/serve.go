@@ -44,6 +44,7 @@ type Responder struct {
 	ctx      context.Context // Serve's, which loads end with
 	loadMu   sync.Mutex
 	loads    map[sessionKey]*responderLoad
+	finished map[sessionKey][2][4]uint32 // what ended loads' flows arrived as
 	loadWG   sync.WaitGroup
 	// Dropped counts datagrams that were not check messages or not
 	// answerable (malformed, too short, no room for a session).
@@ -59,7 +60,7 @@ func NewResponder(conn *net.UDPConn) (*Responder, error) {
 	if err := ecnudp.EnableTTL(conn); err != nil {
 		return nil, err
 	}
-	return &Responder{conn: conn, sessions: map[sessionKey]*session{}, loads: map[sessionKey]*responderLoad{},
+	return &Responder{conn: conn, sessions: map[sessionKey]*session{}, loads: map[sessionKey]*responderLoad{}, finished: map[sessionKey][2][4]uint32{},
 		buf: make([]byte, 2048), oob: make([]byte, ecnudp.OOBSize)}, nil
 }
 
@@ -95,7 +96,7 @@ func (r *Responder) Serve(ctx context.Context) error {
 // handle answers one datagram; the error is the socket's.
 func (r *Responder) handle(b []byte, c ecnudp.Control, from netip.AddrPort, now time.Time) error {
 	m, err := parseMsg(b)
-	if err != nil || m.typ == typeHelloAck || m.typ == typeEcho || m.typ == typeSummary || m.typ == typeLoadAck {
+	if err != nil || m.typ == typeHelloAck || m.typ == typeEcho || m.typ == typeSummary || m.typ == typeLoadAck || m.typ == typeLoadReport {
 		r.Dropped++
 		return nil
 	}
@@ -112,6 +113,12 @@ func (r *Responder) handle(b []byte, c ecnudp.Control, from netip.AddrPort, now 
 	case typeLoad:
 		d := time.Duration(m.loadMs) * time.Millisecond
 		reply.typ, reply.loadMs, reply.ports = typeLoadAck, m.loadMs, r.startLoad(sessionKey{from, m.session}, d)
+	case typeLoadReportReq:
+		arrived, ok := r.loadReport(sessionKey{from, m.session})
+		if !ok {
+			return nil // not over yet: the client asks again
+		}
+		reply.typ, reply.loadArrived = typeLoadReport, arrived
 	case typeSummaryReq:
 		reply.typ = typeSummary
 		reply.arrived, reply.tosZero, reply.echoes = s.arrived, s.tosZero, s.echoes

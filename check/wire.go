@@ -21,12 +21,14 @@ import (
 //	summary             arrived [4][4]u16 | TOS zero [4][4]u16 | echoes [4]u16 | TTL min u8 | TTL max u8
 //	load                duration ms u32
 //	loadAck             duration ms u32 | port u16 ×3 (L4S sink, classic sink, RTT probes; 0 when refused)
+//	loadReportReq       nothing
+//	loadReport          arrived [2][4]u32 (the L4S flow's, then the classic flow's data packets by codepoint)
 //
 // padded with zeros to the message's fixed size. A request is as long as
 // its answer (hello and helloAck, probe and echo, summaryReq and summary),
 // and the responder answers nothing shorter: it never sends more bytes
 // than it was sent (load and loadAck too; the load itself is Prague data
-// and its ACKs, which are smaller). The [4] arrays are indexed by aqm.ECN value; echoes
+// and its ACKs, which are smaller; loadReportReq and loadReport). The [4] arrays are indexed by aqm.ECN value; echoes
 // counts the echoes the responder sent per codepoint (the reverse
 // direction's sent counts).
 const (
@@ -40,6 +42,11 @@ const (
 	typeSummary    = 6
 	typeLoad       = 7
 	typeLoadAck    = 8
+	// typeLoadReportReq asks what the load's flows arrived as; the
+	// responder answers once its sinks have stopped (the request stops
+	// them: the client's load is over).
+	typeLoadReportReq = 9
+	typeLoadReport    = 10
 
 	headerSize  = 9
 	ProbeSize   = 64  // probe, echo, hello and helloAck
@@ -71,6 +78,9 @@ type msg struct {
 	// sinks it (the L4S flow, the classic flow, the RTT probes)
 	loadMs uint32
 	ports  [3]uint16
+	// loadReport: the load's data packets as the responder's sinks
+	// counted them, by flow (L4S, classic) and codepoint
+	loadArrived [2][4]uint32
 }
 
 // size is the padded length of a message of type typ.
@@ -113,6 +123,12 @@ func appendMsg(b []byte, m msg) []byte {
 		for _, p := range m.ports {
 			b = be.AppendUint16(b, p)
 		}
+	case typeLoadReport:
+		for _, f := range m.loadArrived {
+			for _, n := range f {
+				b = be.AppendUint32(b, n)
+			}
+		}
 	}
 	for len(b)-start < size(m.typ) {
 		b = append(b, 0)
@@ -131,7 +147,7 @@ func parseMsg(b []byte) (msg, error) {
 		return m, errNotCheck
 	}
 	m.typ, m.session = b[4], be.Uint32(b[5:9])
-	if m.typ < typeHello || m.typ > typeLoadAck {
+	if m.typ < typeHello || m.typ > typeLoadReport {
 		return m, fmt.Errorf("unknown message type %d", m.typ)
 	}
 	if len(b) < size(m.typ) {
@@ -162,6 +178,12 @@ func parseMsg(b []byte) (msg, error) {
 		m.loadMs = be.Uint32(p)
 		for i := range m.ports {
 			m.ports[i] = be.Uint16(p[4+2*i:])
+		}
+	case typeLoadReport:
+		for f := range m.loadArrived {
+			for c := range m.loadArrived[f] {
+				m.loadArrived[f][c] = be.Uint32(p[16*f+4*c:])
+			}
 		}
 	}
 	return m, nil

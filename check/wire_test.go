@@ -32,6 +32,16 @@ func TestLoadAckBytes(t *testing.T) {
 	}
 }
 
+// The load report's bytes: the L4S flow's counts, then the classic
+// flow's, each Not-ECT, ECT(1), ECT(0), CE as u32.
+func TestLoadReportBytes(t *testing.T) {
+	b := appendMsg(nil, msg{typ: typeLoadReport, session: 9, loadArrived: [2][4]uint32{{0, 100, 25, 3}, {50, 0, 0, 0}}})
+	want := "7032636b" + "0a" + "00000009" + "00000000" + "00000064" + "00000019" + "00000003" + "00000032" + "000000000000000000000000"
+	if got := hex.EncodeToString(b[:41]); got != want || len(b) != ProbeSize {
+		t.Errorf("loadReport %s (%d bytes), want %s (%d)", got, len(b), want, ProbeSize)
+	}
+}
+
 func TestWireRoundTrip(t *testing.T) {
 	sum := msg{typ: typeSummary, session: 7, echoes: [4]uint16{1, 2, 3, 0xffff}, ttlMin: 61, ttlMax: 63}
 	sum.arrived[aqm.ECT1][aqm.CE] = 9
@@ -46,6 +56,8 @@ func TestWireRoundTrip(t *testing.T) {
 		sum,
 		{typ: typeLoad, session: 5, loadMs: 5000},
 		{typ: typeLoadAck, session: 6, loadMs: 5000, ports: [3]uint16{40001, 40002, 65535}},
+		{typ: typeLoadReportReq, session: 7},
+		{typ: typeLoadReport, session: 8, loadArrived: [2][4]uint32{{1, 2, 3, 4}, {0xffffffff, 0, 0, 7}}},
 	} {
 		b := appendMsg(nil, m)
 		if len(b) != size(m.typ) {
@@ -61,7 +73,7 @@ func TestWireRoundTrip(t *testing.T) {
 // Requests and their answers have one size, so the responder's rule
 // (answer nothing shorter than the answer) costs a client nothing.
 func TestRequestAsLongAsAnswer(t *testing.T) {
-	for _, p := range [][2]uint8{{typeHello, typeHelloAck}, {typeProbe, typeEcho}, {typeSummaryReq, typeSummary}, {typeLoad, typeLoadAck}} {
+	for _, p := range [][2]uint8{{typeHello, typeHelloAck}, {typeProbe, typeEcho}, {typeSummaryReq, typeSummary}, {typeLoad, typeLoadAck}, {typeLoadReportReq, typeLoadReport}} {
 		if size(p[0]) != size(p[1]) {
 			t.Errorf("type %d is %d bytes, its answer %d", p[0], size(p[0]), size(p[1]))
 		}
@@ -78,7 +90,7 @@ func TestParseMalformed(t *testing.T) {
 		{"header only, short", good[:headerSize-1]},
 		{"other magic", append([]byte("P2CK"), good[4:]...)},
 		{"type 0", append(append([]byte(magic), 0), good[5:]...)},
-		{"type 9", append(append([]byte(magic), 9), good[5:]...)},
+		{"type 11", append(append([]byte(magic), 11), good[5:]...)},
 		{"summary request cut to a probe's size", good[:ProbeSize]},
 		{"probe cut short", appendMsg(nil, msg{typ: typeProbe})[:20]},
 	} {

@@ -112,15 +112,31 @@ func TestSummarise(t *testing.T) {
 }
 
 func TestCDF(t *testing.T) {
-	x, f := CDF([]float64{3, 1, 2, 2})
+	d := CDF([]float64{3, 1, 2, 2})
 	wantX, wantF := []float64{1, 2, 2, 3}, []float64{0.25, 0.5, 0.75, 1}
-	for i := range wantX {
-		if x[i] != wantX[i] || f[i] != wantF[i] {
-			t.Fatalf("CDF = %v %v, want %v %v", x, f, wantX, wantF)
+	if !slices.Equal(d.X, wantX) || !slices.Equal(d.Share, wantF) || d.N != 4 {
+		t.Fatalf("CDF = %+v, want X %v Share %v N 4", d, wantX, wantF)
+	}
+	if d := CDF(nil); len(d.X) != 0 || len(d.Share) != 0 || d.N != 0 {
+		t.Errorf("CDF(nil) = %+v, want empty", d)
+	}
+}
+
+// TestCurve: 10 samples 1..10 kept as counts give every rank, each at
+// its share r/10, the sample of rank r.
+func TestCurve(t *testing.T) {
+	d := Curve(10, func(q float64) float64 { return q * 10 })
+	want := []float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
+	if d.N != 10 || len(d.X) != 10 || len(d.Share) != 10 {
+		t.Fatalf("Curve(10) = %+v, want 10 points", d)
+	}
+	for i, x := range want {
+		if math.Abs(d.X[i]-x) > 1e-9 || math.Abs(d.Share[i]-x/10) > 1e-12 {
+			t.Errorf("point %d = (%g, %g), want (%g, %g)", i, d.X[i], d.Share[i], x, x/10)
 		}
 	}
-	if x, f := CDF(nil); len(x) != 0 || len(f) != 0 {
-		t.Errorf("CDF(nil) = %v %v, want empty", x, f)
+	if d := Curve(0, nil); d.N != 0 || d.X != nil {
+		t.Errorf("Curve(0) = %+v, want empty", d)
 	}
 }
 

@@ -84,18 +84,39 @@ func Summarise(xs []float64) Summary {
 	}
 }
 
-// CDF returns the sorted samples and, for each, the share of samples at
-// or below it: the points of an empirical CDF plot. The point at share
-// k/n is the sample of rank k, so the curve passes through every
-// Quantile.
-func CDF(xs []float64) (x, share []float64) {
-	x = slices.Clone(xs)
+// Dist is an empirical distribution as a plot draws it: X ascending, in
+// the samples' unit (milliseconds for delays), and Share[i] the fraction
+// of the N samples at or below X[i]. The point at share k/N is the sample
+// of rank k, so the curve passes through every Quantile.
+type Dist struct {
+	X     []float64
+	Share []float64
+	N     int
+}
+
+// CDF returns the Dist of xs with every sample a point. xs is not
+// modified.
+func CDF(xs []float64) Dist {
+	x := slices.Clone(xs)
 	slices.Sort(x)
-	share = make([]float64, len(x))
+	share := make([]float64, len(x))
 	for i := range x {
 		share[i] = float64(i+1) / float64(len(x))
 	}
-	return x, share
+	return Dist{X: x, Share: share, N: len(x)}
+}
+
+// Curve returns the Dist of n samples kept as counts (a histogram, a
+// sketch), drawn at CurveRanks: quantile(q) is the sample at share q
+// (q = rank/n), in the unit X is to have.
+func Curve(n int, quantile func(q float64) float64) Dist {
+	d := Dist{N: n}
+	for _, r := range CurveRanks(n) {
+		q := float64(r) / float64(n)
+		d.X = append(d.X, quantile(q))
+		d.Share = append(d.Share, q)
+	}
+	return d
 }
 
 // CurveRanks are the ranks (1..n, ascending) at which a distribution

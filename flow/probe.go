@@ -163,6 +163,8 @@ func (p *prober) reply(now time.Time, seq uint32, forward, back aqm.ECN) {
 	p.s.RTTAt = append(p.s.RTTAt, time.Duration(sent)*time.Microsecond)
 	p.s.Received++
 	p.ivRecv++
+	p.s.Forward[forward&3]++
+	p.s.Return[back&3]++
 	if forward == aqm.CE {
 		p.s.ForwardCE++
 		p.ivCE++

@@ -152,7 +152,11 @@ type ProbeSummary struct {
 	// Replies whose request arrived CE-marked at the server (forward path),
 	// and replies that arrived CE-marked back (return path).
 	ForwardCE, ReturnCE int
-	RTT                 []time.Duration
-	RTTAt               []time.Duration // since the probe started
-	Intervals           []Interval
+	// Forward and Return count the replies by codepoint (aqm.ECN index):
+	// the one their request arrived with at the server, and the one they
+	// arrived back with.
+	Forward, Return [4]int
+	RTT             []time.Duration
+	RTTAt           []time.Duration // since the probe started
+	Intervals       []Interval
 }

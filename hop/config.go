@@ -70,7 +70,7 @@ type Config struct {
 
 // Defaults for Config's tuning fields.
 const (
-	DefaultMTU           = 1500
+	DefaultMTU           = aqm.DefaultMTU
 	DefaultBatch         = 64
 	DefaultStatsInterval = 100 * time.Millisecond
 	DefaultPriority      = 10

@@ -137,12 +137,6 @@ func portsOf(proto byte) bool {
 	return false
 }
 
-// ECNCount is packets and bytes of one ECN codepoint.
-type ECNCount struct {
-	Packets uint64 `json:"packets"`
-	Bytes   uint64 `json:"bytes"`
-}
-
 // flowHot is what a flow's every packet touches, in three cache lines:
 // the key a lookup compares, the counters of its arrival and its
 // release, the rate window and the Queue Protection bucket. Anything

@@ -39,16 +39,16 @@ func wide(n, wraps uint32) uint64 { return uint64(wraps)<<32 | uint64(n) }
 
 // in and out are the flow's packets and bytes by codepoint, as read and
 // as released.
-func (e *flowEntry) in() (c [4]ECNCount) {
+func (e *flowEntry) in() (c [4]aqm.Tally) {
 	for k := range c {
-		c[k] = ECNCount{wide(e.inPk[k], e.inWraps[k]), e.inB[k]}
+		c[k] = aqm.Tally{Packets: wide(e.inPk[k], e.inWraps[k]), Bytes: e.inB[k]}
 	}
 	return c
 }
 
-func (e *flowEntry) out() (c [4]ECNCount) {
+func (e *flowEntry) out() (c [4]aqm.Tally) {
 	for k := range c {
-		c[k] = ECNCount{wide(e.outPk[k], e.outWraps[k]), e.outB[k]}
+		c[k] = aqm.Tally{Packets: wide(e.outPk[k], e.outWraps[k]), Bytes: e.outB[k]}
 	}
 	return c
 }
@@ -94,28 +94,10 @@ type QProtThresholds struct {
 	ScoreMs   float64 `json:"score_threshold_ms"`
 }
 
-// ECNCounts are packets and bytes by ECN codepoint.
-type ECNCounts struct {
-	NotECT ECNCount `json:"not_ect"`
-	ECT1   ECNCount `json:"ect1"`
-	ECT0   ECNCount `json:"ect0"`
-	CE     ECNCount `json:"ce"`
-}
-
-func ecnCounts(c *[4]ECNCount) ECNCounts {
-	return ECNCounts{NotECT: c[aqm.NotECT], ECT1: c[aqm.ECT1], ECT0: c[aqm.ECT0], CE: c[aqm.CE]}
-}
-
-// Total is every codepoint's packets and bytes.
-func (c ECNCounts) Total() ECNCount {
-	return ECNCount{c.NotECT.Packets + c.ECT1.Packets + c.ECT0.Packets + c.CE.Packets,
-		c.NotECT.Bytes + c.ECT1.Bytes + c.ECT0.Bytes + c.CE.Bytes}
-}
-
 // FlowCounts are a flow's packet counters.
 type FlowCounts struct {
-	In    ECNCounts         `json:"in"`  // as read, by the codepoint they came with
-	Out   ECNCounts         `json:"out"` // released to be written, by the codepoint they left with
+	In    aqm.ByECN         `json:"in"`  // as read, by the codepoint they came with
+	Out   aqm.ByECN         `json:"out"` // released to be written, by the codepoint they left with
 	Marks uint64            `json:"marks"`
 	Drops map[string]uint64 `json:"drops,omitempty"` // by reason, those that happened
 }
@@ -205,7 +187,7 @@ func nsToMs(ns int64) float64 { return float64(ns) / 1e6 }
 
 func counts(e *flowEntry) FlowCounts {
 	in, out := e.in(), e.out()
-	c := FlowCounts{In: ecnCounts(&in), Out: ecnCounts(&out), Marks: wide(e.marks, e.marksWraps)}
+	c := FlowCounts{In: aqm.ByECNOf(&in), Out: aqm.ByECNOf(&out), Marks: wide(e.marks, e.marksWraps)}
 	for r, n := range e.drops {
 		if n > 0 {
 			if c.Drops == nil {

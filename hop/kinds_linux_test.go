@@ -12,7 +12,6 @@ import (
 	"github.com/pi2hop/pi2hop/hop"
 	"github.com/pi2hop/pi2hop/internal/roottest"
 	"github.com/pi2hop/pi2hop/pcap"
-	"github.com/pi2hop/pi2hop/topology"
 )
 
 // Every queue kind through the live hop, with an unresponsive ECT(1) flow
@@ -28,9 +27,9 @@ import (
 //   - pie (ecn): ECT(1) is marked while p <= 10 % and dropped above it,
 //     which an unresponsive flow at twice the rate reaches (p ~ 50 %);
 //   - docsis: ECT(1) meets the L-queue ramp (marks) and Queue Protection
-//     (sanctions to the C-queue, where they fill the queue until k·p' > 1
-//     and DualPI2's overload rule drops them); Not-ECT is Classic and
-//     dropped by p'².
+//     (sanctions to the C-queue, where they fill the queue until
+//     DOCSIS-PIE's p_C passes 10 % and PIE's ECN rule drops them as
+//     overload); Not-ECT is Classic and dropped by DOCSIS-PIE.
 //
 // In all, Not-ECT is never marked and the hop's counters balance. Between
 // the floods the hop drains, so each count is of one flood only. Both
@@ -53,8 +52,8 @@ func TestPairQueueKinds(t *testing.T) {
 		{aqm.KindCoDel, func(s *aqm.Spec) { s.CoDel.ECN = true }, true, aqm.ReasonNone, aqm.ReasonCodel},
 		{aqm.KindPIE, func(s *aqm.Spec) { s.PIE.ECN = true }, true, aqm.ReasonPIE, aqm.ReasonPIE},
 		{aqm.KindFQCodel, nil, true, aqm.ReasonNone, aqm.ReasonCodel},
-		// Sanctioned ECT(1) packets fill the C-queue: p' rises until
-		// k·p' > 1, where DualPI2's overload rule drops instead of marking.
+		// Sanctioned ECT(1) packets fill the C-queue: p_C rises past
+		// 10 %, where DOCSIS-PIE drops ECN-capable packets as overload.
 		{aqm.KindDOCSIS, func(s *aqm.Spec) { s.DOCSIS.Rate = bps }, true, aqm.ReasonOverload, aqm.ReasonClassic},
 	} {
 		t.Run(tc.kind, func(t *testing.T) {
@@ -276,7 +275,7 @@ func checkCaptureMatches(t *testing.T, path string, s hop.Snapshot) {
 }
 
 // waitDrained waits until the uplink holds no packet, at most d.
-func waitDrained(t *testing.T, p *topology.Pair, d time.Duration) hop.DirStats {
+func waitDrained(t *testing.T, p *testPair, d time.Duration) hop.DirStats {
 	t.Helper()
 	deadline := time.Now().Add(d)
 	for {

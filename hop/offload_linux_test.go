@@ -20,7 +20,6 @@ import (
 	"github.com/pi2hop/pi2hop/netsys"
 	"github.com/pi2hop/pi2hop/pcap"
 	"github.com/pi2hop/pi2hop/shaper"
-	"github.com/pi2hop/pi2hop/topology"
 	"github.com/pi2hop/pi2hop/tun"
 	"golang.org/x/sys/unix"
 )
@@ -33,7 +32,7 @@ import (
 // backendPair is newTestPair with the given backend, a tap counting what
 // the hop's taps saw, and a capture of every tap point to a pcapng file
 // (checkCapture reads it).
-func backendPair(t *testing.T, b tun.Backend, cfg hop.Config) (*topology.Pair, *countTap, *backendCapture) {
+func backendPair(t *testing.T, b tun.Backend, cfg hop.Config) (*testPair, *countTap, *backendCapture) {
 	t.Helper()
 	cfg.TUN = b
 	bc := &backendCapture{path: filepath.Join(t.TempDir(), "hop.pcapng")}
@@ -73,7 +72,7 @@ type backendCapture struct {
 // checkCapture stops the pair and its capture, then reads the file: every
 // packet in it is a segment (at most the MTU), and analyze finds exactly
 // the hop's counters, per direction and queue.
-func checkCapture(t *testing.T, p *topology.Pair, bc *backendCapture) {
+func checkCapture(t *testing.T, p *testPair, bc *backendCapture) {
 	t.Helper()
 	if err := p.Close(); err != nil {
 		t.Fatal(err)
@@ -298,7 +297,7 @@ func TestBackendTCPRate(t *testing.T) {
 }
 
 // tcp6 sends n bytes client -> server over IPv6 and waits for them.
-func tcp6(t *testing.T, p *topology.Pair, n int) {
+func tcp6(t *testing.T, p *testPair, n int) {
 	t.Helper()
 	addr := netip.AddrPortFrom(p.ServerAddr6, 5006).String()
 	var ln net.Listener
@@ -436,7 +435,7 @@ type floodResult struct {
 // bytes, and counts at the server what
 // arrived by ECN field. It waits until the hop has sent everything and the
 // receiver has read as many datagrams of the flow as the hop wrote.
-func gsoFlood(t *testing.T, p *topology.Pair, tap *countTap, v6 bool, ecn aqm.ECN, bps uint64, perSend int, d time.Duration) floodResult {
+func gsoFlood(t *testing.T, p *testPair, tap *countTap, v6 bool, ecn aqm.ECN, bps uint64, perSend int, d time.Duration) floodResult {
 	t.Helper()
 	const seg = 1200
 	server, hdr := p.ServerAddr, 28

@@ -20,22 +20,55 @@ import (
 	"github.com/pi2hop/pi2hop/internal/labnet"
 	"github.com/pi2hop/pi2hop/internal/ping"
 	"github.com/pi2hop/pi2hop/internal/roottest"
+	"github.com/pi2hop/pi2hop/internal/tunpair"
 	"github.com/pi2hop/pi2hop/netsys"
-	"github.com/pi2hop/pi2hop/topology"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 )
 
-func newTestPair(t *testing.T, cfg hop.Config) *topology.Pair {
+// testPair is topology.Pair built here, below topology (which imports
+// hop): the ends from tunpair with a hop running between them.
+type testPair struct {
+	*tunpair.Ends
+	Hop *hop.Hop
+	*tunpair.Running
+}
+
+// startTestPair builds namespaces prefix+"c" and prefix+"s" and starts
+// a hop of cfg between them, with tap if not nil.
+func startTestPair(cfg hop.Config, prefix string, tap hop.Tap) (*testPair, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	mtu := cfg.MTU
+	if mtu == 0 {
+		mtu = hop.DefaultMTU
+	}
+	ends, err := tunpair.Open(tunpair.Spec{ClientNS: prefix + "c", ServerNS: prefix + "s", MTU: mtu, Backend: cfg.TUN})
+	if err != nil {
+		return nil, err
+	}
+	h, err := hop.New(cfg, ends.Devs[0], ends.Devs[1])
+	if err != nil {
+		tunpair.Abandon(ends.Devs[:], ends.Journal)
+		return nil, err
+	}
+	if tap != nil {
+		h.SetTap(tap)
+	}
+	return &testPair{Ends: ends, Hop: h, Running: tunpair.Start(context.Background(), h, ends.Journal, h.Config().Logger)}, nil
+}
+
+func newTestPair(t *testing.T, cfg hop.Config) *testPair {
 	t.Helper()
 	return newTestPairWith(t, cfg, nil)
 }
 
 // newTestPairWith is newTestPair with tap (if not nil) on the hop.
-func newTestPairWith(t *testing.T, cfg hop.Config, tap hop.Tap) *topology.Pair {
+func newTestPairWith(t *testing.T, cfg hop.Config, tap hop.Tap) *testPair {
 	t.Helper()
 	prefix := roottest.Name("p2t")
-	p, err := topology.NewPairWith(context.Background(), topology.PairSpec{ClientNS: prefix + "c", ServerNS: prefix + "s", Tap: tap}, cfg)
+	p, err := startTestPair(cfg, prefix, tap)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +86,7 @@ func newTestPairWith(t *testing.T, cfg hop.Config, tap hop.Tap) *topology.Pair {
 // tcpRate runs a bulk TCP transfer client -> server and returns the IP
 // rate the server's TUN received over window, after warmup, and what the
 // sender's kernel and the host saw over the same window.
-func tcpRate(t *testing.T, p *topology.Pair, warmup, window time.Duration) (float64, rateWindow) {
+func tcpRate(t *testing.T, p *testPair, warmup, window time.Duration) (float64, rateWindow) {
 	t.Helper()
 	var ln net.Listener
 	if err := p.InServer(func() (err error) {
@@ -205,7 +238,7 @@ func logDir(t *testing.T, d *hop.DirStats) {
 
 // medianPing pings the server from the client (answered by the server's
 // kernel) n times, 10 ms apart, and returns the median RTT.
-func medianPing(t *testing.T, p *topology.Pair, n int) time.Duration {
+func medianPing(t *testing.T, p *testPair, n int) time.Duration {
 	t.Helper()
 	rtt, err := ping.Median(p.ClientNS, p.ServerAddr, n, 10*time.Millisecond)
 	if err != nil {
@@ -333,7 +366,7 @@ func ecnOf(oob []byte) (aqm.ECN, bool) {
 // size bytes (socket option bufOpt), asks for each datagram's ECN field,
 // and hands got every datagram it reads until rc is closed; done closes
 // after the last.
-func ecnSink(t *testing.T, p *topology.Pair, addr netip.AddrPort, bufOpt, size int, got func(b []byte, e aqm.ECN, ok bool)) (rc *net.UDPConn, done <-chan struct{}) {
+func ecnSink(t *testing.T, p *testPair, addr netip.AddrPort, bufOpt, size int, got func(b []byte, e aqm.ECN, ok bool)) (rc *net.UDPConn, done <-chan struct{}) {
 	t.Helper()
 	if err := p.InServer(func() (err error) { rc, err = net.ListenUDP(udpNetwork(addr), net.UDPAddrFromAddrPort(addr)); return }); err != nil {
 		t.Fatal(err)
@@ -373,7 +406,7 @@ func udpNetwork(addr netip.AddrPort) string {
 
 // ecnSource dials addr from p's client namespace, every datagram sent
 // with codepoint ecn.
-func ecnSource(t *testing.T, p *topology.Pair, addr netip.AddrPort, ecn aqm.ECN) *net.UDPConn {
+func ecnSource(t *testing.T, p *testPair, addr netip.AddrPort, ecn aqm.ECN) *net.UDPConn {
 	t.Helper()
 	var sc *net.UDPConn
 	if err := p.InClient(func() (err error) {
@@ -394,7 +427,7 @@ func ecnSource(t *testing.T, p *topology.Pair, addr netip.AddrPort, ecn aqm.ECN)
 // ecnFlood offers UDP with the given ECN codepoint at bps for d from the
 // client and counts, at the server, datagrams by the ECN they arrived with.
 // mid, if not nil, is called half way through.
-func ecnFlood(t *testing.T, p *topology.Pair, v6 bool, ecn aqm.ECN, bps uint64, d time.Duration, mid func()) (got [4]int) {
+func ecnFlood(t *testing.T, p *testPair, v6 bool, ecn aqm.ECN, bps uint64, d time.Duration, mid func()) (got [4]int) {
 	t.Helper()
 	server := p.ServerAddr
 	if v6 {

@@ -55,6 +55,16 @@ type QProtXStats struct {
 	DefaultBucket     uint64 `json:"default_bucket"`
 }
 
+// DOCSISClassicXStats is the docsis kind's Classic AQM: DOCSIS-PIE's (or
+// PI2's) p_C, and DOCSIS-PIE's delay estimate and burst protection.
+type DOCSISClassicXStats struct {
+	AQM              string  `json:"aqm"`
+	ProbC            float64 `json:"prob_c"`
+	QDelayUs         int64   `json:"qdelay_us"`
+	BurstAllowanceUs int64   `json:"burst_allowance_us"`
+	BurstState       string  `json:"burst_state"`
+}
+
 // addXStats fills in the xstats of the queue's own kind.
 func (v *StatsRow) addXStats(q *aqm.Stats) {
 	us := func(ns int64) int64 { return ns / 1000 }
@@ -70,6 +80,8 @@ func (v *StatsRow) addXStats(q *aqm.Stats) {
 		v.FQCodel = &FQCodelXStats{x.MaxPacket, x.DropOverlimit, x.NewFlowCount, x.ECNMark, x.CEMark, x.MemoryUsage, x.DropOvermemory, x.NewFlowsLen, x.OldFlowsLen}
 	case aqm.KindDOCSIS:
 		v.QProt = &QProtXStats{q.QProt.SanctionedPackets, q.QProt.SanctionedFlows, q.QProt.DefaultBucket}
+		x := &q.DOCSISClassic
+		v.DOCSISClassic = &DOCSISClassicXStats{x.AQM, float64(x.ProbC) / aqm.DOCSISProbOne, us(x.QDelay), us(x.BurstAllowance), x.BurstState}
 	}
 }
 
@@ -128,6 +140,11 @@ func (v *StatsRow) QdiscLines() []string {
 		add("prob %f delay_c %dus delay_l %dus", v.Prob, v.DelayCus, v.DelayLus)
 		add("pkts_in_c %d pkts_in_l %d maxq %d ecn_mark %d", v.PktsInC, v.PktsInL, v.MaxQ, v.ECNMark)
 		add("queue protection: sanctioned_packets %d sanctioned_flows %d default_bucket %d", x.SanctionedPackets, x.SanctionedFlows, x.DefaultBucket)
+		if c := v.DOCSISClassic; c != nil && c.AQM == aqm.DOCSISClassicPIE {
+			add("classic docsis-pie: prob_c %g qdelay %s burst_allowance %s burst %s", c.ProbC, usd(c.QDelayUs), usd(c.BurstAllowanceUs), c.BurstState)
+		} else if c != nil && c.AQM != "" {
+			add("classic %s: prob_c %g", c.AQM, c.ProbC)
+		}
 	}
 	return l
 }

@@ -34,9 +34,16 @@ func TestQdiscLines(t *testing.T) {
 			[]string{"maxpacket 1514 drop_overlimit 64 new_flow_count 12 ecn_mark 5 memory_used 3000 drop_overmemory 4",
 				"new_flows_len 1 old_flows_len 2"}},
 		{"docsis", aqm.Stats{Kind: aqm.KindDOCSIS, Prob: aqm.MaxProb / 2, DelayC: 2_000_000, PktsInC: 3, PktsInL: 4, MaxQ: 5, ECNMark: 6,
-			QProt: aqm.QProtStats{SanctionedPackets: 30, SanctionedFlows: 1, DefaultBucket: 2}},
+			QProt: aqm.QProtStats{SanctionedPackets: 30, SanctionedFlows: 1, DefaultBucket: 2},
+			DOCSISClassic: aqm.DOCSISClassicStats{AQM: aqm.DOCSISClassicPIE, ProbC: aqm.DOCSISProbOne / 4, QDelay: 12_000_000,
+				BurstAllowance: 46_000_000, BurstState: "protecting"}},
 			[]string{"prob 0.500000 delay_c 2000us delay_l 0us", "pkts_in_c 3 pkts_in_l 4 maxq 5 ecn_mark 6",
-				"queue protection: sanctioned_packets 30 sanctioned_flows 1 default_bucket 2"}},
+				"queue protection: sanctioned_packets 30 sanctioned_flows 1 default_bucket 2",
+				"classic docsis-pie: prob_c 0.25 qdelay 12ms burst_allowance 46ms burst protecting"}},
+		{"docsis pi2", aqm.Stats{Kind: aqm.KindDOCSIS, Prob: aqm.MaxProb / 2,
+			DOCSISClassic: aqm.DOCSISClassicStats{AQM: aqm.DOCSISClassicPI2, ProbC: aqm.DOCSISProbOne / 4}},
+			[]string{"prob 0.500000 delay_c 0us delay_l 0us", "pkts_in_c 0 pkts_in_l 0 maxq 0 ecn_mark 0",
+				"queue protection: sanctioned_packets 0 sanctioned_flows 0 default_bucket 0", "classic pi2: prob_c 0.25"}},
 	}
 	for _, tt := range tests {
 		s := DirStats{Kind: tt.q.Kind, Queue: tt.q}

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/pi2hop/pi2hop/hop"
+	"github.com/pi2hop/pi2hop/netsys"
 	"github.com/pi2hop/pi2hop/topology"
 )
 
@@ -20,12 +21,30 @@ type Gateway struct {
 func (t *Gateway) Kind() string { return "gateway" }
 
 func (t *Gateway) Start(ctx context.Context, env *Env) (*hop.Hop, error) {
-	g, err := topology.NewGateway(ctx, topology.GatewaySpec{Name: env.Name, LAN: t.LAN, WAN: t.WAN, Journal: env.Journal, Tap: env.Tap(""), FirewallAccept: t.FirewallAccept}, env.Config)
+	slot, err := gatewaySlot(env)
+	if err != nil {
+		return nil, err
+	}
+	g, err := topology.NewGateway(ctx, topology.GatewaySpec{Name: env.Name, Slot: slot, LAN: t.LAN, WAN: t.WAN, Journal: env.Journal, Tap: env.Tap(""), FirewallAccept: t.FirewallAccept}, env.Config)
 	if err != nil {
 		return nil, err
 	}
 	t.g = g
 	return g.Hop, nil
+}
+
+// gatewaySlot allocates the gateway's routing tables and rule priority
+// among instances, past any priority the system's rules already use.
+func gatewaySlot(env *Env) (int, error) {
+	slot, err := env.Slot(SpaceGateway, topology.GatewaySlots, func(n int) (bool, error) {
+		_, _, prio := topology.GatewayTablesAt(n)
+		used, err := netsys.RulePriorityUsed(prio)
+		return !used, err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("gateway tables: %w", err)
+	}
+	return slot, nil
 }
 
 func (t *Gateway) Attrs() []any {

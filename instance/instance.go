@@ -47,6 +47,7 @@ type Env struct {
 	Journal *netsys.Journal
 	Log     *slog.Logger
 	capture *pcap.Capture
+	claim   *claimed // the state file; nil for an anonymous instance
 }
 
 // Capture is the instance's capture file, or nil without one. The
@@ -122,16 +123,17 @@ func Run(ctx context.Context, opt Options, topo Topology) (err error) {
 	}
 	log, structured := newLogger(stderr, opt.LogFormat, level)
 	j := netsys.NewJournal(nil)
+	var c *claimed
 	if opt.Name != "" {
 		log = log.With("instance", opt.Name)
-		if j, err = claim(opt.Name, opt.Command); err != nil {
+		if c, j, err = claim(opt.Name, opt.Command); err != nil {
 			return err
 		}
 	}
 	warnLeftovers(log, opt.Name)
 	raiseFDLimit(log)
 	in := &instance{log: log, settings: opt.Settings, topo: topo}
-	env := &Env{Name: opt.Name, Config: opt.Config, Journal: j, Log: log}
+	env := &Env{Name: opt.Name, Config: opt.Config, Journal: j, Log: log, claim: c}
 	env.Config.Logger = log
 	var closers []io.Closer
 	defer func() {
@@ -165,6 +167,7 @@ func Run(ctx context.Context, opt Options, topo Topology) (err error) {
 		return err
 	}
 	attrs := []any{}
+	extras := extrasFrom(opt.Attrs)
 	if in.hop != nil && opt.Name != "" {
 		ctl, err := listenControl(opt.Name, in, &in.conns.Control, serverLog(log))
 		if err != nil {
@@ -179,19 +182,21 @@ func Run(ctx context.Context, opt Options, topo Topology) (err error) {
 			}
 			closers = append(closers, m)
 			attrs = append(attrs, "metrics", opt.Metrics)
+			if a, err := MetricsListenAddr(opt.Metrics); err == nil {
+				extras.Metrics = "http://" + a + "/metrics"
+			}
 		}
 	}
 	if in.hop != nil {
 		closers = append(closers, watchBottleneck(in.hop, log))
 	}
-	var webURL string
 	if in.hop != nil && opt.Web != nil {
 		w, url, err := opt.Web(Live{in})
 		if err != nil {
 			return err
 		}
 		closers = append(closers, w)
-		webURL = url
+		extras.Web = url
 		attrs = append(attrs, "web", url)
 	}
 	if in.hop != nil {
@@ -211,10 +216,7 @@ func Run(ctx context.Context, opt Options, topo Topology) (err error) {
 		log.Debug("pi2hop running: "+topo.Kind(), record...)
 	}
 	if opt.LogFormat != LogJSON && in.hop != nil {
-		io.WriteString(stderr, startupMessage(opt.Command, opt.Name, in.hop.Config(), topo))
-		if webURL != "" {
-			io.WriteString(stderr, "live view: "+webURL+"\n")
-		}
+		io.WriteString(stderr, startupMessage(opt.Command, opt.Name, in.hop.Config(), opt.Settings, extras, topo))
 	}
 	if in.hop != nil {
 		for _, d := range hop.Degradations(in.hop.Config()) {
@@ -314,7 +316,7 @@ func (in *instance) set(s Settings) ([]string, error) {
 		return nil, err
 	}
 	if err := in.hop.Reconfigure(next); err != nil {
-		return nil, err
+		return nil, rangeField(err, s)
 	}
 	in.settings = merged
 	c := in.hop.Config()

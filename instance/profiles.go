@@ -1,6 +1,7 @@
 package instance
 
 import (
+	"errors"
 	"fmt"
 	"reflect"
 	"strings"
@@ -9,24 +10,15 @@ import (
 	"github.com/pi2hop/pi2hop/shaper"
 )
 
-// ProfileSettings returns the settings of the profile called name, read
-// through the settings table as if each were given as a flag.
+// ProfileSettings returns the settings of the profile called name (a
+// preset, or else one of the invoking user's), read through the settings
+// table as if each were given as a flag.
 func ProfileSettings(name string) (Settings, error) {
-	p, ok := profile.Lookup(name)
-	if !ok {
-		return Settings{}, fmt.Errorf("unknown profile %q: want one of %s", name, strings.Join(profile.Names(), ", "))
+	p, err := findProfile(name)
+	if err != nil {
+		return Settings{}, err
 	}
-	var s Settings
-	for _, f := range p.Flags {
-		st, ok := Lookup(f.Key)
-		if !ok {
-			return Settings{}, fmt.Errorf("profile %s: no setting %q", name, f.Key)
-		}
-		if err := st.Bind(&s).Set(f.Value); err != nil {
-			return Settings{}, fmt.Errorf("profile %s: --%s %s: %w", name, st.FlagName(), f.Value, err)
-		}
-	}
-	return s, nil
+	return settingsOf(p)
 }
 
 // WithProfile lays the settings given explicitly over a profile's: each
@@ -147,6 +139,11 @@ type ProfileInfo struct {
 	Args    []string       `json:"args"` // the same as command-line flags
 	Sources []string       `json:"sources"`
 	Traces  []TraceInfo    `json:"traces,omitempty"`
+	// File is the user's file a profile of their own comes from; Error
+	// says why it cannot be used; Shadowed that a preset of its name wins.
+	File     string `json:"file,omitempty"`
+	Error    string `json:"error,omitempty"`
+	Shadowed bool   `json:"shadowed,omitempty"`
 }
 
 // TraceInfo is a shipped rate trace a profile uses, with its mean rate
@@ -158,24 +155,54 @@ type TraceInfo struct {
 	MeanBPS       uint64 `json:"mean_bps"` // opportunities of 1500 bytes per loop
 }
 
-// Profiles describes every profile, in the order they are listed.
+// Profiles describes every preset, in the order they are listed, then
+// the invoking user's own profiles by name, and a line for each of their
+// files that cannot be read.
 func Profiles() []ProfileInfo {
 	var out []ProfileInfo
 	for _, p := range profile.All() {
-		info := ProfileInfo{Name: p.Name, Title: p.Title, Flags: p.Flags, Args: ProfileArgs(p), Sources: p.Sources}
-		for _, f := range p.Flags {
-			name, ok := strings.CutPrefix(f.Value, profile.TracePrefix)
-			if !ok || linkGroup(f.Key) != "rate" {
-				continue
-			}
-			if n, loop, ok := profile.TraceLoop(name); ok && loop > 0 {
-				info.Traces = append(info.Traces, TraceInfo{Name: f.Value, Opportunities: n, LoopMs: loop,
-					MeanBPS: uint64(n) * 1500 * 8 * 1000 / uint64(loop)})
-			}
+		out = append(out, profileInfo(p))
+	}
+	ps, errs := UserProfiles()
+	for _, p := range ps {
+		info := profileInfo(p)
+		info.File = p.File
+		if _, err := settingsOf(p); err != nil {
+			info.Error = err.Error()
+		}
+		_, info.Shadowed = profile.Lookup(p.Name)
+		out = append(out, info)
+	}
+	for _, err := range errs {
+		info := ProfileInfo{Error: err.Error(), Flags: []profile.Flag{}, Args: []string{}, Sources: []string{}}
+		if ue := (*profile.UserError)(nil); errors.As(err, &ue) {
+			info.Name = ue.Name
 		}
 		out = append(out, info)
 	}
 	return out
+}
+
+// profileInfo describes p with the mean rate of each shipped trace it uses.
+func profileInfo(p profile.Profile) ProfileInfo {
+	info := ProfileInfo{Name: p.Name, Title: p.Title, Flags: p.Flags, Args: ProfileArgs(p), Sources: p.Sources}
+	if info.Flags == nil {
+		info.Flags = []profile.Flag{}
+	}
+	if info.Sources == nil {
+		info.Sources = []string{}
+	}
+	for _, f := range p.Flags {
+		name, ok := strings.CutPrefix(f.Value, profile.TracePrefix)
+		if !ok || linkGroup(f.Key) != "rate" {
+			continue
+		}
+		if n, loop, ok := profile.TraceLoop(name); ok && loop > 0 {
+			info.Traces = append(info.Traces, TraceInfo{Name: f.Value, Opportunities: n, LoopMs: loop,
+				MeanBPS: uint64(n) * 1500 * 8 * 1000 / uint64(loop)})
+		}
+	}
+	return info
 }
 
 // Shadowed says which shared settings of a set request change nothing

@@ -1,6 +1,7 @@
 package instance
 
 import (
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -87,8 +88,8 @@ func TestQueueSpecForeignKnobs(t *testing.T) {
 
 // Jitter and aggregation per direction: the specific level wins.
 func TestLinkShapeSettings(t *testing.T) {
-	s := Settings{Jitter: &Jitter{Amount: 2 * time.Millisecond}, DownJitter: &Jitter{Amount: 5 * time.Millisecond, Dist: "normal"},
-		UpAggregate: &Aggregate{Interval: 4 * time.Millisecond, Bytes: 6000}}
+	s := Settings{Jitter: &Jitter{Amount: 2e6}, DownJitter: &Jitter{Amount: 5e6, Dist: shaper.DistNormal},
+		UpAggregate: &Aggregate{Interval: 4e6, Bytes: 6000}}
 	c, err := s.Resolve("t")
 	if err != nil {
 		t.Fatal(err)
@@ -100,12 +101,53 @@ func TestLinkShapeSettings(t *testing.T) {
 		t.Errorf("aggregate up %+v down %+v", c.Up.Link.Aggregate, c.Down.Link.Aggregate)
 	}
 	var fe *FieldError
-	if _, err := (Settings{UpJitter: &Jitter{Amount: time.Millisecond, Dist: "gamma"}}).Resolve("t"); !errors.As(err, &fe) || fe.Field != "up-jitter" {
-		t.Errorf("bad distribution: %v, want a FieldError on up-jitter", err)
+	if _, err := (Settings{UpJitter: &Jitter{Amount: -1}}).Resolve("t"); !errors.As(err, &fe) || fe.Field != "up-jitter" {
+		t.Errorf("negative jitter: %v, want a FieldError on up-jitter", err)
+	}
+	// A distribution is a name in JSON, and an unknown one is refused.
+	var got Settings
+	if err := json.Unmarshal([]byte(`{"down-jitter":{"amount":5000000,"dist":"normal"}}`), &got); err != nil || *got.DownJitter != *s.DownJitter {
+		t.Errorf("decoding down-jitter: %+v, %v; want %+v", got.DownJitter, err, s.DownJitter)
+	}
+	if err := json.Unmarshal([]byte(`{"up-jitter":{"amount":1000000,"dist":"gamma"}}`), &got); err == nil || !strings.Contains(err.Error(), `distribution "gamma"`) {
+		t.Errorf("bad distribution: %v, want an error naming it", err)
 	}
 	// A set request changes them live (hop.Reconfigure applies them).
-	next, _, err := PlanSet(s, Settings{Jitter: &Jitter{Amount: 3 * time.Millisecond}}, c)
+	next, _, err := PlanSet(s, Settings{Jitter: &Jitter{Amount: 3e6}}, c)
 	if err != nil || c.Up.Changes(next.Up) != hop.ChangeJitter || next.Up.Link.Jitter.Amount != 3e6 || c.Down.Changes(next.Down) != 0 {
 		t.Errorf("next %+v, %v: want up jitter 3ms, down unchanged (its own)", next, err)
+	}
+}
+
+// Under docsis, --alpha and --beta are the Classic AQM's gains, Hz·256
+// each way: DOCSIS-PIE's A and B by default (RFC 8034's 0.25 Hz = 64 and
+// 2.5 Hz = 640), the coupled core's PI2 gains (sch_dualpi2's 41 and 819,
+// ≈ 0.16 and 3.2 Hz) with --docsis-classic pi2, which
+// decides where they land although its row comes after theirs.
+func TestDOCSISGains(t *testing.T) {
+	half, one := uint32(128), uint32(256) // 0.5 Hz, 1 Hz
+	for _, c := range []struct {
+		classic   *string
+		pie, core [2]uint32
+	}{
+		{nil, [2]uint32{128, 256}, [2]uint32{41, 819}},
+		{ptr(aqm.DOCSISClassicPIE), [2]uint32{128, 256}, [2]uint32{41, 819}},
+		{ptr(aqm.DOCSISClassicPI2), [2]uint32{64, 640}, [2]uint32{128, 256}},
+	} {
+		s := Settings{AQM: ptr(aqm.KindDOCSIS), DOCSISClassic: c.classic, Alpha: &half, Beta: &one}
+		q, err := s.QueueSpec()
+		pie, core := [2]uint32{q.DOCSIS.PIE.Alpha, q.DOCSIS.PIE.Beta}, [2]uint32{q.DOCSIS.DualPI2.Alpha, q.DOCSIS.DualPI2.Beta}
+		if err != nil || pie != c.pie || core != c.core {
+			t.Errorf("docsis-classic %v: DOCSIS-PIE %v, core %v, %v; want %v, %v", deref(c.classic, "unset"), pie, core, err, c.pie, c.core)
+		}
+		back := specSettings(q)
+		if *back.Alpha != half || *back.Beta != one {
+			t.Errorf("docsis-classic %v: reads back alpha %d beta %d, want %d %d", deref(c.classic, "unset"), *back.Alpha, *back.Beta, half, one)
+		}
+	}
+	for key, want := range map[string]string{"alpha": "0.25", "beta": "2.5", "docsis-classic": "pie"} {
+		if got, ok := KindDefault(key, aqm.KindDOCSIS); !ok || got != want {
+			t.Errorf("docsis --%s default %q, %v; want %q", key, got, ok, want)
+		}
 	}
 }

@@ -72,6 +72,24 @@ func readShareFile(name string) (shareFile, error) {
 
 func (t *Share) Kind() string { return "share" }
 
+// shareSubnet allocates the LAN's subnet among instances: the first of
+// lan.DefaultSubnets that no running share holds and nothing on the box
+// overlaps, so two shares starting at once do not both take the first.
+func shareSubnet(env *Env) (netip.Prefix, error) {
+	used, err := lan.BoxInUse("")
+	if err != nil {
+		return netip.Prefix{}, err
+	}
+	cands := lan.DefaultSubnets()
+	slot, err := env.slotFrom(SpaceShareLAN, len(cands), 1, func(n int) (bool, error) {
+		return lan.CheckSubnet(cands[n-1], used) == nil, nil
+	})
+	if err != nil {
+		return netip.Prefix{}, fmt.Errorf("share: LAN subnet (%v .. %v): %w: give one with --subnet", cands[0], cands[len(cands)-1], err)
+	}
+	return cands[slot-1], nil
+}
+
 func (t *Share) Start(ctx context.Context, env *Env) (*hop.Hop, error) {
 	if env.Name == "" {
 		return nil, errors.New("share: needs an instance name (its devices, table and lease file are named after it)")
@@ -89,8 +107,14 @@ func (t *Share) Start(ctx context.Context, env *Env) (*hop.Hop, error) {
 			env.Log.Warn("share: save leases", "err", err)
 		}
 	}
+	subnet := t.Subnet
+	if !subnet.IsValid() {
+		if subnet, err = shareSubnet(env); err != nil {
+			return nil, err
+		}
+	}
 	sh, err := lan.StartShare(env.Journal, lan.ShareConfig{
-		LAN: t.LAN, WAN: t.WAN, Subnet: t.Subnet, NoIPv6: t.NoIPv6, ULA: saved.ULA,
+		LAN: t.LAN, WAN: t.WAN, Subnet: subnet, NoIPv6: t.NoIPv6, ULA: saved.ULA,
 		DNS: t.DNS, LeaseTime: t.LeaseTime, Leases: saved.Leases, OnLeases: save,
 		Table: natTable(env.Name), Log: env.Log,
 		// The Gateway writes uplink packets into NAME-dn, on the WAN side.
@@ -113,7 +137,11 @@ func (t *Share) Start(ctx context.Context, env *Env) (*hop.Hop, error) {
 	// size the delay line for it.
 	cfg := env.Config
 	cfg.LineRate = max(cfg.LineRate, hop.UnlimitedLineRate)
-	g, err := topology.NewGateway(ctx, topology.GatewaySpec{Name: env.Name, LAN: t.LAN, WAN: t.WAN, Journal: env.Journal, Tap: env.Tap(""), FirewallAccept: t.FirewallAccept}, cfg)
+	slot, err := gatewaySlot(env)
+	if err != nil {
+		return nil, err
+	}
+	g, err := topology.NewGateway(ctx, topology.GatewaySpec{Name: env.Name, Slot: slot, LAN: t.LAN, WAN: t.WAN, Journal: env.Journal, Tap: env.Tap(""), FirewallAccept: t.FirewallAccept}, cfg)
 	if err != nil {
 		return nil, err
 	}

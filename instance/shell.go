@@ -74,10 +74,11 @@ func (t *Shell) Start(ctx context.Context, env *Env) (*hop.Hop, error) {
 		return nil, fmt.Errorf("shell: %w", err)
 	}
 	t.path = path
-	sub4, sub6, err := shellSubnet()
+	n, err := env.Slot(SpaceSubnet, shellSubnets, subnetFree)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("shell: %w", err)
 	}
+	sub4, sub6 := shellSubnet(n)
 	spec := topology.PairSpec{
 		ClientNS:  shellNS(env.Name),
 		ServerDev: env.Name + "-sh",
@@ -152,29 +153,33 @@ func (t *Shell) Close() error {
 	return t.pair.Close()
 }
 
-// shellSubnet picks 10.254.N.0/24 (and fd00:254:N::/64) with no address
-// of the host in it, so several shells can run side by side.
-func shellSubnet() (netip.Prefix, netip.Prefix, error) {
+// shellSubnets is how many subnets shells take turns in: 10.254.1.0/24
+// to 10.254.254.0/24.
+const shellSubnets = 254
+
+// shellSubnet is subnet n of a shell: 10.254.N.0/24 and fd00:254:N::/64.
+func shellSubnet(n int) (netip.Prefix, netip.Prefix) {
+	p4 := netip.PrefixFrom(netip.AddrFrom4([4]byte{10, 254, byte(n), 0}), 24)
+	p6 := netip.PrefixFrom(netip.AddrFrom16([16]byte{0: 0xfd, 2: 0x02, 3: 0x54, 5: byte(n)}), 64)
+	return p4, p6
+}
+
+// subnetFree reports whether no address of the host is in subnet n, so
+// a shell's routes there would not take another's traffic.
+func subnetFree(n int) (bool, error) {
 	addrs, err := net.InterfaceAddrs()
 	if err != nil {
-		return netip.Prefix{}, netip.Prefix{}, err
+		return false, err
 	}
-	for n := 1; n < 255; n++ {
-		p4 := netip.PrefixFrom(netip.AddrFrom4([4]byte{10, 254, byte(n), 0}), 24)
-		p6 := netip.PrefixFrom(netip.AddrFrom16([16]byte{0: 0xfd, 2: 0x02, 3: 0x54, 5: byte(n)}), 64)
-		free := true
-		for _, a := range addrs {
-			if ipn, ok := a.(*net.IPNet); ok {
-				if ip, ok := netip.AddrFromSlice(ipn.IP); ok && (p4.Contains(ip.Unmap()) || p6.Contains(ip)) {
-					free = false
-				}
+	p4, p6 := shellSubnet(n)
+	for _, a := range addrs {
+		if ipn, ok := a.(*net.IPNet); ok {
+			if ip, ok := netip.AddrFromSlice(ipn.IP); ok && (p4.Contains(ip.Unmap()) || p6.Contains(ip)) {
+				return false, nil
 			}
 		}
-		if free {
-			return p4, p6, nil
-		}
 	}
-	return netip.Prefix{}, netip.Prefix{}, errors.New("shell: no free subnet in 10.254.0.0/16")
+	return true, nil
 }
 
 // shellNAT forwards the namespace's traffic onward with the host's address.
@@ -187,6 +192,48 @@ func shellNAT(j *netsys.Journal, name string, sub4, sub6 netip.Prefix) error {
 	return j.AddMasquerade("", natTable(name), sub4, sub6)
 }
 
+// ShellEnv are the variables the command of a shell finds its
+// addresses in, in the order help lists them: the one list the command's
+// environment, help and the start-up lines name.
+var ShellEnv = []struct{ Name, What string }{
+	{"PI2HOP_HOST", "this host's IPv4 address, as the command reaches it (e.g. 10.254.1.1)"},
+	{"PI2HOP_HOST6", "this host's IPv6 address (e.g. fd00:254:1::1)"},
+	{"PI2HOP_ADDR", "the namespace's own IPv4 address (e.g. 10.254.1.2)"},
+	{"PI2HOP_ADDR6", "the namespace's own IPv6 address (e.g. fd00:254:1::2)"},
+	{"PI2HOP_NETNS", "the namespace's name, for ip netns exec"},
+}
+
+// shellEnv is ShellEnv's assignments for the namespaces of p.
+func shellEnv(p *topology.Pair) []string {
+	val := map[string]string{
+		"PI2HOP_HOST": p.ServerAddr.String(), "PI2HOP_HOST6": p.ServerAddr6.String(),
+		"PI2HOP_ADDR": p.ClientAddr.String(), "PI2HOP_ADDR6": p.ClientAddr6.String(),
+		"PI2HOP_NETNS": p.ClientNS,
+	}
+	env := make([]string, len(ShellEnv))
+	for i, v := range ShellEnv {
+		env[i] = v.Name + "=" + val[v.Name]
+	}
+	return env
+}
+
+// ShellHelp is the paragraph of `pi2hop help shell` that says how the
+// command finds its addresses.
+func ShellHelp() string {
+	var b strings.Builder
+	b.WriteString("The command's environment names this run's addresses:\n")
+	for _, v := range ShellEnv {
+		fmt.Fprintf(&b, "  %-13s %s\n", v.Name, v.What)
+	}
+	b.WriteString(`The shell you type in expands $PI2HOP_HOST before pi2hop runs, where it is
+not set yet: hand the command to a shell inside, in single quotes:
+  pi2hop shell -- sh -c 'ping -c 5 $PI2HOP_HOST'
+pi2hop substitutes no placeholders such as {host} in the command: its
+arguments reach it as given (find -exec, JSON and awk use braces of their
+own), and sh -c says the same in the shell's own syntax.`)
+	return b.String()
+}
+
 // Wait starts the command inside the client namespace (a child inherits
 // the namespace of the thread that forks it), passes the standard streams
 // through and returns its exit status as an *ExitError. When ctx ends
@@ -195,10 +242,7 @@ func shellNAT(j *netsys.Journal, name string, sub4, sub6 netip.Prefix) error {
 func (t *Shell) Wait(ctx context.Context) error {
 	p := t.pair
 	cmd := &exec.Cmd{Path: t.path, Args: t.Args, Stdin: t.Stdin, Stdout: t.Stdout, Stderr: t.Stderr}
-	cmd.Env = t.env([]string{
-		"PI2HOP_NETNS=" + p.ClientNS,
-		"PI2HOP_HOST=" + p.ServerAddr.String(), "PI2HOP_HOST6=" + p.ServerAddr6.String(),
-		"PI2HOP_ADDR=" + p.ClientAddr.String(), "PI2HOP_ADDR6=" + p.ClientAddr6.String()})
+	cmd.Env = t.env(shellEnv(p))
 	cmd.SysProcAttr = childAttr(t.User)
 	if err := p.InClient(cmd.Start); err != nil {
 		return fmt.Errorf("shell: start %s: %w", t.path, err)

@@ -109,8 +109,16 @@ type State struct {
 	// Start is the process's start time (field 22 of /proc/PID/stat, in
 	// clock ticks since boot): with the PID it names the process, as a
 	// PID alone may have been reused since.
-	Start   uint64         `json:"start,omitempty"`
-	Command string         `json:"command"`
+	Start   uint64 `json:"start,omitempty"`
+	Command string `json:"command"`
+	// NetNS is the network namespace the instance ran in: its entries
+	// without a namespace of their own are changes there, and a cleanup
+	// undoes them there or nowhere. Nil in a state file from before it
+	// was kept.
+	NetNS *netsys.NSID `json:"netns,omitempty"`
+	// Slots are what the instance holds of the spaces shared among
+	// instances (Env.Slot), by space.
+	Slots   map[string]int `json:"slots,omitempty"`
 	Entries []netsys.Entry `json:"entries"`
 }
 
@@ -210,43 +218,45 @@ func Leftovers() ([]Leftover, error) {
 }
 
 // claim takes name for this process, refusing one in use or left behind
-// by a crash, and returns a journal saved to the state file whose shared
-// sysctls are counted in RunDir. The check and the first write are one
-// step under RunDir's lock, so two instances starting with one name
-// cannot both take it.
-func claim(name, command string) (*netsys.Journal, error) {
+// by a crash, and returns its state file with a journal saved to it,
+// whose shared sysctls are counted in RunDir. The check and the first
+// write are one step under RunDir's lock, so two instances starting with
+// one name cannot both take it.
+func claim(name, command string) (*claimed, *netsys.Journal, error) {
 	if err := checkRunDir(RunDir); err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	ns, err := netsys.CurrentNS()
+	if err != nil {
+		return nil, nil, fmt.Errorf("network namespace of this process: %w", err)
 	}
 	unlock, err := netsys.LockDir(RunDir)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer unlock()
 	if old, err := ReadState(name); err == nil {
 		if old.PID == os.Getpid() || old.Alive() {
-			return nil, fmt.Errorf("instance %q is already running (pid %d); pick another name", name, old.PID)
+			return nil, nil, fmt.Errorf("instance %q is already running (pid %d); pick another name", name, old.PID)
 		}
 		if len(old.Entries) > 0 {
-			return nil, fmt.Errorf("instance %q left changes behind (pid %d is gone): run '%s' first", name, old.PID, CleanupCommand(old.Command, name))
+			return nil, nil, fmt.Errorf("instance %q left changes behind (pid %d is gone): run '%s' first", name, old.PID, CleanupCommand(old.Command, name))
 		}
 	}
 	start, err := ProcStart(os.Getpid())
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	st := State{PID: os.Getpid(), Start: start, Command: command}
-	save := func(es []netsys.Entry) error {
-		st.Entries = es
-		return WriteState(name, &st)
+	c := &claimed{name: name, st: State{PID: os.Getpid(), Start: start, Command: command, NetNS: &ns}}
+	if err := c.save(func(*State) {}); err != nil {
+		return nil, nil, err
 	}
-	if err := save(nil); err != nil {
-		return nil, err
-	}
-	j := netsys.NewJournal(save)
+	j := netsys.NewJournal(func(es []netsys.Entry) error {
+		return c.save(func(st *State) { st.Entries = es })
+	})
 	j.ShareSysctls(RunDir, name, func(holder string) bool {
 		st, err := ReadState(holder)
 		return err == nil && st.Alive()
 	})
-	return j, nil
+	return c, j, nil
 }

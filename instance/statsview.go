@@ -21,7 +21,7 @@ func StatsJSON(cur *hop.Snapshot, rows [2]hop.StatsRow, fl *hop.WakeProbeRow, cl
 		Name    string            `json:"name"`
 		Time    time.Time         `json:"time"`
 		Dirs    [2]hop.StatsRow   `json:"directions"`
-		Floor   *hop.WakeProbeRow `json:"floor,omitempty"`
+		Probe   *hop.WakeProbeRow `json:"floor,omitempty"` // the wake-up probe: the machine's own timing
 		Clients []ClientView      `json:"clients,omitempty"`
 		Conns   *ConnStats        `json:"conns,omitempty"`
 	}{cur.Name, cur.Up.Taken, rows, fl, ClientViews(clients, cur.Up.Taken), conns})
@@ -54,6 +54,9 @@ func WriteDirRow(w io.Writer, v *hop.StatsRow) {
 	}
 	fmt.Fprintf(w, "%s (%s):\n", v.Dir, path)
 	fmt.Fprintf(w, " %s\n", v.Config.TC)
+	if v.Config.AlphaHz != 0 {
+		fmt.Fprintf(w, "  (alpha, beta: tc's rounded read-back of the kernel's internal scaling of the %g and %g Hz set)\n", v.Config.AlphaHz, v.Config.BetaHz)
+	}
 	fmt.Fprintf(w, " link %s\n", v.Config.Link)
 	fmt.Fprintf(w, " Sent %d bytes %d pkt (dropped %d, overlimits %d requeues 0)\n", v.SentBytes, v.SentPkts, v.Dropped, v.Overlimits)
 	fmt.Fprintf(w, " backlog %db %dp requeues 0\n", v.BacklogB, v.BacklogP)

@@ -276,16 +276,12 @@ func ipNet(p netip.Prefix) *net.IPNet {
 	return &net.IPNet{IP: p.Addr().AsSlice(), Mask: net.CIDRMask(p.Bits(), p.Addr().BitLen())}
 }
 
-// nsHandle opens a handle on namespace ns ("" = the host's).
+// nsHandle opens a handle on namespace ns ("" = the host's; see Do).
 func nsHandle(ns string) (netns.NsHandle, error) {
 	if ns == "" {
 		return netns.GetFromPath("/proc/self/ns/net")
 	}
-	h, err := netns.GetFromName(ns)
-	if err != nil {
-		return h, fmt.Errorf("netsys: namespace %q: %w", ns, err)
-	}
-	return h, nil
+	return openNS(ns)
 }
 
 // withHandle runs f with a netlink handle whose sockets live in ns.

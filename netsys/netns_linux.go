@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
@@ -84,9 +85,14 @@ func DeleteNamespace(name string) error {
 	return nil
 }
 
-// NamespaceExists reports whether /run/netns/name exists.
+// NamespaceExists reports whether /run/netns/name exists, or the file
+// of a namespace given by its path (a name starting with "/"; see Do).
 func NamespaceExists(name string) bool {
-	_, err := os.Stat(filepath.Join(NetnsDir, name))
+	p := name
+	if !strings.HasPrefix(name, "/") {
+		p = filepath.Join(NetnsDir, name)
+	}
+	_, err := os.Stat(p)
 	return err == nil
 }
 
@@ -100,7 +106,9 @@ func checkNSName(name string) error {
 // Do runs f inside the named namespace, on a locked OS thread, and waits
 // for it. Sockets and devices f creates stay in that namespace. Goroutines
 // f starts do not inherit it, but processes f starts (os/exec) do.
-// ns == "" runs f in the namespace this process started in.
+// ns == "" runs f in the namespace this process started in; an ns that
+// starts with "/" is a namespace file's path (FindNS), any other a name
+// under NetnsDir.
 //
 // f runs on a goroutine of its own: the thread is returned to the runtime
 // only after its namespace was restored, and is discarded otherwise.
@@ -113,9 +121,9 @@ func Do(ns string, f func() error) error {
 			return f()
 		})
 	}
-	target, err := netns.GetFromName(ns)
+	target, err := openNS(ns)
 	if err != nil {
-		return fmt.Errorf("netsys: namespace %q: %w", ns, err)
+		return err
 	}
 	defer target.Close()
 	return onFreshThread(func() error {
@@ -124,6 +132,22 @@ func Do(ns string, f func() error) error {
 		}
 		return f()
 	})
+}
+
+// openNS opens namespace ns (not ""): a path to its file, or a name
+// under NetnsDir.
+func openNS(ns string) (netns.NsHandle, error) {
+	var h netns.NsHandle
+	var err error
+	if strings.HasPrefix(ns, "/") {
+		h, err = netns.GetFromPath(ns)
+	} else {
+		h, err = netns.GetFromName(ns)
+	}
+	if err != nil {
+		return h, fmt.Errorf("netsys: namespace %q: %w", ns, err)
+	}
+	return h, nil
 }
 
 // enterHostNS moves the calling (locked) thread into the namespace of the

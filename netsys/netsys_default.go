@@ -30,7 +30,7 @@ func (j *Journal) AddMasquerade(ns, name string, srcs ...netip.Prefix) error {
 }
 func LockDir(dir string) (unlock func(), err error)                     { return nil, ErrUnsupported }
 func (j *Journal) ShareSysctls(dir, holder string, _ func(string) bool) {}
-func ReleaseSysctls(dir, holder string) error                           { return ErrUnsupported }
+func ReleaseSysctls(dir, ns, holder string) error                       { return ErrUnsupported }
 
 // MissingLinkError is a link that did not appear in time.
 type MissingLinkError struct {
@@ -45,3 +45,7 @@ func WaitLinks(ctx context.Context, names []string, d time.Duration) error { ret
 func LinkIn(ctx context.Context, p netip.Prefix, d time.Duration) (string, error) {
 	return "", ErrUnsupported
 }
+
+func CurrentNS() (NSID, error)                { return NSID{}, ErrUnsupported }
+func FindNS(id NSID) (path string, ok bool)   { return "", false }
+func RulePriorityUsed(prio int) (bool, error) { return false, ErrUnsupported }

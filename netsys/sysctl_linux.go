@@ -306,12 +306,12 @@ func undoShared(e Entry) error {
 }
 
 // ReleaseSysctls drops every reference holder has on the shared sysctls
-// of this namespace in folder dir's record, restoring those nobody else
-// holds to the first holder's value: what a cleanup does when the
-// holder's own record of its changes is lost. Releasing a holder that
-// holds nothing does nothing.
-func ReleaseSysctls(dir, holder string) error {
-	id, err := nsID("")
+// of namespace ns ("" = the process's; see Do) in folder dir's record,
+// restoring those nobody else holds to the first holder's value: what a
+// cleanup does when the holder's own record of its changes is lost.
+// Releasing a holder that holds nothing does nothing.
+func ReleaseSysctls(dir, ns, holder string) error {
+	id, err := nsID(ns)
 	if err != nil {
 		return err
 	}
@@ -330,7 +330,7 @@ func ReleaseSysctls(dir, holder string) error {
 				continue
 			}
 			delete(refs, k)
-			if err := WriteSysctl("", key, r.Orig); err != nil && !errors.Is(err, os.ErrNotExist) {
+			if err := WriteSysctl(ns, key, r.Orig); err != nil && !errors.Is(err, os.ErrNotExist) {
 				errs = append(errs, err)
 			}
 		}

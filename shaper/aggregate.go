@@ -17,8 +17,8 @@ import (
 // goes, the average rate is at most Bytes plus one packet per Interval
 // (and the link's rate). The zero Aggregate is off.
 type Aggregate struct {
-	Interval int64 // ns between slot starts
-	Bytes    int   // a burst's budget: it ends with the packet that crosses it
+	Interval int64 `json:"interval"` // ns between slot starts
+	Bytes    int   `json:"bytes"`    // a burst's budget: it ends with the packet that crosses it
 }
 
 // On reports whether aggregation is configured.

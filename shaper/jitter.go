@@ -28,6 +28,23 @@ func (d Dist) String() string {
 	return "unknown"
 }
 
+// MarshalText writes d's netem name, as settings carry it.
+func (d Dist) MarshalText() ([]byte, error) {
+	if int(d) >= len(distNames) {
+		return nil, fmt.Errorf("jitter distribution %d: want one of %s", d, strings.Join(distNames[:], ", "))
+	}
+	return []byte(distNames[d]), nil
+}
+
+// UnmarshalText reads a netem name (ParseDist).
+func (d *Dist) UnmarshalText(b []byte) error {
+	v, err := ParseDist(string(b))
+	if err == nil {
+		*d = v
+	}
+	return err
+}
+
 // ParseDist reads a distribution name.
 func ParseDist(s string) (Dist, error) {
 	for i, n := range distNames {
@@ -45,8 +62,8 @@ func ParseDist(s string) (Dist, error) {
 // on a real path would, and the delay plus variation is never negative.
 // The zero Jitter adds nothing (and draws nothing).
 type Jitter struct {
-	Amount int64 // ns: the half-width (uniform) or standard deviation (the others)
-	Dist   Dist
+	Amount int64 `json:"amount"`         // ns: the half-width (uniform) or standard deviation (the others)
+	Dist   Dist  `json:"dist,omitempty"` // uniform by default
 }
 
 // Validate checks the amount and the distribution.

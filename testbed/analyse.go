@@ -257,16 +257,16 @@ func fillQueues(run *report.Run, kind string, s []queueSample, a, b queueSample,
 	}
 	late := bh.late.Sub(&ah.late)
 	run.HopLatenessMs = histDist(&late)
-	worst, floor, rt := worstIn(s, a.at, b.at)
-	run.HopWorstMs, run.FloorWorstMs, run.FloorRealTime = figure.Ms(time.Duration(worst)), -1, rt
-	if floor >= 0 {
-		run.FloorWorstMs = figure.Ms(time.Duration(floor))
+	worst, probeWorst, rt := worstIn(s, a.at, b.at)
+	run.HopWorstMs, run.ProbeWorstMs, run.ProbeRealTime = figure.Ms(time.Duration(worst)), -1, rt
+	if probeWorst >= 0 {
+		run.ProbeWorstMs = figure.Ms(time.Duration(probeWorst))
 	}
 	run.StealMs = -1
 	if a.steal >= 0 && b.steal >= a.steal {
 		run.StealMs = figure.Ms(b.steal - a.steal)
 	}
-	run.Series.HopWorstMs, run.Series.FloorWorstMs = worstPerSecond(s)
+	run.Series.HopWorstMs, run.Series.ProbeWorstMs = worstPerSecond(s)
 	queues := []string{"L", "C"}
 	if kind == aqm.KindFIFO {
 		queues = []string{"C"} // a FIFO sorts nothing: all is Classic
@@ -288,7 +288,7 @@ func fillQueues(run *report.Run, kind string, s []queueSample, a, b queueSample,
 			Packets: c.Sent, Marked: c.Marked, Dropped: c.Dropped})
 		if h.Total > 0 {
 			if run.SojournDist == nil {
-				run.SojournDist = map[string]report.Dist{}
+				run.SojournDist = map[string]figure.Dist{}
 			}
 			run.SojournDist[name] = histCurve(&h)
 		}

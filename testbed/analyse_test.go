@@ -155,9 +155,9 @@ func TestAnalyseCall(t *testing.T) {
 	// queue, C all at 10 ms (its 30 ms warm-up left out).
 	for q, want := range map[string]float64{"L": 1, "C": 10} {
 		d := run.SojournDist[q]
-		if d.N != 500 || len(d.Ms) == 0 || d.Ms[0] < want || d.Ms[len(d.Ms)-1] > want*1.016 || d.Share[len(d.Share)-1] != 1 {
-			t.Errorf("%s sojourn distribution: N %d, %d points, %v..%v ms; want 500 samples all about %v ms", q, d.N, len(d.Ms),
-				d.Ms[:min(1, len(d.Ms))], d.Ms[max(0, len(d.Ms)-1):], want)
+		if d.N != 500 || len(d.X) == 0 || d.X[0] < want || d.X[len(d.X)-1] > want*1.016 || d.Share[len(d.Share)-1] != 1 {
+			t.Errorf("%s sojourn distribution: N %d, %d points, %v..%v ms; want 500 samples all about %v ms", q, d.N, len(d.X),
+				d.X[:min(1, len(d.X))], d.X[max(0, len(d.X)-1):], want)
 		}
 	}
 	if run.Fairness != nil {
@@ -246,21 +246,21 @@ func TestHistCurve(t *testing.T) {
 		h.Add(int64(i) * 1000)
 	}
 	d := histCurve(&h)
-	if d.N != 1000 || len(d.Ms) != len(d.Share) || len(d.Ms) < 400 {
-		t.Fatalf("N %d, %d values, %d shares: want N 1000 and at least 400 points", d.N, len(d.Ms), len(d.Share))
+	if d.N != 1000 || len(d.X) != len(d.Share) || len(d.X) < 400 {
+		t.Fatalf("N %d, %d values, %d shares: want N 1000 and at least 400 points", d.N, len(d.X), len(d.Share))
 	}
-	last := len(d.Ms) - 1
-	if d.Share[last] != 1 || d.Ms[last] < 1 || d.Ms[last] > 1.016 {
-		t.Errorf("last point (%g ms, %g), want the largest sample, 1 ms within a bucket (1.6 %%), share 1", d.Ms[last], d.Share[last])
+	last := len(d.X) - 1
+	if d.Share[last] != 1 || d.X[last] < 1 || d.X[last] > 1.016 {
+		t.Errorf("last point (%g ms, %g), want the largest sample, 1 ms within a bucket (1.6 %%), share 1", d.X[last], d.Share[last])
 	}
 	// Rank 999 is in the curve (20 points a decade towards the top).
 	found := false
 	for i := range d.Share {
 		if d.Share[i] == 0.999 {
-			found = d.Ms[i] >= 0.999 && d.Ms[i] <= 0.999*1.016
+			found = d.X[i] >= 0.999 && d.X[i] <= 0.999*1.016
 		}
-		if i > 0 && (d.Ms[i] < d.Ms[i-1] || d.Share[i] <= d.Share[i-1]) {
-			t.Fatalf("point %d (%g, %g) after (%g, %g): not ascending", i, d.Ms[i], d.Share[i], d.Ms[i-1], d.Share[i-1])
+		if i > 0 && (d.X[i] < d.X[i-1] || d.Share[i] <= d.Share[i-1]) {
+			t.Fatalf("point %d (%g, %g) after (%g, %g): not ascending", i, d.X[i], d.Share[i], d.X[i-1], d.Share[i-1])
 		}
 	}
 	if !found {

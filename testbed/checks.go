@@ -224,9 +224,9 @@ func zooChecks(r *report.Report) []report.Check {
 	}
 	// The downloads' packets are full-size (1500-byte MTU).
 	drainMs := float64(sp.Queue.FIFO.Limit) * 1500 * 8 / float64(sp.RateBps) * 1000
-	floor := fifo.BaseRTTMs + drainMs/2
+	atLeast := fifo.BaseRTTMs + drainMs/2
 	cs = append(cs, check(fmt.Sprintf("FIFO classic call RTT p50 ≥ base RTT + half the FIFO's %.0f ms", drainMs),
-		fifo.Call.RTTMs.N > 0 && fifo.Call.RTTMs.P50 >= floor, "%.1f ms ≥ %.1f ms", fifo.Call.RTTMs.P50, floor))
+		fifo.Call.RTTMs.N > 0 && fifo.Call.RTTMs.P50 >= atLeast, "%.1f ms ≥ %.1f ms", fifo.Call.RTTMs.P50, atLeast))
 	for _, q := range []struct{ name, title string }{{"dualpi2", "DualPI2"}, {"docsis", "DOCSIS LL"}} {
 		l4s, classic := runNamed(r, q.name+"-l4s"), runNamed(r, q.name+"-classic")
 		if l4s == nil || l4s.Call == nil || classic == nil || classic.Call == nil {

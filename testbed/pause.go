@@ -22,7 +22,7 @@ type span struct{ from, to time.Duration }
 
 const (
 	// stealTick is /proc/stat's unit of steal (USER_HZ): the counter is
-	// the floor of the nanoseconds stolen from all CPUs, so a pause shows
+	// the nanoseconds stolen from all CPUs rounded down, so a pause shows
 	// only once it crosses a tick and may be up to a tick longer than the
 	// counter's growth.
 	stealTick = 10 * time.Millisecond
@@ -30,27 +30,27 @@ const (
 	// pause: far above the hop's own timing error at p99 in the lab
 	// (docs/performance.md), and a fifth of the call's 5 ms margin.
 	pauseLateness = time.Millisecond
-	// floorLag is how long a probe's worst wake-up may take to reach a
+	// probeLag is how long a probe's worst wake-up may take to reach a
 	// sample: the probe reports every 20 ms (wakeprobe.ReportEvery), and a
 	// pause of D ms reads as at least D - 1 ms late (it sleeps 1 ms).
-	floorLag    = 20 * time.Millisecond
-	floorPeriod = time.Millisecond
+	probeLag    = 20 * time.Millisecond
+	probePeriod = time.Millisecond
 )
 
 // machinePauses returns the times the machine may have paused, from the
 // samples' steal counter and wake-up probe: for every pair of samples
 // between which steal grew by Δ (a pause of at most D = Δ + stealTick)
 // or the probe woke L > pauseLateness late (D = L + its period), the
-// earlier one's time less D (less floorLag for the probe) to the later
+// earlier one's time less D (less probeLag for the probe) to the later
 // one's plus D, the time for the queue to drain what arrived meanwhile
 // (at most D's worth at the link rate, when the senders send at it).
 // Overlapping spans are merged. It returns ok false when the trace has
 // neither figure, so nothing can be said.
 func machinePauses(s []queueSample) (spans []span, ok bool) {
-	stealKnown, floorKnown := len(s) > 1, len(s) > 1
+	stealKnown, probeKnown := len(s) > 1, len(s) > 1
 	for i, x := range s {
 		stealKnown = stealKnown && x.steal >= 0
-		floorKnown = floorKnown && (i == 0 || x.floor >= 0)
+		probeKnown = probeKnown && (i == 0 || x.probeWorst >= 0)
 	}
 	for i := 1; i < len(s); i++ {
 		a, b := s[i-1], s[i]
@@ -59,9 +59,9 @@ func machinePauses(s []queueSample) (spans []span, ok bool) {
 			d = b.steal - a.steal + stealTick
 			lead = d
 		}
-		if l := time.Duration(b.floor); floorKnown && l > pauseLateness {
-			d = max(d, l+floorPeriod)
-			lead = max(lead, l+floorPeriod+floorLag)
+		if l := time.Duration(b.probeWorst); probeKnown && l > pauseLateness {
+			d = max(d, l+probePeriod)
+			lead = max(lead, l+probePeriod+probeLag)
 		}
 		if d == 0 {
 			continue
@@ -73,7 +73,7 @@ func machinePauses(s []queueSample) (spans []span, ok bool) {
 		}
 		spans = append(spans, sp)
 	}
-	return spans, stealKnown || floorKnown
+	return spans, stealKnown || probeKnown
 }
 
 // rttOutside returns the RTT samples (ms) taken at or after from whose

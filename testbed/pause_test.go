@@ -9,14 +9,14 @@ import (
 
 // pauseTrace is a trace of samples every 20 ms from 0 to 2 s, the steal
 // counter and the wake-up probe's worst wake-up since the sample before
-// given by steal and floor (the first sample's floor is -1, as
+// given by steal and probeWorst (the first sample's probeWorst is -1, as
 // sampleOf makes it).
-func pauseTrace(steal, floor func(at time.Duration) time.Duration) []queueSample {
+func pauseTrace(steal, probeWorst func(at time.Duration) time.Duration) []queueSample {
 	var s []queueSample
 	for at := time.Duration(0); at <= 2*time.Second; at += 20 * ms1 {
-		x := queueSample{at: at, steal: steal(at), floor: int64(floor(at))}
+		x := queueSample{at: at, steal: steal(at), probeWorst: int64(probeWorst(at))}
 		if at == 0 {
-			x.floor = -1
+			x.probeWorst = -1
 		}
 		s = append(s, x)
 	}
@@ -58,15 +58,15 @@ func TestMachinePauses(t *testing.T) {
 	quiet := only(-1, 500*us1, 0) // the probe on time: 0.5 ms
 	none := only(-1, -1, 0)       // no figure
 	tests := []struct {
-		name         string
-		steal, floor func(time.Duration) time.Duration
-		want         []span
-		ok           bool
+		name              string
+		steal, probeWorst func(time.Duration) time.Duration
+		want              []span
+		ok                bool
 	}{
 		{"none", at(0, 0, 5*time.Second), quiet, nil, true},
 		{"unknown", none, none, nil, false},
 		// 30 ms of steal counted in the sample at 500 ms: a pause of up
-		// to 40 ms (the tick the floor hid) that ended by then, and as
+		// to 40 ms (the tick the counter rounds down) that ended by then, and as
 		// long again to drain.
 		{"steal, no probe", at(500*ms1, 0, 30*ms1), none, []span{{440 * ms1, 540 * ms1}}, true},
 		// The probe 7 ms late in the sample at 1 s: a pause of up to
@@ -83,7 +83,7 @@ func TestMachinePauses(t *testing.T) {
 		{"steal and probe lost", at(1000*ms1, 0, -1), at(1000*ms1, 0, -1), nil, false},
 	}
 	for _, tt := range tests {
-		got, ok := machinePauses(pauseTrace(tt.steal, tt.floor))
+		got, ok := machinePauses(pauseTrace(tt.steal, tt.probeWorst))
 		if ok != tt.ok || !slices.Equal(got, tt.want) {
 			t.Errorf("%s: spans %v ok %v, want %v %v", tt.name, got, ok, tt.want, tt.ok)
 		}
@@ -150,7 +150,7 @@ func TestAnalyseCallOutsidePauses(t *testing.T) {
 	for i := range q.samples {
 		q.samples[i].steal = -1
 		if q.samples[i].at == 8*time.Second {
-			q.samples[i].floor = int64(7 * ms1)
+			q.samples[i].probeWorst = int64(7 * ms1)
 		}
 	}
 	if c := analyse(res).Call; c.RTTOutsidePausesMs.N != 500-15 {
@@ -158,7 +158,7 @@ func TestAnalyseCallOutsidePauses(t *testing.T) {
 	}
 	// Neither figure: unknown, and nothing left out.
 	for i := range q.samples {
-		q.samples[i].floor = -1
+		q.samples[i].probeWorst = -1
 	}
 	if c := analyse(res).Call; c.PausedShare != -1 {
 		t.Errorf("pauses unknown: share %v, want -1", c.PausedShare)

@@ -8,7 +8,6 @@ import (
 	"github.com/pi2hop/pi2hop/figure"
 	"github.com/pi2hop/pi2hop/hop"
 	"github.com/pi2hop/pi2hop/internal/hoststeal"
-	"github.com/pi2hop/pi2hop/testbed/report"
 	"github.com/pi2hop/pi2hop/topology"
 )
 
@@ -25,11 +24,11 @@ type queueSample struct {
 	outBytes uint64        // bytes written out (dequeued and delivered)
 	lq, cq   aqm.ClassCounters
 	// The worst lateness of the owners (either direction) and the worst
-	// wake-up of the wake-up probes since the previous sample, ns (floor -1:
-	// no probe); measured values, see hop.Worst.
-	worst, floor int64
-	floorRT      bool
-	steal        time.Duration // hoststeal.Total when the sample was taken
+	// wake-up of the wake-up probes since the previous sample, ns
+	// (probeWorst -1: no probe); measured values, see hop.Worst.
+	worst, probeWorst int64
+	probeRT           bool
+	steal             time.Duration // hoststeal.Total when the sample was taken
 	// Median sojourn of the L and C packets forwarded since the previous
 	// sample (bucket upper edge capped at the measured maximum,
 	// hop.Histogram.Quantile), ns; 0 in the
@@ -39,7 +38,7 @@ type queueSample struct {
 
 func sampleOf(d *hop.DirStats, at time.Duration) queueSample {
 	return queueSample{at: at, elapsed: d.Elapsed, outBytes: d.OutBytes,
-		lq: d.Queue.L, cq: d.Queue.C, floor: -1, steal: hoststeal.Total()}
+		lq: d.Queue.L, cq: d.Queue.C, probeWorst: -1, steal: hoststeal.Total()}
 }
 
 // queueHists are a snapshot's cumulative histograms.
@@ -109,46 +108,46 @@ func (s *queueSample) worsts(cur, prev *hop.Snapshot) {
 	down, _ := cur.Down.Worst.Since(&prev.Down.Worst)
 	s.worst = max(up, down)
 	if cur.WakeProbe.Running || cur.WakeProbe.Wakes > 0 {
-		s.floor, _ = cur.WakeProbe.Worst.Since(&prev.WakeProbe.Worst)
-		s.floorRT = cur.WakeProbe.RealTime
+		s.probeWorst, _ = cur.WakeProbe.Worst.Since(&prev.WakeProbe.Worst)
+		s.probeRT = cur.WakeProbe.RealTime
 	}
 }
 
-// worstIn returns the worst owner lateness and floor wake-up (ns; floor -1
-// without a probe) of the samples taken after from up to to, and whether
+// worstIn returns the worst owner lateness and the wake-up probe's worst
+// wake-up (ns; probeWorst -1 without a probe) of the samples taken after from up to to, and whether
 // the probe ran real-time throughout.
-func worstIn(s []queueSample, from, to time.Duration) (worst, floor int64, rt bool) {
-	floor, rt = -1, true
+func worstIn(s []queueSample, from, to time.Duration) (worst, probeWorst int64, rt bool) {
+	probeWorst, rt = -1, true
 	for _, x := range s {
 		if x.at <= from || x.at > to {
 			continue
 		}
 		worst = max(worst, x.worst)
-		if x.floor >= 0 {
-			floor = max(floor, x.floor)
-			rt = rt && x.floorRT
+		if x.probeWorst >= 0 {
+			probeWorst = max(probeWorst, x.probeWorst)
+			rt = rt && x.probeRT
 		}
 	}
-	return worst, floor, rt && floor >= 0
+	return worst, probeWorst, rt && probeWorst >= 0
 }
 
 // worstPerSecond bins the samples' worst figures by the second of their
 // time (window k covers (k, k+1] s), in ms.
-func worstPerSecond(s []queueSample) (hopMs, floorMs []float64) {
+func worstPerSecond(s []queueSample) (hopMs, probeMs []float64) {
 	for _, x := range s {
 		if x.at <= 0 {
 			continue
 		}
 		k := int((x.at - 1) / time.Second)
 		for len(hopMs) <= k {
-			hopMs, floorMs = append(hopMs, 0), append(floorMs, -1)
+			hopMs, probeMs = append(hopMs, 0), append(probeMs, -1)
 		}
 		hopMs[k] = max(hopMs[k], figure.Ms(time.Duration(x.worst)))
-		if x.floor >= 0 {
-			floorMs[k] = max(floorMs[k], figure.Ms(time.Duration(x.floor)))
+		if x.probeWorst >= 0 {
+			probeMs[k] = max(probeMs[k], figure.Ms(time.Duration(x.probeWorst)))
 		}
 	}
-	return hopMs, floorMs
+	return hopMs, probeMs
 }
 
 // histDist summarises a sojourn histogram in ms. Quantiles are bucket
@@ -170,15 +169,10 @@ func histDist(h *hop.Histogram) figure.Summary {
 
 // histCurve is a sojourn histogram's distribution as the plots draw it,
 // in ms: the bucket bound of the sample of each of figure.CurveRanks.
-func histCurve(h *hop.Histogram) report.Dist {
-	n := int(min(h.Total, math.MaxInt))
-	d := report.Dist{N: n}
-	for _, r := range figure.CurveRanks(n) {
-		q := float64(r) / float64(n)
-		d.Ms = append(d.Ms, figure.Ms(time.Duration(h.Quantile(q))))
-		d.Share = append(d.Share, q)
-	}
-	return d
+func histCurve(h *hop.Histogram) figure.Dist {
+	return figure.Curve(int(min(h.Total, math.MaxInt)), func(q float64) float64 {
+		return figure.Ms(time.Duration(h.Quantile(q)))
+	})
 }
 
 func sub(a, b aqm.ClassCounters) aqm.ClassCounters {

@@ -14,21 +14,21 @@ import (
 
 func TestWorstIn(t *testing.T) {
 	s := []queueSample{
-		{at: 0, floor: -1},
-		{at: 500 * time.Millisecond, worst: 7e6, floor: 2e6, floorRT: true},
-		{at: 1200 * time.Millisecond, worst: 1e6, floor: 9e6, floorRT: true},
-		{at: 2000 * time.Millisecond, worst: 3e6, floor: 1e6, floorRT: true},
+		{at: 0, probeWorst: -1},
+		{at: 500 * time.Millisecond, worst: 7e6, probeWorst: 2e6, probeRT: true},
+		{at: 1200 * time.Millisecond, worst: 1e6, probeWorst: 9e6, probeRT: true},
+		{at: 2000 * time.Millisecond, worst: 3e6, probeWorst: 1e6, probeRT: true},
 	}
 	w, f, rt := worstIn(s, 500*time.Millisecond, 2*time.Second)
 	if w != 3e6 || f != 9e6 || !rt {
 		t.Errorf("worstIn(0.5s, 2s] = %d, %d, %v; want 3e6, 9e6, true", w, f, rt)
 	}
-	hop, floor := worstPerSecond(s)
-	if len(hop) != 2 || hop[0] != 7 || hop[1] != 3 || floor[0] != 2 || floor[1] != 9 {
-		t.Errorf("worstPerSecond = %v, %v; want [7 3], [2 9]", hop, floor)
+	hop, probeWorst := worstPerSecond(s)
+	if len(hop) != 2 || hop[0] != 7 || hop[1] != 3 || probeWorst[0] != 2 || probeWorst[1] != 9 {
+		t.Errorf("worstPerSecond = %v, %v; want [7 3], [2 9]", hop, probeWorst)
 	}
 	if _, f, rt := worstIn(s[:1], -1, time.Second); f != -1 || rt {
-		t.Errorf("without a probe: floor %d, realtime %v; want -1, false", f, rt)
+		t.Errorf("without a probe: probeWorst %d, realtime %v; want -1, false", f, rt)
 	}
 }
 
@@ -101,9 +101,9 @@ func synthSamples(n int) []fullSample {
 			}
 			cur.outBytes += uint64(rng.IntN(200_000))
 			cur.worst = rng.Int64N(int64(5 * ms1))
-			cur.floor, cur.floorRT = -1, false
+			cur.probeWorst, cur.probeRT = -1, false
 			if k > 10 {
-				cur.floor, cur.floorRT = rng.Int64N(int64(2*ms1)), rng.IntN(10) > 0
+				cur.probeWorst, cur.probeRT = rng.Int64N(int64(2*ms1)), rng.IntN(10) > 0
 			}
 			cur.steal += time.Duration(rng.Int64N(int64(ms1)))
 		}
@@ -153,8 +153,8 @@ func TestQueueTraceMatchesFullList(t *testing.T) {
 			{"queues", streamed.Queues, full.Queues},
 			{"lateness", streamed.HopLatenessMs, full.HopLatenessMs},
 			{"utilisation", streamed.Utilisation, full.Utilisation},
-			{"worst", []any{streamed.HopWorstMs, streamed.FloorWorstMs, streamed.FloorRealTime, streamed.StealMs},
-				[]any{full.HopWorstMs, full.FloorWorstMs, full.FloorRealTime, full.StealMs}},
+			{"worst", []any{streamed.HopWorstMs, streamed.ProbeWorstMs, streamed.ProbeRealTime, streamed.StealMs},
+				[]any{full.HopWorstMs, full.ProbeWorstMs, full.ProbeRealTime, full.StealMs}},
 			{"series", streamed.Series, full.Series},
 		} {
 			if !reflect.DeepEqual(f.got, f.old) {

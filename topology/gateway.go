@@ -8,6 +8,7 @@ import (
 	"net/netip"
 
 	"github.com/pi2hop/pi2hop/hop"
+	"github.com/pi2hop/pi2hop/internal/tunpair"
 	"github.com/pi2hop/pi2hop/netsys"
 	"github.com/pi2hop/pi2hop/tun"
 )
@@ -34,14 +35,18 @@ type Gateway struct {
 	Hop            *hop.Hop
 	// Accepted are the firewall chains given accept rules for the
 	// gateway's forwarding (GatewaySpec.FirewallAccept).
-	Accepted []netsys.ForwardAccept
-	started  // Done, Err, Close
+	Accepted         []netsys.ForwardAccept
+	*tunpair.Running // Done, Err, Close
 }
 
 // GatewaySpec places a Gateway.
 type GatewaySpec struct {
-	Name     string // instance name: names the TUN devices and picks the tables (GatewayTables)
+	Name     string // instance name: names the TUN devices
 	LAN, WAN string // existing interfaces
+	// Slot picks the routing tables and rule priority (GatewayTablesAt):
+	// one the caller allocated among instances, or 0 for the name's own
+	// (GatewaySlot).
+	Slot int
 	// Journal records every change; nil means a journal of the gateway's
 	// own. Close undoes all of it.
 	Journal *netsys.Journal
@@ -51,16 +56,30 @@ type GatewaySpec struct {
 	FirewallAccept bool
 }
 
-// GatewayTables returns the routing tables and rule priority of instance
-// name: fixed per name, so a cleanup finds them, and spread so that two
-// instances do not collide. The priority sits between the local (0) and
-// main (32766) tables' rules.
-func GatewayTables(name string) (up, down, prio int) {
+// GatewaySlots is how many sets of routing tables and rule priority the
+// gateways of this box spread over: slots 1 to GatewaySlots.
+const GatewaySlots = 4096
+
+// GatewaySlot is instance name's own slot: fixed per name, so a cleanup
+// without the state file finds its rules, and spread so that two
+// instances seldom collide (the instance moves on to the next free slot
+// when they do, and records it).
+func GatewaySlot(name string) int {
 	h := fnv.New32a()
 	h.Write([]byte(name))
-	n := int(h.Sum32() % 4096)
+	return int(h.Sum32()%GatewaySlots) + 1
+}
+
+// GatewayTablesAt returns the routing tables and rule priority of slot n.
+// The priority sits between the local (0) and main (32766) tables' rules.
+func GatewayTablesAt(n int) (up, down, prio int) {
+	n--
 	return 0x7000 + 2*n, 0x7000 + 2*n + 1, 9000 + n
 }
+
+// GatewayTables returns the routing tables and rule priority of instance
+// name's own slot (GatewaySlot).
+func GatewayTables(name string) (up, down, prio int) { return GatewayTablesAt(GatewaySlot(name)) }
 
 // GatewayLeftovers lists what a Gateway of instance name between
 // interfaces ifaces leaves behind when its process dies: its policy rules
@@ -107,11 +126,18 @@ func NewGateway(ctx context.Context, spec GatewaySpec, cfg hop.Config) (g *Gatew
 		j = netsys.NewJournal(nil)
 	}
 	g = &Gateway{LAN: spec.LAN, WAN: spec.WAN, UpDev: spec.Name + "-up", DownDev: spec.Name + "-dn"}
-	g.UpTable, g.DownTable, g.RulePriority = GatewayTables(spec.Name)
+	slot := spec.Slot
+	if slot == 0 {
+		slot = GatewaySlot(spec.Name)
+	}
+	if slot < 1 || slot > GatewaySlots {
+		return nil, fmt.Errorf("topology: gateway slot %d: want 1 to %d", slot, GatewaySlots)
+	}
+	g.UpTable, g.DownTable, g.RulePriority = GatewayTablesAt(slot)
 	var devs []tun.Device
 	defer func() {
 		if err != nil {
-			abandon(devs, j)
+			tunpair.Abandon(devs, j)
 		}
 	}()
 	for _, n := range []string{g.UpDev, g.DownDev} {
@@ -146,7 +172,7 @@ func NewGateway(ctx context.Context, spec GatewaySpec, cfg hop.Config) (g *Gatew
 			return nil, err
 		}
 	}
-	if g.Hop, err = g.startHop(ctx, cfg, devs, spec.Tap, j); err != nil {
+	if g.Hop, g.Running, err = startHop(ctx, cfg, devs, spec.Tap, j); err != nil {
 		return nil, err
 	}
 	return g, nil

@@ -25,3 +25,17 @@ func TestGatewayTablesStable(t *testing.T) {
 		}
 	}
 }
+
+// TestGatewayTablesAt: slot 1 is the first pair of tables at 0x7000 and
+// priority 9000; the last slot stays below the main table's rule.
+func TestGatewayTablesAt(t *testing.T) {
+	for _, c := range []struct{ slot, up, down, prio int }{
+		{1, 0x7000, 0x7001, 9000},
+		{2, 0x7002, 0x7003, 9001},
+		{GatewaySlots, 0x7000 + 8190, 0x7000 + 8191, 13095},
+	} {
+		if up, down, prio := GatewayTablesAt(c.slot); up != c.up || down != c.down || prio != c.prio {
+			t.Errorf("slot %d: tables %d, %d, pref %d; want %d, %d, %d", c.slot, up, down, prio, c.up, c.down, c.prio)
+		}
+	}
+}

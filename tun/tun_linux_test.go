@@ -7,6 +7,7 @@ import (
 
 	"github.com/pi2hop/pi2hop/internal/roottest"
 	"github.com/pi2hop/pi2hop/netsys"
+	"github.com/vishvananda/netlink"
 )
 
 // openIn opens device name with backend b inside namespace ns, recorded
@@ -28,6 +29,32 @@ func testNamespace(t *testing.T) (*netsys.Journal, string) {
 		t.Fatal(err)
 	}
 	return j, ns
+}
+
+// The devices we open have the MTU asked for and DefaultTxQueueLen.
+func TestOpenSetsMTUAndTxQueueLen(t *testing.T) {
+	roottest.Need(t)
+	for _, b := range []Backend{BackendOffload, BackendPlain} {
+		j, ns := testNamespace(t)
+		d, err := openIn(j, ns, ns+"t", 1400, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = netsys.Do(ns, func() error {
+			l, err := netlink.LinkByName(d.Name())
+			if err != nil {
+				return err
+			}
+			if l.Attrs().MTU != 1400 || l.Attrs().TxQLen != DefaultTxQueueLen {
+				t.Errorf("backend %v: mtu %d txqlen %d, want 1400 %d", b, l.Attrs().MTU, l.Attrs().TxQLen, DefaultTxQueueLen)
+			}
+			return nil
+		})
+		d.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 func TestTUNReadWriteAndClose(t *testing.T) {

@@ -172,7 +172,9 @@ func TestCheckJSONMatchesDocs(t *testing.T) {
 	j.Trace = &tj
 	lf := check.LoadFigures{MaxRate: 100e6, Base: time.Millisecond, L4SP50: 2 * time.Millisecond, L4SP99: 3 * time.Millisecond,
 		ClassicP50: 16 * time.Millisecond, ClassicP99: 20 * time.Millisecond, L4SProbes: 300, ClassicProbes: 300, L4SCE: 0.2, L4SGoodput: 5e6, CGoodput: 5e6}
-	r.Load = &check.Load{Duration: 5 * time.Second, MaxRate: 100e6, Figures: lf, Verdict: check.Classify(lf)}
+	// The responder's count, with the classic flow re-marked: path_faults.
+	lf.ArrivedKnown, lf.Arrived = true, [2][4]int{{0, 900, 0, 100}, {400, 100, 0, 0}}
+	r.Load = &check.Load{Duration: 5 * time.Second, MaxRate: 100e6, Figures: lf, Verdict: check.CrossCheck(check.Classify(lf), lf)}
 	j = r.JSON()
 	j.Trace = &tj
 	clean := (&check.Result{Forward: check.Direction{Table: tb, Verdict: check.Judge(tb)}, Reverse: check.Direction{Table: tb, Verdict: check.Judge(tb)}}).JSON()

@@ -12,7 +12,6 @@ import (
 	"unicode"
 
 	"github.com/pi2hop/pi2hop/internal/buildinfo"
-	"github.com/pi2hop/pi2hop/internal/flagvalue"
 	"github.com/spf13/pflag"
 )
 
@@ -296,29 +295,6 @@ func TestExitCode(t *testing.T) {
 	for _, tt := range tests {
 		if got := exitCode(tt.err, &stderr); got != tt.want {
 			t.Errorf("exitCode(%v) = %d, want %d", tt.err, got, tt.want)
-		}
-	}
-}
-
-// TestFlagErrorFormat: pflag's wording becomes --flag "value": why, and a
-// cause that already quotes the value is not quoted twice.
-func TestFlagErrorFormat(t *testing.T) {
-	tests := []struct {
-		args []string
-		want string
-	}{
-		{[]string{"--n", "x"}, `--n "x": `},
-		{[]string{"--r", "10mb"}, `--r "10mb": unknown unit "mb"`},
-		{[]string{"--other"}, "unknown flag: --other"},
-	}
-	for _, tt := range tests {
-		fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
-		fs.SetOutput(new(bytes.Buffer))
-		fs.Int("n", 0, "")
-		fs.Var(&flagvalue.Rate{}, "r", "")
-		err := flagError(fs.Parse(tt.args))
-		if err == nil || !strings.HasPrefix(err.Error(), tt.want) || strings.Count(err.Error(), `"10mb"`) > 1 {
-			t.Errorf("%v: %v, want prefix %q", tt.args, err, tt.want)
 		}
 	}
 }

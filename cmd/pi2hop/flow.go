@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/pi2hop/pi2hop/flow"
+	"github.com/pi2hop/pi2hop/internal/clidoc"
 	"github.com/pi2hop/pi2hop/internal/flagvalue"
 )
 
@@ -323,6 +324,7 @@ func probeCmd(fs *pflag.FlagSet) func(context.Context, *cmdEnv) error {
 	a.peerFlags(fs)
 	fs.StringVar(&a.ecn, "ecn", "l4s", "probe `codepoint`: l4s (ECT(1)), classic (Not-ECT), ect0 or ce")
 	fs.Var(&every, "every", "send one probe per `period`")
+	clidoc.Annotate(fs, "every", clidoc.GroupAnnotation, "") // the probes' pace, not an output's repeat
 	a.outputFlags(fs, 10*time.Second, "probe (client)", false)
 	return func(ctx context.Context, env *cmdEnv) error {
 		if (a.to == "") == (a.listen == "") {

@@ -141,13 +141,18 @@ func openCapture(cf *captureFlags, comment string) (*pcap.Capture, error) {
 // and each removes what any dead instance of that name left.
 const cleanupUsage = "remove what a killed instance of --name left (namespaces, devices, rules, routes, NAT table; shared sysctls restored unless another instance holds them), then exit"
 
-// cleanupInstance undoes what a dead instance left (COMMAND --cleanup);
-// ifaces are a gateway's LAN and WAN, whose rules it sweeps.
-func cleanupInstance(name string, ifaces []string, stdout io.Writer) error {
+// cleanupAs undoes what a dead instance left (ran --cleanup, its words
+// for that command); ifaces are a gateway's LAN and WAN, whose rules it
+// sweeps. cleanupInstance is it for no command in particular.
+func cleanupAs(ran, name string, ifaces []string, stdout io.Writer) error {
 	if err := instance.CheckName(name); err != nil {
 		return usagef("--name: %v", err)
 	}
-	return instance.Cleanup(name, ifaces, stdout)
+	return instance.CleanupAs(ran, name, ifaces, stdout)
+}
+
+func cleanupInstance(name string, ifaces []string, out io.Writer) error {
+	return cleanupAs("", name, ifaces, out)
 }
 
 // pickNameUsage is the --name flag's help of the commands that talk to a

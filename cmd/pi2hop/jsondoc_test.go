@@ -19,6 +19,7 @@ import (
 	"github.com/pi2hop/pi2hop/internal/jsondoc"
 	"github.com/pi2hop/pi2hop/lan"
 	"github.com/pi2hop/pi2hop/pcap"
+	"github.com/pi2hop/pi2hop/pcap/pcaptest"
 )
 
 // jsonOutput is one JSON document a command printed, and the object of
@@ -215,7 +216,36 @@ func analyzeOutputs(t *testing.T) []jsonOutput {
 	if !strings.Contains(bleached, `"kind": "bleach"`) {
 		t.Fatalf("analyze of a bleached flow names no bleach:\n%s", bleached)
 	}
-	return []jsonOutput{{"analyze --json", "analyze", []byte(out)}, {"analyze --json, a bleached flow", "analyze", []byte(bleached)}}
+	// A TCP exchange both ways, for the fields of a flow's round trips.
+	timed := filepath.Join(t.TempDir(), "rtt.pcapng")
+	if c, err = pcap.NewCapture(timed, pcap.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	up, down := c.AddTaps("up"), c.AddTaps("down")
+	seg := pcaptest.Packet{Src: pcaptest.Cli4, Dst: pcaptest.Srv4, Proto: 6, SPort: 5000, DPort: 80, Flags: 0x10, Payload: 100, TS: true, TSval: 10, TSecr: 1}
+	ack := pcaptest.Packet{Src: pcaptest.Srv4, Dst: pcaptest.Cli4, Proto: 6, SPort: 80, DPort: 5000, Flags: 0x10, Ack: 100, TS: true, TSval: 20, TSecr: 10}
+	next := seg
+	next.Seq, next.TSval, next.TSecr = 100, 11, 20
+	for i, p := range []struct {
+		taps pcap.Taps
+		pkt  pcaptest.Packet
+	}{{up, seg}, {down, ack}, {up, next}} {
+		b, at := p.pkt.Build(), 1_700_000_000e9+int64(i)*5e6
+		c.OfferWait(p.taps.In, at, b, len(b), nil)
+		c.OfferWait(p.taps.Out, at+1e6, b, len(b), nil)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	rtts, err := runCLI(t, "", "analyze", "--json", timed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(rtts, `"method": "tcp-timestamps"`) {
+		t.Fatalf("analyze of a timed TCP flow lists no round trips:\n%s", rtts)
+	}
+	return []jsonOutput{{"analyze --json", "analyze", []byte(out)}, {"analyze --json, a bleached flow", "analyze", []byte(bleached)},
+		{"analyze --json, round trips", "analyze", []byte(rtts)}}
 }
 
 // flowOutputs are flow --json's lines: an interval with every field set,

@@ -155,9 +155,9 @@ func (a *switchAlias) Type() string   { return "" }
 // addProfileFlag declares --profile (and, on replay's one link,
 // --direction, which picks the profile's direction to model).
 func (f *linkFlags) addProfileFlag() {
-	f.profile = flagvalue.Choice{Choices: profile.Names()}
+	f.profile = flagvalue.Choice{Choices: profile.Names(), More: instance.UserProfileNames}
 	f.fs.Var(&f.profile, "profile", "start from a preset access link `NAME`: "+strings.Join(profile.Names(), ", ")+
-		"; each flag given overrides its value (pi2hop profiles lists their settings and sources)")
+		", or one of yours in ~/"+profile.UserDir+" (a preset wins over a file of its name); each flag given overrides its value (pi2hop profiles lists their settings and sources)")
 	clidoc.Annotate(f.fs, "profile", clidoc.GroupAnnotation, "link")
 	if !f.bidir {
 		f.dir = flagvalue.Choice{Val: "down", Choices: []string{"down", "up"}}

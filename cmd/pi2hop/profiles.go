@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/pi2hop/pi2hop/instance"
+	"github.com/pi2hop/pi2hop/instance/profile"
 	"github.com/pi2hop/pi2hop/shaper"
 	"github.com/spf13/pflag"
 )
@@ -16,14 +17,15 @@ import (
 
 var profilesCmd = &command{
 	name:  "profiles",
-	short: "list the preset access links that replay, run, shell and share take by name, with their settings and sources",
+	short: "list the preset access links that replay, run, shell and share take by name, with their settings and sources, then your own",
 	usage: "profiles [--json]",
 	examples: []example{
 		{"pi2hop profiles", "each profile's flags, its traces' mean rates and the sources of its figures"},
 		{"pi2hop profiles --json", "the same for a program, with each profile's flags as command-line arguments"},
 	},
 	long: "Each profile is a set of link flags. A flag given beside the profile's name overrides the profile's value, " +
-		"and a flag for both directions also overrides the profile's per-direction values of the same setting.",
+		"and a flag for both directions also overrides the profile's per-direction values of the same setting. " +
+		"Profiles of your own are files in ~/" + profile.UserDir + " (see docs/profiles.md), listed after the presets.",
 	flags: func(fs *pflag.FlagSet) func(context.Context, *cmdEnv, []string) error {
 		var asJSON bool
 		jsonFlag(fs, &asJSON, "print JSON: {\"profiles\": [...]}, each with its flags, sources and rate traces")
@@ -55,7 +57,9 @@ func writeProfiles(w io.Writer, ps []instance.ProfileInfo) {
 		if i > 0 {
 			fmt.Fprintln(w)
 		}
-		fmt.Fprintf(w, "%s: %s\n", p.Name, p.Title)
+		if !p.WriteHeading(w) {
+			continue
+		}
 		fmt.Fprintf(w, "  flags: %s\n", strings.Join(p.Args, " "))
 		for _, t := range p.Traces {
 			fmt.Fprintf(w, "  %s: mean %s over a %g s loop\n", t.Name, shaper.FormatRate(t.MeanBPS), float64(t.LoopMs)/1000)

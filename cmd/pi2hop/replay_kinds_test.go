@@ -37,6 +37,8 @@ func TestReplayKinds(t *testing.T) {
 		{[]string{"--aqm", "docsis"}, "ramp", "classic", `"queue_protection":{"sanctioned_packets":`},
 		// Without it, the NQB flow (Not-ECT, DSCP 45) keeps the L queue.
 		{[]string{"--aqm", "docsis", "--nqb", "--queue-protection=false"}, "ramp", "", `"queue_protection":{"sanctioned_packets":0`},
+		// The Classic AQM before DOCSIS-PIE, on request.
+		{[]string{"--aqm", "docsis", "--docsis-classic", "pi2"}, "ramp", "classic", `"docsis_classic":{"aqm":"pi2"`},
 	} {
 		t.Run(strings.Join(tc.args[1:], " "), func(t *testing.T) {
 			out, err := runCLI(t, trace, append([]string{"replay", "--trace", "-"}, tc.args...)...)
@@ -96,6 +98,9 @@ func TestReplayKinds(t *testing.T) {
 				}
 				if queues[2]["L"] != 0 {
 					t.Errorf("without --nqb the DSCP 45 flow used the L queue: %v", queues[2])
+				}
+				if !strings.Contains(out, `"docsis_classic":{"aqm":"pie","prob_c":`) || got.summary.Config["docsis-classic"] != "pie" {
+					t.Errorf("the default Classic AQM is not DOCSIS-PIE in the summary")
 				}
 			case "--aqm docsis --nqb --queue-protection=false":
 				// NQB: the Not-ECT DSCP 45 flow uses the L queue.

@@ -79,11 +79,11 @@ func runStats(ctx context.Context, w io.Writer, a *statsArgs) error {
 			return err
 		}
 		rows := [2]hop.StatsRow{cur.Up.Row(prevDir(prev, hop.Up)), cur.Down.Row(prevDir(prev, hop.Down))}
-		var prevFloor *hop.WakeProbeStats
+		var prevProbe *hop.WakeProbeStats
 		if prev != nil {
-			prevFloor = &prev.WakeProbe
+			prevProbe = &prev.WakeProbe
 		}
-		fl := cur.WakeProbe.Row(prevFloor)
+		fl := cur.WakeProbe.Row(prevProbe)
 		if a.json {
 			b, err := instance.StatsJSON(cur, rows, fl, clients, conns)
 			if err != nil {

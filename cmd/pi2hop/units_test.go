@@ -31,7 +31,7 @@ var bareMeaning = map[string]struct{ print, err string }{
 	"quantum": {err: "want a number of bytes in 256..1048576"},
 	"profile": {err: "want one of"}, "direction": {err: "want one of"},
 	"aqm": {err: "want one of"}, "overload": {err: "want one of"}, "drop-at": {err: "want one of"},
-	"ecn-mask": {err: "want one of"}, "tun": {err: "want one of"}, "log-format": {err: "want one of"},
+	"ecn-mask": {err: "want one of"}, "tun": {err: "want one of"}, "log-format": {err: "want one of"}, "docsis-classic": {err: "want one of"},
 	"plot-format": {err: "unknown format"},
 	// An ECN path fault is a kind's name; a number names none.
 	"ecn-fault": {err: "unknown fault kind"}, "up-ecn-fault": {err: "unknown fault kind"}, "down-ecn-fault": {err: "unknown fault kind"},

@@ -42,7 +42,7 @@ const (
 	MinPacketSize = 150     // bytes: packets shrink to this at low rates
 	MinRate       = 12500.0 // bytes/s (100 kbit/s); also the initial rate
 	MaxRate       = 12.5e9  // bytes/s (100 Gbit/s)
-	RefRTT        = 25000   // µs: the vRTT floor (RTT independence)
+	RefRTT        = 25000   // µs: the least vRTT (RTT independence)
 	BurstTime     = 250     // µs of data sent back to back at most
 	alphaGain     = 1.0 / 16
 	minStep       = 7       // RTTs before new growth after a CE reduction
@@ -76,7 +76,7 @@ type Config struct {
 	MTU     int     // largest packet, bytes; 0 = DefaultMTU
 	MinRate float64 // bytes/s; 0 = MinRate
 	MaxRate float64 // bytes/s; 0 = MaxRate
-	// FPS > 0 selects frame (real-time) mode: the vRTT floor becomes one
+	// FPS > 0 selects frame (real-time) mode: the least vRTT becomes one
 	// frame interval and alpha's gain is scaled so that it still averages
 	// over about 25 ms of frames.
 	FPS int
@@ -241,11 +241,11 @@ func (c *CC) RTT(rtt int64) {
 }
 
 func (c *CC) vrttOf(srtt int64) int64 {
-	floor := int64(RefRTT)
+	least := int64(RefRTT)
 	if c.frameInterval > 0 {
-		floor = c.frameInterval
+		least = c.frameInterval
 	}
-	return max(srtt, floor)
+	return max(srtt, least)
 }
 
 // Inflight returns the packets sent and not yet reported received or

@@ -20,6 +20,10 @@ type Profile struct {
 	Title   string   // one line: what link it stands for
 	Flags   []Flag   // the settings, as flags without their dashes
 	Sources []string // where each figure comes from, in words a user can follow
+	// File is the user's file the profile was read from, "" for a
+	// preset; Lines the line of each of its settings, by key.
+	File  string
+	Lines map[string]int
 }
 
 // Flag is one setting of a profile: the settings table's key and the
@@ -43,10 +47,11 @@ var profiles = []Profile{
 		Flags: []Flag{
 			{"down-rate", "50mbit"}, {"up-rate", "10mbit"}, {"delay", "8ms"},
 			{"aqm", "docsis"}, {"queue-protection", "true"}, {"target", "10ms"}, {"maxth", "1ms"}, {"coupling", "2"},
+			{"docsis-classic", "pie"},
 		},
 		Sources: []string{
 			"rates: a residential tier of 50 Mbit/s down and 10 Mbit/s up, our example (the DOCSIS specifications define no tiers)",
-			"queue: CableLabs, DOCSIS 3.1 MAC and Upper Layer Protocols Interface Specification (CM-SP-MULPIv3.1), the Low Latency annexes: coupled dual queue, Classic latency target 10 ms, the L queue's marking ramp up to MAXTH 1 ms, coupling factor 2; queue protection as RFC 9957 describes it",
+			"queue: CableLabs, DOCSIS 3.1 MAC and Upper Layer Protocols Interface Specification (CM-SP-MULPIv3.1), the Low Latency annexes: coupled dual queue, its Classic queue under DOCSIS-PIE (RFC 8034) with latency target 10 ms, the L queue's marking ramp up to MAXTH 1 ms, coupling factor 2; queue protection as RFC 9957 describes it",
 			"delay: 8 ms each way, a 16 ms idle round trip, of the order the FCC's Measuring Broadband America reports give for cable",
 		},
 	},

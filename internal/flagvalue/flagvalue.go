@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -225,11 +226,12 @@ func (v *Gain) Type() string { return "Hz" }
 
 // Step is tc-dualpi2's step_thresh: a sojourn time (1ms) or, with a
 // packet suffix (3p, 3pkts, 3packets), an L-queue length. One flag holds
-// both forms, so "both given" cannot happen here.
+// both forms, so "both given" cannot happen here. Settings carry it as it
+// is (JSON).
 type Step struct {
-	NS        int64 // time threshold
-	Packets   uint32
-	InPackets bool
+	Time      time.Duration `json:"time,omitempty"`
+	Packets   uint32        `json:"packets,omitempty"`
+	InPackets bool          `json:"in_packets,omitempty"`
 }
 
 func (v *Step) Set(s string) error {
@@ -242,7 +244,7 @@ func (v *Step) Set(s string) error {
 		// The kernel keeps step_thresh in a u32 of ns: at most ~4.29 s.
 		return errors.New("want a duration like 1ms or a packet count like 3p (a duration at most 4.29s)")
 	}
-	*v = Step{NS: int64(d)}
+	*v = Step{Time: d}
 	return nil
 }
 
@@ -250,7 +252,7 @@ func (v *Step) String() string {
 	if v.InPackets {
 		return strconv.FormatUint(uint64(v.Packets), 10) + "p"
 	}
-	return time.Duration(v.NS).String()
+	return v.Time.String()
 }
 func (v *Step) Type() string { return "duration|Np" }
 
@@ -260,19 +262,31 @@ type Choice struct {
 	Val     string
 	Choices []string
 	Aliases map[string]string
+	// More, when set, lists further choices that are looked up only when
+	// needed (the user's own profiles, read from files).
+	More func() []string
 }
 
 func (v *Choice) Set(s string) error {
 	if a, ok := v.Aliases[s]; ok {
 		s = a
 	}
-	for _, c := range v.Choices {
-		if s == c {
-			v.Val = s
-			return nil
-		}
+	if slices.Contains(v.Choices, s) {
+		v.Val = s
+		return nil
 	}
-	return fmt.Errorf("want one of %s", strings.Join(v.Choices, ", "))
+	if v.More == nil {
+		return fmt.Errorf("want one of %s", strings.Join(v.Choices, ", "))
+	}
+	more := v.More()
+	if slices.Contains(more, s) {
+		v.Val = s
+		return nil
+	}
+	if len(more) == 0 {
+		return fmt.Errorf("want one of %s", strings.Join(v.Choices, ", "))
+	}
+	return fmt.Errorf("want one of %s; or yours: %s", strings.Join(v.Choices, ", "), strings.Join(more, ", "))
 }
 
 func (v *Choice) String() string { return v.Val }
@@ -280,7 +294,12 @@ func (v *Choice) Type() string   { return strings.Join(v.Choices, "|") }
 
 // Words lists the canonical choices, for shell completion (aliases are
 // old or tc spellings, not offered).
-func (v *Choice) Words() []string { return v.Choices }
+func (v *Choice) Words() []string {
+	if v.More == nil {
+		return v.Choices
+	}
+	return append(slices.Clone(v.Choices), v.More()...)
+}
 
 // Loss is a loss model as shaper.ParseLoss reads it ("1%", "0.01",
 // "ge:p=1%,r=30%"). It keeps the text: Gilbert–Elliott has state, so each

@@ -69,6 +69,13 @@ func TestSet(t *testing.T) {
 			return &Choice{Choices: []string{"drop", "overflow"}, Aliases: map[string]string{"drop_on_overload": "drop"}}
 		}, "drop_on_overload", "drop", ""},
 		{"choice other", func() pflag.Value { return &Choice{Choices: []string{"l4s", "any"}} }, "ect0", "", "want one of l4s, any"},
+		{"choice more", func() pflag.Value {
+			return &Choice{Choices: []string{"lte"}, More: func() []string { return []string{"office"} }}
+		}, "office", "office", ""},
+		{"choice neither", func() pflag.Value {
+			return &Choice{Choices: []string{"lte"}, More: func() []string { return []string{"office"} }}
+		}, "home", "", "want one of lte; or yours: office"},
+		{"choice no more", func() pflag.Value { return &Choice{Choices: []string{"lte"}, More: func() []string { return nil }} }, "home", "", "want one of lte"},
 		{"loss", func() pflag.Value { return &Loss{} }, "ge:p=1%,r=30%", "ge:p=1%,r=30%", ""},
 		{"jitter", func() pflag.Value { return &Jitter{} }, "5ms", "5ms", ""},
 		{"jitter dist", func() pflag.Value { return &Jitter{} }, "5ms,normal", "5ms,normal", ""},

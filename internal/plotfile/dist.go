@@ -3,6 +3,7 @@ package plotfile
 import (
 	"math"
 
+	"github.com/pi2hop/pi2hop/figure"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 )
@@ -16,13 +17,14 @@ const (
 	tailPoints   = 1000
 )
 
-// DistPoints turns an empirical distribution, xs ascending with share[i]
-// = r/n the fraction of the n samples at or below xs[i] (the sample of
-// rank r), into the points of its CDF or, with ccdf, of its CCDF: the
-// fraction at or above xs[i], (n - r + 1)/n, which ends at 1/n on the
-// largest sample, so a log axis shows the tail down to one sample. The
-// body is thinned to maxCDFPoints; the tail is kept whole.
-func DistPoints(xs, share []float64, n int, ccdf bool) plotter.XYs {
+// DistPoints turns an empirical distribution, d.X ascending with
+// d.Share[i] = r/n the fraction of the n samples at or below X[i] (the
+// sample of rank r), into the points of its CDF or, with ccdf, of its
+// CCDF: the fraction at or above X[i], (n - r + 1)/n, which ends at 1/n on
+// the largest sample, so a log axis shows the tail down to one sample.
+// The body is thinned to maxCDFPoints; the tail is kept whole.
+func DistPoints(d figure.Dist, ccdf bool) plotter.XYs {
+	xs, share, n := d.X, d.Share, d.N
 	if len(xs) == 0 || n <= 0 {
 		return nil
 	}

@@ -3,6 +3,8 @@ package plotfile
 import (
 	"math"
 	"testing"
+
+	"github.com/pi2hop/pi2hop/figure"
 )
 
 // TestDistPoints: four samples 1..4 ms. The CDF is the share at or
@@ -16,7 +18,7 @@ func TestDistPoints(t *testing.T) {
 		{false, []float64{0.25, 0.5, 0.75, 1}},
 		{true, []float64{1, 0.75, 0.5, 0.25}},
 	} {
-		pts := DistPoints(xs, share, 4, tt.ccdf)
+		pts := DistPoints(figure.Dist{X: xs, Share: share, N: 4}, tt.ccdf)
 		if len(pts) != 4 {
 			t.Fatalf("ccdf %v: %d points, want 4", tt.ccdf, len(pts))
 		}

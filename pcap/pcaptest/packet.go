@@ -20,6 +20,12 @@ type Packet struct {
 	Seq              uint32 // TCP sequence number / UDP first payload word
 	BadCsum          bool   // corrupt the IPv4 header checksum
 	IPv4HeaderLength int    // 0 = 20
+	// TCP only: the acknowledgment number, the flags byte, and the
+	// timestamps option (RFC 7323) when TS is set, after two NOPs.
+	Ack          uint32
+	Flags        uint8
+	TS           bool
+	TSval, TSecr uint32
 }
 
 // Addresses of a client and a server, IPv4 and IPv6.
@@ -35,6 +41,9 @@ func (p Packet) Build() []byte {
 	thl := 8
 	if p.Proto == 6 {
 		thl = 20
+		if p.TS {
+			thl = 32
+		}
 	}
 	var b []byte
 	var l4 int
@@ -77,7 +86,14 @@ func (p Packet) Build() []byte {
 	binary.BigEndian.PutUint16(b[l4+2:], p.DPort)
 	if p.Proto == 6 {
 		binary.BigEndian.PutUint32(b[l4+4:], p.Seq)
-		b[l4+12] = 5 << 4
+		binary.BigEndian.PutUint32(b[l4+8:], p.Ack)
+		b[l4+12] = byte(thl/4) << 4
+		b[l4+13] = p.Flags
+		if p.TS {
+			binary.BigEndian.PutUint32(b[l4+20:], 0x0101080a)
+			binary.BigEndian.PutUint32(b[l4+24:], p.TSval)
+			binary.BigEndian.PutUint32(b[l4+28:], p.TSecr)
+		}
 	} else {
 		binary.BigEndian.PutUint16(b[l4+4:], uint16(thl+p.Payload))
 		if p.Payload >= 4 {

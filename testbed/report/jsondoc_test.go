@@ -26,7 +26,7 @@ func TestReportJSONMatchesDocs(t *testing.T) {
 	r.About = "why"
 	r.Runs[0].Fairness = &Fairness{L4SLabel: "call", ClassicLabel: "bulk-1", Ratio: 0.5, Jain: 0.9}
 	r.Runs[0].Series.HopWorstMs = []float64{0.1}
-	r.Runs[0].Series.FloorWorstMs = []float64{0.05}
+	r.Runs[0].Series.ProbeWorstMs = []float64{0.05}
 	r.Runs[1].Repeats, r.Runs[1].MedianRun = 3, 2
 	r.Runs[1].Spread = map[string]Range{"runs.1.utilisation": {Median: 0.97, Min: 0.95, Max: 0.98}}
 	r.Runs[1].Error = "a failure"

@@ -77,18 +77,18 @@ type Run struct {
 	// includes. A large tail means the machine was too busy to measure.
 	HopLatenessMs figure.Summary `json:"hop_lateness_ms"`
 	// HopWorstMs is the largest of those latenesses in either direction,
-	// measured (not a histogram bound), over the same time; FloorWorstMs
+	// measured (not a histogram bound), over the same time; ProbeWorstMs
 	// is how late the machine's wake-up probe (a SCHED_FIFO thread pinned
 	// to each CPU at the owners' priority that only sleeps 1 ms and
 	// wakes, as cyclictest -S) woke at worst meanwhile, -1 without a
-	// probe. Lateness up to the floor was the machine's; beyond it, the
-	// hop's.
+	// probe. Lateness up to the probe's was the machine's; beyond it,
+	// the hop's.
 	HopWorstMs    float64 `json:"hop_worst_lateness_ms"`
-	FloorWorstMs  float64 `json:"floor_worst_lateness_ms"`
-	FloorRealTime bool    `json:"floor_realtime"` // the probe ran SCHED_FIFO
+	ProbeWorstMs  float64 `json:"floor_worst_lateness_ms"`
+	ProbeRealTime bool    `json:"floor_realtime"` // the probe ran SCHED_FIFO
 	// StealMs is the CPU time the hypervisor took from this machine over
 	// the same time (/proc/stat steal, all CPUs, 10 ms steps; 0 on bare
-	// metal, -1 where unknown): a floor that woke late while the host took
+	// metal, -1 where unknown): a probe that woke late while the host took
 	// the CPUs was the host's doing.
 	StealMs float64 `json:"host_steal_ms"`
 	Series  Series  `json:"series"`
@@ -98,7 +98,7 @@ type Run struct {
 	// SojournDist is each queue's sojourn distribution after warm-up
 	// ("L", "C"), for the sojourn CDF and CCDF plots; report.json
 	// summarises it in Queues.
-	SojournDist map[string]Dist `json:"-"`
+	SojournDist map[string]figure.Dist `json:"-"`
 	// With lab --repeat N (N > 1): every figure above is the median of the
 	// N repetitions, Spread holds each one's median and min-max by its
 	// path in this JSON, and the series and plots are those of repetition
@@ -184,7 +184,7 @@ type Series struct {
 	FPS []int `json:"fps,omitempty"`
 	// The hop's worst lateness and the wake-up probe's worst wake-up, ms.
 	HopWorstMs   []float64 `json:"hop_worst_lateness_ms,omitempty"`
-	FloorWorstMs []float64 `json:"floor_worst_lateness_ms,omitempty"`
+	ProbeWorstMs []float64 `json:"floor_worst_lateness_ms,omitempty"`
 	// Goodput per flow label and second (bin k covers [k, k+1) s); only
 	// whole seconds of the traffic time, so the last is not an idle tail.
 	Throughput map[string][]float64 `json:"throughput_bps,omitempty"`
@@ -194,14 +194,6 @@ type Series struct {
 	QueueBinS    float64              `json:"queue_bin_s,omitempty"`
 	QueueT       []float64            `json:"queue_t_s,omitempty"`
 	QueueDelayMs map[string][]float64 `json:"queue_delay_ms,omitempty"`
-}
-
-// Dist is an empirical distribution as plotted: Ms ascending, Share[i]
-// the fraction of the N samples at or below Ms[i].
-type Dist struct {
-	Ms    []float64
-	Share []float64
-	N     int
 }
 
 // BDPRow is one line of the window-limited TCP table.

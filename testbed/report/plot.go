@@ -210,8 +210,8 @@ func (r *Report) rttDist(styles []int, ccdf bool) (*chart, bool) {
 	smallest := 1.0
 	for i, run := range r.Runs {
 		for _, label := range sortedKeys(run.RTTMs) {
-			xs, fs := figure.CDF(run.RTTMs[label])
-			pts := plotfile.DistPoints(xs, fs, len(xs), ccdf)
+			d := figure.CDF(run.RTTMs[label])
+			pts := plotfile.DistPoints(d, ccdf)
 			if len(pts) == 0 {
 				continue
 			}
@@ -220,7 +220,7 @@ func (r *Report) rttDist(styles []int, ccdf bool) (*chart, bool) {
 				name += ": " + label
 			}
 			if c.line(name, flowClass(&run, label), styles[i], pts) == nil {
-				smallest = min(smallest, 1/float64(len(xs)))
+				smallest = min(smallest, 1/float64(d.N))
 			}
 		}
 	}
@@ -236,7 +236,7 @@ func (r *Report) sojournDist(styles []int, ccdf bool) (*chart, bool) {
 	for i, run := range r.Runs {
 		for _, q := range sortedKeys(run.SojournDist) {
 			d := run.SojournDist[q]
-			pts := plotfile.DistPoints(d.Ms, d.Share, d.N, ccdf)
+			pts := plotfile.DistPoints(d, ccdf)
 			if len(pts) == 0 {
 				continue
 			}

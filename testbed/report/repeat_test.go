@@ -59,7 +59,7 @@ func TestCombine(t *testing.T) {
 // and in report.md (the run's repetitions table).
 func TestRepeatReportHasEveryFigure(t *testing.T) {
 	rep := func(util, worst, floor, rtt99, loss float64) Run {
-		return Run{Name: "l4s", Title: "L4S", Utilisation: util, HopWorstMs: worst, FloorWorstMs: floor,
+		return Run{Name: "l4s", Title: "L4S", Utilisation: util, HopWorstMs: worst, ProbeWorstMs: floor,
 			Call:   &Call{Label: "call", RTTMs: figure.Summary{N: 50, P50: 20, P99: rtt99}, Loss: loss},
 			Queues: []Queue{{Name: "L", SojournMs: figure.Summary{N: 100, P99: 1}}, {Name: "C", SojournMs: figure.Summary{N: 90, P99: 12}}},
 			Flows:  []Flow{{Label: "bulk-1", GoodputBps: 4e6}, {Label: "bulk-2", GoodputBps: 5e6}}}

@@ -44,9 +44,9 @@ func sampleRun(name, title, ecn string, rtt float64) Run {
 			QueueDelayMs: map[string][]float64{"L": {0.2, 0.5, 1}, "C": {12, 15, 18}},
 		},
 		RTTMs: map[string][]float64{"call": rtts},
-		SojournDist: map[string]Dist{
-			"L": {Ms: []float64{0.2, 0.5, 2}, Share: []float64{0.5, 0.99, 1}, N: 100},
-			"C": {Ms: []float64{10, 14, 30}, Share: []float64{0.5, 0.9, 1}, N: 900},
+		SojournDist: map[string]figure.Dist{
+			"L": {X: []float64{0.2, 0.5, 2}, Share: []float64{0.5, 0.99, 1}, N: 100},
+			"C": {X: []float64{10, 14, 30}, Share: []float64{0.5, 0.9, 1}, N: 900},
 		},
 	}
 }
@@ -100,7 +100,7 @@ func TestWriteAndRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"# pi2hop lab:", "### Video call", "| RTT p99 (ms) | 25.9 | 39.9 |",
-		"### Window-limited TCP", "### Checks", "![rtt_cdf](rtt_cdf.png)", "\"rate\": \"10mbit\"", "- a note"} {
+		"### Window-limited TCP", "### Checks", "[summary.csv](summary.csv)", "![rtt_cdf](rtt_cdf.png)", "\"rate\": \"10mbit\"", "- a note"} {
 		if !bytes.Contains(md, []byte(want)) {
 			t.Errorf("report.md lacks %q", want)
 		}

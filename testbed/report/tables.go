@@ -150,7 +150,7 @@ func (r *Report) callTable() (Table, bool) {
 	row("hop timing error p99 / worst (ms)", func(run *Run) string {
 		return fmt.Sprintf("%.2f / %.1f", run.HopLatenessMs.P99, run.HopWorstMs)
 	})
-	row("machine floor, worst wake-up (ms)", func(run *Run) string { return floorMs(run) })
+	row("machine floor, worst wake-up (ms)", func(run *Run) string { return probeMs(run) })
 	row("host steal (ms of CPU)", func(run *Run) string { return stealMs(run) })
 	return t, true
 }
@@ -217,7 +217,7 @@ func (r *Report) queueTable() Table {
 		for _, q := range run.Queues {
 			t.Rows = append(t.Rows, []string{run.Title, q.Name, ms(q.SojournMs.P50), ms(q.SojournMs.P99), ms(q.SojournMs.Max),
 				fmt.Sprint(q.Packets), fmt.Sprint(q.Marked), fmt.Sprint(q.Dropped), pct(run.Utilisation), fmt.Sprintf("%.2f", run.HopLatenessMs.P99),
-				fmt.Sprintf("%.1f", run.HopWorstMs), floorMs(&run), stealMs(&run)})
+				fmt.Sprintf("%.1f", run.HopWorstMs), probeMs(&run), stealMs(&run)})
 		}
 	}
 	return t
@@ -243,16 +243,16 @@ func (r *Report) checkTable() Table {
 	return t
 }
 
-// floorMs is the wake-up probe's worst wake-up of a run, marked when the
-// probe could not run real-time (then it is no floor for the owners).
-func floorMs(run *Run) string {
+// probeMs is the wake-up probe's worst wake-up of a run, marked when the
+// probe could not run real-time (then it bounds nothing for the owners).
+func probeMs(run *Run) string {
 	switch {
-	case run.FloorWorstMs < 0:
+	case run.ProbeWorstMs < 0:
 		return "–"
-	case !run.FloorRealTime:
-		return fmt.Sprintf("%.1f (not real-time)", run.FloorWorstMs)
+	case !run.ProbeRealTime:
+		return fmt.Sprintf("%.1f (not real-time)", run.ProbeWorstMs)
 	}
-	return fmt.Sprintf("%.1f", run.FloorWorstMs)
+	return fmt.Sprintf("%.1f", run.ProbeWorstMs)
 }
 
 // outsidePauses is the call's RTT p99 over the round trips the machine

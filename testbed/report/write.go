@@ -22,8 +22,8 @@ const (
 
 // Write creates the folder dir (it must not exist; its parent must) for
 // owner and writes the plots (in each of formats; nil:
-// plotfile.DefaultFormats), report.json and report.md into it, each a new
-// file of owner's. r.Plots is set to the plot files written.
+// plotfile.DefaultFormats), report.json, report.md and summary.csv into
+// it, each a new file of owner's. r.Plots is set to the plot files written.
 func (r *Report) Write(dir string, formats plotfile.Formats, owner invoker.User) error {
 	if err := owner.Mkdir(dir, invoker.ModeDir); err != nil {
 		return fmt.Errorf("report folder: %w", err)
@@ -44,7 +44,10 @@ func (r *Report) Write(dir string, formats plotfile.Formats, owner invoker.User)
 	if err := r.Markdown(&md); err != nil {
 		return err
 	}
-	return owner.WriteFile(filepath.Join(dir, MarkdownFile), md.Bytes(), invoker.ModeReport)
+	if err := owner.WriteFile(filepath.Join(dir, MarkdownFile), md.Bytes(), invoker.ModeReport); err != nil {
+		return err
+	}
+	return owner.WriteWith(filepath.Join(dir, CSVFile), invoker.ModeReport, r.CSV)
 }
 
 // Read parses dir/report.json. Config comes back as generic JSON values
@@ -97,6 +100,7 @@ func (r *Report) Markdown(out io.Writer) error {
 		w.WriteString("## Plots\n\n")
 		writePlotLinks(w, r.Plots)
 	}
+	fmt.Fprintf(w, "Every run's figures, one row per run for a spreadsheet: [%s](%s).\n\n", CSVFile, CSVFile)
 	if len(r.Notes) > 0 {
 		w.WriteString("## Notes\n\n")
 		for _, n := range r.Notes {

@@ -1,0 +1,38 @@
+package wire_test
+
+import (
+	"testing"
+
+	"github.com/pi2hop/pi2hop/flow/wire"
+	"github.com/pi2hop/pi2hop/rtt"
+)
+
+// TestPassiveRTT: package rtt times udp_prague messages as this package
+// writes them (rtt sits below wire and repeats the offsets it reads).
+func TestPassiveRTT(t *testing.T) {
+	tb, err := rtt.NewTable(rtt.DefaultConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hdr := func(src, dst byte, sport, dport uint16, payload []byte) []byte {
+		b := make([]byte, 28, 28+len(payload))
+		b[0], b[8], b[9] = 0x45, 64, 17
+		b[2], b[3] = byte((28+len(payload))>>8), byte(28+len(payload))
+		b[12], b[13], b[15] = 10, 0, src
+		b[16], b[17], b[19] = 10, 0, dst
+		b[20], b[21], b[22], b[23] = byte(sport>>8), byte(sport), byte(dport>>8), byte(dport)
+		b[24], b[25] = byte((8+len(payload))>>8), byte(8+len(payload))
+		return append(b, payload...)
+	}
+	data := wire.AppendData(nil, wire.Data{RT: true, TS: 5, EchoedTS: 6, Seq: 42, FrameNr: 1})
+	data = append(data, make([]byte, 1000)...)
+	ack := wire.AppendACK(nil, wire.ACK{AckSeq: 42, TS: 7, EchoedTS: 5, Received: 1, Counts: true})
+	tb.Packet(hdr(1, 2, 5000, 6000, data), rtt.Up, 1_000_000)
+	tb.Packet(hdr(2, 1, 6000, 5000, ack), rtt.Down, 4_000_000)
+	s := rtt.NewSnapshot(tb)
+	tb.CopyTo(s, 0)
+	fs := s.Flows()
+	if len(fs) != 1 || fs[0].Method != rtt.MethodPrague || fs[0].ServerHalf.N != 1 || fs[0].ServerHalf.Max != 3_000_000 {
+		t.Fatalf("flows %+v, want one prague flow with a 3 ms server half", fs)
+	}
+}

@@ -1,0 +1,69 @@
+package rtt
+
+import (
+	"math"
+	"testing"
+)
+
+func TestHistBuckets(t *testing.T) {
+	// Every bucket's values map back to it, and it is at most 1/64 of its
+	// lower edge wide.
+	for i := 1; i < histBuckets-1; i++ {
+		lo, up := histUpper(i-1)+1, histUpper(i)
+		if histIndex(lo) != i || histIndex(up) != i || histIndex(up+1) != i+1 {
+			t.Fatalf("bucket %d [%d, %d]: indices %d %d %d", i, lo, up, histIndex(lo), histIndex(up), histIndex(up+1))
+		}
+		if float64(up-lo+1) > float64(lo)/64+1 {
+			t.Fatalf("bucket %d [%d, %d] wider than 1/64", i, lo, up)
+		}
+	}
+	if histIndex(math.MaxInt64) != histBuckets-1 || histIndex(-5) != 0 {
+		t.Fatal("out-of-range values not in the end buckets")
+	}
+}
+
+func TestHistQuantile(t *testing.T) {
+	var h Hist
+	if h.Quantile(0.5) != 0 {
+		t.Fatal("empty histogram: want 0")
+	}
+	// 100 samples, 1..100 ms. Nearest rank: p50 is the 50th sample, p99
+	// the 99th, p1 the 1st. A sample v in [2^e, 2^(e+1)) lies in the
+	// bucket [k·2^(e-6), (k+1)·2^(e-6) − 1] with k = v >> (e-6); its
+	// middle is the lower edge plus half the width, rounded down.
+	// 50 ms: e = 25, k = 95, [49 807 360, 50 331 647], middle 50 069 503.
+	// 99 ms: e = 26, k = 94, [98 566 144, 99 614 719], middle 99 090 431.
+	// 1 ms: e = 19, k = 122, [999 424, 1 007 615], middle 1 003 519.
+	for i := int64(1); i <= 100; i++ {
+		h.Add(i * ms)
+	}
+	for _, c := range []struct {
+		q    float64
+		want int64
+	}{{0.5, 50_069_503}, {0.99, 99_090_431}, {0.01, 1_003_519}, {1, 100_000_000}} {
+		if got := h.Quantile(c.q); got != c.want {
+			t.Errorf("q %v: %d, want %d", c.q, got, c.want)
+		}
+	}
+	// A bucket whose middle lies above the largest sample gives the
+	// largest sample: 100 ms alone, e = 26, k = 95, middle 100 139 007.
+	var one Hist
+	one.Add(100 * ms)
+	if got := one.Quantile(0.5); got != 100*ms {
+		t.Errorf("one sample of 100 ms: p50 %d, want the maximum", got)
+	}
+	if h.N != 100 || h.Max != 100*ms {
+		t.Errorf("n %d max %d", h.N, h.Max)
+	}
+}
+
+func TestSumOf(t *testing.T) {
+	c := Summary{N: 3, P50: 2, P99: 5, Max: 6}
+	s := Summary{N: 5, P50: 10, P99: 12, Max: 20}
+	if got := SumOf(c, s); got != (Summary{N: 3, P50: 12, P99: 17, Max: 26}) {
+		t.Errorf("sum %+v", got)
+	}
+	if got := SumOf(Summary{}, s); got != (Summary{}) {
+		t.Errorf("sum with an empty half %+v, want zero", got)
+	}
+}
