@@ -1,11 +1,10 @@
 package hop
 
 import (
+	"bytes"
 	"fmt"
-	"os"
 	"runtime"
 	"strconv"
-	"strings"
 	"sync"
 	"unsafe"
 
@@ -170,29 +169,76 @@ func (w *waker) close() {
 
 // threadCPU returns the CPU time thread tid of this process has used, ns
 // (the first field of its schedstat), and the part of it in the kernel
-// (stime in its stat, in clock ticks), or 0 if they cannot be read.
+// (stime in its stat, in clock ticks), or 0 if they cannot be read. Every
+// stats snapshot calls it: it reads into a buffer on the stack, so a
+// crowd of stats requests leaves no garbage behind it.
 func threadCPU(tid int32) (cpu, sys int64) {
 	if tid <= 0 {
 		return 0, 0
 	}
 	dir := "/proc/self/task/" + strconv.Itoa(int(tid))
-	b, err := os.ReadFile(dir + "/schedstat")
-	if err != nil {
+	var buf [1024]byte // a stat line is some 300 bytes
+	b := readSmall(dir+"/schedstat", buf[:])
+	if b == nil {
 		return 0, 0
 	}
-	f, _, _ := strings.Cut(string(b), " ")
-	cpu, _ = strconv.ParseInt(f, 10, 64)
-	if b, err = os.ReadFile(dir + "/stat"); err == nil {
-		// The name in parentheses may hold spaces; stime is the 15th
-		// field, the 13th after it (proc_pid_stat(5)).
-		if i := strings.LastIndexByte(string(b), ')'); i >= 0 {
-			if f := strings.Fields(string(b[i+1:])); len(f) > 12 {
-				t, _ := strconv.ParseInt(f[12], 10, 64)
-				sys = t * (1e9 / clockTicks)
-			}
+	if i := bytes.IndexByte(b, ' '); i >= 0 {
+		b = b[:i]
+	}
+	cpu = atoi(b)
+	b = readSmall(dir+"/stat", buf[:])
+	// The name in parentheses may hold spaces; stime is the 15th field,
+	// the 13th after it (proc_pid_stat(5)).
+	if i := bytes.LastIndexByte(b, ')'); i >= 0 {
+		if f := nthField(b[i+1:], 12); f != nil {
+			sys = atoi(f) * (1e9 / clockTicks)
 		}
 	}
 	return cpu, sys
+}
+
+// readSmall reads the file at path into buf, nil on an error.
+func readSmall(path string, buf []byte) []byte {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil
+	}
+	defer unix.Close(fd)
+	n, err := unix.Read(fd, buf)
+	if err != nil || n <= 0 {
+		return nil
+	}
+	return buf[:n]
+}
+
+// nthField returns b's field n (from 0) of those separated by spaces.
+func nthField(b []byte, n int) []byte {
+	for i := 0; ; i++ {
+		b = bytes.TrimLeft(b, " \n")
+		if len(b) == 0 {
+			return nil
+		}
+		end := bytes.IndexAny(b, " \n")
+		if end < 0 {
+			end = len(b)
+		}
+		if i == n {
+			return b[:end]
+		}
+		b = b[end:]
+	}
+}
+
+// atoi parses the decimal digits at the start of b, 0 without any.
+func atoi(b []byte) int64 {
+	var v int64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			break
+		}
+		v = v*10 + int64(c-'0')
+	}
+	return v
 }
 
 // selfCPU returns the calling thread's CPU time, ns (0 when unknown): the

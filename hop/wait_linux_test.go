@@ -1,6 +1,7 @@
 package hop
 
 import (
+	"bytes"
 	"encoding/binary"
 	"os"
 	"runtime"
@@ -68,5 +69,21 @@ func TestOwnerCPUFromLock(t *testing.T) {
 	// system calls and read /proc twice: µs, bounded here by 5 ms.
 	if r.base < 30e6 || r.since < 0 || r.since > 5e6 {
 		t.Errorf("CPU before the lock %d ns (want >= 30 ms), since %d ns (want 0-5 ms)", r.base, r.since)
+	}
+}
+
+// threadCPU's parsing of /proc/PID/task/TID/stat: stime is the 13th
+// field after the name, which may hold spaces and parentheses.
+func TestStatFields(t *testing.T) {
+	line := []byte("4242 (a (b) c) S 1 4242 4242 0 -1 4194560 100 0 0 0 17 23 0 0 20 0 1 0 5 0 0\n")
+	i := bytes.LastIndexByte(line, ')')
+	if f := nthField(line[i+1:], 12); string(f) != "23" {
+		t.Errorf("stime field %q, want 23", f)
+	}
+	if f := nthField(line[i+1:], 40); f != nil {
+		t.Errorf("field 40 of 22: %q, want none", f)
+	}
+	if v := atoi([]byte("12345 6")); v != 12345 {
+		t.Errorf("atoi = %d, want 12345", v)
 	}
 }

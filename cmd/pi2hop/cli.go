@@ -11,6 +11,7 @@ import (
 
 	"github.com/pi2hop/pi2hop/internal/clidoc"
 	"github.com/pi2hop/pi2hop/internal/flagvalue"
+	"github.com/pi2hop/pi2hop/shaper"
 	"github.com/spf13/pflag"
 )
 
@@ -143,6 +144,15 @@ type usageError struct{ msg, cmd string }
 func (e *usageError) Error() string { return e.msg }
 
 func usagef(format string, a ...any) error { return &usageError{msg: fmt.Sprintf(format, a...)} }
+
+// configError is a failure to resolve the link flags: a usage error, but
+// for a file that could not be read or parsed (exit 1, not 2).
+func configError(command string, err error) error {
+	if fe := (*shaper.FileError)(nil); errors.As(err, &fe) {
+		return fmt.Errorf("%s: %w", command, err)
+	}
+	return usagef("%s: %v", command, err)
+}
 
 // inCommand names c in a usage error that names no command yet, so its
 // hint points at c's help.

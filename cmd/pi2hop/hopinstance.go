@@ -65,7 +65,7 @@ func runInstance(ctx context.Context, env *cmdEnv, command string, inst *instanc
 	}
 	cfg, err := link.hopConfig(inst.name)
 	if err != nil {
-		return usagef("%s: %v", command, err)
+		return configError(command, err)
 	}
 	viewer, err := inst.viewer()
 	if err != nil {

@@ -69,7 +69,7 @@ func runReplay(ctx context.Context, env *cmdEnv, a *replayArgs, args []string) e
 	}
 	linkCfg, spec, err := a.link.direction("")
 	if err != nil {
-		return usagef("replay: %v", err)
+		return configError("replay", err)
 	}
 	for _, w := range a.link.warnings() {
 		fmt.Fprintf(env.stderr, "pi2hop: warning: %s\n", w)

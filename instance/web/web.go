@@ -29,6 +29,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"maps"
 	"net"
 	"net/http"
@@ -42,6 +43,7 @@ import (
 
 	"github.com/pi2hop/pi2hop/hop"
 	"github.com/pi2hop/pi2hop/instance"
+	"github.com/pi2hop/pi2hop/internal/connlimit"
 	"github.com/pi2hop/pi2hop/lan"
 )
 
@@ -79,6 +81,16 @@ type liveSource struct{ l instance.Live }
 func (s liveSource) Stats() (hop.Snapshot, bool)               { return s.l.Stats(), true }
 func (s liveSource) Clients() ([]lan.Client, error)            { return s.l.Clients() }
 func (s liveSource) Set(e instance.Settings) ([]string, error) { return s.l.Set(e) }
+func (s liveSource) Conns() *connlimit.Counters                { return s.l.WebConns() }
+func (s liveSource) Log() *slog.Logger                         { return s.l.Log() }
+
+// hosted is a Source that keeps the view's connection counters and log
+// (a running instance: its stats and metrics show them). Other views
+// count for themselves and log to slog's default.
+type hosted interface {
+	Conns() *connlimit.Counters
+	Log() *slog.Logger
+}
 
 // maxFlows is the most flows a table event carries per direction: the
 // hop's table size.
@@ -108,6 +120,8 @@ type Server struct {
 	every    time.Duration
 	ln       net.Listener
 	srv      *http.Server
+	conns    *connlimit.Counters
+	log      *connlimit.Limited
 	ring     *ring
 
 	mu   sync.Mutex
@@ -171,7 +185,16 @@ func New(opt Options, src Source) (*Server, error) {
 		keep = 5 * time.Minute
 	}
 	s.ring = newRing(int(keep / s.every))
-	s.srv = &http.Server{Addr: addr, Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	lg, conns := slog.Default(), new(connlimit.Counters)
+	if h, ok := src.(hosted); ok {
+		lg, conns = h.Log(), h.Conns()
+	}
+	// The server's complaints (broken clients, failed accepts) go to the
+	// instance's log, rate-limited, not as net/http's bare lines on the
+	// standard error a user's command shares.
+	s.conns, s.log = conns, connlimit.NewLimited(lg, connlimit.LogEvery)
+	s.srv = &http.Server{Addr: addr, Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute,
+		ErrorLog: connlimit.ErrorLog(s.log, "web")}
 	return s, nil
 }
 
@@ -194,8 +217,8 @@ func (s *Server) Start() error {
 	if err != nil {
 		return fmt.Errorf("web: %w", err)
 	}
-	s.ln = ln
-	go s.srv.Serve(ln)
+	s.ln = connlimit.Listen(ln, "web", instance.MaxWebConns, s.conns, s.log)
+	go s.srv.Serve(s.ln)
 	go s.sample()
 	return nil
 }
