@@ -8,7 +8,7 @@ PKGS    := ./...
 
 WEBSRC  := instance/web/assets-src
 
-.PHONY: all build web image test test-short bench bench-hop bench-lab lint lab docs man clean
+.PHONY: all build web image test test-short stress bench bench-hop bench-lab lint lab docs man clean
 
 all: build
 
@@ -83,6 +83,16 @@ test: lint cross
 	echo "unit tests under the race detector:"; cat bin/race.log; \
 	[ $$st = 0 ] && [ "$$(cat bin/race.rc)" = 0 ]
 	$(GO) test -race -short -count=1 -vet=off -timeout 20m $(filter $(RACE),$(SOLO))
+
+# The stress suite at full size (root): 20 000 idle connections on the
+# web view's port, fd exhaustion via the web port and the control socket
+# under a low RLIMIT_NOFILE, six batches of 500 concurrent stats, each
+# file reader against /dev/zero and a 1 GB sparse file under a 1 GB
+# address-space limit. Each test prints its figures on a "figures:" line
+# (docs/performance.md). make test runs the same tests at their quick
+# size. Needs prlimit (util-linux, in scripts/test-deps).
+stress:
+	$(GO) test -count=1 -v -timeout 30m -run '^TestStress' ./cmd/pi2hop -args -stress
 
 # Unit tests only: no namespaces, no root.
 test-short:

@@ -446,6 +446,17 @@ func (d *dirAcc) addOut(p *pcap.Packet, h *ipHeader, s *sighting) {
 	if matched {
 		d.addTransit(c, p.Time-m.at)
 		m.flow.fault.addOut(p, h, &m)
+		d.moved(int(m.class), cls)
+	}
+}
+
+// moved counts a matched packet that came in as class from and was
+// queued in class to, when they differ: an ECN path fault before the
+// queue rewrote its codepoint.
+func (d *dirAcc) moved(from, to int) {
+	if from != to {
+		d.classes[from].res.MovedOut++
+		d.classes[to].res.MovedIn++
 	}
 }
 
@@ -463,6 +474,9 @@ func (d *dirAcc) addDrop(p *pcap.Packet, h *ipHeader, s *sighting) {
 		cls = classIndex(p.Ann.Class)
 	case matched:
 		cls = int(m.class)
+	}
+	if matched {
+		d.moved(int(m.class), cls)
 	}
 	reason := "unknown"
 	if p.HasAnn && p.Ann.HasDecision {

@@ -3,6 +3,7 @@ package analyze
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -32,5 +33,15 @@ func TestAnalyzeChecksPathsFirst(t *testing.T) {
 		if err == nil || !strings.HasSuffix(err.Error(), tc.want) {
 			t.Errorf("%v: %v, want an error ending %q", tc.paths, err, tc.want)
 		}
+	}
+}
+
+// Inputs puts the ingress captures first, then the self-describing ones,
+// then the egress captures, each with its role.
+func TestInputs(t *testing.T) {
+	got := Inputs([]string{"a.pcap", "b.pcap"}, []string{"hop.pcapng"}, []string{"c.pcap"})
+	want := []Input{{Path: "a.pcap", Role: "in"}, {Path: "b.pcap", Role: "in"}, {Path: "hop.pcapng"}, {Path: "c.pcap", Role: "out"}}
+	if !slices.Equal(got, want) {
+		t.Errorf("Inputs = %+v, want %+v", got, want)
 	}
 }

@@ -22,6 +22,9 @@ type fate struct {
 	dscp, outDSCP uint8
 	lost, marked  bool
 	transit       int64
+	// moved: a fault before the queue rewrote the codepoint, so the hop
+	// queued the packet in the other class than its codepoint at in.
+	moved bool
 }
 
 // faultFlows are the two flows of a fault case: A is selected by the
@@ -75,7 +78,11 @@ func writeFaultCase(t *testing.T, dir string, pair, v6 bool, flows [2]func(int) 
 			if f.lost {
 				continue
 			}
-			ann := &pcap.Annotation{Class: cls, ECNIn: f.in, HasDecision: true, Verdict: aqm.Verdict{Action: aqm.Pass, Class: cls}}
+			outCls := cls
+			if f.moved {
+				outCls = map[aqm.Class]aqm.Class{aqm.Classic: aqm.L4S, aqm.L4S: aqm.Classic}[cls]
+			}
+			ann := &pcap.Annotation{Class: outCls, ECNIn: f.in, HasDecision: true, Verdict: aqm.Verdict{Action: aqm.Pass, Class: outCls}}
 			if f.marked {
 				ann.Verdict.Action, ann.Verdict.Reason = aqm.Mark, aqm.ReasonStep
 			}
@@ -303,5 +310,38 @@ func TestFaultNotChecked(t *testing.T) {
 	}
 	if res.Directions[0].ECNFaultsChecked || !strings.Contains(table.String(), "ECN path faults: not checked") {
 		t.Errorf("checked %v; table:\n%s", res.Directions[0].ECNFaultsChecked, table.String())
+	}
+}
+
+// Packets a fault before the queue moved from L to C are counted as
+// moved, in the JSON and in the table, not left as L arrivals that were
+// neither sent nor dropped.
+func TestMovedBeforeTheQueue(t *testing.T) {
+	bleached := func(int) fate { return fate{in: aqm.ECT1, out: aqm.NotECT, moved: true} }
+	inputs := writeFaultCase(t, t.TempDir(), false, false, [2]func(int) fate{bleached, clean(aqm.ECT0)})
+	res, err := Analyze(inputs, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := res.Directions[0]
+	c, l := d.Classes[0], d.Classes[1]
+	if l.In != faultPkts || l.Sent != 0 || l.MovedOut != faultPkts || c.MovedIn != faultPkts || c.MovedOut != 0 || l.MovedIn != 0 ||
+		c.Sent != 2*faultPkts {
+		t.Errorf("L in %d sent %d moved out %d in %d; C sent %d moved in %d out %d; want L %d in, 0 sent, all moved to C, C sent %d",
+			l.In, l.Sent, l.MovedOut, l.MovedIn, c.Sent, c.MovedIn, c.MovedOut, faultPkts, 2*faultPkts)
+	}
+	var b strings.Builder
+	if err := res.WriteTable(&b); err != nil {
+		t.Fatal(err)
+	}
+	if want := "L→C before the queue: 20 packets came in as L and were queued in C"; !strings.Contains(b.String(), want) {
+		t.Errorf("%q not in:\n%s", want, b.String())
+	}
+	clean := writeFaultCase(t, t.TempDir(), false, false, [2]func(int) fate{clean(aqm.ECT1), clean(aqm.ECT0)})
+	if res, err = Analyze(clean, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if c, l := res.Directions[0].Classes[0], res.Directions[0].Classes[1]; c.MovedIn+c.MovedOut+l.MovedIn+l.MovedOut != 0 {
+		t.Errorf("a clean path moved packets: %+v %+v", c, l)
 	}
 }

@@ -49,6 +49,12 @@ func (r *Result) WriteTable(w io.Writer) error {
 				p("  %s: marks %s; drops %s\n", c.Class, byReason(c.MarksBy), byReason(c.DropsBy))
 			}
 		}
+		for i, c := range d.Classes {
+			if c.MovedOut > 0 && len(d.Classes) == 2 {
+				p("  %s→%s before the queue: %d packets came in as %s and were queued in %s (an ECN path fault rewrote them; the flows below say which)\n",
+					c.Class, d.Classes[1-i].Class, c.MovedOut, c.Class, d.Classes[1-i].Class)
+			}
+		}
 		cp := d.Coupling
 		if cp.Defined {
 			p("  coupling (k=%g): p_L %.4f  p_C %.4f  (p_L/k)² %.4f", cp.K, cp.PL, cp.PC, cp.Expected)

@@ -97,6 +97,13 @@ type ClassResult struct {
 	Dropped   uint64 `json:"dropped"`
 	// Annotated counts out and drop packets that carry the AQM's decision.
 	Annotated uint64 `json:"annotated"`
+	// MovedOut counts packets that came in as this class (their codepoint
+	// at the in point) and were queued in the other; MovedIn the other
+	// class's packets queued in this one. Only an ECN path fault before
+	// the queue moves a packet, so In − MovedOut is what this queue was
+	// offered of its own packets.
+	MovedOut uint64 `json:"moved_out"`
+	MovedIn  uint64 `json:"moved_in"`
 	// DropsBy and MarksBy count by aqm.Reason name ("unknown" without
 	// annotations, "unseen" for unmatched ingress packets).
 	DropsBy map[string]uint64 `json:"drops_by,omitempty"`

@@ -13,6 +13,12 @@ type TCParam struct {
 	Name, Value string
 }
 
+// GainReadBack is the DualPI2 gain nl (Hz·256, as sent over netlink) as
+// the kernel dumps it back: it keeps the gain scaled to its own units
+// (ScaleGain) and scales it back with truncation, so tc shows a little
+// less than was set (alpha 41, 0.16015625 Hz, reads 0.15625).
+func GainReadBack(nl uint32) float64 { return GainHz(UnscaleGain(ScaleGain(nl))) }
+
 // TCParams returns every parameter in force of s's kind, with tc's
 // keywords, units and order (iproute2's q_dualpi2.c, q_codel.c, q_pie.c,
 // q_fq_codel.c print_opt), so a `set` can be confirmed as tc would show
@@ -38,7 +44,7 @@ func (s Spec) TCParams() []TCParam {
 	ecnMask := func(m uint8) {
 		either(m == 1, "l4s_ect", "any_ect") // 2 is shown as any_ect too
 	}
-	gain := func(nl uint32) string { return fmt.Sprintf("%f", GainHz(UnscaleGain(ScaleGain(nl)))) }
+	gain := func(nl uint32) string { return fmt.Sprintf("%f", GainReadBack(nl)) }
 	switch s.Kind {
 	case KindDualPI2:
 		c := s.DualPI2

@@ -59,3 +59,18 @@ func TestTCTimeAndSize(t *testing.T) {
 		}
 	}
 }
+
+// The kernel keeps a DualPI2 gain scaled to its own units and dumps it
+// back truncated: 41 (0.16015625 Hz) -> floor(41·(2^32−1)/4/1e9) = 44
+// -> floor(44·1e9·4/(2^32−1)) = 40, 0.15625 Hz; 819 -> 879 -> 818,
+// 3.1953125 Hz.
+func TestGainReadBack(t *testing.T) {
+	for _, tt := range []struct {
+		nl   uint32
+		want float64
+	}{{41, 0.15625}, {819, 3.1953125}} {
+		if got := GainReadBack(tt.nl); got != tt.want {
+			t.Errorf("GainReadBack(%d) = %v, want %v", tt.nl, got, tt.want)
+		}
+	}
+}

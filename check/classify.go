@@ -180,8 +180,8 @@ func Classify(f LoadFigures) Bottleneck {
 	ms := func(d time.Duration) string { return fmt.Sprintf("%.1f ms", figure.Ms(d)) }
 	switch {
 	case !marked && qL < queueBuilt && qC < queueBuilt:
-		return Bottleneck{Kind: NotSaturated, Detail: fmt.Sprintf("%s: the load reached %.1f of %.1f Mbit/s with no queue (RTT p99 L4S %s, classic %s over %s idle) and no CE",
-			notSatDetail, (f.L4SGoodput+f.CGoodput)/1e6, f.MaxRate/1e6, ms(f.L4SP99), ms(f.ClassicP99), ms(f.Base))}
+		return Bottleneck{Kind: NotSaturated, Detail: fmt.Sprintf("%s: the load reached %.1f of %.1f Mbit/s with no queue (RTT p99 L4S %s, classic %s) and no CE",
+			notSatDetail, (f.L4SGoodput+f.CGoodput)/1e6, f.MaxRate/1e6, ms(f.L4SP99), ms(f.ClassicP99))}
 	case !marked:
 		return Bottleneck{Kind: TailDrop, Detail: fmt.Sprintf("queue %s", ms(q(max(f.ClassicP99, f.L4SP99))))}
 	case f.L4SProbes > 0 && f.ClassicProbes > 0 && qC-qL >= dualGap && 2*qL <= qC:

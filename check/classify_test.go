@@ -47,17 +47,17 @@ func TestClassify(t *testing.T) {
 		}), TailDrop, false, "no AQM: tail drop (queue 60.0 ms)"},
 		{"tbf of 2.4 ms in front", with(func(f *LoadFigures) {
 			f.L4SP50, f.L4SP99, f.ClassicP50, f.ClassicP99, f.L4SLoss, f.ClassicLoss = ms(2.5), ms(3.4), ms(2.6), ms(3.4), 0.03, 0.03
-		}), NotSaturated, false, "not saturated: the bottleneck is beyond --max-rate or elsewhere: the load reached 9.6 of 100.0 Mbit/s with no queue (RTT p99 L4S 3.4 ms, classic 3.4 ms over 1.0 ms idle) and no CE"},
+		}), NotSaturated, false, "not saturated: the bottleneck is beyond --max-rate or elsewhere: the load reached 9.6 of 100.0 Mbit/s with no queue (RTT p99 L4S 3.4 ms, classic 3.4 ms) and no CE"},
 		{"beyond the cap: the load at its cap, no queue", with(func(f *LoadFigures) {
 			f.MaxRate, f.L4SGoodput, f.CGoodput = 10e6, 4.7e6, 4.7e6
 			f.L4SP50, f.L4SP99, f.ClassicP50, f.ClassicP99 = ms(1.1), ms(1.5), ms(1.1), ms(1.6)
-		}), NotSaturated, false, "not saturated: the bottleneck is beyond --max-rate or elsewhere: the load reached 9.4 of 10.0 Mbit/s with no queue (RTT p99 L4S 1.5 ms, classic 1.6 ms over 1.0 ms idle) and no CE"},
+		}), NotSaturated, false, "not saturated: the bottleneck is beyond --max-rate or elsewhere: the load reached 9.4 of 10.0 Mbit/s with no queue (RTT p99 L4S 1.5 ms, classic 1.6 ms) and no CE"},
 		{"a queue of exactly 5 ms counts as built", with(func(f *LoadFigures) {
 			f.L4SP50, f.L4SP99, f.ClassicP50, f.ClassicP99 = ms(6), ms(7), ms(6), ms(7)
 		}), TailDrop, false, "no AQM: tail drop (queue 6.0 ms)"},
 		{"4.9 ms with no CE: no queue (a busy client's probes)", with(func(f *LoadFigures) {
 			f.L4SP50, f.L4SP99, f.ClassicP50, f.ClassicP99 = ms(5.9), ms(9), ms(5.8), ms(9)
-		}), NotSaturated, false, "not saturated: the bottleneck is beyond --max-rate or elsewhere: the load reached 9.6 of 100.0 Mbit/s with no queue (RTT p99 L4S 9.0 ms, classic 9.0 ms over 1.0 ms idle) and no CE"},
+		}), NotSaturated, false, "not saturated: the bottleneck is beyond --max-rate or elsewhere: the load reached 9.6 of 100.0 Mbit/s with no queue (RTT p99 L4S 9.0 ms, classic 9.0 ms) and no CE"},
 		{"CE with no queue: marked, one queue", with(func(f *LoadFigures) {
 			f.L4SP50, f.L4SP99, f.ClassicP50, f.ClassicP99, f.L4SCE = ms(1.2), ms(2), ms(1.3), ms(2), 0.5
 		}), SingleQueue, false, "single-queue Classic-ECN AQM: L4S traffic gets classic treatment: L4S RTT p99 2.0 ms vs classic 2.0 ms, 50.0 % of the L4S flow CE"},

@@ -5,28 +5,20 @@ import (
 	"errors"
 	"net"
 	"net/netip"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/pi2hop/pi2hop/aqm"
 	"github.com/pi2hop/pi2hop/flow/ecnudp"
+	"github.com/pi2hop/pi2hop/flow/ecnudp/ecnudptest"
 )
 
 // serve starts a responder on addr for the test's life, skipping where the
 // system has no ECN socket options or no such family.
 func serve(t *testing.T, addr string) netip.AddrPort {
 	t.Helper()
-	switch runtime.GOOS {
-	case "linux", "darwin", "freebsd":
-	default:
-		t.Skip("no ECN socket options on " + runtime.GOOS)
-	}
-	c, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.MustParseAddrPort(addr)))
-	if err != nil {
-		t.Skipf("no %s: %v", addr, err)
-	}
+	c := ecnudptest.Listen(t, addr)
 	r, err := NewResponder(c)
 	if err != nil {
 		t.Fatal(err)
@@ -93,11 +85,7 @@ func TestLoopbackPasses(t *testing.T) {
 // A closed port answers with ICMP port unreachable: the client says so
 // at once, naming the address.
 func TestClosedPort(t *testing.T) {
-	switch runtime.GOOS {
-	case "linux", "darwin", "freebsd":
-	default:
-		t.Skip("no ECN socket options on " + runtime.GOOS)
-	}
+	ecnudptest.Need(t)
 	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil {
 		t.Fatal(err)
@@ -120,11 +108,7 @@ func TestClosedPort(t *testing.T) {
 // A responder that answers nothing (a socket that only reads) makes the
 // client give up after Wait, naming the address.
 func TestSilentPeer(t *testing.T) {
-	switch runtime.GOOS {
-	case "linux", "darwin", "freebsd":
-	default:
-		t.Skip("no ECN socket options on " + runtime.GOOS)
-	}
+	ecnudptest.Need(t)
 	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil {
 		t.Fatal(err)

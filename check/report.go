@@ -15,19 +15,33 @@ const (
 	ReverseName = "responder → client"
 )
 
-// Why says in one line why the path is not L4S-ready ("" when it is).
-func (r *Result) Why() string {
+// Why says in one line why the path is not L4S-ready ("" when it is),
+// each verdict with the figures behind it.
+func (r *Result) Why() string { return r.why(true) }
+
+// why is Why, with each verdict's detail (full) or its name alone, for
+// the last line of a text that printed the details above it.
+func (r *Result) why(full bool) string {
 	var why []string
 	for _, d := range []struct {
 		name string
 		d    Direction
 	}{{ForwardName, r.Forward}, {ReverseName, r.Reverse}} {
-		if d.d.Verdict.Kind != Passes {
-			why = append(why, fmt.Sprintf("%s: %s (%s)", d.name, d.d.Verdict.Kind, d.d.Verdict.Faults[0].Detail))
+		if d.d.Verdict.Kind == Passes {
+			continue
 		}
+		w := fmt.Sprintf("%s: %s", d.name, d.d.Verdict.Kind)
+		if full {
+			w += " (" + d.d.Verdict.Faults[0].Detail + ")"
+		}
+		why = append(why, w)
 	}
 	if r.Load != nil && !r.Load.Verdict.Ready() {
-		why = append(why, "bottleneck: "+r.Load.Verdict.Headline())
+		w := "bottleneck " + r.Load.Verdict.Kind
+		if full {
+			w = "bottleneck: " + r.Load.Verdict.Headline()
+		}
+		why = append(why, w)
 	}
 	return strings.Join(why, "; ")
 }
@@ -35,7 +49,7 @@ func (r *Result) Why() string {
 // WriteText prints the result as a person reads it.
 func (r *Result) WriteText(w io.Writer) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "check %v: %d probes per codepoint each way, round trip %.2f ms\n", r.Peer, r.Probes, figure.Ms(r.RTT))
+	fmt.Fprintf(&b, "check %v: %d probes per codepoint each way; idle RTT %.2f ms (their median round trip, before any load)\n", r.Peer, r.Probes, figure.Ms(r.RTT))
 	for _, d := range []struct {
 		name, ttlWhere string
 		d              Direction
@@ -84,7 +98,7 @@ func (r *Result) WriteText(w io.Writer) error {
 	case r.Ready():
 		b.WriteString("\nL4S-ready: yes, ECN passes both ways\n")
 	default:
-		fmt.Fprintf(&b, "\nL4S-ready: no, %s\n", r.Why())
+		fmt.Fprintf(&b, "\nL4S-ready: no, %s (above)\n", r.why(false))
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
@@ -171,7 +185,7 @@ func (l *Load) writeText(b *strings.Builder) {
 	if l.Verdict.Kind == NotMeasured && f.L4SProbes+f.ClassicProbes == 0 && f.L4SGoodput+f.CGoodput == 0 {
 		return
 	}
-	fmt.Fprintf(b, "  load %v under %.1f Mbit/s, idle RTT %.2f ms\n", l.Duration, float64(l.MaxRate)/1e6, figure.Ms(f.Base))
+	fmt.Fprintf(b, "  load %v under %.1f Mbit/s\n", l.Duration, float64(l.MaxRate)/1e6)
 	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "  flow\tMbit/s\tCE\tloss\tRTT p50\tRTT p99")
 	fmt.Fprintf(tw, "  L4S (ECT(1))\t%.2f\t%.1f %%\t%.1f %%\t%.2f ms\t%.2f ms\n", f.L4SGoodput/1e6, 100*f.L4SCE, 100*f.L4SLoss, figure.Ms(f.L4SP50), figure.Ms(f.L4SP99))

@@ -4,31 +4,18 @@ import (
 	"context"
 	"net"
 	"net/netip"
-	"runtime"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/pi2hop/pi2hop/aqm"
 	"github.com/pi2hop/pi2hop/flow/ecnudp"
+	"github.com/pi2hop/pi2hop/flow/ecnudp/ecnudptest"
 )
 
 func udpPair(t *testing.T, addr string) (a, b *net.UDPConn) {
 	t.Helper()
-	switch runtime.GOOS {
-	case "linux", "darwin", "freebsd":
-	default:
-		t.Skip("the endpoints' ECN sockets need IP_TOS and IP_RECVTOS, which " + runtime.GOOS + " lacks")
-	}
-	open := func() *net.UDPConn {
-		c, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.MustParseAddrPort(addr)))
-		if err != nil {
-			t.Skipf("no %s: %v", addr, err)
-		}
-		t.Cleanup(func() { c.Close() })
-		return c
-	}
-	return open(), open()
+	return ecnudptest.Listen(t, addr), ecnudptest.Listen(t, addr)
 }
 
 func addrOf(c *net.UDPConn) netip.AddrPort { return c.LocalAddr().(*net.UDPAddr).AddrPort() }

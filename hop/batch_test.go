@@ -127,7 +127,7 @@ func TestReleaseBatchesWritesOnAFastLink(t *testing.T) {
 			if len(o.wbufs) > 0 && !heldSeen {
 				heldSeen = true
 				o.publish(now, true)
-				s := o.snap.Load()
+				s := o.rep.snap.Load()
 				if s.In != s.Out+s.Dropped()+uint64(s.Pending) {
 					t.Errorf("while %d are held: In %d, Out %d, Dropped %d, Pending %d: want In = Out + Dropped + Pending", len(o.wbufs), s.In, s.Out, s.Dropped(), s.Pending)
 				}

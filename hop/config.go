@@ -171,7 +171,7 @@ const minLineSlots = 256
 
 // fixedSlots are the buffers a direction needs whatever its rate and
 // delay: the queue's limit, two batches in hand, a write batch released
-// and held for its write (see owner.release) and a margin.
+// and held for its write (see dataPath.release) and a margin.
 func (c Config) fixedSlots(d DirConfig) int {
 	return min(d.Queue.Limit(), maxSlots) + 2*c.Batch + writeBatch + 16
 }

@@ -9,6 +9,39 @@ import (
 	"github.com/pi2hop/pi2hop/tun"
 )
 
+// dataPath is what an owner moves packets with: its devices, link and
+// buffers, the counters it keeps per packet and the observers it shows
+// them to. The owner goroutine alone touches it.
+type dataPath struct {
+	in   tun.Pollable
+	out  tun.Device
+	link *shaper.Link
+	slab *slab
+	pace *pacer // the owner's: the batch rule (holdWrite) and the link's pace
+	obs  observers
+
+	bufs  [][]byte
+	sizes []int
+	slots []int32
+	// With a PartialReader in and a PartialWriter out, segments keep the
+	// partial checksum the kernel gave them from read to write (see
+	// tun.PartialReader): pin and pout are set, rpart is the batch's flags
+	// as read, part each slot's, wpart each one's in wbufs.
+	pin     tun.PartialReader
+	pout    tun.PartialWriter
+	rpart   []bool
+	part    []bool
+	wpart   []bool
+	scratch []byte // read target when every slot is in use
+	events  []shaper.Event
+	wbufs   [][]byte       // released packets to write in one call (see flush)
+	wevs    []shaper.Event // each one's event
+	meta    aqm.Meta       // the packet accept enqueues, for its observers
+	ev      shaper.Event   // scratch event for observers of dropped packets
+	dropFn  func(aqm.Meta) // droppedByChange, made once
+	st      DirStats       // the counters; the reporter copies them
+}
+
 // readBatch reads up to a batch of packets into free slots and enqueues
 // them. full reports that the batch was filled.
 //
@@ -18,7 +51,7 @@ import (
 // before it existed, and leave the delay line early (after a stall, by
 // milliseconds). The link is brought up to that time first, as
 // Link.Enqueue requires.
-func (o *owner) readBatch() (full bool, err error) {
+func (o *dataPath) readBatch() (full bool, err error) {
 	k := min(len(o.bufs), len(o.slab.free))
 	if k == 0 {
 		return o.readWithoutBuffer()
@@ -53,7 +86,7 @@ func (o *owner) readBatch() (full bool, err error) {
 // readWithoutBuffer takes one packet into scratch and drops it: with every
 // slot in use, dropping here is counted, while leaving it in the TUN ring
 // would only move the loss into the kernel.
-func (o *owner) readWithoutBuffer() (bool, error) {
+func (o *dataPath) readWithoutBuffer() (bool, error) {
 	o.bufs[0] = o.scratch
 	n, err := o.in.TryRead(o.bufs[:1], o.sizes)
 	if n == 1 {
@@ -62,54 +95,35 @@ func (o *owner) readWithoutBuffer() (bool, error) {
 		o.st.In++
 		o.st.InBytes += uint64(len(pkt))
 		o.st.NoBuffer++
-		if o.tap != nil {
-			o.ev = shaper.Event{Meta: aqm.MetaOf(pkt, -1), Verdict: aqm.Verdict{Action: aqm.Drop}, At: now}
-			o.tap.Packet(int(o.dir), int(TapDrop), now, pkt, &o.ev)
-		}
+		o.ev = shaper.Event{Meta: aqm.MetaOf(pkt, -1), Verdict: aqm.Verdict{Action: aqm.Drop}, At: now}
+		o.obs.arrive(-1, pkt, &o.ev.Meta, 0, &o.ev, now)
 	}
 	return n == 1, err
 }
 
 // accept enqueues one packet just read into slot.
-func (o *owner) accept(slot int32, size int, now int64) {
+func (o *dataPath) accept(slot int32, size int, now int64) {
 	pkt := o.slab.buf(slot)[:size]
 	o.st.In++
 	o.st.InBytes += uint64(size)
 	if !aqm.Header(pkt).Valid() {
 		o.st.Malformed++ // MetaOf reads it as Not-ECT: Classic queue
 	}
-	var m aqm.Meta
 	var hash uint32
-	if o.flows != nil {
-		m, hash = aqm.MetaOfKeyed(pkt, slot, o.flows.key)
+	if o.obs.keyed {
+		o.meta, hash = aqm.MetaOfKeyed(pkt, slot, o.obs.key)
 	} else {
-		m = aqm.MetaOf(pkt, slot)
+		o.meta = aqm.MetaOf(pkt, slot)
 	}
-	if o.tap != nil {
-		o.tap.Packet(int(o.dir), int(TapIn), now, o.whole(slot, pkt), nil)
+	v := o.link.EnqueuePacket(o.meta, pkt, now)
+	if v.Action != aqm.Drop {
+		o.obs.arrive(slot, pkt, &o.meta, hash, nil, now) // a field: a local's address would escape through the interface
+		return
 	}
-	fi := int32(otherFlow)
-	if o.flows != nil {
-		fi = o.flows.lookup(pkt, hash, now)
-		o.flows.arrive(fi, m.ECN, size, now)
-	}
-	v := o.link.EnqueuePacket(m, pkt, now)
-	if o.flows != nil {
-		if v.Action == aqm.Drop {
-			o.flows.dropped(fi, v.Reason)
-		} else {
-			o.flowOf[slot] = fi
-			o.flows.held(fi)
-		}
-	}
-	if v.Action == aqm.Drop {
-		o.st.QueueDrops[v.Reason]++
-		if o.tap != nil {
-			o.ev = o.link.RefusedEvent()
-			o.tap.Packet(int(o.dir), int(TapDrop), now, o.whole(slot, pkt), &o.ev)
-		}
-		o.slab.put(slot)
-	}
+	o.st.QueueDrops[v.Reason]++
+	o.ev = o.link.RefusedEvent()
+	o.obs.arrive(slot, pkt, &o.meta, hash, &o.ev, now)
+	o.slab.put(slot)
 }
 
 // writeBatch is the most packets handed to the output device in one
@@ -123,50 +137,29 @@ const writeBatch = 256
 // can coalesce). The events slice holds as many packets as the slab, so no
 // pass, however late, makes it grow.
 //
-// Through a device that coalesces, on a fast link (packets under minSleep
-// apart), the collected packets may be held for the next pass, up to batchSleep after the first one's
-// release time, while another release is due before then (see hold): an
-// owner that is never idle, reading a super-packet every few µs, would
-// otherwise release and write a few segments per pass, where the same
-// packets written in one run are one system call and one pass through
-// the receiver's stack. This is the batching the owner already does when
-// it sleeps batchSleep (owner.wait), now also when it does not sleep; the
-// link's departure schedule is untouched, and the lateness recorded is
-// that of the write.
-func (o *owner) release(now int64) {
+// The collected packets may instead be held for the next pass, as the
+// batch rule (pacer.holdWrite) allows: the link's departure schedule is
+// untouched, and the lateness recorded is that of the write.
+func (o *dataPath) release(now int64) {
 	o.events = o.link.Poll(now, o.events[:0])
 	for i := range o.events {
 		o.finish(&o.events[i], now)
 	}
-	if !o.hold(now) {
+	if len(o.wbufs) > 0 && !o.pace.holdWrite(now, o.link.NextRelease()) {
 		o.flush()
 	}
 }
 
-// hold says whether the packets collected for writing may wait for the
-// next pass: the device coalesces (else holding saves no system call and
-// only delays), the link is fast (its last packet took under minSleep to
-// send, as for owner.plan's batching), the first of them is less than
-// batchSleep late, and the link releases another before that.
-func (o *owner) hold(now int64) bool {
-	return len(o.wbufs) > 0 && o.coalesces && o.lastTx < minSleep && now < o.flushBy && o.link.NextRelease() < o.flushBy
-}
-
 // finish prepares a released packet for writing (setting CE if it was
 // marked) or counts its drop and frees its slot.
-func (o *owner) finish(ev *shaper.Event, now int64) {
+func (o *dataPath) finish(ev *shaper.Event, now int64) {
 	slot := ev.Meta.Slot
 	pkt := o.slab.buf(slot)[:ev.Meta.Len]
 	if ev.Verdict.Action == aqm.Drop {
 		o.st.Lateness.Add(now - ev.At)
 		o.st.Worst.Add(now - ev.At)
 		o.st.QueueDrops[ev.Verdict.Reason]++
-		if o.flows != nil {
-			o.flows.droppedHeld(o.flowOf[slot], ev.Verdict.Reason)
-		}
-		if o.tap != nil {
-			o.tap.Packet(int(o.dir), int(TapDrop), ev.At, o.whole(slot, pkt), ev)
-		}
+		o.obs.release(slot, pkt, ev, false)
 		o.slab.put(slot)
 		return
 	}
@@ -180,11 +173,9 @@ func (o *owner) finish(ev *shaper.Event, now int64) {
 		h := aqm.Header(pkt)
 		h.SetDSField(ev.DSOut(h.DSField()))
 	}
-	if o.flows != nil {
-		o.flows.released(o.flowOf[slot], &ev.Meta, marked, aqm.Header(pkt).ECN(), ev.Verdict.Class, ev.Deq-ev.Meta.Arrival, ev.At)
-	}
+	o.obs.release(slot, pkt, ev, marked)
 	if ev.Dep > ev.Deq {
-		o.lastTx = ev.Dep - ev.Deq
+		o.pace.lastTx = ev.Dep - ev.Deq
 	}
 	if ev.Verdict.Class == aqm.Classic {
 		o.st.SojournC.Add(ev.Deq - ev.Meta.Arrival)
@@ -192,7 +183,7 @@ func (o *owner) finish(ev *shaper.Event, now int64) {
 		o.st.SojournL.Add(ev.Deq - ev.Meta.Arrival)
 	}
 	if len(o.wbufs) == 0 {
-		o.flushBy = ev.At + batchSleep
+		o.pace.batchFrom(ev.At)
 	}
 	o.wbufs = append(o.wbufs, pkt)
 	o.wevs = append(o.wevs, *ev)
@@ -204,10 +195,11 @@ func (o *owner) finish(ev *shaper.Event, now int64) {
 	}
 }
 
-// flush writes the packets finish collected, then counts, taps and frees
-// each; their lateness is the write's. A packet the device refuses is
-// counted as a write error and the rest are written on.
-func (o *owner) flush() {
+// flush writes the packets finish collected, then counts each, shows it
+// to the observers and frees it; their lateness is the write's. A packet
+// the device refuses is counted as a write error and the rest are
+// written on.
+func (o *dataPath) flush() {
 	if len(o.wbufs) == 0 {
 		return
 	}
@@ -225,10 +217,10 @@ func (o *owner) flush() {
 			n, err = o.out.Write(o.wbufs[k:])
 		}
 		for end := k + n; k < end; k++ {
-			o.sent(&o.wevs[k], o.wbufs[k], true)
+			o.sent(&o.wevs[k], o.wbufs[k], true, now)
 		}
 		if k < len(o.wbufs) && (err != nil || n == 0) {
-			o.sent(&o.wevs[k], o.wbufs[k], false)
+			o.sent(&o.wevs[k], o.wbufs[k], false, now)
 			k++
 		}
 	}
@@ -236,31 +228,24 @@ func (o *owner) flush() {
 	o.wbufs, o.wevs, o.wpart = o.wbufs[:0], o.wevs[:0], o.wpart[:0]
 }
 
-// sent accounts for one written (ok) or refused packet and frees its slot.
-func (o *owner) sent(ev *shaper.Event, pkt []byte, ok bool) {
-	defer o.slab.put(ev.Meta.Slot)
-	if !ok {
+// sent accounts for one written (ok) or refused packet and frees its
+// slot; now is the write's time.
+func (o *dataPath) sent(ev *shaper.Event, pkt []byte, ok bool, now int64) {
+	if ok {
+		o.st.Out++
+		o.st.OutBytes += uint64(len(pkt))
+	} else {
 		o.st.WriteErrors++
-		if o.tap != nil {
-			o.tap.Packet(int(o.dir), int(TapDrop), ev.At, o.whole(ev.Meta.Slot, pkt), ev)
-		}
-		return
 	}
-	o.st.Out++
-	o.st.OutBytes += uint64(len(pkt))
-	if o.tap != nil {
-		o.tap.Packet(int(o.dir), int(TapOut), ev.At, o.whole(ev.Meta.Slot, pkt), ev)
-	}
+	o.obs.depart(ev.Meta.Slot, pkt, ev, ok, now)
+	o.slab.put(ev.Meta.Slot)
 }
 
-// whole returns the packet in slot with its checksum complete, for a tap:
-// a capture shows packets as they are on a wire. A partial one (see
-// tun.PartialReader) is completed in place, once; it is written on as a
-// complete packet, which the kernel takes as well.
-func (o *owner) whole(slot int32, pkt []byte) []byte {
-	if o.part != nil && o.part[slot] {
-		tun.CompleteChecksum(pkt)
-		o.part[slot] = false
-	}
-	return pkt
+// droppedByChange frees a packet a shrinking queue limit dropped.
+func (o *dataPath) droppedByChange(m aqm.Meta) {
+	now := clock()
+	o.st.QueueDrops[aqm.ReasonLimit]++
+	o.ev = shaper.Event{Meta: m, Verdict: aqm.Verdict{Action: aqm.Drop, Reason: aqm.ReasonLimit, Class: m.Class}, At: now}
+	o.obs.release(m.Slot, o.slab.buf(m.Slot)[:m.Len], &o.ev, false)
+	o.slab.put(m.Slot)
 }

@@ -6,14 +6,29 @@
 // running one as a named instance (state file, control socket, metrics)
 // package instance's.
 //
+// # Flow of a packet
+//
+// One direction; every step on its owner goroutine, in this order:
+//
+//  1. read: the input TUN into a free slab slot (dataPath.readBatch)
+//  2. enqueue: stamped with the clock, counted, Link.Enqueue'd into the aqm.Queue
+//  3. arrive: shown to the observers (refused or not); a refused one is freed
+//  4. release: Link.Poll lets it go at its time, CE set if marked, or drops it
+//  5. hold: collected for one write while the batch rule allows (pacer.holdWrite)
+//  6. write: the output TUN, counted, shown to the observers, slot freed
+//
 // # Data path, per direction
 //
 // Everything below runs on one owner goroutine locked to its OS thread
 // (timer slack 1 ns, SCHED_FIFO when permitted); nothing else touches the
 // direction's queue, link or buffers, so there are no locks on the path.
+// The owner (owner.go) is three parts: the data path that moves packets
+// (datapath.go), the pacer that decides when to sleep, spin and write a
+// batch (pacer.go), and the reporter that hands out counters, CPU time
+// and the flow table's copy (reporter.go); live changes are in
+// control.go.
 //
-// The loop (owner.run) takes these steps, in this order; the data path
-// is in datapath.go, the control path in control.go:
+// The loop (owner.run) takes these steps, in this order:
 //
 //  1. edits: drain the eventfd if it woke us, then apply the pending
 //     changes (takeEdits): they land between batches, never in one
@@ -24,7 +39,7 @@
 //     that backend on a link sending packets under 25 µs apart, in one
 //     Write per 100 µs:
 //     held for the next passes while another is released before then
-//     (see owner.release); each dropped one is counted by reason; slots
+//     (see pacer.holdWrite); each dropped one is counted by reason; slots
 //     freed after the write
 //  3. read: if the last wait found the input readable: up to
 //     Config.Batch packets into free slab slots (with the offload
@@ -44,7 +59,42 @@
 //     snapshot, or the write of held packets; when packets leave closer
 //     than 25 µs apart it sleeps 100 µs and releases them together; short waits are spun through,
 //     and the last stretch before every other deadline too, its length
-//     learnt from the timer's lateness (see owner.wait)
+//     learnt from the timer's lateness (see owner.wait, pacer.plan)
+//
+// # Observers
+//
+// What watches packets go by without changing their fate (the capture
+// tap, the flow table) is an observer (observer.go), added to a
+// direction's observers before its owner runs; the path calls each only
+// at the points it names (points), so with none it makes no call. The
+// points of a packet's life, in order: arrive (read and offered to the
+// queue, with the queue's refusal if it refused; a packet with no free
+// buffer arrives refused, with slot -1), release (let go by the link, to
+// be written, or dropped) and depart (written, or refused by the device),
+// the last two only for a packet the queue took. Each is called on the
+// owner goroutine and must not block or allocate, and must copy what it
+// keeps of the packet. The two directions' owners call theirs on two
+// goroutines: an observer that sees both (a passive RTT estimator
+// matching data one way with ACKs the other) keeps its state per
+// direction or shares it without a lock the owner could wait on.
+// quietObserver stands for the calls one has no use for; adding one that
+// sees every arrival is a few lines:
+//
+//	type rttObserver struct {
+//		quietObserver
+//		est *rtt.Estimator // shared by both directions
+//		dir int
+//	}
+//
+//	func (r *rttObserver) points() points { return atArrive }
+//
+//	func (r *rttObserver) arrive(_ int32, pkt []byte, _ *aqm.Meta, _ uint32, _ *shaper.Event, now int64) {
+//		r.est.Observe(pkt, r.dir, now)
+//	}
+//
+// with o.obs.add(&rttObserver{est: e, dir: int(o.dir)}) for each owner in
+// Hop.Run, beside the tap's; at departure too, with atDepart and a depart
+// method.
 //
 // Departures follow the link's absolute schedule, so a late wake-up
 // delays a packet but never changes the rate.

@@ -208,10 +208,11 @@ type flowCold struct {
 	drops [aqm.NumReasons]uint64
 }
 
-// flowTable is one direction's table. The hot entries come first: the
-// table is one large allocation, which starts on a page, so each entry
-// starts on a cache line.
-type flowTable struct {
+// flowCounters is one direction's live flow table, the counters the owner
+// keeps per flow (a reader gets them as a FlowTable, through a flowCopy).
+// The hot entries come first: the table is one large allocation, which
+// starts on a page, so each entry starts on a cache line.
+type flowCounters struct {
 	hot     [FlowTableSize + 1]flowHot // + otherFlow
 	tags    [FlowTableSize]uint32
 	cold    [FlowTableSize + 1]flowCold
@@ -223,7 +224,7 @@ type flowTable struct {
 
 // reset empties the table, keeping its key; scorer is the Queue
 // Protection in force for the direction's link.
-func (t *flowTable) reset(scorer aqm.QProtScorer) {
+func (t *flowCounters) reset(scorer aqm.QProtScorer) {
 	t.tags = [FlowTableSize]uint32{}
 	for i := range t.hot {
 		// A write to every entry maps every page now, so that no page
@@ -241,7 +242,7 @@ func (t *flowTable) reset(scorer aqm.QProtScorer) {
 }
 
 // setScorer sets the Queue Protection flows are scored against.
-func (t *flowTable) setScorer(s aqm.QProtScorer) {
+func (t *flowCounters) setScorer(s aqm.QProtScorer) {
 	t.scorer, t.qpMinTh = s, s.MinTh()
 }
 
@@ -255,7 +256,7 @@ func (t *flowTable) setScorer(s aqm.QProtScorer) {
 // a scan of the set's tags first would wait for the tags' line before it
 // could ask for the entry's. Only a flow away from home pays for the scan
 // (a set's tags share one cache line).
-func (t *flowTable) lookup(pkt aqm.Header, hash uint32, now int64) int32 {
+func (t *flowCounters) lookup(pkt aqm.Header, hash uint32, now int64) int32 {
 	if hash == 0 {
 		return otherFlow // malformed: aqm hashes only IPv4 and IPv6 it can read
 	}
@@ -278,7 +279,7 @@ func (t *flowTable) lookup(pkt aqm.Header, hash uint32, now int64) int32 {
 
 // find returns the entry of the set at base that holds pkt's flow, -1 if
 // none does.
-func (t *flowTable) find(pkt aqm.Header, version int, h uint32, base int) int32 {
+func (t *flowCounters) find(pkt aqm.Header, version int, h uint32, base int) int32 {
 	tags := (*[flowWays]uint32)(t.tags[base : base+flowWays])
 	for i, tg := range tags {
 		if tg == h && t.hot[base+i].key.matches(pkt, version) {
@@ -293,7 +294,7 @@ func (t *flowTable) find(pkt aqm.Header, version int, h uint32, base int) int32 
 // ways (the two choices that keep the sets even), else in place of the
 // flow of the two sets seen longest ago that has nothing in flight;
 // otherFlow when every flow of both sets has a packet in flight.
-func (t *flowTable) insert(pkt aqm.Header, version int, h uint32, a, b, home int, now int64) int32 {
+func (t *flowCounters) insert(pkt aqm.Header, version int, h uint32, a, b, home int, now int64) int32 {
 	victim := home
 	if t.tags[home] != 0 {
 		fa, na := t.free(a)
@@ -329,7 +330,7 @@ func (t *flowTable) insert(pkt aqm.Header, version int, h uint32, a, b, home int
 
 // free returns the first free entry of the set at base and how many are
 // free.
-func (t *flowTable) free(base int) (first, n int) {
+func (t *flowCounters) free(base int) (first, n int) {
 	first = -1
 	for i := base + flowWays - 1; i >= base; i-- {
 		if t.tags[i] == 0 {
@@ -348,7 +349,7 @@ func (t *flowTable) free(base int) (first, n int) {
 // Not-ECT packet is no change: RFC 3168 §6.1.4-5 sends SYNs, pure ACKs
 // and retransmissions Not-ECT in an ECN flow, so a TCP flow that starts
 // Not-ECT and then sends ECT takes the ECT class.
-func (t *flowTable) arrive(i int32, ecn aqm.ECN, size int, now int64) {
+func (t *flowCounters) arrive(i int32, ecn aqm.ECN, size int, now int64) {
 	e := &t.hot[i]
 	c := ecn & 3
 	e.last = now
@@ -367,7 +368,7 @@ func (t *flowTable) arrive(i int32, ecn aqm.ECN, size int, now int64) {
 // the code every packet runs.
 //
 //go:noinline
-func (t *flowTable) classify(i int32, ecn aqm.ECN, now int64) {
+func (t *flowCounters) classify(i int32, ecn aqm.ECN, now int64) {
 	e := &t.hot[i]
 	switch {
 	case e.cls == noECN:
@@ -383,15 +384,15 @@ func (t *flowTable) classify(i int32, ecn aqm.ECN, now int64) {
 
 // held counts a packet of flow i taken into the link: the entry stays
 // until its fate.
-func (t *flowTable) held(i int32) { t.hot[i].inFlight++ }
+func (t *flowCounters) held(i int32) { t.hot[i].inFlight++ }
 
 // dropped counts a drop of one of flow i's packets.
-func (t *flowTable) dropped(i int32, r aqm.Reason) {
+func (t *flowCounters) dropped(i int32, r aqm.Reason) {
 	t.cold[i].drops[r]++
 }
 
 // droppedHeld counts the drop of a packet of flow i that was held.
-func (t *flowTable) droppedHeld(i int32, r aqm.Reason) {
+func (t *flowCounters) droppedHeld(i int32, r aqm.Reason) {
 	t.hot[i].inFlight--
 	t.cold[i].drops[r]++
 }
@@ -399,7 +400,7 @@ func (t *flowTable) droppedHeld(i int32, r aqm.Reason) {
 // released counts a held packet of flow i that left the link and is to
 // be written: its codepoint out, a mark, its sojourn, the rate window,
 // and for the L-queue its Queue Protection score.
-func (t *flowTable) released(i int32, m *aqm.Meta, marked bool, ecnOut aqm.ECN, class aqm.Class, sojourn, at int64) {
+func (t *flowCounters) released(i int32, m *aqm.Meta, marked bool, ecnOut aqm.ECN, class aqm.Class, sojourn, at int64) {
 	e := &t.hot[i]
 	e.inFlight--
 	size := uint64(m.Len)
@@ -441,7 +442,7 @@ func (t *flowTable) released(i int32, m *aqm.Meta, marked bool, ecnOut aqm.ECN, 
 // turn starts flow i's rate window that holds at: the current window
 // becomes the previous one, or both are empty when the flow released
 // nothing for a whole window.
-func (t *flowTable) turn(i int32, at int64) {
+func (t *flowCounters) turn(i int32, at int64) {
 	e, c := &t.hot[i], &t.cold[i]
 	d := at - e.winStart
 	c.prevWin, c.qpPrev, c.qpLPrev, c.qpWorstP = e.winBytes, e.qpWin, e.qpLWin, c.qpWorstWin
@@ -454,7 +455,7 @@ func (t *flowTable) turn(i int32, at int64) {
 
 // sanctioned counts a packet of flow i that qprotect would have
 // sanctioned, with the flow's score after it and the delay it met.
-func (t *flowTable) sanctioned(i int32, score, sojourn int64) {
+func (t *flowCounters) sanctioned(i int32, score, sojourn int64) {
 	ql, _ := t.scorer.Thresholds()
 	x := int64(float64(score) * float64(sojourn) / float64(ql))
 	c := &t.cold[i]

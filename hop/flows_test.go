@@ -4,22 +4,25 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
+	"net/netip"
 	"testing"
 	"time"
 	"unsafe"
 
 	"github.com/pi2hop/pi2hop/aqm"
 	"github.com/pi2hop/pi2hop/internal/race"
+	"github.com/pi2hop/pi2hop/pcap/pcaptest"
 )
 
 // pkt4 builds an IPv4 packet of n bytes of protocol proto from
 // 10.254.1.2:sport to 10.254.2.2:9 with the given ECN bits.
 func pkt4(n int, ecn aqm.ECN, proto byte, sport uint16) []byte {
-	p := udp4(n, ecn, sport)
-	p[9] = proto
-	binary.BigEndian.PutUint16(p[10:], 0)
-	binary.BigEndian.PutUint16(p[10:], aqm.Checksum(p[:20]))
-	return p
+	headers := 28
+	if proto == 6 {
+		headers = 40
+	}
+	return pcaptest.Packet{Src: netip.AddrFrom4([4]byte{10, 254, 1, 2}), Dst: netip.AddrFrom4([4]byte{10, 254, 2, 2}),
+		Proto: proto, SPort: sport, DPort: 9, ECN: ecn, Payload: n - headers}.Build()
 }
 
 // TestFlowClasses: the class a flow gets from the codepoints it sends,
@@ -47,7 +50,7 @@ func TestFlowClasses(t *testing.T) {
 		{"tcp ect0 to ect1", 6, []aqm.ECN{N, E0, N, E1}, ClassChanged, "ECT(1)", 3},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			var tb flowTable
+			var tb flowCounters
 			tb.reset(qprotScorer(testConfig(10_000_000, 0).Up))
 			for k, e := range c.ecns {
 				p := pkt4(100, e, c.proto, 1000)
@@ -55,7 +58,7 @@ func TestFlowClasses(t *testing.T) {
 				tb.arrive(i, e, len(p), int64(k+1)*1000)
 			}
 			var cp flowCopy
-			o := &owner{flows: &tb}
+			o := &owner{rep: reporter{flows: &tb}}
 			o.copyFlows(&cp, 10_000)
 			ft := cp.table(Up, -1)
 			if len(ft.Flows) != 1 {
@@ -75,22 +78,16 @@ func TestFlowClasses(t *testing.T) {
 // TestFlowKeys: the 5-tuple as read, one flow per tuple, the same flow
 // for every packet of a tuple.
 func TestFlowKeys(t *testing.T) {
-	var tb flowTable
+	var tb flowCounters
 	tb.reset(qprotScorer(testConfig(10_000_000, 0).Up))
-	v6 := make([]byte, 48)
-	v6[0] = 0x60
-	binary.BigEndian.PutUint16(v6[4:], 8)
-	v6[6] = 17
-	v6[23], v6[39] = 1, 2 // ::1 → ::2
-	binary.BigEndian.PutUint16(v6[40:], 443)
-	binary.BigEndian.PutUint16(v6[42:], 5555)
+	v6 := pcaptest.Packet{Src: netip.MustParseAddr("::1"), Dst: netip.MustParseAddr("::2"), Proto: 17, SPort: 443, DPort: 5555}.Build()
 	for _, p := range [][]byte{pkt4(100, 0, 17, 1), pkt4(100, 0, 6, 1), pkt4(100, 0, 17, 2), v6, pkt4(60, 0, 1, 7)} {
 		for k := 0; k < 3; k++ {
 			tb.arrive(tb.lookup(p, aqm.Header(p).FlowHashKeyed(tb.key), 1), 0, len(p), 1)
 		}
 	}
 	var cp flowCopy
-	(&owner{flows: &tb}).copyFlows(&cp, 2)
+	(&owner{rep: reporter{flows: &tb}}).copyFlows(&cp, 2)
 	got := map[string]uint64{}
 	for _, f := range cp.table(Up, -1).Flows {
 		got[f.Proto+" "+f.Src+" "+f.Dst] = f.In.NotECT.Packets
@@ -110,7 +107,7 @@ func TestFlowKeys(t *testing.T) {
 // nothing in flight; when all have a packet in flight it is counted as
 // other. The hashes are chosen to share both sets.
 func TestFlowTableFull(t *testing.T) {
-	var tb flowTable
+	var tb flowCounters
 	tb.reset(qprotScorer(testConfig(10_000_000, 0).Up))
 	const setA, setB = 5, 77
 	hash := func(home int) uint32 { return 1 | setA<<1 | uint32(home)<<flowHomeShift | setB<<flowAltShift }
@@ -153,7 +150,7 @@ func TestFlowTableFull(t *testing.T) {
 // mean 8, the flows per set) and each would evict another at each
 // packet; the two choices leave a few: at most 3 % here.
 func TestFlowTableHoldsItsSize(t *testing.T) {
-	var tb flowTable
+	var tb flowCounters
 	tb.reset(qprotScorer(testConfig(10_000_000, 0).Up))
 	d := &flowsDevice{flows: FlowTableSize}
 	d.TryRead(nil, nil)
@@ -325,29 +322,29 @@ func TestFlowTableAllocatesNothing(t *testing.T) {
 	if allocs := testing.AllocsPerRun(200, step); allocs != 0 {
 		t.Errorf("%v allocations per batch of 64 packets, want 0", allocs)
 	}
-	if o.flows.evicted == 0 {
+	if o.rep.flows.evicted == 0 {
 		t.Errorf("no flow evicted after %d flows through a table of %d", 201*64, FlowTableSize)
 	}
-	o.reqFlows = new(flowCopy)
+	o.rep.reqFlows = new(flowCopy)
 	serve := func() {
-		o.statsReq.Store(true)
-		o.flowsReq.Store(true)
+		o.rep.statsReq.Store(true)
+		o.rep.flowsReq.Store(true)
 		o.publish(clock(), false)
-		<-o.published
+		<-o.rep.published
 	}
 	serve()
 	if allocs := testing.AllocsPerRun(20, serve); allocs != 0 {
 		t.Errorf("%v allocations per flow table served, want 0", allocs)
 	}
 	used := 0
-	for _, tg := range o.flows.tags {
+	for _, tg := range o.rep.flows.tags {
 		if tg != 0 {
 			used++
 		}
 	}
 	// 8192 flows over 512 sets of 8: a set of fewer than 8 flows is rare.
-	if o.reqFlows.n != used || used < FlowTableSize*63/64 {
-		t.Errorf("%d flows copied of %d in the table, want all, nearly %d", o.reqFlows.n, used, FlowTableSize)
+	if o.rep.reqFlows.n != used || used < FlowTableSize*63/64 {
+		t.Errorf("%d flows copied of %d in the table, want all, nearly %d", o.rep.reqFlows.n, used, FlowTableSize)
 	}
 }
 
@@ -424,7 +421,7 @@ func BenchmarkFlowAccounting(b *testing.B) {
 			_ = sink
 		})
 		b.Run(fmt.Sprintf("flows=%d/table=true", flows), func(b *testing.B) {
-			tb := new(flowTable)
+			tb := new(flowCounters)
 			tb.reset(qprotScorer(testConfig(10_000_000, 0).Up))
 			var sink uint32
 			b.ResetTimer()
@@ -494,7 +491,7 @@ func TestFlowHotLines(t *testing.T) {
 	if n := unsafe.Sizeof(flowHot{}); n != flowHotSize || n%64 != 0 {
 		t.Errorf("flowHot is %d bytes, want flowHotSize (%d), a multiple of 64", n, flowHotSize)
 	}
-	tb := &flowTable{}
+	tb := &flowCounters{}
 	if a := uintptr(unsafe.Pointer(&tb.hot[0])); a%64 != 0 {
 		t.Errorf("the table's first hot entry at %#x, not on a 64-byte line", a)
 	}

@@ -30,7 +30,7 @@ type flowEntry struct {
 }
 
 // entry returns flow i's state.
-func (t *flowTable) entry(i int) flowEntry {
+func (t *flowCounters) entry(i int) flowEntry {
 	return flowEntry{t.hot[i], t.cold[i]}
 }
 
@@ -55,7 +55,7 @@ func (e *flowEntry) out() (c [4]aqm.Tally) {
 
 // copyFlows copies the table into c: on the owner, between batches.
 func (o *owner) copyFlows(c *flowCopy, now int64) {
-	t := o.flows
+	t := o.rep.flows
 	c.n = 0
 	for i, tg := range t.tags {
 		if tg != 0 {

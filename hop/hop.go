@@ -19,6 +19,7 @@ import (
 // It owns the devices from New on and closes them in Close.
 type Hop struct {
 	cfg      Config
+	built    Config // cfg as New built the buffers for: the live ranges
 	up, down tun.Device
 	dirs     [2]*owner
 
@@ -43,7 +44,7 @@ func New(cfg Config, up, down tun.Device) (*Hop, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	h := &Hop{cfg: cfg, up: up, down: down, stop: make(chan struct{}), done: make(chan struct{})}
+	h := &Hop{cfg: cfg, built: cfg, up: up, down: down, stop: make(chan struct{}), done: make(chan struct{})}
 	for i, d := range []struct {
 		in, out tun.Device
 		dir     DirConfig
@@ -130,7 +131,9 @@ func (h *Hop) Run(ctx context.Context) error {
 	}
 	errs := make(chan error, 2)
 	for _, o := range h.dirs {
-		o.tap = tap
+		if tap != nil {
+			o.obs.add(&tapObserver{tap: tap, dir: int(o.dir), part: o.part})
+		}
 		go func() { errs <- o.run() }()
 	}
 	cfg.Logger.Debug("hop running", "name", cfg.Name, "up", cfg.Up.String(), "down", cfg.Down.String())
@@ -163,7 +166,8 @@ func (h *Hop) Run(ctx context.Context) error {
 // are checked before either changes, then each owner applies its own
 // between batches. What cannot change live is refused with the reason:
 // anything outside the directions (MTU, seed, tuning), a queue's kind, or
-// a rate or delay beyond the buffers the hop was built with. A loss model
+// a rate, delay or queue limit beyond the live range of the buffers the
+// hop was built with (LiveRange). A loss model
 // is replaced only when next holds another one (DirConfig.Changes).
 func (h *Hop) Reconfigure(next Config) error {
 	h.mu.Lock()
@@ -183,11 +187,9 @@ func (h *Hop) Reconfigure(next Config) error {
 		}
 		dirs[i] = d
 	}
-	for i, d := range dirs {
-		// The slab's size never changes once built, so it is read here.
-		if err := h.cfg.fits(d, h.dirs[i].slab.slots()); err != nil {
-			return fmt.Errorf("hop: %s: %w", Dir(i), err)
-		}
+	// The buffers and the live ranges are those the hop was built with.
+	if err := h.built.CheckLive(Config{Up: dirs[0], Down: dirs[1]}); err != nil {
+		return err
 	}
 	for i, d := range dirs {
 		if cur[i].Changes(d) == 0 {

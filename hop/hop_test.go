@@ -2,7 +2,7 @@ package hop
 
 import (
 	"context"
-	"encoding/binary"
+	"errors"
 	"runtime"
 	"strings"
 	"testing"
@@ -14,23 +14,9 @@ import (
 	"github.com/pi2hop/pi2hop/tun/tuntest"
 )
 
-// udp4 builds an IPv4/UDP packet of n bytes with the given ECN bits and a
-// correct header checksum.
-func udp4(n int, ecn aqm.ECN, srcPort uint16) []byte {
-	p := make([]byte, n)
-	p[0] = 0x45
-	p[1] = byte(ecn)
-	binary.BigEndian.PutUint16(p[2:], uint16(n))
-	p[8] = 64
-	p[9] = 17
-	copy(p[12:], []byte{10, 254, 1, 2})
-	copy(p[16:], []byte{10, 254, 2, 2})
-	binary.BigEndian.PutUint16(p[20:], srcPort)
-	binary.BigEndian.PutUint16(p[22:], 9)
-	binary.BigEndian.PutUint16(p[24:], uint16(n-20))
-	binary.BigEndian.PutUint16(p[10:], aqm.Checksum(p[:20])) // over a zero checksum field
-	return p
-}
+// udp4 builds an IPv4/UDP packet of n bytes from 10.254.1.2:srcPort to
+// 10.254.2.2:9 with the given ECN bits and a correct header checksum.
+func udp4(n int, ecn aqm.ECN, srcPort uint16) []byte { return pkt4(n, ecn, 17, srcPort) }
 
 func testConfig(bps uint64, delay time.Duration) Config {
 	spec := aqm.Spec{Kind: aqm.KindDualPI2, DualPI2: aqm.DefaultConfig()}
@@ -205,12 +191,12 @@ func TestSetChangesRateAllOrNothing(t *testing.T) {
 	}
 	delay := int64(time.Millisecond)
 	next = h.Config()
-	next.Up.Link.Rate, next.Up.Link.Delay = shaper.Const{BitsPerSecond: 50_000_000}, delay
+	next.Up.Link.Rate, next.Up.Link.Delay = shaper.Const{BitsPerSecond: 5_000_000}, delay
 	if err := h.Reconfigure(next); err != nil {
 		t.Fatal(err)
 	}
 	s := h.Stats()
-	if s.Up.Bps != 50_000_000 || s.Up.Delay != delay || s.Down.Bps != 10_000_000 {
+	if s.Up.Bps != 5_000_000 || s.Up.Delay != delay || s.Down.Bps != 10_000_000 {
 		t.Errorf("after set: up %d bit/s delay %d, down %d", s.Up.Bps, s.Up.Delay, s.Down.Bps)
 	}
 	bad := aqm.DefaultConfig()
@@ -332,53 +318,52 @@ func TestNoAllocationPerPacket(t *testing.T) {
 }
 
 // A live change beyond the buffers the hop was built with is refused
-// with what they hold. At 100 Mbit/s and 10 ms the buffers are DualPI2's
-// 10000-packet limit, two batches of 64, a write batch of 256 and 16
-// spare, plus the delay line's floor of 256 full-size packets (10 ms needs
-// only 84): 10656.
-// 256 × 1500 B × 8 = 3.072 Mbit hold 30.72 ms at 100 Mbit/s, so 30 ms
-// (250 packets) fits and 31 ms (259) does not; 3.072 Mbit over 2 s is
-// 1.536 Mbit/s.
+// with the range they carry. At 100 Mbit/s and 10 ms the buffers are
+// DualPI2's 10000-packet limit, two batches of 64, a write batch of 256
+// and 16 spare, plus the delay line's floor of 256 full-size packets (10
+// ms needs only 84): 10656. 256 × 1500 B × 8 = 3.072 Mbit hold 30.72 ms
+// at 100 Mbit/s, so 30 ms fits and 31 ms does not; a rate above the
+// 100 Mbit/s built with is refused even where its delay would fit, so
+// that no edit can strand another (LiveRange).
 func TestSetRefusesBeyondBuffers(t *testing.T) {
 	h := startHop(t, testConfig(100_000_000, 10*time.Millisecond))
+	const carry = "rates up to 100mbit, delays up to 30.72ms, a queue of up to 10000 packets; restart"
 	for _, tt := range []struct {
 		delay time.Duration
+		rate  uint64
 		err   string
 	}{
-		{30 * time.Millisecond, ""},
-		{31 * time.Millisecond, "delay 31ms at 100mbit needs 10659 packet buffers, the hop has 10656: they hold 31ms of delay at 100mbit"},
-		{2 * time.Second, "delay 2s at 100mbit needs 27067 packet buffers, the hop has 10656: they hold 31ms of delay at 100mbit, or 1.536mbit at 2s; restart"},
+		{30 * time.Millisecond, 100_000_000, ""},
+		{30 * time.Millisecond, 1_000_000, ""},
+		{31 * time.Millisecond, 100_000_000, "delay 31ms is beyond what this hop's buffers carry live: " + carry},
+		{2 * time.Second, 8000, "delay 2s is beyond"},
+		{time.Millisecond, 101_000_000, "rate 101mbit is beyond"},
 	} {
 		next := h.Config()
+		prev := next.Up
 		next.Up.Link.Delay = int64(tt.delay)
+		next.Up.Link.Rate = shaper.Const{BitsPerSecond: tt.rate}
 		err := h.Reconfigure(next)
 		if tt.err == "" {
 			if err != nil {
-				t.Errorf("delay %v: %v, want it accepted", tt.delay, err)
+				t.Errorf("%v at %d bit/s: %v, want it accepted", tt.delay, tt.rate, err)
 			}
 			continue
 		}
-		if err == nil || !strings.Contains(err.Error(), tt.err) || !strings.HasPrefix(err.Error(), "hop: up: ") {
-			t.Errorf("delay %v: %v, want an error with %q", tt.delay, err, tt.err)
+		var re *RangeError
+		if err == nil || !strings.Contains(err.Error(), tt.err) || !strings.HasPrefix(err.Error(), "hop: up: ") || !errors.As(err, &re) {
+			t.Errorf("%v at %d bit/s: %v, want a RangeError with %q", tt.delay, tt.rate, err, tt.err)
 		}
-		if s := h.Stats(); s.Up.Delay != int64(30*time.Millisecond) {
+		if s := h.Stats(); s.Up.Delay != prev.Link.Delay {
 			t.Errorf("a refused edit changed the delay to %v", time.Duration(s.Up.Delay))
 		}
-	}
-	// A higher rate at the same delay: 1 Gbit/s × 30 ms is 2500 packets.
-	next := h.Config()
-	next.Up.Link.Rate = shaper.Const{BitsPerSecond: 1_000_000_000}
-	err := h.Reconfigure(next)
-	if err == nil || !strings.Contains(err.Error(), "they hold 3ms of delay at 1gbit, or 102.4mbit at 30ms") {
-		t.Errorf("1gbit at 30ms: %v, want it refused with what the buffers hold", err)
 	}
 }
 
 // LineRate sizes the delay line for a rate the hop may be set to live:
-// at 20 Mbit/s and 5 ms the buffers are 10000 + 2·64 + 256 + 16 + the
-// floor of 256 = 10656, and unlimited (sized as 1 Gbit/s: 5 ms is 417
-// full-size packets) needs 10817; with LineRate = UnlimitedLineRate the hop
-// is built with those 10817 and the edit fits.
+// at 20 Mbit/s and 5 ms the live range's rate is 20 Mbit/s, and unlimited
+// (sized as 1 Gbit/s) is beyond it; with LineRate = UnlimitedLineRate the
+// range reaches 1 Gbit/s and the edit is accepted.
 func TestLineRateMakesRoomForUnlimited(t *testing.T) {
 	unlimited := func(h *testHop) error {
 		next := h.Config()
@@ -386,8 +371,8 @@ func TestLineRateMakesRoomForUnlimited(t *testing.T) {
 		return h.Reconfigure(next)
 	}
 	h := startHop(t, testConfig(20_000_000, 5*time.Millisecond))
-	if err := unlimited(h); err == nil || !strings.Contains(err.Error(), "needs 10817 packet buffers, the hop has 10656") {
-		t.Errorf("unlimited on a hop sized for 20 Mbit/s: %v, want refused (10817 > 10656)", err)
+	if err := unlimited(h); err == nil || !strings.Contains(err.Error(), "rate unlimited (sized as 1gbit) is beyond what this hop's buffers carry live: rates up to 20mbit") {
+		t.Errorf("unlimited on a hop sized for 20 Mbit/s: %v, want refused with the range", err)
 	}
 	cfg := testConfig(20_000_000, 5*time.Millisecond)
 	cfg.LineRate = UnlimitedLineRate

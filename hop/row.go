@@ -35,13 +35,16 @@ type StatsRow struct {
 	MemUsed    uint64  `json:"memory_used"`
 	MemMax     uint64  `json:"memory_max"`
 	MemLimit   uint64  `json:"memory_limit"`
-	// The other kinds' tc -s xstats, under their qdisc's name.
-	CoDel   *CodelXStats   `json:"codel,omitempty"`
-	PIE     *PIEXStats     `json:"pie,omitempty"`
-	FQCodel *FQCodelXStats `json:"fq_codel,omitempty"`
-	QProt   *QProtXStats   `json:"queue_protection,omitempty"`
+	// The other kinds' tc -s xstats, under their qdisc's name (nil for
+	// the other kinds).
+	CoDel   aqm.TCStats `json:"codel,omitempty"`
+	PIE     aqm.TCStats `json:"pie,omitempty"`
+	FQCodel aqm.TCStats `json:"fq_codel,omitempty"`
+	QProt   aqm.TCStats `json:"queue_protection,omitempty"`
 	// DOCSISClassic is the docsis kind's Classic AQM.
-	DOCSISClassic *DOCSISClassicXStats `json:"docsis_classic,omitempty"`
+	DOCSISClassic aqm.TCStats `json:"docsis_classic,omitempty"`
+	// queue is the queue's figures the row was made of, for QdiscLines.
+	queue aqm.Stats
 	// link
 	Interval    float64 `json:"interval_s"`
 	InPkts      uint64  `json:"in_packets"`
@@ -88,7 +91,9 @@ type UsQuantiles struct {
 
 // ConfigRow is a direction's configuration in force, as tc qdisc show
 // prints a dualpi2 qdisc and netem a link: the queue's parameters in tc's
-// words (aqm.Spec.TCParams) and the link's.
+// words (aqm.Spec.TCParams) and the link's. A link setting's field is
+// spelled as its flag (delay, ecn-fault), as in set requests and replay's
+// config object.
 type ConfigRow struct {
 	Qdisc string `json:"qdisc"`
 	// Params are the queue's parameters: tc keyword -> value as tc
@@ -99,13 +104,18 @@ type ConfigRow struct {
 	Link   string         `json:"link"` // "rate 10Mbit delay 10ms", in netem's words
 	// RateBps is the link rate, bit/s; 0 when it is not one constant
 	// rate (unlimited, a trace or a schedule: Rate says which).
-	RateBps   uint64  `json:"rate_bps"`
-	Rate      string  `json:"rate"` // as tc prints it ("10Mbit"), or the trace
-	DelayMs   float64 `json:"delay_ms"`
-	Jitter    string  `json:"jitter,omitempty"`
-	Loss      string  `json:"loss,omitempty"`
-	Aggregate string  `json:"aggregate,omitempty"`
-	ECNFault  string  `json:"ecn_fault,omitempty"` // the path fault's spec, as --ecn-fault takes it
+	RateBps   uint64 `json:"rate_bps"`
+	Rate      string `json:"rate"`  // as tc prints it ("10Mbit"), or the trace
+	Delay     int64  `json:"delay"` // one-way, ns
+	Jitter    string `json:"jitter,omitempty"`
+	Loss      string `json:"loss,omitempty"`
+	Aggregate string `json:"aggregate,omitempty"`
+	ECNFault  string `json:"ecn-fault,omitempty"` // the path fault's spec, as --ecn-fault takes it
+	// AlphaHz and BetaHz are the PI gains as set (dualpi2, docsis): Params'
+	// alpha and beta are tc's rounded read-back of the kernel's internal
+	// scaling of them (aqm.GainReadBack), a little less.
+	AlphaHz float64 `json:"alpha,omitempty"`
+	BetaHz  float64 `json:"beta,omitempty"`
 }
 
 // Row returns s's figures with rates, utilisation and quantiles over the
@@ -162,7 +172,13 @@ func (s *DirStats) Row(prev *DirStats) StatsRow {
 // configRow is the configuration s was taken under.
 func (s *DirStats) configRow() ConfigRow {
 	c := ConfigRow{Qdisc: s.Kind, Params: map[string]any{}, RateBps: s.Bps, Rate: tcRate(s.Rate, s.Bps),
-		DelayMs: figure.Ms(time.Duration(s.Delay)), Jitter: s.Jitter, Loss: s.Loss, Aggregate: s.Aggregate, ECNFault: s.Fault}
+		Delay: s.Delay, Jitter: s.Jitter, Loss: s.Loss, Aggregate: s.Aggregate, ECNFault: s.Fault}
+	switch s.Spec.Kind {
+	case aqm.KindDualPI2:
+		c.AlphaHz, c.BetaHz = aqm.GainHz(s.Spec.DualPI2.Alpha), aqm.GainHz(s.Spec.DualPI2.Beta)
+	case aqm.KindDOCSIS:
+		c.AlphaHz, c.BetaHz = aqm.GainHz(s.Spec.DOCSIS.DualPI2.Alpha), aqm.GainHz(s.Spec.DOCSIS.DualPI2.Beta)
+	}
 	p := s.Spec.TCParams()
 	for _, x := range p {
 		if x.Value == "" {

@@ -44,7 +44,7 @@ func TestStatsRowIntervalAndTotals(t *testing.T) {
 	if v.Interval != 2 || v.OutBps != 7.5e6 || v.Utilisation != 0.25 || v.Utilisation != s.Utilisation() {
 		t.Errorf("whole run: %v s, %v bit/s, utilisation %v; want 2, 7.5e6, 0.25", v.Interval, v.OutBps, v.Utilisation)
 	}
-	if v.Dir != "down" || math.Abs(v.Prob-0.25) > 1e-9 || v.DelayCus != 1500 || v.Config.DelayMs != 10 || v.Drops["classic"] != 5 || v.Drops["nobuffer"] != 2 {
+	if v.Dir != "down" || math.Abs(v.Prob-0.25) > 1e-9 || v.DelayCus != 1500 || v.Config.Delay != 10e6 || v.Drops["classic"] != 5 || v.Drops["nobuffer"] != 2 {
 		t.Errorf("row %+v", v)
 	}
 	// p50 of 0, 10, ... 990 µs is 490 µs, in the bucket [119·2^12,
@@ -86,7 +86,11 @@ func TestStatsRowCPUAndConfig(t *testing.T) {
 	if want := "qdisc dualpi2 limit 10000p memlimit 30000000B target 7ms tupdate 16ms alpha 0.156250 beta 3.195312 step_thresh 1ms min_qlen_step 0p coupling_factor 2 drop_on_overload drop_dequeue classic_protection 10% l4s_ect split_gso"; c.TC != want {
 		t.Errorf("tc line\n got %s\nwant %s", c.TC, want)
 	}
-	if c.Link != "rate 10Mbit delay 10ms loss 1%" || c.RateBps != 10e6 || c.DelayMs != 10 || c.Params["target"] != "7ms" || c.Params["l4s_ect"] != true {
+	// The gains as set beside tc's read-back: 41/256 and 819/256 Hz.
+	if c.AlphaHz != 0.16015625 || c.BetaHz != 3.19921875 {
+		t.Errorf("gains as set %v, %v; want 0.16015625, 3.19921875", c.AlphaHz, c.BetaHz)
+	}
+	if c.Link != "rate 10Mbit delay 10ms loss 1%" || c.RateBps != 10e6 || c.Delay != 10e6 || c.Params["target"] != "7ms" || c.Params["l4s_ect"] != true {
 		t.Errorf("config %+v", c)
 	}
 }

@@ -19,16 +19,16 @@ func TestRequestedSnapshotAllocatesNothing(t *testing.T) {
 	defer h.Close()
 	o := h.dirs[Up]
 	serve := func() {
-		o.statsReq.Store(true)
+		o.rep.statsReq.Store(true)
 		o.publish(clock(), false)
-		<-o.published
+		<-o.rep.published
 	}
 	serve()
 	if allocs := testing.AllocsPerRun(100, serve); allocs != 0 {
 		t.Errorf("%v allocations per requested snapshot, want 0", allocs)
 	}
-	if got := o.reqSnap; got.Rate != "100mbit" || got.Bps != 100_000_000 || got.Delay != int64(10*time.Millisecond) || got.Seq != o.seq {
-		t.Errorf("served snapshot: rate %q (%d bit/s), delay %d, seq %d; want 100mbit, 10 ms, seq %d", got.Rate, got.Bps, got.Delay, got.Seq, o.seq)
+	if got := o.rep.reqSnap; got.Rate != "100mbit" || got.Bps != 100_000_000 || got.Delay != int64(10*time.Millisecond) || got.Seq != o.rep.seq {
+		t.Errorf("served snapshot: rate %q (%d bit/s), delay %d, seq %d; want 100mbit, 10 ms, seq %d", got.Rate, got.Bps, got.Delay, got.Seq, o.rep.seq)
 	}
 }
 

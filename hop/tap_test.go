@@ -8,6 +8,7 @@ import (
 
 	"github.com/pi2hop/pi2hop/aqm"
 	"github.com/pi2hop/pi2hop/pcap"
+	"github.com/pi2hop/pi2hop/pcap/pcaptest"
 	"github.com/pi2hop/pi2hop/shaper"
 	"github.com/pi2hop/pi2hop/tun/tuntest"
 )
@@ -92,9 +93,7 @@ func TestPcapHopTapNamesEveryPoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	var tap Tap = pcap.NewHopTap(c, "run.")
-	pkt := make([]byte, 28)
-	pkt[0] = 0x45
-	pkt[3] = 28
+	pkt := pcaptest.Packet{Src: pcaptest.Cli4, Dst: pcaptest.Srv4, Proto: 17}.Build()
 	var want []string
 	at := int64(1)
 	for _, d := range []Dir{Up, Down} {

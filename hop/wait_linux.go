@@ -1,11 +1,10 @@
 package hop
 
 import (
+	"bytes"
 	"fmt"
-	"os"
 	"runtime"
 	"strconv"
-	"strings"
 	"sync"
 	"unsafe"
 
@@ -28,17 +27,18 @@ func (o *owner) lockForRealTime() error {
 	// readers load first.
 	tid := int32(unix.Gettid())
 	cpu, sys := threadCPU(tid)
-	o.cpuBase.Store(cpu)
-	o.sysBase.Store(sys)
-	o.pubCPU, o.pubIn, o.onThread = cpu, o.st.In, true
-	o.tid.Store(tid)
+	c := &o.rep.cpu
+	c.base.Store(cpu)
+	c.sysBase.Store(sys)
+	c.pubCPU, c.pubIn, c.onThread = cpu, o.st.In, true
+	c.tid.Store(tid)
 	// Raw system calls from here on, as all of the owner's (see rawPpoll):
 	// the return from sched_setattr is already the real-time thread's.
 	if _, _, e := unix.RawSyscall6(unix.SYS_PRCTL, unix.PR_SET_TIMERSLACK, 1, 0, 0, 0, 0); e != 0 {
 		return fmt.Errorf("hop: timer slack: %w", e)
 	}
-	if o.priority > 0 {
-		attr := unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_FIFO, Priority: uint32(o.priority)}
+	if o.pace.priority > 0 {
+		attr := unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_FIFO, Priority: uint32(o.pace.priority)}
 		if _, _, e := unix.RawSyscall(unix.SYS_SCHED_SETATTR, 0, uintptr(unsafe.Pointer(&attr)), 0); e != 0 {
 			// Degradations said so at start-up; this is the thread's own word.
 			o.h.cfg.Logger.Debug("hop: no real-time priority for the owner thread (pacing degraded)", "dir", o.dir.String(), "err", e)
@@ -63,17 +63,14 @@ func (o *owner) lockForRealTime() error {
 // longer the sleep. So before every other timed deadline the owner
 // sleeps until a lead before it and spins on the clock for the rest; the
 // lead is learnt from the wake-ups themselves and kept under a quarter
-// of the wait (see plan).
+// of the wait (see pacer.plan).
 func (o *owner) wait(deadline int64) error {
 	fds := [2]unix.PollFd{
 		{Fd: int32(o.in.PollFd()), Events: unix.POLLIN},
 		{Fd: int32(o.waker.fd), Events: unix.POLLIN},
 	}
 	o.inReady, o.wakeReady = true, false
-	sleep, lead := o.plan(deadline-clock(), o.link.Pending() <= 1, deadline == o.nextStats)
-	if len(o.wbufs) > 0 && sleep > 0 { // released packets held for a batch: write them by flushBy
-		sleep = max(min(sleep, o.flushBy-clock()), 1_000)
-	}
+	sleep, lead := o.pace.sleepFor(clock(), deadline, o.link.Pending() <= 1, deadline == o.rep.nextStats, len(o.wbufs) > 0)
 	if sleep == 0 {
 		for clock() < deadline {
 		}
@@ -91,45 +88,12 @@ func (o *owner) wait(deadline int64) error {
 	if n > 0 || lead == 0 {
 		return nil
 	}
-	if o.spin == spinAuto {
-		o.learnLateness(sleepClass(sleep+lead), clock()-(deadline-lead))
+	if o.pace.spin == spinAuto {
+		o.pace.learnLateness(sleepClass(sleep+lead), clock()-(deadline-lead))
 	}
 	for clock() < deadline {
 	}
 	return nil
-}
-
-// plan splits a wait of d ns into a ppoll of sleep ns and a spin on the
-// clock for the lead after it (sleep+lead = d), or says to spin all of
-// d (sleep 0; also when nothing is left to wait). lone says at most one
-// packet is in flight, stats that the deadline is the next snapshot's
-// (no packet waits on it, so it gets no lead).
-//
-// A wait under minSleep is spun through when the packet is alone (a ping
-// on an idle link) or packets are far apart (under ~500 Mbit/s): a
-// sleep's lateness would be added to its release. Closer packets sleep
-// batchSleep with no lead: their releases are batched on purpose.
-//
-// Every other wait gets the learnt lead, capped at a quarter of the wait,
-// so spinning takes under a quarter of a core however the waits come.
-// Short waits get it too, not only long ones: a link of 10-100 Mbit/s
-// sends a packet every 0.12-1.2 ms and arrivals cut waits shorter still,
-// so a lead kept for long waits would leave most of its releases with a
-// bare timer's lateness (docs/performance.md has the lateness and CPU
-// with and without it).
-func (o *owner) plan(d int64, lone, stats bool) (sleep, lead int64) {
-	switch {
-	case d <= 0:
-		return 0, 0
-	case d < minSleep && o.spin != spinOff && (lone || o.lastTx >= minSleep):
-		return 0, 0
-	case d < minSleep:
-		return batchSleep, 0
-	case o.spin == spinOff || stats:
-		return d, 0
-	}
-	lead = o.spinLead(sleepClass(d), d)
-	return d - lead, lead
 }
 
 // rawPpoll is ppoll(2) on the owner's two descriptors, made as a raw
@@ -157,59 +121,6 @@ func rawPpoll(fds *[2]unix.PollFd, ts *unix.Timespec) (int, error) {
 func pause(d int64) {
 	ts := unix.NsecToTimespec(d)
 	unix.RawSyscall(unix.SYS_NANOSLEEP, uintptr(unsafe.Pointer(&ts)), 0, 0)
-}
-
-// Bounds of the learnt lead: at least minLead, at most maxLead and never
-// more than a quarter of the wait, so spinning stays under a quarter of a
-// core even when every wait gets a lead.
-const (
-	minLead     = 10_000  // ns
-	maxLead     = 300_000 // ns
-	leadMargin  = 5_000   // ns added to the learnt lateness
-	initialLate = 50_000  // ns, the guess before the first wake-up
-)
-
-// sleepClass sorts a sleep by length (under 0.5 ms, 2 ms, 8 ms, longer):
-// a longer sleep wakes later, so each class learns its own lateness.
-func sleepClass(d int64) int {
-	switch {
-	case d < 500_000:
-		return 0
-	case d < 2_000_000:
-		return 1
-	case d < 8_000_000:
-		return 2
-	}
-	return 3
-}
-
-// spinLead is how long before a deadline in class the owner stops
-// sleeping: a fixed Config.Spin, or the lateness learnt for the class.
-func (o *owner) spinLead(class int, d int64) int64 {
-	if o.spin > 0 {
-		return min(o.spin, d)
-	}
-	late := o.late[class]
-	if late == 0 {
-		late = initialLate
-	}
-	return min(max(late+leadMargin, minLead), maxLead, d/4)
-}
-
-// learnLateness follows a high envelope of the timed wake-ups' lateness
-// in class: quick to rise (a quarter of the gap per wake-up), slow to
-// fall (1/64), so the lead covers nearly every wake-up, not the median.
-func (o *owner) learnLateness(class int, late int64) {
-	e := o.late[class]
-	if e == 0 {
-		e = initialLate
-	}
-	if late > e {
-		e += (late - e) / 4
-	} else {
-		e -= (e - late) / 64
-	}
-	o.late[class] = max(e, 1)
 }
 
 // waker is an eventfd that interrupts the owner's wait: stop, edits and
@@ -258,29 +169,76 @@ func (w *waker) close() {
 
 // threadCPU returns the CPU time thread tid of this process has used, ns
 // (the first field of its schedstat), and the part of it in the kernel
-// (stime in its stat, in clock ticks), or 0 if they cannot be read.
+// (stime in its stat, in clock ticks), or 0 if they cannot be read. Every
+// stats snapshot calls it: it reads into a buffer on the stack, so a
+// crowd of stats requests leaves no garbage behind it.
 func threadCPU(tid int32) (cpu, sys int64) {
 	if tid <= 0 {
 		return 0, 0
 	}
 	dir := "/proc/self/task/" + strconv.Itoa(int(tid))
-	b, err := os.ReadFile(dir + "/schedstat")
-	if err != nil {
+	var buf [1024]byte // a stat line is some 300 bytes
+	b := readSmall(dir+"/schedstat", buf[:])
+	if b == nil {
 		return 0, 0
 	}
-	f, _, _ := strings.Cut(string(b), " ")
-	cpu, _ = strconv.ParseInt(f, 10, 64)
-	if b, err = os.ReadFile(dir + "/stat"); err == nil {
-		// The name in parentheses may hold spaces; stime is the 15th
-		// field, the 13th after it (proc_pid_stat(5)).
-		if i := strings.LastIndexByte(string(b), ')'); i >= 0 {
-			if f := strings.Fields(string(b[i+1:])); len(f) > 12 {
-				t, _ := strconv.ParseInt(f[12], 10, 64)
-				sys = t * (1e9 / clockTicks)
-			}
+	if i := bytes.IndexByte(b, ' '); i >= 0 {
+		b = b[:i]
+	}
+	cpu = atoi(b)
+	b = readSmall(dir+"/stat", buf[:])
+	// The name in parentheses may hold spaces; stime is the 15th field,
+	// the 13th after it (proc_pid_stat(5)).
+	if i := bytes.LastIndexByte(b, ')'); i >= 0 {
+		if f := nthField(b[i+1:], 12); f != nil {
+			sys = atoi(f) * (1e9 / clockTicks)
 		}
 	}
 	return cpu, sys
+}
+
+// readSmall reads the file at path into buf, nil on an error.
+func readSmall(path string, buf []byte) []byte {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil
+	}
+	defer unix.Close(fd)
+	n, err := unix.Read(fd, buf)
+	if err != nil || n <= 0 {
+		return nil
+	}
+	return buf[:n]
+}
+
+// nthField returns b's field n (from 0) of those separated by spaces.
+func nthField(b []byte, n int) []byte {
+	for i := 0; ; i++ {
+		b = bytes.TrimLeft(b, " \n")
+		if len(b) == 0 {
+			return nil
+		}
+		end := bytes.IndexAny(b, " \n")
+		if end < 0 {
+			end = len(b)
+		}
+		if i == n {
+			return b[:end]
+		}
+		b = b[end:]
+	}
+}
+
+// atoi parses the decimal digits at the start of b, 0 without any.
+func atoi(b []byte) int64 {
+	var v int64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			break
+		}
+		v = v*10 + int64(c-'0')
+	}
+	return v
 }
 
 // selfCPU returns the calling thread's CPU time, ns (0 when unknown): the

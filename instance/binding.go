@@ -18,26 +18,26 @@ import (
 // queue kinds a knob configures, and the setting an aqm.ConfigError is
 // about.
 type Setting struct {
-	Key   string   // Settings' JSON key (its field's tag): what set requests and errors name
-	Flag  string   // the command-line flag, when it is not spelled as Key
+	Key   string   // the one spelling: the flag, Settings' JSON key (its field's tag), set requests, errors, config objects
 	TC    []string // tc's keywords for it (tc-dualpi2, tc-codel, tc-pie, tc-fq_codel, tc-netem); none where tc has none
 	Kinds []string // the queue kinds it configures, a knob the others refuse; nil: a link setting, or one every kind takes
 	Dir   string   // "up" or "down": a per-direction override, a flag only where a command has both directions
-	Tuned bool     // max-rtt and typical-rtt set it and win over a value given, as in tc
-	Fixed bool     // a running hop cannot change it: a set request naming it is refused
-	Usage string   // the flag's help; a `word` in it names the value
-	value codec    // reads and prints the flag's value; holds the default help shows
+	// PerDir names the setting's value in its per-direction rows' help
+	// ("one-way `delay`"): when given, up- and down- rows are derived.
+	PerDir string
+	Tuned  bool   // max-rtt and typical-rtt set it and win over a value given, as in tc
+	Fixed  bool   // a running hop cannot change it: a set request naming it is refused
+	Usage  string // the flag's help; a `word` in it names the value
+	value  codec  // reads and prints the flag's value; holds the default help shows
+	Bound  *Bound // the values that make physical sense; nil: whatever the value reads
+	Lifts  bool   // configures nothing itself: lets values beyond a Forceable bound in (--force)
+	Onto   Onto   // a queue knob: the aqm.Spec field it sets under each kind
 
 	field int // the field's index in Settings
 }
 
-// FlagName is the setting's command-line flag.
-func (st Setting) FlagName() string {
-	if st.Flag != "" {
-		return st.Flag
-	}
-	return st.Key
-}
+// FlagName is the setting's command-line flag: its key.
+func (st Setting) FlagName() string { return st.Key }
 
 // FlagValue is a setting's flag bound to its field of a Settings, as a
 // pflag.Value: Set reads the text and points the field at the value read,
@@ -48,9 +48,11 @@ type FlagValue struct {
 }
 
 // Bind returns st's flag bound to its field of s.
-func (st Setting) Bind(s *Settings) FlagValue {
-	return FlagValue{st, reflect.ValueOf(s).Elem().Field(st.field)}
-}
+func (st Setting) Bind(s *Settings) FlagValue { return st.bindField(reflect.ValueOf(s).Elem()) }
+
+// bindField returns st's flag bound to its field of v, a settable struct
+// the table is bound to.
+func (st Setting) bindField(v reflect.Value) FlagValue { return FlagValue{st, v.Field(st.field)} }
 
 // SetDefault points st's field of s at the flag's default value unless it
 // holds one: what a flag marked given without a value stands for.
@@ -64,6 +66,13 @@ func (v FlagValue) Set(text string) error {
 	p, err := v.st.value.parse(text)
 	if err != nil {
 		return err
+	}
+	// A bound --force lifts is checked once every flag is read
+	// (Settings.Check), as --force may come after it.
+	if b := v.st.Bound; b != nil && !b.Forceable {
+		if err := v.st.check(p, false); err != nil {
+			return err
+		}
 	}
 	v.field.Set(p)
 	return nil
@@ -81,6 +90,43 @@ func (v FlagValue) Words() []string { return v.st.value.words() }
 // boolean flags.
 func (v FlagValue) IsBoolFlag() bool { return v.st.value.isBool() }
 
+// perDirection returns the rows declared, each with PerDir followed by
+// its up- and down- rows: the same value, bound and kinds, no default of
+// its own (the shared row's value applies unless given).
+func perDirection(declared []Setting) []Setting {
+	var out []Setting
+	for _, st := range declared {
+		out = append(out, st)
+		if st.PerDir == "" {
+			continue
+		}
+		for _, d := range [...]struct{ dir, link, way string }{{"up", "uplink", "client to server"}, {"down", "downlink", "server to client"}} {
+			out = append(out, Setting{Key: d.dir + "-" + st.Key, Dir: d.dir, Kinds: st.Kinds, Bound: st.Bound, value: st.value.noDefault(),
+				Usage: fmt.Sprintf("%s %s (%s); default --%s", d.link, st.PerDir, d.way, st.Key)})
+		}
+	}
+	return out
+}
+
+// FlagWithDefault returns key's flag bound to its field of s, with the
+// default def in the flag's words ("" for none shown) instead of the
+// row's: a command with defaults of its own (lab: each scenario has its
+// rate) declares the setting's flag so, keeping its key, value and bound.
+// A key or default the table cannot read is a mistake in the caller's
+// declaration, and panics.
+func FlagWithDefault(s *Settings, key, def string) FlagValue {
+	st, ok := Lookup(key)
+	if !ok {
+		panic("instance: no setting " + key)
+	}
+	v, err := st.value.withDefault(def)
+	if err != nil {
+		panic(fmt.Sprintf("instance: --%s default %q: %v", key, def, err))
+	}
+	st.value = v
+	return st.Bind(s)
+}
+
 // Table returns every setting, in the order help lists their flags.
 func Table() []Setting { return slices.Clone(table) }
 
@@ -94,38 +140,49 @@ func Lookup(key string) (Setting, bool) {
 }
 
 // byKey indexes the table by key.
-var byKey = map[string]int{}
+var byKey map[string]int
 
 // init ties each row of the table to its field of Settings: a row naming
 // no field, a field with no row, or a row whose value is not its field's
 // type is a mistake in the table, caught by any test that loads the
 // package.
 func init() {
-	t := reflect.TypeOf(Settings{})
+	var err error
+	if byKey, err = bindTable(table, reflect.TypeOf(Settings{})); err != nil {
+		panic("instance: " + err.Error())
+	}
+}
+
+// bindTable ties each of rows to the field of the struct type t (Settings,
+// or a test's copy with a knob more) whose JSON key is the row's key, and
+// indexes the rows by key.
+func bindTable(rows []Setting, t reflect.Type) (map[string]int, error) {
 	fields := map[string]int{}
 	for i := range t.NumField() {
 		fields[jsonKey(t.Field(i))] = i
 	}
-	for i := range table {
-		st := &table[i]
+	index := map[string]int{}
+	for i := range rows {
+		st := &rows[i]
 		f, ok := fields[st.Key]
 		if !ok {
-			panic(fmt.Sprintf("instance: setting %q has no Settings field", st.Key))
+			return nil, fmt.Errorf("setting %q has no field", st.Key)
 		}
 		if got, want := st.value.fieldType(), t.Field(f).Type; got != want {
-			panic(fmt.Sprintf("instance: setting %q reads %v into a field of type %v", st.Key, got, want))
+			return nil, fmt.Errorf("setting %q reads %v into a field of type %v", st.Key, got, want)
 		}
-		if _, dup := byKey[st.Key]; dup {
-			panic(fmt.Sprintf("instance: setting %q declared twice", st.Key))
+		if _, dup := index[st.Key]; dup {
+			return nil, fmt.Errorf("setting %q declared twice", st.Key)
 		}
 		st.field = f
-		byKey[st.Key] = i
+		index[st.Key] = i
 	}
 	for k := range fields {
-		if _, ok := byKey[k]; !ok {
-			panic(fmt.Sprintf("instance: Settings field %q has no row in the table", k))
+		if _, ok := index[k]; !ok {
+			return nil, fmt.Errorf("field %q has no row in the table", k)
 		}
 	}
+	return index, nil
 }
 
 // settingOf returns the key of an aqm.ConfigError's field: aqm names a
@@ -152,7 +209,9 @@ type codec interface {
 	fieldType() reflect.Type                  // *T
 	typ() string
 	isBool() bool
-	words() []string // the choices, when the value is one of a list
+	words() []string  // the choices, when the value is one of a list
+	noDefault() codec // the same value printing "" while unset: no default in help
+	withDefault(text string) (codec, error)
 }
 
 // flagValue is what a flagvalue type is: a pflag.Value.
@@ -168,16 +227,30 @@ type via[T, V any, P interface {
 	*V
 	flagValue
 }] struct {
-	def V
-	get func(*V) T
-	put func(*V, T)
+	def   V
+	get   func(*V) T
+	put   func(*V, T)
+	noDef bool // print "" while unset
 }
 
 func of[T, V any, P interface {
 	*V
 	flagValue
 }](def V, get func(*V) T, put func(*V, T)) codec {
-	return via[T, V, P]{def, get, put}
+	return via[T, V, P]{def: def, get: get, put: put}
+}
+
+func (c via[T, V, P]) noDefault() codec { c.noDef = true; return c }
+
+func (c via[T, V, P]) withDefault(text string) (codec, error) {
+	if text == "" {
+		return c.noDefault(), nil
+	}
+	if err := P(&c.def).Set(text); err != nil {
+		return nil, err
+	}
+	c.noDef = false
+	return c, nil
 }
 
 func (c via[T, V, P]) parse(text string) (reflect.Value, error) {
@@ -191,6 +264,9 @@ func (c via[T, V, P]) parse(text string) (reflect.Value, error) {
 
 func (c via[T, V, P]) format(field reflect.Value) string {
 	v := c.def
+	if field.IsNil() && c.noDef {
+		return ""
+	}
 	if !field.IsNil() {
 		c.put(&v, *field.Interface().(*T))
 	}

@@ -37,15 +37,25 @@ var leftovers = map[string]func(name string) []netsys.Entry{
 // namespace no longer exists, nothing is undone in it or in this one
 // (cleanupGone) and the error says where the instance lived.
 func Cleanup(name string, ifaces []string, out io.Writer) error {
+	return CleanupAs("", name, ifaces, out)
+}
+
+// CleanupAs is Cleanup for `ran --cleanup`, the command the user ran
+// ("" for none known): what it says speaks of that command.
+func CleanupAs(ran, name string, ifaces []string, out io.Writer) error {
 	if err := CheckName(name); err != nil {
 		return err
 	}
 	var entries []netsys.Entry
 	command := ""
+	who := fmt.Sprintf("instance %q", name)
+	if ran != "" {
+		who = fmt.Sprintf("%s --cleanup --name %s", ran, name)
+	}
 	st, err := ReadState(name)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
-		fmt.Fprintf(out, "instance %q: no state file %s; removing what its name implies\n", name, StatePath(name))
+		fmt.Fprintf(out, "%s: no instance of that name recorded (%s); removing anything left under its name\n", who, StatePath(name))
 	case err != nil:
 		return err
 	case st.PID != os.Getpid() && st.Alive():
@@ -82,9 +92,10 @@ func Cleanup(name string, ifaces []string, out io.Writer) error {
 	if rules := topology.GatewayLeftovers(name, ifaces...); len(rules) > 0 {
 		fmt.Fprintf(out, "sweeping gateway rules of %q for %s\n", name, strings.Join(ifaces, ", "))
 		errs = append(errs, netsys.UndoEntries(inNS(rules, ns)))
-	} else if st == nil && (command == "" || command == "run") {
-		_, _, prio := topology.GatewayTables(name)
-		fmt.Fprintf(out, "gateway rules at pref %d are swept only for the interfaces given (--lan IF --wan IF)\n", prio)
+	} else if st == nil && (ran == "" || ran == "run" || ran == "share") {
+		// Only run and share make policy rules, and those name the
+		// interfaces, so without them they cannot be told from others'.
+		fmt.Fprintf(out, "%s: its policy rules, if any, are removed with --lan IF --wan IF too\n", who)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("cleanup of %q: %w", name, err)

@@ -1,7 +1,7 @@
 package instance
 
 import (
-	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,10 +11,12 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/pi2hop/pi2hop/hop"
 	"github.com/pi2hop/pi2hop/instance/profile"
+	"github.com/pi2hop/pi2hop/internal/connlimit"
 	"github.com/pi2hop/pi2hop/lan"
 )
 
@@ -48,6 +50,8 @@ type Response struct {
 	Clients []lan.Client `json:"clients,omitempty"`
 	// Flows are the flow tables (up, down), when asked for.
 	Flows *[2]hop.FlowTable `json:"flows,omitempty"`
+	// Conns are the instance's servers' connection counters (stats).
+	Conns *ConnStats `json:"conns,omitempty"`
 }
 
 // handler is what the control server asks of an instance.
@@ -56,16 +60,36 @@ type handler interface {
 	statsFlows(top int) (hop.Snapshot, [2]hop.FlowTable)
 	clients() ([]lan.Client, error)
 	set(Settings) ([]string, error)
+	connStats() ConnStats
 }
 
 type controlServer struct {
-	ln   net.Listener
+	ln   *connlimit.Listener
 	h    handler
 	wg   sync.WaitGroup
 	once sync.Once
+	work chan job
+	// answered is closed when the answering goroutine has ended.
+	answered chan struct{}
+	snap     *hop.Snapshot // serve's, reused
+	// peerOK checks a client: peerIsRoot (tests that run as any user let
+	// everyone in).
+	peerOK func(net.Conn) error
 }
 
-func listenControl(name string, h handler) (*controlServer, error) {
+// MaxControlConns caps the control socket's open connections: a client
+// opens one per request, so only a crowd holds more, and every one beyond
+// is closed at once (counted as refused) instead of costing memory and fds.
+const MaxControlConns = 512
+
+// A job is one decoded request for the answering goroutine.
+type job struct {
+	c    net.Conn
+	req  Request
+	done chan struct{}
+}
+
+func listenControl(name string, h handler, c *connlimit.Counters, lg *connlimit.Limited) (*controlServer, error) {
 	path := SocketPath(name)
 	if err := checkRunDir(RunDir); err != nil {
 		return nil, err
@@ -79,12 +103,21 @@ func listenControl(name string, h handler) (*controlServer, error) {
 		ln.Close()
 		return nil, err
 	}
-	s := &controlServer{ln: ln, h: h}
-	s.wg.Add(1)
-	go s.accept()
-	return s, nil
+	return serveControl(ln, h, peerIsRoot, c, lg), nil
 }
 
+// serveControl serves requests on ln until Close, from clients peerOK
+// lets in.
+func serveControl(ln net.Listener, h handler, peerOK func(net.Conn) error, c *connlimit.Counters, lg *connlimit.Limited) *controlServer {
+	s := &controlServer{ln: connlimit.Listen(ln, "control socket", MaxControlConns, c, lg), h: h, peerOK: peerOK,
+		work: make(chan job), answered: make(chan struct{})}
+	s.wg.Add(1)
+	go s.accept()
+	go s.answer()
+	return s
+}
+
+// accept runs until Close: the listener retries every other error.
 func (s *controlServer) accept() {
 	defer s.wg.Done()
 	for {
@@ -95,25 +128,53 @@ func (s *controlServer) accept() {
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
-			s.handle(c.(*net.UnixConn))
+			s.handle(c)
 		}()
 	}
 }
 
-func (s *controlServer) handle(c *net.UnixConn) {
+// handle checks the peer and reads its request; the answering goroutine
+// answers. A waiting connection holds its request and a read buffer, a
+// few KB, however many wait.
+func (s *controlServer) handle(c net.Conn) {
 	defer c.Close()
 	c.SetDeadline(time.Now().Add(10 * time.Second))
 	var resp Response
-	if err := peerIsRoot(c); err != nil {
+	if err := s.peerOK(c); err != nil {
 		resp.Error = err.Error()
+	} else if req, err := DecodeRequest(c); err != nil {
+		resp.Error = "bad request: " + err.Error()
 	} else {
-		if req, err := DecodeRequest(c); err != nil {
-			resp.Error = "bad request: " + err.Error()
-		} else {
-			resp = s.serve(req)
-		}
+		j := job{c: c, req: req, done: make(chan struct{})}
+		s.work <- j
+		<-j.done
+		return
 	}
 	json.NewEncoder(c).Encode(resp)
+}
+
+// answer serves the requests one at a time from one goroutine, in one
+// snapshot and one buffer it reuses. A snapshot is over 100 KB: taken on
+// each connection's goroutine, every one of hundreds of concurrent
+// requests grew its own stack and heap by several times that, and the
+// runtime kept the memory long after they ended. The snapshots are taken
+// one at a time in any case (the hop's owner hands them over in turn).
+func (s *controlServer) answer() {
+	defer close(s.answered)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	for j := range s.work {
+		buf.Reset()
+		resp := s.serve(j.req)
+		enc.Encode(&resp)
+		j.c.SetWriteDeadline(time.Now().Add(time.Second))
+		j.c.Write(buf.Bytes())
+		if buf.Cap() > 1<<20 { // a flow table's answer: not kept
+			buf = bytes.Buffer{}
+			enc = json.NewEncoder(&buf)
+		}
+		close(j.done)
+	}
 }
 
 // MaxRequest bounds a control request: a Settings edit is a few hundred
@@ -124,7 +185,7 @@ const MaxRequest = 64 << 10
 func DecodeRequest(r io.Reader) (Request, error) {
 	var req Request
 	lr := &io.LimitedReader{R: r, N: MaxRequest + 1}
-	if err := json.NewDecoder(bufio.NewReader(lr)).Decode(&req); err != nil {
+	if err := json.NewDecoder(lr).Decode(&req); err != nil { // it buffers itself
 		if lr.N <= 0 {
 			return Request{}, fmt.Errorf("request longer than %d bytes", MaxRequest)
 		}
@@ -134,24 +195,30 @@ func DecodeRequest(r io.Reader) (Request, error) {
 }
 
 // serve answers one decoded request.
+// One goroutine at a time: the answer points into s.snap, which the next
+// request overwrites.
 func (s *controlServer) serve(req Request) Response {
 	var resp Response
 	switch req.Op {
 	case OpStats:
-		var snap hop.Snapshot
+		if s.snap == nil {
+			s.snap = new(hop.Snapshot)
+		}
 		if req.Flows > 0 {
 			var ft [2]hop.FlowTable
-			snap, ft = s.h.statsFlows(min(req.Flows, hop.FlowTableSize))
+			*s.snap, ft = s.h.statsFlows(min(req.Flows, hop.FlowTableSize))
 			resp.Flows = &ft
 		} else {
-			snap = s.h.stats()
+			*s.snap = s.h.stats()
 		}
-		resp.Stats = &snap
+		resp.Stats = s.snap
 		cl, err := s.h.clients()
 		if err != nil {
 			resp.Error = "clients: " + err.Error()
 		}
 		resp.Clients = cl
+		conns := s.h.connStats()
+		resp.Conns = &conns
 	case OpSet:
 		if req.Set == nil {
 			resp.Error = "set: no settings"
@@ -168,8 +235,15 @@ func (s *controlServer) serve(req Request) Response {
 	return resp
 }
 
-func peerIsRoot(c *net.UnixConn) error {
-	raw, err := c.SyscallConn()
+func peerIsRoot(c net.Conn) error {
+	if nc, ok := c.(interface{ NetConn() net.Conn }); ok {
+		c = nc.NetConn()
+	}
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		return errors.New("control socket: not a Unix connection")
+	}
+	raw, err := sc.SyscallConn()
 	if err != nil {
 		return err
 	}
@@ -192,7 +266,9 @@ func (s *controlServer) Close() error {
 	var err error
 	s.once.Do(func() {
 		err = s.ln.Close()
-		s.wg.Wait()
+		s.wg.Wait() // the acceptor and every connection
+		close(s.work)
+		<-s.answered
 	})
 	return err
 }
@@ -236,7 +312,7 @@ func Call(name string, req Request) (*Response, error) {
 
 // Stats asks instance name for a stats snapshot.
 func Stats(name string) (*hop.Snapshot, error) {
-	snap, _, err := StatsAndClients(name)
+	snap, _, _, err := StatsAndClients(name)
 	return snap, err
 }
 
@@ -253,17 +329,18 @@ func StatsFlows(name string, top int) (*hop.Snapshot, [2]hop.FlowTable, []lan.Cl
 	return resp.Stats, *resp.Flows, resp.Clients, nil
 }
 
-// StatsAndClients asks instance name for a stats snapshot and, from a
-// share, the LAN's devices.
-func StatsAndClients(name string) (*hop.Snapshot, []lan.Client, error) {
+// StatsAndClients asks instance name for a stats snapshot, from a share
+// the LAN's devices, and its servers' connection counters (nil from an
+// instance of an older build).
+func StatsAndClients(name string) (*hop.Snapshot, []lan.Client, *ConnStats, error) {
 	resp, err := Call(name, Request{Op: OpStats})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if resp.Stats == nil {
-		return nil, nil, fmt.Errorf("instance %q: answer without stats", name)
+		return nil, nil, nil, fmt.Errorf("instance %q: answer without stats", name)
 	}
-	return resp.Stats, resp.Clients, nil
+	return resp.Stats, resp.Clients, resp.Conns, nil
 }
 
 // Set sends a typed edit to instance name, which merges it over its

@@ -2,6 +2,7 @@ package instance
 
 import (
 	"errors"
+	"slices"
 
 	"github.com/pi2hop/pi2hop/hop"
 )
@@ -37,4 +38,28 @@ func PlanSet(base, set Settings, cur hop.Config) (hop.Config, Settings, error) {
 		next.Down.Link.Loss = cur.Down.Link.Loss
 	}
 	return next, merged, nil
+}
+
+// rangeField names the key of set a hop's *hop.RangeError is about: the
+// request's own (down-rate when it gave down-rate), else the shared one.
+func rangeField(err error, set Settings) error {
+	var re *hop.RangeError
+	if !errors.As(err, &re) {
+		return err
+	}
+	keys := map[string][]string{
+		"rate":  {"rate", "up-rate", "down-rate", "rate-trace", "up-rate-trace", "down-rate-trace"},
+		"delay": {"delay", "up-delay", "down-delay"},
+		"queue": {"limit", "memlimit"},
+	}[re.What]
+	given := set.Given()
+	for _, k := range keys {
+		if slices.Contains(given, k) {
+			return &FieldError{k, err}
+		}
+	}
+	if len(keys) > 0 {
+		return &FieldError{keys[0], err}
+	}
+	return err
 }

@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/pi2hop/pi2hop/hop"
+	"github.com/pi2hop/pi2hop/internal/connlimit"
 	"github.com/pi2hop/pi2hop/lan"
 	"github.com/pi2hop/pi2hop/netsys"
 	"github.com/pi2hop/pi2hop/pcap"
@@ -96,6 +97,8 @@ type instance struct {
 
 	mu       sync.Mutex // serialises set requests: base and the hop's config move together
 	settings Settings
+
+	conns Conns // the control socket's, web view's and metrics' connections
 }
 
 // Run runs an instance of topo until its work is over, then takes
@@ -128,6 +131,7 @@ func Run(ctx context.Context, opt Options, topo Topology) (err error) {
 		}
 	}
 	warnLeftovers(log, opt.Name)
+	raiseFDLimit(log)
 	in := &instance{log: log, settings: opt.Settings, topo: topo}
 	env := &Env{Name: opt.Name, Config: opt.Config, Journal: j, Log: log, claim: c}
 	env.Config.Logger = log
@@ -163,33 +167,36 @@ func Run(ctx context.Context, opt Options, topo Topology) (err error) {
 		return err
 	}
 	attrs := []any{}
+	extras := extrasFrom(opt.Attrs)
 	if in.hop != nil && opt.Name != "" {
-		ctl, err := listenControl(opt.Name, in)
+		ctl, err := listenControl(opt.Name, in, &in.conns.Control, serverLog(log))
 		if err != nil {
 			return err
 		}
 		closers = append(closers, ctl)
 		attrs = append(attrs, "control", SocketPath(opt.Name), "state", StatePath(opt.Name))
 		if opt.Metrics != "" {
-			m, err := ServeMetrics(opt.Metrics, in.hop)
+			m, err := serveMetrics(opt.Metrics, in.hop, &in.conns, serverLog(log))
 			if err != nil {
 				return err
 			}
 			closers = append(closers, m)
 			attrs = append(attrs, "metrics", opt.Metrics)
+			if a, err := MetricsListenAddr(opt.Metrics); err == nil {
+				extras.Metrics = "http://" + a + "/metrics"
+			}
 		}
 	}
 	if in.hop != nil {
 		closers = append(closers, watchBottleneck(in.hop, log))
 	}
-	var webURL string
 	if in.hop != nil && opt.Web != nil {
 		w, url, err := opt.Web(Live{in})
 		if err != nil {
 			return err
 		}
 		closers = append(closers, w)
-		webURL = url
+		extras.Web = url
 		attrs = append(attrs, "web", url)
 	}
 	if in.hop != nil {
@@ -209,10 +216,7 @@ func Run(ctx context.Context, opt Options, topo Topology) (err error) {
 		log.Debug("pi2hop running: "+topo.Kind(), record...)
 	}
 	if opt.LogFormat != LogJSON && in.hop != nil {
-		io.WriteString(stderr, startupMessage(opt.Command, opt.Name, in.hop.Config(), topo))
-		if webURL != "" {
-			io.WriteString(stderr, "live view: "+webURL+"\n")
-		}
+		io.WriteString(stderr, startupMessage(opt.Command, opt.Name, in.hop.Config(), opt.Settings, extras, topo))
 	}
 	if in.hop != nil {
 		for _, d := range hop.Degradations(in.hop.Config()) {
@@ -265,6 +269,15 @@ func (l Live) StatsFlows(top int) (hop.Snapshot, [2]hop.FlowTable) { return l.in
 // Set applies a typed edit exactly as a `set` request does.
 func (l Live) Set(s Settings) ([]string, error) { return l.in.set(s) }
 
+// WebConns are the counters a web view of the instance keeps its
+// connections in: stats and the metrics show them.
+func (l Live) WebConns() *connlimit.Counters { return &l.in.conns.Web }
+
+// Log is the instance's log, where a web view of it writes its errors.
+func (l Live) Log() *slog.Logger { return l.in.log }
+
+func (in *instance) connStats() ConnStats { return in.conns.Stats() }
+
 // clientLister is a topology with devices of its own to list (Share).
 type clientLister interface {
 	Clients() ([]lan.Client, error)
@@ -303,7 +316,7 @@ func (in *instance) set(s Settings) ([]string, error) {
 		return nil, err
 	}
 	if err := in.hop.Reconfigure(next); err != nil {
-		return nil, err
+		return nil, rangeField(err, s)
 	}
 	in.settings = merged
 	c := in.hop.Config()

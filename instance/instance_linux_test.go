@@ -15,6 +15,7 @@ import (
 	"github.com/pi2hop/pi2hop/hop"
 	"github.com/pi2hop/pi2hop/internal/roottest"
 	"github.com/pi2hop/pi2hop/pcap"
+	"github.com/pi2hop/pi2hop/pcap/pcaptest"
 	"github.com/pi2hop/pi2hop/tun/tuntest"
 )
 
@@ -78,7 +79,7 @@ func (f *fakeTopology) Close() error {
 // only after Close.
 func captureOpen(c *pcap.Capture) bool {
 	taps := c.AddTaps("probe")
-	return c.OfferWait(taps.In, 0, []byte{0x45, 0, 0, 20, 0, 0, 0, 0, 64, 17, 0, 0, 127, 0, 0, 1, 127, 0, 0, 1}, 0, nil)
+	return c.OfferWait(taps.In, 0, pcaptest.Packet{Src: pcaptest.Cli4, Dst: pcaptest.Srv4, Proto: 17}.Build(), 0, nil)
 }
 
 // TestRunLifecycle runs an instance end to end: the state file and the

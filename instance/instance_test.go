@@ -43,7 +43,8 @@ func runningHop(t *testing.T, cfg hop.Config) *hop.Hop {
 // goroutine) apply one at a time: the settings the instance keeps and the
 // hop's configuration end up from the same request.
 func TestConcurrentSets(t *testing.T) {
-	base := Settings{UpRate: ptr(uint64(50e6))}
+	// The downlink's buffers carry the 16 rates asked, up to 16 Mbit/s.
+	base := Settings{UpRate: ptr(uint64(50e6)), Rate: ptr(uint64(16e6))}
 	cfg, err := base.Resolve("c")
 	if err != nil {
 		t.Fatal(err)
@@ -102,8 +103,8 @@ func TestControlServeSet(t *testing.T) {
 	}
 }
 
-// A set beyond the buffers the hop was built with is refused with what
-// they hold, and neither the hop nor the kept settings change.
+// A set beyond the buffers the hop was built with is refused with the
+// range they carry, and neither the hop nor the kept settings change.
 func TestControlSetBeyondBuffers(t *testing.T) {
 	base := Settings{Rate: ptr(uint64(100e6))}
 	cfg, _ := base.Resolve("c")
@@ -111,7 +112,8 @@ func TestControlSetBeyondBuffers(t *testing.T) {
 	in.hop = runningHop(t, cfg)
 	s := &controlServer{h: in}
 	resp := s.serve(Request{Op: OpSet, Set: &Settings{Delay: ptr(2 * time.Second)}})
-	if !strings.Contains(resp.Error, "delay 2s at 100mbit needs") || !strings.Contains(resp.Error, "restart the hop") {
+	if !strings.Contains(resp.Error, "delay 2s is beyond what this hop's buffers carry live: rates up to 100mbit, delays up to 30.72ms") ||
+		!strings.Contains(resp.Error, "restart the hop") || resp.Field != "delay" {
 		t.Errorf("set delay 2s at 100mbit: %+v, want a refusal that names the buffers' limit", resp)
 	}
 	if d := in.hop.Config().Up.Link.Delay; d != 0 || in.settings.Delay != nil {

@@ -3,7 +3,6 @@ package instance
 import (
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/pi2hop/pi2hop/aqm"
 )
@@ -26,64 +25,19 @@ func KindDefault(key, kind string) (text string, ok bool) {
 }
 
 // kindDefaults is the queue knobs of kind's default configuration as
-// Settings: the inverse of QueueSpec over aqm.DefaultSpec (a test checks
-// that QueueSpec gives the defaults back).
+// Settings, read back through each knob's Onto: the inverse of QueueSpec
+// over aqm.DefaultSpec (a test checks that QueueSpec gives the defaults
+// back). The FIFO's limit is ours, not aqm's.
 func kindDefaults(kind string) (Settings, bool) {
 	spec, ok := aqm.DefaultSpec(kind)
 	if !ok {
 		return Settings{}, false
 	}
-	p := func(v int64) *time.Duration { d := time.Duration(v); return &d }
-	var s Settings
-	dualpi2 := func(c aqm.Config) {
-		s.Limit, s.MemLimit = &c.Limit, &c.MemLimit
-		s.Target, s.Tupdate = p(c.Target), p(c.Tupdate)
-		s.Alpha, s.Beta, s.Coupling = &c.Alpha, &c.Beta, &c.Coupling
-		st := Step{Time: time.Duration(c.StepThresh)}
-		if c.StepInPackets {
-			st = Step{Packets: uint32(c.StepThresh), InPackets: true}
-		}
-		s.StepThresh, s.MinQlenStep = &st, &c.MinQlenStep
-		s.DropOverload, s.DropEnqueue = &c.DropOverload, &c.DropEnqueue
-		s.ClassicProtection, s.ECNMask = &c.ClassicProtection, &c.ECNMask
-		s.NQB = &c.NQB
-	}
-	switch kind {
-	case aqm.KindDualPI2:
-		dualpi2(spec.DualPI2)
-	case aqm.KindFIFO:
+	if kind == aqm.KindFIFO {
 		limit := uint32(DefaultFIFOLimit)
-		s.Limit = &limit
-	case aqm.KindCoDel:
-		c := spec.CoDel
-		s.Limit, s.Target, s.Interval, s.ECN = &c.Limit, p(c.Target), p(c.Interval), &c.ECN
-		if c.CEThreshold != aqm.CEThresholdOff {
-			s.CEThreshold = p(c.CEThreshold)
-		}
-	case aqm.KindPIE:
-		c := spec.PIE
-		// PIE keeps its gains in 1/16 Hz, the flags in 1/256 Hz.
-		alpha, beta := c.Alpha*16, c.Beta*16
-		s.Limit, s.Target, s.Tupdate, s.Alpha, s.Beta = &c.Limit, p(c.Target), p(c.Tupdate), &alpha, &beta
-		s.ECN, s.Bytemode, s.DQRateEstimator = &c.ECN, &c.Bytemode, &c.DQRateEstimator
-	case aqm.KindFQCodel:
-		c := spec.FQCodel
-		s.Limit, s.MemLimit, s.Target, s.Interval, s.ECN = &c.Limit, &c.MemoryLimit, p(c.Target), p(c.Interval), &c.ECN
-		if c.CEThreshold != aqm.CEThresholdOff {
-			s.CEThreshold = p(c.CEThreshold)
-		}
-		s.Flows, s.Quantum, s.DropBatch = &c.Flows, &c.Quantum, &c.DropBatch
-	case aqm.KindDOCSIS:
-		c := spec.DOCSIS
-		dualpi2(c.DualPI2)
-		s.StepThresh, s.MinQlenStep = nil, nil // the L queue's ramp replaces the step
-		s.NQB, s.QueueProtection, s.MaxTh = &c.NQB, &c.QProt.On, p(c.MaxTh)
-		s.DOCSISClassic = &c.Classic
-		if c.Classic == aqm.DOCSISClassicPIE {
-			s.Alpha, s.Beta = &c.PIE.Alpha, &c.PIE.Beta
-		}
+		return Settings{Limit: &limit}, true
 	}
-	return s, true
+	return specSettings(spec), true
 }
 
 // Group is the heading help lists st's flag under: "queue" for --aqm and
@@ -156,7 +110,7 @@ func (st Setting) TCAliases() []Alias {
 		}
 	}
 	// The kernel's own attribute for drop_on_overload (TCA_DUALPI2_DROP_OVERLOAD).
-	if st.Key == "drop-on-overload" {
+	if st.Key == "overload" {
 		add("drop-overload", "drop_on_overload", "drop")
 	}
 	return out

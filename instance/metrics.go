@@ -10,6 +10,7 @@ import (
 
 	"github.com/pi2hop/pi2hop/aqm"
 	"github.com/pi2hop/pi2hop/hop"
+	"github.com/pi2hop/pi2hop/internal/connlimit"
 	"github.com/pi2hop/pi2hop/shaper"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -190,22 +191,28 @@ func MetricsListenAddr(addr string) (string, error) {
 	return net.JoinHostPort(host, port), nil
 }
 
-// ServeMetrics serves h's metrics on http://addr/metrics until closed.
-func ServeMetrics(addr string, h *hop.Hop) (io.Closer, error) {
+// MaxMetricsConns caps the metrics endpoint's open connections: a few
+// scrapers keep one each.
+const MaxMetricsConns = 64
+
+// serveMetrics serves h's metrics and conns' on http://addr/metrics until
+// closed, counting its own connections in conns.Metrics.
+func serveMetrics(addr string, h *hop.Hop, conns *Conns, lg *connlimit.Limited) (io.Closer, error) {
 	addr, err := MetricsListenAddr(addr)
 	if err != nil {
 		return nil, err
 	}
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(NewCollector(h))
+	reg.MustRegister(NewCollector(h), newConnCollector(conns))
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("metrics: %w", err)
 	}
-	m := &metricsServer{srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}}
-	go m.srv.Serve(ln)
+	m := &metricsServer{srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: time.Minute,
+		ErrorLog: connlimit.ErrorLog(lg, "metrics")}}
+	go m.srv.Serve(connlimit.Listen(ln, "metrics", MaxMetricsConns, &conns.Metrics, lg))
 	return m, nil
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/pi2hop/pi2hop/aqm"
 	"github.com/pi2hop/pi2hop/hop"
+	"github.com/pi2hop/pi2hop/pcap/pcaptest"
 	"github.com/pi2hop/pi2hop/shaper"
 	"github.com/pi2hop/pi2hop/tun/tuntest"
 	"github.com/prometheus/client_golang/prometheus"
@@ -31,8 +32,7 @@ func TestMetricsExposeHopCounters(t *testing.T) {
 	}
 	defer h.Close()
 	go h.Run(context.Background())
-	pkt := make([]byte, 100)
-	pkt[0], pkt[1], pkt[3] = 0x45, 10<<2, 100 // IPv4, DSCP 10, Not-ECT, total length 100
+	pkt := pcaptest.Packet{Src: pcaptest.Cli4, Dst: pcaptest.Srv4, Proto: 17, SPort: 5000, DPort: 6000, DSCP: 10, Payload: 72}.Build() // Not-ECT
 	c.Inject(pkt)
 	if out := <-s.Outbound; aqm.Header(out).DSField() != 0 {
 		t.Errorf("tos-zero before the queue: packet left with DS field %#x, want 0", aqm.Header(out).DSField())
@@ -58,8 +58,8 @@ func TestMetricsExposeHopCounters(t *testing.T) {
 		`pi2hop_flows{class="Not-ECT",dir="up"} 1`,
 		`pi2hop_flows{class="L4S",dir="up"} 0`,
 		`pi2hop_flow_bytes{class="Not-ECT",dir="up"} 100`,
-		`pi2hop_top_flow_drops{class="Not-ECT",dir="up",flow="0 0.0.0.0:0 > 0.0.0.0:0",rank="1"} 0`,
-		`pi2hop_top_flow_would_sanction{class="Not-ECT",dir="up",flow="0 0.0.0.0:0 > 0.0.0.0:0",rank="1"} 0`,
+		`pi2hop_top_flow_drops{class="Not-ECT",dir="up",flow="udp 10.0.0.1:5000 > 10.0.1.1:6000",rank="1"} 0`,
+		`pi2hop_top_flow_would_sanction{class="Not-ECT",dir="up",flow="udp 10.0.0.1:5000 > 10.0.1.1:6000",rank="1"} 0`,
 		`pi2hop_ecn_faults_total{dir="up",kind="tos-zero"} 1`,
 		`pi2hop_ecn_faults_total{dir="down",kind="tos-zero"} 0`,
 		// One packet on an idle link never waits, and says nothing of

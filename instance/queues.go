@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/pi2hop/pi2hop/aqm"
 	"github.com/pi2hop/pi2hop/internal/flagvalue"
@@ -71,87 +70,6 @@ func (s Settings) checkKindKeys(kind string) error {
 		return &FieldError{k, fmt.Errorf("configures %s and means nothing with aqm %s", strings.Join(takers, ", "), kind)}
 	}
 	return nil
-}
-
-// otherSpec builds codel, pie, fq_codel and docsis from their kernel (or
-// DOCSIS) defaults and the knobs given.
-func (s Settings) otherSpec(kind string) (aqm.Spec, error) {
-	spec, _ := aqm.DefaultSpec(kind)
-	dur := func(p *time.Duration, def int64) int64 { return int64(deref(p, time.Duration(def))) }
-	ceThreshold := func(def int64) int64 {
-		if s.CEThreshold == nil {
-			return def
-		}
-		return int64(*s.CEThreshold)
-	}
-	switch kind {
-	case aqm.KindCoDel:
-		c := &spec.CoDel
-		c.Limit = deref(s.Limit, c.Limit)
-		c.Target, c.Interval = dur(s.Target, c.Target), dur(s.Interval, c.Interval)
-		c.ECN = deref(s.ECN, c.ECN)
-		c.CEThreshold = ceThreshold(c.CEThreshold)
-	case aqm.KindPIE:
-		c := &spec.PIE
-		c.Limit = deref(s.Limit, c.Limit)
-		c.Target, c.Tupdate = dur(s.Target, c.Target), dur(s.Tupdate, c.Tupdate)
-		var err error
-		if c.Alpha, err = pieGain("alpha", s.Alpha, c.Alpha); err != nil {
-			return spec, err
-		}
-		if c.Beta, err = pieGain("beta", s.Beta, c.Beta); err != nil {
-			return spec, err
-		}
-		c.ECN = deref(s.ECN, c.ECN)
-		c.Bytemode = deref(s.Bytemode, c.Bytemode)
-		c.DQRateEstimator = deref(s.DQRateEstimator, c.DQRateEstimator)
-	case aqm.KindFQCodel:
-		c := &spec.FQCodel
-		c.Limit = deref(s.Limit, c.Limit)
-		c.MemoryLimit = deref(s.MemLimit, c.MemoryLimit)
-		c.Target, c.Interval = dur(s.Target, c.Target), dur(s.Interval, c.Interval)
-		c.ECN = deref(s.ECN, c.ECN)
-		c.CEThreshold = ceThreshold(c.CEThreshold)
-		c.Flows = deref(s.Flows, c.Flows)
-		c.Quantum = deref(s.Quantum, c.Quantum)
-		c.DropBatch = deref(s.DropBatch, c.DropBatch)
-		if s.CESelector != nil {
-			v, m, err := ParseSelector(*s.CESelector)
-			if err != nil {
-				return spec, &FieldError{"ce-threshold-selector", err}
-			}
-			c.CESelector, c.CEMask = v, m
-		}
-	case aqm.KindDOCSIS:
-		c := &spec.DOCSIS
-		c.Classic = deref(s.DOCSISClassic, c.Classic)
-		core := s
-		if c.Classic == aqm.DOCSISClassicPIE {
-			// alpha and beta are DOCSIS-PIE's A and B; the core's PI2 idles.
-			c.PIE.Alpha, c.PIE.Beta = deref(s.Alpha, c.PIE.Alpha), deref(s.Beta, c.PIE.Beta)
-			core.Alpha, core.Beta = nil, nil
-		}
-		var err error
-		if c.DualPI2, err = core.dualPI2From(c.DualPI2); err != nil {
-			return spec, err
-		}
-		c.NQB = deref(s.NQB, c.NQB)
-		c.QProt.On = deref(s.QueueProtection, c.QProt.On)
-		c.MaxTh = dur(s.MaxTh, c.MaxTh)
-	}
-	return spec, spec.Validate()
-}
-
-// pieGain converts a gain given in Hz·256 (the alpha/beta flags' unit) to
-// PIE's sixteenths of Hz: 0.125 Hz = 32/256 = 2/16.
-func pieGain(key string, hz256 *uint32, def uint32) (uint32, error) {
-	if hz256 == nil {
-		return def, nil
-	}
-	if *hz256%16 != 0 {
-		return 0, &FieldError{key, fmt.Errorf("%g Hz: PIE takes %s in steps of 1/16 Hz (0.0625), 0..2 Hz", float64(*hz256)/256, key)}
-	}
-	return *hz256 / 16, nil
 }
 
 // ParseSelector reads tc's ce_threshold_selector VALUE/MASK (hex or

@@ -118,3 +118,36 @@ func TestLinkShapeSettings(t *testing.T) {
 		t.Errorf("next %+v, %v: want up jitter 3ms, down unchanged (its own)", next, err)
 	}
 }
+
+// Under docsis, --alpha and --beta are the Classic AQM's gains, Hz·256
+// each way: DOCSIS-PIE's A and B by default (RFC 8034's 0.25 Hz = 64 and
+// 2.5 Hz = 640), the coupled core's PI2 gains (sch_dualpi2's 41 and 819,
+// ≈ 0.16 and 3.2 Hz) with --docsis-classic pi2, which
+// decides where they land although its row comes after theirs.
+func TestDOCSISGains(t *testing.T) {
+	half, one := uint32(128), uint32(256) // 0.5 Hz, 1 Hz
+	for _, c := range []struct {
+		classic   *string
+		pie, core [2]uint32
+	}{
+		{nil, [2]uint32{128, 256}, [2]uint32{41, 819}},
+		{ptr(aqm.DOCSISClassicPIE), [2]uint32{128, 256}, [2]uint32{41, 819}},
+		{ptr(aqm.DOCSISClassicPI2), [2]uint32{64, 640}, [2]uint32{128, 256}},
+	} {
+		s := Settings{AQM: ptr(aqm.KindDOCSIS), DOCSISClassic: c.classic, Alpha: &half, Beta: &one}
+		q, err := s.QueueSpec()
+		pie, core := [2]uint32{q.DOCSIS.PIE.Alpha, q.DOCSIS.PIE.Beta}, [2]uint32{q.DOCSIS.DualPI2.Alpha, q.DOCSIS.DualPI2.Beta}
+		if err != nil || pie != c.pie || core != c.core {
+			t.Errorf("docsis-classic %v: DOCSIS-PIE %v, core %v, %v; want %v, %v", deref(c.classic, "unset"), pie, core, err, c.pie, c.core)
+		}
+		back := specSettings(q)
+		if *back.Alpha != half || *back.Beta != one {
+			t.Errorf("docsis-classic %v: reads back alpha %d beta %d, want %d %d", deref(c.classic, "unset"), *back.Alpha, *back.Beta, half, one)
+		}
+	}
+	for key, want := range map[string]string{"alpha": "0.25", "beta": "2.5", "docsis-classic": "pie"} {
+		if got, ok := KindDefault(key, aqm.KindDOCSIS); !ok || got != want {
+			t.Errorf("docsis --%s default %q, %v; want %q", key, got, ok, want)
+		}
+	}
+}

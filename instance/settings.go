@@ -60,8 +60,8 @@ type Settings struct {
 	Coupling          *uint8         `json:"coupling,omitempty"`
 	StepThresh        *Step          `json:"step-thresh,omitempty"`
 	MinQlenStep       *uint32        `json:"min-qlen-step,omitempty"`
-	DropOverload      *bool          `json:"drop-on-overload,omitempty"` // false: overflow
-	DropEnqueue       *bool          `json:"drop-enqueue,omitempty"`     // false: drop at dequeue
+	DropOverload      *bool          `json:"overload,omitempty"` // true: drop, false: overflow
+	DropEnqueue       *bool          `json:"drop-at,omitempty"`  // true: at enqueue, false: at dequeue
 	ClassicProtection *uint8         `json:"classic-protection,omitempty"`
 	ECNMask           *uint8         `json:"ecn-mask,omitempty"` // 1 l4s_ect, 3 any_ect
 	MaxRTT            *time.Duration `json:"max-rtt,omitempty"`
@@ -85,66 +85,79 @@ type Settings struct {
 
 	MTU  *int    `json:"mtu,omitempty"`
 	Seed *uint64 `json:"seed,omitempty"`
+
+	Force *bool `json:"force,omitempty"` // accept values beyond a Forceable bound
 }
 
-// table declares every setting, in the order help lists the flags. A new
-// setting is a field above and a row here, and its place in Resolve or
-// QueueSpec; the commands' flags, set requests and errors follow.
-var table = []Setting{
-	{Key: "rate", TC: []string{"rate"}, value: linkRate(DefaultRate),
+// table is every setting, in the order help lists the flags: the rows
+// declared, each followed by its per-direction rows.
+var table = perDirection(declared)
+
+// declared declares every setting. A new queue knob is a field above and
+// a row here whose Onto says where it lands in aqm.Spec (a link setting
+// has its place in Direction instead); the commands' flags, set requests,
+// the browser view's edits, bounds, per-kind defaults, errors and docs
+// follow from the row, and replay's config object must name it
+// (TestOneSpelling). A row with PerDir has an up- and a down- row derived
+// from it (perDirection), each with a field above.
+var declared = []Setting{
+	{Key: "rate", TC: []string{"rate"}, value: linkRate(DefaultRate), Bound: rateBound, PerDir: "`rate`",
 		Usage: "link `rate` in tc units: bit, kbit, mbit, gbit, or bps, kbps, mbps (bytes/s); unlimited: no shaping. A bare number is refused (tc would read it as bit/s)"},
-	{Key: "delay", TC: []string{"delay"}, value: duration(flagvalue.Duration{}),
+	{Key: "delay", TC: []string{"delay"}, value: duration(flagvalue.Duration{}), Bound: delayBound, PerDir: "one-way `delay`",
 		Usage: "one-way `delay` added after the link, each direction (a FIFO delay line; never reorders): 10ms, or tc's 10msec; a bare number is refused (tc would read it as µs)"},
-	{Key: "loss", TC: []string{"loss"}, value: loss(),
+	{Key: "loss", TC: []string{"loss"}, value: loss(), PerDir: "`loss`",
 		Usage: "random `loss` after the link, a percentage as netem reads it: 1% or 1 (both 1 %), 0.01 (0.01 %), or Gilbert-Elliott ge:p=1%,r=30%[,h=0%,k=100%]"},
-	{Key: "rate-trace", value: text(),
+	{Key: "rate-trace", value: text(), PerDir: "rate trace `FILE`",
 		Usage: "vary the rate over time from `FILE`: a mahimahi trace (ms per 1500-byte opportunity, looping) or time,rate CSV, or one shipped with pi2hop: " + builtinTraces() + "; replaces --rate"},
-	{Key: "up-rate", Dir: "up", value: linkRate(0), Usage: "uplink `rate` (client to server); default --rate"},
-	{Key: "down-rate", Dir: "down", value: linkRate(0), Usage: "downlink `rate` (server to client); default --rate"},
-	{Key: "up-delay", Dir: "up", value: duration(flagvalue.Duration{Optional: true}), Usage: "uplink one-way `delay`; default --delay"},
-	{Key: "down-delay", Dir: "down", value: duration(flagvalue.Duration{Optional: true}), Usage: "downlink one-way `delay`; default --delay"},
-	{Key: "up-loss", Dir: "up", value: loss(), Usage: "uplink `loss`; default --loss"},
-	{Key: "down-loss", Dir: "down", value: loss(), Usage: "downlink `loss`; default --loss"},
-	{Key: "up-rate-trace", Dir: "up", value: text(), Usage: "uplink rate trace `FILE`; default --rate-trace"},
-	{Key: "down-rate-trace", Dir: "down", value: text(), Usage: "downlink rate trace `FILE`; default --rate-trace"},
 
 	{Key: "aqm", Fixed: true, value: choice(flagvalue.Choice{Val: aqm.KindDualPI2, Choices: aqm.Kinds}),
 		Usage: "queue discipline, each with Linux's semantics and defaults: dualpi2 (RFC 9332), fifo (tail drop, no AQM), codel (RFC 8289), pie (RFC 8033), fq_codel (RFC 8290), docsis (DOCSIS 3.1 low latency: DualQ with queue protection, RFC 9957)"},
-	{Key: "limit", TC: []string{"limit"}, value: count(flagvalue.Count{N: dualpi2Default.Limit, Min: 1, Max: math.MaxUint32}),
+	{Key: "limit", Onto: same(byKind(func(s *aqm.Spec) map[string]*uint32 {
+		return map[string]*uint32{aqm.KindDualPI2: &s.DualPI2.Limit, aqm.KindDOCSIS: &s.DOCSIS.DualPI2.Limit, aqm.KindCoDel: &s.CoDel.Limit,
+			aqm.KindPIE: &s.PIE.Limit, aqm.KindFQCodel: &s.FQCodel.Limit}
+	})), TC: []string{"limit"}, value: count(flagvalue.Count{N: dualpi2Default.Limit, Min: 1, Max: math.MaxUint32}),
 		Usage: "queue limit in `packets`, both queues (fifo: none when only --memlimit is given)"},
-	{Key: "memlimit", TC: []string{"memlimit", "memory_limit"}, Kinds: []string{aqm.KindDualPI2, aqm.KindFIFO, aqm.KindFQCodel, aqm.KindDOCSIS},
+	{Key: "memlimit", Onto: same(byKind(func(s *aqm.Spec) map[string]*uint64 {
+		return map[string]*uint64{aqm.KindDualPI2: &s.DualPI2.MemLimit, aqm.KindDOCSIS: &s.DOCSIS.DualPI2.MemLimit, aqm.KindFQCodel: &s.FQCodel.MemoryLimit}
+	})), TC: []string{"memlimit", "memory_limit"}, Kinds: []string{aqm.KindDualPI2, aqm.KindFIFO, aqm.KindFQCodel, aqm.KindDOCSIS},
 		value: size(flagvalue.Size{Max: math.MaxUint32}),
 		Usage: "queue limit in bytes of packet data, tc `size` units, a bare number in bytes as in tc (dualpi2, docsis: follows --limit as limit·2·mtu unless given, as in the kernel)"},
-	{Key: "target", TC: []string{"target"}, Kinds: []string{aqm.KindDualPI2, aqm.KindCoDel, aqm.KindPIE, aqm.KindFQCodel, aqm.KindDOCSIS}, Tuned: true,
+	{Key: "target", Onto: nanos(byKind(func(s *aqm.Spec) map[string]*int64 {
+		return map[string]*int64{aqm.KindDualPI2: &s.DualPI2.Target, aqm.KindDOCSIS: &s.DOCSIS.DualPI2.Target, aqm.KindCoDel: &s.CoDel.Target,
+			aqm.KindPIE: &s.PIE.Target, aqm.KindFQCodel: &s.FQCodel.Target}
+	})), TC: []string{"target"}, Kinds: []string{aqm.KindDualPI2, aqm.KindCoDel, aqm.KindPIE, aqm.KindFQCodel, aqm.KindDOCSIS}, Tuned: true,
 		value: duration(flagvalue.Duration{D: time.Duration(dualpi2Default.Target)}),
+		Bound: &Bound{Min: "1us", Why: "a target of no queue at all marks or drops every packet that waits"},
 		Usage: "target queue `delay`: the PI target (dualpi2, docsis), PIE's reference delay, CoDel's target (codel, fq_codel)"},
-	{Key: "tupdate", TC: []string{"tupdate"}, Kinds: []string{aqm.KindDualPI2, aqm.KindPIE, aqm.KindDOCSIS}, Tuned: true,
+	{Key: "tupdate", Onto: nanos(byKind(func(s *aqm.Spec) map[string]*int64 {
+		return map[string]*int64{aqm.KindDualPI2: &s.DualPI2.Tupdate, aqm.KindDOCSIS: &s.DOCSIS.DualPI2.Tupdate, aqm.KindPIE: &s.PIE.Tupdate}
+	})), TC: []string{"tupdate"}, Kinds: []string{aqm.KindDualPI2, aqm.KindPIE, aqm.KindDOCSIS}, Tuned: true,
 		value: duration(flagvalue.Duration{D: time.Duration(dualpi2Default.Tupdate), Min: time.Microsecond}),
 		Usage: "probability update `interval` (dualpi2, docsis, pie)"},
-	{Key: "alpha", TC: []string{"alpha"}, Kinds: []string{aqm.KindDualPI2, aqm.KindPIE, aqm.KindDOCSIS}, Tuned: true,
+	{Key: "alpha", Onto: gainOnto(func(c *aqm.Config) *uint32 { return &c.Alpha }, func(c *aqm.PIEConfig) *uint32 { return &c.Alpha }, func(c *aqm.DOCSISPIEConfig) *uint32 { return &c.Alpha }), TC: []string{"alpha"}, Kinds: []string{aqm.KindDualPI2, aqm.KindPIE, aqm.KindDOCSIS}, Tuned: true,
 		value: gain(dualpi2Default.Alpha), Usage: "PI integral gain in `Hz` (sent as trunc(Hz·256) like tc)"},
-	{Key: "beta", TC: []string{"beta"}, Kinds: []string{aqm.KindDualPI2, aqm.KindPIE, aqm.KindDOCSIS}, Tuned: true,
+	{Key: "beta", Onto: gainOnto(func(c *aqm.Config) *uint32 { return &c.Beta }, func(c *aqm.PIEConfig) *uint32 { return &c.Beta }, func(c *aqm.DOCSISPIEConfig) *uint32 { return &c.Beta }), TC: []string{"beta"}, Kinds: []string{aqm.KindDualPI2, aqm.KindPIE, aqm.KindDOCSIS}, Tuned: true,
 		value: gain(dualpi2Default.Beta), Usage: "PI proportional gain in `Hz` (sent as trunc(Hz·256) like tc)"},
-	{Key: "coupling", TC: []string{"coupling_factor"}, Kinds: []string{aqm.KindDualPI2, aqm.KindDOCSIS},
+	{Key: "coupling", Onto: same(inDual(func(c *aqm.Config) *uint8 { return &c.Coupling })), TC: []string{"coupling_factor"}, Kinds: []string{aqm.KindDualPI2, aqm.KindDOCSIS},
 		value: integer[uint8](flagvalue.IntRange{N: int(dualpi2Default.Coupling), Min: 1, Max: 255}),
 		Usage: "coupling factor `k`, 1..255: L4S marks with k·p, Classic with p²"},
-	{Key: "step-thresh", TC: []string{"step_thresh"}, Kinds: []string{aqm.KindDualPI2}, value: step(dualpi2Default),
+	{Key: "step-thresh", Onto: stepOnto, TC: []string{"step_thresh"}, Kinds: []string{aqm.KindDualPI2}, value: step(dualpi2Default),
 		Usage: "L4S step marking threshold: sojourn `time` (1ms) or L-queue length (3p, 3pkts, 3packets)"},
-	{Key: "min-qlen-step", TC: []string{"min_qlen_step"}, Kinds: []string{aqm.KindDualPI2},
+	{Key: "min-qlen-step", Onto: same(inDual(func(c *aqm.Config) *uint32 { return &c.MinQlenStep })), TC: []string{"min_qlen_step"}, Kinds: []string{aqm.KindDualPI2},
 		value: count(flagvalue.Count{N: dualpi2Default.MinQlenStep, Max: math.MaxUint32}),
 		Usage: "L-queue length (`packets`) below which the step AQM leaves a packet alone"},
-	{Key: "drop-on-overload", Flag: "overload", TC: []string{"drop_on_overload", "overflow"}, Kinds: []string{aqm.KindDualPI2, aqm.KindDOCSIS},
+	{Key: "overload", Onto: same(inDual(func(c *aqm.Config) *bool { return &c.DropOverload })), TC: []string{"drop_on_overload", "overflow"}, Kinds: []string{aqm.KindDualPI2, aqm.KindDOCSIS},
 		value: choiceOf(flagvalue.Choice{Choices: []string{"drop", "overflow"}, Aliases: map[string]string{"drop_on_overload": "drop"}},
 			map[string]bool{"drop": true, "overflow": false}, dualpi2Default.DropOverload),
 		Usage: "when k·p > 1: drop, or overflow (cap p at 1/k, let the queue grow)"},
-	{Key: "drop-enqueue", Flag: "drop-at", TC: []string{"drop_enqueue", "drop_dequeue"}, Kinds: []string{aqm.KindDualPI2, aqm.KindDOCSIS},
+	{Key: "drop-at", Onto: same(inDual(func(c *aqm.Config) *bool { return &c.DropEnqueue })), TC: []string{"drop_enqueue", "drop_dequeue"}, Kinds: []string{aqm.KindDualPI2, aqm.KindDOCSIS},
 		value: choiceOf(flagvalue.Choice{Choices: []string{"enqueue", "dequeue"}, Aliases: map[string]string{"drop_enqueue": "enqueue", "drop_dequeue": "dequeue"}},
 			map[string]bool{"enqueue": true, "dequeue": false}, dualpi2Default.DropEnqueue),
 		Usage: "apply the PI drop/mark decision at enqueue or dequeue (step marks are always at dequeue)"},
-	{Key: "classic-protection", TC: []string{"classic_protection"}, Kinds: []string{aqm.KindDualPI2, aqm.KindDOCSIS},
+	{Key: "classic-protection", Onto: same(inDual(func(c *aqm.Config) *uint8 { return &c.ClassicProtection })), TC: []string{"classic_protection"}, Kinds: []string{aqm.KindDualPI2, aqm.KindDOCSIS},
 		value: integer[uint8](flagvalue.IntRange{N: int(dualpi2Default.ClassicProtection), Max: 100, Unit: "%"}),
 		Usage: "Classic queue's WRR weight in `percent`, 0..100"},
-	{Key: "ecn-mask", TC: []string{"l4s_ect", "any_ect"}, Kinds: []string{aqm.KindDualPI2, aqm.KindDOCSIS},
+	{Key: "ecn-mask", Onto: same(inDual(func(c *aqm.Config) *uint8 { return &c.ECNMask })), TC: []string{"l4s_ect", "any_ect"}, Kinds: []string{aqm.KindDualPI2, aqm.KindDOCSIS},
 		value: choiceOf(flagvalue.Choice{Val: "l4s", Choices: []string{"l4s", "any"}, Aliases: map[string]string{"l4s_ect": "l4s", "any_ect": "any"}},
 			map[string]uint8{"l4s": 1, "any": 3}, dualpi2Default.ECNMask),
 		Usage: "what goes to the L4S queue: l4s (ECT(1), CE) or any (ECT(0) too)"},
@@ -157,50 +170,60 @@ var table = []Setting{
 	{Key: "mtu", Fixed: true, value: integer[int](flagvalue.IntRange{N: DefaultMTU, Min: 68, Max: 65535}),
 		Usage: "MTU in `bytes`: DualPI2's 2-MTU guard and WRR credit use it"},
 	{Key: "seed", Fixed: true, value: number(DefaultSeed), Usage: "seed of the random loss and AQM decisions (same seed, same run)"},
+	{Key: "force", Lifts: true, value: boolean(false), Usage: "accept a --delay beyond 10s, longer than any real path"},
 
-	{Key: "nqb", Kinds: []string{aqm.KindDualPI2, aqm.KindDOCSIS}, value: boolean(false),
+	{Key: "nqb", Onto: same(byKind(func(s *aqm.Spec) map[string]*bool {
+		return map[string]*bool{aqm.KindDualPI2: &s.DualPI2.NQB, aqm.KindDOCSIS: &s.DOCSIS.NQB}
+	})), Kinds: []string{aqm.KindDualPI2, aqm.KindDOCSIS}, value: boolean(false),
 		Usage: "dualpi2, docsis: packets with DSCP 45 (NQB, RFC 9956) use the L queue whatever their ECN"},
-	{Key: "ecn", TC: []string{"ecn", "noecn"}, Kinds: []string{aqm.KindCoDel, aqm.KindPIE, aqm.KindFQCodel}, value: boolean(false),
+	{Key: "ecn", Onto: same(byKind(func(s *aqm.Spec) map[string]*bool {
+		return map[string]*bool{aqm.KindCoDel: &s.CoDel.ECN, aqm.KindPIE: &s.PIE.ECN, aqm.KindFQCodel: &s.FQCodel.ECN}
+	})), TC: []string{"ecn", "noecn"}, Kinds: []string{aqm.KindCoDel, aqm.KindPIE, aqm.KindFQCodel}, value: boolean(false),
 		Usage: "codel, pie, fq_codel: mark ECN-capable packets instead of dropping them (--ecn=false or tc's noecn: drop them)"},
-	{Key: "codel-interval", TC: []string{"interval"}, Kinds: []string{aqm.KindCoDel, aqm.KindFQCodel},
+	{Key: "codel-interval", Onto: nanos(byKind(func(s *aqm.Spec) map[string]*int64 {
+		return map[string]*int64{aqm.KindCoDel: &s.CoDel.Interval, aqm.KindFQCodel: &s.FQCodel.Interval}
+	})), TC: []string{"interval"}, Kinds: []string{aqm.KindCoDel, aqm.KindFQCodel},
 		value: duration(flagvalue.Duration{D: aqm.DefaultCodelInterval, Min: time.Microsecond}),
 		Usage: "codel, fq_codel: CoDel's `interval`, how long the sojourn must stay above target before a drop"},
-	{Key: "ce-threshold", TC: []string{"ce_threshold"}, Kinds: []string{aqm.KindCoDel, aqm.KindFQCodel},
+	{Key: "ce-threshold", Onto: ceThreshold(), TC: []string{"ce_threshold"}, Kinds: []string{aqm.KindCoDel, aqm.KindFQCodel},
 		value: duration(flagvalue.Duration{Optional: true}),
 		Usage: "codel, fq_codel: CE-mark ECN-capable packets whose sojourn exceeds this `time` (off unless given)"},
-	{Key: "ce-threshold-selector", TC: []string{"ce_threshold_selector"}, Kinds: []string{aqm.KindFQCodel}, value: text(),
+	{Key: "ce-threshold-selector", Onto: ceSelector, TC: []string{"ce_threshold_selector"}, Kinds: []string{aqm.KindFQCodel}, value: text(),
 		Usage: "fq_codel: apply --ce-threshold only where DS field & MASK == VALUE, as `VALUE/MASK` (0x01/0x01: ECT(1))"},
-	{Key: "flows", TC: []string{"flows"}, Kinds: []string{aqm.KindFQCodel},
+	{Key: "flows", Onto: same(byKind(func(s *aqm.Spec) map[string]*uint32 { return map[string]*uint32{aqm.KindFQCodel: &s.FQCodel.Flows} })), TC: []string{"flows"}, Kinds: []string{aqm.KindFQCodel},
 		value: count(flagvalue.Count{N: aqm.DefaultFQCodelFlows, Min: 1, Max: 65536, Of: "buckets"}), Usage: "fq_codel: number of flow `buckets`"},
-	{Key: "quantum", TC: []string{"quantum"}, Kinds: []string{aqm.KindFQCodel},
+	{Key: "quantum", Onto: same(byKind(func(s *aqm.Spec) map[string]*uint32 { return map[string]*uint32{aqm.KindFQCodel: &s.FQCodel.Quantum} })), TC: []string{"quantum"}, Kinds: []string{aqm.KindFQCodel},
 		value: count(flagvalue.Count{N: aqm.DefaultPschedMTU, Min: 256, Max: 1 << 20, Of: "bytes"}), Usage: "fq_codel: DRR quantum in `bytes`"},
-	{Key: "drop-batch", TC: []string{"drop_batch"}, Kinds: []string{aqm.KindFQCodel},
+	{Key: "drop-batch", Onto: same(byKind(func(s *aqm.Spec) map[string]*uint32 { return map[string]*uint32{aqm.KindFQCodel: &s.FQCodel.DropBatch} })), TC: []string{"drop_batch"}, Kinds: []string{aqm.KindFQCodel},
 		value: count(flagvalue.Count{N: aqm.DefaultFQCodelDropBatch, Min: 1, Max: math.MaxUint32}),
 		Usage: "fq_codel: most `packets` dropped from the fattest flow on overflow"},
-	{Key: "bytemode", TC: []string{"bytemode", "nobytemode"}, Kinds: []string{aqm.KindPIE}, value: boolean(false),
+	{Key: "bytemode", Onto: same(byKind(func(s *aqm.Spec) map[string]*bool { return map[string]*bool{aqm.KindPIE: &s.PIE.Bytemode} })), TC: []string{"bytemode", "nobytemode"}, Kinds: []string{aqm.KindPIE}, value: boolean(false),
 		Usage: "pie: scale the drop probability by packet size"},
-	{Key: "dq-rate-estimator", TC: []string{"dq_rate_estimator", "no_dq_rate_estimator"}, Kinds: []string{aqm.KindPIE}, value: boolean(false),
+	{Key: "dq-rate-estimator", Onto: same(byKind(func(s *aqm.Spec) map[string]*bool { return map[string]*bool{aqm.KindPIE: &s.PIE.DQRateEstimator} })), TC: []string{"dq_rate_estimator", "no_dq_rate_estimator"}, Kinds: []string{aqm.KindPIE}, value: boolean(false),
 		Usage: "pie: estimate queue delay from the drain rate (Little's law) instead of timestamps"},
-	{Key: "queue-protection", Kinds: []string{aqm.KindDOCSIS}, value: boolean(true),
+	{Key: "queue-protection", Onto: same(byKind(func(s *aqm.Spec) map[string]*bool { return map[string]*bool{aqm.KindDOCSIS: &s.DOCSIS.QProt.On} })), Kinds: []string{aqm.KindDOCSIS}, value: boolean(true),
 		Usage: "docsis: queue protection (RFC 9957), sanctioning flows that build the L queue"},
-	{Key: "maxth", Kinds: []string{aqm.KindDOCSIS}, value: duration(flagvalue.Duration{D: aqm.DefaultDOCSISMaxTh, Min: time.Microsecond}),
+	{Key: "maxth", Onto: nanos(byKind(func(s *aqm.Spec) map[string]*int64 { return map[string]*int64{aqm.KindDOCSIS: &s.DOCSIS.MaxTh} })), Kinds: []string{aqm.KindDOCSIS}, value: duration(flagvalue.Duration{D: aqm.DefaultDOCSISMaxTh, Min: time.Microsecond}),
 		Usage: "docsis: queue `delay` where the L queue's marking ramp reaches 100 %"},
-	{Key: "docsis-classic", Kinds: []string{aqm.KindDOCSIS}, value: choice(flagvalue.Choice{Val: aqm.DOCSISClassicPIE, Choices: aqm.DOCSISClassics}),
+	{Key: "docsis-classic", Onto: docsisClassic, Kinds: []string{aqm.KindDOCSIS}, value: choice(flagvalue.Choice{Val: aqm.DOCSISClassicPIE, Choices: aqm.DOCSISClassics}),
 		Usage: "docsis: the Classic queue's `AQM`: pie (DOCSIS-PIE, RFC 8034, DOCSIS's own; --alpha, --beta are its A, B) or pi2 (DualPI2's PI2 with its gains)"},
 
-	{Key: "jitter", value: jitter(),
+	{Key: "jitter", value: jitter(), PerDir: "delay variation `AMOUNT[,DIST]`",
 		Usage: "delay variation added per packet, never reordering: `AMOUNT[,DIST]`, DIST uniform (±AMOUNT; when none is named), normal, pareto, paretonormal (deviation AMOUNT)"},
-	{Key: "aggregate", value: aggregate(),
+	{Key: "aggregate", value: aggregate(), PerDir: "bursts `INTERVAL,SIZE`",
 		Usage: "Wi-Fi-like bursts: the link sends only every INTERVAL, up to SIZE per burst, as `INTERVAL,SIZE` (4ms,6kb)"},
-	{Key: "up-jitter", Dir: "up", value: jitter(), Usage: "uplink delay variation `AMOUNT[,DIST]`; default --jitter"},
-	{Key: "down-jitter", Dir: "down", value: jitter(), Usage: "downlink delay variation `AMOUNT[,DIST]`; default --jitter"},
-	{Key: "up-aggregate", Dir: "up", value: aggregate(), Usage: "uplink bursts `INTERVAL,SIZE`; default --aggregate"},
-	{Key: "down-aggregate", Dir: "down", value: aggregate(), Usage: "downlink bursts `INTERVAL,SIZE`; default --aggregate"},
-	{Key: "ecn-fault", value: ecnFault(),
+	{Key: "ecn-fault", value: ecnFault(), PerDir: "ECN path fault `SPEC`",
 		Usage: "a middlebox's ECN fault on the path: `SPEC` is KIND then comma-separated options: after (rewrite after the queue, not before it), after=2s or after=100p (from then on), share=30%, proto=udp, sport=N, dport=N. KIND: bleach, tos-zero, ect1-to-ect0, ect0-to-ect1, ce-bleach, mangle, drop-ect, or none for a clean path"},
-	{Key: "up-ecn-fault", Dir: "up", value: ecnFault(), Usage: "uplink ECN path fault `SPEC`; default --ecn-fault"},
-	{Key: "down-ecn-fault", Dir: "down", value: ecnFault(), Usage: "downlink ECN path fault `SPEC`; default --ecn-fault"},
 }
+
+// The bounds the link's rows share with their per-direction rows.
+var (
+	// Below 8 kbit/s a full-size packet takes more than 1.5 s to send.
+	rateBound = &Bound{Min: "8kbit", Zero: true, ZeroName: shaper.UnlimitedName,
+		Why: "too slow to send a 1500-byte packet within 1.5 s"}
+	// A geostationary hop is 0.25 s one way; 10 s is beyond any path.
+	delayBound = &Bound{Min: "0s", Max: "10s", Forceable: true, Why: "longer than any real path's one-way delay"}
+)
 
 // dualpi2Default is sch_dualpi2's configuration when tc gives no knob.
 var dualpi2Default = aqm.DefaultConfig()
@@ -360,6 +383,9 @@ func (s Settings) Direction(dir string) (hop.DirConfig, error) {
 	if dir != "" && dir != "up" && dir != "down" {
 		return zero, fmt.Errorf("link direction %q: want up or down", dir)
 	}
+	if err := s.Check(); err != nil {
+		return zero, err
+	}
 	rate, err := s.rateFor(dir)
 	if err != nil {
 		return zero, err
@@ -453,37 +479,23 @@ func (s Settings) QueueSpec() (aqm.Spec, error) {
 	if err := s.checkKindKeys(kind); err != nil {
 		return aqm.Spec{}, err
 	}
-	switch kind {
-	case aqm.KindDualPI2:
-		c, err := s.DualPI2()
-		c.NQB = deref(s.NQB, c.NQB)
-		return aqm.Spec{Kind: aqm.KindDualPI2, DualPI2: c}, err
-	case aqm.KindFIFO:
+	if kind == aqm.KindFIFO {
 		c := aqm.FIFOConfig{Limit: deref(s.Limit, 0), ByteLimit: deref(s.MemLimit, 0)}
 		if c.Limit == 0 && c.ByteLimit == 0 {
 			c.Limit = DefaultFIFOLimit
 		}
 		return aqm.Spec{Kind: aqm.KindFIFO, FIFO: c}, nil
 	}
-	return s.otherSpec(kind)
-}
-
-// DualPI2 lays the DualPI2 settings over the kernel defaults and checks
-// the result: a range violation is an *aqm.ConfigError, a failed
-// auto-tuning a *FieldError on max-rtt (or typical-rtt when only it is
-// given).
-func (s Settings) DualPI2() (aqm.Config, error) { return s.dualPI2From(aqm.DefaultConfig()) }
-
-// dualPI2From is DualPI2 over the defaults c (docsis has its own).
-func (s Settings) dualPI2From(c aqm.Config) (aqm.Config, error) {
-	c.MTU = s.mtu()
-	c.Limit = deref(s.Limit, c.Limit)
-	c.MemLimit = aqm.DefaultMemLimit(c.Limit, c.MTU) // as the kernel: follows limit
-	c.MemLimit = deref(s.MemLimit, c.MemLimit)
-	c.Target = int64(deref(s.Target, time.Duration(c.Target)))
-	c.Tupdate = int64(deref(s.Tupdate, time.Duration(c.Tupdate)))
-	c.Alpha, c.Beta = deref(s.Alpha, c.Alpha), deref(s.Beta, c.Beta)
-	if s.tuned() {
+	spec, _ := aqm.DefaultSpec(kind)
+	if c := dualOf(&spec); c != nil {
+		c.MTU = s.mtu()
+		// As the kernel: memlimit follows limit unless given.
+		c.MemLimit = aqm.DefaultMemLimit(deref(s.Limit, c.Limit), c.MTU)
+	}
+	if err := s.specFrom(&spec); err != nil {
+		return spec, err
+	}
+	if c := dualOf(&spec); c != nil && s.tuned() {
 		// tc (q_dualpi2.c): the RTTs override whatever PI values were
 		// given; Warnings reports the ones ignored.
 		var err error
@@ -493,20 +505,19 @@ func (s Settings) dualPI2From(c aqm.Config) (aqm.Config, error) {
 			if s.MaxRTT == nil {
 				key = "typical-rtt"
 			}
-			return c, &FieldError{key, err}
+			return spec, &FieldError{key, err}
 		}
 	}
-	c.Coupling = deref(s.Coupling, c.Coupling)
-	if st := s.StepThresh; st != nil {
-		c.StepInPackets, c.StepThresh = st.InPackets, int64(st.Time)
-		if st.InPackets {
-			c.StepThresh = int64(st.Packets)
-		}
-	}
-	c.MinQlenStep = deref(s.MinQlenStep, c.MinQlenStep)
-	c.DropOverload = deref(s.DropOverload, c.DropOverload)
-	c.DropEnqueue = deref(s.DropEnqueue, c.DropEnqueue)
-	c.ClassicProtection = deref(s.ClassicProtection, c.ClassicProtection)
-	c.ECNMask = deref(s.ECNMask, c.ECNMask)
-	return c, c.Validate()
+	return spec, spec.Validate()
+}
+
+// DualPI2 lays the DualPI2 settings over the kernel defaults and checks
+// the result: a range violation is an *aqm.ConfigError, a failed
+// auto-tuning a *FieldError on max-rtt (or typical-rtt when only it is
+// given).
+func (s Settings) DualPI2() (aqm.Config, error) {
+	kind := aqm.KindDualPI2
+	s.AQM = &kind
+	spec, err := s.QueueSpec()
+	return spec.DualPI2, err
 }

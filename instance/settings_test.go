@@ -55,7 +55,7 @@ func TestSettingsErrors(t *testing.T) {
 		field string
 	}{
 		{Settings{Coupling: ptr(uint8(0))}, "coupling"}, // *aqm.ConfigError
-		{Settings{Rate: ptr(uint64(1)), RateTrace: ptr("x")}, "rate-trace"},
+		{Settings{Rate: ptr(uint64(1e6)), RateTrace: ptr("x")}, "rate-trace"},
 		{Settings{AQM: ptr(aqm.KindFIFO), Target: ptr(time.Millisecond)}, "target"},
 		{Settings{AQM: ptr("red")}, "aqm"},
 		{Settings{Loss: ptr("lots")}, "loss"},

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/pi2hop/pi2hop/hop"
+	"github.com/pi2hop/pi2hop/internal/readlimit"
 	"github.com/pi2hop/pi2hop/lan"
 	"github.com/pi2hop/pi2hop/netsys"
 	"github.com/pi2hop/pi2hop/topology"
@@ -51,9 +52,12 @@ type shareFile struct {
 // instance (in /run, so not a reboot), as the leases it holds do.
 func SharePath(name string) string { return filepath.Join(RunDir, name+".share.json") }
 
+// maxShareFile bounds a shareFile: it holds a few names and addresses.
+const maxShareFile = 1 << 20
+
 func readShareFile(name string) (shareFile, error) {
 	var f shareFile
-	b, err := os.ReadFile(SharePath(name))
+	b, err := readlimit.ReadFile(SharePath(name), maxShareFile)
 	if errors.Is(err, os.ErrNotExist) {
 		return f, nil
 	}

@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
+	"strings"
 	"syscall"
 	"time"
 
@@ -177,6 +178,48 @@ func shellNAT(j *netsys.Journal, name string, sub4, sub6 netip.Prefix) error {
 	return j.AddMasquerade("", natTable(name), sub4, sub6)
 }
 
+// ShellEnv are the variables the command of a shell finds its
+// addresses in, in the order help lists them: the one list the command's
+// environment, help and the start-up lines name.
+var ShellEnv = []struct{ Name, What string }{
+	{"PI2HOP_HOST", "this host's IPv4 address, as the command reaches it (e.g. 10.254.1.1)"},
+	{"PI2HOP_HOST6", "this host's IPv6 address (e.g. fd00:254:1::1)"},
+	{"PI2HOP_ADDR", "the namespace's own IPv4 address (e.g. 10.254.1.2)"},
+	{"PI2HOP_ADDR6", "the namespace's own IPv6 address (e.g. fd00:254:1::2)"},
+	{"PI2HOP_NETNS", "the namespace's name, for ip netns exec"},
+}
+
+// shellEnv is ShellEnv's assignments for the namespaces of p.
+func shellEnv(p *topology.Pair) []string {
+	val := map[string]string{
+		"PI2HOP_HOST": p.ServerAddr.String(), "PI2HOP_HOST6": p.ServerAddr6.String(),
+		"PI2HOP_ADDR": p.ClientAddr.String(), "PI2HOP_ADDR6": p.ClientAddr6.String(),
+		"PI2HOP_NETNS": p.ClientNS,
+	}
+	env := make([]string, len(ShellEnv))
+	for i, v := range ShellEnv {
+		env[i] = v.Name + "=" + val[v.Name]
+	}
+	return env
+}
+
+// ShellHelp is the paragraph of `pi2hop help shell` that says how the
+// command finds its addresses.
+func ShellHelp() string {
+	var b strings.Builder
+	b.WriteString("The command's environment names this run's addresses:\n")
+	for _, v := range ShellEnv {
+		fmt.Fprintf(&b, "  %-13s %s\n", v.Name, v.What)
+	}
+	b.WriteString(`The shell you type in expands $PI2HOP_HOST before pi2hop runs, where it is
+not set yet: hand the command to a shell inside, in single quotes:
+  pi2hop shell -- sh -c 'ping -c 5 $PI2HOP_HOST'
+pi2hop substitutes no placeholders such as {host} in the command: its
+arguments reach it as given (find -exec, JSON and awk use braces of their
+own), and sh -c says the same in the shell's own syntax.`)
+	return b.String()
+}
+
 // Wait starts the command inside the client namespace (a child inherits
 // the namespace of the thread that forks it), passes the standard streams
 // through and returns its exit status as an *ExitError. When ctx ends
@@ -185,10 +228,7 @@ func shellNAT(j *netsys.Journal, name string, sub4, sub6 netip.Prefix) error {
 func (t *Shell) Wait(ctx context.Context) error {
 	p := t.pair
 	cmd := &exec.Cmd{Path: t.path, Args: t.Args, Stdin: t.Stdin, Stdout: t.Stdout, Stderr: t.Stderr}
-	cmd.Env = t.env([]string{
-		"PI2HOP_NETNS=" + p.ClientNS,
-		"PI2HOP_HOST=" + p.ServerAddr.String(), "PI2HOP_HOST6=" + p.ServerAddr6.String(),
-		"PI2HOP_ADDR=" + p.ClientAddr.String(), "PI2HOP_ADDR6=" + p.ClientAddr6.String()})
+	cmd.Env = t.env(shellEnv(p))
 	cmd.SysProcAttr = invoker.ChildAttr(t.User)
 	if err := p.InClient(cmd.Start); err != nil {
 		return fmt.Errorf("shell: start %s: %w", t.path, err)

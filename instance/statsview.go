@@ -9,19 +9,42 @@ import (
 	"time"
 
 	"github.com/pi2hop/pi2hop/hop"
+	"github.com/pi2hop/pi2hop/internal/connlimit"
 	"github.com/pi2hop/pi2hop/lan"
 	"github.com/pi2hop/pi2hop/shaper"
 )
 
-// StatsJSON is one snapshot as stats --json prints it (docs/json.md).
-func StatsJSON(cur *hop.Snapshot, rows [2]hop.StatsRow, fl *hop.WakeProbeRow, clients []lan.Client) ([]byte, error) {
+// StatsJSON is one snapshot as stats --json prints it (docs/json.md);
+// conns is nil from an instance that does not count its connections.
+func StatsJSON(cur *hop.Snapshot, rows [2]hop.StatsRow, fl *hop.WakeProbeRow, clients []lan.Client, conns *ConnStats) ([]byte, error) {
 	return json.Marshal(struct {
 		Name    string            `json:"name"`
 		Time    time.Time         `json:"time"`
 		Dirs    [2]hop.StatsRow   `json:"directions"`
 		Probe   *hop.WakeProbeRow `json:"floor,omitempty"` // the wake-up probe: the machine's own timing
 		Clients []ClientView      `json:"clients,omitempty"`
-	}{cur.Name, cur.Up.Taken, rows, fl, ClientViews(clients, cur.Up.Taken)})
+		Conns   *ConnStats        `json:"conns,omitempty"`
+	}{cur.Name, cur.Up.Taken, rows, fl, ClientViews(clients, cur.Up.Taken), conns})
+}
+
+// WriteConns says which of the instance's servers refused connections at
+// their cap or failed to accept (out of fds); nothing when none did.
+func WriteConns(w io.Writer, c *ConnStats) {
+	if c == nil {
+		return
+	}
+	var parts []string
+	for _, s := range []struct {
+		name string
+		v    *connlimit.Stats
+	}{{"control", &c.Control}, {"web", &c.Web}, {"metrics", &c.Metrics}} {
+		if s.v.Refused > 0 || s.v.AcceptErrors > 0 {
+			parts = append(parts, fmt.Sprintf("%s refused %d, failed accepts %d", s.name, s.v.Refused, s.v.AcceptErrors))
+		}
+	}
+	if len(parts) > 0 {
+		fmt.Fprintf(w, "connections: %s\n", strings.Join(parts, "; "))
+	}
 }
 
 func WriteDirRow(w io.Writer, v *hop.StatsRow) {
@@ -31,6 +54,9 @@ func WriteDirRow(w io.Writer, v *hop.StatsRow) {
 	}
 	fmt.Fprintf(w, "%s (%s):\n", v.Dir, path)
 	fmt.Fprintf(w, " %s\n", v.Config.TC)
+	if v.Config.AlphaHz != 0 {
+		fmt.Fprintf(w, "  (alpha, beta: tc's rounded read-back of the kernel's internal scaling of the %g and %g Hz set)\n", v.Config.AlphaHz, v.Config.BetaHz)
+	}
 	fmt.Fprintf(w, " link %s\n", v.Config.Link)
 	fmt.Fprintf(w, " Sent %d bytes %d pkt (dropped %d, overlimits %d requeues 0)\n", v.SentBytes, v.SentPkts, v.Dropped, v.Overlimits)
 	fmt.Fprintf(w, " backlog %db %dp requeues 0\n", v.BacklogB, v.BacklogP)

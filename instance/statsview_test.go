@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pi2hop/pi2hop/aqm"
 	"github.com/pi2hop/pi2hop/hop"
 	"github.com/pi2hop/pi2hop/lan"
 )
@@ -60,5 +61,27 @@ func TestWriteDirRowNotBottleneck(t *testing.T) {
 	WriteDirRow(&b, &v)
 	if strings.Contains(b.String(), "warning") || v.NotBottleneck != "" {
 		t.Errorf("a bottleneck hop warned: %q\n%s", v.NotBottleneck, b.String())
+	}
+}
+
+// stats says its alpha and beta are tc's read-back and shows the gains
+// as set beside them; a kind without them says nothing of the sort.
+func TestWriteDirRowGains(t *testing.T) {
+	s := hop.DirStats{Dir: hop.Up, Kind: aqm.KindDualPI2, Spec: aqm.Spec{Kind: aqm.KindDualPI2, DualPI2: aqm.DefaultConfig()}}
+	v := s.Row(nil)
+	var b strings.Builder
+	WriteDirRow(&b, &v)
+	for _, want := range []string{" alpha 0.156250 beta 3.195312 ",
+		"\n  (alpha, beta: tc's rounded read-back of the kernel's internal scaling of the 0.16015625 and 3.19921875 Hz set)\n"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("%q not in\n%s", want, b.String())
+		}
+	}
+	s = hop.DirStats{Dir: hop.Up, Kind: aqm.KindCoDel, Spec: aqm.Spec{Kind: aqm.KindCoDel, CoDel: aqm.DefaultCodelConfig()}}
+	v = s.Row(nil)
+	b.Reset()
+	WriteDirRow(&b, &v)
+	if strings.Contains(b.String(), "read-back") {
+		t.Errorf("codel:\n%s", b.String())
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/pi2hop/pi2hop/aqm"
 )
@@ -17,8 +18,8 @@ var tableExamples = map[string]string{
 	"up-loss": "2", "down-loss": "ge:p=1,r=30",
 	"up-rate": "5mbit", "down-rate": "unlimited", "up-delay": "3ms", "down-delay": "4ms", "up-rate-trace": "", "down-rate-trace": "",
 	"aqm": "fifo", "limit": "100p", "memlimit": "64k", "target": "5ms", "tupdate": "10ms", "alpha": "0.25", "beta": "2",
-	"coupling": "3", "step-thresh": "3p", "min-qlen-step": "2", "drop-on-overload": "overflow", "drop-enqueue": "enqueue",
-	"classic-protection": "25%", "ecn-mask": "any", "max-rtt": "200ms", "typical-rtt": "20ms", "mtu": "9000", "seed": "7",
+	"coupling": "3", "step-thresh": "3p", "min-qlen-step": "2", "overload": "overflow", "drop-at": "enqueue",
+	"classic-protection": "25%", "ecn-mask": "any", "max-rtt": "200ms", "typical-rtt": "20ms", "mtu": "9000", "seed": "7", "force": "true",
 	"nqb": "true", "ecn": "true", "codel-interval": "50ms", "ce-threshold": "1ms", "ce-threshold-selector": "0x01/0x01",
 	"flows": "64", "quantum": "300", "drop-batch": "8", "bytemode": "true", "dq-rate-estimator": "true",
 	"queue-protection": "false", "maxth": "2ms", "docsis-classic": "pi2",
@@ -61,6 +62,18 @@ func TestTableRoundTrip(t *testing.T) {
 				t.Errorf("--%s %s prints %q, which reads back as %s (%v)", st.FlagName(), text, v.String(), mustJSON(t, back), err)
 			}
 
+			if st.Lifts {
+				// It reaches the configuration by letting a delay
+				// beyond its bound in.
+				base.Delay, s.Delay = ptr(20*time.Second), ptr(20*time.Second)
+				if _, err := base.Resolve("t"); err == nil {
+					t.Fatal("delay 20s accepted without --force")
+				}
+				if _, err := s.Resolve("t"); err != nil {
+					t.Fatalf("delay 20s --force: %v", err)
+				}
+				return
+			}
 			c0, err := base.Resolve("t")
 			if err != nil {
 				t.Fatal(err)
@@ -127,7 +140,7 @@ func TestTableTCNames(t *testing.T) {
 		}
 	}
 	// A choice between tc's words reads them too: --overload drop_on_overload.
-	for _, key := range []string{"drop-on-overload", "drop-enqueue", "ecn-mask"} {
+	for _, key := range []string{"overload", "drop-at", "ecn-mask"} {
 		st, _ := Lookup(key)
 		for _, kw := range st.TC {
 			var s Settings
@@ -144,14 +157,14 @@ func TestTableTCNames(t *testing.T) {
 func TestTableKinds(t *testing.T) {
 	takes := map[string][]string{
 		aqm.KindDualPI2: {"memlimit", "target", "tupdate", "alpha", "beta", "coupling", "step-thresh",
-			"min-qlen-step", "drop-on-overload", "drop-enqueue", "classic-protection", "ecn-mask",
+			"min-qlen-step", "overload", "drop-at", "classic-protection", "ecn-mask",
 			"max-rtt", "typical-rtt", "nqb"},
 		aqm.KindFIFO:    {"memlimit"},
 		aqm.KindCoDel:   {"target", "codel-interval", "ecn", "ce-threshold"},
 		aqm.KindPIE:     {"target", "tupdate", "alpha", "beta", "ecn", "bytemode", "dq-rate-estimator"},
 		aqm.KindFQCodel: {"memlimit", "target", "codel-interval", "ecn", "ce-threshold", "ce-threshold-selector", "flows", "quantum", "drop-batch"},
-		aqm.KindDOCSIS: {"memlimit", "target", "tupdate", "alpha", "beta", "coupling", "drop-on-overload",
-			"drop-enqueue", "classic-protection", "ecn-mask", "max-rtt", "typical-rtt", "nqb",
+		aqm.KindDOCSIS: {"memlimit", "target", "tupdate", "alpha", "beta", "coupling", "overload",
+			"drop-at", "classic-protection", "ecn-mask", "max-rtt", "typical-rtt", "nqb",
 			"queue-protection", "maxth", "docsis-classic"},
 	}
 	want := map[string][]string{} // key: the kinds that take it

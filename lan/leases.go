@@ -8,6 +8,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/pi2hop/pi2hop/internal/readlimit"
 	"github.com/pi2hop/pi2hop/internal/statefile"
 )
 
@@ -32,10 +33,13 @@ func sortLeases(ls []Lease) {
 // creating its directory.
 func SaveLeases(path string, ls []Lease) error { return statefile.WriteJSON(path, ls) }
 
+// MaxLeaseFile bounds a lease table's file: a /24 of leases is some 40 KB.
+const MaxLeaseFile = 1 << 20
+
 // LoadLeases reads leases written by SaveLeases. A missing file is an
 // empty table: the first run.
 func LoadLeases(path string) ([]Lease, error) {
-	b, err := os.ReadFile(path)
+	b, err := readlimit.ReadFile(path, MaxLeaseFile)
 	if os.IsNotExist(err) {
 		return nil, nil
 	}

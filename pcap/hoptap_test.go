@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/pi2hop/pi2hop/aqm"
+	"github.com/pi2hop/pi2hop/pcap/pcaptest"
 	"github.com/pi2hop/pi2hop/shaper"
 )
 
@@ -16,7 +17,7 @@ func TestHopTapInterfacesAndBounds(t *testing.T) {
 		t.Fatal(err)
 	}
 	tap := NewHopTap(c, "x.")
-	pkt := []byte{0x45, 0, 0, 20, 0, 0, 0, 0, 64, 17, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2}
+	pkt := pcaptest.Packet{Src: pcaptest.Cli4, Dst: pcaptest.Srv4, Proto: 17}.Build()
 	ev := &shaper.Event{Verdict: aqm.Verdict{Action: aqm.Drop}}
 	tap.Packet(1, 2, 5, pkt, ev)  // down-drop
 	tap.Packet(0, 0, 6, pkt, nil) // up-in

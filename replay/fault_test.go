@@ -1,13 +1,13 @@
 package replay
 
 import (
-	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
 	"strings"
 	"testing"
 
 	"github.com/pi2hop/pi2hop/aqm"
+	"github.com/pi2hop/pi2hop/pcap/pcaptest"
 	"github.com/pi2hop/pi2hop/shaper"
 )
 
@@ -171,14 +171,11 @@ func TestFaultAfterSeesAQMMarks(t *testing.T) {
 // udp4 is an IPv4 packet of 100 bytes, protocol proto (UDP or TCP),
 // ECT(1), with the given destination port and a correct header checksum.
 func udp4(proto byte, dport uint16) []byte {
-	p := make([]byte, 100)
-	p[0], p[1], p[8], p[9] = 0x45, byte(aqm.ECT1), 64, proto
-	binary.BigEndian.PutUint16(p[2:], 100)
-	copy(p[12:], []byte{10, 0, 0, 1, 10, 0, 0, 2})
-	binary.BigEndian.PutUint16(p[20:], 4000)
-	binary.BigEndian.PutUint16(p[22:], dport)
-	binary.BigEndian.PutUint16(p[10:], aqm.Checksum(p[:20]))
-	return p
+	headers := 28
+	if proto == 6 {
+		headers = 40
+	}
+	return pcaptest.Packet{Src: pcaptest.Cli4, Dst: pcaptest.Srv4, Proto: proto, SPort: 4000, DPort: dport, ECN: aqm.ECT1, Payload: 100 - headers}.Build()
 }
 
 // after=, share= and the selectors take exactly the packets they name.

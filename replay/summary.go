@@ -2,6 +2,7 @@ package replay
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/pi2hop/pi2hop/aqm"
 	"github.com/pi2hop/pi2hop/internal/jsonline"
@@ -86,7 +87,7 @@ func writeConfig(j *jsonline.Line, in SummaryInput, link shaper.Config, spec aqm
 		j.Str("direction", in.Direction)
 	}
 	if in.RateTrace != "" {
-		j.Str("rate_trace", in.RateTrace)
+		j.Str("rate-trace", in.RateTrace)
 	} else {
 		j.Str("rate", fmt.Sprint(link.Rate))
 	}
@@ -99,23 +100,22 @@ func writeConfig(j *jsonline.Line, in SummaryInput, link shaper.Config, spec aqm
 	if link.Jitter.Amount != 0 {
 		j.Str("jitter", link.Jitter.String())
 	}
-	if link.Aggregate.On() {
-		j.Int("aggregate_interval", link.Aggregate.Interval)
-		j.Int("aggregate_bytes", int64(link.Aggregate.Bytes))
+	if a := link.Aggregate; a.On() {
+		j.Str("aggregate", fmt.Sprintf("%v,%db", time.Duration(a.Interval), a.Bytes)) // as --aggregate takes it
 	}
 	loss := "none"
 	if in.Loss != "" {
 		loss = in.Loss
 	}
 	j.Str("loss", loss)
-	j.Str("ecn_fault", link.Fault.String())
+	j.Str("ecn-fault", link.Fault.String())
 	j.Uint("seed", in.Seed)
 	j.Int("mtu", int64(in.MTU))
 	j.Str("aqm", spec.Kind)
 	switch spec.Kind {
 	case aqm.KindFIFO:
 		j.Uint("limit", uint64(spec.FIFO.Limit))
-		j.Uint("byte_limit", spec.FIFO.ByteLimit)
+		j.Uint("memlimit", spec.FIFO.ByteLimit)
 	case aqm.KindDualPI2:
 		c := &spec.DualPI2
 		j.Uint("limit", uint64(c.Limit))
@@ -126,16 +126,17 @@ func writeConfig(j *jsonline.Line, in SummaryInput, link shaper.Config, spec aqm
 		j.Float("alpha", aqm.GainHz(c.Alpha), 8)
 		j.Float("beta", aqm.GainHz(c.Beta), 8)
 		j.Uint("coupling", uint64(c.Coupling))
+		// As --step-thresh takes it: a time, or a length in packets.
 		if c.StepInPackets {
-			j.Int("step_thresh_pkts", c.StepThresh)
+			j.Str("step-thresh", fmt.Sprintf("%dp", c.StepThresh))
 		} else {
-			j.Int("step_thresh", c.StepThresh)
+			j.Str("step-thresh", time.Duration(c.StepThresh).String())
 		}
-		j.Uint("min_qlen_step", uint64(c.MinQlenStep))
+		j.Uint("min-qlen-step", uint64(c.MinQlenStep))
 		j.Str("overload", choose(c.DropOverload, "drop", "overflow"))
-		j.Str("drop_at", choose(c.DropEnqueue, "enqueue", "dequeue"))
-		j.Uint("classic_protection", uint64(c.ClassicProtection))
-		j.Str("ecn_mask", choose(c.ECNMask == 3, "any", "l4s"))
+		j.Str("drop-at", choose(c.DropEnqueue, "enqueue", "dequeue"))
+		j.Uint("classic-protection", uint64(c.ClassicProtection))
+		j.Str("ecn-mask", choose(c.ECNMask == 3, "any", "l4s"))
 		if c.NQB {
 			j.Bool("nqb", true)
 		}
@@ -143,9 +144,9 @@ func writeConfig(j *jsonline.Line, in SummaryInput, link shaper.Config, spec aqm
 		c := &spec.CoDel
 		j.Uint("limit", uint64(c.Limit))
 		j.Int("target", c.Target)
-		j.Int("interval", c.Interval)
+		j.Int("codel-interval", c.Interval)
 		j.Bool("ecn", c.ECN)
-		j.Int("ce_threshold", c.CEThreshold)
+		j.Int("ce-threshold", c.CEThreshold)
 	case aqm.KindPIE:
 		c := &spec.PIE
 		j.Uint("limit", uint64(c.Limit))
@@ -155,32 +156,32 @@ func writeConfig(j *jsonline.Line, in SummaryInput, link shaper.Config, spec aqm
 		j.Float("beta", float64(c.Beta)/16, 4)
 		j.Bool("ecn", c.ECN)
 		j.Bool("bytemode", c.Bytemode)
-		j.Bool("dq_rate_estimator", c.DQRateEstimator)
+		j.Bool("dq-rate-estimator", c.DQRateEstimator)
 	case aqm.KindFQCodel:
 		c := &spec.FQCodel
 		j.Uint("limit", uint64(c.Limit))
 		j.Uint("flows", uint64(c.Flows))
 		j.Uint("quantum", uint64(c.Quantum))
 		j.Int("target", c.Target)
-		j.Int("interval", c.Interval)
+		j.Int("codel-interval", c.Interval)
 		j.Bool("ecn", c.ECN)
-		j.Int("ce_threshold", c.CEThreshold)
-		j.Str("ce_threshold_selector", fmt.Sprintf("%#02x/%#02x", c.CESelector, c.CEMask))
-		j.Uint("memory_limit", c.MemoryLimit)
-		j.Uint("drop_batch", uint64(c.DropBatch))
+		j.Int("ce-threshold", c.CEThreshold)
+		j.Str("ce-threshold-selector", fmt.Sprintf("%#02x/%#02x", c.CESelector, c.CEMask))
+		j.Uint("memlimit", c.MemoryLimit)
+		j.Uint("drop-batch", uint64(c.DropBatch))
 	case aqm.KindDOCSIS:
 		c := &spec.DOCSIS
 		j.Uint("limit", uint64(c.DualPI2.Limit))
 		j.Int("target", c.DualPI2.Target)
 		j.Int("tupdate", c.DualPI2.Tupdate)
 		j.Uint("coupling", uint64(c.DualPI2.Coupling))
-		j.Uint("classic_protection", uint64(c.DualPI2.ClassicProtection))
+		j.Uint("classic-protection", uint64(c.DualPI2.ClassicProtection))
 		j.Int("maxth", c.MaxTh)
 		j.Uint("lg_range", uint64(c.LgRange))
 		j.Uint("service_rate_bps", c.Rate)
 		j.Bool("nqb", c.NQB)
-		j.Bool("queue_protection", c.QProt.On)
-		j.Str("docsis_classic", c.Classic)
+		j.Bool("queue-protection", c.QProt.On)
+		j.Str("docsis-classic", c.Classic)
 		alpha, beta := c.DualPI2.Alpha, c.DualPI2.Beta // the Classic AQM's gains
 		if c.Classic == aqm.DOCSISClassicPIE {
 			alpha, beta = c.PIE.Alpha, c.PIE.Beta

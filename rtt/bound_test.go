@@ -58,6 +58,10 @@ func TestBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A fixed hash key: which flows share a set, and so whether a set
+	// overflows at half load, is then the same in every run (with a
+	// random one a few of the 4096 flows are evicted in some runs).
+	tb.hashKey = [2]uint64{0x9e3779b97f4a7c15, 0x632be59bd9b4e019}
 	p := tcpSeq(ackf, 0, 1, 100).build(Up)
 	sport := p[20:22]
 	seq := p[24:28]

@@ -96,3 +96,29 @@ func (h *Hist) Quantile(q float64) int64 {
 	}
 	return h.Max
 }
+
+// Merge adds o's samples to h: the distribution of two flows' halves
+// together (lab app's figure of an app with several flows).
+func (h *Hist) Merge(o *Hist) {
+	for i, c := range o.Counts {
+		h.Counts[i] += c
+	}
+	h.N += o.N
+	h.Max = max(h.Max, o.Max)
+}
+
+// Mean is the mean of h's samples, each taken at the middle of its
+// bucket (never above the measured maximum): within 0.8 % of the
+// samples' own mean. 0 when empty.
+func (h *Hist) Mean() float64 {
+	if h.N == 0 {
+		return 0
+	}
+	var sum float64
+	for i, c := range h.Counts {
+		if c > 0 {
+			sum += float64(c) * float64(min(histMiddle(i), h.Max))
+		}
+	}
+	return sum / float64(h.N)
+}

@@ -67,3 +67,28 @@ func TestSumOf(t *testing.T) {
 		t.Errorf("sum with an empty half %+v, want zero", got)
 	}
 }
+
+func TestHistMergeAndMean(t *testing.T) {
+	var a, b Hist
+	for _, ms := range []int64{10, 20, 30} {
+		a.Add(ms * 1e6)
+	}
+	b.Add(40e6)
+	a.Merge(&b)
+	// 10, 20, 30, 40 ms: nearest-rank p50 is 20 ms, the maximum 40 ms, the
+	// mean 25 ms; each within a bucket's half width, 0.8 %.
+	if a.N != 4 || a.Max != 40e6 {
+		t.Fatalf("merged: n %d, max %d", a.N, a.Max)
+	}
+	near := func(got, want float64) bool { return math.Abs(got-want) <= 0.008*want }
+	if p := float64(a.Quantile(0.5)); !near(p, 20e6) {
+		t.Errorf("p50 %v, want 20 ms within 0.8 %%", p)
+	}
+	if m := a.Mean(); !near(m, 25e6) {
+		t.Errorf("mean %v, want 25 ms within 0.8 %%", m)
+	}
+	var empty Hist
+	if empty.Mean() != 0 {
+		t.Error("mean of nothing")
+	}
+}

@@ -1,6 +1,7 @@
 package shaper
 
 import (
+	"bytes"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -302,6 +303,33 @@ func TestLoadRateTrace(t *testing.T) {
 	_, err = LoadRateTrace(filepath.Join(dir, "missing"))
 	if err == nil || !strings.Contains(err.Error(), "missing") {
 		t.Errorf("missing file error = %v", err)
+	}
+}
+
+// A trace is read to a limit: a file without line ends (/dev/zero, a
+// sparse file) stops at the first line's limit, one of blank lines at the
+// file's, each named in the error.
+func TestLoadRateTraceLimits(t *testing.T) {
+	dir := t.TempDir()
+	blank := filepath.Join(dir, "blank")
+	if err := os.WriteFile(blank, bytes.Repeat([]byte{'\n'}, MaxRateTraceBytes+1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sparse := filepath.Join(dir, "sparse")
+	if f, err := os.Create(sparse); err != nil {
+		t.Fatal(err)
+	} else {
+		f.Truncate(1 << 30)
+		f.Close()
+	}
+	for _, tt := range []struct{ path, want string }{
+		{"/dev/zero", "rate trace /dev/zero: line 1: longer than 65536 bytes, the limit for a line"},
+		{sparse, "rate trace " + sparse + ": line 1: longer than 65536 bytes, the limit for a line"},
+		{blank, "rate trace " + blank + ": larger than 32 MiB, the limit for a rate trace"},
+	} {
+		if _, err := LoadRateTrace(tt.path); err == nil || err.Error() != tt.want {
+			t.Errorf("LoadRateTrace(%s): %v, want %q", tt.path, err, tt.want)
+		}
 	}
 }
 

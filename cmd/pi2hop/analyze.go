@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -73,31 +72,19 @@ func runAnalyze(env *cmdEnv, a *analyzeArgs, args []string) error {
 		}
 		return usagef("analyze: %v", err)
 	}
-	var inputs []analyze.Input
-	for _, group := range []struct {
-		files []string
-		role  string
-	}{{a.ingress, "in"}, {args, ""}, {a.egress, "out"}} {
-		for _, f := range group.files {
-			inputs = append(inputs, analyze.Input{Path: f, Role: group.role})
-		}
-	}
-	res, err := analyze.Analyze(inputs, opt)
+	res, err := analyze.Analyze(analyze.Inputs(a.ingress, args, a.egress), opt)
 	if err != nil {
 		return fmt.Errorf("analyze: %w", err)
 	}
-	for _, f := range res.Files {
-		for _, w := range f.Warnings() {
-			fmt.Fprintf(env.stderr, "analyze: warning: %s\n", w)
-		}
+	for _, w := range res.Warnings() {
+		fmt.Fprintf(env.stderr, "analyze: warning: %s\n", w)
 	}
 	if a.json {
-		enc := json.NewEncoder(env.stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(res); err != nil {
-			return err
-		}
-	} else if err := res.WriteTable(env.stdout); err != nil {
+		err = res.WriteJSON(env.stdout)
+	} else {
+		err = res.WriteTable(env.stdout)
+	}
+	if err != nil {
 		return err
 	}
 	if a.plotDir != "" {

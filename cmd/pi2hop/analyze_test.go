@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"math"
@@ -13,32 +12,13 @@ import (
 	"github.com/pi2hop/pi2hop/analyze"
 	"github.com/pi2hop/pi2hop/aqm"
 	"github.com/pi2hop/pi2hop/pcap"
+	"github.com/pi2hop/pi2hop/pcap/pcaptest"
 )
 
-// ipv4Packet builds a minimal IPv4/UDP packet with a valid header checksum.
+// ipv4Packet builds an IPv4/UDP packet, 10.0.0.1:5000 to 10.0.1.1:6000,
+// of 128 bytes with a valid header checksum.
 func ipv4Packet(ecn aqm.ECN, id uint16) []byte {
-	b := make([]byte, 20+8+100)
-	b[0], b[1] = 0x45, byte(ecn)
-	binary.BigEndian.PutUint16(b[2:], uint16(len(b)))
-	binary.BigEndian.PutUint16(b[4:], id)
-	b[8], b[9] = 64, 17
-	copy(b[12:], []byte{10, 0, 0, 1, 10, 0, 1, 1})
-	binary.BigEndian.PutUint16(b[20:], 5000)
-	binary.BigEndian.PutUint16(b[22:], 6000)
-	setChecksum(b)
-	return b
-}
-
-func setChecksum(b []byte) {
-	b[10], b[11] = 0, 0
-	var sum uint32
-	for i := 0; i < 20; i += 2 {
-		sum += uint32(b[i])<<8 | uint32(b[i+1])
-	}
-	for sum > 0xffff {
-		sum = sum&0xffff + sum>>16
-	}
-	binary.BigEndian.PutUint16(b[10:], ^uint16(sum))
+	return pcaptest.Packet{Src: pcaptest.Cli4, Dst: pcaptest.Srv4, Proto: 17, SPort: 5000, DPort: 6000, ECN: ecn, ID: uint32(id), Payload: 100}.Build()
 }
 
 // writeHopCapture records 10 L4S packets through "up": 3 marked by the
@@ -60,8 +40,7 @@ func writeHopCapture(t *testing.T, path string) {
 		switch {
 		case i < 3:
 			ann.Verdict = aqm.Verdict{Action: aqm.Mark, Reason: aqm.ReasonStep, Class: aqm.L4S}
-			pkt[1] |= 3
-			setChecksum(pkt)
+			pkt = pcaptest.SetCE(pkt)
 		case i == 9:
 			ann.Verdict = aqm.Verdict{Action: aqm.Drop, Reason: aqm.ReasonOverload, Class: aqm.L4S}
 			tap = taps.Drop

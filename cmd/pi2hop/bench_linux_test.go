@@ -9,6 +9,9 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+
+	"github.com/pi2hop/pi2hop/aqm"
+	"github.com/pi2hop/pi2hop/pcap/pcaptest"
 )
 
 // writeOnePoint writes a one-point capture (one tcpdump, no pi2hop taps)
@@ -20,7 +23,7 @@ func writeOnePoint(tb testing.TB, path string, n int) {
 		tb.Fatal(err)
 	}
 	w := bufio.NewWriterSize(f, 1<<20)
-	le, be := binary.LittleEndian, binary.BigEndian
+	le := binary.LittleEndian
 	var h [24]byte
 	le.PutUint32(h[0:], 0xa1b23c4d) // ns timestamps
 	le.PutUint16(h[4:], 2)
@@ -28,11 +31,7 @@ func writeOnePoint(tb testing.TB, path string, n int) {
 	le.PutUint32(h[16:], 28)
 	le.PutUint32(h[20:], 101) // LINKTYPE_RAW
 	w.Write(h[:])
-	var rec [16 + 28]byte
-	ip := rec[16:]
-	ip[0], ip[6], ip[8], ip[9] = 0x45, 0x40, 64, 17
-	be.PutUint16(ip[2:], 1500)
-	copy(ip[12:], []byte{10, 0, 0, 1, 10, 0, 1, 1})
+	var rec [16]byte
 	const gap = 12_000 // ns
 	t := int64(1_750_000_000) * 1e9
 	for i := range n {
@@ -41,14 +40,10 @@ func writeOnePoint(tb testing.TB, path string, n int) {
 		le.PutUint32(rec[4:], uint32(t%1e9))
 		le.PutUint32(rec[8:], 28)
 		le.PutUint32(rec[12:], 1500)
-		ip[1] = byte(1 + i%2) // ECT(1) and ECT(0)
-		be.PutUint16(ip[4:], uint16(i))
-		be.PutUint16(ip[10:], 0)
-		be.PutUint16(ip[10:], headerChecksum(ip[:20]))
-		be.PutUint16(ip[20:], uint16(10000+i%1000))
-		be.PutUint16(ip[22:], 443)
-		be.PutUint16(ip[24:], 1480)
 		w.Write(rec[:])
+		ecn := aqm.ECN(1 + i%2) // ECT(1) and ECT(0)
+		ip := pcaptest.Packet{Src: pcaptest.Cli4, Dst: pcaptest.Srv4, Proto: 17, SPort: uint16(10000 + i%1000), DPort: 443, ECN: ecn, ID: uint32(i), Payload: 1472}.Build()
+		w.Write(ip[:28])
 	}
 	if err := w.Flush(); err != nil {
 		tb.Fatal(err)
@@ -56,17 +51,6 @@ func writeOnePoint(tb testing.TB, path string, n int) {
 	if err := f.Close(); err != nil {
 		tb.Fatal(err)
 	}
-}
-
-func headerChecksum(h []byte) uint16 {
-	var sum uint32
-	for i := 0; i < len(h); i += 2 {
-		sum += uint32(h[i])<<8 | uint32(h[i+1])
-	}
-	for sum > 0xffff {
-		sum = sum&0xffff + sum>>16
-	}
-	return ^uint16(sum)
 }
 
 // BenchmarkAnalyzeRSS runs the built `pi2hop analyze` on generated

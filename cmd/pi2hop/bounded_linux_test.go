@@ -9,6 +9,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/pi2hop/pi2hop/pcap/pcaptest"
 )
 
 // craftedPcap is a 100-byte pcap whose one record claims 4 GiB: captured
@@ -30,8 +32,7 @@ func craftedPcap(t *testing.T, claimCap bool) string {
 	}
 	b = le.AppendUint32(b, capLen)
 	b = le.AppendUint32(b, 0xffffffff)
-	ip := make([]byte, 60)
-	ip[0], ip[3], ip[8], ip[9] = 0x45, 60, 64, 17
+	ip := pcaptest.Packet{Src: pcaptest.Cli4, Dst: pcaptest.Srv4, Proto: 17, Payload: 32}.Build()
 	b = append(b, ip...)
 	if len(b) != 100 {
 		t.Fatalf("crafted file is %d bytes", len(b))

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/pi2hop/pi2hop/check"
+	"github.com/pi2hop/pi2hop/internal/clidoc"
 	"github.com/pi2hop/pi2hop/internal/flagvalue"
 )
 
@@ -69,6 +70,7 @@ func checkFlags(fs *pflag.FlagSet) func(context.Context, *cmdEnv, []string) erro
 	fs.StringVar(&a.serve, "serve", "", "answer clients on `[ADDR]:PORT`, e.g. :9332 (IPv4 and IPv6) until interrupted")
 	fs.Var(&a.probes, "probes", "send `N` probes per codepoint and direction")
 	fs.Var(&a.every, "every", "send a probe once per `period`")
+	clidoc.Annotate(fs, "every", clidoc.GroupAnnotation, "") // the probes' pace, not an output's repeat
 	fs.BoolVar(&a.trace, "trace", false, "then find the hop that changes the field: probes with rising TTL, each router's quote of it (Linux, root)")
 	fs.BoolVar(&a.load, "load", def.Load, "then load the path and tell what its bottleneck does: L4S dual queue, Classic-ECN, tail drop, not saturated")
 	fs.Var(&a.duration, "duration", fmt.Sprintf("with --load: load the path for `period` (at most %v)", check.MaxLoadDuration))

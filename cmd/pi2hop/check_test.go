@@ -7,7 +7,6 @@ import (
 	"errors"
 	"net"
 	"net/netip"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -15,17 +14,15 @@ import (
 
 	"github.com/pi2hop/pi2hop/aqm"
 	"github.com/pi2hop/pi2hop/check"
+	"github.com/pi2hop/pi2hop/flow/ecnudp"
+	"github.com/pi2hop/pi2hop/flow/ecnudp/ecnudptest"
 )
 
 // checkResponder runs `check --serve` in-process on a free loopback port
 // and returns its address.
 func checkResponder(t *testing.T) string {
 	t.Helper()
-	switch runtime.GOOS {
-	case "linux", "darwin", "freebsd":
-	default:
-		t.Skip("no ECN socket options on " + runtime.GOOS)
-	}
+	ecnudptest.Need(t)
 	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil {
 		t.Fatal(err)
@@ -112,7 +109,7 @@ func TestCheckCommandErrors(t *testing.T) {
 			t.Errorf("%v: %v, want a usage error with %q", c.args, err, c.want)
 		}
 	}
-	if runtime.GOOS != "linux" && runtime.GOOS != "darwin" && runtime.GOOS != "freebsd" {
+	if !ecnudp.Supported {
 		return
 	}
 	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})

@@ -5,10 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os/exec"
 	"strconv"
 	"strings"
 
 	"github.com/pi2hop/pi2hop/internal/clidoc"
+	"github.com/pi2hop/pi2hop/internal/flagvalue"
+	"github.com/pi2hop/pi2hop/shaper"
 	"github.com/spf13/pflag"
 )
 
@@ -117,7 +120,11 @@ func setParents(c *command) {
 func lookup(args []string) (*command, []string, error) {
 	c := topCommand(args[0])
 	if c == nil {
-		return nil, nil, usagef("unknown command %q", args[0])
+		names := make([]string, len(commands))
+		for i, c := range commands {
+			names[i] = c.name
+		}
+		return nil, nil, usagef("unknown command %q%s", args[0], clidoc.DidYouMean(args[0], "", names))
 	}
 	rest := args[1:]
 	for len(c.subs) > 0 && len(rest) > 0 {
@@ -137,6 +144,15 @@ type usageError struct{ msg, cmd string }
 func (e *usageError) Error() string { return e.msg }
 
 func usagef(format string, a ...any) error { return &usageError{msg: fmt.Sprintf(format, a...)} }
+
+// configError is a failure to resolve the link flags: a usage error, but
+// for a file that could not be read or parsed (exit 1, not 2).
+func configError(command string, err error) error {
+	if fe := (*shaper.FileError)(nil); errors.As(err, &fe) {
+		return fmt.Errorf("%s: %w", command, err)
+	}
+	return usagef("%s: %v", command, err)
+}
 
 // inCommand names c in a usage error that names no command yet, so its
 // hint points at c's help.
@@ -168,7 +184,6 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	c, rest, err := lookup(args)
 	if err != nil {
-		printUsage(stderr)
 		return err
 	}
 	fs, run := declare(c)
@@ -180,7 +195,13 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			printCommandUsage(stdout, c)
 			return nil
 		}
-		return inCommand(usagef("%s: %v", c.path(), flagError(err)), c)
+		return inCommand(usagef("%s: %v", c.path(), clidoc.FlagError(fs, err)), c)
+	}
+	if err := flagvalue.BareValue(fs, rest, isCommand); err != nil {
+		return inCommand(usagef("%s: %v", c.path(), err), c)
+	}
+	for _, w := range flagvalue.ByteRateWarnings(fs, rest) {
+		fmt.Fprintf(stderr, "pi2hop: warning: %s\n", w)
 	}
 	warnDeprecated(fs, c, stderr)
 	if len(c.subs) > 0 {
@@ -241,7 +262,7 @@ func unknownSub(c *command, name string) error {
 	if len(c.subs) == 0 {
 		return usagef("%s: unexpected argument %q", c.path(), name)
 	}
-	return usagef("%s: unknown subcommand %q (want %s)", c.path(), name, c.subNames())
+	return usagef("%s: unknown subcommand %q (want %s)%s", c.path(), name, c.subNames(), clidoc.DidYouMean(name, "", strings.Split(c.subNames(), ", ")))
 }
 
 // alias declares old as a hidden, deprecated spelling of the flag new
@@ -279,20 +300,8 @@ func warnDeprecated(fs *pflag.FlagSet, c *command, stderr io.Writer) {
 	})
 }
 
-// flagError rewrites pflag's "invalid argument "x" for "--flag" flag: why"
-// into the shorter form used across pi2hop: --flag "x": why. Parsers
-// that quote the value themselves (shaper's units) are not quoted twice.
-func flagError(err error) error {
-	var bad *pflag.InvalidValueError
-	if !errors.As(err, &bad) {
-		return err
-	}
-	cause := errors.Unwrap(bad)
-	if strings.HasPrefix(cause.Error(), strconv.Quote(bad.GetValue())+":") {
-		return fmt.Errorf("--%s %w", bad.GetFlag().Name, cause)
-	}
-	return fmt.Errorf("--%s %q: %w", bad.GetFlag().Name, bad.GetValue(), cause)
-}
+// isCommand reports whether word names a program on PATH (or by path).
+func isCommand(word string) bool { _, err := exec.LookPath(word); return err == nil }
 
 func newFlagSet(c *command) *pflag.FlagSet {
 	fs := pflag.NewFlagSet("pi2hop "+c.path(), pflag.ContinueOnError)

@@ -12,7 +12,6 @@ import (
 	"unicode"
 
 	"github.com/pi2hop/pi2hop/internal/buildinfo"
-	"github.com/pi2hop/pi2hop/internal/flagvalue"
 	"github.com/spf13/pflag"
 )
 
@@ -300,29 +299,6 @@ func TestExitCode(t *testing.T) {
 	}
 }
 
-// TestFlagErrorFormat: pflag's wording becomes --flag "value": why, and a
-// cause that already quotes the value is not quoted twice.
-func TestFlagErrorFormat(t *testing.T) {
-	tests := []struct {
-		args []string
-		want string
-	}{
-		{[]string{"--n", "x"}, `--n "x": `},
-		{[]string{"--r", "10mb"}, `--r "10mb": unknown unit "mb"`},
-		{[]string{"--other"}, "unknown flag: --other"},
-	}
-	for _, tt := range tests {
-		fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
-		fs.SetOutput(new(bytes.Buffer))
-		fs.Int("n", 0, "")
-		fs.Var(&flagvalue.Rate{}, "r", "")
-		err := flagError(fs.Parse(tt.args))
-		if err == nil || !strings.HasPrefix(err.Error(), tt.want) || strings.Count(err.Error(), `"10mb"`) > 1 {
-			t.Errorf("%v: %v, want prefix %q", tt.args, err, tt.want)
-		}
-	}
-}
-
 func TestVersion(t *testing.T) {
 	out, _, err := runOut("version")
 	if err != nil || !strings.HasPrefix(out, "pi2hop ") || !strings.Contains(out, "go "+runtime.Version()) {
@@ -330,10 +306,10 @@ func TestVersion(t *testing.T) {
 	}
 	info := buildinfo.From(&debug.BuildInfo{Main: debug.Module{Path: "github.com/pi2hop/pi2hop", Version: "v1.2.3"},
 		Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "abc123"}, {Key: "vcs.modified", Value: "true"}}})
-	got := versionText(info)
+	got := info.Describe()
 	for _, want := range []string{"pi2hop v1.2.3 revision abc123 (modified)\n", "commit abc123 with uncommitted changes\n", "module github.com/pi2hop/pi2hop\n"} {
 		if !strings.Contains(got, want) {
-			t.Errorf("versionText = %q, want %q in it", got, want)
+			t.Errorf("Describe = %q, want %q in it", got, want)
 		}
 	}
 	if dash, _, err := runOut("--version"); err != nil || dash != out || !strings.Contains(out, "\ncommit ") {

@@ -30,7 +30,7 @@ import (
 func TestShellECNFaultsLive(t *testing.T) {
 	needRoot(t, "sh")
 	t.Parallel()
-	name := testInstance(61)
+	name := testInstance(161) // 60..62 are TestShellNATEndsLeaveNothing's
 	t.Cleanup(func() { cleanupInstance(name, nil, &bytes.Buffer{}) })
 
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 
 	"github.com/pi2hop/pi2hop/hop"
@@ -66,7 +65,7 @@ func runInstance(ctx context.Context, env *cmdEnv, command string, inst *instanc
 	}
 	cfg, err := link.hopConfig(inst.name)
 	if err != nil {
-		return usagef("%s: %v", command, err)
+		return configError(command, err)
 	}
 	viewer, err := inst.viewer()
 	if err != nil {
@@ -104,32 +103,12 @@ func (f *webFlags) add(fs *pflag.FlagSet) {
 }
 
 // options checks --web and --web-token: nil without --web.
-func (f *webFlags) options() (*web.Options, error) {
-	if f.web == "" {
-		if f.webToken != "" {
-			return nil, errors.New("--web-token: give --web too (the token guards the browser view)")
-		}
-		return nil, nil
-	}
-	if _, err := web.ListenAddr(f.web); err != nil {
-		return nil, fmt.Errorf("--web %q: %v", f.web, err)
-	}
-	return &web.Options{Addr: f.web, Token: f.webToken}, nil
-}
+func (f *webFlags) options() (*web.Options, error) { return web.NewOptions(f.web, f.webToken) }
 
 // viewer returns what starts the view of an instance (nil without --web).
 func (f *webFlags) viewer() (func(instance.Live) (io.Closer, string, error), error) {
 	opt, err := f.options()
-	if opt == nil {
-		return nil, err
-	}
-	return func(l instance.Live) (io.Closer, string, error) {
-		s, err := web.Serve(*opt, web.Live(l))
-		if err != nil {
-			return nil, "", err
-		}
-		return s, s.URL(), nil
-	}, nil
+	return web.Viewer(opt), err
 }
 
 // openCapture opens --capture for an instance (nil without one).
@@ -141,13 +120,18 @@ func openCapture(cf *captureFlags, comment string) (*pcap.Capture, error) {
 // and each removes what any dead instance of that name left.
 const cleanupUsage = "remove what a killed instance of --name left (namespaces, devices, rules, routes, NAT table; shared sysctls restored unless another instance holds them), then exit"
 
-// cleanupInstance undoes what a dead instance left (COMMAND --cleanup);
-// ifaces are a gateway's LAN and WAN, whose rules it sweeps.
-func cleanupInstance(name string, ifaces []string, stdout io.Writer) error {
+// cleanupAs undoes what a dead instance left (ran --cleanup, its words
+// for that command); ifaces are a gateway's LAN and WAN, whose rules it
+// sweeps. cleanupInstance is it for no command in particular.
+func cleanupAs(ran, name string, ifaces []string, stdout io.Writer) error {
 	if err := instance.CheckName(name); err != nil {
 		return usagef("--name: %v", err)
 	}
-	return instance.Cleanup(name, ifaces, stdout)
+	return instance.CleanupAs(ran, name, ifaces, stdout)
+}
+
+func cleanupInstance(name string, ifaces []string, out io.Writer) error {
+	return cleanupAs("", name, ifaces, out)
 }
 
 // pickNameUsage is the --name flag's help of the commands that talk to a

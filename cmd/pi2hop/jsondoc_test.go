@@ -15,6 +15,7 @@ import (
 	"github.com/pi2hop/pi2hop/flow"
 	"github.com/pi2hop/pi2hop/hop"
 	"github.com/pi2hop/pi2hop/instance"
+	"github.com/pi2hop/pi2hop/internal/connlimit"
 	"github.com/pi2hop/pi2hop/internal/jsondoc"
 	"github.com/pi2hop/pi2hop/lan"
 	"github.com/pi2hop/pi2hop/pcap"
@@ -85,7 +86,8 @@ func statsOutputs(t *testing.T) []jsonOutput {
 		probe := &hop.WakeProbeRow{RealTime: true, CPUs: 2, PeriodUs: 1000, WorstLate: 40}
 		clients := []lan.Client{{Lease: lan.Lease{MAC: "02:00:00:00:00:01", Addr: netip.MustParseAddr("10.254.1.10"), Hostname: "phone",
 			Expiry: time.Unix(1_800_000_600, 0)}, Addrs6: []netip.Addr{netip.MustParseAddr("fd00::10")}, Up: 1000, Down: 2000}}
-		b, err := instance.StatsJSON(snap, rows, probe, clients)
+		conns := &instance.ConnStats{Control: connlimit.Stats{Open: 1, Accepted: 20, Refused: 3, AcceptErrors: 2}}
+		b, err := instance.StatsJSON(snap, rows, probe, clients, conns)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -200,9 +202,7 @@ func analyzeOutputs(t *testing.T) []jsonOutput {
 	taps := c.AddTaps("up")
 	pkt := ipv4Packet(aqm.ECT1, 1)
 	c.OfferWait(taps.In, 1_700_000_000e9, pkt, len(pkt), nil)
-	pkt = append([]byte(nil), pkt...)
-	pkt[1] &^= 3
-	setChecksum(pkt)
+	pkt = pcaptest.SetECN(pkt, aqm.NotECT)
 	c.OfferWait(taps.Out, 1_700_000_000e9+1e6, pkt, len(pkt), nil)
 	if err := c.Close(); err != nil {
 		t.Fatal(err)

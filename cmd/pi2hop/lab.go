@@ -46,16 +46,13 @@ type labArgs struct {
 	cleanup     bool
 	name        string
 	out         string
-	rate        flagvalue.Rate
+	link        instance.Settings // --rate, --seed, --ecn-fault, --min-qlen-step: the settings' rows, lab's defaults
 	rtt         flagvalue.Duration
 	duration    flagvalue.Duration
 	warmup      flagvalue.Duration
 	bulk        int
 	fifoLimit   flagvalue.Count
-	ecnFault    flagvalue.ECNFault
-	seed        uint64
 	repeat      int
-	minQlenStep uint32
 	rtts        flagvalue.Durations
 	windows     []string
 	capture     *captureFlags
@@ -75,7 +72,7 @@ func labFlags(fs *pflag.FlagSet) func(ctx context.Context, env *cmdEnv, args []s
 		case a.cleanup && len(args) > 0:
 			return usagef("lab: --cleanup takes no scenario")
 		case a.cleanup:
-			return cleanupInstance(a.name, nil, env.stdout)
+			return cleanupAs("lab", a.name, nil, env.stdout)
 		}
 		if err := instance.CheckName(a.name); err != nil {
 			return usagef("lab: --name: %v", err)
@@ -98,23 +95,23 @@ func labFlags(fs *pflag.FlagSet) func(ctx context.Context, env *cmdEnv, args []s
 // addLabFlags declares lab's flags on fs.
 func addLabFlags(fs *pflag.FlagSet) *labArgs {
 	a := &labArgs{rtt: flagvalue.Duration{Min: 0}, duration: flagvalue.Duration{Min: time.Second}, fifoLimit: flagvalue.Count{Min: 1, Max: 1 << 20}}
-	fs.BoolVar(&a.quick, "quick", false, "short durations (as CI runs them): l4s-demo 25 s runs, coexist 15 s, prague 12 s, bdp 5 s at 100mbit, aqm-zoo and classic-ecn 15 s, wifi 20 s")
+	fs.BoolVar(&a.quick, "quick", false, "short durations (as CI runs them): "+testbed.QuickWords())
 	fs.StringVarP(&a.out, "out", "o", "", "report `folder` (default pi2hop-lab-<scenario>-<time> in the current folder)")
 	fs.BoolVar(&a.list, "list", false, "list the scenarios with their defaults and exit")
 	fs.StringVar(&a.name, "name", defaultLab, "instance `name`: the lab's state file (/run/pi2hop/NAME.json) and namespaces ("+instance.LabPrefix("NAME")+"...); two labs at once need two names")
 	fs.BoolVar(&a.cleanup, "cleanup", false, cleanupUsage)
 	a.webFlags.add(fs)
-	fs.Var(&a.rate, "rate", "bottleneck `rate`, both directions, tc units (default: the scenario's, e.g. 10mbit)")
-	fs.Var(&a.rtt, "rtt", "base round-trip `time`: half of it is added each way (default 20ms; bdp: see --rtts)")
-	fs.Var(&a.duration, "duration", "traffic `time` of each run, warm-up included (default 45s; see --quick and --list)")
-	fs.Var(&a.warmup, "warmup", "first part of each run left out of every figure (default 5s)")
-	fs.IntVar(&a.bulk, "bulk", 0, "l4s-demo: classic bulk downloads beside the call (default 4)")
-	fs.Var(&a.fifoLimit, "fifo-limit", "l4s-demo: the FIFO run's tail-drop buffer in `packets` (default 100)")
-	fs.Uint64Var(&a.seed, "seed", 0, "seed of the AQM's and the video frames' randomness (default 1)")
+	fs.Var(instance.FlagWithDefault(&a.link, "rate", ""), "rate", "bottleneck `rate`, both directions, tc units (default: the scenario's, e.g. 10mbit)")
+	d := testbed.DefaultRun() // the defaults help gives are the default scenario's, as --list gives them
+	fs.Var(&a.rtt, "rtt", fmt.Sprintf("base round-trip `time`: half of it is added each way (default %v; bdp: see --rtts)", d.RTT))
+	fs.Var(&a.duration, "duration", fmt.Sprintf("traffic `time` of each run, warm-up included (default %v for %s; each scenario's in --list)", d.Duration, d.Scenario))
+	fs.Var(&a.warmup, "warmup", fmt.Sprintf("first part of each run left out of every figure (default %v for %s)", d.Warmup, d.Scenario))
+	fs.IntVar(&a.bulk, "bulk", 0, fmt.Sprintf("l4s-demo: classic bulk downloads beside the call (default %d)", d.Bulk))
+	fs.Var(&a.fifoLimit, "fifo-limit", fmt.Sprintf("l4s-demo: the FIFO run's tail-drop buffer in `packets` (default %d)", d.FIFOLimit))
+	fs.Var(instance.FlagWithDefault(&a.link, "seed", fmt.Sprint(d.Seed)), "seed", "seed of the AQM's and the video frames' randomness")
 	fs.IntVar(&a.repeat, "repeat", 1, "run each run `N` times, interleaved; the report gives each figure's median and min-max, judges the checks on the medians and plots the median run")
-	fs.Var(&a.ecnFault, "ecn-fault", "an ECN path fault on both directions of every run, as pi2hop shell's --ecn-fault (`KIND[,after][,...]`; default none)")
-	fs.Uint32Var(&a.minQlenStep, "min-qlen-step", testbed.DefaultMinQlenStep,
-		"DualPI2 min_qlen_step in `packets` (the kernel's default is 0; see pi2hop lab --list)")
+	fs.Var(instance.FlagWithDefault(&a.link, "ecn-fault", ""), "ecn-fault", "an ECN path fault on both directions of every run, as pi2hop shell's --ecn-fault (`KIND[,after][,...]`; default none)")
+	fs.Var(instance.FlagWithDefault(&a.link, "min-qlen-step", fmt.Sprint(testbed.DefaultMinQlenStep)), "min-qlen-step", "DualPI2 min_qlen_step in `packets` (the kernel's default is 0; see pi2hop lab --list)")
 	fs.Var(&a.rtts, "rtts", "bdp: comma-separated round-trip times, one run per RTT and window (default 15ms,50ms,120ms)")
 	fs.StringSliceVar(&a.windows, "windows", nil, "bdp: comma-separated receiver windows in tc size units, a bare number in bytes as in tc (default 17520,6553500)")
 	fs.Lookup("windows").Annotations = map[string][]string{clidoc.ArgAnnotation: {"SIZE,..."}}
@@ -144,8 +141,11 @@ func (a *labArgs) config(fs *pflag.FlagSet, args []string) (testbed.Config, erro
 	if len(args) == 1 {
 		cfg.Scenario = args[0]
 	}
-	if fs.Changed("rate") {
-		cfg.RateBps = a.rate.BPS
+	if r := a.link.Rate; r != nil {
+		if *r == 0 {
+			return cfg, usagef("lab: --rate unlimited: the lab's runs need a bottleneck rate")
+		}
+		cfg.RateBps = *r
 	}
 	if fs.Changed("rtt") {
 		cfg.RTT = a.rtt.D
@@ -156,19 +156,20 @@ func (a *labArgs) config(fs *pflag.FlagSet, args []string) (testbed.Config, erro
 	if fs.Changed("warmup") {
 		cfg.Warmup = a.warmup.D
 	}
-	if fs.Changed("ecn-fault") {
-		cfg.ECNFault = a.ecnFault.Text
+	if a.link.ECNFault != nil {
+		cfg.ECNFault = *a.link.ECNFault
 	}
-	if fs.Changed("min-qlen-step") {
-		cfg.MinQlenStep = &a.minQlenStep
-	}
+	cfg.MinQlenStep = a.link.MinQlenStep
 	if fs.Changed("fifo-limit") {
 		cfg.FIFOLimit = a.fifoLimit.N
 	}
 	if a.repeat < 1 {
 		return cfg, usagef("lab: --repeat %d: want 1 or more", a.repeat)
 	}
-	cfg.Bulk, cfg.Seed, cfg.RTTs, cfg.Repeat = a.bulk, a.seed, a.rtts.D, a.repeat
+	if a.link.Seed != nil {
+		cfg.Seed = *a.link.Seed
+	}
+	cfg.Bulk, cfg.RTTs, cfg.Repeat = a.bulk, a.rtts.D, a.repeat
 	for _, w := range a.windows {
 		n, err := shaper.ParseSize(w)
 		if err != nil {

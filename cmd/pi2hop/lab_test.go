@@ -87,6 +87,8 @@ func TestLabFlagErrors(t *testing.T) {
 		{[]string{"lab", "--rate", "10mb"}, `unknown unit "mb"`},
 		{[]string{"lab", "--duration", "4s"}, "warm-up 5s: want 0 <= warm-up < duration (4s)"},
 		{[]string{"lab", "--ecn-fault", "bleach,later"}, `--ecn-fault "bleach,later": unknown option "later"`},
+		{[]string{"lab", "--rate", "1bit"}, "accepted: 8kbit.. or unlimited"},
+		{[]string{"lab", "--rate", "unlimited"}, "need a bottleneck rate"},
 	}
 	for _, tt := range tests {
 		_, _, err := runOut(tt.args...)

@@ -78,9 +78,15 @@ func (a *labArgs) appConfig(fs *pflag.FlagSet) (testbed.AppConfig, error) {
 	if p.client == "" {
 		return testbed.AppConfig{}, usagef("lab app: --client is required: the command line of your app's client")
 	}
-	cfg := testbed.AppConfig{Client: p.client, Server: p.server, NAT: p.nat, Cross: p.cross, Repeat: a.repeat, Seed: a.seed}
-	if fs.Changed("rate") {
-		cfg.RateBps = a.rate.BPS
+	cfg := testbed.AppConfig{Client: p.client, Server: p.server, NAT: p.nat, Cross: p.cross, Repeat: a.repeat}
+	if a.link.Seed != nil {
+		cfg.Seed = *a.link.Seed
+	}
+	if r := a.link.Rate; r != nil {
+		if *r == 0 {
+			return cfg, usagef("lab app: --rate unlimited: the variants need a bottleneck rate")
+		}
+		cfg.RateBps = *r
 	}
 	if fs.Changed("rtt") {
 		cfg.RTT = a.rtt.D

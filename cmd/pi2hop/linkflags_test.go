@@ -6,6 +6,7 @@ import (
 
 	"github.com/pi2hop/pi2hop/aqm"
 	"github.com/pi2hop/pi2hop/instance"
+	"github.com/pi2hop/pi2hop/internal/clidoc"
 	"github.com/pi2hop/pi2hop/internal/flagvalue"
 	"github.com/pi2hop/pi2hop/shaper"
 	"github.com/spf13/pflag"
@@ -19,7 +20,7 @@ func parseLinkFlags(t *testing.T, bidir bool, dir string, args ...string) (shape
 	fs.SetOutput(new(strings.Builder))
 	lf := addLinkFlags(fs, bidir)
 	if err := fs.Parse(args); err != nil {
-		return shaper.Config{}, aqm.Spec{}, flagError(err)
+		return shaper.Config{}, aqm.Spec{}, clidoc.FlagError(fs, err)
 	}
 	return lf.direction(dir)
 }

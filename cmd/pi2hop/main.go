@@ -8,12 +8,14 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/pi2hop/pi2hop/internal/brokenstdio"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	ctx, cancel := context.WithCancel(ctx)
-	go endOnBrokenStdio(cancel)
+	go brokenstdio.Watch(cancel)
 	err := Run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(exitCode(err, os.Stderr))

@@ -2,14 +2,10 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
-	"strings"
 
 	"github.com/pi2hop/pi2hop/instance"
 	"github.com/pi2hop/pi2hop/instance/profile"
-	"github.com/pi2hop/pi2hop/shaper"
 	"github.com/spf13/pflag"
 )
 
@@ -35,37 +31,15 @@ var profilesCmd = &command{
 			}
 			ps := instance.Profiles()
 			if asJSON {
-				b, err := json.Marshal(struct {
-					Profiles []instance.ProfileInfo `json:"profiles"`
-				}{ps})
+				b, err := instance.ProfilesJSON(ps)
 				if err != nil {
 					return err
 				}
 				fmt.Fprintf(env.stdout, "%s\n", b)
 				return nil
 			}
-			writeProfiles(env.stdout, ps)
+			instance.WriteProfiles(env.stdout, ps)
 			return nil
 		}
 	},
-}
-
-// writeProfiles prints each profile: its name and title, the flags it
-// stands for, the mean rate of each trace it uses, and its sources.
-func writeProfiles(w io.Writer, ps []instance.ProfileInfo) {
-	for i, p := range ps {
-		if i > 0 {
-			fmt.Fprintln(w)
-		}
-		if !p.WriteHeading(w) {
-			continue
-		}
-		fmt.Fprintf(w, "  flags: %s\n", strings.Join(p.Args, " "))
-		for _, t := range p.Traces {
-			fmt.Fprintf(w, "  %s: mean %s over a %g s loop\n", t.Name, shaper.FormatRate(t.MeanBPS), float64(t.LoopMs)/1000)
-		}
-		for _, s := range p.Sources {
-			fmt.Fprintf(w, "  - %s\n", s)
-		}
-	}
 }

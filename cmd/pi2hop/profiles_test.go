@@ -186,10 +186,10 @@ func TestReplayProfileCommand(t *testing.T) {
 		config  map[string]any
 		spacing int64 // between the three packets' dequeues
 	}{
-		{[]string{"--profile", "docsis-ll"}, map[string]any{"aqm": "docsis", "delay": 8e6, "queue_protection": true, "maxth": 1e6}, 240_000},
-		{[]string{"--profile", "lte"}, map[string]any{"aqm": "dualpi2", "rate_trace": "builtin:lte-down", "delay": 20e6}, -1},
-		{[]string{"--profile", "lte", "--direction", "up"}, map[string]any{"rate_trace": "builtin:lte-up", "profile": "lte", "direction": "up", "jitter": "4ms uniform"}, -1},
-		{[]string{"--profile", "wifi"}, map[string]any{"profile": "wifi", "direction": "down", "aggregate_interval": 4e6, "aggregate_bytes": 65535.0, "jitter": "2ms uniform", "rate_bps": 200e6}, -1},
+		{[]string{"--profile", "docsis-ll"}, map[string]any{"aqm": "docsis", "delay": 8e6, "queue-protection": true, "maxth": 1e6}, 240_000},
+		{[]string{"--profile", "lte"}, map[string]any{"aqm": "dualpi2", "rate-trace": "builtin:lte-down", "delay": 20e6}, -1},
+		{[]string{"--profile", "lte", "--direction", "up"}, map[string]any{"rate-trace": "builtin:lte-up", "profile": "lte", "direction": "up", "jitter": "4ms uniform"}, -1},
+		{[]string{"--profile", "wifi"}, map[string]any{"profile": "wifi", "direction": "down", "aggregate": "4ms,65535b", "jitter": "2ms uniform", "rate_bps": 200e6}, -1},
 		{[]string{"--profile", "geo-sat", "--direction", "up"}, map[string]any{"delay": 300e6}, 4_000_000},
 		{[]string{"--profile", "geo-sat", "--rate", "10mbit", "--delay", "1ms"}, map[string]any{"delay": 1e6}, 1_200_000},
 		{[]string{"--profile", "lte", "--rate", "12mbit"}, map[string]any{"delay": 20e6}, 1_000_000},

@@ -8,22 +8,23 @@ import (
 	"io"
 	"os"
 
-	"github.com/pi2hop/pi2hop/aqm"
 	"github.com/pi2hop/pi2hop/internal/jsonline"
+	"github.com/pi2hop/pi2hop/internal/tty"
 	"github.com/pi2hop/pi2hop/invoker"
 	"github.com/pi2hop/pi2hop/replay"
-	"github.com/pi2hop/pi2hop/shaper"
 	"github.com/spf13/pflag"
 )
 
-// pi2hop replay: flags -> replay.Config -> replay.Engine.Run, printing
-// each event as a JSON line (jsonWriter) and a summary. The model and
-// the event order are the replay package's.
+// pi2hop replay: flags -> replay.Config -> replay.Engine.Run, printing a
+// table (replay.Table) on a terminal, else each event as a JSON line
+// (replay.JSONWriter) and a summary. The model and the event order are
+// the replay package's.
 
 var replayCmd = &command{
 	name:  "replay",
 	short: "run a packet trace (CSV or pcap) through the link and a queue discipline (--aqm) in virtual time",
 	usage: "replay [flags] (--trace FILE | --pcap FILE [--pcap-out FILE])",
+	long:  "On a terminal it prints a summary table; with --json, or when stdout is not a terminal (a pipe, a file), JSON lines: one per packet, per queue update and a summary (docs/json.md).",
 	examples: []example{
 		{"pi2hop replay --trace packets.csv --rate 10mbit --delay 10ms", "what DualPI2 would do to this trace, in virtual time"},
 		{"pi2hop replay --pcap phone.pcapng --aqm fq_codel --pcap-out out.pcap", "a capture through fq_codel, the result as a capture"},
@@ -35,6 +36,7 @@ var replayCmd = &command{
 type replayArgs struct {
 	trace, pcap, pcapOut string
 	tap                  string
+	json                 bool
 	link                 *linkFlags
 	capture              *captureFlags
 }
@@ -45,6 +47,7 @@ func replayFlags(fs *pflag.FlagSet) func(context.Context, *cmdEnv, []string) err
 	fs.StringVar(&a.pcap, "pcap", "", "capture `FILE` (- = stdin; pcap or pcapng, gzipped or not, as analyze reads) to replay: arrival = capture time since the first packet")
 	fs.StringVar(&a.pcapOut, "pcap-out", "", "write the packets as they leave (after --delay, CE marks applied) to this pcap `FILE` (raw IP, ns timestamps)")
 	fs.StringVar(&a.tap, "tap", "", "of a capture with several interfaces, the one to replay (`NAME`, e.g. up-in); default: of a pi2hop capture its first -in tap, the packets as they came to the hop")
+	jsonFlag(fs, &a.json, "JSON lines (each packet, each queue update, a summary) even on a terminal; off a terminal they are the default")
 	a.link = addLinkFlags(fs, false)
 	a.link.addProfileFlag()
 	a.capture = addCaptureFlags(fs)
@@ -66,7 +69,7 @@ func runReplay(ctx context.Context, env *cmdEnv, a *replayArgs, args []string) e
 	}
 	linkCfg, spec, err := a.link.direction("")
 	if err != nil {
-		return usagef("replay: %v", err)
+		return configError("replay", err)
 	}
 	for _, w := range a.link.warnings() {
 		fmt.Fprintf(env.stderr, "pi2hop: warning: %s\n", w)
@@ -108,7 +111,11 @@ func runReplay(ctx context.Context, env *cmdEnv, a *replayArgs, args []string) e
 	}
 
 	out := bufio.NewWriterSize(env.stdout, 256<<10)
-	handlers := []replay.Handler{&jsonWriter{w: out}}
+	table := replay.NewTable()
+	handlers := []replay.Handler{table}
+	if a.json || !tty.IsTerminal(env.stdout) {
+		table, handlers = nil, []replay.Handler{replay.NewJSONWriter(out)}
+	}
 
 	// --capture: virtual time 0 is the input capture's first packet, or
 	// the Unix epoch for a CSV trace.
@@ -148,7 +155,11 @@ func runReplay(ctx context.Context, env *cmdEnv, a *replayArgs, args []string) e
 			inCounts = inputCounts{skipped: capIn.Skipped(), clamped: capIn.Clamped()}
 		}
 		j := &jsonline.Line{}
-		out.Write(replay.WriteSummary(j, &res, summaryInput(a, inCounts), linkCfg, spec))
+		if line := replay.WriteSummary(j, &res, summaryInput(a, inCounts), linkCfg, spec); table != nil {
+			err = table.Write(out, &res, line, spec.Kind)
+		} else {
+			out.Write(line)
+		}
 		if ferr := out.Flush(); ferr != nil {
 			err = fmt.Errorf("writing output: %w", ferr)
 		}
@@ -196,80 +207,4 @@ func summaryInput(a *replayArgs, in inputCounts) replay.SummaryInput {
 		si.Loss = *s.Loss
 	}
 	return si
-}
-
-// jsonWriter prints each replay event as a JSON line: "pkt" when a
-// packet's fate is known, "pi" at each queue update.
-type jsonWriter struct {
-	w *bufio.Writer
-	j jsonline.Line
-}
-
-// Arrival prints nothing: a packet's line waits for its fate.
-func (jw *jsonWriter) Arrival(*replay.Packet) error { return nil }
-
-func (jw *jsonWriter) Depart(p *replay.Packet, ev *shaper.Event) error {
-	return jw.packet(p, ev, ev.Deq, ev.Dep)
-}
-
-func (jw *jsonWriter) Drop(p *replay.Packet, ev *shaper.Event, where replay.DropPoint) error {
-	switch where {
-	case replay.AtEnqueue:
-		return jw.packet(p, ev, -1, -1)
-	case replay.OnLink:
-		return jw.packet(p, ev, ev.Deq, ev.Dep)
-	}
-	return jw.packet(p, ev, ev.Deq, -1)
-}
-
-// packet prints a "pkt" line; deq and dep < 0 print as null.
-func (jw *jsonWriter) packet(p *replay.Packet, ev *shaper.Event, deq, dep int64) error {
-	m, v := &ev.Meta, ev.Verdict
-	j := &jw.j
-	j.Begin("pkt")
-	j.Int("i", int64(p.Index))
-	j.Int("t", m.Arrival)
-	j.Uint("flow", uint64(p.Flow)) // the trace's id; Meta.Flow is its hash
-	j.Str("queue", m.Class.String())
-	j.Uint("ecn_in", uint64(ev.ECNIn()))
-	j.Uint("ecn_out", uint64(ev.ECNOut()))
-	j.Str("fault", ev.Fault.String())
-	j.Str("verdict", v.Action.String())
-	j.Str("reason", v.Reason.String())
-	if v.Sub != 0 {
-		// fq_codel's flow number, codel's drop state (count).
-		j.Uint("sub", uint64(v.Sub))
-	}
-	if deq >= 0 {
-		j.Int("deq", deq)
-		j.Int("sojourn", deq-m.Arrival)
-	} else {
-		j.Null("deq")
-		j.Null("sojourn")
-	}
-	if dep >= 0 {
-		j.Int("dep", dep)
-	} else {
-		j.Null("dep")
-	}
-	return jw.write(j.End())
-}
-
-// Update prints a "pi" line.
-func (jw *jsonWriter) Update(at int64, st *aqm.Stats) error {
-	j := &jw.j
-	j.Begin("pi")
-	j.Int("t", at)
-	j.Uint("prob_raw", uint64(st.Prob))
-	j.Float("prob", aqm.ProbFloat(st.Prob), 9)
-	j.Int("delay_c", st.DelayC)
-	j.Int("delay_l", st.DelayL)
-	return jw.write(j.End())
-}
-
-func (jw *jsonWriter) write(b []byte) error {
-	if _, err := jw.w.Write(b); err != nil {
-		return fmt.Errorf("writing output: %w", err)
-	}
-	return nil
 }

@@ -99,7 +99,7 @@ func TestReplayKinds(t *testing.T) {
 				if queues[2]["L"] != 0 {
 					t.Errorf("without --nqb the DSCP 45 flow used the L queue: %v", queues[2])
 				}
-				if !strings.Contains(out, `"docsis_classic":{"aqm":"pie","prob_c":`) || got.summary.Config["docsis_classic"] != "pie" {
+				if !strings.Contains(out, `"docsis_classic":{"aqm":"pie","prob_c":`) || got.summary.Config["docsis-classic"] != "pie" {
 					t.Errorf("the default Classic AQM is not DOCSIS-PIE in the summary")
 				}
 			case "--aqm docsis --nqb --queue-protection=false":

@@ -16,6 +16,7 @@ import (
 	"github.com/gopacket/gopacket/layers"
 	"github.com/gopacket/gopacket/pcapgo"
 	"github.com/pi2hop/pi2hop/aqm"
+	"github.com/pi2hop/pi2hop/pcap/pcaptest"
 )
 
 // ethFrame builds an Ethernet frame carrying a UDP packet of ipLen bytes
@@ -50,15 +51,7 @@ func ethFrame(t *testing.T, v6 bool, ecn aqm.ECN, ipLen int, srcPort uint16) []b
 
 // ipv4ChecksumOK recomputes the IPv4 header checksum in full.
 func ipv4ChecksumOK(h []byte) bool {
-	n := int(h[0]&15) * 4
-	var sum uint32
-	for i := 0; i < n; i += 2 {
-		sum += uint32(binary.BigEndian.Uint16(h[i:]))
-	}
-	for sum > 0xffff {
-		sum = sum&0xffff + sum>>16
-	}
-	return sum == 0xffff
+	return binary.BigEndian.Uint16(h[10:]) == pcaptest.IPv4Checksum(h[:int(h[0]&15)*4])
 }
 
 type capPacket struct {

@@ -306,7 +306,7 @@ func TestReplayRateTrace(t *testing.T) {
 			t.Errorf("packets %d and %d leave %d ns apart, want 1 ms", i-1, i, d)
 		}
 	}
-	if got.summary.Config["rate_trace"] != mm || got.summary.Config["trace"] != tr {
+	if got.summary.Config["rate-trace"] != mm || got.summary.Config["trace"] != tr {
 		t.Errorf("config %v: want the trace and rate trace file names", got.summary.Config)
 	}
 }
@@ -423,8 +423,8 @@ func TestReplayECNFault(t *testing.T) {
 		for _, q := range got.summary.Queues {
 			drops += q.Drops["ecn_fault"]
 		}
-		if counted != acted || drops != tt.drops || got.summary.Config["ecn_fault"] != tt.spec {
-			t.Errorf("%s: summary counts %v (%d acted), ecn_fault drops %d (want %d), config %v", tt.spec, got.summary.ECNFaults, acted, drops, tt.drops, got.summary.Config["ecn_fault"])
+		if counted != acted || drops != tt.drops || got.summary.Config["ecn-fault"] != tt.spec {
+			t.Errorf("%s: summary counts %v (%d acted), ecn_fault drops %d (want %d), config %v", tt.spec, got.summary.ECNFaults, acted, drops, tt.drops, got.summary.Config["ecn-fault"])
 		}
 	}
 }

@@ -125,7 +125,7 @@ func gatewayArgs(command string, args []string, lanIf, wanIf string, cleanup boo
 				ifaces = append(ifaces, i)
 			}
 		}
-		return true, cleanupInstance(inst.name, ifaces, env.stdout)
+		return true, cleanupAs(command, inst.name, ifaces, env.stdout)
 	case lanIf == "" || wanIf == "":
 		return true, usagef("%s: give both --lan IF and --wan IF", command)
 	case lanIf == wanIf:

@@ -22,7 +22,7 @@ var setCmd = &command{
 	examples: []example{
 		{"pi2hop set --rate 2mbit", "throttle both directions to 2 Mbit/s"},
 		{"pi2hop set --down-delay 40ms --up-loss 1", "more delay down, 1 % loss up"},
-		{"pi2hop set --rate unlimited", "unthrottle"},
+		{"pi2hop set --rate unlimited", "unthrottle a share (sized for it); run and shell stay within the rate and delay they started with"},
 	},
 	flags: setFlags,
 	linux: "a local instance started by run, shell or share",

@@ -19,11 +19,12 @@ import (
 var shellCmd = &command{
 	name:  "shell",
 	short: "run a command in a network namespace behind the bottleneck",
+	long:  instance.ShellHelp(),
 	usage: "shell [flags] [-- CMD ARGS...]  (default CMD: the user's shell)  |  shell --cleanup [--name N]",
 	examples: []example{
 		{"sudo pi2hop shell --rate 10mbit --delay 10ms", "a shell behind a 10 Mbit/s link with 20 ms of round trip"},
+		{"sudo pi2hop shell --rate 10mbit --delay 20ms -- sh -c 'ping -c 5 -Q 1 $PI2HOP_HOST'", "ping this host through the hop with ECT(1) (quoted: the variable is set inside, not in your shell)"},
 		{"sudo pi2hop shell --rate 5mbit --loss 1 --nat -- curl -O https://example.com/big", "one command, 1 % loss, with Internet access"},
-		{"sudo pi2hop shell --aqm codel --target 5ms -- ./myapp", "the same app behind a single CoDel queue"},
 	},
 	flags:    shellFlags,
 	argFiles: true,
@@ -55,7 +56,7 @@ func shellFlags(fs *pflag.FlagSet) func(context.Context, *cmdEnv, []string) erro
 		case a.cleanup && len(args) > 0:
 			return usagef("shell: --cleanup takes no command")
 		case a.cleanup:
-			return cleanupInstance(a.inst.name, nil, env.stdout)
+			return cleanupAs("shell", a.inst.name, nil, env.stdout)
 		case a.asRoot && a.user != "":
 			return usagef("shell: --as-root and --user %s: give one", a.user)
 		}

@@ -89,7 +89,7 @@ func TestShellRunsCommandBehindTheHop(t *testing.T) {
 	if stdout.String() != "reply-from-host\n" || !strings.Contains(stderr.String(), "err\n") {
 		t.Errorf("stdout %q, stderr %q: output did not pass through", stdout.String(), stderr.String())
 	}
-	if !strings.Contains(stderr.String(), "pi2hop shell \""+name+"\": 50mbit up/down, delay 1ms, dualpi2\nhost side ") {
+	if !strings.Contains(stderr.String(), "pi2hop shell \""+name+"\": 50mbit up/down, delay 1ms, dualpi2\nshell side ") {
 		t.Errorf("no start-up message in %q", stderr.String())
 	}
 	select {

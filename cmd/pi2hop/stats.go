@@ -74,7 +74,7 @@ func statsFlags(fs *pflag.FlagSet) func(context.Context, *cmdEnv, []string) erro
 func runStats(ctx context.Context, w io.Writer, a *statsArgs) error {
 	var prev *hop.Snapshot
 	for {
-		cur, clients, err := instance.StatsAndClients(a.name)
+		cur, clients, conns, err := instance.StatsAndClients(a.name)
 		if err != nil {
 			return err
 		}
@@ -85,7 +85,7 @@ func runStats(ctx context.Context, w io.Writer, a *statsArgs) error {
 		}
 		fl := cur.WakeProbe.Row(prevProbe)
 		if a.json {
-			b, err := instance.StatsJSON(cur, rows, fl, clients)
+			b, err := instance.StatsJSON(cur, rows, fl, clients, conns)
 			if err != nil {
 				return err
 			}
@@ -100,6 +100,7 @@ func runStats(ctx context.Context, w io.Writer, a *statsArgs) error {
 			}
 			instance.WriteWakeProbeRow(w, fl)
 			instance.WriteClients(w, instance.ClientViews(clients, cur.Up.Taken))
+			instance.WriteConns(w, conns)
 		}
 		if a.every == 0 {
 			return nil

@@ -740,7 +740,7 @@ func TestGatewaySweepMatchesInterfaces(t *testing.T) {
 	if got := rules(); got != all {
 		t.Fatalf("rules before: %s, want %s", got, all)
 	}
-	if out := cleanup(); !strings.Contains(out, "swept only for the interfaces given (--lan IF --wan IF)") || rules() != all {
+	if out := cleanup(); !strings.Contains(out, "its policy rules, if any, are removed with --lan IF --wan IF too") || rules() != all {
 		t.Errorf("run --cleanup without interfaces: rules %s, want all kept (%s), and a word on --lan/--wan:\n%s", rules(), all, out)
 	}
 	cleanup("--lan", "rl", "--wan", "rw")

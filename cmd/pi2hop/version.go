@@ -21,23 +21,8 @@ var versionCmd = &command{
 			if len(args) > 0 {
 				return usagef("version: unexpected argument %q", args[0])
 			}
-			fmt.Fprint(env.stdout, versionText(buildinfo.Read()))
+			fmt.Fprint(env.stdout, buildinfo.Read().Describe())
 			return nil
 		}
 	},
-}
-
-// versionText describes the build: its version as buildinfo spells it
-// (the lab report's spelling too), the commit in full, the module, the
-// Go version and platform.
-func versionText(info buildinfo.Info) string {
-	commit := info.Revision
-	switch {
-	case commit == "":
-		// go build -buildvcs=false, or a build outside a git work tree.
-		commit = "unknown (built without version control information)"
-	case info.Modified:
-		commit += " with uncommitted changes"
-	}
-	return fmt.Sprintf("pi2hop %s\ncommit %s\nmodule %s\ngo %s %s\n", info, commit, info.Module, info.Go, info.Platform)
 }

@@ -44,7 +44,7 @@ func TestShellWebInBrowser(t *testing.T) {
 	needRoot(t, "bash", "chromium")
 	t.Parallel() // it measures no timing of the hop
 	start := time.Now()
-	name := testInstance(60)
+	name := testInstance(160) // 60..62 are TestShellNATEndsLeaveNothing's
 	t.Cleanup(func() { cleanupInstance(name, nil, &bytes.Buffer{}) })
 	// The view listens beyond loopback, so every request must carry the
 	// token; the test reaches it through 127.0.0.1.

@@ -17,6 +17,9 @@ import (
 // IP_RECVTOS/IPV6_RECVTCLASS): the functions that need one say which, and
 // the rest keep the package building.
 
+// Supported says this system has the ECN socket options the package uses.
+const Supported = false
+
 // errNeeds is the error of an endpoint that needs the socket options opts
 // to do what.
 func errNeeds(opts, what string) error {

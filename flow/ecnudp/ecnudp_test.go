@@ -16,9 +16,7 @@ import (
 // family is not available.
 func listen(t *testing.T, addr string) *net.UDPConn {
 	t.Helper()
-	switch runtime.GOOS {
-	case "linux", "darwin", "freebsd":
-	default:
+	if !Supported {
 		t.Skip("no ECN socket options on " + runtime.GOOS)
 	}
 	c, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.MustParseAddrPort(addr)))

@@ -19,6 +19,9 @@ import (
 // receive time's option, the IPv4 control messages' type and size, the
 // precise wait) is in each system's file.
 
+// Supported says this system has the ECN socket options the package uses.
+const Supported = true
+
 // control runs f on c's file descriptor.
 func control(c *net.UDPConn, f func(fd int) error) error {
 	rc, err := c.SyscallConn()

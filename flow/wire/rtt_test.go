@@ -1,9 +1,11 @@
 package wire_test
 
 import (
+	"net/netip"
 	"testing"
 
 	"github.com/pi2hop/pi2hop/flow/wire"
+	"github.com/pi2hop/pi2hop/pcap/pcaptest"
 	"github.com/pi2hop/pi2hop/rtt"
 )
 
@@ -15,14 +17,8 @@ func TestPassiveRTT(t *testing.T) {
 		t.Fatal(err)
 	}
 	hdr := func(src, dst byte, sport, dport uint16, payload []byte) []byte {
-		b := make([]byte, 28, 28+len(payload))
-		b[0], b[8], b[9] = 0x45, 64, 17
-		b[2], b[3] = byte((28+len(payload))>>8), byte(28+len(payload))
-		b[12], b[13], b[15] = 10, 0, src
-		b[16], b[17], b[19] = 10, 0, dst
-		b[20], b[21], b[22], b[23] = byte(sport>>8), byte(sport), byte(dport>>8), byte(dport)
-		b[24], b[25] = byte((8+len(payload))>>8), byte(8+len(payload))
-		return append(b, payload...)
+		return pcaptest.Packet{Src: netip.AddrFrom4([4]byte{10, 0, 0, src}), Dst: netip.AddrFrom4([4]byte{10, 0, 0, dst}),
+			Proto: 17, SPort: sport, DPort: dport, Data: payload}.Build()
 	}
 	data := wire.AppendData(nil, wire.Data{RT: true, TS: 5, EchoedTS: 6, Seq: 42, FrameNr: 1})
 	data = append(data, make([]byte, 1000)...)

@@ -167,7 +167,7 @@ func TestBrowserView(t *testing.T) {
 
 func mustRate(t *testing.T, r string) instance.Settings {
 	t.Helper()
-	s, err := Edit{Rate: r}.Settings()
+	s, err := Edit{"rate": r}.Settings()
 	if err != nil {
 		t.Fatal(err)
 	}

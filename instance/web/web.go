@@ -29,18 +29,21 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"net/netip"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/pi2hop/pi2hop/hop"
 	"github.com/pi2hop/pi2hop/instance"
-	"github.com/pi2hop/pi2hop/internal/flagvalue"
+	"github.com/pi2hop/pi2hop/internal/connlimit"
 	"github.com/pi2hop/pi2hop/lan"
 )
 
@@ -78,6 +81,16 @@ type liveSource struct{ l instance.Live }
 func (s liveSource) Stats() (hop.Snapshot, bool)               { return s.l.Stats(), true }
 func (s liveSource) Clients() ([]lan.Client, error)            { return s.l.Clients() }
 func (s liveSource) Set(e instance.Settings) ([]string, error) { return s.l.Set(e) }
+func (s liveSource) Conns() *connlimit.Counters                { return s.l.WebConns() }
+func (s liveSource) Log() *slog.Logger                         { return s.l.Log() }
+
+// hosted is a Source that keeps the view's connection counters and log
+// (a running instance: its stats and metrics show them). Other views
+// count for themselves and log to slog's default.
+type hosted interface {
+	Conns() *connlimit.Counters
+	Log() *slog.Logger
+}
 
 // maxFlows is the most flows a table event carries per direction: the
 // hop's table size.
@@ -107,6 +120,8 @@ type Server struct {
 	every    time.Duration
 	ln       net.Listener
 	srv      *http.Server
+	conns    *connlimit.Counters
+	log      *connlimit.Limited
 	ring     *ring
 
 	mu   sync.Mutex
@@ -170,7 +185,16 @@ func New(opt Options, src Source) (*Server, error) {
 		keep = 5 * time.Minute
 	}
 	s.ring = newRing(int(keep / s.every))
-	s.srv = &http.Server{Addr: addr, Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	lg, conns := slog.Default(), new(connlimit.Counters)
+	if h, ok := src.(hosted); ok {
+		lg, conns = h.Log(), h.Conns()
+	}
+	// The server's complaints (broken clients, failed accepts) go to the
+	// instance's log, rate-limited, not as net/http's bare lines on the
+	// standard error a user's command shares.
+	s.conns, s.log = conns, connlimit.NewLimited(lg, connlimit.LogEvery)
+	s.srv = &http.Server{Addr: addr, Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute,
+		ErrorLog: connlimit.ErrorLog(s.log, "web")}
 	return s, nil
 }
 
@@ -193,8 +217,8 @@ func (s *Server) Start() error {
 	if err != nil {
 		return fmt.Errorf("web: %w", err)
 	}
-	s.ln = ln
-	go s.srv.Serve(ln)
+	s.ln = connlimit.Listen(ln, "web", instance.MaxWebConns, s.conns, s.log)
+	go s.srv.Serve(s.ln)
 	go s.sample()
 	return nil
 }
@@ -312,48 +336,34 @@ func (s *Server) guard(next http.Handler) http.Handler {
 	})
 }
 
-// Edit is the body of POST /set: the link settings the page's buttons
-// change, in the forms the flags take.
-type Edit struct {
-	Rate      string `json:"rate,omitempty"` // tc units or "unlimited"
-	UpRate    string `json:"up-rate,omitempty"`
-	DownRate  string `json:"down-rate,omitempty"`
-	Delay     string `json:"delay,omitempty"` // one-way, e.g. 20ms
-	UpDelay   string `json:"up-delay,omitempty"`
-	DownDelay string `json:"down-delay,omitempty"`
-}
+// Edit is the body of POST /set: setting keys (instance's table, as
+// `set` and the flags name them) to values in the forms the flags take,
+// such as {"rate": "5mbit", "delay": "20ms"}.
+type Edit map[string]string
 
 // Settings turns e into the typed edit `set` sends, or an error naming
-// the field and the accepted form.
+// the key and the accepted form. Each value is read and bounded by its
+// setting's flag, so the page accepts what `set` accepts.
 func (e Edit) Settings() (instance.Settings, error) {
 	var out instance.Settings
-	rate := func(key, v string, dst **uint64) error {
-		if v == "" {
-			return nil
+	var errs []error
+	for _, key := range slices.Sorted(maps.Keys(e)) {
+		st, ok := instance.Lookup(key)
+		switch {
+		case !ok:
+			errs = append(errs, fmt.Errorf("%q: not a setting (rate, delay, up-rate, ...)", key))
+		case st.Fixed:
+			errs = append(errs, fmt.Errorf("%s: cannot change while the hop runs", key))
+		default:
+			if err := st.Bind(&out).Set(e[key]); err != nil {
+				errs = append(errs, fmt.Errorf("%s %q: %v", key, e[key], err))
+			}
 		}
-		var r flagvalue.LinkRate
-		if err := r.Set(v); err != nil {
-			return fmt.Errorf("%s %q: %v (want e.g. 10mbit, 500kbit or unlimited)", key, v, err)
-		}
-		bps := r.BPS
-		*dst = &bps
-		return nil
 	}
-	delay := func(key, v string, dst **time.Duration) error {
-		if v == "" {
-			return nil
-		}
-		d := flagvalue.Duration{}
-		if err := d.Set(v); err != nil {
-			return fmt.Errorf("%s %q: %v", key, v, err)
-		}
-		*dst = &d.D
-		return nil
+	if err := errors.Join(errs...); err != nil {
+		return out, err
 	}
-	err := errors.Join(rate("rate", e.Rate, &out.Rate), rate("up-rate", e.UpRate, &out.UpRate),
-		rate("down-rate", e.DownRate, &out.DownRate), delay("delay", e.Delay, &out.Delay),
-		delay("up-delay", e.UpDelay, &out.UpDelay), delay("down-delay", e.DownDelay, &out.DownDelay))
-	return out, err
+	return out, out.Check()
 }
 
 // setReply answers POST /set.
@@ -365,7 +375,6 @@ type setReply struct {
 func (s *Server) set(w http.ResponseWriter, r *http.Request) {
 	var e Edit
 	dec := json.NewDecoder(io.LimitReader(r.Body, 4<<10))
-	dec.DisallowUnknownFields()
 	reply := func(code int, rep setReply) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(code)

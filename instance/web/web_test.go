@@ -14,6 +14,7 @@ import (
 
 	"github.com/pi2hop/pi2hop/aqm"
 	"github.com/pi2hop/pi2hop/hop"
+	"github.com/pi2hop/pi2hop/instance"
 )
 
 func TestGuard(t *testing.T) {
@@ -137,16 +138,21 @@ func TestEditSettings(t *testing.T) {
 		delay   time.Duration
 		wantErr string
 	}{
-		{Edit{Rate: "5mbit"}, 5_000_000, -1, ""},
-		{Edit{Rate: "500kbit"}, 500_000, -1, ""},
-		{Edit{Rate: "1mbps"}, 8_000_000, -1, ""}, // tc: mbps is megabytes per second
-		{Edit{Rate: "unlimited"}, 0, -1, ""},
-		{Edit{Delay: "30ms"}, -1, 30 * time.Millisecond, ""},
-		{Edit{Rate: "2mbit", Delay: "1.5s"}, 2_000_000, 1500 * time.Millisecond, ""},
-		{Edit{Rate: "fast"}, -1, -1, "rate"},
-		{Edit{Rate: "0mbit"}, -1, -1, "rate"},
-		{Edit{Delay: "-1ms"}, -1, -1, "delay"},
-		{Edit{Delay: "soon"}, -1, -1, "10ms"},
+		{Edit{"rate": "5mbit"}, 5_000_000, -1, ""},
+		{Edit{"rate": "500kbit"}, 500_000, -1, ""},
+		{Edit{"rate": "1mbps"}, 8_000_000, -1, ""}, // tc: mbps is megabytes per second
+		{Edit{"rate": "unlimited"}, 0, -1, ""},
+		{Edit{"delay": "30ms"}, -1, 30 * time.Millisecond, ""},
+		{Edit{"rate": "2mbit", "delay": "1.5s"}, 2_000_000, 1500 * time.Millisecond, ""},
+		{Edit{"rate": "fast"}, -1, -1, "rate"},
+		{Edit{"rate": "0mbit"}, -1, -1, "rate"},
+		{Edit{"delay": "-1ms"}, -1, -1, "delay"},
+		{Edit{"delay": "soon"}, -1, -1, "10ms"},
+		{Edit{"rate": "1bit"}, -1, -1, "accepted: 8kbit.. or unlimited"},
+		{Edit{"delay": "100s"}, -1, -1, "accepted: 0s..10s"},
+		{Edit{"down-rate": "5mbit", "delay": "1s"}, -1, time.Second, ""},
+		{Edit{"speed": "5mbit"}, -1, -1, "not a setting"},
+		{Edit{"mtu": "9000"}, -1, -1, "cannot change"},
 	}
 	for _, tc := range tests {
 		s, err := tc.edit.Settings()
@@ -461,4 +467,25 @@ func mustSub(f fs.FS, dir string) fs.FS {
 		panic(err)
 	}
 	return s
+}
+
+// The page's edits reach every setting `set` takes, by the same key: each
+// live setting's default, as its flag prints it, reads back as an edit;
+// the fixed ones are refused.
+func TestEditTakesEveryLiveSetting(t *testing.T) {
+	for _, st := range instance.Table() {
+		var s instance.Settings
+		st.SetDefault(&s)
+		text := st.Bind(&s).String()
+		if text == "" {
+			continue // no default to send (a file, a fault, a loss model)
+		}
+		got, err := Edit{st.Key: text}.Settings()
+		switch {
+		case st.Fixed && err == nil:
+			t.Errorf("edit %s %s accepted: a running hop cannot change it", st.Key, text)
+		case !st.Fixed && (err != nil || !got.Has(st.Key)):
+			t.Errorf("edit %s %s: %v (given %v)", st.Key, text, err, got.Given())
+		}
+	}
 }

@@ -3,6 +3,7 @@
 package buildinfo
 
 import (
+	"fmt"
 	"runtime"
 	"runtime/debug"
 )
@@ -64,4 +65,19 @@ func (i Info) String() string {
 		s += " (modified)"
 	}
 	return s
+}
+
+// Describe is what `pi2hop version` prints: the version as String spells
+// it (the lab report's spelling too), the commit in full, the module, the
+// Go version and platform, a line each.
+func (i Info) Describe() string {
+	commit := i.Revision
+	switch {
+	case commit == "":
+		// go build -buildvcs=false, or a build outside a git work tree.
+		commit = "unknown (built without version control information)"
+	case i.Modified:
+		commit += " with uncommitted changes"
+	}
+	return fmt.Sprintf("pi2hop %s\ncommit %s\nmodule %s\ngo %s %s\n", i, commit, i.Module, i.Go, i.Platform)
 }

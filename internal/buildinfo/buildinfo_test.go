@@ -3,6 +3,7 @@ package buildinfo
 import (
 	"runtime"
 	"runtime/debug"
+	"strings"
 	"testing"
 )
 
@@ -31,5 +32,17 @@ func TestFromAndString(t *testing.T) {
 		if info.Module != tc.mod || info.Go != runtime.Version() || info.Platform != runtime.GOOS+"/"+runtime.GOARCH {
 			t.Errorf("%s: %+v", tc.name, info)
 		}
+	}
+}
+
+// Describe gives the full commit and says when there is none.
+func TestDescribe(t *testing.T) {
+	info := Info{Module: "m", Version: "v1", Revision: "0123456789abcdef", Go: "go1", Platform: "linux/amd64"}
+	if got, want := info.Describe(), "pi2hop v1 revision 0123456789ab\ncommit 0123456789abcdef\nmodule m\ngo go1 linux/amd64\n"; got != want {
+		t.Errorf("Describe() = %q, want %q", got, want)
+	}
+	info.Revision = ""
+	if got, want := info.Describe(), "commit unknown (built without version control information)\n"; !strings.Contains(got, want) {
+		t.Errorf("Describe() = %q, want %q in it", got, want)
 	}
 }

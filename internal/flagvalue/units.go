@@ -15,10 +15,15 @@ var tcTimeUnits = []struct{ tc, goUnit string }{
 	{"msecs", "ms"}, {"usecs", "us"}, {"msec", "ms"}, {"usec", "us"}, {"secs", "s"}, {"sec", "s"},
 }
 
-// errBareTime is a time given without a unit: tc(8) would read it as
+// ErrBareTime is a time given without a unit: tc(8) would read it as
 // microseconds, which nobody typing 10 for a delay means, so it is
-// refused rather than guessed.
-var errBareTime = errors.New("give a unit, e.g. 10ms, 250us or 1.5s (tc would read a bare number as microseconds)")
+// refused rather than guessed. Its text speaks of tc, as the link's and
+// queue's times are tc's; BareTimeHint says it for any other time.
+var ErrBareTime = errors.New("give a unit, e.g. 10ms, 250us or 1.5s (tc would read a bare number as microseconds)")
+
+// BareTimeHint is ErrBareTime's advice for a time that is not tc's (a
+// polling period, a run's length).
+const BareTimeHint = "give a unit, e.g. 1s, 500ms or 2m"
 
 // ParseDuration reads a time as Go writes it (10ms, 1.5s, 1m30s) or as
 // tc(8) does (10msec, 2sec, 250usec). A bare number is refused, except 0,
@@ -29,7 +34,7 @@ func ParseDuration(s string) (time.Duration, error) {
 		if f, _ := strconv.ParseFloat(t, 64); f == 0 {
 			return 0, nil
 		}
-		return 0, errBareTime
+		return 0, ErrBareTime
 	}
 	for _, u := range tcTimeUnits {
 		if num, ok := strings.CutSuffix(t, u.tc); ok {

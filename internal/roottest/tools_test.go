@@ -102,6 +102,12 @@ func toolsInGo(fset *token.FileSet, file *ast.File) []use {
 			}
 		}
 	}
+	// maybeProgram: a word after "--" names a program unless it is a
+	// flag or an address (a test of how flags and "--" are parsed).
+	maybeProgram := func(e ast.Expr) bool {
+		w, ok := lit(e)
+		return !ok || !strings.HasPrefix(w, "-") && !strings.Contains(w, ":")
+	}
 	// inArgs finds a program in a list of arguments: "netns", "exec", NS,
 	// "prog" (ip netns exec) and "--", "prog" (unshare, pi2hop shell).
 	inArgs := func(args []ast.Expr) {
@@ -114,7 +120,7 @@ func toolsInGo(fset *token.FileSet, file *ast.File) []use {
 			switch {
 			case a == "netns" && b == "exec" && i+3 < len(args):
 				add(args[i+3])
-			case a == "--" && i+1 < len(args):
+			case a == "--" && i+1 < len(args) && maybeProgram(args[i+1]):
 				add(args[i+1])
 			case (a == "sh" || a == "bash" || a == "/bin/sh" || a == "/bin/bash") && b == "-c" && i+2 < len(args):
 				addShell(args[i+2])

@@ -1,5 +1,6 @@
-// Package pcaptest builds IP packets for the tests of the capture and
-// analysis packages.
+// Package pcaptest builds IP packets for tests: the capture and analysis
+// packages', the hop's, replay's and the command's. A test that needs a
+// packet describes it here rather than writing header bytes itself.
 package pcaptest
 
 import (
@@ -9,14 +10,18 @@ import (
 	"github.com/pi2hop/pi2hop/aqm"
 )
 
-// Packet describes a packet for a test to build.
+// Packet describes a packet for a test to build. The zero value of each
+// field is the common case: no DSCP, TTL 64, a bare 20-byte TCP header
+// with no flags, a 20-byte IPv4 header, IPv4 checksum right.
 type Packet struct {
 	Src, Dst         netip.Addr
 	Proto            uint8 // 6 TCP, 17 UDP
 	SPort, DPort     uint16
 	ECN              aqm.ECN
+	DSCP             uint8  // the DS field's upper six bits
 	ID               uint32 // IPv4 identification (low 16 bits); IPv6: flow label
 	Payload          int    // bytes after the transport header
+	Data             []byte // those bytes, when set (Payload is then len(Data), Seq not written into UDP's)
 	Seq              uint32 // TCP sequence number / UDP first payload word
 	BadCsum          bool   // corrupt the IPv4 header checksum
 	IPv4HeaderLength int    // 0 = 20
@@ -28,6 +33,15 @@ type Packet struct {
 	TSval, TSecr uint32
 }
 
+// TCP flags, as Packet.Flags takes them.
+const (
+	TCPFin uint8 = 1 << iota
+	TCPSyn
+	TCPRst
+	TCPPsh
+	TCPAck
+)
+
 // Addresses of a client and a server, IPv4 and IPv6.
 var (
 	Cli4 = netip.MustParseAddr("10.0.0.1")
@@ -38,6 +52,9 @@ var (
 
 // Build returns the IP packet.
 func (p Packet) Build() []byte {
+	if p.Data != nil {
+		p.Payload = len(p.Data)
+	}
 	thl := 8
 	if p.Proto == 6 {
 		thl = 20
@@ -54,7 +71,7 @@ func (p Packet) Build() []byte {
 		}
 		b = make([]byte, hl+thl+p.Payload)
 		b[0] = 0x40 | byte(hl/4)
-		b[1] = byte(p.ECN)
+		b[1] = p.DSCP<<2 | byte(p.ECN)
 		binary.BigEndian.PutUint16(b[2:], uint16(len(b)))
 		binary.BigEndian.PutUint16(b[4:], uint16(p.ID))
 		b[6] = 0x40 // DF
@@ -73,7 +90,7 @@ func (p Packet) Build() []byte {
 		l4 = hl
 	} else {
 		b = make([]byte, 40+thl+p.Payload)
-		binary.BigEndian.PutUint32(b[0:], 6<<28|uint32(p.ECN)<<20|p.ID&0xfffff)
+		binary.BigEndian.PutUint32(b[0:], 6<<28|uint32(p.DSCP<<2|byte(p.ECN))<<20|p.ID&0xfffff)
 		binary.BigEndian.PutUint16(b[4:], uint16(thl+p.Payload))
 		b[6] = p.Proto
 		b[7] = 64
@@ -100,6 +117,7 @@ func (p Packet) Build() []byte {
 			binary.BigEndian.PutUint32(b[l4+8:], p.Seq)
 		}
 	}
+	copy(b[l4+thl:], p.Data)
 	return b
 }
 
@@ -120,14 +138,18 @@ func IPv4Checksum(h []byte) uint16 {
 }
 
 // SetCE marks a built packet CE and fixes the IPv4 checksum, as the hop does.
-func SetCE(b []byte) []byte {
+func SetCE(b []byte) []byte { return SetECN(b, aqm.CE) }
+
+// SetECN returns a copy of a built packet with its ECN field e and the
+// IPv4 checksum fixed: a mark, or a path that bleaches or re-marks.
+func SetECN(b []byte, e aqm.ECN) []byte {
 	out := append([]byte(nil), b...)
 	if out[0]>>4 == 4 {
-		out[1] |= 3
+		out[1] = out[1]&^3 | byte(e)
 		hl := int(out[0]&0xf) * 4
 		binary.BigEndian.PutUint16(out[10:], IPv4Checksum(out[:hl]))
 	} else {
-		out[1] |= 0x30
+		out[1] = out[1]&^0x30 | byte(e)<<4
 	}
 	return out
 }
