@@ -98,6 +98,10 @@ type Run struct {
 	// RTTMs holds raw RTT samples (ms, after warm-up) per flow label for
 	// the CDF plots; too bulky for report.json, whose Dists summarise them.
 	RTTMs map[string][]float64 `json:"-"`
+	// RTTDist holds RTT distributions kept as counts rather than samples
+	// (lab app's passive RTT, from histograms), per flow label, for the
+	// same plots.
+	RTTDist map[string]figure.Dist `json:"-"`
 	// SojournDist is each queue's sojourn distribution after warm-up
 	// ("L", "C"), for the sojourn CDF and CCDF plots; report.json
 	// summarises it in Queues.

@@ -125,7 +125,23 @@ func rttClasses(run *Run) map[plotfile.Class]bool {
 	for label := range run.RTTMs {
 		cs[flowClass(run, label)] = true
 	}
+	for label := range run.RTTDist {
+		cs[flowClass(run, label)] = true
+	}
 	return cs
+}
+
+// rttDists are a run's RTT distributions by flow label: its samples'
+// and those it keeps as counts.
+func (run *Run) rttDists() map[string]figure.Dist {
+	d := map[string]figure.Dist{}
+	for label, ms := range run.RTTMs {
+		d[label] = figure.CDF(ms)
+	}
+	for label, dist := range run.RTTDist {
+		d[label] = dist
+	}
+	return d
 }
 
 // sojournClasses are the classes of a run's sojourn lines.
@@ -209,14 +225,15 @@ func (r *Report) rttDist(styles []int, ccdf bool) (*chart, bool) {
 	c := &chart{name: "rtt" + suffix, p: plotfile.New(title, "RTT (ms)", y)}
 	smallest := 1.0
 	for i, run := range r.Runs {
-		for _, label := range sortedKeys(run.RTTMs) {
-			d := figure.CDF(run.RTTMs[label])
+		dists := run.rttDists()
+		for _, label := range sortedKeys(dists) {
+			d := dists[label]
 			pts := plotfile.DistPoints(d, ccdf)
 			if len(pts) == 0 {
 				continue
 			}
 			name := run.Title
-			if len(run.RTTMs) > 1 {
+			if len(dists) > 1 {
 				name += ": " + label
 			}
 			if c.line(name, flowClass(&run, label), styles[i], pts) == nil {
