@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/pi2hop/pi2hop/check"
+	"github.com/pi2hop/pi2hop/internal/cli"
 	"github.com/pi2hop/pi2hop/internal/clidoc"
 	"github.com/pi2hop/pi2hop/internal/flagvalue"
 )
@@ -81,7 +82,7 @@ func checkFlags(fs *pflag.FlagSet) func(context.Context, *cmdEnv, []string) erro
 	fs.Var(&a.rate, "rate", "with --box: the `rate` pi2hop is to run at, tc units (10mbit): a slower shaper on --wan is a problem")
 	a.wakeFor = flagvalue.Duration{D: 2 * time.Second, Min: 0}
 	fs.Var(&a.wakeFor, "wake-for", "with --box: how long to measure the wake-up latency (`period`); 0 skips it")
-	jsonFlag(fs, &a.json, "print the result as one JSON object")
+	clidoc.JSONFlag(fs, &a.json, "print the result as one JSON object")
 	return func(ctx context.Context, env *cmdEnv, args []string) error {
 		if len(args) > 0 {
 			return usagef("check: unexpected argument %q", args[0])
@@ -156,7 +157,7 @@ func checkPath(ctx context.Context, env *cmdEnv, a *checkArgs) error {
 		return usagef("check: --to %v", te)
 	case errors.As(err, &ue):
 		fmt.Fprintf(env.stderr, "pi2hop check: %v\n", ue)
-		return &exitError{2}
+		return &cli.ExitError{Code: 2}
 	case err != nil:
 		return fmt.Errorf("check: %w", err)
 	}
@@ -193,14 +194,14 @@ func checkPath(ctx context.Context, env *cmdEnv, a *checkArgs) error {
 		}
 	}
 	if !r.Ready() {
-		return &exitError{1}
+		return &cli.ExitError{Code: 1}
 	}
 	return nil
 }
 
 func runCheckBox(ctx context.Context, env *cmdEnv, a *checkArgs) error {
-	if goos != "linux" {
-		return &platformError{"pi2hop check --box: needs Linux (forwarding, nftables, qdiscs)"}
+	if app.GOOS != "linux" {
+		return &cli.PlatformError{Msg: "pi2hop check --box: needs Linux (forwarding, nftables, qdiscs)"}
 	}
 	fs, err := check.Box(ctx, check.BoxOptions{LAN: a.lan, WAN: a.wan, Rate: a.rate.BPS, WakeFor: a.wakeFor.D})
 	if err != nil {
@@ -216,7 +217,7 @@ func runCheckBox(ctx context.Context, env *cmdEnv, a *checkArgs) error {
 		return err
 	}
 	if check.Problems(fs) > 0 {
-		return &exitError{1}
+		return &cli.ExitError{Code: 1}
 	}
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/pi2hop/pi2hop/flow"
+	"github.com/pi2hop/pi2hop/internal/cli"
 )
 
 func TestFlowFlagErrors(t *testing.T) {
@@ -40,7 +41,7 @@ func TestFlowFlagErrors(t *testing.T) {
 	}
 	for _, tc := range tests {
 		_, _, err := runOut(tc.args...)
-		var ue *usageError
+		var ue *cli.UsageError
 		if err == nil || !errors.As(err, &ue) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: err %v, want a usage error containing %q", tc.args, err, tc.want)
 		}
@@ -48,16 +49,16 @@ func TestFlowFlagErrors(t *testing.T) {
 }
 
 func TestFlowSubcommandHelp(t *testing.T) {
-	for _, s := range topCommand("flow").subs {
-		out, _, err := runOut("flow", s.name, "--help")
-		if err != nil || !strings.HasPrefix(out, "Usage: pi2hop flow "+s.name+" ") || !strings.Contains(out, "--json") {
-			t.Errorf("flow %s --help: %v\n%s", s.name, err, out)
+	for _, s := range app.Command("flow").Subs {
+		out, _, err := runOut("flow", s.Name, "--help")
+		if err != nil || !strings.HasPrefix(out, "Usage: pi2hop flow "+s.Name+" ") || !strings.Contains(out, "--json") {
+			t.Errorf("flow %s --help: %v\n%s", s.Name, err, out)
 		}
 	}
 	out, _, _ := runOut("help", "flow")
-	for _, s := range topCommand("flow").subs {
-		if !strings.Contains(out, "  "+s.name+" ") {
-			t.Errorf("help flow does not list %s", s.name)
+	for _, s := range app.Command("flow").Subs {
+		if !strings.Contains(out, "  "+s.Name+" ") {
+			t.Errorf("help flow does not list %s", s.Name)
 		}
 	}
 }

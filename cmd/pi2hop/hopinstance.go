@@ -8,6 +8,7 @@ import (
 	"github.com/pi2hop/pi2hop/hop"
 	"github.com/pi2hop/pi2hop/instance"
 	"github.com/pi2hop/pi2hop/instance/web"
+	"github.com/pi2hop/pi2hop/internal/cli"
 	"github.com/pi2hop/pi2hop/internal/flagvalue"
 	"github.com/pi2hop/pi2hop/pcap"
 	"github.com/pi2hop/pi2hop/tun"
@@ -88,7 +89,7 @@ func runInstance(ctx context.Context, env *cmdEnv, command string, inst *instanc
 	}, topo)
 	var ee *instance.ExitError
 	if errors.As(err, &ee) {
-		return &exitError{code: ee.Code}
+		return &cli.ExitError{Code: ee.Code}
 	}
 	return err
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/pi2hop/pi2hop/internal/clidoc"
 	"github.com/pi2hop/pi2hop/internal/jsonline"
 	"github.com/pi2hop/pi2hop/internal/tty"
 	"github.com/pi2hop/pi2hop/invoker"
@@ -47,7 +48,7 @@ func replayFlags(fs *pflag.FlagSet) func(context.Context, *cmdEnv, []string) err
 	fs.StringVar(&a.pcap, "pcap", "", "capture `FILE` (- = stdin; pcap or pcapng, gzipped or not, as analyze reads) to replay: arrival = capture time since the first packet")
 	fs.StringVar(&a.pcapOut, "pcap-out", "", "write the packets as they leave (after --delay, CE marks applied) to this pcap `FILE` (raw IP, ns timestamps)")
 	fs.StringVar(&a.tap, "tap", "", "of a capture with several interfaces, the one to replay (`NAME`, e.g. up-in); default: of a pi2hop capture its first -in tap, the packets as they came to the hop")
-	jsonFlag(fs, &a.json, "JSON lines (each packet, each queue update, a summary) even on a terminal; off a terminal they are the default")
+	clidoc.JSONFlag(fs, &a.json, "JSON lines (each packet, each queue update, a summary) even on a terminal; off a terminal they are the default")
 	a.link = addLinkFlags(fs, false)
 	a.link.addProfileFlag()
 	a.capture = addCaptureFlags(fs)

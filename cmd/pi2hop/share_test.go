@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/pi2hop/pi2hop/internal/cli"
 )
 
 // share's own flags: bad input is a usage error that names the flag and
@@ -24,7 +26,7 @@ func TestShareBadInput(t *testing.T) {
 		{[]string{"share", "--lan", "eth1", "--wan", "eth0", "--rate", "0"}, `--rate "0"`},
 	} {
 		_, _, err := runOut(tt.args...)
-		var ue *usageError
+		var ue *cli.UsageError
 		if !errors.As(err, &ue) || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%q: %v, want a usage error saying %q", tt.args, err, tt.want)
 		}
