@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -235,7 +234,7 @@ func (f *linkFlags) direction(name string) (shaper.Config, aqm.Spec, error) {
 	}
 	d, err := s.Direction(name)
 	if err != nil {
-		return shaper.Config{}, aqm.Spec{}, f.flagNamed(err)
+		return shaper.Config{}, aqm.Spec{}, s.FlagError(err, f.given)
 	}
 	return d.Link, d.Queue, nil
 }
@@ -247,53 +246,9 @@ func (f *linkFlags) hopConfig(name string) (hop.Config, error) {
 		return hop.Config{}, err
 	}
 	c, err := s.Resolve(name)
-	return c, f.flagNamed(err)
+	return c, s.FlagError(err, f.given)
 }
 
 // warnings are the library's words on flags without effect (see
 // instance.Settings.Warnings), in flag terms.
 func (f *linkFlags) warnings() []string { return f.settings().Warnings() }
-
-// flagFor names the flag of a Settings key.
-func flagFor(key string) string {
-	if st, ok := instance.Lookup(key); ok {
-		return st.FlagName()
-	}
-	return key
-}
-
-// flagNamed rewrites an error of the library about a setting so that it
-// names the flag: --tupdate: 10s not in 1µs..4.294967295s.
-func (f *linkFlags) flagNamed(err error) error {
-	var fe *instance.FieldError
-	var ce *aqm.ConfigError
-	switch {
-	case err == nil:
-		return nil
-	case errors.As(err, &fe) && (fe.Field == "max-rtt" || fe.Field == "typical-rtt"):
-		return fmt.Errorf("%s: %w", f.tuneFlags(), fe.Err)
-	case errors.As(err, &fe):
-		return fmt.Errorf("--%s: %w", flagFor(fe.Field), fe.Err)
-	case errors.As(err, &ce):
-		key, s := instance.ErrorKey(err), f.settings()
-		switch {
-		case s.Tunes(key):
-			return fmt.Errorf("%s: %s derived from them: %s", f.tuneFlags(), flagFor(key), ce.Range())
-		case s.Has(key):
-			return fmt.Errorf("--%s: %s", flagFor(key), ce.Range())
-		}
-		return fmt.Errorf("--%s (default): %s", flagFor(key), ce.Range())
-	}
-	return err
-}
-
-// tuneFlags names the auto-tuning flags given, with their values, for errors.
-func (f *linkFlags) tuneFlags() string {
-	var s []string
-	for _, name := range []string{"max-rtt", "typical-rtt"} {
-		if f.given(name) {
-			s = append(s, "--"+name+" "+f.fs.Lookup(name).Value.String())
-		}
-	}
-	return strings.Join(s, " ")
-}
