@@ -11,7 +11,6 @@ import (
 
 	"github.com/pi2hop/pi2hop/analyze"
 	"github.com/pi2hop/pi2hop/aqm"
-	"github.com/pi2hop/pi2hop/internal/cli"
 	"github.com/pi2hop/pi2hop/pcap"
 	"github.com/pi2hop/pi2hop/pcap/pcaptest"
 )
@@ -128,7 +127,7 @@ func TestAnalyzeCommandErrors(t *testing.T) {
 		{[]string{"analyze", "--ingress", good}, "--ingress and --egress go together", true},
 	} {
 		_, err := runCLI(t, "", tc.args...)
-		var ue *cli.UsageError
+		var ue *usageError
 		if err == nil || !strings.Contains(err.Error(), tc.want) || errors.As(err, &ue) != tc.usage {
 			t.Errorf("%q: error %v (usage error %v), want one containing %q (usage %v)", tc.args, err, errors.As(err, &ue), tc.want, tc.usage)
 		}

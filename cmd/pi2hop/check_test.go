@@ -15,7 +15,6 @@ import (
 	"github.com/pi2hop/pi2hop/check"
 	"github.com/pi2hop/pi2hop/flow/ecnudp"
 	"github.com/pi2hop/pi2hop/flow/ecnudp/ecnudptest"
-	"github.com/pi2hop/pi2hop/internal/cli"
 )
 
 // checkResponder runs `check --serve` in-process on a free loopback port
@@ -104,7 +103,7 @@ func TestCheckCommandErrors(t *testing.T) {
 		{[]string{"check", "--serve", ":1", "--max-rate", "10mbit"}, "go with --to and --load"},
 	} {
 		_, err := runCLI(t, "", c.args...)
-		var ue *cli.UsageError
+		var ue *usageError
 		if !errors.As(err, &ue) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: %v, want a usage error with %q", c.args, err, c.want)
 		}
@@ -121,7 +120,7 @@ func TestCheckCommandErrors(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	start := time.Now()
 	err = Run(context.Background(), []string{"check", "--to", closed}, nil, &stdout, &stderr)
-	if code := cli.ExitCode("pi2hop", err, &stderr); code != 2 || !strings.Contains(stderr.String(), closed) {
+	if code := exitCode(err, &stderr); code != 2 || !strings.Contains(stderr.String(), closed) {
 		t.Errorf("check --to a closed port: exit %d, stderr %q; want 2 naming %s", code, stderr.String(), closed)
 	}
 	if el := time.Since(start); el > 5*time.Second {

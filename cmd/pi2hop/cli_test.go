@@ -48,7 +48,7 @@ func walkCommands(f func(c *cli.Command)) {
 
 // flagsOf returns c's flag set with its flags declared.
 func flagsOf(c *cli.Command) *pflag.FlagSet {
-	fs := app.NewFlagSet(c)
+	fs := newFlagSet(c)
 	if c.Flags != nil {
 		c.Flags(fs)
 	}
@@ -63,7 +63,7 @@ func flagsOf(c *cli.Command) *pflag.FlagSet {
 // what is under them.
 func TestCommandHelp(t *testing.T) {
 	for _, want := range []string{"replay", "version", "flow"} {
-		if app.Command(want) == nil {
+		if topCommand(want) == nil {
 			t.Errorf("command %q is not in the command list", want)
 		}
 	}
@@ -220,7 +220,7 @@ func TestOldSpellings(t *testing.T) {
 		t.Error("no deprecated spellings found: the walk saw none of --watch, --interval")
 	}
 	// One end to end: the old spelling sets the new flag and warns.
-	fs := flagsOf(app.Command("stats"))
+	fs := flagsOf(topCommand("stats"))
 	if err := fs.Parse([]string{"--watch", "2s"}); err != nil {
 		t.Fatal(err)
 	}
@@ -264,7 +264,7 @@ func TestUnknownCommandsAndFlags(t *testing.T) {
 	})
 	for _, args := range tests {
 		_, _, err := runOut(args...)
-		var ue *cli.UsageError
+		var ue *usageError
 		if !errors.As(err, &ue) {
 			t.Errorf("%q: error %v, want a usage error", args, err)
 			continue
@@ -277,7 +277,7 @@ func TestUnknownCommandsAndFlags(t *testing.T) {
 			t.Errorf("%q: error %q does not say what was wrong", args, err)
 		}
 		var stderr bytes.Buffer
-		if code := cli.ExitCode("pi2hop", err, &stderr); code != 2 || !strings.Contains(stderr.String(), "pi2hop help") {
+		if code := exitCode(err, &stderr); code != 2 || !strings.Contains(stderr.String(), "pi2hop help") {
 			t.Errorf("%q: exit %d, stderr %q: want 2 and a hint", args, code, stderr.String())
 		}
 	}
@@ -295,7 +295,7 @@ func TestExitCode(t *testing.T) {
 		{&cli.ExitError{Code: 7}, 7},
 	}
 	for _, tt := range tests {
-		if got := cli.ExitCode("pi2hop", tt.err, &stderr); got != tt.want {
+		if got := exitCode(tt.err, &stderr); got != tt.want {
 			t.Errorf("ExitCode(%v) = %d, want %d", tt.err, got, tt.want)
 		}
 	}

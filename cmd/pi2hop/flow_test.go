@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/pi2hop/pi2hop/flow"
-	"github.com/pi2hop/pi2hop/internal/cli"
 )
 
 func TestFlowFlagErrors(t *testing.T) {
@@ -41,7 +40,7 @@ func TestFlowFlagErrors(t *testing.T) {
 	}
 	for _, tc := range tests {
 		_, _, err := runOut(tc.args...)
-		var ue *cli.UsageError
+		var ue *usageError
 		if err == nil || !errors.As(err, &ue) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: err %v, want a usage error containing %q", tc.args, err, tc.want)
 		}
@@ -49,14 +48,14 @@ func TestFlowFlagErrors(t *testing.T) {
 }
 
 func TestFlowSubcommandHelp(t *testing.T) {
-	for _, s := range app.Command("flow").Subs {
+	for _, s := range topCommand("flow").Subs {
 		out, _, err := runOut("flow", s.Name, "--help")
 		if err != nil || !strings.HasPrefix(out, "Usage: pi2hop flow "+s.Name+" ") || !strings.Contains(out, "--json") {
 			t.Errorf("flow %s --help: %v\n%s", s.Name, err, out)
 		}
 	}
 	out, _, _ := runOut("help", "flow")
-	for _, s := range app.Command("flow").Subs {
+	for _, s := range topCommand("flow").Subs {
 		if !strings.Contains(out, "  "+s.Name+" ") {
 			t.Errorf("help flow does not list %s", s.Name)
 		}

@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/pi2hop/pi2hop/instance"
-	"github.com/pi2hop/pi2hop/internal/cli"
 )
 
 // A value given to --web with a space is caught before anything runs, with
@@ -14,7 +13,7 @@ import (
 func TestWebValueWithASpace(t *testing.T) {
 	_, _, err := runOut("shell", "--web", "127.0.0.1:8080", "--", "true")
 	var stderr bytes.Buffer
-	if code := cli.ExitCode("pi2hop", err, &stderr); code != 2 || !strings.Contains(stderr.String(), "did you mean --web=127.0.0.1:8080?") {
+	if code := exitCode(err, &stderr); code != 2 || !strings.Contains(stderr.String(), "did you mean --web=127.0.0.1:8080?") {
 		t.Errorf("exit %d, stderr %q: want 2 and did you mean --web=127.0.0.1:8080?", code, stderr.String())
 	}
 }
@@ -33,7 +32,7 @@ func TestDidYouMean(t *testing.T) {
 	} {
 		_, stderrText, err := runOut(tt.args...)
 		var stderr bytes.Buffer
-		if code := cli.ExitCode("pi2hop", err, &stderr); code != 2 || !strings.Contains(stderr.String(), tt.want) {
+		if code := exitCode(err, &stderr); code != 2 || !strings.Contains(stderr.String(), tt.want) {
 			t.Errorf("%q: exit %d, %q; want 2 and %q", tt.args, code, stderr.String(), tt.want)
 		}
 		if strings.Contains(stderrText, "Commands:") {

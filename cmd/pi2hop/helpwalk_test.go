@@ -215,7 +215,7 @@ func TestUsageErrorNamesCommandHelp(t *testing.T) {
 	for _, tt := range tests {
 		_, _, err := runOut(tt.args...)
 		var b strings.Builder
-		if code := cli.ExitCode("pi2hop", err, &b); code != 2 || !strings.HasSuffix(b.String(), tt.want) {
+		if code := exitCode(err, &b); code != 2 || !strings.HasSuffix(b.String(), tt.want) {
 			t.Errorf("%v: exit %d, %q; want 2 and a last line %q", tt.args, code, b.String(), tt.want)
 		}
 	}

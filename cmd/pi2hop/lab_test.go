@@ -14,7 +14,6 @@ import (
 
 	"github.com/pi2hop/pi2hop/analyze"
 	"github.com/pi2hop/pi2hop/instance"
-	"github.com/pi2hop/pi2hop/internal/cli"
 	"github.com/pi2hop/pi2hop/internal/roottest"
 	"github.com/pi2hop/pi2hop/netsys"
 	"github.com/pi2hop/pi2hop/testbed"
@@ -23,7 +22,7 @@ import (
 
 // labConfig parses a lab command line (without "lab") to its resolved Config.
 func labConfig(args ...string) (testbed.Config, error) {
-	fs := app.NewFlagSet(app.Command("lab"))
+	fs := newFlagSet(topCommand("lab"))
 	a := addLabFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return testbed.Config{}, err
@@ -92,7 +91,7 @@ func TestLabFlagErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		_, _, err := runOut(tt.args...)
-		var ue *cli.UsageError
+		var ue *usageError
 		if err == nil || !strings.Contains(err.Error(), tt.want) || !errors.As(err, &ue) {
 			t.Errorf("%q: error %v, want a usage error with %q", tt.args, err, tt.want)
 		}

@@ -29,7 +29,7 @@ func TestLinuxOnlyCommands(t *testing.T) {
 		for _, goos := range otherSystems {
 			err := needsLinux(c, goos)
 			var stderr bytes.Buffer
-			if code := cli.ExitCode("pi2hop", err, &stderr); code != 2 {
+			if code := exitCode(err, &stderr); code != 2 {
 				t.Errorf("%s on %s: exit %d, want 2", name, goos, code)
 			}
 			want := "pi2hop " + name + ": needs Linux (" + need + ")\n"
@@ -67,7 +67,7 @@ func TestRunElsewhere(t *testing.T) {
 	// for an instance that is not there, not change the machine.
 	_, _, err := runOut("stats", "--name", "pi2hop-no-such-instance")
 	var stderr bytes.Buffer
-	if code := cli.ExitCode("pi2hop", err, &stderr); code != 2 || stderr.String() != "pi2hop stats: needs Linux ("+app.Command("stats").Linux+")\n" {
+	if code := exitCode(err, &stderr); code != 2 || stderr.String() != "pi2hop stats: needs Linux ("+topCommand("stats").Linux+")\n" {
 		t.Errorf("stats on darwin: exit %d, %q", code, stderr.String())
 	}
 	for _, args := range [][]string{{"share", "--help"}, {"help", "share"}, {"replay", "--help"}, {"flow", "prague-send", "--help"}} {

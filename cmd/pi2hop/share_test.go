@@ -4,8 +4,6 @@ import (
 	"errors"
 	"strings"
 	"testing"
-
-	"github.com/pi2hop/pi2hop/internal/cli"
 )
 
 // share's own flags: bad input is a usage error that names the flag and
@@ -26,7 +24,7 @@ func TestShareBadInput(t *testing.T) {
 		{[]string{"share", "--lan", "eth1", "--wan", "eth0", "--rate", "0"}, `--rate "0"`},
 	} {
 		_, _, err := runOut(tt.args...)
-		var ue *cli.UsageError
+		var ue *usageError
 		if !errors.As(err, &ue) || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%q: %v, want a usage error saying %q", tt.args, err, tt.want)
 		}
