@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -169,29 +168,8 @@ func checkPath(ctx context.Context, env *cmdEnv, a *checkArgs) error {
 			return fmt.Errorf("check: %w", err)
 		}
 	}
-	if a.json {
-		j := r.JSON()
-		if tr != nil {
-			tj := tr.JSON()
-			j.Trace = &tj
-		}
-		b, err := json.Marshal(j)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(env.stdout, "%s\n", b)
-	} else {
-		if err := r.WriteText(env.stdout); err != nil {
-			return err
-		}
-		if tr != nil {
-			if err := tr.WriteText(env.stdout); err != nil {
-				return err
-			}
-			if note := check.TraceNote(r); note != "" {
-				fmt.Fprintf(env.stdout, "  %s\n", note)
-			}
-		}
+	if err := check.WritePath(env.stdout, r, tr, a.json); err != nil {
+		return err
 	}
 	if !r.Ready() {
 		return &cli.ExitError{Code: 1}
@@ -207,13 +185,7 @@ func runCheckBox(ctx context.Context, env *cmdEnv, a *checkArgs) error {
 	if err != nil {
 		return fmt.Errorf("check --box (run it as root): %w", err)
 	}
-	if a.json {
-		b, err := json.Marshal(check.BoxJSON{Problems: check.Problems(fs), Findings: fs})
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(env.stdout, "%s\n", b)
-	} else if err := check.WriteBoxText(env.stdout, fs); err != nil {
+	if err := check.WriteBox(env.stdout, fs, a.json); err != nil {
 		return err
 	}
 	if check.Problems(fs) > 0 {
