@@ -151,12 +151,8 @@ func runReplay(ctx context.Context, env *cmdEnv, a *replayArgs, args []string) e
 		}
 	}
 	if err == nil {
-		var inCounts inputCounts
-		if capIn != nil {
-			inCounts = inputCounts{skipped: capIn.Skipped(), clamped: capIn.Clamped()}
-		}
 		j := &jsonline.Line{}
-		if line := replay.WriteSummary(j, &res, summaryInput(a, inCounts), linkCfg, spec); table != nil {
+		if line := replay.WriteSummary(j, &res, summaryInput(a, capIn), linkCfg, spec); table != nil {
 			err = table.Write(out, &res, line, spec.Kind)
 		} else {
 			out.Write(line)
@@ -190,14 +186,14 @@ func openInput(path string, stdin io.Reader) (io.Reader, string, func(), error) 
 	return f, path, func() { f.Close() }, nil
 }
 
-type inputCounts struct{ skipped, clamped int }
-
-// summaryInput is what the summary line says of the input and settings.
-func summaryInput(a *replayArgs, in inputCounts) replay.SummaryInput {
-	f := a.link
-	s := f.settings()
-	si := replay.SummaryInput{Trace: a.trace, Pcap: a.pcap, Profile: f.profile.Val,
-		Seed: f.seed(), MTU: f.mtuBytes(), Skipped: in.skipped, Clamped: in.clamped}
+// summaryInput is what the summary line says of the input (capIn, nil
+// for a CSV trace) and settings.
+func summaryInput(a *replayArgs, capIn *replay.CaptureSource) replay.SummaryInput {
+	f, s := a.link, a.link.settings()
+	si := replay.SummaryInput{Trace: a.trace, Pcap: a.pcap, Profile: f.profile.Val, Seed: f.seed(), MTU: f.mtuBytes()}
+	if capIn != nil {
+		si.Skipped, si.Clamped = capIn.Skipped(), capIn.Clamped()
+	}
 	if si.Profile != "" {
 		si.Direction = f.dir.Val
 	}
