@@ -70,6 +70,20 @@ func ReadUser(home string, uid uint32) ([]Profile, []error) {
 	return ps, errs
 }
 
+// ReadFile reads the file at path as the user uid may, with the checks
+// ReadUser makes of a profile's file: the last component is opened
+// without following a symbolic link and must be uid's own regular file of
+// at most MaxUserFile bytes (the folders above it are the caller's
+// choice).
+func ReadFile(path string, uid uint32) ([]byte, error) {
+	dir, err := os.Open(filepath.Dir(path))
+	if err != nil {
+		return nil, err
+	}
+	defer dir.Close()
+	return readUserFile(dir, filepath.Base(path), uid)
+}
+
 // openUserDir opens home/UserDir one folder at a time.
 func openUserDir(home string, uid uint32) (*os.File, error) {
 	fd, err := unix.Open(home, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
