@@ -2,6 +2,7 @@ package instance
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"path/filepath"
 	"reflect"
@@ -182,10 +183,15 @@ func (s Settings) withAbsTraces() Settings {
 	return s
 }
 
-// DumpConfig asks instance name for its settings in force and writes
-// them as a configuration file (ConfigTOML), headed by a comment that
-// says where they come from.
+// DumpConfig asks instance name (with "", the only one running, else
+// DefaultName) for its settings in force and writes them as a
+// configuration file (ConfigTOML), headed by a comment that says where
+// they come from.
 func DumpConfig(name string, all bool) ([]byte, error) {
+	name, err := Pick(cmp.Or(name, DefaultName), name != "")
+	if err != nil {
+		return nil, err
+	}
 	s, err := SettingsOf(name)
 	if err != nil {
 		return nil, err

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"slices"
 
 	"github.com/pi2hop/pi2hop/instance"
@@ -11,16 +10,12 @@ import (
 
 // pi2hop config dump: a running hop's settings as --config reads them.
 var configCmd = &command{
-	name: "config", short: "write a running hop's settings as a file --config reads back",
-	usage: "config SUBCOMMAND [flags]",
+	name: "config", short: "write a running hop's settings as a file run, shell and share read back", usage: "config SUBCOMMAND [flags]",
+	examples: configExamples,
 	subs: []*command{{
-		name: "dump", usage: "dump [--name N] [--all]", linux: "a local instance started by run, shell or share",
-		short: "print the settings a running hop was given (flags, profile, --config, set since) as TOML; --all: every setting in force",
-		long:  "The output is a configuration file: run, shell and share read it back with --config FILE, and flags given beside it win. Without --all it holds the settings given, the rest being at their defaults; with --all it also holds every other setting at the value in force (but not the per-direction ones, the values auto-tuning sets, or DualPI2's memlimit, which follows limit). The command's own flags (name, web, metrics, capture) are not in it: add them by hand.",
-		examples: []example{
-			{"sudo pi2hop config dump --name lab1 > lab1.toml", "keep the settings of instance lab1"},
-			{"sudo pi2hop shell --config lab1.toml --name lab2", "start another shell with them"},
-		},
+		name: "dump", usage: "dump [--name N] [--all]", linux: "a local instance started by run, shell or share", examples: configExamples,
+		short: "print the settings a running hop was given (flags, profile, configuration file, set since) as TOML; --all: every setting in force",
+		long:  "The output is a configuration file: run, shell and share read it back (their config flag), and flags given beside it win. Without --all it holds the settings given, the rest being at their defaults; with --all it also holds every other setting at the value in force (but not the per-direction ones, the values auto-tuning sets, or DualPI2's memlimit, which follows limit). The command's own flags (name, web, metrics, capture) are not in it: add them by hand.",
 		flags: func(fs *pflag.FlagSet) func(context.Context, *cmdEnv, []string) error {
 			name, all := "", false
 			fs.StringVar(&name, "name", "", pickNameUsage)
@@ -28,10 +23,6 @@ var configCmd = &command{
 			return func(_ context.Context, env *cmdEnv, args []string) error {
 				if len(args) > 0 {
 					return usagef("config dump: unexpected argument %q", args[0])
-				}
-				name, err := pickInstance(name)
-				if err != nil {
-					return fmt.Errorf("config dump: %w", err)
 				}
 				b, err := instance.DumpConfig(name, all)
 				if err == nil {
@@ -41,6 +32,11 @@ var configCmd = &command{
 			}
 		},
 	}},
+}
+
+var configExamples = []example{
+	{"sudo pi2hop config dump --name lab1 > lab1.toml", "keep instance lab1's settings: sudo pi2hop shell --config lab1.toml starts another shell with them"},
+	{"sudo pi2hop config dump --all", "every setting the only running instance has in force, defaults too"},
 }
 
 // The command list is cli.go's: config follows set there.
