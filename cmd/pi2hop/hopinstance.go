@@ -74,7 +74,7 @@ func runInstance(ctx context.Context, env *cmdEnv, command string, inst *instanc
 	if err != nil {
 		return usagef("%s: %v", command, err)
 	}
-	attrs := []any{"capture", cf.path}
+	attrs := []any{"capture", cf.path, "config", link.config}
 	if link.profile.Val != "" {
 		attrs = append(attrs, "profile", link.profile.Val)
 	}
