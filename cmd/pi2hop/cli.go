@@ -30,7 +30,7 @@ var app = &cli.Program{
 }
 
 func init() {
-	for _, c := range []*command{shareCmd, runCmd, shellCmd, statsCmd, setCmd, labCmd, flowCmd, checkCmd, replayCmd, analyzeCmd, profilesCmd, helpCmd} {
+	for _, c := range []*command{shareCmd, runCmd, shellCmd, statsCmd, setCmd, configCmd, labCmd, flowCmd, checkCmd, replayCmd, analyzeCmd, profilesCmd, helpCmd} {
 		app.Commands = append(app.Commands, c.cli())
 	}
 	app.Commands = append(app.Commands, app.CompletionCommand(), versionCmd.cli())

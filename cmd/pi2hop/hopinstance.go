@@ -61,6 +61,9 @@ func givenFlags(fs *pflag.FlagSet) []string {
 // runInstance runs topo as the instance the flags describe: the link
 // flags resolved, the capture, the control socket, the metrics.
 func runInstance(ctx context.Context, env *cmdEnv, command string, inst *instanceFlags, link *linkFlags, cf *captureFlags, comment string, topo instance.Topology) error {
+	if err := link.applyConfig(); err != nil {
+		return usagef("%s: %v", command, err)
+	}
 	if err := instance.CheckName(inst.name); err != nil {
 		return usagef("%s: --name: %v", command, err)
 	}
@@ -72,7 +75,7 @@ func runInstance(ctx context.Context, env *cmdEnv, command string, inst *instanc
 	if err != nil {
 		return usagef("%s: %v", command, err)
 	}
-	attrs := []any{"capture", cf.path}
+	attrs := []any{"capture", cf.path, "config", link.config}
 	if link.profile.Val != "" {
 		attrs = append(attrs, "profile", link.profile.Val)
 	}

@@ -24,9 +24,11 @@ import (
 type linkFlags struct {
 	fs      *pflag.FlagSet
 	bidir   bool
-	s       instance.Settings // what the flags given wrote
-	profile flagvalue.Choice  // --profile: a preset the flags given override; "" for none
-	dir     flagvalue.Choice  // replay's --direction: the profile's direction it models
+	s       instance.Settings  // what the flags given wrote
+	profile flagvalue.Choice   // --profile: a preset the flags given override; "" for none
+	dir     flagvalue.Choice   // replay's --direction: the profile's direction it models
+	config  string             // --config: a file of flags the flags given override
+	file    *instance.Settings // the settings --config gives, once read (applyConfig)
 }
 
 // addLinkFlags declares the link and AQM flags on fs. With bidir it also
@@ -158,11 +160,36 @@ func (f *linkFlags) addProfileFlag() {
 	f.fs.Var(&f.profile, "profile", "start from a preset access link `NAME`: "+strings.Join(profile.Names(), ", ")+
 		", or one of yours in ~/"+profile.UserDir+" (a preset wins over a file of its name); each flag given overrides its value (pi2hop profiles lists their settings and sources)")
 	clidoc.Annotate(f.fs, "profile", clidoc.GroupAnnotation, "link")
-	if !f.bidir {
+	if f.bidir {
+		f.fs.StringVar(&f.config, "config", "", instance.ConfigUsage)
+		clidoc.Annotate(f.fs, "config", clidoc.GroupAnnotation, "link")
+	} else {
 		f.dir = flagvalue.Choice{Val: "down", Choices: []string{"down", "up"}}
 		f.fs.Var(&f.dir, "direction", "with --profile, the direction of the preset to model: down (server to client) or up")
 		clidoc.Annotate(f.fs, "direction", clidoc.GroupAnnotation, "link")
 	}
+}
+
+// applyConfig reads --config: its settings lie under the flags given
+// (resolved), its command flags are set unless given (instance.ReadConfig).
+func (f *linkFlags) applyConfig() error {
+	if f.config == "" {
+		return nil
+	}
+	c, err := instance.ReadConfig(f.config, func(name string) bool { return f.fs.Lookup(name) != nil })
+	if err != nil {
+		return fmt.Errorf("--config: %w", err)
+	}
+	f.file = &c.Settings
+	for _, fl := range c.Flags {
+		if f.fs.Changed(fl.Key) {
+			continue
+		}
+		if err := f.fs.Set(fl.Key, fl.Value); err != nil {
+			return fmt.Errorf("--config: %s: %s = %q: %w", c.Where(fl.Key), fl.Key, fl.Value, err)
+		}
+	}
+	return nil
 }
 
 // seed returns --seed.
@@ -204,18 +231,24 @@ func (f *linkFlags) resolved() (instance.Settings, error) {
 			st.SetDefault(&s)
 		}
 	}
-	if f.profile.Val == "" {
+	if f.profile.Val == "" && f.file == nil {
 		if f.given("direction") {
 			return s, fmt.Errorf("--direction picks a direction of --profile: give --profile too")
 		}
 		return s, nil
 	}
-	p, err := instance.ProfileSettings(f.profile.Val)
-	if err != nil {
-		return s, fmt.Errorf("--profile: %w", err)
+	var p instance.Settings
+	if f.profile.Val != "" {
+		var err error
+		if p, err = instance.ProfileSettings(f.profile.Val); err != nil {
+			return s, fmt.Errorf("--profile: %w", err)
+		}
 	}
 	if !f.bidir {
 		p = p.OneWay(f.dir.Val)
+	}
+	if f.file != nil { // the file's settings stand to the profile as flags, and to the flags as a profile
+		p = instance.WithProfile(p, *f.file)
 	}
 	return instance.WithProfile(p, s), nil
 }

@@ -54,7 +54,7 @@ var bareMeaning = map[string]struct{ print, err string }{
 	"plot": {print: "10"}, "out": {print: "10"}, "ingress": {print: "[10]"}, "egress": {print: "[10]"}, "dns": {print: "[10]"},
 	"lan": {print: "10"}, "wan": {print: "10"}, "subnet": {print: "10"}, "user": {print: "10"}, "metrics": {print: "10"},
 	"to": {print: "10"}, "listen": {print: "10"}, "bind": {print: "10"}, "cc": {print: "10"}, "ecn": {print: "10"},
-	"ce-threshold-selector": {print: "10"}, "tap": {print: "10"}, "serve": {print: "10"}, "web-token": {print: "10"},
+	"ce-threshold-selector": {print: "10"}, "tap": {print: "10"}, "serve": {print: "10"}, "web-token": {print: "10"}, "config": {print: "10"},
 }
 
 // TestBareNumbers gives 10 to every flag of every command that takes a
