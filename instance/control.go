@@ -26,7 +26,7 @@ import (
 
 // Request is one control request.
 type Request struct {
-	Op  string    `json:"op"`            // OpStats or OpSet
+	Op  string    `json:"op"`            // OpStats, OpSet or OpSettings
 	Set *Settings `json:"set,omitempty"` // OpSet: the settings that change
 	// Flows asks OpStats for each direction's flow table, its top Flows
 	// flows by rate (0: none).
@@ -37,6 +37,10 @@ type Request struct {
 const (
 	OpStats = "stats"
 	OpSet   = "set"
+	// OpSettings asks for the settings in force: those given at the
+	// start (flags, profile, configuration file) with every set since
+	// laid over them.
+	OpSettings = "settings"
 )
 
 // Response answers a Request.
@@ -52,6 +56,8 @@ type Response struct {
 	Flows *[2]hop.FlowTable `json:"flows,omitempty"`
 	// Conns are the instance's servers' connection counters (stats).
 	Conns *ConnStats `json:"conns,omitempty"`
+	// Settings are the settings in force (OpSettings).
+	Settings *Settings `json:"settings,omitempty"`
 }
 
 // handler is what the control server asks of an instance.
@@ -60,6 +66,7 @@ type handler interface {
 	statsFlows(top int) (hop.Snapshot, [2]hop.FlowTable)
 	clients() ([]lan.Client, error)
 	set(Settings) ([]string, error)
+	settingsInForce() Settings
 	connStats() ConnStats
 }
 
@@ -229,8 +236,11 @@ func (s *controlServer) serve(req Request) Response {
 		if err != nil {
 			resp.Error, resp.Field = err.Error(), ErrorKey(err)
 		}
+	case OpSettings:
+		s := s.h.settingsInForce()
+		resp.Settings = &s
 	default:
-		resp.Error = fmt.Sprintf("unknown op %q (want %s or %s)", req.Op, OpStats, OpSet)
+		resp.Error = fmt.Sprintf("unknown op %q (want %s, %s or %s)", req.Op, OpStats, OpSet, OpSettings)
 	}
 	return resp
 }
@@ -356,6 +366,18 @@ func Set(name string, s Settings) ([]string, error) {
 		return nil, err
 	}
 	return resp.Warnings, err
+}
+
+// SettingsOf asks instance name for its settings in force.
+func SettingsOf(name string) (Settings, error) {
+	resp, err := Call(name, Request{Op: OpSettings})
+	if err != nil {
+		return Settings{}, err
+	}
+	if resp.Settings == nil {
+		return Settings{}, fmt.Errorf("instance %q: answer without settings (an instance of an older build?)", name)
+	}
+	return *resp.Settings, nil
 }
 
 // absTraces makes s's rate trace paths absolute, writing through the

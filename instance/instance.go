@@ -132,7 +132,7 @@ func Run(ctx context.Context, opt Options, topo Topology) (err error) {
 	}
 	warnLeftovers(log, opt.Name)
 	raiseFDLimit(log)
-	in := &instance{log: log, settings: opt.Settings, topo: topo}
+	in := &instance{log: log, settings: opt.Settings.withAbsTraces(), topo: topo}
 	env := &Env{Name: opt.Name, Config: opt.Config, Journal: j, Log: log, claim: c}
 	env.Config.Logger = log
 	var closers []io.Closer
@@ -304,6 +304,14 @@ func tunBackend(log *slog.Logger, asked tun.Backend, h *hop.Hop) string {
 		log.Warn("TUN offload refused by the kernel: forwarding one packet per system call", "tun", s)
 	}
 	return s
+}
+
+// settingsInForce are the settings the hop runs with: as given, with
+// each set request laid over them.
+func (in *instance) settingsInForce() Settings {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.settings
 }
 
 // set applies a set request: its settings over the instance's, checked as

@@ -43,12 +43,13 @@ func newLogger(w io.Writer, format string, level slog.Level) (*slog.Logger, bool
 // each is "" when not given and then left out of the start-up message.
 type startupExtras struct {
 	Profile string // --profile
+	Config  string // --config: the configuration file read
 	Capture string // the capture file's path
 	Metrics string // the metrics URL
 	Web     string // the live view's URL, with its token
 }
 
-// extrasFrom reads the profile and the capture's path from the start-up
+// extrasFrom reads the profile, the configuration file and the capture's path from the start-up
 // record's fields (key, value pairs).
 func extrasFrom(attrs []any) startupExtras {
 	var e startupExtras
@@ -57,6 +58,8 @@ func extrasFrom(attrs []any) startupExtras {
 		switch attrs[i] {
 		case "profile":
 			e.Profile = v
+		case "config":
+			e.Config = v
 		case "capture":
 			e.Capture = v
 		}
@@ -81,6 +84,9 @@ func startupMessage(kind, name string, c hop.Config, s Settings, x startupExtras
 		label += fmt.Sprintf(" %q", name)
 	}
 	head := []string{}
+	if x.Config != "" {
+		head = append(head, "config "+x.Config)
+	}
 	if x.Profile != "" {
 		head = append(head, "profile "+x.Profile)
 	}

@@ -74,9 +74,9 @@ func TestStartupMessageNamesWhatIsInForce(t *testing.T) {
 		t.Fatal(err)
 	}
 	topo := fakeTopo{stop: "Ctrl-C"}
-	x := startupExtras{Profile: "lte", Capture: "c.pcapng", Metrics: "http://127.0.0.1:9101/metrics", Web: "http://127.0.0.1:8080/"}
+	x := startupExtras{Config: "lab.toml", Profile: "lte", Capture: "c.pcapng", Metrics: "http://127.0.0.1:9101/metrics", Web: "http://127.0.0.1:8080/"}
 	got := startupMessage("shell", "x", c, s, x, topo)
-	want := "pi2hop shell \"x\": profile lte, dualpi2\n" +
+	want := "pi2hop shell \"x\": config lab.toml, profile lte, dualpi2\n" +
 		"  up:   rate trace builtin:lte-up, delay 20ms, jitter 4ms uniform, aggregate 4ms/6000B, ECN fault bleach after the queue\n" +
 		"  down: rate trace builtin:lte-down, delay 20ms, jitter 4ms uniform, ECN fault bleach after the queue\n" +
 		"capture: c.pcapng\n" +

@@ -189,21 +189,8 @@ func collidingNames(prefix string, k int, own func(name string) int) []string {
 // control socket.
 func startRun(t *testing.T, bin, ns, name string) *exec.Cmd {
 	t.Helper()
-	cmd := exec.Command("ip", "netns", "exec", ns, bin, "run", "--name", name, "--lan", "lp0", "--wan", "lp1", "--rate", "10mbit", "--floor-probe=false")
-	var stderr lockedBuffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if _, err := os.Stat(instance.SocketPath(name)); err == nil {
-			return cmd
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("run %s in %s: no control socket within 20 s; stderr:\n%s", name, ns, stderr.String())
-		}
-	}
+	cmd, _ := startInstance(t, bin, ns, name, 20*time.Second, "", "run", "--name", name, "--lan", "lp0", "--wan", "lp1", "--rate", "10mbit", "--floor-probe=false")
+	return cmd
 }
 
 // TestRunsInFourNamespacesOwnTables: four `run`s started at once in four

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/pi2hop/pi2hop/analyze"
+	"github.com/pi2hop/pi2hop/internal/clidoc"
 	"github.com/pi2hop/pi2hop/internal/flagvalue"
 	"github.com/pi2hop/pi2hop/internal/plotfile"
 	"github.com/pi2hop/pi2hop/invoker"
@@ -43,7 +44,7 @@ type analyzeArgs struct {
 
 func analyzeFlags(fs *pflag.FlagSet) func(context.Context, *cmdEnv, []string) error {
 	a := &analyzeArgs{}
-	jsonFlag(fs, &a.json, "print the full result as JSON instead of tables")
+	clidoc.JSONFlag(fs, &a.json, "print the full result as JSON instead of tables")
 	fs.StringVar(&a.plotDir, "plot", "", "write plots of mark fraction and sojourn over time and the sojourn distribution into `DIR`")
 	a.plotFormat = plotfile.DefaultFormats
 	fs.Var(&a.plotFormat, "plot-format", plotFormatUsage)

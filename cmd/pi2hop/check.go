@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -11,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/pi2hop/pi2hop/check"
+	"github.com/pi2hop/pi2hop/internal/cli"
 	"github.com/pi2hop/pi2hop/internal/clidoc"
 	"github.com/pi2hop/pi2hop/internal/flagvalue"
 )
@@ -81,7 +81,7 @@ func checkFlags(fs *pflag.FlagSet) func(context.Context, *cmdEnv, []string) erro
 	fs.Var(&a.rate, "rate", "with --box: the `rate` pi2hop is to run at, tc units (10mbit): a slower shaper on --wan is a problem")
 	a.wakeFor = flagvalue.Duration{D: 2 * time.Second, Min: 0}
 	fs.Var(&a.wakeFor, "wake-for", "with --box: how long to measure the wake-up latency (`period`); 0 skips it")
-	jsonFlag(fs, &a.json, "print the result as one JSON object")
+	clidoc.JSONFlag(fs, &a.json, "print the result as one JSON object")
 	return func(ctx context.Context, env *cmdEnv, args []string) error {
 		if len(args) > 0 {
 			return usagef("check: unexpected argument %q", args[0])
@@ -156,7 +156,7 @@ func checkPath(ctx context.Context, env *cmdEnv, a *checkArgs) error {
 		return usagef("check: --to %v", te)
 	case errors.As(err, &ue):
 		fmt.Fprintf(env.stderr, "pi2hop check: %v\n", ue)
-		return &exitError{2}
+		return &cli.ExitError{Code: 2}
 	case err != nil:
 		return fmt.Errorf("check: %w", err)
 	}
@@ -168,55 +168,28 @@ func checkPath(ctx context.Context, env *cmdEnv, a *checkArgs) error {
 			return fmt.Errorf("check: %w", err)
 		}
 	}
-	if a.json {
-		j := r.JSON()
-		if tr != nil {
-			tj := tr.JSON()
-			j.Trace = &tj
-		}
-		b, err := json.Marshal(j)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(env.stdout, "%s\n", b)
-	} else {
-		if err := r.WriteText(env.stdout); err != nil {
-			return err
-		}
-		if tr != nil {
-			if err := tr.WriteText(env.stdout); err != nil {
-				return err
-			}
-			if note := check.TraceNote(r); note != "" {
-				fmt.Fprintf(env.stdout, "  %s\n", note)
-			}
-		}
+	if err := check.WritePath(env.stdout, r, tr, a.json); err != nil {
+		return err
 	}
 	if !r.Ready() {
-		return &exitError{1}
+		return &cli.ExitError{Code: 1}
 	}
 	return nil
 }
 
 func runCheckBox(ctx context.Context, env *cmdEnv, a *checkArgs) error {
-	if goos != "linux" {
-		return &platformError{"pi2hop check --box: needs Linux (forwarding, nftables, qdiscs)"}
+	if app.GOOS != "linux" {
+		return &cli.PlatformError{Msg: "pi2hop check --box: needs Linux (forwarding, nftables, qdiscs)"}
 	}
 	fs, err := check.Box(ctx, check.BoxOptions{LAN: a.lan, WAN: a.wan, Rate: a.rate.BPS, WakeFor: a.wakeFor.D})
 	if err != nil {
 		return fmt.Errorf("check --box (run it as root): %w", err)
 	}
-	if a.json {
-		b, err := json.Marshal(check.BoxJSON{Problems: check.Problems(fs), Findings: fs})
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(env.stdout, "%s\n", b)
-	} else if err := check.WriteBoxText(env.stdout, fs); err != nil {
+	if err := check.WriteBox(env.stdout, fs, a.json); err != nil {
 		return err
 	}
 	if check.Problems(fs) > 0 {
-		return &exitError{1}
+		return &cli.ExitError{Code: 1}
 	}
 	return nil
 }

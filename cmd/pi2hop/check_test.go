@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/netip"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -30,7 +29,7 @@ func checkResponder(t *testing.T) string {
 	addr := c.LocalAddr().String()
 	c.Close()
 	ctx, cancel := context.WithCancel(context.Background())
-	var out syncBuffer
+	var out lockedBuffer
 	done := make(chan error, 1)
 	go func() { done <- Run(ctx, []string{"check", "--serve", addr}, nil, &out, &out) }()
 	t.Cleanup(func() {
@@ -127,25 +126,6 @@ func TestCheckCommandErrors(t *testing.T) {
 	if el := time.Since(start); el > 5*time.Second {
 		t.Errorf("closed port reported after %v, want within 5 s", el)
 	}
-}
-
-// syncBuffer is a bytes.Buffer that a command writes to while the test
-// reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // TestCheckJSONMatchesDocs: check's JSON outputs (the path check with a

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"runtime"
 	"runtime/debug"
 	"slices"
@@ -12,13 +13,14 @@ import (
 	"unicode"
 
 	"github.com/pi2hop/pi2hop/internal/buildinfo"
+	"github.com/pi2hop/pi2hop/internal/cli"
 	"github.com/spf13/pflag"
 )
 
 func commandNames() []string {
-	names := make([]string, len(commands))
-	for i, c := range commands {
-		names[i] = c.name
+	names := make([]string, len(app.Commands))
+	for i, c := range app.Commands {
+		names[i] = c.Name
 	}
 	return names
 }
@@ -31,24 +33,24 @@ func runOut(args ...string) (stdout, stderr string, err error) {
 
 // walkCommands calls f for every command and subcommand, each parent
 // before its subcommands.
-func walkCommands(f func(c *command)) {
-	var walk func(c *command)
-	walk = func(c *command) {
+func walkCommands(f func(c *cli.Command)) {
+	var walk func(c *cli.Command)
+	walk = func(c *cli.Command) {
 		f(c)
-		for _, s := range c.subs {
+		for _, s := range c.Subs {
 			walk(s)
 		}
 	}
-	for _, c := range commands {
+	for _, c := range app.Commands {
 		walk(c)
 	}
 }
 
 // flagsOf returns c's flag set with its flags declared.
-func flagsOf(c *command) *pflag.FlagSet {
+func flagsOf(c *cli.Command) *pflag.FlagSet {
 	fs := newFlagSet(c)
-	if c.flags != nil {
-		c.flags(fs)
+	if c.Flags != nil {
+		c.Flags(fs)
 	}
 	return fs
 }
@@ -66,11 +68,11 @@ func TestCommandHelp(t *testing.T) {
 		}
 	}
 	seen := map[string]bool{}
-	walkCommands(func(c *command) {
-		if seen[c.path()] {
-			t.Errorf("%s is in the command list twice", c.path())
+	walkCommands(func(c *cli.Command) {
+		if seen[c.Path()] {
+			t.Errorf("%s is in the command list twice", c.Path())
 		}
-		seen[c.path()] = true
+		seen[c.Path()] = true
 	})
 	list, _, err := runOut("help")
 	if err != nil {
@@ -81,22 +83,22 @@ func TestCommandHelp(t *testing.T) {
 			t.Errorf("pi2hop help does not list %s", name)
 		}
 	}
-	walkCommands(func(c *command) {
-		path := c.path()
-		if c.short == "" || !strings.HasPrefix(c.usage, c.name) {
-			t.Errorf("%s: short %q, usage %q: want a description and a synopsis starting with the name", path, c.short, c.usage)
+	walkCommands(func(c *cli.Command) {
+		path := c.Path()
+		if c.Short == "" || !strings.HasPrefix(c.Usage, c.Name) {
+			t.Errorf("%s: short %q, usage %q: want a description and a synopsis starting with the name", path, c.Short, c.Usage)
 		}
 		help, _, err := runOut(append([]string{"help"}, strings.Fields(path)...)...)
 		if err != nil {
 			t.Errorf("help %s: %v", path, err)
 			return
 		}
-		if want := "Usage: pi2hop " + strings.TrimSuffix(path, c.name) + c.usage + "\n"; !strings.HasPrefix(help, want) {
+		if want := "Usage: pi2hop " + strings.TrimSuffix(path, c.Name) + c.Usage + "\n"; !strings.HasPrefix(help, want) {
 			t.Errorf("help %s starts %q, want %q", path, firstLine(help), want)
 		}
-		for _, s := range c.subs {
-			if !strings.Contains(help, "  "+s.name+" ") {
-				t.Errorf("help %s does not list %s", path, s.name)
+		for _, s := range c.Subs {
+			if !strings.Contains(help, "  "+s.Name+" ") {
+				t.Errorf("help %s does not list %s", path, s.Name)
 			}
 		}
 		visible := map[string]bool{}
@@ -110,7 +112,7 @@ func TestCommandHelp(t *testing.T) {
 					t.Errorf("help %s hides --%s and never names tc's %s", path, f.Name, kw)
 				}
 				return
-			case f.Hidden && c == setCmd && isFixed(f.Name):
+			case f.Hidden && c.Path() == "set" && isFixed(f.Name):
 				return // parsed only to be refused with a reason: TestHelpHonest
 			case f.Hidden:
 				t.Errorf("%s --%s is hidden but not a deprecated alias: show it in the help or remove it", path, f.Name)
@@ -122,10 +124,10 @@ func TestCommandHelp(t *testing.T) {
 			visible[f.Name] = true
 		})
 		// A group's synopsis may name its subcommands' flags.
-		for _, s := range c.subs {
+		for _, s := range c.Subs {
 			flagsOf(s).VisitAll(func(f *pflag.Flag) { visible[f.Name] = f.Deprecated == "" && !f.Hidden })
 		}
-		for _, name := range flagWords(c.usage + " " + c.short + " " + c.long) {
+		for _, name := range flagWords(c.Usage + " " + c.Short + " " + c.Long) {
 			if !visible[name] {
 				t.Errorf("%s: synopsis or description names --%s, which its help does not list", path, name)
 			}
@@ -171,18 +173,18 @@ var spellings = []struct {
 // TestOneSpellingPerIdea fails when any command or subcommand shows a
 // second spelling of an idea in its help.
 func TestOneSpellingPerIdea(t *testing.T) {
-	walkCommands(func(c *command) {
-		help, _, err := runOut(append([]string{"help"}, strings.Fields(c.path())...)...)
+	walkCommands(func(c *cli.Command) {
+		help, _, err := runOut(append([]string{"help"}, strings.Fields(c.Path())...)...)
 		if err != nil {
-			t.Fatalf("help %s: %v", c.path(), err)
+			t.Fatalf("help %s: %v", c.Path(), err)
 		}
 		flagsOf(c).VisitAll(func(f *pflag.Flag) {
 			for _, sp := range spellings {
 				if slices.Contains(sp.others, f.Name) && f.Deprecated == "" {
-					t.Errorf("%s --%s: %s is spelled --%s", c.path(), f.Name, sp.idea, sp.name)
+					t.Errorf("%s --%s: %s is spelled --%s", c.Path(), f.Name, sp.idea, sp.name)
 				}
 				if slices.Contains(sp.others, f.Name) && mentionsFlag(help, f.Name) {
-					t.Errorf("help %s shows the old spelling --%s", c.path(), f.Name)
+					t.Errorf("help %s shows the old spelling --%s", c.Path(), f.Name)
 				}
 			}
 		})
@@ -194,7 +196,7 @@ func TestOneSpellingPerIdea(t *testing.T) {
 // works and prints a note with the new spelling.
 func TestOldSpellings(t *testing.T) {
 	seen := 0
-	walkCommands(func(c *command) {
+	walkCommands(func(c *cli.Command) {
 		fs := flagsOf(c)
 		fs.VisitAll(func(f *pflag.Flag) {
 			if f.Deprecated == "" {
@@ -202,7 +204,7 @@ func TestOldSpellings(t *testing.T) {
 			}
 			seen++
 			if !f.Hidden {
-				t.Errorf("%s --%s is deprecated but shown", c.path(), f.Name)
+				t.Errorf("%s --%s is deprecated but shown", c.Path(), f.Name)
 			}
 			if strings.HasPrefix(f.Deprecated, "ignored") {
 				return
@@ -210,7 +212,7 @@ func TestOldSpellings(t *testing.T) {
 			to, ok := strings.CutPrefix(f.Deprecated, "use --")
 			nf := fs.Lookup(to)
 			if !ok || nf == nil || nf.Value != f.Value {
-				t.Errorf("%s --%s (%q) is not an alias of a declared flag", c.path(), f.Name, f.Deprecated)
+				t.Errorf("%s --%s (%q) is not an alias of a declared flag", c.Path(), f.Name, f.Deprecated)
 			}
 		})
 	})
@@ -226,7 +228,7 @@ func TestOldSpellings(t *testing.T) {
 		t.Errorf("stats --watch 2s: --every = %s, want 2s", got)
 	}
 	var note bytes.Buffer
-	warnDeprecated(fs, topCommand("stats"), &note)
+	_ = Run(context.Background(), []string{"stats", "--watch", "2s", "--name", "no-such-instance"}, nil, io.Discard, &note) // warns, then finds none
 	if !strings.Contains(note.String(), "--watch is deprecated") || !strings.Contains(note.String(), "use --every") {
 		t.Errorf("note %q: want it to name --watch and --every", note.String())
 	}
@@ -257,8 +259,8 @@ func TestUnknownCommandsAndFlags(t *testing.T) {
 		{"help", "frobnicate"},
 		{"help", "flow", "frobnicate"},
 	}
-	walkCommands(func(c *command) {
-		tests = append(tests, append(strings.Fields(c.path()), "--no-such-flag"))
+	walkCommands(func(c *cli.Command) {
+		tests = append(tests, append(strings.Fields(c.Path()), "--no-such-flag"))
 	})
 	for _, args := range tests {
 		_, _, err := runOut(args...)
@@ -290,11 +292,11 @@ func TestExitCode(t *testing.T) {
 		{nil, 0},
 		{errors.New("boom"), 1},
 		{usagef("bad"), 2},
-		{&exitError{code: 7}, 7},
+		{&cli.ExitError{Code: 7}, 7},
 	}
 	for _, tt := range tests {
 		if got := exitCode(tt.err, &stderr); got != tt.want {
-			t.Errorf("exitCode(%v) = %d, want %d", tt.err, got, tt.want)
+			t.Errorf("ExitCode(%v) = %d, want %d", tt.err, got, tt.want)
 		}
 	}
 }

@@ -1,14 +1,11 @@
 package main
 
 import (
-	"os"
 	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/pi2hop/pi2hop/instance"
 )
 
 // TestGatewayFirewallAccept: a router whose forward chains drop by policy
@@ -34,25 +31,9 @@ func TestGatewayFirewallAccept(t *testing.T) {
 	dropForwarding(t, l.router)
 	before := nftIn("list", "ruleset")
 
-	start := func() (*exec.Cmd, *syncBuffer) {
+	start := func() (*exec.Cmd, *lockedBuffer) {
 		t.Helper()
-		var stderr syncBuffer
-		cmd := exec.Command("ip", "netns", "exec", l.router, bin, "run", "--name", name, "--lan", "rl", "--wan", "rw")
-		cmd.Stderr = &stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			if _, err := os.Stat(instance.SocketPath(name)); err == nil {
-				return cmd, &stderr
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("pi2hop run did not open its control socket within 10 s:\n%s", stderr.String())
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+		return startInstance(t, bin, l.router, name, 10*time.Second, "", "run", "--name", name, "--lan", "rl", "--wan", "rw")
 	}
 	cmd, stderr := start()
 	if got := sendTCP(t, l.client, l.server, "tcp", "10.254.20.2:5008", 64<<10, 5*time.Second); got != 64<<10 {

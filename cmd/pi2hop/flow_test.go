@@ -48,16 +48,16 @@ func TestFlowFlagErrors(t *testing.T) {
 }
 
 func TestFlowSubcommandHelp(t *testing.T) {
-	for _, s := range topCommand("flow").subs {
-		out, _, err := runOut("flow", s.name, "--help")
-		if err != nil || !strings.HasPrefix(out, "Usage: pi2hop flow "+s.name+" ") || !strings.Contains(out, "--json") {
-			t.Errorf("flow %s --help: %v\n%s", s.name, err, out)
+	for _, s := range topCommand("flow").Subs {
+		out, _, err := runOut("flow", s.Name, "--help")
+		if err != nil || !strings.HasPrefix(out, "Usage: pi2hop flow "+s.Name+" ") || !strings.Contains(out, "--json") {
+			t.Errorf("flow %s --help: %v\n%s", s.Name, err, out)
 		}
 	}
 	out, _, _ := runOut("help", "flow")
-	for _, s := range topCommand("flow").subs {
-		if !strings.Contains(out, "  "+s.name+" ") {
-			t.Errorf("help flow does not list %s", s.name)
+	for _, s := range topCommand("flow").Subs {
+		if !strings.Contains(out, "  "+s.Name+" ") {
+			t.Errorf("help flow does not list %s", s.Name)
 		}
 	}
 }

@@ -3,12 +3,14 @@ package main
 import (
 	"bytes"
 	"flag"
-	"github.com/pi2hop/pi2hop/internal/roottest"
 	"os"
 	"os/exec"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/pi2hop/pi2hop/internal/cli"
+	"github.com/pi2hop/pi2hop/internal/roottest"
 
 	"github.com/pi2hop/pi2hop/internal/clidoc"
 	"github.com/spf13/pflag"
@@ -37,9 +39,9 @@ func TestDocsUpToDate(t *testing.T) {
 	if got != string(want) {
 		t.Errorf("docs/cli.md is stale: run make docs and commit it")
 	}
-	walkCommands(func(c *command) {
-		if !strings.Contains(got, "\n## pi2hop "+c.path()+"\n") && !strings.Contains(got, "## pi2hop "+c.path()+"\n") {
-			t.Errorf("docs/cli.md has no heading for %s", c.path())
+	walkCommands(func(c *cli.Command) {
+		if !strings.Contains(got, "\n## pi2hop "+c.Path()+"\n") && !strings.Contains(got, "## pi2hop "+c.Path()+"\n") {
+			t.Errorf("docs/cli.md has no heading for %s", c.Path())
 		}
 	})
 }
@@ -60,8 +62,8 @@ func TestManPage(t *testing.T) {
 			t.Errorf("man page has no %q", sec)
 		}
 	}
-	walkCommands(func(c *command) {
-		if want := "\n.SS \"pi2hop " + strings.ReplaceAll(c.path(), "-", `\-`) + "\"\n"; !strings.Contains(page, want) {
+	walkCommands(func(c *cli.Command) {
+		if want := "\n.SS \"pi2hop " + strings.ReplaceAll(c.Path(), "-", `\-`) + "\"\n"; !strings.Contains(page, want) {
 			t.Errorf("man page has no section %q", want)
 		}
 	})
@@ -130,13 +132,13 @@ func TestCompletionScripts(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		walkCommands(func(c *command) {
-			if !strings.Contains(script, c.name) {
-				t.Errorf("%s script lacks %s", shell, c.path())
+		walkCommands(func(c *cli.Command) {
+			if !strings.Contains(script, c.Name) {
+				t.Errorf("%s script lacks %s", shell, c.Path())
 			}
 			flagsOf(c).VisitAll(func(f *pflag.Flag) {
 				if f.Deprecated == "" && !f.Hidden && !strings.Contains(script, f.Name) {
-					t.Errorf("%s script lacks %s --%s", shell, c.path(), f.Name)
+					t.Errorf("%s script lacks %s --%s", shell, c.Path(), f.Name)
 				}
 			})
 		})
@@ -185,7 +187,7 @@ func TestReadme(t *testing.T) {
 	}
 	for _, m := range lines {
 		args := strings.Fields(m[1])
-		c, rest, err := lookup(args)
+		c, rest, err := app.Lookup(args)
 		if err != nil {
 			t.Errorf("README: pi2hop %s: %v", m[1], err)
 			continue

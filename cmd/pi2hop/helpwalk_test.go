@@ -8,6 +8,7 @@ import (
 
 	"github.com/pi2hop/pi2hop/aqm"
 	"github.com/pi2hop/pi2hop/instance"
+	"github.com/pi2hop/pi2hop/internal/cli"
 	"github.com/pi2hop/pi2hop/internal/clidoc"
 	"github.com/spf13/pflag"
 )
@@ -49,17 +50,17 @@ var fixedExamples = map[string]string{"aqm": "codel", "mtu": "9000", "seed": "7"
 // each kind's default is the kernel's.
 func TestHelpHonest(t *testing.T) {
 	typeWord := regexp.MustCompile(`--[a-z0-9-]+ (` + strings.Join(clidoc.GoTypeNames, "|") + `)\b`)
-	walkCommands(func(c *command) {
-		help, _, err := runOut(append([]string{"help"}, strings.Fields(c.path())...)...)
+	walkCommands(func(c *cli.Command) {
+		help, _, err := runOut(append([]string{"help"}, strings.Fields(c.Path())...)...)
 		if err != nil {
-			t.Fatalf("help %s: %v", c.path(), err)
+			t.Fatalf("help %s: %v", c.Path(), err)
 		}
 		if m := typeWord.FindString(help); m != "" {
-			t.Errorf("help %s shows a Go type name: %q", c.path(), m)
+			t.Errorf("help %s shows a Go type name: %q", c.Path(), m)
 		}
 		flagsOf(c).VisitAll(func(f *pflag.Flag) {
 			if p := clidoc.Placeholder(f); slices.Contains(clidoc.GoTypeNames, p) {
-				t.Errorf("help %s: --%s shows its Go type %q", c.path(), f.Name, p)
+				t.Errorf("help %s: --%s shows its Go type %q", c.Path(), f.Name, p)
 			}
 		})
 	})
@@ -165,15 +166,15 @@ func TestHelpKindDefaults(t *testing.T) {
 // Every command shows two or three examples, and each example's command
 // line parses: its command exists and takes those flags and values.
 func TestHelpExamples(t *testing.T) {
-	walkCommands(func(c *command) {
-		if n := len(c.examples); n < 2 || n > 3 {
-			t.Errorf("%s: %d examples, want two or three", c.path(), n)
+	walkCommands(func(c *cli.Command) {
+		if n := len(c.Examples); n < 2 || n > 3 {
+			t.Errorf("%s: %d examples, want two or three", c.Path(), n)
 		}
-		for _, e := range c.examples {
-			line := e.line
+		for _, e := range c.Examples {
+			line := e.Line
 			i := strings.Index(line, "pi2hop ")
-			if i < 0 || e.what == "" {
-				t.Errorf("%s: example %q does not run pi2hop or says nothing of what it does", c.path(), line)
+			if i < 0 || e.What == "" {
+				t.Errorf("%s: example %q does not run pi2hop or says nothing of what it does", c.Path(), line)
 				continue
 			}
 			line = line[i+len("pi2hop "):]
@@ -184,17 +185,17 @@ func TestHelpExamples(t *testing.T) {
 			if args[0] == "--version" {
 				args[0] = "version" // as Run reads it
 			}
-			ec, rest, err := lookup(args)
+			ec, rest, err := app.Lookup(args)
 			if err != nil {
-				t.Errorf("%s: example %q: %v", c.path(), e.line, err)
+				t.Errorf("%s: example %q: %v", c.Path(), e.Line, err)
 				continue
 			}
-			fs, _ := declare(ec)
+			fs, _ := app.Declare(ec)
 			if err := fs.Parse(rest); err != nil {
-				t.Errorf("%s: example %q: %v", c.path(), e.line, err)
+				t.Errorf("%s: example %q: %v", c.Path(), e.Line, err)
 			}
-			if !strings.HasPrefix(ec.path(), c.path()) {
-				t.Errorf("%s: example %q runs %s", c.path(), e.line, ec.path())
+			if !strings.HasPrefix(ec.Path(), c.Path()) {
+				t.Errorf("%s: example %q runs %s", c.Path(), e.Line, ec.Path())
 			}
 		}
 	})

@@ -8,6 +8,7 @@ import (
 	"github.com/pi2hop/pi2hop/hop"
 	"github.com/pi2hop/pi2hop/instance"
 	"github.com/pi2hop/pi2hop/instance/web"
+	"github.com/pi2hop/pi2hop/internal/cli"
 	"github.com/pi2hop/pi2hop/internal/flagvalue"
 	"github.com/pi2hop/pi2hop/pcap"
 	"github.com/pi2hop/pi2hop/tun"
@@ -60,6 +61,9 @@ func givenFlags(fs *pflag.FlagSet) []string {
 // runInstance runs topo as the instance the flags describe: the link
 // flags resolved, the capture, the control socket, the metrics.
 func runInstance(ctx context.Context, env *cmdEnv, command string, inst *instanceFlags, link *linkFlags, cf *captureFlags, comment string, topo instance.Topology) error {
+	if err := link.applyConfig(); err != nil {
+		return usagef("%s: %v", command, err)
+	}
 	if err := instance.CheckName(inst.name); err != nil {
 		return usagef("%s: --name: %v", command, err)
 	}
@@ -71,7 +75,7 @@ func runInstance(ctx context.Context, env *cmdEnv, command string, inst *instanc
 	if err != nil {
 		return usagef("%s: %v", command, err)
 	}
-	attrs := []any{"capture", cf.path}
+	attrs := []any{"capture", cf.path, "config", link.config}
 	if link.profile.Val != "" {
 		attrs = append(attrs, "profile", link.profile.Val)
 	}
@@ -88,7 +92,7 @@ func runInstance(ctx context.Context, env *cmdEnv, command string, inst *instanc
 	}, topo)
 	var ee *instance.ExitError
 	if errors.As(err, &ee) {
-		return &exitError{code: ee.Code}
+		return &cli.ExitError{Code: ee.Code}
 	}
 	return err
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/pi2hop/pi2hop/aqm"
+	"github.com/pi2hop/pi2hop/instance"
 	"github.com/pi2hop/pi2hop/shaper"
 	"github.com/spf13/pflag"
 )
@@ -49,7 +50,7 @@ func TestEveryLinkFlagIsASetting(t *testing.T) {
 		}
 		found := false
 		for _, k := range given {
-			found = found || flagFor(k) == fl.Name
+			found = found || instance.FlagOf(k) == fl.Name
 		}
 		if !found {
 			t.Errorf("--%s has no instance.Settings field", fl.Name)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -25,9 +24,11 @@ import (
 type linkFlags struct {
 	fs      *pflag.FlagSet
 	bidir   bool
-	s       instance.Settings // what the flags given wrote
-	profile flagvalue.Choice  // --profile: a preset the flags given override; "" for none
-	dir     flagvalue.Choice  // replay's --direction: the profile's direction it models
+	s       instance.Settings  // what the flags given wrote
+	profile flagvalue.Choice   // --profile: a preset the flags given override; "" for none
+	dir     flagvalue.Choice   // replay's --direction: the profile's direction it models
+	config  string             // --config: a file of flags the flags given override
+	file    *instance.Settings // the settings --config gives, once read (applyConfig)
 }
 
 // addLinkFlags declares the link and AQM flags on fs. With bidir it also
@@ -159,11 +160,36 @@ func (f *linkFlags) addProfileFlag() {
 	f.fs.Var(&f.profile, "profile", "start from a preset access link `NAME`: "+strings.Join(profile.Names(), ", ")+
 		", or one of yours in ~/"+profile.UserDir+" (a preset wins over a file of its name); each flag given overrides its value (pi2hop profiles lists their settings and sources)")
 	clidoc.Annotate(f.fs, "profile", clidoc.GroupAnnotation, "link")
-	if !f.bidir {
+	if f.bidir {
+		f.fs.StringVar(&f.config, "config", "", instance.ConfigUsage)
+		clidoc.Annotate(f.fs, "config", clidoc.GroupAnnotation, "link")
+	} else {
 		f.dir = flagvalue.Choice{Val: "down", Choices: []string{"down", "up"}}
 		f.fs.Var(&f.dir, "direction", "with --profile, the direction of the preset to model: down (server to client) or up")
 		clidoc.Annotate(f.fs, "direction", clidoc.GroupAnnotation, "link")
 	}
+}
+
+// applyConfig reads --config: its settings lie under the flags given
+// (resolved), its command flags are set unless given (instance.ReadConfig).
+func (f *linkFlags) applyConfig() error {
+	if f.config == "" {
+		return nil
+	}
+	c, err := instance.ReadConfig(f.config, func(name string) bool { return f.fs.Lookup(name) != nil })
+	if err != nil {
+		return fmt.Errorf("--config: %w", err)
+	}
+	f.file = &c.Settings
+	for _, fl := range c.Flags {
+		if f.fs.Changed(fl.Key) {
+			continue
+		}
+		if err := f.fs.Set(fl.Key, fl.Value); err != nil {
+			return fmt.Errorf("--config: %s: %s = %q: %w", c.Where(fl.Key), fl.Key, fl.Value, err)
+		}
+	}
+	return nil
 }
 
 // seed returns --seed.
@@ -205,18 +231,24 @@ func (f *linkFlags) resolved() (instance.Settings, error) {
 			st.SetDefault(&s)
 		}
 	}
-	if f.profile.Val == "" {
+	if f.profile.Val == "" && f.file == nil {
 		if f.given("direction") {
 			return s, fmt.Errorf("--direction picks a direction of --profile: give --profile too")
 		}
 		return s, nil
 	}
-	p, err := instance.ProfileSettings(f.profile.Val)
-	if err != nil {
-		return s, fmt.Errorf("--profile: %w", err)
+	var p instance.Settings
+	if f.profile.Val != "" {
+		var err error
+		if p, err = instance.ProfileSettings(f.profile.Val); err != nil {
+			return s, fmt.Errorf("--profile: %w", err)
+		}
 	}
 	if !f.bidir {
 		p = p.OneWay(f.dir.Val)
+	}
+	if f.file != nil { // the file's settings stand to the profile as flags, and to the flags as a profile
+		p = instance.WithProfile(p, *f.file)
 	}
 	return instance.WithProfile(p, s), nil
 }
@@ -235,7 +267,7 @@ func (f *linkFlags) direction(name string) (shaper.Config, aqm.Spec, error) {
 	}
 	d, err := s.Direction(name)
 	if err != nil {
-		return shaper.Config{}, aqm.Spec{}, f.flagNamed(err)
+		return shaper.Config{}, aqm.Spec{}, s.FlagError(err, f.given)
 	}
 	return d.Link, d.Queue, nil
 }
@@ -247,53 +279,9 @@ func (f *linkFlags) hopConfig(name string) (hop.Config, error) {
 		return hop.Config{}, err
 	}
 	c, err := s.Resolve(name)
-	return c, f.flagNamed(err)
+	return c, s.FlagError(err, f.given)
 }
 
 // warnings are the library's words on flags without effect (see
 // instance.Settings.Warnings), in flag terms.
 func (f *linkFlags) warnings() []string { return f.settings().Warnings() }
-
-// flagFor names the flag of a Settings key.
-func flagFor(key string) string {
-	if st, ok := instance.Lookup(key); ok {
-		return st.FlagName()
-	}
-	return key
-}
-
-// flagNamed rewrites an error of the library about a setting so that it
-// names the flag: --tupdate: 10s not in 1µs..4.294967295s.
-func (f *linkFlags) flagNamed(err error) error {
-	var fe *instance.FieldError
-	var ce *aqm.ConfigError
-	switch {
-	case err == nil:
-		return nil
-	case errors.As(err, &fe) && (fe.Field == "max-rtt" || fe.Field == "typical-rtt"):
-		return fmt.Errorf("%s: %w", f.tuneFlags(), fe.Err)
-	case errors.As(err, &fe):
-		return fmt.Errorf("--%s: %w", flagFor(fe.Field), fe.Err)
-	case errors.As(err, &ce):
-		key, s := instance.ErrorKey(err), f.settings()
-		switch {
-		case s.Tunes(key):
-			return fmt.Errorf("%s: %s derived from them: %s", f.tuneFlags(), flagFor(key), ce.Range())
-		case s.Has(key):
-			return fmt.Errorf("--%s: %s", flagFor(key), ce.Range())
-		}
-		return fmt.Errorf("--%s (default): %s", flagFor(key), ce.Range())
-	}
-	return err
-}
-
-// tuneFlags names the auto-tuning flags given, with their values, for errors.
-func (f *linkFlags) tuneFlags() string {
-	var s []string
-	for _, name := range []string{"max-rtt", "typical-rtt"} {
-		if f.given(name) {
-			s = append(s, "--"+name+" "+f.fs.Lookup(name).Value.String())
-		}
-	}
-	return strings.Join(s, " ")
-}

@@ -10,6 +10,7 @@ import (
 	"syscall"
 
 	"github.com/pi2hop/pi2hop/internal/brokenstdio"
+	"github.com/pi2hop/pi2hop/internal/cli"
 )
 
 func main() {
@@ -18,5 +19,5 @@ func main() {
 	go brokenstdio.Watch(cancel)
 	err := Run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
-	os.Exit(exitCode(err, os.Stderr))
+	os.Exit(cli.ExitCode(app.Name, err, os.Stderr))
 }

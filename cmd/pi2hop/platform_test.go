@@ -5,6 +5,8 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/pi2hop/pi2hop/internal/cli"
 )
 
 // The systems besides Linux that pi2hop builds for (make cross).
@@ -12,14 +14,14 @@ var otherSystems = []string{"darwin", "windows", "freebsd"}
 
 // TestLinuxOnlyCommands: elsewhere than Linux each Linux-only command, and
 // each of its subcommands, exits 2 with one line naming what it needs;
-// on Linux none is refused, and the portable commands never are.
+// on Linux none is refused, and the portable app.Commands never are.
 func TestLinuxOnlyCommands(t *testing.T) {
 	var linuxOnly []string
-	for _, c := range commands {
-		if c.linux == "" {
+	for _, c := range app.Commands {
+		if c.Linux == "" {
 			continue
 		}
-		name, need := c.name, c.linux
+		name, need := c.Name, c.Linux
 		linuxOnly = append(linuxOnly, name)
 		if err := needsLinux(c, "linux"); err != nil {
 			t.Errorf("%s on linux: %v, want nil", name, err)
@@ -39,17 +41,17 @@ func TestLinuxOnlyCommands(t *testing.T) {
 	if got, want := strings.Join(linuxOnly, " "), "share run shell stats set lab"; got != want {
 		t.Errorf("Linux-only commands: %s, want %s", got, want)
 	}
-	if c, _, _ := lookup([]string{"share"}); c == nil || needsLinux(c, "darwin").Error() != "pi2hop share: needs Linux (TUN devices, netlink, nftables)" {
+	if c, _, _ := app.Lookup([]string{"share"}); c == nil || needsLinux(c, "darwin").Error() != "pi2hop share: needs Linux (TUN devices, netlink, nftables)" {
 		t.Errorf("share on darwin does not say it needs TUN devices, netlink and nftables")
 	}
 	for _, args := range [][]string{{"replay"}, {"analyze"}, {"flow"}, {"flow", "prague-send"}, {"flow", "prague-recv"}, {"version"}} {
-		c, rest, err := lookup(args)
+		c, rest, err := app.Lookup(args)
 		if err != nil || len(rest) > 0 {
-			t.Fatalf("lookup(%q) = %v, %v", args, rest, err)
+			t.Fatalf("app.Lookup(%q) = %v, %v", args, rest, err)
 		}
 		for _, goos := range otherSystems {
 			if err := needsLinux(c, goos); err != nil {
-				t.Errorf("%s on %s: %v, want it to run", c.path(), goos, err)
+				t.Errorf("%s on %s: %v, want it to run", c.Path(), goos, err)
 			}
 		}
 	}
@@ -59,13 +61,13 @@ func TestLinuxOnlyCommands(t *testing.T) {
 // command with valid flags stops before doing anything, exit 2, one line;
 // its help and a portable command's help still print.
 func TestRunElsewhere(t *testing.T) {
-	defer func(g string) { goos = g }(goos)
-	goos = "darwin"
+	defer func(g string) { app.GOOS = g }(app.GOOS)
+	app.GOOS = "darwin"
 	// stats, not share: were the check missing, the test would only ask
 	// for an instance that is not there, not change the machine.
 	_, _, err := runOut("stats", "--name", "pi2hop-no-such-instance")
 	var stderr bytes.Buffer
-	if code := exitCode(err, &stderr); code != 2 || stderr.String() != "pi2hop stats: needs Linux ("+topCommand("stats").linux+")\n" {
+	if code := exitCode(err, &stderr); code != 2 || stderr.String() != "pi2hop stats: needs Linux ("+topCommand("stats").Linux+")\n" {
 		t.Errorf("stats on darwin: exit %d, %q", code, stderr.String())
 	}
 	for _, args := range [][]string{{"share", "--help"}, {"help", "share"}, {"replay", "--help"}, {"flow", "prague-send", "--help"}} {
@@ -113,4 +115,11 @@ func TestPortableCommandsLinkNoLinuxPackage(t *testing.T) {
 			}
 		}
 	}
+}
+
+// needsLinux is the error c gives on goos.
+func needsLinux(c *cli.Command, goos string) error {
+	p := *app
+	p.GOOS = goos
+	return p.NeedsLinux(c)
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/pi2hop/pi2hop/instance"
 	"github.com/pi2hop/pi2hop/instance/profile"
+	"github.com/pi2hop/pi2hop/internal/clidoc"
 	"github.com/spf13/pflag"
 )
 
@@ -24,7 +25,7 @@ var profilesCmd = &command{
 		"Profiles of your own are files in ~/" + profile.UserDir + " (see docs/profiles.md), listed after the presets.",
 	flags: func(fs *pflag.FlagSet) func(context.Context, *cmdEnv, []string) error {
 		var asJSON bool
-		jsonFlag(fs, &asJSON, "print JSON: {\"profiles\": [...]}, each with its flags, sources and rate traces")
+		clidoc.JSONFlag(fs, &asJSON, "print JSON: {\"profiles\": [...]}, each with its flags, sources and rate traces")
 		return func(_ context.Context, env *cmdEnv, args []string) error {
 			if len(args) > 0 {
 				return usagef("profiles: unexpected argument %q", args[0])

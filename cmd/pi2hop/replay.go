@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/pi2hop/pi2hop/internal/clidoc"
 	"github.com/pi2hop/pi2hop/internal/jsonline"
 	"github.com/pi2hop/pi2hop/internal/tty"
 	"github.com/pi2hop/pi2hop/invoker"
@@ -47,7 +48,7 @@ func replayFlags(fs *pflag.FlagSet) func(context.Context, *cmdEnv, []string) err
 	fs.StringVar(&a.pcap, "pcap", "", "capture `FILE` (- = stdin; pcap or pcapng, gzipped or not, as analyze reads) to replay: arrival = capture time since the first packet")
 	fs.StringVar(&a.pcapOut, "pcap-out", "", "write the packets as they leave (after --delay, CE marks applied) to this pcap `FILE` (raw IP, ns timestamps)")
 	fs.StringVar(&a.tap, "tap", "", "of a capture with several interfaces, the one to replay (`NAME`, e.g. up-in); default: of a pi2hop capture its first -in tap, the packets as they came to the hop")
-	jsonFlag(fs, &a.json, "JSON lines (each packet, each queue update, a summary) even on a terminal; off a terminal they are the default")
+	clidoc.JSONFlag(fs, &a.json, "JSON lines (each packet, each queue update, a summary) even on a terminal; off a terminal they are the default")
 	a.link = addLinkFlags(fs, false)
 	a.link.addProfileFlag()
 	a.capture = addCaptureFlags(fs)
@@ -150,12 +151,8 @@ func runReplay(ctx context.Context, env *cmdEnv, a *replayArgs, args []string) e
 		}
 	}
 	if err == nil {
-		var inCounts inputCounts
-		if capIn != nil {
-			inCounts = inputCounts{skipped: capIn.Skipped(), clamped: capIn.Clamped()}
-		}
 		j := &jsonline.Line{}
-		if line := replay.WriteSummary(j, &res, summaryInput(a, inCounts), linkCfg, spec); table != nil {
+		if line := replay.WriteSummary(j, &res, summaryInput(a, capIn), linkCfg, spec); table != nil {
 			err = table.Write(out, &res, line, spec.Kind)
 		} else {
 			out.Write(line)
@@ -189,14 +186,14 @@ func openInput(path string, stdin io.Reader) (io.Reader, string, func(), error) 
 	return f, path, func() { f.Close() }, nil
 }
 
-type inputCounts struct{ skipped, clamped int }
-
-// summaryInput is what the summary line says of the input and settings.
-func summaryInput(a *replayArgs, in inputCounts) replay.SummaryInput {
-	f := a.link
-	s := f.settings()
-	si := replay.SummaryInput{Trace: a.trace, Pcap: a.pcap, Profile: f.profile.Val,
-		Seed: f.seed(), MTU: f.mtuBytes(), Skipped: in.skipped, Clamped: in.clamped}
+// summaryInput is what the summary line says of the input (capIn, nil
+// for a CSV trace) and settings.
+func summaryInput(a *replayArgs, capIn *replay.CaptureSource) replay.SummaryInput {
+	f, s := a.link, a.link.settings()
+	si := replay.SummaryInput{Trace: a.trace, Pcap: a.pcap, Profile: f.profile.Val, Seed: f.seed(), MTU: f.mtuBytes()}
+	if capIn != nil {
+		si.Skipped, si.Clamped = capIn.Skipped(), capIn.Clamped()
+	}
 	if si.Profile != "" {
 		si.Direction = f.dir.Val
 	}

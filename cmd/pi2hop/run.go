@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pi2hop/pi2hop/instance"
+	"github.com/pi2hop/pi2hop/internal/cli"
 	"github.com/pi2hop/pi2hop/internal/flagvalue"
 	"github.com/pi2hop/pi2hop/internal/privs"
 	"github.com/pi2hop/pi2hop/netsys"
@@ -71,7 +72,7 @@ func runFlags(fs *pflag.FlagSet) func(context.Context, *cmdEnv, []string) error 
 		if a.waitIfaces.D > 0 {
 			var me *netsys.MissingLinkError
 			if err := netsys.WaitLinks(ctx, []string{a.lan, a.wan}, a.waitIfaces.D); errors.As(err, &me) {
-				return &platformError{fmt.Sprintf("pi2hop run: --wait-interfaces %v: %v", a.waitIfaces.D, me)}
+				return &cli.PlatformError{Msg: fmt.Sprintf("pi2hop run: --wait-interfaces %v: %v", a.waitIfaces.D, me)}
 			} else if err != nil {
 				return err
 			}
@@ -97,7 +98,7 @@ func ifaceByPrefix(ctx context.Context, command, flag string, v *string, wait ti
 	var me *netsys.MissingLinkError
 	switch {
 	case errors.As(err, &me):
-		return &platformError{fmt.Sprintf("pi2hop %s: --%s %s: %v", command, flag, *v, me)}
+		return &cli.PlatformError{Msg: fmt.Sprintf("pi2hop %s: --%s %s: %v", command, flag, *v, me)}
 	case errors.Is(err, netsys.ErrUnsupported):
 		return err
 	case err != nil:

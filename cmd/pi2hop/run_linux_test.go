@@ -198,23 +198,8 @@ func (l *gatewayLab) routerState(t *testing.T, name string) string {
 // startGateway runs `pi2hop run` in the router and waits for its socket.
 func (l *gatewayLab) startGateway(t *testing.T, bin, name string, extra ...string) *exec.Cmd {
 	t.Helper()
-	args := append([]string{"netns", "exec", l.router, bin, "run", "--name", name, "--lan", "rl", "--wan", "rw"}, extra...)
-	cmd := exec.Command("ip", args...)
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if _, err := os.Stat(instance.SocketPath(name)); err == nil {
-			return cmd
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("pi2hop run did not open its control socket")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	cmd, _ := startInstance(t, bin, l.router, name, 10*time.Second, "", append([]string{"run", "--name", name, "--lan", "rl", "--wan", "rw"}, extra...)...)
+	return cmd
 }
 
 func TestGatewayRateSetAndCleanup(t *testing.T) {

@@ -57,7 +57,7 @@ func setFlags(fs *pflag.FlagSet) func(context.Context, *cmdEnv, []string) error 
 		}
 		var re *instance.RemoteError
 		if errors.As(err, &re) && re.Field != "" {
-			return fmt.Errorf("set: --%s: %s", flagFor(re.Field), re.Msg)
+			return fmt.Errorf("set: --%s: %s", instance.FlagOf(re.Field), re.Msg)
 		}
 		if err != nil {
 			return fmt.Errorf("set: %w", err)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -11,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -420,24 +418,6 @@ func checkBox(t *testing.T, when, before, after string) {
 	t.Errorf("%s the box is not as before (+ now, - before):\n%s", when, strings.Join(diff, "\n"))
 }
 
-// lockedBuffer is a bytes.Buffer for a child's output read while it runs.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (w *lockedBuffer) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.Write(p)
-}
-
-func (w *lockedBuffer) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.String()
-}
-
 // execShare starts `pi2hop share` in the box between the lab's LAN and
 // WAN, with extra flags, its output collected.
 func (l *shareLab) execShare(t *testing.T, bin, name string, extra ...string) (*exec.Cmd, *lockedBuffer) {
@@ -456,19 +436,7 @@ func (l *shareLab) execShare(t *testing.T, bin, name string, extra ...string) (*
 // text (printed once it serves) and control socket.
 func (l *shareLab) startShare(t *testing.T, bin, name string, extra ...string) (*exec.Cmd, *lockedBuffer) {
 	t.Helper()
-	cmd, out := l.execShare(t, bin, name, extra...)
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		_, err := os.Stat(instance.SocketPath(name))
-		if err == nil && strings.Contains(out.String(), "Unthrottle") {
-			return cmd, out
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("pi2hop share did not start within 10 s:\n%s", out)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	return startInstance(t, bin, l.box, name, 10*time.Second, "Unthrottle", append([]string{"share", "--name", name, "--lan", "bl", "--wan", "bw", "--dns", "10.254.30.2"}, extra...)...)
 }
 
 // udhcpcScript configures the device as a client's own script would,

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/pi2hop/pi2hop/instance"
+	"github.com/pi2hop/pi2hop/internal/cli"
 	"github.com/pi2hop/pi2hop/internal/roottest"
 	"github.com/pi2hop/pi2hop/netsys"
 	"github.com/pi2hop/pi2hop/pcap"
@@ -82,8 +83,8 @@ func TestShellRunsCommandBehindTheHop(t *testing.T) {
 	capFile := filepath.Join(t.TempDir(), "shell.pcapng")
 	err = Run(ctx, []string{"shell", "--name", name, "--rate", "50mbit", "--delay", "1ms", "--capture", capFile, "--", "/bin/bash", "-c", script},
 		strings.NewReader(""), &stdout, &stderr)
-	var ee *exitError
-	if !errors.As(err, &ee) || ee.code != 3 {
+	var ee *cli.ExitError
+	if !errors.As(err, &ee) || ee.Code != 3 {
 		t.Fatalf("shell returned %v, want exit status 3; stderr:\n%s", err, stderr.String())
 	}
 	if stdout.String() != "reply-from-host\n" || !strings.Contains(stderr.String(), "err\n") {

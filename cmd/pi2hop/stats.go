@@ -8,6 +8,7 @@ import (
 
 	"github.com/pi2hop/pi2hop/hop"
 	"github.com/pi2hop/pi2hop/instance"
+	"github.com/pi2hop/pi2hop/internal/clidoc"
 	"github.com/pi2hop/pi2hop/internal/flagvalue"
 	"github.com/spf13/pflag"
 )
@@ -41,9 +42,9 @@ type statsArgs struct {
 func statsFlags(fs *pflag.FlagSet) func(context.Context, *cmdEnv, []string) error {
 	a := &statsArgs{}
 	fs.StringVar(&a.name, "name", "", pickNameUsage)
-	jsonFlag(fs, &a.json, "print JSON: one object per snapshot")
+	clidoc.JSONFlag(fs, &a.json, "print JSON: one object per snapshot")
 	fs.Var((*flagvalue.Time)(&a.every), "every", "print again once per `period` (e.g. 1s) until interrupted; figures are per period")
-	alias(fs, "watch", "every") // --watch before this release
+	clidoc.Alias(fs, "watch", "every") // --watch before this release
 	fs.BoolVar(&a.flows, "flows", false, "show each direction's flows instead: class, rate, sojourn, marks, drops and a verdict (L4S: DOCSIS queue protection's)")
 	fs.IntVar(&a.top, "top", 10, "with --flows, the `number` of flows per direction, highest rate first (at most 4096)")
 	return func(ctx context.Context, env *cmdEnv, args []string) error {

@@ -77,7 +77,7 @@ func TestSystemdUnitCommands(t *testing.T) {
 					args = append(args, w)
 				}
 			}
-			fs, _ := declare(topCommand(want.command))
+			fs, _ := app.Declare(topCommand(want.command))
 			if err := fs.Parse(args); err != nil {
 				t.Errorf("%s: %s: pi2hop %s %q: %v", unit, key, want.command, args, err)
 			}

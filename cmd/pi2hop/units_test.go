@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pi2hop/pi2hop/internal/cli"
 	"github.com/spf13/pflag"
 )
 
@@ -55,7 +56,7 @@ var bareMeaning = map[string]struct{ print, err string }{
 	"plot": {print: "10"}, "out": {print: "10"}, "ingress": {print: "[10]"}, "egress": {print: "[10]"}, "dns": {print: "[10]"},
 	"lan": {print: "10"}, "wan": {print: "10"}, "subnet": {print: "10"}, "user": {print: "10"}, "metrics": {print: "10"},
 	"to": {print: "10"}, "listen": {print: "10"}, "bind": {print: "10"}, "cc": {print: "10"}, "ecn": {print: "10"},
-	"ce-threshold-selector": {print: "10"}, "tap": {print: "10"}, "serve": {print: "10"}, "web-token": {print: "10"},
+	"ce-threshold-selector": {print: "10"}, "tap": {print: "10"}, "serve": {print: "10"}, "web-token": {print: "10"}, "config": {print: "10"},
 }
 
 // TestBareNumbers gives 10 to every flag of every command that takes a
@@ -63,28 +64,28 @@ var bareMeaning = map[string]struct{ print, err string }{
 // table above) say. A new value flag fails here until its meaning is
 // decided.
 func TestBareNumbers(t *testing.T) {
-	walkCommands(func(c *command) {
-		fs, _ := declare(c)
+	walkCommands(func(c *cli.Command) {
+		fs, _ := app.Declare(c)
 		fs.VisitAll(func(f *pflag.Flag) {
 			if f.Hidden || f.Deprecated != "" || f.NoOptDefVal != "" {
 				return
 			}
 			want, ok := bareMeaning[f.Name]
 			if !ok {
-				t.Errorf("%s --%s 10: add what a bare number means to bareMeaning", c.path(), f.Name)
+				t.Errorf("%s --%s 10: add what a bare number means to bareMeaning", c.Path(), f.Name)
 				return
 			}
-			if f.Name == "coupling" && c == analyzeCmd {
+			if f.Name == "coupling" && c.Path() == "analyze" {
 				want = struct{ print, err string }{print: "10"} // a float k, as tc's coupling_factor
 			}
 			err := f.Value.Set("10")
 			switch {
 			case want.err != "" && (err == nil || !strings.Contains(err.Error(), want.err)):
-				t.Errorf("%s --%s 10: %v, want refused with %q", c.path(), f.Name, err, want.err)
+				t.Errorf("%s --%s 10: %v, want refused with %q", c.Path(), f.Name, err, want.err)
 			case want.err == "" && err != nil:
-				t.Errorf("%s --%s 10: %v, want it read as %s", c.path(), f.Name, err, want.print)
+				t.Errorf("%s --%s 10: %v, want it read as %s", c.Path(), f.Name, err, want.print)
 			case want.err == "" && f.Value.String() != want.print:
-				t.Errorf("%s --%s 10 reads as %q, want %q", c.path(), f.Name, f.Value.String(), want.print)
+				t.Errorf("%s --%s 10 reads as %q, want %q", c.Path(), f.Name, f.Value.String(), want.print)
 			}
 		})
 	})

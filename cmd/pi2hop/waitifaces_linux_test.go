@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/pi2hop/pi2hop/internal/cli"
 )
 
 // TestRunWaitsForInterfaces: run --wait-interfaces starts before its
@@ -114,7 +116,7 @@ func TestIfaceByPrefix(t *testing.T) {
 	} {
 		v := tt.in
 		err := ifaceByPrefix(t.Context(), "run", "lan", &v, 0)
-		var pe *platformError
+		var pe *cli.PlatformError
 		switch {
 		case tt.err == "" && (err != nil || v != tt.want):
 			t.Errorf("--lan %s: %q, %v; want %q", tt.in, v, err, tt.want)

@@ -24,6 +24,8 @@ type Profile struct {
 	// preset; Lines the line of each of its settings, by key.
 	File  string
 	Lines map[string]int
+	// settingsOnly: every key read is a setting (ParseSettings).
+	settingsOnly bool
 }
 
 // Flag is one setting of a profile: the settings table's key and the

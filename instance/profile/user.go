@@ -96,7 +96,11 @@ func atLine(line int, format string, a ...any) error {
 
 // add puts the key read at line into p.
 func (p *Profile) add(key string, v any, line int) error {
-	switch key {
+	reserved := key
+	if p.settingsOnly {
+		reserved = "" // a configuration file has no title or sources: every key is a setting
+	}
+	switch reserved {
 	case keyTitle:
 		s, ok := v.(string)
 		if !ok {
@@ -222,4 +226,23 @@ func parseJSON(p *Profile, data []byte) error {
 		return atLine(line(), "more after the object")
 	}
 	return nil
+}
+
+// ParseSettings reads a configuration file (pi2hop's --config): the
+// format of a user profile, one key per setting named as its flag
+// without the dashes, with no title or sources (those are keys like any
+// other). A file named .json is JSON, any other TOML. The result's Name
+// is empty; Lines keeps each key's line.
+func ParseSettings(file string, data []byte) (Profile, error) {
+	p := Profile{File: file, settingsOnly: true}
+	var err error
+	if filepath.Ext(file) == ".json" {
+		err = parseJSON(&p, data)
+	} else {
+		err = parseTOML(&p, data)
+	}
+	if err != nil {
+		return p, fmt.Errorf("%s%w", file, err)
+	}
+	return p, nil
 }

@@ -70,6 +70,20 @@ func ReadUser(home string, uid uint32) ([]Profile, []error) {
 	return ps, errs
 }
 
+// ReadFile reads the file at path as the user uid may, with the checks
+// ReadUser makes of a profile's file: the last component is opened
+// without following a symbolic link and must be uid's own regular file of
+// at most MaxUserFile bytes (the folders above it are the caller's
+// choice).
+func ReadFile(path string, uid uint32) ([]byte, error) {
+	dir, err := os.Open(filepath.Dir(path))
+	if err != nil {
+		return nil, err
+	}
+	defer dir.Close()
+	return readUserFile(dir, filepath.Base(path), uid)
+}
+
 // openUserDir opens home/UserDir one folder at a time.
 func openUserDir(home string, uid uint32) (*os.File, error) {
 	fd, err := unix.Open(home, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
@@ -113,14 +127,14 @@ func readUserFile(dir *os.File, name string, uid uint32) ([]byte, error) {
 	case !fi.Mode().IsRegular():
 		return nil, fmt.Errorf("%s: not a regular file", path)
 	case fi.Size() > MaxUserFile:
-		return nil, fmt.Errorf("%s: %d bytes, over the %d KiB a profile file may hold", path, fi.Size(), MaxUserFile>>10)
+		return nil, fmt.Errorf("%s: %d bytes, over the %d KiB a profile or configuration file may hold", path, fi.Size(), MaxUserFile>>10)
 	}
 	data, err := io.ReadAll(io.LimitReader(f, MaxUserFile+1))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	if len(data) > MaxUserFile {
-		return nil, fmt.Errorf("%s: over the %d KiB a profile file may hold", path, MaxUserFile>>10)
+		return nil, fmt.Errorf("%s: over the %d KiB a profile or configuration file may hold", path, MaxUserFile>>10)
 	}
 	return data, nil
 }
@@ -128,7 +142,7 @@ func readUserFile(dir *os.File, name string, uid uint32) ([]byte, error) {
 func openError(path string, err error) error {
 	if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR) {
 		if fi, lerr := os.Lstat(path); lerr == nil && fi.Mode()&os.ModeSymlink != 0 {
-			return fmt.Errorf("%s is a symbolic link: pi2hop does not follow links to profiles", path)
+			return fmt.Errorf("%s is a symbolic link: pi2hop does not follow links to profile or configuration files", path)
 		}
 	}
 	return &os.PathError{Op: "open", Path: path, Err: err}

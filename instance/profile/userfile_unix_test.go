@@ -54,7 +54,7 @@ func TestReadUser(t *testing.T) {
 		t.Errorf("profiles %v, want home office", names)
 	}
 	want := map[string]string{
-		"big":   "over the 64 KiB a profile file may hold",
+		"big":   "over the 64 KiB a profile or configuration file may hold",
 		"link":  "link.toml is a symbolic link: pi2hop does not follow links",
 		"fifo":  "fifo.toml: not a regular file",
 		"twice": "twice.json: profile twice is in twice.toml too; keep one of the two",
