@@ -11,6 +11,7 @@ package hop
 // direction does not let the ring fill.
 
 import (
+	"fmt"
 	"net/netip"
 	"sync/atomic"
 
@@ -193,6 +194,43 @@ type RTTSummary struct {
 	P50Ms float64 `json:"p50_ms"`
 	P99Ms float64 `json:"p99_ms"`
 	MaxMs float64 `json:"max_ms"`
+}
+
+// Text is the flow's round trip as the flow tables show it: p50 and p99
+// of the sum of the halves (the round trip through the hop); with only
+// one half timed (a ping from the client times the server half alone),
+// that half, named; "no spin" for QUIC whose endpoints do not spin; "-"
+// with nothing timed, or no RTT at all (nil).
+func (r *FlowRTT) Text() string {
+	switch {
+	case r == nil:
+		return "-"
+	case r.Sum.N > 0:
+		return fmt.Sprintf("%.1f/%.1fms", r.Sum.P50Ms, r.Sum.P99Ms)
+	case r.ServerHalf.N > 0:
+		return fmt.Sprintf("server %.1f/%.1fms", r.ServerHalf.P50Ms, r.ServerHalf.P99Ms)
+	case r.ClientHalf.N > 0:
+		return fmt.Sprintf("client %.1f/%.1fms", r.ClientHalf.P50Ms, r.ClientHalf.P99Ms)
+	case r.Status == rtt.StatusNoSpin.String():
+		return "no spin"
+	}
+	return "-"
+}
+
+// P50Ms is the median the flow tables sort by: Text's, or false with
+// none.
+func (r *FlowRTT) P50Ms() (float64, bool) {
+	switch {
+	case r == nil:
+		return 0, false
+	case r.Sum.N > 0:
+		return r.Sum.P50Ms, true
+	case r.ServerHalf.N > 0:
+		return r.ServerHalf.P50Ms, true
+	case r.ClientHalf.N > 0:
+		return r.ClientHalf.P50Ms, true
+	}
+	return 0, false
 }
 
 func rttSummary(s rtt.Summary) RTTSummary {

@@ -10,7 +10,6 @@ import (
 
 	"github.com/pi2hop/pi2hop/hop"
 	"github.com/pi2hop/pi2hop/lan"
-	"github.com/pi2hop/pi2hop/rtt"
 )
 
 // FlowView is one flow as stats --flows prints it: the hop's figures and,
@@ -82,7 +81,7 @@ func WriteFlows(w io.Writer, d *DirFlows, devices bool) {
 			q = "-"
 		}
 		line := fmt.Sprintf("  %s\t%s\t%s\t%s\t%s\t%.0f%%\t%s\t%.2f/%.2fms\t%s\t%s\t%s\t%d\t%d\t%s",
-			f.Proto, f.Src, f.Dst, f.Class, formatBps(f.RateBps), 100*f.Share, q, f.SojournP50Ms, f.SojournP99Ms, RTTCell(f.RTT),
+			f.Proto, f.Src, f.Dst, f.Class, formatBps(f.RateBps), 100*f.Share, q, f.SojournP50Ms, f.SojournP99Ms, f.RTT.Text(),
 			FormatBytes(f.In.Total().Bytes), FormatBytes(f.Out.Total().Bytes), f.Marks, drops, f.Verdict)
 		if devices {
 			dev := f.Device
@@ -94,27 +93,6 @@ func WriteFlows(w io.Writer, d *DirFlows, devices bool) {
 		fmt.Fprintln(tw, line)
 	}
 	tw.Flush()
-}
-
-// RTTCell is a flow's passive round trip as the flow tables show it: p50
-// and p99 of the sum of the halves (the round trip through the hop);
-// with only one half timed (a ping from the client times the server
-// half alone), that half, named; "no spin" for QUIC whose endpoints do
-// not spin; "-" with nothing timed.
-func RTTCell(r *hop.FlowRTT) string {
-	switch {
-	case r == nil:
-		return "-"
-	case r.Sum.N > 0:
-		return fmt.Sprintf("%.1f/%.1fms", r.Sum.P50Ms, r.Sum.P99Ms)
-	case r.ServerHalf.N > 0:
-		return fmt.Sprintf("server %.1f/%.1fms", r.ServerHalf.P50Ms, r.ServerHalf.P99Ms)
-	case r.ClientHalf.N > 0:
-		return fmt.Sprintf("client %.1f/%.1fms", r.ClientHalf.P50Ms, r.ClientHalf.P99Ms)
-	case r.Status == rtt.StatusNoSpin.String():
-		return "no spin"
-	}
-	return "-"
 }
 
 // formatBps prints a measured rate in tc's units, to three figures or so.

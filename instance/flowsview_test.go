@@ -57,7 +57,7 @@ func TestWriteFlows(t *testing.T) {
 
 // The RTT cell: the sum when both halves are timed, else the half that
 // is, named; why there is none for QUIC without the spin bit.
-func TestRTTCell(t *testing.T) {
+func TestRTTText(t *testing.T) {
 	half := hop.RTTSummary{N: 5, P50Ms: 10.04, P99Ms: 12.56}
 	for _, c := range []struct {
 		rtt  *hop.FlowRTT
@@ -70,7 +70,7 @@ func TestRTTCell(t *testing.T) {
 		{&hop.FlowRTT{ClientHalf: half}, "client 10.0/12.6ms"},
 		{&hop.FlowRTT{ClientHalf: half, ServerHalf: half, Sum: hop.RTTSummary{N: 5, P50Ms: 20.08, P99Ms: 25.12}}, "20.1/25.1ms"},
 	} {
-		if got := RTTCell(c.rtt); got != c.want {
+		if got := c.rtt.Text(); got != c.want {
 			t.Errorf("%+v: %q, want %q", c.rtt, got, c.want)
 		}
 	}
