@@ -1,0 +1,193 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pi2hop/pi2hop/netsys"
+	"golang.org/x/sys/unix"
+)
+
+// Passive RTT through shell --delay 10ms (20 ms base): a bulk TCP flow's
+// round trip as the hop times it (the sum of its halves) against the
+// sender's own smoothed RTT (tcpi_rtt, what ss -ti shows) read during
+// the run: medians within 2 ms or 10 %, whichever is larger, and a p99
+// of 20 ms or more. Then the same without TCP timestamps in the shell's
+// namespace: the flow is timed by sequence and ACK numbers.
+func TestShellPassiveRTT(t *testing.T) {
+	needRoot(t, "bash")
+	t.Parallel()
+	name := testInstance(170)
+	t.Cleanup(func() { cleanupInstance(name, nil, &bytes.Buffer{}) })
+	dir := t.TempDir()
+	envFile, stopFile := filepath.Join(dir, "env"), filepath.Join(dir, "stop")
+	script := fmt.Sprintf(`echo $PI2HOP_HOST $PI2HOP_ADDR end > %s; while [ ! -e %s ]; do read -t 0.05 <> <(:) || :; done`,
+		envFile, stopFile)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	shellDone := make(chan error, 1)
+	var shellErr bytes.Buffer
+	go func() {
+		shellDone <- Run(ctx, []string{"shell", "--name", name, "--rate", "20mbit", "--delay", "10ms", "--", "/bin/bash", "-c", script},
+			strings.NewReader(""), io.Discard, &shellErr)
+	}()
+	defer func() {
+		os.WriteFile(stopFile, nil, 0o644)
+		select {
+		case err := <-shellDone:
+			if err != nil {
+				t.Errorf("shell: %v\n%s", err, shellErr.String())
+			}
+		case <-time.After(10 * time.Second):
+			t.Errorf("the shell did not return within 10 s of its command's end")
+		}
+	}()
+	var addr netip.Addr
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if b, err := os.ReadFile(envFile); err == nil {
+			if f := strings.Fields(string(b)); len(f) == 3 && f[2] == "end" {
+				addr = netip.MustParseAddr(f[1])
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("waited 15 s for the shell's command to start:\n%s", shellErr.String())
+		}
+	}
+	ns := name + "-shell"
+	inShell := func(f func() error) error { return netsys.Do(ns, f) }
+
+	for _, c := range []struct {
+		method     string
+		timestamps bool
+	}{{"tcp-timestamps", true}, {"tcp-seq", false}} {
+		if !c.timestamps {
+			if err := inShell(func() error {
+				return os.WriteFile("/proc/sys/net/ipv4/tcp_timestamps", []byte("0"), 0o644)
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ln := listenTCPIn(t, inShell, addr)
+		port := uint16(ln.Addr().(*net.TCPAddr).Port)
+		go func() {
+			if c, err := ln.AcceptTCP(); err == nil {
+				io.Copy(io.Discard, c)
+				c.Close()
+			}
+		}()
+		srtt := bulkTCP(t, ln.Addr().(*net.TCPAddr), 3*time.Second)
+		r := flowRTTOf(t, ctx, name, port)
+		t.Logf("%s: the sender's srtt median %.2f ms; the hop's %+v", c.method, srtt, r)
+		if r.Method != c.method || r.Sum.N == 0 {
+			t.Errorf("%s: the flow's RTT %+v, want timed by %s, both halves", c.method, r, c.method)
+			continue
+		}
+		if !c.timestamps {
+			continue // fewer samples, of other packets: the method is what is checked
+		}
+		if d := r.Sum.P50Ms - srtt; d > max(2, 0.1*srtt) || -d > max(2, 0.1*srtt) {
+			t.Errorf("the hop's RTT median %.2f ms, the sender's %.2f ms: want within max(2 ms, 10 %%)", r.Sum.P50Ms, srtt)
+		}
+		if r.Sum.P99Ms < 20 {
+			t.Errorf("the hop's RTT p99 %.2f ms, want 20 ms or more (the base RTT)", r.Sum.P99Ms)
+		}
+	}
+}
+
+// bulkTCP sends to addr from the host for d and returns the median of
+// the sender's smoothed RTT (tcpi_rtt, ms), read every 20 ms.
+func bulkTCP(t *testing.T, addr *net.TCPAddr, d time.Duration) float64 {
+	t.Helper()
+	c, err := net.DialTCP("tcp", nil, addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	raw, err := c.SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var srtt []float64
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		buf := make([]byte, 64<<10)
+		for end := time.Now().Add(d); time.Now().Before(end); {
+			if _, err := c.Write(buf); err != nil {
+				return
+			}
+		}
+	}()
+	for tick := time.NewTicker(20 * time.Millisecond); ; {
+		select {
+		case <-done:
+			tick.Stop()
+			if len(srtt) == 0 {
+				t.Fatal("no tcpi_rtt read during the transfer")
+			}
+			slices.Sort(srtt)
+			return srtt[len(srtt)/2]
+		case <-tick.C:
+			raw.Control(func(fd uintptr) {
+				if info, err := unix.GetsockoptTCPInfo(int(fd), unix.SOL_TCP, unix.TCP_INFO); err == nil && info.Rtt > 0 {
+					srtt = append(srtt, float64(info.Rtt)/1e3)
+				}
+			})
+		}
+	}
+}
+
+// flowRTTOf returns the RTT stats --flows --json gives the TCP flow with
+// port at one end.
+func flowRTTOf(t *testing.T, ctx context.Context, name string, port uint16) (r struct {
+	Method string `json:"method"`
+	Sum    struct {
+		N     uint64  `json:"n"`
+		P50Ms float64 `json:"p50_ms"`
+		P99Ms float64 `json:"p99_ms"`
+	} `json:"sum"`
+}) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	if err := Run(ctx, []string{"stats", "--name", name, "--flows", "--json", "--top", "50"}, strings.NewReader(""), &out, &errb); err != nil {
+		t.Fatalf("stats --flows: %v\n%s", err, errb.String())
+	}
+	var got struct {
+		Dirs []struct {
+			Top []struct {
+				Proto string          `json:"proto"`
+				Src   string          `json:"src"`
+				Dst   string          `json:"dst"`
+				RTT   json.RawMessage `json:"rtt"`
+			} `json:"top"`
+		} `json:"directions"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &got); err != nil {
+		t.Fatalf("stats --flows --json: %v\n%s", err, out.String())
+	}
+	suffix := fmt.Sprintf(":%d", port)
+	for _, d := range got.Dirs {
+		for _, f := range d.Top {
+			if f.Proto == "tcp" && (strings.HasSuffix(f.Src, suffix) || strings.HasSuffix(f.Dst, suffix)) && f.RTT != nil {
+				if err := json.Unmarshal(f.RTT, &r); err != nil {
+					t.Fatal(err)
+				}
+				return r
+			}
+		}
+	}
+	t.Fatalf("no TCP flow of port %d with an RTT in\n%s", port, out.String())
+	return r
+}
