@@ -40,7 +40,8 @@
 //     Write per 100 µs:
 //     held for the next passes while another is released before then
 //     (see pacer.holdWrite); each dropped one is counted by reason; slots
-//     freed after the write
+//     freed after the write; the down owner then shows its RTT table the
+//     up owner's arrivals due by now (see Observers)
 //  3. read: if the last wait found the input readable: up to
 //     Config.Batch packets into free slab slots (with the offload
 //     backend: the segments of the endpoints' TSO/USO super-packets, each

@@ -24,7 +24,9 @@ import (
 // sender's own smoothed RTT (tcpi_rtt, what ss -ti shows) read during
 // the run: medians within 2 ms or 10 %, whichever is larger, and a p99
 // of 20 ms or more. Then the same without TCP timestamps in the shell's
-// namespace: the flow is timed by sequence and ACK numbers.
+// namespace: the flow is timed by sequence and ACK numbers. And a
+// QUIC-like UDP flow (a long header, then short headers with a constant
+// spin bit both ways) is said not to spin.
 func TestShellPassiveRTT(t *testing.T) {
 	needRoot(t, "bash")
 	t.Parallel()
@@ -68,6 +70,45 @@ func TestShellPassiveRTT(t *testing.T) {
 	ns := name + "-shell"
 	inShell := func(f func() error) error { return netsys.Do(ns, f) }
 
+	// QUIC without the spin bit: an Initial each way, then 80 short
+	// headers each way, the spin bit 0 in all.
+	hostU, shellU := listenUDPIn(t, nil, netip.IPv4Unspecified()), listenUDPIn(t, inShell, addr)
+	to := shellU.LocalAddr().(*net.UDPAddr)
+	initial := append([]byte{0xc0, 0, 0, 0, 1, 8, 1, 2, 3, 4, 5, 6, 7, 8}, make([]byte, 1186)...)
+	short := append([]byte{0x40, 1, 2, 3, 4, 5, 6, 7, 8}, make([]byte, 200)...)
+	buf := make([]byte, 2048)
+	for i := range 81 {
+		p := short
+		if i == 0 {
+			p = initial
+		}
+		if _, err := hostU.WriteToUDP(p, to); err != nil {
+			t.Fatal(err)
+		}
+		shellU.SetReadDeadline(time.Now().Add(5 * time.Second))
+		_, from, err := shellU.ReadFromUDP(buf)
+		if err != nil {
+			t.Fatalf("packet %d of the QUIC-like flow: %v", i, err)
+		}
+		if _, err := shellU.WriteToUDP(p, from); err != nil {
+			t.Fatal(err)
+		}
+		hostU.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if _, _, err := hostU.ReadFromUDP(buf); err != nil {
+			t.Fatalf("the answer to packet %d of the QUIC-like flow: %v", i, err)
+		}
+	}
+	if r := flowRTTOf(t, ctx, name, "udp", uint16(to.Port)); r.Method != "quic-spin" || r.Status != "no RTT: encrypted, no spin bit" {
+		t.Errorf("the QUIC flow without the spin bit: RTT %+v, want quic-spin, no spin bit", r)
+	}
+	var text, errb bytes.Buffer
+	if err := Run(ctx, []string{"stats", "--name", name, "--flows"}, strings.NewReader(""), &text, &errb); err != nil {
+		t.Fatalf("stats --flows: %v\n%s", err, errb.String())
+	}
+	if !strings.Contains(text.String(), "rtt p50/p99 (client+server)") || !strings.Contains(text.String(), "no spin") {
+		t.Errorf("stats --flows shows no RTT column with the QUIC flow's \"no spin\":\n%s", text.String())
+	}
+
 	for _, c := range []struct {
 		method     string
 		timestamps bool
@@ -88,7 +129,7 @@ func TestShellPassiveRTT(t *testing.T) {
 			}
 		}()
 		srtt := bulkTCP(t, ln.Addr().(*net.TCPAddr), 3*time.Second)
-		r := flowRTTOf(t, ctx, name, port)
+		r := flowRTTOf(t, ctx, name, "tcp", port)
 		t.Logf("%s: the sender's srtt median %.2f ms; the hop's %+v", c.method, srtt, r)
 		if r.Method != c.method || r.Sum.N == 0 {
 			t.Errorf("%s: the flow's RTT %+v, want timed by %s, both halves", c.method, r, c.method)
@@ -149,10 +190,11 @@ func bulkTCP(t *testing.T, addr *net.TCPAddr, d time.Duration) float64 {
 	}
 }
 
-// flowRTTOf returns the RTT stats --flows --json gives the TCP flow with
-// port at one end.
-func flowRTTOf(t *testing.T, ctx context.Context, name string, port uint16) (r struct {
+// flowRTTOf returns the RTT stats --flows --json gives the flow of proto
+// with port at one end.
+func flowRTTOf(t *testing.T, ctx context.Context, name, proto string, port uint16) (r struct {
 	Method string `json:"method"`
+	Status string `json:"status"`
 	Sum    struct {
 		N     uint64  `json:"n"`
 		P50Ms float64 `json:"p50_ms"`
@@ -180,7 +222,7 @@ func flowRTTOf(t *testing.T, ctx context.Context, name string, port uint16) (r s
 	suffix := fmt.Sprintf(":%d", port)
 	for _, d := range got.Dirs {
 		for _, f := range d.Top {
-			if f.Proto == "tcp" && (strings.HasSuffix(f.Src, suffix) || strings.HasSuffix(f.Dst, suffix)) && f.RTT != nil {
+			if f.Proto == proto && (strings.HasSuffix(f.Src, suffix) || strings.HasSuffix(f.Dst, suffix)) && f.RTT != nil {
 				if err := json.Unmarshal(f.RTT, &r); err != nil {
 					t.Fatal(err)
 				}
@@ -188,6 +230,6 @@ func flowRTTOf(t *testing.T, ctx context.Context, name string, port uint16) (r s
 			}
 		}
 	}
-	t.Fatalf("no TCP flow of port %d with an RTT in\n%s", port, out.String())
+	t.Fatalf("no %s flow of port %d with an RTT in\n%s", proto, port, out.String())
 	return r
 }
