@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -26,14 +27,15 @@ import (
 // of 20 ms or more. Then the same without TCP timestamps in the shell's
 // namespace: the flow is timed by sequence and ACK numbers. And a
 // QUIC-like UDP flow (a long header, then short headers with a constant
-// spin bit both ways) is said not to spin.
+// spin bit both ways) is said not to spin. analyze of the run's capture
+// times the timestamped flow as the hop did: medians within 0.5 ms.
 func TestShellPassiveRTT(t *testing.T) {
 	needRoot(t, "bash")
 	t.Parallel()
 	name := testInstance(170)
 	t.Cleanup(func() { cleanupInstance(name, nil, &bytes.Buffer{}) })
 	dir := t.TempDir()
-	envFile, stopFile := filepath.Join(dir, "env"), filepath.Join(dir, "stop")
+	envFile, stopFile, capFile := filepath.Join(dir, "env"), filepath.Join(dir, "stop"), filepath.Join(dir, "run.pcapng")
 	script := fmt.Sprintf(`echo $PI2HOP_HOST $PI2HOP_ADDR end > %s; while [ ! -e %s ]; do read -t 0.05 <> <(:) || :; done`,
 		envFile, stopFile)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -41,20 +43,24 @@ func TestShellPassiveRTT(t *testing.T) {
 	shellDone := make(chan error, 1)
 	var shellErr bytes.Buffer
 	go func() {
-		shellDone <- Run(ctx, []string{"shell", "--name", name, "--rate", "20mbit", "--delay", "10ms", "--", "/bin/bash", "-c", script},
+		shellDone <- Run(ctx, []string{"shell", "--name", name, "--rate", "20mbit", "--delay", "10ms", "--capture", capFile, "--", "/bin/bash", "-c", script},
 			strings.NewReader(""), io.Discard, &shellErr)
 	}()
-	defer func() {
-		os.WriteFile(stopFile, nil, 0o644)
-		select {
-		case err := <-shellDone:
-			if err != nil {
-				t.Errorf("shell: %v\n%s", err, shellErr.String())
+	var stopped sync.Once
+	stop := func() {
+		stopped.Do(func() {
+			os.WriteFile(stopFile, nil, 0o644)
+			select {
+			case err := <-shellDone:
+				if err != nil {
+					t.Errorf("shell: %v\n%s", err, shellErr.String())
+				}
+			case <-time.After(10 * time.Second):
+				t.Errorf("the shell did not return within 10 s of its command's end")
 			}
-		case <-time.After(10 * time.Second):
-			t.Errorf("the shell did not return within 10 s of its command's end")
-		}
-	}()
+		})
+	}
+	defer stop()
 	var addr netip.Addr
 	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		if b, err := os.ReadFile(envFile); err == nil {
@@ -109,6 +115,10 @@ func TestShellPassiveRTT(t *testing.T) {
 		t.Errorf("stats --flows shows no RTT column with the QUIC flow's \"no spin\":\n%s", text.String())
 	}
 
+	var tsFlow struct {
+		port uint16
+		p50  float64
+	}
 	for _, c := range []struct {
 		method     string
 		timestamps bool
@@ -138,12 +148,49 @@ func TestShellPassiveRTT(t *testing.T) {
 		if !c.timestamps {
 			continue // fewer samples, of other packets: the method is what is checked
 		}
+		tsFlow.port, tsFlow.p50 = port, r.Sum.P50Ms
 		if d := r.Sum.P50Ms - srtt; d > max(2, 0.1*srtt) || -d > max(2, 0.1*srtt) {
 			t.Errorf("the hop's RTT median %.2f ms, the sender's %.2f ms: want within max(2 ms, 10 %%)", r.Sum.P50Ms, srtt)
 		}
 		if r.Sum.P99Ms < 20 {
 			t.Errorf("the hop's RTT p99 %.2f ms, want 20 ms or more (the base RTT)", r.Sum.P99Ms)
 		}
+	}
+
+	// analyze of the capture, once the shell has written it whole.
+	stop()
+	var out bytes.Buffer
+	errb.Reset()
+	if err := Run(ctx, []string{"analyze", "--json", capFile}, strings.NewReader(""), &out, &errb); err != nil {
+		t.Fatalf("analyze: %v\n%s", err, errb.String())
+	}
+	var res struct {
+		RTT struct {
+			Flows []struct {
+				Flow   string `json:"flow"`
+				Method string `json:"method"`
+				Sum    struct {
+					P50Ms float64 `json:"p50_ms"`
+				} `json:"sum"`
+			} `json:"flows"`
+		} `json:"rtt"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
+		t.Fatalf("analyze --json: %v\n%s", err, out.String())
+	}
+	found := false
+	for _, f := range res.RTT.Flows {
+		port := fmt.Sprintf(":%d", tsFlow.port)
+		if strings.HasPrefix(f.Flow, "tcp ") && (strings.HasSuffix(f.Flow, port) || strings.Contains(f.Flow, port+" >")) {
+			found = true
+			t.Logf("analyze: %s %s, sum p50 %.2f ms; the hop's %.2f ms", f.Flow, f.Method, f.Sum.P50Ms, tsFlow.p50)
+			if d := f.Sum.P50Ms - tsFlow.p50; d > 0.5 || d < -0.5 {
+				t.Errorf("analyze's RTT median %.2f ms, the hop's %.2f ms: want within 0.5 ms", f.Sum.P50Ms, tsFlow.p50)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("analyze times no TCP flow of port %d: %+v", tsFlow.port, res.RTT.Flows)
 	}
 }
 
