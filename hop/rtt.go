@@ -67,12 +67,18 @@ func (r *rttRing) slot() *rttItem {
 }
 
 // publish makes the item slot returned visible to the consumer, and
-// reports how many items may wait now (at least that many were written
-// since the producer last found the ring full, or since its start).
-func (r *rttRing) publish() uint64 {
+// reports whether it made the ring half full: the consumer should drain
+// it. Each item adds one, so the ring passes half full at a publish; the
+// producer reads head again whenever its own view says half full or
+// more, which it does only while the consumer is that far behind.
+func (r *rttRing) publish() (half bool) {
 	t := r.tail.Load() + 1
 	r.tail.Store(t)
-	return t - r.head0
+	if t-r.head0 < rttRingSize/2 {
+		return false
+	}
+	r.head0 = r.head.Load()
+	return t-r.head0 == rttRingSize/2
 }
 
 // drain passes each waiting item that arrived at or before now to take,
@@ -118,8 +124,8 @@ func (u *rttUpObserver) arrive(slot int32, pkt []byte, _ *aqm.Meta, _ uint32, re
 	}
 	it.rec.Parse(pkt, len(pkt), rtt.Up)
 	it.at = now
-	if u.ring.publish() == rttRingSize/2 {
-		u.wake.signal() // once per filling: an idle down owner drains it
+	if u.ring.publish() {
+		u.wake.signal() // an idle down owner drains it
 	}
 }
 

@@ -53,6 +53,22 @@ func TestRTTRing(t *testing.T) {
 	}
 	u.wake = nil // no owner to wake: the ring is never filled to half by arrive here
 	r := d.ring
+	// Half full: the consumer is told, once, each time; here after a
+	// drain of all, the second time without the producer having found the
+	// ring full in between.
+	for round := range 2 {
+		var halves []int
+		for i := range rttRingSize / 2 {
+			r.slot()
+			if r.publish() {
+				halves = append(halves, i+1)
+			}
+		}
+		if len(halves) != 1 || halves[0] != rttRingSize/2 {
+			t.Errorf("round %d: publish said half full after items %v, want after %d only", round, halves, rttRingSize/2)
+		}
+		r.drain(1<<62, func(*rttItem) {})
+	}
 	for i := range rttRingSize {
 		it := r.slot()
 		if it == nil {
