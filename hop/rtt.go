@@ -5,9 +5,13 @@ package hop
 // what the table needs of each of its packets (rtt.Record) and hands it
 // over a fixed ring that takes no lock; the down owner drains the ring
 // before it shows the table a packet of its own, taking only records no
-// later than that packet, so that the table sees every packet in the
-// order of arrival at the hop. It drains at each pass of its loop too,
-// and the up owner wakes it when the ring is half full, so an idle down
+// later than that packet, so that the table sees the packets in the
+// order of arrival at the hop. The one exception: the up owner reads the
+// clock before it hands a record over, so a record handed over after the
+// down owner took a later packet is seen late, at its own time (the gap
+// is the up owner's time from its clock to the handover, far below any
+// round trip). The down owner drains at each pass of its loop too, and
+// the up owner wakes it when the ring passes half full, so an idle down
 // direction does not let the ring fill.
 
 import (
