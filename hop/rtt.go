@@ -1,12 +1,19 @@
 package hop
 
-// Passive round-trip times (package rtt) at the hop. One rtt.Table sees
-// both directions, and it is the down owner's alone: the up owner reads
-// what the table needs of each of its packets (rtt.Record) and hands it
-// over a fixed ring that takes no lock; the down owner drains the ring
-// before it shows the table a packet of its own, taking only records no
-// later than that packet, so that the table sees the packets in the
-// order of arrival at the hop. The one exception: the up owner reads the
+// Passive round-trip times (package rtt) at the hop. The table watches
+// the hop's client-facing edge: an up packet as it arrives from the
+// client, a down packet as it leaves for it. So the client half of a
+// round trip is the client's own (its link and stack) and the server
+// half everything beyond that edge, the hop's queues and delay lines
+// included: a client's ping is timed whole, as ping times it, and a
+// flow's two halves add up to its round trip.
+//
+// One rtt.Table sees both directions, and it is the down owner's alone:
+// the up owner reads what the table needs of each of its packets
+// (rtt.Record) and hands it over a fixed ring that takes no lock; the
+// down owner drains the ring before it shows the table a packet of its
+// own, taking only records no later than that packet, so that the table
+// sees the packets in time order. The one exception: the up owner reads the
 // clock before it hands a record over, so a record handed over after the
 // down owner took a later packet is seen late, at its own time (the gap
 // is the up owner's time from its clock to the handover, far below any
@@ -159,12 +166,13 @@ func newRTT(down *waker) (*rttTable, *rttUpObserver, error) {
 	return d, &rttUpObserver{ring: r, wake: down}, nil
 }
 
-func (d *rttTable) points() points { return atArrive }
+func (d *rttTable) points() points { return atDepart }
 
-// arrive shows the table the up packets that arrived before this one,
-// then this one (as rttUpObserver.arrive, only those the queue took).
-func (d *rttTable) arrive(slot int32, pkt []byte, _ *aqm.Meta, _ uint32, refused *shaper.Event, now int64) {
-	if slot < 0 || refused != nil {
+// depart shows the table the up packets that arrived before this one
+// left, then this one: a down packet written to the client's side (one
+// the device refused never reaches the client, so nothing answers it).
+func (d *rttTable) depart(_ int32, pkt []byte, _ *shaper.Event, ok bool, now int64) {
+	if !ok {
 		return
 	}
 	d.drain(now)

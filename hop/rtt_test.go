@@ -116,10 +116,10 @@ func TestRTTRing(t *testing.T) {
 	if got := d.t.Stats().Packets; got != 5 {
 		t.Errorf("a drain at 5.5 ms showed the table %d packets, want the 5 that arrived by then", got)
 	}
-	// The reply to request 6 (at 7 ms) arrives at 7.25 ms: its arrive
-	// drains requests 6 and 7 first, so the sample is 0.25 ms.
+	// The reply to request 6 (at 7 ms) leaves for the client at 7.25 ms:
+	// its depart drains requests 6 and 7 first, so the sample is 0.25 ms.
 	rep := icmp4(rttSrv, rttCli, 0, 7, 6)
-	d.arrive(0, rep, nil, 0, nil, 7_250_000)
+	d.depart(0, rep, nil, true, 7_250_000)
 	s := d.stats()
 	if s.Packets != 8 || s.Samples != 1 || s.Dropped != 1 {
 		t.Errorf("stats %+v, want 8 packets, 1 sample, the ring's 1 drop", s)
