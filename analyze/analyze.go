@@ -364,9 +364,14 @@ func (a *Analyzer) add(d *dirAcc, pt point, p *pcap.Packet, h *ipHeader) error {
 	switch pt {
 	case pointIn:
 		d.addIn(p, h, &s)
-		a.addRTT(d.name, p, h)
+		if d.name == "up" {
+			a.addRTT(d.name, p, h) // from the client, as it reaches the hop
+		}
 	case pointOut:
 		d.addOut(p, h, &s)
+		if d.name == "down" {
+			a.addRTT(d.name, p, h) // to the client, as it leaves the hop
+		}
 	case pointDrop:
 		d.addDrop(p, h, &s)
 	}

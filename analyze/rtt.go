@@ -76,7 +76,9 @@ func rttDir(name string) (rtt.Dir, bool) {
 	return 0, false
 }
 
-// addRTT feeds a packet read at an in point of direction dir.
+// addRTT feeds a packet seen at the hop's client-facing edge: an up
+// packet at its in point, a down one at its out point (as the hop's own
+// table watches them, so both time a flow alike).
 func (a *Analyzer) addRTT(dir string, p *pcap.Packet, h *ipHeader) {
 	d, ok := rttDir(dir)
 	if !ok {

@@ -23,8 +23,9 @@ type rttSeen struct {
 }
 
 // writeRTTCapture writes packets to the in taps of their direction, and
-// each again at the out tap 1 ms later: analyze must time the in point
-// only, as the hop reads packets.
+// each again at the out tap 1 ms later: analyze must time an up packet
+// at its in tap and a down one at its out tap, the hop's client-facing
+// edge, as the hop's own table does.
 func writeRTTCapture(t *testing.T, path string, seen []rttSeen) {
 	t.Helper()
 	c, err := pcap.NewCapture(path, pcap.Options{BufferRecords: 256})
@@ -67,13 +68,13 @@ func TestRTT(t *testing.T) {
 	writeRTTCapture(t, path, []rttSeen{
 		{0, "up", up(1000, 100, 10, 1)},
 		{1, "up", b(true, 1, 1, 200)},
-		{11, "down", b(false, 1, 201, 0)},    // B server half 10 ms
-		{12, "down", b(false, 1, 201, 1000)}, // B server data
-		{15, "up", b(true, 201, 1001, 0)},    // B client half 3 ms
-		{20, "down", down(1100, 500, 10)},    // A server half 20 ms
-		{25, "up", up(1100, 100, 15, 500)},   // A client half 5 ms
-		{45, "down", down(1200, 501, 15)},    // A server half 20 ms
-		{49, "up", up(1200, 100, 20, 501)},   // A client half 4 ms
+		{11, "down", b(false, 1, 201, 0)},    // out at 12: B server half 11 ms
+		{12, "down", b(false, 1, 201, 1000)}, // B server data, out at 13
+		{15, "up", b(true, 201, 1001, 0)},    // B client half 2 ms
+		{20, "down", down(1100, 500, 10)},    // out at 21: A server half 21 ms
+		{25, "up", up(1100, 100, 15, 500)},   // A client half 4 ms
+		{45, "down", down(1200, 501, 15)},    // out at 46: A server half 21 ms
+		{49, "up", up(1200, 100, 20, 501)},   // A client half 3 ms
 		{50, "down", down(1200, 502, 15)},    // a duplicate echo: nothing
 	})
 	res, err := Analyze([]Input{{Path: path}}, Options{})
@@ -87,21 +88,21 @@ func TestRTT(t *testing.T) {
 	// of nearest rank, never above the largest sample (rtt.Hist: 64
 	// buckets per power of two; a sample v in [2^e, 2^(e+1)) lies in
 	// [k·2^(e-6), (k+1)·2^(e-6) − 1], k = v >> (e-6)). A's client half has
-	// samples 4 and 5 ms: p50 is the first (rank 1 of 2), 4 ms: e = 21,
-	// k = 122, [3 997 696, 4 030 463], middle 4 014 079 ns; p99 is 5 ms,
-	// whose bucket's middle (5 013 503) lies above the maximum, 5 ms. The
-	// server half's samples are both 20 ms (middle 20 054 015, above the
-	// maximum). B's client half is one sample of 3 ms: e = 21, k = 91,
-	// [2 981 888, 3 014 655], middle 2 998 271; its server half 10 ms
-	// (middle 10 027 007, above the maximum). The sum adds the halves'
-	// figures.
+	// samples 4 and 3 ms: p50 is the smaller (rank 1 of 2), 3 ms: e = 21,
+	// k = 91, [2 981 888, 3 014 655], middle 2 998 271 ns; p99 is 4 ms,
+	// whose bucket's middle (4 014 079) lies above the maximum, 4 ms. The
+	// server half's samples are both 21 ms (middle 21 102 591, above the
+	// maximum). B's client half is one sample of 2 ms (middle 2 007 039,
+	// above the maximum); its server half 11 ms: e = 23, k = 83,
+	// [10 878 976, 11 010 047], middle 10 944 511. The sum adds the
+	// halves' figures.
 	want := map[string]RTTFlow{
 		"tcp 10.0.0.1:5000 > 10.0.1.1:80": {Class: "L", Method: rtt.MethodTCPTimestamps, Status: rtt.StatusMeasured,
-			Client: RTTStats{N: 2, P50: 4.014079, P99: 5, Max: 5}, Server: RTTStats{N: 2, P50: 20, P99: 20, Max: 20},
-			Sum: RTTStats{N: 2, P50: 24.014079, P99: 25, Max: 25}},
+			Client: RTTStats{N: 2, P50: 2.998271, P99: 4, Max: 4}, Server: RTTStats{N: 2, P50: 21, P99: 21, Max: 21},
+			Sum: RTTStats{N: 2, P50: 23.998271, P99: 25, Max: 25}},
 		"tcp [fd00::1]:6000 > [fd00:1::1]:443": {Class: "C", Method: rtt.MethodTCPSeq, Status: rtt.StatusMeasured,
-			Client: RTTStats{N: 1, P50: 2.998271, P99: 2.998271, Max: 3}, Server: RTTStats{N: 1, P50: 10, P99: 10, Max: 10},
-			Sum: RTTStats{N: 1, P50: 12.998271, P99: 12.998271, Max: 13}},
+			Client: RTTStats{N: 1, P50: 2, P99: 2, Max: 2}, Server: RTTStats{N: 1, P50: 10.944511, P99: 10.944511, Max: 11},
+			Sum: RTTStats{N: 1, P50: 12.944511, P99: 12.944511, Max: 13}},
 	}
 	for _, f := range res.RTT.Flows {
 		w, ok := want[f.Flow]
@@ -115,7 +116,7 @@ func TestRTT(t *testing.T) {
 		}
 	}
 	if st := res.RTT.Stats; st.Samples != 6 || st.Packets != 10 {
-		t.Errorf("stats %+v: want 10 packets (the in taps only), 6 samples", st)
+		t.Errorf("stats %+v: want 10 packets (up in and down out only), 6 samples", st)
 	}
 
 	var js bytes.Buffer
@@ -123,7 +124,7 @@ func TestRTT(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, s := range []string{`"rtt":{"stats":{"packets":10`, `"method":"tcp-timestamps"`, `"status":"measured"`,
-		`"client_half":{"n":2,"p50_ms":4.014079,"p99_ms":5,"max_ms":5}`, `"sum":{"n":1,"p50_ms":12.998271,"p99_ms":12.998271,"max_ms":13}`} {
+		`"client_half":{"n":2,"p50_ms":2.998271,"p99_ms":4,"max_ms":4}`, `"sum":{"n":1,"p50_ms":12.944511,"p99_ms":12.944511,"max_ms":13}`} {
 		if !strings.Contains(js.String(), s) {
 			t.Errorf("JSON lacks %s:\n%s", s, js.String())
 		}
@@ -132,7 +133,7 @@ func TestRTT(t *testing.T) {
 	if err := res.WriteTable(&tab); err != nil {
 		t.Fatal(err)
 	}
-	wantRow := "tcp 10.0.0.1:5000 > 10.0.1.1:80 L tcp-timestamps 4.01/5.00 20.00/20.00 24.01/25.00 2/2 measured"
+	wantRow := "tcp 10.0.0.1:5000 > 10.0.1.1:80 L tcp-timestamps 3.00/4.00 21.00/21.00 24.00/25.00 2/2 measured"
 	found := false
 	for line := range strings.Lines(tab.String()) {
 		found = found || strings.Join(strings.Fields(line), " ") == wantRow

@@ -65,7 +65,10 @@ type Config struct {
 	// NoFlows turns the per-flow table off (FlowTable): the owners then
 	// count nothing per flow. Benchmarks measure its cost with it.
 	NoFlows bool
-	Logger  *slog.Logger // nil: no logs
+	// NoRTT turns the passive RTT table off (Flow.RTT, Hop.RTTFlows): the
+	// owners then time no round trip. Benchmarks measure its cost with it.
+	NoRTT  bool
+	Logger *slog.Logger // nil: no logs
 }
 
 // Defaults for Config's tuning fields.
@@ -336,6 +339,7 @@ func (c Config) fixedChange(next Config) error {
 		{"priority", c.Priority == next.Priority, "the owner threads take it at start"},
 		{"wake-up probe", c.WakeProbe == next.WakeProbe, "it starts with Run"},
 		{"flow table", c.NoFlows == next.NoFlows, "the owners allocate it at start"},
+		{"RTT table", c.NoRTT == next.NoRTT, "the owners allocate it at start"},
 		{"logger", c.Logger == next.Logger, "it is taken at start"},
 	} {
 		if !f.same {

@@ -40,7 +40,8 @@
 //     Write per 100 µs:
 //     held for the next passes while another is released before then
 //     (see pacer.holdWrite); each dropped one is counted by reason; slots
-//     freed after the write
+//     freed after the write; the down owner then shows its RTT table the
+//     up owner's arrivals due by now (see Observers)
 //  3. read: if the last wait found the input readable: up to
 //     Config.Batch packets into free slab slots (with the offload
 //     backend: the segments of the endpoints' TSO/USO super-packets, each
@@ -74,27 +75,14 @@
 // the last two only for a packet the queue took. Each is called on the
 // owner goroutine and must not block or allocate, and must copy what it
 // keeps of the packet. The two directions' owners call theirs on two
-// goroutines: an observer that sees both (a passive RTT estimator
-// matching data one way with ACKs the other) keeps its state per
-// direction or shares it without a lock the owner could wait on.
-// quietObserver stands for the calls one has no use for; adding one that
-// sees every arrival is a few lines:
-//
-//	type rttObserver struct {
-//		quietObserver
-//		est *rtt.Estimator // shared by both directions
-//		dir int
-//	}
-//
-//	func (r *rttObserver) points() points { return atArrive }
-//
-//	func (r *rttObserver) arrive(_ int32, pkt []byte, _ *aqm.Meta, _ uint32, _ *shaper.Event, now int64) {
-//		r.est.Observe(pkt, r.dir, now)
-//	}
-//
-// with o.obs.add(&rttObserver{est: e, dir: int(o.dir)}) for each owner in
-// Hop.Run, beside the tap's; at departure too, with atDepart and a depart
-// method.
+// goroutines: an observer that sees both keeps its state per direction
+// or shares it without a lock the owner could wait on. The passive RTT
+// table (rtt.go) is one: the down owner owns it, and the up owner's
+// observer hands it what it reads of each arrival over a lock-free ring
+// (a full ring drops the record and counts it), which the down owner
+// drains, in time order, before each of its own arrivals and at each
+// pass of its loop. quietObserver stands for the calls one has no use
+// for.
 //
 // Departures follow the link's absolute schedule, so a late wake-up
 // delays a packet but never changes the rate.

@@ -60,7 +60,7 @@ func TestFlowClasses(t *testing.T) {
 			var cp flowCopy
 			o := &owner{rep: reporter{flows: &tb}}
 			o.copyFlows(&cp, 10_000)
-			ft := cp.table(Up, -1)
+			ft := cp.table(Up, -1, nil)
 			if len(ft.Flows) != 1 {
 				t.Fatalf("%d flows, want 1", len(ft.Flows))
 			}
@@ -89,7 +89,7 @@ func TestFlowKeys(t *testing.T) {
 	var cp flowCopy
 	(&owner{rep: reporter{flows: &tb}}).copyFlows(&cp, 2)
 	got := map[string]uint64{}
-	for _, f := range cp.table(Up, -1).Flows {
+	for _, f := range cp.table(Up, -1, nil).Flows {
 		got[f.Proto+" "+f.Src+" "+f.Dst] = f.In.NotECT.Packets
 	}
 	want := map[string]uint64{

@@ -3,11 +3,11 @@ package hop
 import (
 	"cmp"
 	"fmt"
-	"net/netip"
 	"slices"
 	"time"
 
 	"github.com/pi2hop/pi2hop/aqm"
+	"github.com/pi2hop/pi2hop/rtt"
 )
 
 // flowCopy is the owner's table as it handed it to a reader: the flows in
@@ -83,6 +83,10 @@ type FlowTable struct {
 	Other FlowCounts `json:"other"`
 	// QProt is the Queue Protection that L4S flows are scored against.
 	QProt QProtThresholds `json:"qprot"`
+	// RTT are the counters of the hop's passive RTT table (package rtt):
+	// one table sees both directions, so up and down show the same; nil
+	// with Config.NoRTT.
+	RTT *rtt.Stats `json:"rtt,omitempty"`
 	// Flows are the flows, highest rate first (then most bytes), at most
 	// the number asked for.
 	Flows []Flow `json:"top"`
@@ -135,6 +139,11 @@ type Flow struct {
 	// L-queue.
 	QProt   *FlowQProt `json:"qprot,omitempty"`
 	Verdict string     `json:"verdict"`
+	// RTT is the flow's passive round-trip times, both directions' packets
+	// timed together (an up flow and its down flow show the same); nil
+	// when the RTT table holds no flow of its 5-tuple, or with
+	// Config.NoRTT.
+	RTT *FlowRTT `json:"rtt,omitempty"`
 }
 
 // FlowQProt is a flow's queuing score (RFC 9957), kept passively: what
@@ -170,17 +179,11 @@ const SanctionShare = 0.1
 var protoNames = map[uint8]string{1: "icmp", 6: "tcp", 17: "udp", 33: "dccp", 58: "icmpv6", 132: "sctp", 136: "udplite"}
 
 func (k *flowKey) endpoints() (src, dst string) {
-	var a, b netip.Addr
-	raw := k.bytes()
-	switch k.version {
-	case 4:
-		a, b = netip.AddrFrom4([4]byte(raw[:4])), netip.AddrFrom4([4]byte(raw[4:8]))
-	case 6:
-		a, b = netip.AddrFrom16([16]byte(raw[:16])), netip.AddrFrom16([16]byte(raw[16:]))
-	default:
+	a, b := k.addrPorts()
+	if !a.IsValid() {
 		return "", ""
 	}
-	return netip.AddrPortFrom(a, uint16(k.ports>>16)).String(), netip.AddrPortFrom(b, uint16(k.ports)).String()
+	return a.String(), b.String()
 }
 
 func nsToMs(ns int64) float64 { return float64(ns) / 1e6 }
@@ -216,13 +219,18 @@ func (e *flowEntry) rate(now int64) uint64 {
 	return uint64(bytes * 8 * 1e9 / float64(flowWindow))
 }
 
-// table turns a copy into a FlowTable of the top flows by rate.
-func (c *flowCopy) table(d Dir, top int) FlowTable {
+// table turns a copy into a FlowTable of the top flows by rate, each
+// with its RTT from rj (nil: none).
+func (c *flowCopy) table(d Dir, top int, rj *rttJoin) FlowTable {
 	wall := func(t int64) time.Time { return time.Unix(0, t+UnixOffset()) }
 	ft := FlowTable{
 		Dir: d.String(), Taken: wall(c.now), Capacity: FlowTableSize, Active: c.n, Evicted: c.evicted,
 		Other: counts(&c.other),
 		QProt: QProtThresholds{nsToMs(c.ql), nsToMs(c.qlsc)},
+	}
+	if rj != nil && rj.ok {
+		st := rj.stats
+		ft.RTT = &st
 	}
 	idx := make([]int, c.n)
 	rates := make([]uint64, c.n)
@@ -265,6 +273,7 @@ func (c *flowCopy) table(d Dir, top int) FlowTable {
 			f.Share = float64(rates[i]) / float64(capacity)
 		}
 		c.classify(e, &f, wall)
+		f.RTT = rj.flowRTT(d, &e.key)
 		ft.Flows = append(ft.Flows, f)
 	}
 	return ft

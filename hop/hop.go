@@ -56,6 +56,16 @@ func New(cfg Config, up, down tun.Device) (*Hop, error) {
 		}
 		h.dirs[i] = o
 	}
+	if !cfg.NoRTT {
+		down, up, err := newRTT(&h.dirs[Down].waker)
+		if err != nil {
+			h.closeOwners()
+			return nil, fmt.Errorf("hop: rtt: %w", err)
+		}
+		h.dirs[Up].obs.add(up)
+		h.dirs[Down].obs.add(down)
+		h.dirs[Down].rep.rtt = down
+	}
 	return h, nil
 }
 
@@ -235,8 +245,12 @@ func (h *Hop) StatsFlows(top int) (Snapshot, [2]FlowTable) {
 	p := h.probes.Load()
 	s := Snapshot{Name: h.cfg.Name, Running: running, WakeProbe: p.stats()}
 	var ft [2]FlowTable
-	for i, o := range h.dirs {
-		*s.Dir(Dir(i)), ft[i] = o.snapshotFlows(running, true, top)
+	var rj *rttJoin
+	if h.dirs[Down].rep.rtt != nil {
+		rj = &rttJoin{index: map[rttKey]*rttJoined{}}
+	}
+	for _, d := range []Dir{Down, Up} { // the RTT table's copy first: both tables join it
+		*s.Dir(d), ft[d] = h.dirs[d].snapshotFlows(running, true, top, rj)
 	}
 	return s, ft
 }

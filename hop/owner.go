@@ -149,6 +149,9 @@ func (o *owner) run() (err error) {
 		o.takeEdits()
 		now := clock()
 		o.release(now) // 2. release
+		if o.rep.rtt != nil {
+			o.rep.rtt.drain(now) // the up owner's arrivals, though none came this way
+		}
 		var full bool
 		var err error
 		if o.inReady { // 3. read and 4. enqueue; skip the read that would only say EAGAIN

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/pi2hop/pi2hop/rtt"
 	"github.com/pi2hop/pi2hop/shaper"
 	"github.com/pi2hop/pi2hop/tun"
 )
@@ -34,12 +35,19 @@ type reporter struct {
 	// allocated by the first such reader.
 	flows    *flowCounters
 	reqFlows *flowCopy
+	// rtt is the hop's RTT table, the down owner's (nil on the up owner
+	// and with Config.NoRTT); reqRTT and reqRTTStats are the copy of it a
+	// reader asked for (rttReq), allocated by the first such reader.
+	rtt         *rttTable
+	reqRTT      *rtt.Snapshot
+	reqRTTStats rtt.Stats
 	// watch judges, at each publish, whether the hop is the bottleneck.
 	watch bottleneckWatch
 
 	// Shared.
 	statsReq  atomic.Bool
 	flowsReq  atomic.Bool // the stats request wants the flow table too
+	rttReq    atomic.Bool // and the RTT table
 	snap      atomic.Pointer[DirStats]
 	published chan struct{} // a requested snapshot is out
 	reqMu     sync.Mutex    // one stats request at a time
@@ -108,6 +116,9 @@ func (o *owner) publish(now int64, store bool) {
 	o.st.SojournL.Close()
 	o.st.Lateness.Close()
 	o.rep.cpu.countIdle(o.st.In, &o.st.IdleCPU)
+	if o.rep.rtt != nil {
+		o.rep.rtt.drain(now)
+	}
 	var bps uint64
 	if c, ok := o.cfg.Link.Rate.(shaper.Const); ok {
 		bps = c.BitsPerSecond
@@ -119,6 +130,9 @@ func (o *owner) publish(now int64, store bool) {
 		o.fill(&o.rep.reqSnap, now)
 		if o.rep.flowsReq.Swap(false) && o.rep.flows != nil {
 			o.copyFlows(o.rep.reqFlows, now)
+		}
+		if o.rep.rttReq.Swap(false) && o.rep.rtt != nil {
+			o.copyRTT(now)
 		}
 	}
 	if store || !req {
@@ -173,22 +187,35 @@ func (o *owner) fill(s *DirStats, now int64) {
 // one served to a reader or the owner's last stored one, whichever is later
 // (so that no reader sees the counters go back).
 func (o *owner) snapshot(running bool) DirStats {
-	s, _ := o.snapshotFlows(running, false, 0)
+	s, _ := o.snapshotFlows(running, false, 0, nil)
 	return s
+}
+
+// copyRTT copies the RTT table into reqRTT: on the owner.
+func (o *owner) copyRTT(now int64) {
+	o.rep.rtt.drain(now)
+	o.rep.rtt.t.CopyTo(o.rep.reqRTT, now)
+	o.rep.reqRTTStats = o.rep.rtt.stats()
 }
 
 // snapshotFlows is snapshot, with the flow table's top flows when
 // withFlows is set (top < 0: all of them). The owner copies its table
 // into reqFlows in the same handover, and the reader turns that copy into
 // figures. Without a fresh snapshot the table is read only once the owner
-// has returned; a reader that timed out gets an empty one.
-func (o *owner) snapshotFlows(running, withFlows bool, top int) (DirStats, FlowTable) {
+// has returned; a reader that timed out gets an empty one. With rj, the
+// owner that holds the RTT table copies it too, for rj to read (fill),
+// and the flows get their RTT from rj.
+func (o *owner) snapshotFlows(running, withFlows bool, top int, rj *rttJoin) (DirStats, FlowTable) {
 	o.rep.reqMu.Lock()
 	defer o.rep.reqMu.Unlock()
 	var ft FlowTable
 	flowsOK := false
 	if withFlows && o.rep.flows != nil && o.rep.reqFlows == nil {
 		o.rep.reqFlows = new(flowCopy)
+	}
+	wantRTT, rttOK := rj != nil && o.rep.rtt != nil, false
+	if wantRTT && o.rep.reqRTT == nil {
+		o.rep.reqRTT = rtt.NewSnapshot(o.rep.rtt.t)
 	}
 	if running {
 		select { // a token nobody took (none is left by the handover)
@@ -197,6 +224,9 @@ func (o *owner) snapshotFlows(running, withFlows bool, top int) (DirStats, FlowT
 		}
 		if withFlows && o.rep.flows != nil {
 			o.rep.flowsReq.Store(true)
+		}
+		if wantRTT {
+			o.rep.rttReq.Store(true)
 		}
 		o.rep.statsReq.Store(true)
 		o.waker.signal()
@@ -217,8 +247,21 @@ func (o *owner) snapshotFlows(running, withFlows bool, top int) (DirStats, FlowT
 			// The owner copied its table only if it saw the flag (a
 			// request it took is always served in full).
 			flowsOK = withFlows && o.rep.flows != nil && !o.rep.flowsReq.Swap(false)
+			rttOK = wantRTT && !o.rep.rttReq.Swap(false)
 		}
 		o.rep.flowsReq.Store(false)
+		o.rep.rttReq.Store(false)
+	}
+	if wantRTT && !rttOK {
+		select {
+		case <-o.exited: // the owner is gone: its table is the reader's now
+			o.copyRTT(clock())
+			rttOK = true
+		default:
+		}
+	}
+	if rttOK {
+		rj.fill(o.rep.reqRTT, o.rep.reqRTTStats)
 	}
 	if withFlows && o.rep.flows != nil && !flowsOK {
 		select {
@@ -229,7 +272,7 @@ func (o *owner) snapshotFlows(running, withFlows bool, top int) (DirStats, FlowT
 		}
 	}
 	if flowsOK {
-		ft = o.rep.reqFlows.table(o.dir, top)
+		ft = o.rep.reqFlows.table(o.dir, top, rj)
 	} else {
 		ft = FlowTable{Dir: o.dir.String(), Capacity: FlowTableSize}
 	}

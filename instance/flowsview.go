@@ -66,7 +66,7 @@ func WriteFlows(w io.Writer, d *DirFlows, devices bool) {
 		return
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	head := "  proto\tsource\tdestination\tclass\trate\tshare\tq\tsojourn p50/p99\tin\tout\tmarks\tdrops\tverdict"
+	head := "  proto\tsource\tdestination\tclass\trate\tshare\tq\tsojourn p50/p99\trtt p50/p99 (client+server)\tin\tout\tmarks\tdrops\tverdict"
 	if devices {
 		head += "\tdevice"
 	}
@@ -80,8 +80,8 @@ func WriteFlows(w io.Writer, d *DirFlows, devices bool) {
 		if q == "" {
 			q = "-"
 		}
-		line := fmt.Sprintf("  %s\t%s\t%s\t%s\t%s\t%.0f%%\t%s\t%.2f/%.2fms\t%s\t%s\t%d\t%d\t%s",
-			f.Proto, f.Src, f.Dst, f.Class, formatBps(f.RateBps), 100*f.Share, q, f.SojournP50Ms, f.SojournP99Ms,
+		line := fmt.Sprintf("  %s\t%s\t%s\t%s\t%s\t%.0f%%\t%s\t%.2f/%.2fms\t%s\t%s\t%s\t%d\t%d\t%s",
+			f.Proto, f.Src, f.Dst, f.Class, formatBps(f.RateBps), 100*f.Share, q, f.SojournP50Ms, f.SojournP99Ms, f.RTT.Text(),
 			FormatBytes(f.In.Total().Bytes), FormatBytes(f.Out.Total().Bytes), f.Marks, drops, f.Verdict)
 		if devices {
 			dev := f.Device

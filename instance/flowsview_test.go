@@ -8,6 +8,7 @@ import (
 
 	"github.com/pi2hop/pi2hop/hop"
 	"github.com/pi2hop/pi2hop/lan"
+	"github.com/pi2hop/pi2hop/rtt"
 )
 
 // A flow's device is the LAN client at either of its ends, by IPv4 or
@@ -36,19 +37,41 @@ func TestWriteFlows(t *testing.T) {
 	f := hop.Flow{Proto: "udp", Src: "10.254.1.1:5000", Dst: "10.254.1.2:6000", Class: hop.ClassL4S, RateBps: 12_000_000,
 		Share: 0.6, Queue: "L", SojournP50Ms: 0.5, SojournP99Ms: 1.25, Verdict: "well-behaved"}
 	f.Marks = 7
+	f.RTT = &hop.FlowRTT{Sum: hop.RTTSummary{N: 3, P50Ms: 20.44, P99Ms: 23.08}}
 	f.Drops = map[string]uint64{"step": 1, "limit": 2}
 	d := DirFlows{FlowTable: hop.FlowTable{Dir: "down", Active: 1}, Top: []FlowView{{Flow: f, Device: "phone"}}}
 	for _, devices := range []bool{false, true} {
 		var b bytes.Buffer
 		WriteFlows(&b, &d, devices)
 		out := b.String()
-		for _, want := range []string{"down (server -> client): 1 flows\n", "udp", "10.254.1.1:5000", "L4S", "12.0mbit", "60%", "0.50/1.25ms", "  7  ", "  3  ", "well-behaved"} {
+		for _, want := range []string{"down (server -> client): 1 flows\n", "udp", "10.254.1.1:5000", "L4S", "12.0mbit", "60%", "0.50/1.25ms", "20.4/23.1ms", "rtt p50/p99 (client+server)", "  7  ", "  3  ", "well-behaved"} {
 			if !strings.Contains(out, want) {
 				t.Errorf("devices %v: no %q in\n%s", devices, want, out)
 			}
 		}
 		if strings.Contains(out, "phone") != devices {
 			t.Errorf("devices %v: device column in\n%s", devices, out)
+		}
+	}
+}
+
+// The RTT cell: the sum when both halves are timed, else the half that
+// is, named; why there is none for QUIC without the spin bit.
+func TestRTTText(t *testing.T) {
+	half := hop.RTTSummary{N: 5, P50Ms: 10.04, P99Ms: 12.56}
+	for _, c := range []struct {
+		rtt  *hop.FlowRTT
+		want string
+	}{
+		{nil, "-"},
+		{&hop.FlowRTT{Status: "waiting"}, "-"},
+		{&hop.FlowRTT{Status: rtt.StatusNoSpin.String()}, "no spin"},
+		{&hop.FlowRTT{ServerHalf: half}, "server 10.0/12.6ms"},
+		{&hop.FlowRTT{ClientHalf: half}, "client 10.0/12.6ms"},
+		{&hop.FlowRTT{ClientHalf: half, ServerHalf: half, Sum: hop.RTTSummary{N: 5, P50Ms: 20.08, P99Ms: 25.12}}, "20.1/25.1ms"},
+	} {
+		if got := c.rtt.Text(); got != c.want {
+			t.Errorf("%+v: %q, want %q", c.rtt, got, c.want)
 		}
 	}
 }

@@ -27,9 +27,9 @@ type collector struct {
 	prob, qdelay, backlog, sojourn, rate, busy         *prometheus.Desc
 	queued, notBottleneck, pathRate                    *prometheus.Desc
 
-	classFlows, classBytes, classMarks             *prometheus.Desc
-	topRate, topSojourn, topMarks, topDrops, topQP *prometheus.Desc
-	faults                                         *prometheus.Desc
+	classFlows, classBytes, classMarks                     *prometheus.Desc
+	topRate, topSojourn, topMarks, topDrops, topQP, topRTT *prometheus.Desc
+	faults                                                 *prometheus.Desc
 }
 
 // MetricsTopFlows is how many flows per direction the metrics show one by
@@ -68,6 +68,7 @@ func newCollector(h *hop.Hop) *collector {
 		topMarks:   d("top_flow_ce_marks", "CE marks added to the flow of this rank.", "rank", "flow", "class"),
 		topDrops:   d("top_flow_drops", "Drops of the flow of this rank.", "rank", "flow", "class"),
 		topQP:      d("top_flow_would_sanction", "1 when DOCSIS queue protection would sanction the flow of this rank (RFC 9957), else 0.", "rank", "flow", "class"),
+		topRTT:     d("top_flow_rtt_seconds", "Passive round-trip time quantiles of the flow of this rank: the client half (hop to client and back), the server half (hop to server and back) and their sum; only the halves timed.", "rank", "flow", "class", "half", "quantile"),
 		faults:     d("ecn_faults_total", "Packets an ECN path fault rewrote or dropped, by fault kind.", "kind"),
 	}
 }
@@ -75,7 +76,7 @@ func newCollector(h *hop.Hop) *collector {
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.packets, c.bytes, c.drops, c.marks, c.malformed, c.ringDrops,
 		c.prob, c.qdelay, c.backlog, c.sojourn, c.rate, c.busy, c.queued, c.notBottleneck, c.pathRate,
-		c.classFlows, c.classBytes, c.classMarks, c.topRate, c.topSojourn, c.topMarks, c.topDrops, c.topQP, c.faults} {
+		c.classFlows, c.classBytes, c.classMarks, c.topRate, c.topSojourn, c.topMarks, c.topDrops, c.topQP, c.topRTT, c.faults} {
 		ch <- d
 	}
 }
@@ -172,6 +173,17 @@ func (c *collector) collectFlows(ft *hop.FlowTable, gauge func(*prometheus.Desc,
 			sanction = 1
 		}
 		gauge(c.topQP, sanction, rank, name, f.Class)
+		if r := f.RTT; r != nil {
+			for _, h := range []struct {
+				name string
+				s    hop.RTTSummary
+			}{{"client", r.ClientHalf}, {"server", r.ServerHalf}, {"sum", r.Sum}} {
+				if h.s.N > 0 {
+					gauge(c.topRTT, h.s.P50Ms/1e3, rank, name, f.Class, h.name, "0.5")
+					gauge(c.topRTT, h.s.P99Ms/1e3, rank, name, f.Class, h.name, "0.99")
+				}
+			}
+		}
 	}
 }
 

@@ -84,3 +84,50 @@ func TestMetricsListenAddr(t *testing.T) {
 		}
 	}
 }
+
+// A flow's passive RTT: a TCP segment up and the server's ACK echoing its
+// TSval give one server-half sample, shown for the up and the down flow;
+// no client half, so no sum.
+func TestMetricsTopFlowRTT(t *testing.T) {
+	c, err := tuntest.NewChannelDevice("c", 1500, 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := tuntest.NewChannelDevice("s", 1500, 16)
+	d := hop.DirConfig{Link: shaper.Config{Rate: shaper.Const{BitsPerSecond: 1e8}},
+		Queue: aqm.Spec{Kind: aqm.KindDualPI2, DualPI2: aqm.DefaultConfig()}}
+	h, err := hop.New(hop.Config{Name: "m", Up: d, Down: d}, c, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	go h.Run(context.Background())
+	c.Inject(pcaptest.Packet{Src: pcaptest.Cli4, Dst: pcaptest.Srv4, Proto: 6, SPort: 5001, DPort: 6001, Seq: 1, Payload: 100,
+		Flags: pcaptest.TCPAck, TS: true, TSval: 100, TSecr: 1}.Build())
+	<-s.Outbound
+	s.Inject(pcaptest.Packet{Src: pcaptest.Srv4, Dst: pcaptest.Cli4, Proto: 6, SPort: 6001, DPort: 5001, Seq: 1, Ack: 101,
+		Flags: pcaptest.TCPAck, TS: true, TSval: 200, TSecr: 100}.Build())
+	<-c.Outbound
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(NewCollector(h))
+	srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	defer srv.Close()
+	resp, err := srv.Client().Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{
+		`pi2hop_top_flow_rtt_seconds{class="Not-ECT",dir="up",flow="tcp 10.0.0.1:5001 > 10.0.1.1:6001",half="server",quantile="0.5",rank="1"}`,
+		`pi2hop_top_flow_rtt_seconds{class="Not-ECT",dir="down",flow="tcp 10.0.1.1:6001 > 10.0.0.1:5001",half="server",quantile="0.99",rank="1"}`,
+	} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
+	if strings.Contains(string(body), `half="sum"`) || strings.Contains(string(body), `half="client"`) {
+		t.Errorf("metrics show a half never timed:\n%s", body)
+	}
+}

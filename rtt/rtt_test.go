@@ -34,6 +34,9 @@ const (
 
 func v6(p pkt) pkt { p.v6 = true; return p }
 
+// offerTS gives p the timestamps option with TSval v.
+func offerTS(p pkt, v uint32) pkt { p.ts, p.tsval = true, v; return p }
+
 // run feeds steps to a fresh table and returns the samples, ms.
 func run(t *testing.T, cfg Config, steps []step) (*Table, *samples) {
 	t.Helper()
@@ -131,6 +134,13 @@ func TestTCPKarn(t *testing.T) {
 			{14, Up, tcpSeq(ackf, 1000, 5000, 100)},
 			{24, Down, tcpSeq(ackf, 5000, 1100, 0)}, // 10
 		}, samples{client: []int64{3}, server: []int64{10, 10}}},
+		{"timestamps offered by the SYN, declined by the SYN-ACK", []step{
+			{0, Up, offerTS(tcpSeq(syn, 999, 0, 0), 100)},
+			{10, Down, tcpSeq(synack, 4999, 1000, 0)}, // the TSval waiting is forgotten: no sample
+			{13, Up, tcpSeq(ackf, 1000, 5000, 0)},     // client half 3
+			{14, Up, tcpSeq(ackf, 1000, 5000, 100)},
+			{24, Down, tcpSeq(ackf, 5000, 1100, 0)}, // 10
+		}, samples{client: []int64{3}, server: []int64{10}}},
 		{"cumulative ACK times the last segment it covers", []step{
 			{0, Up, tcpSeq(ackf, 1000, 1, 100)},
 			{2, Up, tcpSeq(ackf, 1100, 1, 100)},

@@ -4,6 +4,7 @@ package rtt
 const (
 	tcpFIN = 0x01
 	tcpSYN = 0x02
+	tcpRST = 0x04
 	tcpACK = 0x10
 )
 
@@ -44,6 +45,9 @@ func (t *Table) tcp(r *Record, now int64) {
 			f.method = MethodTCPTimestamps
 		}
 	}
+	if f.method == MethodTCPTimestamps && !r.hasTS && r.flags&tcpRST == 0 {
+		f.declineTimestamps()
+	}
 	s, peer := &f.snd[d], &f.snd[1-d]
 	newData, resent := s.sent(r.seq, r.end)
 	if r.flags&tcpACK != 0 {
@@ -72,6 +76,20 @@ func (t *Table) tcp(r *Record, now int64) {
 		}
 	case f.method == MethodTCPSeq && newData:
 		t.push(i, d, r.end, now)
+	}
+}
+
+// declineTimestamps times the flow by sequence numbers from now on.
+// Timestamps are in use only when both SYNs carried them, and then every
+// segment but a reset carries them (RFC 7323 §3.2): a segment without
+// them says an end declined them (a first SYN offers them whatever the
+// other end does), and what waits for an echo that will not come is
+// forgotten.
+func (f *flow) declineTimestamps() {
+	f.method = MethodTCPSeq
+	for d := range f.snd {
+		s := &f.snd[d]
+		s.n, s.skip, s.stride, s.hasTS, s.hasEcr = 0, 0, 0, false, false
 	}
 }
 

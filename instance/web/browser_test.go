@@ -96,6 +96,8 @@ func TestBrowserView(t *testing.T) {
 		`(function(){var c=[...document.querySelectorAll("#flows tbody tr td:nth-child(5)")].map(e=>e.textContent).sort().join(",");
 		 return c==="Classic ECN,L4S,Not-ECT";})()`, 2*time.Second)
 	t.Logf("flows shown %v after loading", took.Round(time.Millisecond))
+	waitJS(t, ctx, "the flows' RTT column: the L4S flow's, and - for the others",
+		`[...document.querySelectorAll("#flows tbody tr td:nth-child(12)")].map(e=>e.textContent).sort().join(",")==="-,-,20.4/23.1ms"`, time.Second)
 	waitJS(t, ctx, "throughput points from the last second in both directions",
 		`window.pi2hop && pi2hop.points("up")>1 && pi2hop.lastT("up") >= Date.now()/1000-1 && pi2hop.lastT("down") >= Date.now()/1000-1`,
 		2*time.Second)

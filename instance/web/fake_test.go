@@ -80,11 +80,14 @@ func (f *fakeSource) rate() uint64 {
 	return f.bps
 }
 
+// rttP50 is the L4S flow's RTT median in threeFlows.
+var rttP50 = 20.4
+
 // threeFlows are one flow of each codepoint class.
 func threeFlows() []Flow {
 	return []Flow{
 		{Dir: "down", Proto: "udp", Src: "10.0.0.1:5000", Dst: "10.0.0.2:6000", Class: "L4S", Queue: "L",
-			Rate: 4e6, Bytes: 1 << 20, Marks: 120, P99: 0.9, Verdict: "well-behaved"},
+			Rate: 4e6, Bytes: 1 << 20, Marks: 120, P99: 0.9, RTT: "20.4/23.1ms", RTTP50: &rttP50, Verdict: "well-behaved"},
 		{Dir: "down", Proto: "tcp", Src: "10.0.0.1:80", Dst: "10.0.0.2:40000", Class: "Not-ECT", Queue: "C",
 			Rate: 3e6, Bytes: 1 << 19, Drops: 7, P99: 18, Verdict: "share 30%"},
 		{Dir: "down", Proto: "udp", Src: "10.0.0.1:5001", Dst: "10.0.0.2:6001", Class: "Classic ECN", Queue: "C",

@@ -50,19 +50,23 @@ type DirSample struct {
 // these; a snapshot that carries the owners' flow table is turned into
 // them by snapshotFlows.
 type Flow struct {
-	Dir     string  `json:"dir"`
-	Proto   string  `json:"proto"`
-	Src     string  `json:"src"` // address:port
-	Dst     string  `json:"dst"`
-	Class   string  `json:"class"` // L4S, Classic ECN, Not-ECT, changed
-	Queue   string  `json:"queue"` // L or C
-	Rate    float64 `json:"rate_bps"`
-	Bytes   uint64  `json:"bytes"`
-	Marks   uint64  `json:"marks"`
-	Drops   uint64  `json:"drops"`
-	P99     float64 `json:"p99_ms"`
-	Verdict string  `json:"verdict"`
-	Device  string  `json:"device,omitempty"` // share: the LAN device (hostname or MAC)
+	Dir   string  `json:"dir"`
+	Proto string  `json:"proto"`
+	Src   string  `json:"src"` // address:port
+	Dst   string  `json:"dst"`
+	Class string  `json:"class"` // L4S, Classic ECN, Not-ECT, changed
+	Queue string  `json:"queue"` // L or C
+	Rate  float64 `json:"rate_bps"`
+	Bytes uint64  `json:"bytes"`
+	Marks uint64  `json:"marks"`
+	Drops uint64  `json:"drops"`
+	P99   float64 `json:"p99_ms"`
+	// RTT is the passive round trip as stats --flows shows it
+	// (hop.FlowRTT.Text); RTTP50 its median, to sort by, absent without one.
+	RTT     string   `json:"rtt"`
+	RTTP50  *float64 `json:"rtt_p50_ms,omitempty"`
+	Verdict string   `json:"verdict"`
+	Device  string   `json:"device,omitempty"` // share: the LAN device (hostname or MAC)
 }
 
 // snapshotFlows is the rows of a source that lists no flows itself.
@@ -77,9 +81,13 @@ func flowRows(tables [2]hop.FlowTable) []Flow {
 			for _, n := range f.Drops {
 				drops += n
 			}
-			out = append(out, Flow{Dir: t.Dir, Proto: f.Proto, Src: f.Src, Dst: f.Dst, Class: f.Class, Queue: f.Queue,
+			row := Flow{Dir: t.Dir, Proto: f.Proto, Src: f.Src, Dst: f.Dst, Class: f.Class, Queue: f.Queue,
 				Rate: float64(f.RateBps), Bytes: f.In.Total().Bytes, Marks: f.Marks, Drops: drops,
-				P99: f.SojournP99Ms, Verdict: f.Verdict})
+				P99: f.SojournP99Ms, RTT: f.RTT.Text(), Verdict: f.Verdict}
+			if p50, ok := f.RTT.P50Ms(); ok {
+				row.RTTP50 = &p50
+			}
+			out = append(out, row)
 		}
 	}
 	return out

@@ -150,6 +150,7 @@
       cell(tr, f.queue); cell(tr, fmtRate(f.rate_bps), "num"); cell(tr, fmtBytes(f.bytes), "num");
       cell(tr, String(f.marks), "num"); cell(tr, String(f.drops), "num");
       cell(tr, f.p99_ms.toFixed(2) + " ms", "num");
+      cell(tr, f.rtt || "-", "num");
       cell(tr, f.verdict, /sanction/.test(f.verdict) ? "sanction" : "");
       cell(tr, f.device || "");
       body.appendChild(tr);
