@@ -218,9 +218,9 @@ func appFindings(r *report.Report) []report.Finding {
 	l4s, classic := appRun(r, VariantL4S), appRun(r, VariantClassic)
 	var fs []report.Finding
 	if l4s != nil {
-		share := l4s.App.Sent.L4SShare()
+		share := l4s.App.ClientSent.L4SShare()
 		fs = append(fs, report.Finding{Question: "the app sent ECT(1) on the l4s path", Answer: yesNo(share >= 0.5),
-			Detail: fmt.Sprintf("%.0f %% of its packets reached the hop as ECT(1) or CE", 100*share)})
+			Detail: fmt.Sprintf("%.0f %% of its client's packets reached the hop as ECT(1) or CE", 100*share)})
 	}
 	if l4s != nil && classic != nil {
 		lr, cr := l4s.App.RTTMs, classic.App.RTTMs
@@ -232,14 +232,17 @@ func appFindings(r *report.Report) []report.Finding {
 				Answer: "unknown", Detail: "no passive RTT samples of the app's flows in one of the two"})
 		}
 		switch {
-		case l4s.App.Sent.L4SShare() < 0.5:
+		case l4s.App.ClientSent.L4SShare() < 0.5:
 			fs = append(fs, report.Finding{Question: "the app fell back to Classic when ECN was bleached", Answer: "not applicable",
 				Detail: "it did not send ECT(1) on the l4s path"})
 		default:
+			// A flow that started ECT(1) and changed codepoint is an ECN
+			// validation that gave up; a client that kept to ECT(1) did
+			// not, whatever its packets became on the way.
 			a := classic.App
-			fell := a.FellBack > 0 || a.Sent.L4SShare() < 0.5
-			fs = append(fs, report.Finding{Question: "the app fell back to Classic when ECN was bleached", Answer: yesNo(fell),
-				Detail: fmt.Sprintf("sent %s, arrived %s", codepointsOf(a.Sent), codepointsOf(a.Received))})
+			fs = append(fs, report.Finding{Question: "the app fell back to Classic when ECN was bleached", Answer: yesNo(a.FellBack > 0),
+				Detail: fmt.Sprintf("%d flows changed codepoint; the client sent %s, the app's packets arrived %s",
+					a.FellBack, codepointsOf(a.ClientSent), codepointsOf(a.Received))})
 		}
 	}
 	return fs

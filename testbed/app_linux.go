@@ -9,9 +9,11 @@ import (
 	"time"
 
 	"github.com/pi2hop/pi2hop/aqm"
+	"github.com/pi2hop/pi2hop/figure"
 	"github.com/pi2hop/pi2hop/hop"
 	"github.com/pi2hop/pi2hop/internal/procs"
 	"github.com/pi2hop/pi2hop/pcap"
+	"github.com/pi2hop/pi2hop/rtt"
 	"github.com/pi2hop/pi2hop/testbed/report"
 	"github.com/pi2hop/pi2hop/topology"
 )
@@ -93,7 +95,7 @@ func runAppOnce(ctx context.Context, cfg AppConfig, v AppVariant, name, prefix s
 		sp.Flows = append(sp.Flows, FlowSpec{Label: fmt.Sprintf("cross-%d", i+1), Kind: KindCubic, ECN: "classic"})
 	}
 	res := &runResult{spec: sp}
-	app, tput, err := appTraffic(ctx, cfg, v, name, prefix, tap, opt, res)
+	app, tput, dist, err := appTraffic(ctx, cfg, v, name, prefix, tap, opt, res)
 	run := analyse(res)
 	run.App = app
 	if app != nil {
@@ -103,6 +105,9 @@ func runAppOnce(ctx context.Context, cfg AppConfig, v AppVariant, name, prefix s
 		}
 		run.Flows = append(run.Flows, report.Flow{Label: "app", Kind: "app", ECN: ecn, GoodputBps: app.UpBps + app.DownBps, RTTMs: app.RTTMs})
 		run.Series.Throughput["app"] = tput
+		if dist.N > 0 {
+			run.RTTDist = map[string]figure.Dist{"app": dist}
+		}
 	}
 	return run, err
 }
@@ -110,21 +115,21 @@ func runAppOnce(ctx context.Context, cfg AppConfig, v AppVariant, name, prefix s
 // appTraffic runs one variant's topology and traffic into res and
 // returns the app's figures (nil if it never started) and its
 // throughput per second.
-func appTraffic(ctx context.Context, cfg AppConfig, v AppVariant, name, prefix string, tap hop.Tap, opt Options, res *runResult) (app *report.App, tput []float64, err error) {
+func appTraffic(ctx context.Context, cfg AppConfig, v AppVariant, name, prefix string, tap hop.Tap, opt Options, res *runResult) (app *report.App, tput []float64, dist figure.Dist, err error) {
 	spec := topology.PairSpec{ClientNS: prefix + "c", ServerNS: prefix + "s", Tap: tap, Journal: opt.Journal}
 	if cfg.NAT {
 		if opt.Journal == nil || opt.HostSubnet == nil {
-			return nil, nil, errors.New("nat: needs the lab's journal and an allocated subnet")
+			return nil, nil, dist, errors.New("nat: needs the lab's journal and an allocated subnet")
 		}
 		spec.ServerNS, spec.ServerDev = "", prefix+"h"
 		if spec.Subnet4, spec.Subnet6, err = opt.HostSubnet(); err != nil {
-			return nil, nil, fmt.Errorf("nat: %w", err)
+			return nil, nil, dist, fmt.Errorf("nat: %w", err)
 		}
 	}
 	pair, err := topology.NewPairWith(ctx, spec,
 		hop.Config{Name: name, Up: v.Up, Down: v.Down, Seed: cfg.Seed, CPULatency: opt.CPULatency, WakeProbe: true})
 	if err != nil {
-		return nil, nil, fmt.Errorf("topology: %w", err)
+		return nil, nil, dist, fmt.Errorf("topology: %w", err)
 	}
 	if opt.OnHop != nil {
 		opt.OnHop(pair.Hop)
@@ -137,21 +142,21 @@ func appTraffic(ctx context.Context, cfg AppConfig, v AppVariant, name, prefix s
 	}()
 	if cfg.NAT {
 		if err := appNAT(opt, name, spec); err != nil {
-			return nil, nil, fmt.Errorf("nat: %w", err)
+			return nil, nil, dist, fmt.Errorf("nat: %w", err)
 		}
 	}
 	env := appEnv(pair, v.Name)
 	var server *appCommand
 	if cfg.Server != "" {
 		if server, err = startAppCommand(pair.ServerNS, "server", cfg.Server, cfg.User, env); err != nil {
-			return nil, nil, err
+			return nil, nil, dist, err
 		}
 		defer server.stop(appStopGrace)
 	}
 	eps, err := openEndpoints(pair, res.spec)
 	defer eps.close() // before pair.Close: sockets pin their namespace
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, dist, err
 	}
 	t0 := time.Now()
 	cross := make(chan error, 1)
@@ -165,6 +170,7 @@ func appTraffic(ctx context.Context, cfg AppConfig, v AppVariant, name, prefix s
 	}
 	_, tables := pair.Hop.StatsFlows(-1)
 	a, up, down := appFigures(tables, isAppFlow(pair))
+	a.RTTMs, a.ClientRTTMs, a.ServerRTTMs, a.RTTNote, dist = appRTT(pair.Hop.RTTFlows(isAppRTT(pair)))
 	a.Client, a.Metrics = client.result()
 	if server != nil {
 		exit, ms := server.result()
@@ -176,7 +182,7 @@ func appTraffic(ctx context.Context, cfg AppConfig, v AppVariant, name, prefix s
 	if err == nil && crossErr != nil {
 		err = fmt.Errorf("cross traffic: %w", crossErr)
 	}
-	return &a, tput, err
+	return &a, tput, dist, err
 }
 
 // appStopGrace is how long a command has to end after SIGTERM.
@@ -245,6 +251,14 @@ func isAppFlow(p *topology.Pair) func(hop.Flow) bool {
 	}
 }
 
+// isAppRTT tells the app's flows from the cross traffic in the hop's RTT
+// table, as isAppFlow does in its flow table.
+func isAppRTT(p *topology.Pair) func(*rtt.Flow) bool {
+	return func(f *rtt.Flow) bool {
+		return f.Proto != 6 || f.Server.Port() != basePort-1 || f.Server.Addr() != p.ServerAddr && f.Server.Addr() != p.ServerAddr6
+	}
+}
+
 // appFigures sums the app's flows of both directions' tables, with the
 // bytes the hop delivered each way.
 func appFigures(tables [2]hop.FlowTable, isApp func(hop.Flow) bool) (a report.App, up, down uint64) {
@@ -261,6 +275,7 @@ func appFigures(tables [2]hop.FlowTable, isApp func(hop.Flow) bool) (a report.Ap
 				a.Drops += n
 			}
 			if hop.Dir(d) == hop.Up {
+				addECN(&a.ClientSent, f.In)
 				up += f.Out.Total().Bytes
 			} else {
 				down += f.Out.Total().Bytes

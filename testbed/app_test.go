@@ -65,7 +65,7 @@ func TestAppConfigResolve(t *testing.T) {
 // codepoints and RTT p99s given.
 func appReport(l4sSent, classicSent, classicRecv report.ECNPackets, fellBack int, l4sP99, classicP99 float64) *report.Report {
 	run := func(name string, sent, recv report.ECNPackets, fb int, p99 float64) report.Run {
-		a := &report.App{Sent: sent, Received: recv, FellBack: fb}
+		a := &report.App{Sent: sent, ClientSent: sent, Received: recv, FellBack: fb}
 		if p99 > 0 {
 			a.RTTMs = &figure.Summary{N: 100, P99: p99}
 		}
@@ -92,6 +92,9 @@ func TestAppFindings(t *testing.T) {
 		// A flow that changed codepoint counts even while most of the
 		// packets were still ECT(1) (a late fallback).
 		{"late fallback", appReport(ect1, ect1, notECT, 1, 21, 40), []string{"yes", "yes", "yes"}},
+		// Fewer ECT(1) packets without a flow that changed is no fallback
+		// (a server that reflects the bleached codepoint, as ping's does).
+		{"reflected", appReport(ect1, report.ECNPackets{ECT1: 500, NotECT: 500}, notECT, 0, 21, 40), []string{"yes", "yes", "no"}},
 		// A classic app: nothing to fall back from.
 		{"classic app", appReport(notECT, notECT, notECT, 0, 45, 44), []string{"no", "no", "not applicable"}},
 		{"no RTT", appReport(ect1, ect1, notECT, 0, 0, 40), []string{"yes", "unknown", "no"}},

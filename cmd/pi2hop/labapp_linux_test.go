@@ -63,17 +63,23 @@ func TestLabAppPing(t *testing.T) {
 			a.Metrics[0].Summary.N != 5 || a.Metrics[0].Summary.Mean != 3 || a.Metrics[0].Summary.P50 != 3 || a.Metrics[0].Summary.P99 != 5 {
 			t.Errorf("%s: metrics %+v, want frame_ms from the server: 5 values, mean 3", name, a.Metrics)
 		}
-		// 300 requests and 300 replies; a lost one is the queue's doing.
-		if n := a.Sent.Total(); n < 500 || n > 600 {
+		// 300 requests and 300 replies (and a few packets of the
+		// namespaces' own: neighbour discovery); a lost one is the
+		// queue's doing.
+		if n := a.Sent.Total(); n < 550 || n > 650 {
 			t.Errorf("%s: the hop saw %d of ping's packets, want about 600", name, n)
+		}
+		// ping -Q 1 sends every request ECT(1), whatever the path does.
+		if c := a.ClientSent; c.ECT1 < c.Total()*95/100 {
+			t.Errorf("%s: the client sent %+v, want ECT(1)", name, c)
 		}
 	}
 	l4s, classic := apps["l4s"], apps["classic"]
-	if f := finding(rep, "the app sent ECT(1)"); f.Answer != "yes" || l4s.Sent.ECT1 < l4s.Sent.Total()*95/100 {
-		t.Errorf("l4s: ping -Q 1 sent %+v; finding %+v", l4s.Sent, f)
+	if f := finding(rep, "the app sent ECT(1)"); f.Answer != "yes" {
+		t.Errorf("l4s: ping -Q 1 sent %+v; finding %+v", l4s.ClientSent, f)
 	}
-	if classic.Received.NotECT != classic.Received.Total() || classic.Sent.ECT1 < classic.Sent.Total()*95/100 {
-		t.Errorf("classic: sent %+v, received %+v; want ECT(1) sent, all of it arriving Not-ECT", classic.Sent, classic.Received)
+	if classic.Received.NotECT != classic.Received.Total() {
+		t.Errorf("classic: received %+v; want all of it arriving Not-ECT", classic.Received)
 	}
 	if f := finding(rep, "the app fell back"); f.Answer != "no" {
 		t.Errorf("ping validates nothing, so it cannot fall back: %+v", f)

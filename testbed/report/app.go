@@ -28,6 +28,9 @@ type App struct {
 	// it for the other end (marks and path faults applied).
 	Sent     ECNPackets `json:"sent"`
 	Received ECNPackets `json:"received"`
+	// ClientSent is Sent of the client's packets alone (client to server):
+	// what the app's client chose, whatever the server side reflects.
+	ClientSent ECNPackets `json:"client_sent"`
 	// FellBack counts the app's flows that started ECT(1) and changed to
 	// another codepoint: an ECN validation that gave up on L4S.
 	FellBack int         `json:"flows_fell_back"`

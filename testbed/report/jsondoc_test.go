@@ -33,7 +33,7 @@ func TestReportJSONMatchesDocs(t *testing.T) {
 	r.Runs[1].Error = "a failure"
 	sum := &figure.Summary{N: 3, Min: 20, Mean: 21, P50: 21, P95: 22, P99: 22, Max: 22}
 	r.Runs[0].App = &App{Flows: 2, RTTMs: sum, ClientRTTMs: sum, ServerRTTMs: sum, RTTNote: "a note", UpBps: 1, DownBps: 2,
-		Sent: ECNPackets{ECT1: 10}, Received: ECNPackets{CE: 1, ECT1: 9}, FellBack: 1, Marks: 1, Drops: 1,
+		Sent: ECNPackets{ECT1: 10}, ClientSent: ECNPackets{ECT1: 5}, Received: ECNPackets{CE: 1, ECT1: 9}, FellBack: 1, Marks: 1, Drops: 1,
 		Client:  AppExit{Command: "ping x", RunS: 20, StderrTail: []string{"a line"}},
 		Server:  &AppExit{Command: "srv", Code: 143, RunS: 25, Stopped: true},
 		Metrics: []AppMetric{{Name: "frame_ms", Unit: "ms", From: "client", Summary: *sum}}}
