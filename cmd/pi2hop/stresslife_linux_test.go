@@ -44,7 +44,7 @@ func TestStressSignals(t *testing.T) {
 	sigs := []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP}
 	n := stressSize(4, 20)
 	var early, took time.Duration
-	var beforeHandler int
+	var beforeHandler, inStartup, startups int
 	for i := range n {
 		phase := []string{"start-up", "teardown"}[i%2]
 		sig := sigs[rng.IntN(len(sigs))]
@@ -59,6 +59,14 @@ func TestStressSignals(t *testing.T) {
 			what = fmt.Sprintf("%s started by %v", what, first)
 		}
 		time.Sleep(delay)
+		if phase == "start-up" {
+			startups++
+			select {
+			case <-p.running:
+			default:
+				inStartup++ // before the start-up line: mid start-up
+			}
+		}
 		p.cmd.Process.Signal(sig)
 		select {
 		case <-p.done:
@@ -87,8 +95,8 @@ func TestStressSignals(t *testing.T) {
 		}
 	}
 	t.Logf("figures: %d signals (seed %d) at random instants of start-up and teardown: nothing left after any; "+
-		"%d ended the process before its handler (latest at %v); slowest exec-to-exit %v",
-		n, seed, beforeHandler, early, took.Round(time.Millisecond))
+		"%d of %d start-up ones before the start-up line; %d ended the process before its handler (latest at %v); slowest exec-to-exit %v",
+		n, seed, inStartup, startups, beforeHandler, early, took.Round(time.Millisecond))
 }
 
 // TestStressSoak runs a shell at 100 Mbit/s with 4 TCP flows (iperf3)
@@ -149,6 +157,9 @@ func TestStressSoak(t *testing.T) {
 		maxRSS = max(maxRSS, m.rss)
 		if atRef.rss == 0 && el >= ref {
 			atRef = m
+		}
+		if i%60 == 0 {
+			t.Logf("%v: RSS %s, fds %d", el.Round(time.Second), mb(m.rss), m.fds)
 		}
 		requests++
 		s, err := instance.Stats(name)
