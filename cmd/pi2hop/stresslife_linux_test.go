@@ -23,8 +23,9 @@ import (
 var stressSeed = flag.Uint64("stress-seed", 0, "seed of TestStressSignals' random instants (0: from the clock); the test prints the one it used")
 
 // TestStressSignals sends SIGINT, SIGTERM or SIGHUP to a `shell --nat
-// -- sleep 5` at a random instant 0–500 ms after its exec (start-up), or a
-// second one at a random instant of the teardown a first signal started:
+// -- sleep 5` at a random instant 0–500 ms after its exec (every other
+// one within 50 ms, where start-up is mostly under way), or a second one
+// at a random instant of the teardown a first signal started:
 // after each, the test host is as before (links, addresses, rules,
 // routes, nftables tables, sysctls, namespaces, state file and socket)
 // and the command is gone. The seed is printed so a failure replays.
@@ -35,7 +36,11 @@ func TestStressSignals(t *testing.T) {
 	if seed == 0 {
 		seed = uint64(time.Now().UnixNano())
 	}
-	t.Logf("seed %d (replay: go test -run TestStressSignals ./cmd/pi2hop -args -stress-seed %d)", seed, seed)
+	size := ""
+	if *stressFull {
+		size = " -stress"
+	}
+	t.Logf("seed %d (replay: go test -run TestStressSignals ./cmd/pi2hop -args%s -stress-seed %d)", seed, size, seed)
 	rng := rand.New(rand.NewPCG(seed, 0))
 	name := testInstance(96)
 	h := newTestHost(t, name)
@@ -43,17 +48,25 @@ func TestStressSignals(t *testing.T) {
 	before := snapshot(t, h.ns, name)
 	sigs := []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP}
 	n := stressSize(4, 20)
-	var early, took time.Duration
+	var early, took, upMax time.Duration
+	upMin := time.Hour
 	var beforeHandler, inStartup, startups int
 	for i := range n {
 		phase := []string{"start-up", "teardown"}[i%2]
 		sig := sigs[rng.IntN(len(sigs))]
+		// Start-up is short: every other start-up signal comes within
+		// 50 ms of the exec, the rest within 500 ms.
 		delay := time.Duration(rng.IntN(501)) * time.Millisecond
+		if i%4 == 2 {
+			delay = time.Duration(rng.IntN(50_001)) * time.Microsecond
+		}
 		what := fmt.Sprintf("seed %d, iteration %d: %v %v into the %s", seed, i, sig, delay, phase)
 		t0 := time.Now()
 		p := startIn(t, h.ns, bin, "shell", "--name", name, "--nat", "--rate", "50mbit", "--", "sleep", "5")
 		if phase == "teardown" {
 			p.waitRunning(what, nil)
+			up := time.Since(t0)
+			upMin, upMax = min(upMin, up), max(upMax, up)
 			first := sigs[rng.IntN(len(sigs))]
 			p.cmd.Process.Signal(first)
 			what = fmt.Sprintf("%s started by %v", what, first)
@@ -95,8 +108,8 @@ func TestStressSignals(t *testing.T) {
 		}
 	}
 	t.Logf("figures: %d signals (seed %d) at random instants of start-up and teardown: nothing left after any; "+
-		"%d of %d start-up ones before the start-up line; %d ended the process before its handler (latest at %v); slowest exec-to-exit %v",
-		n, seed, inStartup, startups, beforeHandler, early, took.Round(time.Millisecond))
+		"start-up (exec to its last line) %v-%v; %d of %d start-up ones before the start-up line; %d ended the process before its handler (latest at %v); slowest exec-to-exit %v",
+		n, seed, upMin.Round(time.Millisecond), upMax.Round(time.Millisecond), inStartup, startups, beforeHandler, early, took.Round(time.Millisecond))
 }
 
 // TestStressSoak runs a shell at 100 Mbit/s with 4 TCP flows (iperf3)
