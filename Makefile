@@ -88,11 +88,14 @@ test: lint cross
 # web view's port, fd exhaustion via the web port and the control socket
 # under a low RLIMIT_NOFILE, six batches of 500 concurrent stats, each
 # file reader against /dev/zero and a 1 GB sparse file under a 1 GB
-# address-space limit. Each test prints its figures on a "figures:" line
-# (docs/performance.md). make test runs the same tests at their quick
-# size. Needs prlimit (util-linux, in scripts/test-deps).
+# address-space limit, 20 signals at random instants of a shell's
+# start-up and teardown (seed printed; -stress-seed N replays), cleanup
+# from a foreign namespace, and a 10-minute soak at 100 Mbit/s with TCP
+# flows and a live set every 10 s. Each test prints its figures on a
+# "figures:" line (docs/performance.md). make test runs the same tests at
+# their quick size. Needs prlimit (util-linux) and iperf3 (scripts/test-deps).
 stress:
-	$(GO) test -count=1 -v -timeout 30m -run '^TestStress' ./cmd/pi2hop -args -stress
+	$(GO) test -count=1 -v -timeout 30m -run '^(TestStress|TestCleanupFromAForeignNamespace$$)' ./cmd/pi2hop -args -stress
 
 # Unit tests only: no namespaces, no root.
 test-short:

@@ -30,6 +30,10 @@ type reporter struct {
 	linkNames [3]string
 	faultName string
 	reqSnap   DirStats // the snapshot a reader asked for (see snapshot)
+	// stored are the buffers a stored snapshot is written into (see
+	// storeSnap): one in snap (the last stored), one held by the reader
+	// copying it (newerStored), one to write.
+	stored [3]DirStats
 	// flows is the flow table (nil with Config.NoFlows); reqFlows is the
 	// copy of it a reader asked for with its snapshot (flowsReq),
 	// allocated by the first such reader.
@@ -49,6 +53,7 @@ type reporter struct {
 	flowsReq  atomic.Bool // the stats request wants the flow table too
 	rttReq    atomic.Bool // and the RTT table
 	snap      atomic.Pointer[DirStats]
+	held      atomic.Pointer[DirStats]
 	published chan struct{} // a requested snapshot is out
 	reqMu     sync.Mutex    // one stats request at a time
 	served    DirStats      // the last snapshot a reader got from reqSnap; under reqMu
@@ -103,13 +108,14 @@ func (r *reporter) setNames(l shaper.Config) {
 }
 
 // publish closes the open Worst intervals (the histograms' too) and
-// hands out a snapshot of the counters: into reqSnap when a reader asked for one (statsReq), which
-// allocates nothing, and as a new DirStats in snap when store is set (the
-// owner starting or returning) or when nobody asked (the periodic one, so
-// that snap stays recent where nobody polls). A reader may poll often, as
-// the lab's sampler does, without the owner allocating on its real-time
-// thread, where a garbage collection in progress can make an allocating
-// goroutine assist it.
+// hands out a snapshot of the counters: into reqSnap when a reader asked
+// for one (statsReq), and into snap when store is set (the owner starting
+// or returning) or when nobody asked (the periodic one, so that snap stays
+// recent where nobody polls). Neither allocates: a reader may poll often,
+// as the lab's sampler does, and an idle hop publishes every interval,
+// without the owner allocating on its real-time thread, where a garbage
+// collection in progress can make an allocating goroutine assist it (and
+// where garbage made while idle grows the heap until the next collection).
 func (o *owner) publish(now int64, store bool) {
 	o.st.Worst.Close()
 	o.st.SojournC.Close()
@@ -136,13 +142,7 @@ func (o *owner) publish(now int64, store bool) {
 		}
 	}
 	if store || !req {
-		s := new(DirStats)
-		if req {
-			*s = o.rep.reqSnap
-		} else {
-			o.fill(s, now)
-		}
-		o.rep.snap.Store(s)
+		o.storeSnap(req, now)
 	}
 	if req {
 		select {
@@ -150,6 +150,48 @@ func (o *owner) publish(now int64, store bool) {
 		default:
 		}
 	}
+}
+
+// storeSnap writes a snapshot (a copy of reqSnap when req is set) into a
+// buffer of stored that is neither in snap nor held by the reader, and
+// puts it in snap. The reader announces the buffer it copies in held
+// before it copies (newerStored), so with three buffers one is always
+// free and the owner never waits for a reader.
+func (o *owner) storeSnap(req bool, now int64) {
+	cur, held := o.rep.snap.Load(), o.rep.held.Load()
+	for i := range o.rep.stored {
+		s := &o.rep.stored[i]
+		if s == cur || s == held {
+			continue
+		}
+		if req {
+			*s = o.rep.reqSnap
+		} else {
+			o.fill(s, now)
+		}
+		o.rep.snap.Store(s)
+		return
+	}
+}
+
+// newerStored copies the snapshot in snap into s if it is newer than s.
+// One reader at a time (under reqMu): it announces the buffer in held
+// and uses it only once snap still names it, so the owner, which reads
+// held after it last put that buffer in snap, leaves it alone until held
+// is cleared (a hazard pointer).
+func (o *owner) newerStored(s *DirStats) {
+	var p *DirStats
+	for {
+		p = o.rep.snap.Load()
+		o.rep.held.Store(p)
+		if o.rep.snap.Load() == p {
+			break
+		}
+	}
+	if p.Seq > s.Seq {
+		*s = *p
+	}
+	o.rep.held.Store(nil)
 }
 
 // fill writes a snapshot of the counters into s.
@@ -277,9 +319,7 @@ func (o *owner) snapshotFlows(running, withFlows bool, top int, rj *rttJoin) (Di
 		ft = FlowTable{Dir: o.dir.String(), Capacity: FlowTableSize}
 	}
 	s := o.rep.served
-	if last := o.rep.snap.Load(); last.Seq > s.Seq {
-		s = *last
-	}
+	o.newerStored(&s)
 	if cpu, sys := threadCPU(o.rep.cpu.tid.Load()); cpu > 0 {
 		s.CPU, s.CPUSys = cpu-o.rep.cpu.base.Load(), max(sys-o.rep.cpu.sysBase.Load(), 0)
 	}

@@ -88,3 +88,56 @@ func TestSnapshotsOfARunningHopOnlyGoForward(t *testing.T) {
 		}
 	}
 }
+
+// An idle hop stores a snapshot every interval that nobody asks for: it
+// writes it into one of its own buffers, allocating nothing on the
+// owner's thread (garbage made there while idle only grows the heap).
+func TestStoredSnapshotAllocatesNothing(t *testing.T) {
+	in, out := &nullDevice{pkt: udp4(1500, aqm.ECT1, 1)}, &nullDevice{}
+	h, err := New(testConfig(100_000_000, 10*time.Millisecond), in, out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	o := h.dirs[Up]
+	publish := func() { o.publish(clock(), false) }
+	publish()
+	if allocs := testing.AllocsPerRun(100, publish); allocs != 0 {
+		t.Errorf("%v allocations per periodic publish, want 0", allocs)
+	}
+	if s := o.rep.snap.Load(); s.Seq != o.rep.seq || s.Rate != "100mbit" {
+		t.Errorf("stored snapshot: seq %d rate %q, want seq %d, 100mbit", s.Seq, s.Rate, o.rep.seq)
+	}
+}
+
+// The buffer a reader announced (held) is never written while held, and
+// the owner keeps storing newer snapshots into the other two.
+func TestStoredSnapshotLeavesTheHeldBufferAlone(t *testing.T) {
+	in, out := &nullDevice{pkt: udp4(1500, aqm.ECT1, 1)}, &nullDevice{}
+	h, err := New(testConfig(100_000_000, 10*time.Millisecond), in, out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	o := h.dirs[Up]
+	o.publish(clock(), false)
+	held := o.rep.snap.Load()
+	o.rep.held.Store(held)
+	seq := held.Seq
+	for i := range 10 {
+		o.publish(clock(), false)
+		s := o.rep.snap.Load()
+		if s == held || held.Seq != seq {
+			t.Fatalf("publish %d: held buffer in snap (%v) or rewritten (seq %d, was %d)", i, s == held, held.Seq, seq)
+		}
+		if s.Seq != o.rep.seq {
+			t.Fatalf("publish %d: stored seq %d, want %d", i, s.Seq, o.rep.seq)
+		}
+	}
+	o.rep.held.Store(nil)
+	var got DirStats
+	o.newerStored(&got)
+	if got.Seq != o.rep.seq {
+		t.Errorf("reader got seq %d, want the last stored %d", got.Seq, o.rep.seq)
+	}
+}
