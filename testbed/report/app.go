@@ -127,7 +127,7 @@ func (r *Report) appTable() (Table, bool) {
 	row("client half p50 / p99 (ms)", func(a *App, _ *Run) string { return halves(a.ClientRTTMs) })
 	row("server half p50 / p99 (ms)", func(a *App, _ *Run) string { return halves(a.ServerRTTMs) })
 	row("goodput down / up (Mbit/s)", func(a *App, _ *Run) string { return mbit(a.DownBps) + " / " + mbit(a.UpBps) })
-	row("sent ECT(1)", func(a *App, _ *Run) string { return pct(a.Sent.L4SShare()) })
+	row("ECT(1) sent: client / all", func(a *App, _ *Run) string { return pct(a.ClientSent.L4SShare()) + " / " + pct(a.Sent.L4SShare()) })
 	row("sent / received", func(a *App, _ *Run) string { return codepoints(a.Sent) + " → " + codepoints(a.Received) })
 	row("CE marks", func(a *App, _ *Run) string { return fmt.Sprint(a.Marks) })
 	row("drops", func(a *App, _ *Run) string { return fmt.Sprint(a.Drops) })
