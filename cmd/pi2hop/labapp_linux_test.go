@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"net/netip"
 	"strings"
 	"testing"
 
 	"github.com/pi2hop/pi2hop/internal/roottest"
+	"github.com/pi2hop/pi2hop/netsys"
 	"github.com/pi2hop/pi2hop/testbed/report"
 )
 
@@ -123,5 +125,47 @@ func TestLabAppIperf3(t *testing.T) {
 	}
 	if l, f := apps["l4s"].RTTMs, apps["fifo"].RTTMs; l != nil && f != nil && f.P99 <= l.P99+50 {
 		t.Errorf("RTT p99: fifo %.1f ms, l4s %.1f ms; want the FIFO's over 50 ms above", f.P99, l.P99)
+	}
+}
+
+// TestLabAppNAT: with --nat the client reaches beyond the host through
+// the hop, masqueraded: a ping to a namespace outside (a veth of the
+// host's) is timed whole, and forwarding and the NAT table are gone
+// after the lab, as they were.
+func TestLabAppNAT(t *testing.T) {
+	needLabRoot(t)
+	roottest.Need(t, "ping")
+	outside := labInstance(7) + "o"
+	j := netsys.NewJournal(nil)
+	t.Cleanup(func() {
+		if err := j.Undo(); err != nil {
+			t.Error(err)
+		}
+	})
+	for _, err := range []error{
+		j.NewNamespace(outside),
+		j.AddVeth("", outside+"h", outside, "x0"),
+		j.AddAddr("", outside+"h", netip.MustParsePrefix("10.254.249.1/24")),
+		j.AddAddr(outside, "x0", netip.MustParsePrefix("10.254.249.2/24")),
+	} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	fwd, _ := netsys.ReadSysctl("", "net/ipv4/ip_forward")
+	rep := runLabCLI(t, context.Background(), "app", "--nat", "--client", "ping -c 30 -i 0.05 10.254.249.2",
+		"--variants", "l4s", "--cross", "1", "--duration", "8s", "--plot-format", "png")
+	a := appRuns(t, rep, "l4s")["l4s"]
+	if a.Client.Failed || a.Client.Code != 0 {
+		t.Errorf("ping through NAT: %+v", a.Client)
+	}
+	// ping is Not-ECT: the 20 ms base plus the C queue the download
+	// keeps near DualPI2's 15 ms target; the outside namespace is one
+	// veth hop beyond the host.
+	if a.RTTMs == nil || a.RTTMs.N < 25 || a.RTTMs.P50 < 19 || a.RTTMs.P50 > 60 {
+		t.Errorf("RTT %+v, want about 30 samples between the 20 ms base and base + 2·target", a.RTTMs)
+	}
+	if now, _ := netsys.ReadSysctl("", "net/ipv4/ip_forward"); now != fwd {
+		t.Errorf("ip_forward %s after the lab, was %s", now, fwd)
 	}
 }
