@@ -152,8 +152,9 @@ func (c AppConfig) Resolve() (AppConfig, error) {
 	return c, nil
 }
 
-// PlannedDuration estimates how long c takes: every variant runs the
-// warm-up and the client's longest time, repeated.
+// PlannedDuration estimates how long c takes at most: every variant runs
+// the warm-up and the client's longest time, repeated (a variant ends
+// sooner when its client does).
 func (c AppConfig) PlannedDuration() time.Duration {
 	per := c.Warmup + c.Duration + appSettle + drainTime + setupAllowance
 	return per * time.Duration(len(c.Variants)*max(c.Repeat, 1))
@@ -197,7 +198,7 @@ const appAbout = "Your own app's client (and server) commands, run in turn throu
 func appNotes(c AppConfig) []string {
 	n := []string{
 		fmt.Sprintf("Each variant: a fresh hop at %s each way with %v base RTT (half each way); %d cubic downloads "+
-			"(Not-ECT) run alone for %v, then the client starts and runs until it ends or for at most %v.",
+			"(Not-ECT) run alone for %v, then the client starts and runs until it ends or for at most %v; the downloads stop with it.",
 			fmtRate(float64(c.RateBps)), c.RTT, c.Cross, c.Warmup+appSettle, c.Duration),
 		"The app's flows are every flow the hop forwarded but the downloads (TCP port " + fmt.Sprint(basePort-1) + " on the server). " +
 			"Sent: the codepoints its packets reached the hop with; received: those they left it with.",

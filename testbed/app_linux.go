@@ -160,11 +160,20 @@ func appTraffic(ctx context.Context, cfg AppConfig, v AppVariant, name, prefix s
 	}
 	t0 := time.Now()
 	cross := make(chan error, 1)
-	go func() { cross <- eps.run(ctx, pair, res) }()
+	crossCtx, stopCross := context.WithCancel(ctx)
+	defer stopCross()
+	go func() { cross <- eps.run(crossCtx, pair, res) }()
 	poll := startAppPoll(pair, t0)
 	client, err := runClient(ctx, cfg, pair, env, t0)
+	// The variant ends with the client: the downloads stop then, and
+	// every figure covers the time up to it.
+	stopCross()
 	tput = poll.stop()
 	crossErr := <-cross
+	if errors.Is(crossErr, context.Canceled) && ctx.Err() == nil {
+		crossErr = nil
+	}
+	res.spec.Duration = min(res.spec.Duration, time.Since(t0))
 	if server != nil {
 		server.stop(appStopGrace)
 	}

@@ -107,7 +107,7 @@ func TestLabAppPing(t *testing.T) {
 func TestLabAppIperf3(t *testing.T) {
 	needLabRoot(t)
 	roottest.Need(t, "iperf3")
-	rep := runLabCLI(t, context.Background(), "app", "--client", "iperf3 -c $PI2HOP_SERVER -t 6", "--server", "iperf3 -s -1",
+	rep := runLabCLI(t, context.Background(), "app", "--client", "iperf3 -c $PI2HOP_SERVER -t 5", "--server", "iperf3 -s -1",
 		"--duration", "10s", "--plot-format", "png")
 	apps := appRuns(t, rep, "l4s", "classic", "fifo")
 	for name, a := range apps {

@@ -32,7 +32,7 @@ import (
 func TestShellPassiveRTT(t *testing.T) {
 	needRoot(t, "bash")
 	t.Parallel()
-	name := testInstance(170)
+	name := testInstance(180)
 	t.Cleanup(func() { cleanupInstance(name, nil, &bytes.Buffer{}) })
 	dir := t.TempDir()
 	envFile, stopFile, capFile := filepath.Join(dir, "env"), filepath.Join(dir, "stop"), filepath.Join(dir, "run.pcapng")

@@ -115,7 +115,7 @@ func rawStats(name string) error {
 // goal lies, twice the live heap, most of which is the packet buffers.
 func TestStressConcurrentStats(t *testing.T) {
 	needRoot(t, "sleep")
-	name := testInstance(90)
+	name := testInstance(192)
 	p, pid := stressShell(t, name, nil, nil)
 	const perBatch, maxRise = 500, 50 << 20
 	batches := stressSize(1, 6)
@@ -298,7 +298,7 @@ func statsWithin(t *testing.T, name string, d time.Duration, what string) time.D
 func TestStressWebConnections(t *testing.T) {
 	needRoot(t, "sleep")
 	n := stressSize(2000, 20000)
-	name := testInstance(91)
+	name := testInstance(193)
 	port := freePort(t)
 	p, pid := stressShell(t, name, nil, []string{fmt.Sprintf("--web=127.0.0.1:%d", port)})
 	start := readProcMem(t, pid)
@@ -418,12 +418,17 @@ func TestStressFDExhaustion(t *testing.T) {
 	}
 }
 
-// TestStressReaders feeds every file reader input without end (/dev/zero)
-// and a 1 GB sparse file under a 1 GB address-space limit: each command
-// exits 1 with the limit or the format named, its peak RSS under 100 MB.
 // readersChildEnv names, to the fresh test process TestStressReaders
 // starts, the pi2hop binary its parent built.
 const readersChildEnv = "PI2HOP_STRESS_READERS_BIN"
+
+// TestStressReaders feeds every file reader input without end (/dev/zero)
+// and a 1 GB sparse file under a 2 GB address-space limit: each command
+// exits 1 with the limit or the format named, its peak RSS under 100 MB.
+// The limit is 2 GB, not 1: under 1 GB the Go runtime's own address
+// space reservations fail now and then before any input is read ("out
+// of memory: cannot allocate 4194304-byte block" with 3.7 MB in use),
+// and a reader that took the 1 GB file whole would pass 2 GB as it grew.
 
 func TestStressReaders(t *testing.T) {
 	needRoot(t, "prlimit")
@@ -472,7 +477,7 @@ func TestStressReaders(t *testing.T) {
 			{[]string{"shell", "--name", name, "--rate-trace", in, "--", "true"}, line + ", the limit for a line"},
 		} {
 			var stderr bytes.Buffer
-			cmd := exec.Command("prlimit", append([]string{"--as=1000000000", "--", bin}, r.args...)...)
+			cmd := exec.Command("prlimit", append([]string{"--as=2000000000", "--", bin}, r.args...)...)
 			cmd.Stdout, cmd.Stderr = &bytes.Buffer{}, &stderr
 			t0 := time.Now()
 			err := cmd.Run()
