@@ -428,7 +428,7 @@ const readersChildEnv = "PI2HOP_STRESS_READERS_BIN"
 // The limit is 2 GB, not 1: under 1 GB the Go runtime's own address
 // space reservations fail now and then before any input is read ("out
 // of memory: cannot allocate 4194304-byte block" with 3.7 MB in use),
-// and a reader that took the 1 GB file whole would pass 2 GB as it grew.
+// and a reader that took the 1 GB file whole would outgrow that limit.
 
 func TestStressReaders(t *testing.T) {
 	needRoot(t, "prlimit")
