@@ -429,7 +429,6 @@ const readersChildEnv = "PI2HOP_STRESS_READERS_BIN"
 // space reservations fail now and then before any input is read ("out
 // of memory: cannot allocate 4194304-byte block" with 3.7 MB in use),
 // and a reader that took the 1 GB file whole would outgrow that limit.
-
 func TestStressReaders(t *testing.T) {
 	needRoot(t, "prlimit")
 	bin := os.Getenv(readersChildEnv)
