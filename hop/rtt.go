@@ -171,9 +171,15 @@ func (d *rttTable) points() points { return atDepart }
 // depart shows the table the up packets that arrived before this one
 // left, then this one: a down packet written to the client's side (one
 // the device refused never reaches the client, so nothing answers it).
-func (d *rttTable) depart(_ int32, pkt []byte, _ *shaper.Event, ok bool, now int64) {
+// It left at ev.At, the link's time for it, as the capture's out tap
+// stamps it: the owner's own lateness in writing it is the hop's
+// processing, not the path's.
+func (d *rttTable) depart(_ int32, pkt []byte, ev *shaper.Event, ok bool, now int64) {
 	if !ok {
 		return
+	}
+	if ev != nil {
+		now = ev.At
 	}
 	d.drain(now)
 	d.rec.Parse(pkt, len(pkt), rtt.Down)

@@ -11,6 +11,7 @@ import (
 	"github.com/pi2hop/pi2hop/internal/race"
 	"github.com/pi2hop/pi2hop/pcap/pcaptest"
 	"github.com/pi2hop/pi2hop/rtt"
+	"github.com/pi2hop/pi2hop/shaper"
 )
 
 var (
@@ -116,10 +117,11 @@ func TestRTTRing(t *testing.T) {
 	if got := d.t.Stats().Packets; got != 5 {
 		t.Errorf("a drain at 5.5 ms showed the table %d packets, want the 5 that arrived by then", got)
 	}
-	// The reply to request 6 (at 7 ms) leaves for the client at 7.25 ms:
-	// its depart drains requests 6 and 7 first, so the sample is 0.25 ms.
+	// The reply to request 6 (at 7 ms) leaves for the client at 7.25 ms,
+	// the link's time for it, though the owner writes it at 7.4 ms: its
+	// depart drains requests 6 and 7 first, so the sample is 0.25 ms.
 	rep := icmp4(rttSrv, rttCli, 0, 7, 6)
-	d.depart(0, rep, nil, true, 7_250_000)
+	d.depart(0, rep, &shaper.Event{At: 7_250_000}, true, 7_400_000)
 	s := d.stats()
 	if s.Packets != 8 || s.Samples != 1 || s.Dropped != 1 {
 		t.Errorf("stats %+v, want 8 packets, 1 sample, the ring's 1 drop", s)

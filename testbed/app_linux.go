@@ -141,7 +141,7 @@ func appTraffic(ctx context.Context, cfg AppConfig, v AppVariant, name, prefix s
 		}
 	}()
 	if cfg.NAT {
-		if err := appNAT(opt, name, spec); err != nil {
+		if err := appNAT(opt, prefix, spec); err != nil {
 			return nil, nil, dist, fmt.Errorf("nat: %w", err)
 		}
 	}
@@ -197,15 +197,17 @@ func appTraffic(ctx context.Context, cfg AppConfig, v AppVariant, name, prefix s
 // appStopGrace is how long a command has to end after SIGTERM.
 const appStopGrace = 2 * time.Second
 
-// appNAT lets the client namespace reach whatever the host reaches.
-func appNAT(opt Options, name string, spec topology.PairSpec) error {
+// appNAT lets the client namespace reach whatever the host reaches,
+// through an nftables table named after the run's namespaces' prefix
+// (unique among instances).
+func appNAT(opt Options, prefix string, spec topology.PairSpec) error {
 	j := opt.Journal
 	for _, k := range []string{"net/ipv4/ip_forward", "net/ipv6/conf/all/forwarding"} {
 		if err := j.SetSysctl("", k, "1"); err != nil {
 			return err
 		}
 	}
-	return j.AddMasquerade("", "pi2hop-app-"+name, spec.Subnet4, spec.Subnet6)
+	return j.AddMasquerade("", "pi2hop-"+prefix, spec.Subnet4, spec.Subnet6)
 }
 
 // appEnv is what the app's commands find in their environment.
@@ -223,12 +225,12 @@ func runClient(ctx context.Context, cfg AppConfig, pair *topology.Pair, env []st
 	select {
 	case <-time.After(time.Until(t0.Add(cfg.Warmup + appSettle))):
 	case <-ctx.Done():
-		c := &appCommand{role: "client", done: make(chan struct{}), metrics: newMetricLines(), stderr: newTailLines(0)}
-		c.exit = report.AppExit{Command: cfg.Client, Code: -1, Failed: true}
-		close(c.done)
-		return c, ctx.Err()
+		return notStarted("client", cfg.Client), ctx.Err()
 	}
 	c, err := startAppCommand(pair.ClientNS, "client", cfg.Client, cfg.User, env)
+	if c == nil { // its pipes could not be made
+		c = notStarted("client", cfg.Client)
+	}
 	if err != nil {
 		return c, err
 	}
@@ -258,6 +260,14 @@ func isAppFlow(p *topology.Pair) func(hop.Flow) bool {
 		dst, err2 := netip.ParseAddrPort(f.Dst)
 		return err1 != nil || err2 != nil || !(cross[src] || cross[dst])
 	}
+}
+
+// notStarted is a command that never ran, as its result reports it.
+func notStarted(role, line string) *appCommand {
+	c := &appCommand{role: role, done: make(chan struct{}), metrics: newMetricLines(), stderr: newTailLines(0)}
+	c.exit = report.AppExit{Command: line, Code: -1, Failed: true}
+	close(c.done)
+	return c
 }
 
 // isAppRTT tells the app's flows from the cross traffic in the hop's RTT

@@ -184,8 +184,13 @@ func TestShellPassiveRTT(t *testing.T) {
 		if strings.HasPrefix(f.Flow, "tcp ") && (strings.HasSuffix(f.Flow, port) || strings.Contains(f.Flow, port+" >")) {
 			found = true
 			t.Logf("analyze: %s %s, sum p50 %.2f ms; the hop's %.2f ms", f.Flow, f.Method, f.Sum.P50Ms, tsFlow.p50)
-			if d := f.Sum.P50Ms - tsFlow.p50; d > 0.5 || d < -0.5 {
-				t.Errorf("analyze's RTT median %.2f ms, the hop's %.2f ms: want within 0.5 ms", f.Sum.P50Ms, tsFlow.p50)
+			// Both medians are histogram buckets' middles (rtt.Hist: 1.6 %
+			// wide): the capture holds the flow to its end, later than the
+			// hop's figure was read, and a loaded capture may miss records
+			// (capture_dropped), so one sample more or less may put either
+			// in the next bucket: 0.5 ms and one bucket.
+			if d, b := f.Sum.P50Ms-tsFlow.p50, 0.5+0.016*tsFlow.p50; d > b || d < -b {
+				t.Errorf("analyze's RTT median %.2f ms, the hop's %.2f ms: want within %.2f ms (0.5 ms and a bucket)", f.Sum.P50Ms, tsFlow.p50, b)
 			}
 		}
 	}
