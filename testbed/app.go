@@ -243,7 +243,7 @@ func appFindings(r *report.Report) []report.Finding {
 			a := classic.App
 			fs = append(fs, report.Finding{Question: "the app fell back to Classic when ECN was bleached", Answer: yesNo(a.FellBack > 0),
 				Detail: fmt.Sprintf("%d flows changed codepoint; the client sent %s, the app's packets arrived %s",
-					a.FellBack, codepointsOf(a.ClientSent), codepointsOf(a.Received))})
+					a.FellBack, a.ClientSent.Shares(), a.Received.Shares())})
 		}
 	}
 	return fs
@@ -263,23 +263,6 @@ func yesNo(b bool) string {
 		return "yes"
 	}
 	return "no"
-}
-
-func codepointsOf(e report.ECNPackets) string {
-	n := e.Total()
-	if n == 0 {
-		return "nothing"
-	}
-	var parts []string
-	for _, c := range []struct {
-		name string
-		n    uint64
-	}{{"ECT(1)", e.ECT1}, {"ECT(0)", e.ECT0}, {"CE", e.CE}, {"Not-ECT", e.NotECT}} {
-		if c.n*100 >= n {
-			parts = append(parts, fmt.Sprintf("%.0f %% %s", 100*float64(c.n)/float64(n), c.name))
-		}
-	}
-	return strings.Join(parts, ", ")
 }
 
 // appChecks holds the lab to what it can promise: every variant ran and

@@ -128,7 +128,7 @@ func (r *Report) appTable() (Table, bool) {
 	row("server half p50 / p99 (ms)", func(a *App, _ *Run) string { return halves(a.ServerRTTMs) })
 	row("goodput down / up (Mbit/s)", func(a *App, _ *Run) string { return mbit(a.DownBps) + " / " + mbit(a.UpBps) })
 	row("ECT(1) sent: client / all", func(a *App, _ *Run) string { return pct(a.ClientSent.L4SShare()) + " / " + pct(a.Sent.L4SShare()) })
-	row("sent / received", func(a *App, _ *Run) string { return codepoints(a.Sent) + " → " + codepoints(a.Received) })
+	row("sent / received", func(a *App, _ *Run) string { return a.Sent.Shares() + " → " + a.Received.Shares() })
 	row("CE marks", func(a *App, _ *Run) string { return fmt.Sprint(a.Marks) })
 	row("drops", func(a *App, _ *Run) string { return fmt.Sprint(a.Drops) })
 	row("L / C sojourn p99 (ms)", func(_ *App, run *Run) string {
@@ -189,8 +189,9 @@ func halves(s *figure.Summary) string {
 	return ms(s.P50) + " / " + ms(s.P99)
 }
 
-// codepoints names the codepoints that make up at least 1 % of e.
-func codepoints(e ECNPackets) string {
+// Shares names the codepoints that make up at least 1 % of e, with their
+// shares ("ECT(1) 84%, CE 15%"); "none" when e counts nothing.
+func (e ECNPackets) Shares() string {
 	n := e.Total()
 	if n == 0 {
 		return "none"
