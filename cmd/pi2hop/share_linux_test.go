@@ -350,9 +350,17 @@ func (l *shareLab) boxState(t *testing.T, name string) string {
 		{"ip", "-4", "route", "show", "table", "all"}, {"ip", "-6", "route", "show", "table", "all"},
 		{"ip", "-4", "rule"}, {"ip", "-6", "rule"}, {"nft", "list", "ruleset"},
 	} {
-		out, err := exec.Command("ip", append([]string{"netns", "exec", l.box}, args...)...).CombinedOutput()
+		// Standard output only: ip link writes to standard error of
+		// other namespaces' links coming and going ("Peer netns reference
+		// is invalid" while a parallel test deletes one), which is no
+		// state of this box.
+		out, err := exec.Command("ip", append([]string{"netns", "exec", l.box}, args...)...).Output()
 		if err != nil {
-			t.Fatalf("%s: %v\n%s", strings.Join(args, " "), err, out)
+			var stderr []byte
+			if ee, ok := err.(*exec.ExitError); ok {
+				stderr = ee.Stderr
+			}
+			t.Fatalf("%s: %v\n%s%s", strings.Join(args, " "), err, out, stderr)
 		}
 		fmt.Fprintf(&b, "$ %s\n%s", strings.Join(args, " "), out)
 	}
