@@ -23,7 +23,7 @@ func TestStatsLiveSelfConsistent(t *testing.T) {
 	name := testInstance(70)
 	t.Cleanup(func() { exec.Command(bin, "shell", "--cleanup", "--name", name).Run() })
 	p := startIn(t, "", bin, "shell", "--name", name, "--rate", "2mbit", "--delay", "2ms", "--",
-		"/bin/sh", "-c", "ping -q -i 0.002 -s 1200 -c 400 $PI2HOP_HOST; sleep 60")
+		"/bin/sh", "-c", "ping -q -l 8 -i 0.002 -s 1200 -c 400 $PI2HOP_HOST; sleep 60")
 	start := time.Now()
 	p.waitRunning("shell", nil)
 	t.Logf("shell running after %v", time.Since(start).Round(time.Millisecond))
@@ -49,8 +49,10 @@ func TestStatsLiveSelfConsistent(t *testing.T) {
 		}
 		return s.Dirs, string(b), nil
 	}
-	// 1200-byte pings every 2 ms, 4.9 Mbit/s into 2: the up queue builds
-	// (sojourns above 0) within the first hundred packets.
+	// 1200-byte pings, the first 8 at once (-l 8), then every 2 ms, 4.9
+	// Mbit/s into 2: the up queue builds (sojourns above 0) at the start,
+	// also when a busy machine delays ping's later sends past the link's
+	// 4.9 ms a packet, which would leave it never queueing.
 	deadline := time.Now().Add(5 * time.Second)
 	var rows []row
 	for {
