@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -171,14 +172,15 @@ func holdConns(n int, dial func() (net.Conn, error)) []net.Conn {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			// Each of the n dials is made once; one the instance's cap or
+			// fd limit turns away is what is tested, not a fault, and is
+			// simply not held.
 			for next.Add(1) <= int64(n) {
-				c, err := dial()
-				if err != nil {
-					continue
+				if c, err := dial(); err == nil {
+					mu.Lock()
+					held = append(held, c)
+					mu.Unlock()
 				}
-				mu.Lock()
-				held = append(held, c)
-				mu.Unlock()
 			}
 		}()
 	}
@@ -418,9 +420,65 @@ func TestStressFDExhaustion(t *testing.T) {
 	}
 }
 
-// readersChildEnv names, to the fresh test process TestStressReaders
-// starts, the pi2hop binary its parent built.
-const readersChildEnv = "PI2HOP_STRESS_READERS_BIN"
+// A measurer is this test binary started again to run one command and
+// report how it ended: a child's peak RSS (wait4's ru_maxrss) starts
+// from its parent's, since exec records the high-water mark of the
+// memory it replaces and os/exec's child shares the parent's until then.
+// This test process grows with the tests before TestStressReaders; a
+// measurer, which runs no test, is a few MB, so the readers' figures are
+// bounded by that, not by the whole suite.
+const measureArgsEnv = "PI2HOP_TEST_MEASURE_ARGS"
+
+// measured is how the measurer's command ended.
+type measured struct {
+	Code   int    `json:"code"`    // exit status, -1 when it did not exit
+	MaxRSS int    `json:"max_rss"` // bytes
+	Stderr string `json:"stderr"`
+	Ms     int64  `json:"ms"`
+}
+
+// init runs a measurer when the environment says so: the command is the
+// JSON array in it; how it ended goes to standard output as JSON.
+func init() {
+	js := os.Getenv(measureArgsEnv)
+	if js == "" {
+		return
+	}
+	var args []string
+	if err := json.Unmarshal([]byte(js), &args); err != nil || len(args) == 0 {
+		fmt.Fprintf(os.Stderr, "measurer: %s: want a JSON array of the command and its arguments\n", measureArgsEnv)
+		os.Exit(2)
+	}
+	var stderr bytes.Buffer
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Stderr = &stderr
+	t0 := time.Now()
+	err := cmd.Run()
+	m := measured{Code: -1, Stderr: stderr.String(), Ms: time.Since(t0).Milliseconds()}
+	var ee *exec.ExitError
+	if err == nil || errors.As(err, &ee) {
+		m.Code = cmd.ProcessState.ExitCode()
+		m.MaxRSS = int(cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss << 10) // Linux: KiB
+	} else {
+		m.Stderr = err.Error()
+	}
+	json.NewEncoder(os.Stdout).Encode(m)
+	os.Exit(0)
+}
+
+// measure runs args in a measurer and returns how they ended.
+func measure(t *testing.T, args ...string) measured {
+	t.Helper()
+	js, _ := json.Marshal(args)
+	c := exec.Command(os.Args[0])
+	c.Env = append(os.Environ(), measureArgsEnv+"="+string(js))
+	out, err := c.Output()
+	var m measured
+	if err != nil || json.Unmarshal(out, &m) != nil {
+		t.Fatalf("measurer of %q: %v\n%s", args, err, out)
+	}
+	return m
+}
 
 // TestStressReaders feeds every file reader input without end (/dev/zero)
 // and a 1 GB sparse file under a 2 GB address-space limit: each command
@@ -431,24 +489,7 @@ const readersChildEnv = "PI2HOP_STRESS_READERS_BIN"
 // and a reader that took the 1 GB file whole would outgrow that limit.
 func TestStressReaders(t *testing.T) {
 	needRoot(t, "prlimit")
-	bin := os.Getenv(readersChildEnv)
-	if bin == "" {
-		// A child's peak RSS (wait4's ru_maxrss) starts from its parent's:
-		// exec records the high-water mark of the memory it replaces, and
-		// os/exec's child shares this test process's until then. This
-		// process has grown with the tests before this one, so the
-		// readers run under a fresh copy of it, a few MB in size: their
-		// figures are then bounded by that, not by the whole suite.
-		bin = buildPi2hop(t)
-		cmd := exec.Command(os.Args[0], "-test.run=^TestStressReaders$", "-test.count=1", "-test.v")
-		cmd.Env = append(os.Environ(), readersChildEnv+"="+bin)
-		out, err := cmd.CombinedOutput()
-		t.Logf("the readers, run by a fresh test process:\n%s", out)
-		if err != nil {
-			t.Fatalf("the readers' run: %v", err)
-		}
-		return
-	}
+	bin := buildPi2hop(t)
 	dir := t.TempDir()
 	sparse := filepath.Join(dir, "sparse")
 	f, err := os.Create(sparse)
@@ -475,24 +516,14 @@ func TestStressReaders(t *testing.T) {
 			{[]string{"analyze", in}, notPcap},
 			{[]string{"shell", "--name", name, "--rate-trace", in, "--", "true"}, line + ", the limit for a line"},
 		} {
-			var stderr bytes.Buffer
-			cmd := exec.Command("prlimit", append([]string{"--as=2000000000", "--", bin}, r.args...)...)
-			cmd.Stdout, cmd.Stderr = &bytes.Buffer{}, &stderr
-			t0 := time.Now()
-			err := cmd.Run()
+			m := measure(t, append([]string{"prlimit", "--as=2000000000", "--", bin}, r.args...)...)
 			what := strings.Join(r.args, " ")
-			code := -1
-			if ee, ok := err.(*exec.ExitError); ok {
-				code = ee.ExitCode()
+			t.Logf("figures: %s: exit %d in %d ms, peak RSS %s: %s", what, m.Code, m.Ms, mb(m.MaxRSS), strings.TrimSpace(m.Stderr))
+			if m.Code != 1 || !strings.Contains(m.Stderr, r.want) {
+				t.Errorf("%s: exit %d, stderr %q; want exit 1 and %q", what, m.Code, m.Stderr, r.want)
 			}
-			rss := int(cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss << 10) // Linux: KiB
-			t.Logf("figures: %s: exit %d in %v, peak RSS %s: %s", what, code, time.Since(t0).Round(time.Millisecond), mb(rss),
-				strings.TrimSpace(stderr.String()))
-			if code != 1 || !strings.Contains(stderr.String(), r.want) {
-				t.Errorf("%s: exit %d, stderr %q; want exit 1 and %q", what, code, stderr.String(), r.want)
-			}
-			if rss > maxRSS {
-				t.Errorf("%s: peak RSS %s, want under %s", what, mb(rss), mb(maxRSS))
+			if m.MaxRSS > maxRSS {
+				t.Errorf("%s: peak RSS %s, want under %s", what, mb(m.MaxRSS), mb(maxRSS))
 			}
 		}
 	}
