@@ -141,17 +141,9 @@ func (a *labArgs) config(fs *pflag.FlagSet, args []string) (testbed.Config, erro
 	if len(args) == 1 {
 		cfg.Scenario = args[0]
 	}
-	if r := a.link.Rate; r != nil {
-		if *r == 0 {
-			return cfg, usagef("lab: --rate unlimited: the lab's runs need a bottleneck rate")
-		}
-		cfg.RateBps = *r
-	}
-	if fs.Changed("rtt") {
-		cfg.RTT = a.rtt.D
-	}
-	if fs.Changed("duration") {
-		cfg.Duration = a.duration.D
+	var err error
+	if cfg.RateBps, cfg.RTT, cfg.Duration, cfg.Seed, err = a.runFlags(fs, "lab"); err != nil {
+		return cfg, err
 	}
 	if fs.Changed("warmup") {
 		cfg.Warmup = a.warmup.D
@@ -162,12 +154,6 @@ func (a *labArgs) config(fs *pflag.FlagSet, args []string) (testbed.Config, erro
 	cfg.MinQlenStep = a.link.MinQlenStep
 	if fs.Changed("fifo-limit") {
 		cfg.FIFOLimit = a.fifoLimit.N
-	}
-	if a.repeat < 1 {
-		return cfg, usagef("lab: --repeat %d: want 1 or more", a.repeat)
-	}
-	if a.link.Seed != nil {
-		cfg.Seed = *a.link.Seed
 	}
 	cfg.Bulk, cfg.RTTs, cfg.Repeat = a.bulk, a.rtts.D, a.repeat
 	for _, w := range a.windows {
@@ -185,6 +171,31 @@ func (a *labArgs) config(fs *pflag.FlagSet, args []string) (testbed.Config, erro
 		return cfg, usagef("lab: %v", err)
 	}
 	return resolved, nil
+}
+
+// runFlags are the flags every lab run shares, 0 where not given (the
+// run's default): the rate (unlimited refused), RTT, duration, seed, and
+// --repeat checked. what is the command, for errors.
+func (a *labArgs) runFlags(fs *pflag.FlagSet, what string) (rate uint64, rtt, dur time.Duration, seed uint64, err error) {
+	if r := a.link.Rate; r != nil {
+		if *r == 0 {
+			return 0, 0, 0, 0, usagef("%s: --rate unlimited: the runs need a bottleneck rate", what)
+		}
+		rate = *r
+	}
+	if fs.Changed("rtt") {
+		rtt = a.rtt.D
+	}
+	if fs.Changed("duration") {
+		dur = a.duration.D
+	}
+	if a.link.Seed != nil {
+		seed = *a.link.Seed
+	}
+	if a.repeat < 1 {
+		return 0, 0, 0, 0, usagef("%s: --repeat %d: want 1 or more", what, a.repeat)
+	}
+	return rate, rtt, dur, seed, nil
 }
 
 func listScenarios(w io.Writer) error {

@@ -392,6 +392,8 @@ func TestLabAppFlagErrors(t *testing.T) {
 		{[]string{"--client", "true", "--nat", "--variant", "w:--limit=0"}, "variant w: invalid argument \"0\" for \"--limit\""},
 		{[]string{"--client", "true", "--nat", "--variant", "W/x:--rate=1mbit"}, "variant name"},
 		{[]string{"--client", "true", "--nat", "--bulk", "3"}, "--bulk is for the scenarios"},
+		{[]string{"--client", "true", "--repeat", "0"}, "lab app: --repeat 0: want 1 or more"},
+		{[]string{"--client", "true", "--rate", "unlimited"}, "lab app: --rate unlimited"},
 	}
 	for _, tt := range tests {
 		_, err := labAppConfig(tt.args...)

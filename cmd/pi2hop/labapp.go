@@ -79,20 +79,9 @@ func (a *labArgs) appConfig(fs *pflag.FlagSet) (testbed.AppConfig, error) {
 		return testbed.AppConfig{}, usagef("lab app: --client is required: the command line of your app's client")
 	}
 	cfg := testbed.AppConfig{Client: p.client, Server: p.server, NAT: p.nat, Cross: p.cross, Repeat: a.repeat}
-	if a.link.Seed != nil {
-		cfg.Seed = *a.link.Seed
-	}
-	if r := a.link.Rate; r != nil {
-		if *r == 0 {
-			return cfg, usagef("lab app: --rate unlimited: the variants need a bottleneck rate")
-		}
-		cfg.RateBps = *r
-	}
-	if fs.Changed("rtt") {
-		cfg.RTT = a.rtt.D
-	}
-	if fs.Changed("duration") {
-		cfg.Duration = a.duration.D
+	var err error
+	if cfg.RateBps, cfg.RTT, cfg.Duration, cfg.Seed, err = a.runFlags(fs, "lab app"); err != nil {
+		return cfg, err
 	}
 	u, err := invoker.FromEnv()
 	if err != nil {
