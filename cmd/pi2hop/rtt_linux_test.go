@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -34,45 +33,11 @@ func TestShellPassiveRTT(t *testing.T) {
 	t.Parallel()
 	name := testInstance(180)
 	t.Cleanup(func() { cleanupInstance(name, nil, &bytes.Buffer{}) })
-	dir := t.TempDir()
-	envFile, stopFile, capFile := filepath.Join(dir, "env"), filepath.Join(dir, "stop"), filepath.Join(dir, "run.pcapng")
-	script := fmt.Sprintf(`echo $PI2HOP_HOST $PI2HOP_ADDR end > %s; while [ ! -e %s ]; do read -t 0.05 <> <(:) || :; done`,
-		envFile, stopFile)
+	capFile := filepath.Join(t.TempDir(), "run.pcapng")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	shellDone := make(chan error, 1)
-	var shellErr bytes.Buffer
-	go func() {
-		shellDone <- Run(ctx, []string{"shell", "--name", name, "--rate", "20mbit", "--delay", "10ms", "--capture", capFile, "--", "/bin/bash", "-c", script},
-			strings.NewReader(""), io.Discard, &shellErr)
-	}()
-	var stopped sync.Once
-	stop := func() {
-		stopped.Do(func() {
-			os.WriteFile(stopFile, nil, 0o644)
-			select {
-			case err := <-shellDone:
-				if err != nil {
-					t.Errorf("shell: %v\n%s", err, shellErr.String())
-				}
-			case <-time.After(10 * time.Second):
-				t.Errorf("the shell did not return within 10 s of its command's end")
-			}
-		})
-	}
+	addr, stop := waitingShell(t, ctx, name, "--rate", "20mbit", "--delay", "10ms", "--capture", capFile)
 	defer stop()
-	var addr netip.Addr
-	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if b, err := os.ReadFile(envFile); err == nil {
-			if f := strings.Fields(string(b)); len(f) == 3 && f[2] == "end" {
-				addr = netip.MustParseAddr(f[1])
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("waited 15 s for the shell's command to start:\n%s", shellErr.String())
-		}
-	}
 	ns := name + "-shell"
 	inShell := func(f func() error) error { return netsys.Do(ns, f) }
 
