@@ -68,7 +68,7 @@ func TestStatsFlowsThroughShell(t *testing.T) {
 		defer wg.Done()
 		// Without ECN validation: its ECT(0) probes, which a busy
 		// machine's bunched marks can set off, would make the flow
-		// "changed" (flows.md), and this test is of the table's counting.
+		// "changed" (docs/flows.md), and this test is of the table's counting.
 		_, prErr = flow.PragueSend(ctx, prTx, addrPort(prRx), flow.PragueConfig{Duration: 2 * time.Second, NoECNValidation: true}, nil)
 	}()
 	go func() {
