@@ -52,37 +52,49 @@ image:
 # (the list in scripts/test-deps). Tests that need root and network
 # namespaces skip themselves when not run as root; internal/testsum counts
 # them and fails the run when one skipped in CI (CI=true), and prints each
-# package's wall time and the slowest tests. The packages whose tests
-# measure rates, delays and pacing (TIMED; imagetest runs the compose lab
-# and l4s-demo in containers) run first, one at a time (-p
-# 1), and so do their timing tests: on a 2-core machine two of them at
-# once starve each other; their root tests that measure nothing call
-# t.Parallel and run together after them (-parallel). The other packages
-# follow two at a time, and beside them their unit tests again under the
-# race detector (neither times anything); last, under the race detector,
-# the unit tests of TIMED and of the few other packages whose unit tests
-# time a wait (SOLO), alone. The race detector runs where a race can
+# package's wall time and the slowest tests.
+#
+# Two lines of work run side by side. The packages whose tests measure
+# rates, delays and pacing (TIMED; imagetest runs the compose lab and
+# l4s-demo in containers) run one at a time (-p 1), and so do their
+# timing tests: on a 2-core machine two of them at once starve each
+# other; their root tests that measure nothing call t.Parallel and run
+# together after them (-parallel). Beside them, at SCHED_IDLE (IDLE), so
+# that they take only the CPU time the timed tests leave and a timed
+# test's thread that wakes takes the CPU back at once: lint and cross,
+# then the other packages two at a time with their unit tests again under
+# the race detector (none of them times anything), then, under the race
+# detector, the unit tests of TIMED and of the few other packages whose
+# unit tests time a wait (SOLO). The race detector runs where a race can
 # happen: in the packages whose code or tests start goroutines (RACE,
-# found by their go statements); the rest run on one goroutine. lint has run go vet on every package, so the
-# test runs leave it out (-vet=off).
+# found by their go statements); the rest run on one goroutine. lint has
+# run go vet on every package, so the test runs leave it out (-vet=off).
+# The side line's output is in bin/idle, printed at the end: lint.log
+# (lint and cross), others.log (the other packages' build errors; their
+# tests are in the summary), race.log and solo.log (the race detector's).
 MODULE := github.com/pi2hop/pi2hop
 TIMED  := $(MODULE)/cmd/pi2hop $(MODULE)/hop $(MODULE)/flow $(MODULE)/internal/imagetest
 SOLO   := $(TIMED) $(MODULE)/flow/ecnudp
 GOSTMT := ^\s*go (func|[A-Za-z_][A-Za-z0-9_.]*[(])
 RACE   := $(shell grep -rlE '$(GOSTMT)' --include='*.go' . | xargs -n1 dirname | sort -u | sed 's|^\.|$(MODULE)|')
-test: lint cross
+IDLE   := chrt --idle 0
+test:
 	@./scripts/test-deps
 	$(GO) build -o bin/testsum ./internal/testsum
-	@rm -rf bin/test-artifacts && mkdir -p bin/test-artifacts
+	@rm -rf bin/test-artifacts bin/idle && mkdir -p bin/test-artifacts bin/idle
 	( st=0; \
+	  { $(IDLE) $(MAKE) --no-print-directory lint cross > bin/idle/lint.log 2>&1; echo $$? > bin/idle/lint.rc; \
+	    { $(IDLE) $(GO) test -race -short -count=1 -vet=off -timeout 20m $(filter-out $(SOLO),$(filter $(RACE),$(shell $(GO) list $(PKGS)))) \
+	        > bin/idle/race.log 2>&1; echo $$? > bin/idle/race.rc; } & \
+	    $(IDLE) $(GO) test -p 2 -count=1 -vet=off -timeout 30m -json $(filter-out $(TIMED),$(shell $(GO) list $(PKGS))) \
+	        > bin/idle/others.json 2> bin/idle/others.log; echo $$? > bin/idle/others.rc; \
+	    wait; \
+	    $(IDLE) $(GO) test -race -short -count=1 -vet=off -timeout 20m $(filter $(RACE),$(SOLO)) > bin/idle/solo.log 2>&1; echo $$? > bin/idle/solo.rc; } & \
 	  $(GO) test -p 1 -parallel 4 -count=1 -vet=off -timeout 30m -json -artifacts -outputdir $(CURDIR)/bin/test-artifacts $(TIMED) || st=1; \
-	  { $(GO) test -race -short -count=1 -vet=off -timeout 20m $(filter-out $(SOLO),$(filter $(RACE),$(shell $(GO) list $(PKGS)))) \
-	      > bin/race.log 2>&1; echo $$? > bin/race.rc; } & \
-	  $(GO) test -p 2 -count=1 -vet=off -timeout 30m -json $(filter-out $(TIMED),$(shell $(GO) list $(PKGS))) || st=1; \
-	  wait; exit $$st ) | bin/testsum; st=$$?; \
-	echo "unit tests under the race detector:"; cat bin/race.log; \
-	[ $$st = 0 ] && [ "$$(cat bin/race.rc)" = 0 ]
-	$(GO) test -race -short -count=1 -vet=off -timeout 20m $(filter $(RACE),$(SOLO))
+	  wait; cat bin/idle/others.json; exit $$st ) | bin/testsum; st=$$?; \
+	for f in lint others race solo; do \
+	  echo "bin/idle/$$f.log:"; cat bin/idle/$$f.log; [ "$$(cat bin/idle/$$f.rc)" = 0 ] || st=1; \
+	done; exit $$st
 
 # The stress suite at full size (root): 20 000 idle connections on the
 # web view's port, fd exhaustion via the web port and the control socket

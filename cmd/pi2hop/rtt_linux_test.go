@@ -5,32 +5,31 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"net/netip"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/pi2hop/pi2hop/netsys"
-	"golang.org/x/sys/unix"
 )
 
-// Passive RTT through shell --delay 10ms (20 ms base): a bulk TCP flow's
-// round trip as the hop times it (the sum of its halves) against the
-// sender's own smoothed RTT (tcpi_rtt, what ss -ti shows) read during
-// the run: medians within 2 ms or 10 %, whichever is larger, and a p99
+// Passive RTT through shell --delay 10ms (20 ms base): a bulk iperf3
+// upload's round trip as the hop times it (the sum of its halves)
+// against the sender's own smoothed RTT (tcpi_rtt) read with ss -ti
+// during the run: medians within 2 ms or 10 %, whichever is larger, and a p99
 // of 20 ms or more. Then the same without TCP timestamps in the shell's
 // namespace: the flow is timed by sequence and ACK numbers. And a
 // QUIC-like UDP flow (a long header, then short headers with a constant
 // spin bit both ways) is said not to spin. analyze of the run's capture
 // times the timestamped flow as the hop did: medians within 0.5 ms.
 func TestShellPassiveRTT(t *testing.T) {
-	needRoot(t, "bash")
-	t.Parallel()
+	needRoot(t, "bash", "iperf3", "ss", "ip")
 	name := testInstance(180)
 	t.Cleanup(func() { cleanupInstance(name, nil, &bytes.Buffer{}) })
 	capFile := filepath.Join(t.TempDir(), "run.pcapng")
@@ -95,15 +94,7 @@ func TestShellPassiveRTT(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		ln := listenTCPIn(t, inShell, addr)
-		port := uint16(ln.Addr().(*net.TCPAddr).Port)
-		go func() {
-			if c, err := ln.AcceptTCP(); err == nil {
-				io.Copy(io.Discard, c)
-				c.Close()
-			}
-		}()
-		srtt := bulkTCP(t, ln.Addr().(*net.TCPAddr), 3*time.Second)
+		srtt, port := iperf3Bulk(t, ctx, ns, addr, 3*time.Second)
 		r := flowRTTOf(t, ctx, name, "tcp", port)
 		t.Logf("%s: the sender's srtt median %.2f ms; the hop's %+v", c.method, srtt, r)
 		if r.Method != c.method || r.Sum.N == 0 {
@@ -149,13 +140,12 @@ func TestShellPassiveRTT(t *testing.T) {
 		if strings.HasPrefix(f.Flow, "tcp ") && (strings.HasSuffix(f.Flow, port) || strings.Contains(f.Flow, port+" >")) {
 			found = true
 			t.Logf("analyze: %s %s, sum p50 %.2f ms; the hop's %.2f ms", f.Flow, f.Method, f.Sum.P50Ms, tsFlow.p50)
-			// Both medians are histogram buckets' middles (rtt.Hist: 1.6 %
-			// wide): the capture holds the flow to its end, later than the
-			// hop's figure was read, and a loaded capture may miss records
-			// (capture_dropped), so one sample more or less may put either
-			// in the next bucket: 0.5 ms and one bucket.
-			if d, b := f.Sum.P50Ms-tsFlow.p50, 0.5+0.016*tsFlow.p50; d > b || d < -b {
-				t.Errorf("analyze's RTT median %.2f ms, the hop's %.2f ms: want within %.2f ms (0.5 ms and a bucket)", f.Sum.P50Ms, tsFlow.p50, b)
+			// The same packets, timed by the same rule: iperf3Bulk
+			// returned once the connection had closed, so the hop's
+			// figure was read after the flow's last packet, as the
+			// capture ends after it.
+			if d := f.Sum.P50Ms - tsFlow.p50; d > 0.5 || d < -0.5 {
+				t.Errorf("analyze's RTT median %.2f ms, the hop's %.2f ms: want within 0.5 ms", f.Sum.P50Ms, tsFlow.p50)
 			}
 		}
 	}
@@ -164,47 +154,122 @@ func TestShellPassiveRTT(t *testing.T) {
 	}
 }
 
-// bulkTCP sends to addr from the host for d and returns the median of
-// the sender's smoothed RTT (tcpi_rtt, ms), read every 20 ms.
-func bulkTCP(t *testing.T, addr *net.TCPAddr, d time.Duration) float64 {
+// iperf3Bulk runs an iperf3 upload of d from the host to an iperf3
+// server in namespace ns at addr, and reads the sender's smoothed RTT as
+// `ss -ti` prints it (tcpi_rtt) every 50 ms while it runs. It returns
+// their median (ms) and the data connection's port on the host (iperf3's
+// control connection goes to the same server port), once the
+// connection is closed, so that every packet of it has crossed the hop.
+func iperf3Bulk(t *testing.T, ctx context.Context, ns string, addr netip.Addr, d time.Duration) (srtt float64, port uint16) {
 	t.Helper()
-	c, err := net.DialTCP("tcp", nil, addr)
-	if err != nil {
+	const serverPort = "5201" // the shell's namespace is the test's own
+	var serverOut bytes.Buffer
+	server := exec.CommandContext(ctx, "ip", "netns", "exec", ns, "iperf3", "-s", "-1", "-B", addr.String(), "-p", serverPort)
+	server.Stdout, server.Stderr = &serverOut, &serverOut
+	if err := server.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
-	raw, err := c.SyscallConn()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var srtt []float64
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		buf := make([]byte, 64<<10)
-		for end := time.Now().Add(d); time.Now().Before(end); {
-			if _, err := c.Write(buf); err != nil {
-				return
-			}
+	serverDone := make(chan error, 1)
+	go func() { serverDone <- server.Wait() }()
+	defer server.Process.Kill()
+	// A probe connection would be the one client iperf3 -s -1 serves:
+	// the listening socket is watched instead.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		out, _ := exec.Command("ip", "netns", "exec", ns, "ss", "-tlnH", "sport", "= :"+serverPort).Output()
+		if len(bytes.TrimSpace(out)) > 0 {
+			break
 		}
-	}()
-	for tick := time.NewTicker(20 * time.Millisecond); ; {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited 10 s for iperf3 -s to listen in %s:\n%s", ns, serverOut.String())
+		}
+	}
+	var clientOut bytes.Buffer
+	client := exec.CommandContext(ctx, "iperf3", "-c", addr.String(), "-p", serverPort, "-t", fmt.Sprint(d.Seconds()))
+	client.Stdout, client.Stderr = &clientOut, &clientOut
+	if err := client.Start(); err != nil {
+		t.Fatal(err)
+	}
+	clientDone := make(chan error, 1)
+	go func() { clientDone <- client.Wait() }()
+	var samples []float64
+	dst := []string{"dst", addr.String(), "dport", "= :" + serverPort}
+	for tick := time.NewTicker(50 * time.Millisecond); ; {
 		select {
-		case <-done:
+		case err := <-clientDone:
 			tick.Stop()
-			if len(srtt) == 0 {
-				t.Fatal("no tcpi_rtt read during the transfer")
+			if err != nil {
+				t.Fatalf("iperf3 -c: %v\n%s", err, clientOut.String())
 			}
-			slices.Sort(srtt)
-			return srtt[len(srtt)/2]
-		case <-tick.C:
-			raw.Control(func(fd uintptr) {
-				if info, err := unix.GetsockoptTCPInfo(int(fd), unix.SOL_TCP, unix.TCP_INFO); err == nil && info.Rtt > 0 {
-					srtt = append(srtt, float64(info.Rtt)/1e3)
+			if len(samples) == 0 {
+				t.Fatalf("ss -ti showed no tcpi_rtt of iperf3's data connection during the run")
+			}
+			select {
+			case <-serverDone:
+			case <-time.After(10 * time.Second):
+				t.Fatalf("iperf3 -s -1 did not exit within 10 s of its client:\n%s", serverOut.String())
+			}
+			// The sockets still open to the server: none, or only
+			// those whose data and FIN were all acknowledged.
+			for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+				out, err := exec.Command("ss", append([]string{"-tnH", "state", "established", "state", "fin-wait-1", "state", "close-wait", "state", "last-ack", "state", "closing"}, dst...)...).Output()
+				if err != nil {
+					t.Fatalf("ss: %v", err)
 				}
-			})
+				if len(bytes.TrimSpace(out)) == 0 {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("iperf3's connections still open 10 s after it ended:\n%s", out)
+				}
+			}
+			slices.Sort(samples)
+			return samples[len(samples)/2], port
+		case <-tick.C:
+			out, err := exec.Command("ss", append([]string{"-tinH"}, dst...)...).Output()
+			if err != nil {
+				t.Fatalf("ss -ti: %v", err)
+			}
+			if p, rtt, ok := ssDataConn(string(out)); ok {
+				samples, port = append(samples, rtt), p
+			}
 		}
 	}
+}
+
+// ssDataConn reads `ss -tinH` output: of the sockets it lists, the one
+// that has had the most bytes acknowledged, if that is past iperf3's
+// control traffic (64 KB), and its local port and rtt (ms).
+func ssDataConn(out string) (port uint16, rtt float64, ok bool) {
+	var most uint64
+	var cur uint16
+	for _, line := range strings.Split(out, "\n") {
+		if line != "" && line[0] != ' ' && line[0] != '\t' {
+			// A socket: state, recv-q, send-q, local address:port, peer.
+			cur = 0
+			if f := strings.Fields(line); len(f) >= 4 {
+				if ap, err := netip.ParseAddrPort(f[3]); err == nil {
+					cur = ap.Port()
+				}
+			}
+			continue
+		}
+		var acked uint64
+		r := -1.0
+		for _, f := range strings.Fields(line) {
+			if v, found := strings.CutPrefix(f, "bytes_acked:"); found {
+				acked, _ = strconv.ParseUint(v, 10, 64)
+			} else if v, found := strings.CutPrefix(f, "rtt:"); found {
+				v, _, _ = strings.Cut(v, "/")
+				if x, err := strconv.ParseFloat(v, 64); err == nil {
+					r = x
+				}
+			}
+		}
+		if cur != 0 && r >= 0 && acked > 64<<10 && acked > most {
+			most, port, rtt, ok = acked, cur, r, true
+		}
+	}
+	return port, rtt, ok
 }
 
 // flowRTTOf returns the RTT stats --flows --json gives the flow of proto

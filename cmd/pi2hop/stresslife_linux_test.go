@@ -118,8 +118,10 @@ func TestStressSignals(t *testing.T) {
 // no request fails, the link stays busy, and RSS is flat, at the end at
 // most 1.2 times what it was at 1 minute (a third of the run in the quick
 // slice), as garbage made while idle or per request would not leave it.
+// It times nothing, so it runs beside the other tests that time nothing.
 func TestStressSoak(t *testing.T) {
 	needRoot(t, "iperf3", "sh")
+	t.Parallel()
 	bin := buildPi2hop(t)
 	dur := time.Duration(stressSize(30, 600)) * time.Second
 	ref := min(time.Minute, dur/3)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -215,6 +216,83 @@ func toolsInScript(path string, src []byte) []use {
 	return uses
 }
 
+// testTargets are the make targets make test runs.
+var testTargets = []string{"test", "lint", "cross"}
+
+// makeVars are the Makefile's variables that name a program, as the
+// shell sees them once make has expanded them.
+var makeVars = strings.NewReplacer("$(GO)", "go", "$(IDLE)", "chrt", "$(MAKE)", "make")
+
+// toolsInMakefile returns the programs the recipes of the named targets
+// run: each recipe (its lines joined where they end in a backslash, make's
+// @ and - prefixes dropped) read as a shell script by programsInShell.
+// Other make variables are arguments, never the command word.
+func toolsInMakefile(path string, src []byte, targets ...string) []use {
+	var uses []use
+	in := false
+	var cmd strings.Builder
+	start := 0
+	lines := strings.Split(string(src), "\n")
+	for i, line := range lines {
+		if !strings.HasPrefix(line, "\t") {
+			if name, _, ok := strings.Cut(line, ":"); ok && !strings.ContainsAny(name, " \t=$") {
+				in = slices.Contains(targets, name)
+			} else if strings.TrimSpace(line) != "" && !strings.HasPrefix(line, "#") {
+				in = false
+			}
+			continue
+		}
+		if !in {
+			continue
+		}
+		if cmd.Len() == 0 {
+			start = i + 1
+		}
+		body := strings.TrimLeft(strings.TrimPrefix(line, "\t"), "@-")
+		if strings.HasSuffix(body, "\\") {
+			cmd.WriteString(strings.TrimSuffix(body, "\\") + " ")
+			continue
+		}
+		cmd.WriteString(body)
+		script := strings.ReplaceAll(stripMakeRefs(strings.ReplaceAll(makeVars.Replace(cmd.String()), "$$", "\x01")), "\x01", "$")
+		cmd.Reset()
+		for _, p := range programsInShell(script) {
+			if !strings.Contains(p, "/") { // a path is the repository's own program
+				uses = append(uses, use{p, path + ":" + strconv.Itoa(start)})
+			}
+		}
+	}
+	return uses
+}
+
+// stripMakeRefs replaces each of make's own references left in a recipe,
+// $(VAR) and $(filter ...) with theirs nested, by one word: make expands
+// them before the shell runs, into arguments. The shell's $$( is $( once
+// toolsInMakefile has set it apart, and stays.
+func stripMakeRefs(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] != '$' || i+1 == len(s) || s[i+1] != '(' {
+			b.WriteByte(s[i])
+			continue
+		}
+		depth := 0
+		j := i + 1
+		for ; j < len(s); j++ {
+			if s[j] == '(' {
+				depth++
+			} else if s[j] == ')' {
+				if depth--; depth == 0 {
+					break
+				}
+			}
+		}
+		b.WriteString("MAKEREF")
+		i = j
+	}
+	return b.String()
+}
+
 // sourceTools walks the repository and returns every program its Go
 // sources and scripts name, by the rules of toolsInGo and toolsInScript.
 func sourceTools(t *testing.T) []use {
@@ -242,6 +320,12 @@ func sourceTools(t *testing.T) []use {
 				u.pos = strings.TrimPrefix(u.pos, repoRoot+"/")
 				uses = append(uses, u)
 			}
+		case rel == "Makefile":
+			src, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			uses = append(uses, toolsInMakefile(rel, src, testTargets...)...)
 		case filepath.Dir(rel) == "scripts" && d.Name() != "test-deps":
 			src, err := os.ReadFile(path)
 			if err != nil {
