@@ -123,7 +123,7 @@ func TestStressSoak(t *testing.T) {
 	needRoot(t, "iperf3", "sh")
 	t.Parallel()
 	bin := buildPi2hop(t)
-	dur := time.Duration(stressSize(30, 600)) * time.Second
+	dur := time.Duration(stressSize(20, 600)) * time.Second
 	ref := min(time.Minute, dur/3)
 	name := testInstance(97)
 	port := freePort(t)
