@@ -1,6 +1,7 @@
 package instance
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"reflect"
@@ -215,6 +216,7 @@ type codec interface {
 	noDefault() codec // the same value printing "" while unset: no default in help
 	withDefault(text string) (codec, error)
 	report(field reflect.Value) any // the field (*T, not nil) as config objects carry it, for encoding/json
+	unit() string                   // the unit of report's number: ns, bytes, packets, Hz, %; "" for none
 }
 
 // flagValue is what a flagvalue type is: a pflag.Value.
@@ -237,14 +239,20 @@ type via[T, V any, P interface {
 	// out is the value as config objects carry it when T's own JSON is
 	// not it: a word of the flag's (overload's drop), a gain in Hz.
 	out func(c via[T, V, P], t T) any
+	per string // unit()
 }
 
 func of[T, V any, P interface {
 	*V
 	flagValue
-}](def V, get func(*V) T, put func(*V, T)) codec {
+}](def V, get func(*V) T, put func(*V, T)) via[T, V, P] {
 	return via[T, V, P]{def: def, get: get, put: put}
 }
+
+// in is c whose number is in unit u.
+func (c via[T, V, P]) in(u string) via[T, V, P] { c.per = u; return c }
+
+func (c via[T, V, P]) unit() string { return c.per }
 
 func (c via[T, V, P]) noDefault() codec { c.noDef = true; return c }
 
@@ -332,19 +340,19 @@ func linkRate(def uint64) codec {
 func duration(def flagvalue.Duration) codec {
 	return of(def,
 		func(v *flagvalue.Duration) time.Duration { return v.D },
-		func(v *flagvalue.Duration, d time.Duration) { v.D = d })
+		func(v *flagvalue.Duration, d time.Duration) { v.D = d }).in("ns")
 }
 
 func count(def flagvalue.Count) codec {
 	return of(def,
 		func(v *flagvalue.Count) uint32 { return v.N },
-		func(v *flagvalue.Count, n uint32) { v.N = n })
+		func(v *flagvalue.Count, n uint32) { v.N = n }).in(cmp.Or(def.Of, "packets"))
 }
 
 func size(def flagvalue.Size) codec {
 	return of(def,
 		func(v *flagvalue.Size) uint64 { return v.Bytes },
-		func(v *flagvalue.Size, n uint64) { v.Bytes = n })
+		func(v *flagvalue.Size, n uint64) { v.Bytes = n }).in("bytes")
 }
 
 // gain is a PI gain, held as Hz·256 as tc sends it.
@@ -356,13 +364,13 @@ func gain(netlink uint32) codec {
 		put: func(v *flagvalue.Gain, n uint32) { v.Netlink = n },
 		out: func(_ via[uint32, flagvalue.Gain, *flagvalue.Gain], n uint32) any {
 			return json.Number(strconv.FormatFloat(aqm.GainHz(n), 'f', 8, 64))
-		}}
+		}, per: "Hz"}
 }
 
 func integer[T ~int | ~uint8](def flagvalue.IntRange) codec {
 	return of(def,
 		func(v *flagvalue.IntRange) T { return T(v.N) },
-		func(v *flagvalue.IntRange, n T) { v.N = int(n) })
+		func(v *flagvalue.IntRange, n T) { v.N = int(n) }).in(def.Unit)
 }
 
 func choice(def flagvalue.Choice) codec {
