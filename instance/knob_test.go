@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/pi2hop/pi2hop/aqm"
+	"github.com/pi2hop/pi2hop/hop"
 	"github.com/pi2hop/pi2hop/internal/flagvalue"
 	"github.com/pi2hop/pi2hop/internal/jsondoc"
 	"github.com/pi2hop/pi2hop/internal/jsonline"
@@ -22,10 +23,10 @@ import (
 // knob reads and prints as a flag with its default and bound, travels
 // as JSON under its key, is refused out of range when JSON carries it,
 // lands in the queue's configuration, its per-kind default reads back
-// from each kind's defaults, replay's config object carries it (the
-// summary line replay writes, which spells no knob), docs/json.md's
-// rows for that object document it as the output carries it (make docs
-// writes them), and the table's tests find an example of it. The
+// from each kind's defaults, replay's and stats' config objects carry it
+// (the summary line replay writes and a stats row, which spell no knob),
+// docs/json.md's rows for those objects document it as the outputs carry
+// it (make docs writes them), and the table's tests find an example of it. The
 // commands' flags, set requests, the page's edits and help iterate the
 // same table (TestTableRoundTrip, TestSetReachesEverySetting,
 // TestEditTakesEveryLiveSetting, TestOneSpelling), so a row in the real
@@ -106,9 +107,9 @@ func TestThrowAwayKnob(t *testing.T) {
 }
 
 // throwAwayReachesReplay: the knob row, bound to carrier, given 42, is in
-// the config object of replay's summary line, and docs/json.md with the
-// rows make docs writes documents it as the line carries it (the page as
-// it stands, without the knob, does not).
+// the config object of replay's summary line and of a stats row, and
+// docs/json.md with the rows make docs writes documents it as they carry
+// it (the page as it stands, without the knob, does not).
 func throwAwayReachesReplay(t *testing.T, rows []Setting, row Setting, carrier reflect.Type) {
 	v := reflect.New(carrier).Elem()
 	if err := row.bindField(v).Set("42"); err != nil {
@@ -119,7 +120,7 @@ func throwAwayReachesReplay(t *testing.T, rows []Setting, row Setting, carrier r
 		t.Fatal(err)
 	}
 	knobs := queueKnobs(rows, spec, carrier)
-	i := slices.IndexFunc(knobs, func(k replay.Knob) bool { return k.Key == "throwaway-knob" })
+	i := slices.IndexFunc(knobs, func(k jsonline.Field) bool { return k.Key == "throwaway-knob" })
 	if i < 0 || knobs[i].JSON != "42" || knobs[i].Words != "42" {
 		t.Fatalf("queue knobs %v: want throwaway-knob as 42", knobs)
 	}
@@ -131,6 +132,10 @@ func throwAwayReachesReplay(t *testing.T, rows []Setting, row Setting, carrier r
 	}
 	if !strings.Contains(string(summary.Config), `"throwaway-knob":42`) {
 		t.Errorf("replay's config object %s: want the knob under its key", summary.Config)
+	}
+	stats, err := json.Marshal(hop.ConfigRow{Qdisc: spec.Kind, Params: map[string]any{}, Knobs: knobs})
+	if err != nil || !strings.Contains(string(stats), `"throwaway-knob":42`) {
+		t.Errorf("stats' config object %s (%v): want the knob under its key", stats, err)
 	}
 	page, err := os.ReadFile(jsonDoc)
 	if err != nil {
@@ -148,7 +153,7 @@ func throwAwayReachesReplay(t *testing.T, rows []Setting, row Setting, carrier r
 		if err != nil {
 			t.Fatal(err)
 		}
-		errs := schema.Check("replay", "replay.config", summary.Config)
+		errs := append(schema.Check("replay", "replay.config", summary.Config), schema.Check("stats", "stats.config", stats)...)
 		if flagged := slices.ContainsFunc(errs, func(e string) bool { return strings.Contains(e, "throwaway-knob") }); flagged != tc.flagged || !tc.flagged && len(errs) > 0 {
 			t.Errorf("docs/json.md (rows of the knob written: %v) against %s: %q", !tc.flagged, summary.Config, errs)
 		}

@@ -10,14 +10,14 @@ import (
 	"testing"
 )
 
-var updateDocs = flag.Bool("update-docs", false, "rewrite the queue knobs' rows of docs/json.md's replay.config from the table (make docs)")
+var updateDocs = flag.Bool("update-docs", false, "rewrite the queue knobs' rows of docs/json.md's config objects from the table (make docs)")
 
 const jsonDoc = "../docs/json.md"
 
 // TestKnobRowsDocumented: docs/json.md documents each queue knob of
-// replay's config object in a row made from the knob's row in the table
-// (knobDocRows), so a knob added to the table is documented by `make
-// docs`, not by hand; this fails while the page is stale.
+// replay's and stats' config objects in a row made from the knob's row
+// in the table (knobDocRows), so a knob added to the table is documented
+// by `make docs`, not by hand; this fails while the page is stale.
 func TestKnobRowsDocumented(t *testing.T) {
 	page, err := os.ReadFile(jsonDoc)
 	if err != nil {
@@ -34,11 +34,11 @@ func TestKnobRowsDocumented(t *testing.T) {
 		return
 	}
 	if want != string(page) {
-		t.Errorf("docs/json.md's replay.config rows of the queue knobs are stale: run make docs and commit it")
+		t.Errorf("docs/json.md's rows of the queue knobs (%s) are stale: run make docs and commit it", strings.Join(knobObjects, ", "))
 	}
 }
 
-// knobDocRows are the rows of docs/json.md's replay.config table for the
+// knobDocRows are the rows of docs/json.md's config objects' tables for the
 // queue knobs of rows (bound to a struct of type t), in the table's
 // order: key, the JSON type and unit of the value the config object
 // carries (QueueKnobs), the kinds that take it, its flag, its words and
@@ -78,11 +78,25 @@ func knobDocRows(rows []Setting, t reflect.Type) []string {
 	return out
 }
 
-// withKnobRows is page with the replay.config table's rows of queue
-// knobs (a row of rows with an Onto) replaced by knobDocRows, at the
-// table's end; its other rows stay as written.
+// knobObjects are the config objects that carry the queue knobs
+// (QueueKnobs): replay's summary's and stats' rows'.
+var knobObjects = []string{"replay.config", "stats.config"}
+
+// withKnobRows is page with the rows of queue knobs (a row of rows with
+// an Onto) in the tables of knobObjects replaced by knobDocRows, at each
+// table's end; their other rows stay as written.
 func withKnobRows(page string, rows []Setting, t reflect.Type) (string, error) {
-	const heading = "### object replay.config\n"
+	for _, object := range knobObjects {
+		var err error
+		if page, err = withKnobRowsIn(page, object, rows, t); err != nil {
+			return "", err
+		}
+	}
+	return page, nil
+}
+
+func withKnobRowsIn(page, object string, rows []Setting, t reflect.Type) (string, error) {
+	heading := "### object " + object + "\n"
 	at := strings.Index(page, heading)
 	if at < 0 {
 		return "", fmt.Errorf("%s has no %q", jsonDoc, heading)

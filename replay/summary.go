@@ -184,12 +184,7 @@ type SummaryInput struct {
 	MTU                int
 	Skipped, Clamped   int // capture packets left out, and timestamps clamped
 	// Queue is every knob of the queue in force, as the caller's table of
-	// settings renders spec: replay spells no setting of its own.
-	Queue []Knob
-}
-
-// A Knob is one setting of the queue in force: its key (the flag's
-// name), its value as JSON, and in the flag's words for the table.
-type Knob struct {
-	Key, JSON, Words string
+	// settings renders spec (key, value as JSON, in the flag's words):
+	// replay spells no setting of its own.
+	Queue []jsonline.Field
 }

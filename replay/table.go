@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pi2hop/pi2hop/aqm"
+	"github.com/pi2hop/pi2hop/internal/jsonline"
 	"github.com/pi2hop/pi2hop/internal/sketch"
 	"github.com/pi2hop/pi2hop/shaper"
 )
@@ -52,7 +53,7 @@ func (t *Table) Update(int64, *aqm.Stats) error { return nil }
 // faults, and the configuration in force, read from summary (the JSON
 // line WriteSummary made of the same run: one list of config keys), its
 // queue knobs in their flags' words.
-func (t *Table) Write(w io.Writer, res *Result, summary []byte, kind string, queue []Knob) error {
+func (t *Table) Write(w io.Writer, res *Result, summary []byte, kind string, queue []jsonline.Field) error {
 	var b bytes.Buffer
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "queue\tarrivals\tsent\tmarked\tdropped\tsojourn p50\tp99\tmax\t")
@@ -134,7 +135,7 @@ func wrap(head, words string, width int) string {
 // configWords is the summary line's "config" object as key value pairs
 // in its order: the link's delay as a duration, a queue knob in its
 // flag's words.
-func configWords(summary []byte, queue []Knob) (string, error) {
+func configWords(summary []byte, queue []jsonline.Field) (string, error) {
 	words := map[string]string{}
 	for _, k := range queue {
 		words[k.Key] = k.Words

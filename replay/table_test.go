@@ -33,7 +33,7 @@ func TestTableCountsAndSojourns(t *testing.T) {
 	}
 	// The caller renders the queue's knobs (instance's table of settings):
 	// the summary carries their JSON, the table their words.
-	in := SummaryInput{Trace: "t.csv", Seed: 1, MTU: 1500, Queue: []Knob{{"limit", "2", "2"}, {"made-up-time", "1000000", "1ms"}}}
+	in := SummaryInput{Trace: "t.csv", Seed: 1, MTU: 1500, Queue: []jsonline.Field{{Key: "limit", JSON: "2", Words: "2"}, {Key: "made-up-time", JSON: "1000000", Words: "1ms"}}}
 	summary := WriteSummary(&jsonline.Line{}, &res, in, cfg.Link, cfg.Queue)
 	if !strings.Contains(string(summary), `"aqm":"fifo","limit":2,"made-up-time":1000000}`) {
 		t.Errorf("summary %s: want the knobs given in its config", summary)

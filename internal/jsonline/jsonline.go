@@ -89,6 +89,14 @@ func (j *Line) Float(k string, v float64, prec int) {
 	j.b = strconv.AppendFloat(j.b, v, 'f', prec, 64)
 }
 
+// A Field is one field of an object whose keys its writer does not
+// know: the knobs of a queue, which the table of settings renders for
+// replay's and stats' config objects. JSON is the value encoded, Words
+// the same value as a person reads it (a table).
+type Field struct {
+	Key, JSON, Words string
+}
+
 // Raw writes v, a JSON value its caller encoded, as it is.
 func (j *Line) Raw(k, v string) {
 	j.key(k)
