@@ -96,10 +96,10 @@ var table = perDirection(declared)
 // declared declares every setting. A new queue knob is a field above and
 // a row here whose Onto says where it lands in aqm.Spec (a link setting
 // has its place in Direction instead); the commands' flags, set requests,
-// the browser view's edits, bounds, per-kind defaults, errors and docs
-// follow from the row, and replay's config object must name it
-// (TestOneSpelling). A row with PerDir has an up- and a down- row derived
-// from it (perDirection), each with a field above.
+// the browser view's edits, bounds, per-kind defaults, errors, replay's
+// and stats' config objects (QueueKnobs) and the docs (make docs) follow
+// from the row (TestThrowAwayKnob). A row with PerDir has an up- and a
+// down- row derived from it (perDirection), each with a field above.
 var declared = []Setting{
 	{Key: "rate", TC: []string{"rate"}, value: linkRate(DefaultRate), Bound: rateBound, PerDir: "`rate`",
 		Usage: "link `rate` in tc units: bit, kbit, mbit, gbit, or bps, kbps, mbps (bytes/s); unlimited: no shaping. A bare number is refused (tc would read it as bit/s)"},
