@@ -215,9 +215,12 @@ lab: build
 	./$(BIN) lab $(LAB_ARGS)
 
 # docs/cli.md is every command's help as Markdown, generated from the
-# commands themselves; a unit test fails when it is stale.
+# commands themselves, and docs/json.md's rows of the queue knobs in
+# replay's config object from the table of settings; unit tests fail
+# when either is stale.
 docs: build
 	./$(BIN) help --markdown > docs/cli.md
+	go test ./instance -run '^TestKnobRowsDocumented$$' -update-docs
 
 # The man page pi2hop(1), from the same help: read it with man -l bin/pi2hop.1.
 man: build

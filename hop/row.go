@@ -1,11 +1,14 @@
 package hop
 
 import (
+	"encoding/json"
+	"fmt"
 	"strings"
 	"time"
 
 	"github.com/pi2hop/pi2hop/aqm"
 	"github.com/pi2hop/pi2hop/figure"
+	"github.com/pi2hop/pi2hop/internal/jsonline"
 	"github.com/pi2hop/pi2hop/shaper"
 )
 
@@ -116,6 +119,36 @@ type ConfigRow struct {
 	// scaling of them (aqm.GainReadBack), a little less.
 	AlphaHz float64 `json:"alpha,omitempty"`
 	BetaHz  float64 `json:"beta,omitempty"`
+	// Knobs are the queue's settings under their keys, as the table of
+	// settings renders Spec (instance.QueueKnobs; hop spells none),
+	// beside the fields above in the JSON object. With them, alpha and
+	// beta are theirs: what --alpha and --beta set (under docsis, the
+	// Classic AQM's gains, as in replay's config object).
+	Knobs []jsonline.Field `json:"-"`
+}
+
+// MarshalJSON is the row's fields, then its Knobs; a knob whose key a
+// field has already is left out.
+func (c ConfigRow) MarshalJSON() ([]byte, error) {
+	type fields ConfigRow // the same fields, without this method
+	if len(c.Knobs) > 0 {
+		c.AlphaHz, c.BetaHz = 0, 0 // the knobs', if the kind has them
+	}
+	b, err := json.Marshal(fields(c))
+	if err != nil || len(c.Knobs) == 0 {
+		return b, err
+	}
+	var have map[string]json.RawMessage
+	if err := json.Unmarshal(b, &have); err != nil {
+		return nil, err
+	}
+	b = b[:len(b)-1] // the closing brace
+	for _, k := range c.Knobs {
+		if _, dup := have[k.Key]; !dup {
+			b = fmt.Appendf(b, ",%q:%s", k.Key, k.JSON)
+		}
+	}
+	return append(b, '}'), nil
 }
 
 // Row returns s's figures with rates, utilisation and quantiles over the

@@ -1,11 +1,14 @@
 package hop
 
 import (
+	"encoding/json"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/pi2hop/pi2hop/aqm"
+	"github.com/pi2hop/pi2hop/internal/jsonline"
 )
 
 // The figures of one direction: totals since the start, rates over the
@@ -92,5 +95,25 @@ func TestStatsRowCPUAndConfig(t *testing.T) {
 	}
 	if c.Link != "rate 10Mbit delay 10ms loss 1%" || c.RateBps != 10e6 || c.Delay != 10e6 || c.Params["target"] != "7ms" || c.Params["l4s_ect"] != true {
 		t.Errorf("config %+v", c)
+	}
+}
+
+// A config row's knobs follow its fields in its JSON object, in their
+// order; alpha and beta are the knobs' when they say them, and a knob
+// whose key a field has already (delay) is left out.
+func TestConfigRowKnobs(t *testing.T) {
+	c := ConfigRow{Qdisc: "dualpi2", Rate: "10Mbit", Delay: 5, AlphaHz: 0.15625, BetaHz: 3.2,
+		Knobs: []jsonline.Field{{Key: "target", JSON: "15000000"}, {Key: "alpha", JSON: "0.25"}, {Key: "delay", JSON: "7"}, {Key: "overload", JSON: `"drop"`}}}
+	b, err := json.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"qdisc":"dualpi2","params":null,"tc":"","link":"","rate_bps":0,"rate":"10Mbit","delay":5,"target":15000000,"alpha":0.25,"overload":"drop"}`
+	if string(b) != want {
+		t.Errorf("config row\n%s\nwant\n%s", b, want)
+	}
+	c.Knobs = nil
+	if b, _ := json.Marshal(c); !strings.Contains(string(b), `"delay":5,"alpha":0.15625,"beta":3.2}`) {
+		t.Errorf("config row without knobs %s: want its own alpha and beta", b)
 	}
 }

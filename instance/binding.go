@@ -1,9 +1,12 @@
 package instance
 
 import (
+	"cmp"
+	"encoding/json"
 	"fmt"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -212,6 +215,8 @@ type codec interface {
 	words() []string  // the choices, when the value is one of a list
 	noDefault() codec // the same value printing "" while unset: no default in help
 	withDefault(text string) (codec, error)
+	report(field reflect.Value) any // the field (*T, not nil) as config objects carry it, for encoding/json
+	unit() string                   // the unit of report's number: ns, bytes, packets, Hz, %; "" for none
 }
 
 // flagValue is what a flagvalue type is: a pflag.Value.
@@ -231,14 +236,23 @@ type via[T, V any, P interface {
 	get   func(*V) T
 	put   func(*V, T)
 	noDef bool // print "" while unset
+	// out is the value as config objects carry it when T's own JSON is
+	// not it: a word of the flag's (overload's drop), a gain in Hz.
+	out func(c via[T, V, P], t T) any
+	per string // unit()
 }
 
 func of[T, V any, P interface {
 	*V
 	flagValue
-}](def V, get func(*V) T, put func(*V, T)) codec {
+}](def V, get func(*V) T, put func(*V, T)) via[T, V, P] {
 	return via[T, V, P]{def: def, get: get, put: put}
 }
+
+// in is c whose number is in unit u.
+func (c via[T, V, P]) in(u string) via[T, V, P] { c.per = u; return c }
+
+func (c via[T, V, P]) unit() string { return c.per }
 
 func (c via[T, V, P]) noDefault() codec { c.noDef = true; return c }
 
@@ -279,6 +293,24 @@ func (c via[T, V, P]) fallback() reflect.Value {
 	return reflect.ValueOf(&t)
 }
 
+func (c via[T, V, P]) report(field reflect.Value) any {
+	t := *field.Interface().(*T)
+	if c.out != nil {
+		return c.out(c, t)
+	}
+	return t
+}
+
+// inWords is a codec whose value config objects carry as the flag prints
+// it: a word, or a step's time or packets.
+func inWords[T, V any, P interface {
+	*V
+	flagValue
+}](c via[T, V, P]) codec {
+	c.out = func(c via[T, V, P], t T) any { return c.format(reflect.ValueOf(&t)) }
+	return c
+}
+
 func (c via[T, V, P]) fieldType() reflect.Type { return reflect.TypeFor[*T]() }
 func (c via[T, V, P]) typ() string             { v := c.def; return P(&v).Type() }
 
@@ -308,32 +340,37 @@ func linkRate(def uint64) codec {
 func duration(def flagvalue.Duration) codec {
 	return of(def,
 		func(v *flagvalue.Duration) time.Duration { return v.D },
-		func(v *flagvalue.Duration, d time.Duration) { v.D = d })
+		func(v *flagvalue.Duration, d time.Duration) { v.D = d }).in("ns")
 }
 
 func count(def flagvalue.Count) codec {
 	return of(def,
 		func(v *flagvalue.Count) uint32 { return v.N },
-		func(v *flagvalue.Count, n uint32) { v.N = n })
+		func(v *flagvalue.Count, n uint32) { v.N = n }).in(cmp.Or(def.Of, "packets"))
 }
 
 func size(def flagvalue.Size) codec {
 	return of(def,
 		func(v *flagvalue.Size) uint64 { return v.Bytes },
-		func(v *flagvalue.Size, n uint64) { v.Bytes = n })
+		func(v *flagvalue.Size, n uint64) { v.Bytes = n }).in("bytes")
 }
 
 // gain is a PI gain, held as Hz·256 as tc sends it.
+// Config objects carry it in Hz, to the 8 decimals that print a
+// multiple of 1/256 exactly.
 func gain(netlink uint32) codec {
-	return of(flagvalue.Gain{Netlink: netlink},
-		func(v *flagvalue.Gain) uint32 { return v.Netlink },
-		func(v *flagvalue.Gain, n uint32) { v.Netlink = n })
+	return via[uint32, flagvalue.Gain, *flagvalue.Gain]{def: flagvalue.Gain{Netlink: netlink},
+		get: func(v *flagvalue.Gain) uint32 { return v.Netlink },
+		put: func(v *flagvalue.Gain, n uint32) { v.Netlink = n },
+		out: func(_ via[uint32, flagvalue.Gain, *flagvalue.Gain], n uint32) any {
+			return json.Number(strconv.FormatFloat(aqm.GainHz(n), 'f', 8, 64))
+		}, per: "Hz"}
 }
 
 func integer[T ~int | ~uint8](def flagvalue.IntRange) codec {
 	return of(def,
 		func(v *flagvalue.IntRange) T { return T(v.N) },
-		func(v *flagvalue.IntRange, n T) { v.N = int(n) })
+		func(v *flagvalue.IntRange, n T) { v.N = int(n) }).in(def.Unit)
 }
 
 func choice(def flagvalue.Choice) codec {
@@ -353,7 +390,7 @@ func choiceOf[T comparable](c flagvalue.Choice, words map[string]T, def T) codec
 		}
 	}
 	put(&c, def)
-	return of(c, func(v *flagvalue.Choice) T { return words[v.Val] }, put)
+	return inWords(via[T, flagvalue.Choice, *flagvalue.Choice]{def: c, get: func(v *flagvalue.Choice) T { return words[v.Val] }, put: put})
 }
 
 // step is step_thresh: the kernel's default, a time or a packet count.
@@ -362,9 +399,9 @@ func step(def aqm.Config) codec {
 	if def.StepInPackets {
 		v = flagvalue.Step{Packets: uint32(def.StepThresh), InPackets: true}
 	}
-	return of(v,
-		func(v *flagvalue.Step) Step { return *v },
-		func(v *flagvalue.Step, s Step) { *v = s })
+	return inWords(via[Step, flagvalue.Step, *flagvalue.Step]{def: v,
+		get: func(v *flagvalue.Step) Step { return *v },
+		put: func(v *flagvalue.Step, s Step) { *v = s }})
 }
 
 func boolean(def bool) codec {

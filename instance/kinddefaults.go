@@ -24,18 +24,14 @@ func KindDefault(key, kind string) (text string, ok bool) {
 	return st.Bind(&d).String(), true
 }
 
-// kindDefaults is the queue knobs of kind's default configuration as
-// Settings, read back through each knob's Onto: the inverse of QueueSpec
-// over aqm.DefaultSpec (a test checks that QueueSpec gives the defaults
-// back). The FIFO's limit is ours, not aqm's.
+// kindDefaults is the queue knobs of kind's configuration when none is
+// given, as Settings, read back through each knob's Onto: the inverse of
+// QueueSpec, which lays nothing over aqm.DefaultSpec (a test checks that
+// it gives the defaults back) but for the FIFO, whose limit is ours.
 func kindDefaults(kind string) (Settings, bool) {
-	spec, ok := aqm.DefaultSpec(kind)
-	if !ok {
+	spec, err := Settings{AQM: &kind}.QueueSpec()
+	if err != nil {
 		return Settings{}, false
-	}
-	if kind == aqm.KindFIFO {
-		limit := uint32(DefaultFIFOLimit)
-		return Settings{Limit: &limit}, true
 	}
 	return specSettings(spec), true
 }

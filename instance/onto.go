@@ -61,6 +61,18 @@ func nanos(at func(*aqm.Spec) *int64) Onto {
 		func(ns int64) (time.Duration, bool) { return time.Duration(ns), true })
 }
 
+// noneAtZero is o with a zero read back as no value: the FIFO's limit
+// and memlimit 0 are none of that kind (the other kinds take neither
+// below 1).
+func noneAtZero(o Onto) Onto {
+	get := o.get
+	o.get = func(s *aqm.Spec) (any, bool) {
+		v, ok := get(s)
+		return v, ok && !reflect.ValueOf(v).IsZero()
+	}
+	return o
+}
+
 // byKind finds a field by the spec's kind: in is each kind's field.
 func byKind[F any](in func(s *aqm.Spec) map[string]*F) func(*aqm.Spec) *F {
 	return func(s *aqm.Spec) *F { return in(s)[s.Kind] }
@@ -198,9 +210,14 @@ func ceThreshold() Onto {
 }
 
 // ceSelector is fq_codel's ce_threshold_selector, VALUE/MASK: none by
-// default.
+// default (mask 0).
 var ceSelector = Onto{
-	get: func(*aqm.Spec) (any, bool) { return nil, false },
+	get: func(s *aqm.Spec) (any, bool) {
+		if s.Kind != aqm.KindFQCodel || s.FQCodel.CEMask == 0 {
+			return nil, false
+		}
+		return fmt.Sprintf("%#02x/%#02x", s.FQCodel.CESelector, s.FQCodel.CEMask), true
+	},
 	put: func(s *aqm.Spec, v any) error {
 		if s.Kind != aqm.KindFQCodel {
 			return nil

@@ -96,10 +96,10 @@ var table = perDirection(declared)
 // declared declares every setting. A new queue knob is a field above and
 // a row here whose Onto says where it lands in aqm.Spec (a link setting
 // has its place in Direction instead); the commands' flags, set requests,
-// the browser view's edits, bounds, per-kind defaults, errors and docs
-// follow from the row, and replay's config object must name it
-// (TestOneSpelling). A row with PerDir has an up- and a down- row derived
-// from it (perDirection), each with a field above.
+// the browser view's edits, bounds, per-kind defaults, errors, replay's
+// and stats' config objects (QueueKnobs) and the docs (make docs) follow
+// from the row (TestThrowAwayKnob). A row with PerDir has an up- and a
+// down- row derived from it (perDirection), each with a field above.
 var declared = []Setting{
 	{Key: "rate", TC: []string{"rate"}, value: linkRate(DefaultRate), Bound: rateBound, PerDir: "`rate`",
 		Usage: "link `rate` in tc units: bit, kbit, mbit, gbit, or bps, kbps, mbps (bytes/s); unlimited: no shaping. A bare number is refused (tc would read it as bit/s)"},
@@ -112,14 +112,15 @@ var declared = []Setting{
 
 	{Key: "aqm", Fixed: true, value: choice(flagvalue.Choice{Val: aqm.KindDualPI2, Choices: aqm.Kinds}),
 		Usage: "queue discipline, each with Linux's semantics and defaults: dualpi2 (RFC 9332), fifo (tail drop, no AQM), codel (RFC 8289), pie (RFC 8033), fq_codel (RFC 8290), docsis (DOCSIS 3.1 low latency: DualQ with queue protection, RFC 9957)"},
-	{Key: "limit", Onto: same(byKind(func(s *aqm.Spec) map[string]*uint32 {
+	{Key: "limit", Onto: noneAtZero(same(byKind(func(s *aqm.Spec) map[string]*uint32 {
 		return map[string]*uint32{aqm.KindDualPI2: &s.DualPI2.Limit, aqm.KindDOCSIS: &s.DOCSIS.DualPI2.Limit, aqm.KindCoDel: &s.CoDel.Limit,
-			aqm.KindPIE: &s.PIE.Limit, aqm.KindFQCodel: &s.FQCodel.Limit}
-	})), TC: []string{"limit"}, value: count(flagvalue.Count{N: dualpi2Default.Limit, Min: 1, Max: math.MaxUint32}),
+			aqm.KindPIE: &s.PIE.Limit, aqm.KindFQCodel: &s.FQCodel.Limit, aqm.KindFIFO: &s.FIFO.Limit}
+	}))), TC: []string{"limit"}, value: count(flagvalue.Count{N: dualpi2Default.Limit, Min: 1, Max: math.MaxUint32}),
 		Usage: "queue limit in `packets`, both queues (fifo: none when only --memlimit is given)"},
-	{Key: "memlimit", Onto: same(byKind(func(s *aqm.Spec) map[string]*uint64 {
-		return map[string]*uint64{aqm.KindDualPI2: &s.DualPI2.MemLimit, aqm.KindDOCSIS: &s.DOCSIS.DualPI2.MemLimit, aqm.KindFQCodel: &s.FQCodel.MemoryLimit}
-	})), TC: []string{"memlimit", "memory_limit"}, Kinds: []string{aqm.KindDualPI2, aqm.KindFIFO, aqm.KindFQCodel, aqm.KindDOCSIS},
+	{Key: "memlimit", Onto: noneAtZero(same(byKind(func(s *aqm.Spec) map[string]*uint64 {
+		return map[string]*uint64{aqm.KindDualPI2: &s.DualPI2.MemLimit, aqm.KindDOCSIS: &s.DOCSIS.DualPI2.MemLimit, aqm.KindFQCodel: &s.FQCodel.MemoryLimit,
+			aqm.KindFIFO: &s.FIFO.ByteLimit}
+	}))), TC: []string{"memlimit", "memory_limit"}, Kinds: []string{aqm.KindDualPI2, aqm.KindFIFO, aqm.KindFQCodel, aqm.KindDOCSIS},
 		value: size(flagvalue.Size{Max: math.MaxUint32}),
 		Usage: "queue limit in bytes of packet data, tc `size` units, a bare number in bytes as in tc (dualpi2, docsis: follows --limit as limit·2·mtu unless given, as in the kernel)"},
 	{Key: "target", Onto: nanos(byKind(func(s *aqm.Spec) map[string]*int64 {
@@ -479,14 +480,16 @@ func (s Settings) QueueSpec() (aqm.Spec, error) {
 	if err := s.checkKindKeys(kind); err != nil {
 		return aqm.Spec{}, err
 	}
-	if kind == aqm.KindFIFO {
-		c := aqm.FIFOConfig{Limit: deref(s.Limit, 0), ByteLimit: deref(s.MemLimit, 0)}
-		if c.Limit == 0 && c.ByteLimit == 0 {
-			c.Limit = DefaultFIFOLimit
-		}
-		return aqm.Spec{Kind: aqm.KindFIFO, FIFO: c}, nil
-	}
 	spec, _ := aqm.DefaultSpec(kind)
+	if kind == aqm.KindFIFO {
+		// No limit unless given, the other one's only if either is.
+		spec.FIFO = aqm.FIFOConfig{}
+		err := s.specFrom(&spec)
+		if spec.FIFO == (aqm.FIFOConfig{}) {
+			spec.FIFO.Limit = DefaultFIFOLimit
+		}
+		return spec, err
+	}
 	if c := dualOf(&spec); c != nil {
 		c.MTU = s.mtu()
 		// As the kernel: memlimit follows limit unless given.

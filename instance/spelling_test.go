@@ -7,6 +7,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/pi2hop/pi2hop/aqm"
 	"github.com/pi2hop/pi2hop/hop"
 	"github.com/pi2hop/pi2hop/internal/jsondoc"
 )
@@ -29,7 +30,8 @@ func notInReplay(st Setting) bool {
 // TestOneSpelling: a setting is spelled one way wherever JSON carries it
 // — set requests (Settings' tags), stats' config object, replay's config
 // object (docs/json.md, which the commands' tests hold the outputs to) —
-// and that way is its flag. Replay's object names every setting it runs.
+// and that way is its flag. Replay's object names every setting it runs;
+// both objects take the queue's knobs from the table (QueueKnobs).
 func TestOneSpelling(t *testing.T) {
 	ty := reflect.TypeFor[Settings]()
 	for _, st := range Table() {
@@ -66,19 +68,23 @@ func TestOneSpelling(t *testing.T) {
 			}
 		}
 	}
-	// Stats' config object as the hop marshals it: its fields are the
-	// ones documented (jsondoc's test holds the values to the page).
-	b, err := json.Marshal(hop.ConfigRow{Jitter: "1ms", Loss: "1%", Aggregate: "4ms/6000B", ECNFault: "bleach"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var m map[string]any
-	if err := json.Unmarshal(b, &m); err != nil {
-		t.Fatal(err)
-	}
-	for k := range m {
-		if _, ok := Lookup(k); !ok && !slices.Contains(derivedFields["stats.config"], k) {
-			t.Errorf("stats config field %q is no setting's key and not derived", k)
+	// Stats' config object as stats --json marshals it, with each kind's
+	// knobs: its fields are the ones documented (jsondoc's test holds the
+	// values to the page).
+	for _, kind := range aqm.Kinds {
+		spec, _ := aqm.DefaultSpec(kind)
+		b, err := json.Marshal(hop.ConfigRow{Jitter: "1ms", Loss: "1%", Aggregate: "4ms/6000B", ECNFault: "bleach", Knobs: QueueKnobs(spec)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m map[string]any
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatal(err)
+		}
+		for k := range m {
+			if _, ok := Lookup(k); !ok && !slices.Contains(derivedFields["stats.config"], k) {
+				t.Errorf("%s: stats config field %q is no setting's key and not derived", kind, k)
+			}
 		}
 	}
 }

@@ -17,6 +17,8 @@ import (
 // StatsJSON is one snapshot as stats --json prints it (docs/json.md);
 // conns is nil from an instance that does not count its connections.
 func StatsJSON(cur *hop.Snapshot, rows [2]hop.StatsRow, fl *hop.WakeProbeRow, clients []lan.Client, conns *ConnStats) ([]byte, error) {
+	// The queue's knobs, spelled as their flags (hop spells none).
+	rows[0].Config.Knobs, rows[1].Config.Knobs = QueueKnobs(cur.Up.Spec), QueueKnobs(cur.Down.Spec)
 	return json.Marshal(struct {
 		Name    string            `json:"name"`
 		Time    time.Time         `json:"time"`

@@ -112,82 +112,12 @@ func writeConfig(j *jsonline.Line, in SummaryInput, link shaper.Config, spec aqm
 	j.Uint("seed", in.Seed)
 	j.Int("mtu", int64(in.MTU))
 	j.Str("aqm", spec.Kind)
-	switch spec.Kind {
-	case aqm.KindFIFO:
-		j.Uint("limit", uint64(spec.FIFO.Limit))
-		j.Uint("memlimit", spec.FIFO.ByteLimit)
-	case aqm.KindDualPI2:
-		c := &spec.DualPI2
-		j.Uint("limit", uint64(c.Limit))
-		j.Uint("memlimit", c.MemLimit)
-		j.Int("target", c.Target)
-		j.Int("tupdate", c.Tupdate)
-		// Gains go over netlink as Hz·256, so 8 decimals print them exactly.
-		j.Float("alpha", aqm.GainHz(c.Alpha), 8)
-		j.Float("beta", aqm.GainHz(c.Beta), 8)
-		j.Uint("coupling", uint64(c.Coupling))
-		// As --step-thresh takes it: a time, or a length in packets.
-		if c.StepInPackets {
-			j.Str("step-thresh", fmt.Sprintf("%dp", c.StepThresh))
-		} else {
-			j.Str("step-thresh", time.Duration(c.StepThresh).String())
-		}
-		j.Uint("min-qlen-step", uint64(c.MinQlenStep))
-		j.Str("overload", choose(c.DropOverload, "drop", "overflow"))
-		j.Str("drop-at", choose(c.DropEnqueue, "enqueue", "dequeue"))
-		j.Uint("classic-protection", uint64(c.ClassicProtection))
-		j.Str("ecn-mask", choose(c.ECNMask == 3, "any", "l4s"))
-		if c.NQB {
-			j.Bool("nqb", true)
-		}
-	case aqm.KindCoDel:
-		c := &spec.CoDel
-		j.Uint("limit", uint64(c.Limit))
-		j.Int("target", c.Target)
-		j.Int("codel-interval", c.Interval)
-		j.Bool("ecn", c.ECN)
-		j.Int("ce-threshold", c.CEThreshold)
-	case aqm.KindPIE:
-		c := &spec.PIE
-		j.Uint("limit", uint64(c.Limit))
-		j.Int("target", c.Target)
-		j.Int("tupdate", c.Tupdate)
-		j.Float("alpha", float64(c.Alpha)/16, 4)
-		j.Float("beta", float64(c.Beta)/16, 4)
-		j.Bool("ecn", c.ECN)
-		j.Bool("bytemode", c.Bytemode)
-		j.Bool("dq-rate-estimator", c.DQRateEstimator)
-	case aqm.KindFQCodel:
-		c := &spec.FQCodel
-		j.Uint("limit", uint64(c.Limit))
-		j.Uint("flows", uint64(c.Flows))
-		j.Uint("quantum", uint64(c.Quantum))
-		j.Int("target", c.Target)
-		j.Int("codel-interval", c.Interval)
-		j.Bool("ecn", c.ECN)
-		j.Int("ce-threshold", c.CEThreshold)
-		j.Str("ce-threshold-selector", fmt.Sprintf("%#02x/%#02x", c.CESelector, c.CEMask))
-		j.Uint("memlimit", c.MemoryLimit)
-		j.Uint("drop-batch", uint64(c.DropBatch))
-	case aqm.KindDOCSIS:
-		c := &spec.DOCSIS
-		j.Uint("limit", uint64(c.DualPI2.Limit))
-		j.Int("target", c.DualPI2.Target)
-		j.Int("tupdate", c.DualPI2.Tupdate)
-		j.Uint("coupling", uint64(c.DualPI2.Coupling))
-		j.Uint("classic-protection", uint64(c.DualPI2.ClassicProtection))
-		j.Int("maxth", c.MaxTh)
-		j.Uint("lg_range", uint64(c.LgRange))
-		j.Uint("service_rate_bps", c.Rate)
-		j.Bool("nqb", c.NQB)
-		j.Bool("queue-protection", c.QProt.On)
-		j.Str("docsis-classic", c.Classic)
-		alpha, beta := c.DualPI2.Alpha, c.DualPI2.Beta // the Classic AQM's gains
-		if c.Classic == aqm.DOCSISClassicPIE {
-			alpha, beta = c.PIE.Alpha, c.PIE.Beta
-		}
-		j.Float("alpha", aqm.GainHz(alpha), 8)
-		j.Float("beta", aqm.GainHz(beta), 8)
+	for _, k := range in.Queue {
+		j.Raw(k.Key, k.JSON)
+	}
+	if spec.Kind == aqm.KindDOCSIS { // figures the ramp and the service flow derive
+		j.Uint("lg_range", uint64(spec.DOCSIS.LgRange))
+		j.Uint("service_rate_bps", spec.DOCSIS.Rate)
 	}
 	j.CloseObject()
 }
@@ -253,11 +183,8 @@ type SummaryInput struct {
 	Seed               uint64
 	MTU                int
 	Skipped, Clamped   int // capture packets left out, and timestamps clamped
-}
-
-func choose(cond bool, yes, no string) string {
-	if cond {
-		return yes
-	}
-	return no
+	// Queue is every knob of the queue in force, as the caller's table of
+	// settings renders spec (key, value as JSON, in the flag's words):
+	// replay spells no setting of its own.
+	Queue []jsonline.Field
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pi2hop/pi2hop/aqm"
+	"github.com/pi2hop/pi2hop/internal/jsonline"
 	"github.com/pi2hop/pi2hop/internal/sketch"
 	"github.com/pi2hop/pi2hop/shaper"
 )
@@ -50,8 +51,9 @@ func (t *Table) Update(int64, *aqm.Stats) error { return nil }
 // Write prints the summary a person reads: per queue the arrivals, sent,
 // marks and drops by reason and sojourn p50/p99, the link's use, the ECN
 // faults, and the configuration in force, read from summary (the JSON
-// line WriteSummary made of the same run: one list of config keys).
-func (t *Table) Write(w io.Writer, res *Result, summary []byte, kind string) error {
+// line WriteSummary made of the same run: one list of config keys), its
+// queue knobs in their flags' words.
+func (t *Table) Write(w io.Writer, res *Result, summary []byte, kind string, queue []jsonline.Field) error {
 	var b bytes.Buffer
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "queue\tarrivals\tsent\tmarked\tdropped\tsojourn p50\tp99\tmax\t")
@@ -85,7 +87,7 @@ func (t *Table) Write(w io.Writer, res *Result, summary []byte, kind string) err
 	if faults != nil {
 		fmt.Fprintf(&b, "ECN path fault, packets rewritten or dropped: %s\n", strings.Join(faults, ", "))
 	}
-	cfg, err := configWords(summary)
+	cfg, err := configWords(summary, queue)
 	if err != nil {
 		return err
 	}
@@ -110,12 +112,6 @@ func byReason(what string, counts *[aqm.NumReasons]uint64, reasons []aqm.Reason)
 
 func msWords(ns int64) string { return fmt.Sprintf("%.2f ms", float64(ns)/1e6) }
 
-// durationKeys are the config keys whose numbers are ns.
-var durationKeys = map[string]bool{
-	"delay": true, "target": true, "tupdate": true, "interval": true, "ce_threshold": true,
-	"step_thresh": true, "maxth": true, "aggregate_interval": true,
-}
-
 // wrap breaks words (", "-separated) into lines of at most width
 // characters, the first after head, the others indented.
 func wrap(head, words string, width int) string {
@@ -137,8 +133,13 @@ func wrap(head, words string, width int) string {
 }
 
 // configWords is the summary line's "config" object as key value pairs
-// in its order, times as durations.
-func configWords(summary []byte) (string, error) {
+// in its order: the link's delay as a duration, a queue knob in its
+// flag's words.
+func configWords(summary []byte, queue []jsonline.Field) (string, error) {
+	words := map[string]string{}
+	for _, k := range queue {
+		words[k.Key] = k.Words
+	}
 	var line struct {
 		Config json.RawMessage `json:"config"`
 	}
@@ -161,8 +162,11 @@ func configWords(summary []byte) (string, error) {
 			return "", err
 		}
 		key, _ := k.(string)
-		val := fmt.Sprint(v)
-		if n, ok := v.(json.Number); ok && durationKeys[key] {
+		val, ok := words[key]
+		if !ok {
+			val = fmt.Sprint(v)
+		}
+		if n, isNum := v.(json.Number); isNum && key == "delay" {
 			if i, err := n.Int64(); err == nil {
 				val = time.Duration(i).String()
 			}

@@ -31,9 +31,15 @@ func TestTableCountsAndSojourns(t *testing.T) {
 	if s.Count() != 3 || !near(s.Quantile(0.5), 12*ms) || !near(s.Quantile(0.99), 24*ms) || s.Max() != 24*ms {
 		t.Errorf("sojourns: %d, p50 %d, p99 %d, max %d; want 3, 12 ms, 24 ms, 24 ms", s.Count(), s.Quantile(0.5), s.Quantile(0.99), s.Max())
 	}
-	summary := WriteSummary(&jsonline.Line{}, &res, SummaryInput{Trace: "t.csv", Seed: 1, MTU: 1500}, cfg.Link, cfg.Queue)
+	// The caller renders the queue's knobs (instance's table of settings):
+	// the summary carries their JSON, the table their words.
+	in := SummaryInput{Trace: "t.csv", Seed: 1, MTU: 1500, Queue: []jsonline.Field{{Key: "limit", JSON: "2", Words: "2"}, {Key: "made-up-time", JSON: "1000000", Words: "1ms"}}}
+	summary := WriteSummary(&jsonline.Line{}, &res, in, cfg.Link, cfg.Queue)
+	if !strings.Contains(string(summary), `"aqm":"fifo","limit":2,"made-up-time":1000000}`) {
+		t.Errorf("summary %s: want the knobs given in its config", summary)
+	}
 	var b strings.Builder
-	if err := tab.Write(&b, &res, summary, aqm.KindFIFO); err != nil {
+	if err := tab.Write(&b, &res, summary, aqm.KindFIFO, in.Queue); err != nil {
 		t.Fatal(err)
 	}
 	out := b.String()
@@ -46,7 +52,7 @@ func TestTableCountsAndSojourns(t *testing.T) {
 	if len(cLine) < 5 || strings.Join(cLine[:5], " ") != "C 4 3 0 1" || cLine[len(cLine)-2] != "24.00" {
 		t.Errorf("C row %q, want arrivals 4, sent 3, marked 0, dropped 1, max 24.00 ms:\n%s", cLine, out)
 	}
-	for _, want := range []string{"C: drops limit 1\n", "config: trace t.csv, rate 1mbit, rate_bps 1000000, delay 0s,", "aqm fifo, limit 2"} {
+	for _, want := range []string{"C: drops limit 1\n", "config: trace t.csv, rate 1mbit, rate_bps 1000000, delay 0s,", "aqm fifo, limit 2, made-up-time 1ms\n"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("%q not in:\n%s", want, out)
 		}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/pi2hop/pi2hop/instance"
 	"github.com/pi2hop/pi2hop/internal/clidoc"
 	"github.com/pi2hop/pi2hop/internal/jsonline"
 	"github.com/pi2hop/pi2hop/internal/tty"
@@ -152,8 +153,10 @@ func runReplay(ctx context.Context, env *cmdEnv, a *replayArgs, args []string) e
 	}
 	if err == nil {
 		j := &jsonline.Line{}
-		if line := replay.WriteSummary(j, &res, summaryInput(a, capIn), linkCfg, spec); table != nil {
-			err = table.Write(out, &res, line, spec.Kind)
+		si := summaryInput(a, capIn)
+		si.Queue = instance.QueueKnobs(spec)
+		if line := replay.WriteSummary(j, &res, si, linkCfg, spec); table != nil {
+			err = table.Write(out, &res, line, spec.Kind, si.Queue)
 		} else {
 			out.Write(line)
 		}

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pi2hop/pi2hop/instance"
 	"github.com/pi2hop/pi2hop/internal/cli"
 	"github.com/spf13/pflag"
 )
@@ -59,6 +60,12 @@ var bareMeaning = map[string]struct{ print, err string }{
 	"ce-threshold-selector": {print: "10"}, "tap": {print: "10"}, "serve": {print: "10"}, "web-token": {print: "10"}, "config": {print: "10"},
 }
 
+// bareByType is what a bare 10 means to a setting of the table (a knob
+// just added) by its value's type: tc's meaning for that unit.
+var bareByType = map[string]struct{ print, err string }{
+	"duration": {err: "give a unit"}, "packets": {print: "10"}, "size": {print: "10b"}, "Hz": {print: "10"}, "int": {print: "10"},
+}
+
 // TestBareNumbers gives 10 to every flag of every command that takes a
 // value: it is refused with the forms, or means what tc/netem (or the
 // table above) say. A new value flag fails here until its meaning is
@@ -71,6 +78,11 @@ func TestBareNumbers(t *testing.T) {
 				return
 			}
 			want, ok := bareMeaning[f.Name]
+			if st, setting := instance.Lookup(f.Name); !ok && setting {
+				// A setting of the table: its value's type decides, as
+				// for the settings of that type above.
+				want, ok = bareByType[st.Bind(&instance.Settings{}).Type()]
+			}
 			if !ok {
 				t.Errorf("%s --%s 10: add what a bare number means to bareMeaning", c.Path(), f.Name)
 				return

@@ -89,6 +89,20 @@ func (j *Line) Float(k string, v float64, prec int) {
 	j.b = strconv.AppendFloat(j.b, v, 'f', prec, 64)
 }
 
+// A Field is one field of an object whose keys its writer does not
+// know: the knobs of a queue, which the table of settings renders for
+// replay's and stats' config objects. JSON is the value encoded, Words
+// the same value as a person reads it (a table).
+type Field struct {
+	Key, JSON, Words string
+}
+
+// Raw writes v, a JSON value its caller encoded, as it is.
+func (j *Line) Raw(k, v string) {
+	j.key(k)
+	j.b = append(j.b, v...)
+}
+
 // Str writes s as a JSON string (RFC 8259 §7): quotes, backslashes and
 // control characters escaped, invalid UTF-8 replaced by U+FFFD.
 func (j *Line) Str(k, s string) {

@@ -23,6 +23,7 @@ func TestJSONLine(t *testing.T) {
 		j.Object("o")
 		j.Null("n")
 		j.CloseObject()
+		j.Raw("raw", `[1,"a"]`)
 		j.Int("after", 1)
 		line := j.End()
 		if !strings.HasSuffix(string(line), "}\n") {
@@ -37,6 +38,7 @@ func TestJSONLine(t *testing.T) {
 			NaN   *float64
 			B     bool
 			O     map[string]any
+			Raw   []any
 			After int
 		}
 		if err := json.Unmarshal(line, &got); err != nil {
@@ -44,7 +46,7 @@ func TestJSONLine(t *testing.T) {
 		}
 		want := strings.ToValidUTF8(s, "\uFFFD")
 		if got.Type != "x" || got.S != want || got.Neg != -5 || got.Big != math.MaxUint64 || got.F != 0.123457 ||
-			got.NaN != nil || !got.B || len(got.O) != 1 || got.After != 1 {
+			got.NaN != nil || !got.B || len(got.O) != 1 || len(got.Raw) != 2 || got.After != 1 {
 			t.Errorf("%q parsed as %+v", line, got)
 		}
 	}
