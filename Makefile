@@ -54,14 +54,15 @@ image:
 # them and fails the run when one skipped in CI (CI=true), and prints each
 # package's wall time and the slowest tests.
 #
-# Two lines of work run side by side. The packages whose tests measure
-# rates, delays and pacing (TIMED; imagetest runs the compose lab and
-# l4s-demo in containers) run one at a time (-p 1), and so do their
-# timing tests: on a 2-core machine two of them at once starve each
-# other; their root tests that measure nothing call t.Parallel and run
-# together after them (-parallel). Beside them, at SCHED_IDLE (IDLE), so
-# that they take only the CPU time the timed tests leave and a timed
-# test's thread that wakes takes the CPU back at once: lint and cross,
+# Two lines of work run side by side. The first: lint (go vet compiles
+# every package, which the test builds then find in the cache), then the
+# packages whose tests measure rates, delays and pacing (TIMED; imagetest
+# runs the compose lab and l4s-demo in containers), one at a time (-p 1),
+# and so their timing tests: on a 2-core machine two of them at once
+# starve each other; their root tests that measure nothing call
+# t.Parallel and run together after them (-parallel). The second, at
+# SCHED_IDLE (IDLE), so that it takes only the CPU time the first leaves
+# and a timed test's thread that wakes takes the CPU back at once: cross,
 # then the other packages two at a time with their unit tests again under
 # the race detector (none of them times anything), then, under the race
 # detector, the unit tests of TIMED and of the few other packages whose
@@ -69,9 +70,9 @@ image:
 # happen: in the packages whose code or tests start goroutines (RACE,
 # found by their go statements); the rest run on one goroutine. lint has
 # run go vet on every package, so the test runs leave it out (-vet=off).
-# The side line's output is in bin/idle, printed at the end: lint.log
-# (lint and cross), others.log (the other packages' build errors; their
-# tests are in the summary), race.log and solo.log (the race detector's).
+# The logs are in bin/logs, printed at the end: lint.log, cross.log,
+# others.log (the other packages' build errors; their tests are in the
+# summary), race.log and solo.log (the race detector's).
 MODULE := github.com/pi2hop/pi2hop
 TIMED  := $(MODULE)/cmd/pi2hop $(MODULE)/hop $(MODULE)/flow $(MODULE)/internal/imagetest
 SOLO   := $(TIMED) $(MODULE)/flow/ecnudp
@@ -81,19 +82,20 @@ IDLE   := chrt --idle 0
 test:
 	@./scripts/test-deps
 	$(GO) build -o bin/testsum ./internal/testsum
-	@rm -rf bin/test-artifacts bin/idle && mkdir -p bin/test-artifacts bin/idle
+	@rm -rf bin/test-artifacts bin/logs && mkdir -p bin/test-artifacts bin/logs
 	( st=0; \
-	  { $(IDLE) $(MAKE) --no-print-directory lint cross > bin/idle/lint.log 2>&1; echo $$? > bin/idle/lint.rc; \
+	  { $(IDLE) $(MAKE) --no-print-directory cross > bin/logs/cross.log 2>&1; echo $$? > bin/logs/cross.rc; \
 	    { $(IDLE) $(GO) test -race -short -count=1 -vet=off -timeout 20m $(filter-out $(SOLO),$(filter $(RACE),$(shell $(GO) list $(PKGS)))) \
-	        > bin/idle/race.log 2>&1; echo $$? > bin/idle/race.rc; } & \
+	        > bin/logs/race.log 2>&1; echo $$? > bin/logs/race.rc; } & \
 	    $(IDLE) $(GO) test -p 2 -count=1 -vet=off -timeout 30m -json $(filter-out $(TIMED),$(shell $(GO) list $(PKGS))) \
-	        > bin/idle/others.json 2> bin/idle/others.log; echo $$? > bin/idle/others.rc; \
+	        > bin/logs/others.json 2> bin/logs/others.log; echo $$? > bin/logs/others.rc; \
 	    wait; \
-	    $(IDLE) $(GO) test -race -short -count=1 -vet=off -timeout 20m $(filter $(RACE),$(SOLO)) > bin/idle/solo.log 2>&1; echo $$? > bin/idle/solo.rc; } & \
+	    $(IDLE) $(GO) test -race -short -count=1 -vet=off -timeout 20m $(filter $(RACE),$(SOLO)) > bin/logs/solo.log 2>&1; echo $$? > bin/logs/solo.rc; } & \
+	  $(MAKE) --no-print-directory lint > bin/logs/lint.log 2>&1; echo $$? > bin/logs/lint.rc; \
 	  $(GO) test -p 1 -parallel 4 -count=1 -vet=off -timeout 30m -json -artifacts -outputdir $(CURDIR)/bin/test-artifacts $(TIMED) || st=1; \
-	  wait; cat bin/idle/others.json; exit $$st ) | bin/testsum; st=$$?; \
-	for f in lint others race solo; do \
-	  echo "bin/idle/$$f.log:"; cat bin/idle/$$f.log; [ "$$(cat bin/idle/$$f.rc)" = 0 ] || st=1; \
+	  wait; cat bin/logs/others.json; exit $$st ) | bin/testsum; st=$$?; \
+	for f in lint cross others race solo; do \
+	  echo "bin/logs/$$f.log:"; cat bin/logs/$$f.log; [ "$$(cat bin/logs/$$f.rc)" = 0 ] || st=1; \
 	done; exit $$st
 
 # The stress suite at full size (root): 20 000 idle connections on the
@@ -125,14 +127,16 @@ lint:
 # The other systems pi2hop builds for: every package with its tests must
 # type-check there (vet), and the binary must link without cgo. replay,
 # analyze, flow and help work there; the Linux-only commands say what they
-# need. Only vet and the one binary, to stay quick.
+# need. Only vet and the one binary, to stay quick: the darwin binary is
+# built for the arm64 its vet compiled every package for, so it links
+# what vet left in the cache.
 .PHONY: cross
 cross:
 	GOOS=darwin GOARCH=arm64 $(GO) vet $(PKGS)
 	GOOS=windows GOARCH=amd64 $(GO) vet $(PKGS)
 	GOOS=freebsd GOARCH=amd64 $(GO) vet $(PKGS)
 	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -o /dev/null ./cmd/pi2hop
-	GOOS=darwin GOARCH=amd64 CGO_ENABLED=0 $(GO) build -o /dev/null ./cmd/pi2hop
+	GOOS=darwin GOARCH=arm64 CGO_ENABLED=0 $(GO) build -o /dev/null ./cmd/pi2hop
 
 # Reads `go test -bench` output and prints each headline figure with its
 # ratio to the baseline from the same run.
