@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 
 	"github.com/spf13/pflag"
 
@@ -21,8 +20,8 @@ var flowCmd = &command{
 	subs: flowSubs(),
 }
 
-// flowSubs makes a command of each of flowcli's subcommands, whose usage
-// errors become ours.
+// flowSubs makes a command of each of flowcli's subcommands (their usage
+// errors are package cli's, as the program's own).
 func flowSubs() []*command {
 	var subs []*command
 	for _, s := range flowcli.Commands {
@@ -33,11 +32,7 @@ func flowSubs() []*command {
 		c.flags = func(fs *pflag.FlagSet) func(context.Context, *cmdEnv, []string) error {
 			run := s.Declare(fs)
 			return func(ctx context.Context, env *cmdEnv, args []string) error {
-				err := run(ctx, flowcli.Env{Stdout: env.stdout, Stderr: env.stderr}, args)
-				if ue := (*flowcli.UsageError)(nil); errors.As(err, &ue) {
-					return usagef("%s", ue.Msg)
-				}
-				return err
+				return run(ctx, flowcli.Env{Stdout: env.stdout, Stderr: env.stderr}, args)
 			}
 		}
 		subs = append(subs, c)

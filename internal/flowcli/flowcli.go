@@ -1,8 +1,8 @@
 // Package flowcli is `pi2hop flow`'s subcommands: each one's synopsis,
 // examples and flags in one table, and the step from parsed flags to the
 // config of one call into package flow and its report. The command
-// framework (help, dispatch, exit codes) stays with the program; it
-// turns a UsageError into its own usage error.
+// framework (help, dispatch, exit codes) is package cli's, and so is the
+// usage error a mistake in a subcommand's flags returns.
 package flowcli
 
 import (
@@ -12,6 +12,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/pi2hop/pi2hop/internal/cli"
 	"github.com/spf13/pflag"
 )
 
@@ -32,13 +33,9 @@ type Command struct {
 // Env is what a subcommand writes to: reports to Stdout, notes to Stderr.
 type Env struct{ Stdout, Stderr io.Writer }
 
-// UsageError is a mistake in the command line (a bad address, mode or
-// combination of flags); its message names the flag.
-type UsageError struct{ Msg string }
-
-func (e *UsageError) Error() string { return e.Msg }
-
-func usagef(format string, a ...any) error { return &UsageError{Msg: fmt.Sprintf(format, a...)} }
+// usagef is a mistake in the command line (a bad address, mode or
+// combination of flags), its message naming the flag.
+func usagef(format string, a ...any) error { return cli.Usagef(format, a...) }
 
 // Declare declares c's flags on fs and returns the function that runs c
 // once they are parsed. c takes no positional arguments; its errors
@@ -50,7 +47,7 @@ func (c *Command) Declare(fs *pflag.FlagSet) func(ctx context.Context, env Env, 
 			return usagef("flow %s: unexpected argument %q", c.Name, args[0])
 		}
 		err := run(ctx, env)
-		var ue *UsageError
+		var ue *cli.UsageError
 		if err != nil && !errors.As(err, &ue) && !strings.HasPrefix(err.Error(), c.Name+":") {
 			err = fmt.Errorf("%s: %w", c.Name, err)
 		}

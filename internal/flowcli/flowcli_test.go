@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pi2hop/pi2hop/internal/cli"
 	"github.com/spf13/pflag"
 )
 
@@ -45,7 +46,7 @@ func TestUsageErrors(t *testing.T) {
 				t.Fatal(err)
 			}
 			err := run(context.Background(), Env{Stdout: io.Discard, Stderr: io.Discard}, fs.Args())
-			var ue *UsageError
+			var ue *cli.UsageError
 			if err == nil || errors.As(err, &ue) != tc.usage || !strings.HasPrefix(err.Error(), tc.want) {
 				t.Errorf("error %v (usage error %v), want one starting %q (usage error %v)", err, ue != nil, tc.want, tc.usage)
 			}
