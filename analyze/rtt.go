@@ -23,15 +23,15 @@ type RTTResult struct {
 }
 
 // RTTFlow is one flow's round-trip times, client and server halves and
-// their sum (rtt.SumOf), in ms.
+// their sum (rtt.Halves), in ms.
 type RTTFlow struct {
-	Flow   string     `json:"flow"`   // "tcp 10.0.0.1:5000 > 10.0.1.1:80", client first
-	Class  string     `json:"class"`  // the queue its packets went to: C, L or C+L
-	Method rtt.Method `json:"method"` // how it is timed
-	Status rtt.Status `json:"status"`
-	Client RTTStats   `json:"client_half"` // hop → client → hop
-	Server RTTStats   `json:"server_half"` // hop → server → hop
-	Sum    RTTStats   `json:"sum"`
+	Flow   string      `json:"flow"`   // "tcp 10.0.0.1:5000 > 10.0.1.1:80", client first
+	Class  string      `json:"class"`  // the queue its packets went to: C, L or C+L
+	Method rtt.Method  `json:"method"` // how it is timed
+	Status rtt.Status  `json:"status"`
+	Client rtt.Figures `json:"client_half"` // hop → client → hop
+	Server rtt.Figures `json:"server_half"` // hop → server → hop
+	Sum    rtt.Figures `json:"sum"`
 	// Dropped counts packets that waited for an answer and were dropped
 	// for newer ones; Karn answers not timed because they covered
 	// retransmitted data.
@@ -39,20 +39,6 @@ type RTTFlow struct {
 	Karn    uint64 `json:"karn"`
 
 	hists [2]rtt.Hist
-}
-
-// RTTStats are a half's (or the sum's) samples and their nearest-rank
-// percentiles, ms (rtt.Hist.Quantile: a bucket's middle, within 0.8 %
-// of the sample).
-type RTTStats struct {
-	N   uint64  `json:"n"`
-	P50 float64 `json:"p50_ms"`
-	P99 float64 `json:"p99_ms"`
-	Max float64 `json:"max_ms"`
-}
-
-func rttStats(s rtt.Summary) RTTStats {
-	return RTTStats{N: s.N, P50: ms(s.P50), P99: ms(s.P99), Max: ms(s.Max)}
 }
 
 // rttKey is a flow as rtt orients it, client first.
@@ -123,9 +109,9 @@ func (a *Analyzer) rttResult() *RTTResult {
 			Class:   classNames(a.rttClass[k]),
 			Method:  f.Method,
 			Status:  f.Status,
-			Client:  rttStats(f.ClientHalf),
-			Server:  rttStats(f.ServerHalf),
-			Sum:     rttStats(f.Sum),
+			Client:  f.ClientHalf,
+			Server:  f.ServerHalf,
+			Sum:     f.Sum,
 			Dropped: f.Dropped,
 			Karn:    f.Karn,
 			hists:   *f.Hists,
@@ -162,7 +148,7 @@ func rttFlowString(f rtt.Flow) string {
 
 // rttCurve is the round trip's distribution over a set of flows, as the
 // CCDF plot draws it: at each share q of samples, the client halves'
-// q-quantile plus the server halves' (rtt.SumOf, on the halves' samples
+// q-quantile plus the server halves' (as rtt.Halves sums them, on the halves' samples
 // of all the flows merged); a set whose flows time one half only (an
 // ICMP echo in one direction) draws that half. ms ascending.
 func rttCurve(flows []*RTTFlow) figure.Dist {
@@ -203,9 +189,9 @@ func writeRTT(p func(string, ...any), r *RTTResult) {
 	}
 }
 
-func rttPair(s RTTStats) string {
+func rttPair(s rtt.Figures) string {
 	if s.N == 0 {
 		return "-"
 	}
-	return fmt.Sprintf("%.2f/%.2f", s.P50, s.P99)
+	return fmt.Sprintf("%.2f/%.2f", s.P50Ms, s.P99Ms)
 }

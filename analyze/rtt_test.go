@@ -98,11 +98,11 @@ func TestRTT(t *testing.T) {
 	// halves' figures.
 	want := map[string]RTTFlow{
 		"tcp 10.0.0.1:5000 > 10.0.1.1:80": {Class: "L", Method: rtt.MethodTCPTimestamps, Status: rtt.StatusMeasured,
-			Client: RTTStats{N: 2, P50: 2.998271, P99: 4, Max: 4}, Server: RTTStats{N: 2, P50: 21, P99: 21, Max: 21},
-			Sum: RTTStats{N: 2, P50: 23.998271, P99: 25, Max: 25}},
+			Client: rtt.Figures{N: 2, P50Ms: 2.998271, P99Ms: 4, MaxMs: 4}, Server: rtt.Figures{N: 2, P50Ms: 21, P99Ms: 21, MaxMs: 21},
+			Sum: rtt.Figures{N: 2, P50Ms: 23.998271, P99Ms: 25, MaxMs: 25}},
 		"tcp [fd00::1]:6000 > [fd00:1::1]:443": {Class: "C", Method: rtt.MethodTCPSeq, Status: rtt.StatusMeasured,
-			Client: RTTStats{N: 1, P50: 2, P99: 2, Max: 2}, Server: RTTStats{N: 1, P50: 10.944511, P99: 10.944511, Max: 11},
-			Sum: RTTStats{N: 1, P50: 12.944511, P99: 12.944511, Max: 13}},
+			Client: rtt.Figures{N: 1, P50Ms: 2, P99Ms: 2, MaxMs: 2}, Server: rtt.Figures{N: 1, P50Ms: 10.944511, P99Ms: 10.944511, MaxMs: 11},
+			Sum: rtt.Figures{N: 1, P50Ms: 12.944511, P99Ms: 12.944511, MaxMs: 13}},
 	}
 	for _, f := range res.RTT.Flows {
 		w, ok := want[f.Flow]

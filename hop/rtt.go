@@ -203,21 +203,13 @@ func (d *rttTable) stats() rtt.Stats {
 
 // FlowRTT is a flow's passive round-trip times (package rtt): the client
 // half (hop → client → hop), the server half (hop → server → hop) and
-// their sum, the round trip through the hop (rtt.SumOf).
+// their sum, the round trip through the hop (rtt.Halves).
 type FlowRTT struct {
-	Method     string     `json:"method"` // tcp-timestamps, tcp-seq, quic-spin, icmp-echo, probe, prague
-	Status     string     `json:"status"` // as rtt.Status says it: no sample yet, measured, no spin bit
-	ClientHalf RTTSummary `json:"client_half"`
-	ServerHalf RTTSummary `json:"server_half"`
-	Sum        RTTSummary `json:"sum"`
-}
-
-// RTTSummary is one half's samples, or their sum, in ms.
-type RTTSummary struct {
-	N     uint64  `json:"n"`
-	P50Ms float64 `json:"p50_ms"`
-	P99Ms float64 `json:"p99_ms"`
-	MaxMs float64 `json:"max_ms"`
+	Method     string      `json:"method"` // tcp-timestamps, tcp-seq, quic-spin, icmp-echo, probe, prague
+	Status     string      `json:"status"` // as rtt.Status says it: no sample yet, measured, no spin bit
+	ClientHalf rtt.Figures `json:"client_half"`
+	ServerHalf rtt.Figures `json:"server_half"`
+	Sum        rtt.Figures `json:"sum"`
 }
 
 // Text is the flow's round trip as the flow tables show it: p50 and p99
@@ -255,10 +247,6 @@ func (r *FlowRTT) P50Ms() (float64, bool) {
 		return r.ClientHalf.P50Ms, true
 	}
 	return 0, false
-}
-
-func rttSummary(s rtt.Summary) RTTSummary {
-	return RTTSummary{N: s.N, P50Ms: nsToMs(s.P50), P99Ms: nsToMs(s.P99), MaxMs: nsToMs(s.Max)}
 }
 
 // rttKey is how the flow tables and the RTT table meet: the protocol and
@@ -388,11 +376,9 @@ func (j *rttJoin) flowRTT(d Dir, k *flowKey) *FlowRTT {
 	if e == nil {
 		return nil
 	}
-	c, s := rtt.Summarise(&e.hists[rtt.ClientHalf]), rtt.Summarise(&e.hists[rtt.ServerHalf])
-	return &FlowRTT{
-		Method: e.method.String(), Status: e.status.String(),
-		ClientHalf: rttSummary(c), ServerHalf: rttSummary(s), Sum: rttSummary(rtt.SumOf(c, s)),
-	}
+	r := &FlowRTT{Method: e.method.String(), Status: e.status.String()}
+	r.ClientHalf, r.ServerHalf, r.Sum = rtt.Halves(&e.hists)
+	return r
 }
 
 // RTTFlows returns the flows of the hop's RTT table that keep keeps (nil:

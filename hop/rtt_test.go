@@ -129,7 +129,7 @@ func TestRTTRing(t *testing.T) {
 	snap := rtt.NewSnapshot(d.t)
 	d.t.CopyTo(snap, 8e6)
 	fs := snap.Flows()
-	if len(fs) != 1 || fs[0].ServerHalf.N != 1 || fs[0].ServerHalf.Max != 250_000 {
+	if len(fs) != 1 || fs[0].ServerHalf.N != 1 || fs[0].ServerHalf.MaxMs != 0.25 {
 		t.Errorf("flows %+v, want one ICMP flow with one server-half sample of 0.25 ms", fs)
 	}
 }

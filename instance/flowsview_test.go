@@ -37,7 +37,7 @@ func TestWriteFlows(t *testing.T) {
 	f := hop.Flow{Proto: "udp", Src: "10.254.1.1:5000", Dst: "10.254.1.2:6000", Class: hop.ClassL4S, RateBps: 12_000_000,
 		Share: 0.6, Queue: "L", SojournP50Ms: 0.5, SojournP99Ms: 1.25, Verdict: "well-behaved"}
 	f.Marks = 7
-	f.RTT = &hop.FlowRTT{Sum: hop.RTTSummary{N: 3, P50Ms: 20.44, P99Ms: 23.08}}
+	f.RTT = &hop.FlowRTT{Sum: rtt.Figures{N: 3, P50Ms: 20.44, P99Ms: 23.08}}
 	f.Drops = map[string]uint64{"step": 1, "limit": 2}
 	d := DirFlows{FlowTable: hop.FlowTable{Dir: "down", Active: 1}, Top: []FlowView{{Flow: f, Device: "phone"}}}
 	for _, devices := range []bool{false, true} {
@@ -58,7 +58,7 @@ func TestWriteFlows(t *testing.T) {
 // The RTT cell: the sum when both halves are timed, else the half that
 // is, named; why there is none for QUIC without the spin bit.
 func TestRTTText(t *testing.T) {
-	half := hop.RTTSummary{N: 5, P50Ms: 10.04, P99Ms: 12.56}
+	half := rtt.Figures{N: 5, P50Ms: 10.04, P99Ms: 12.56}
 	for _, c := range []struct {
 		rtt  *hop.FlowRTT
 		want string
@@ -68,7 +68,7 @@ func TestRTTText(t *testing.T) {
 		{&hop.FlowRTT{Status: rtt.StatusNoSpin.String()}, "no spin"},
 		{&hop.FlowRTT{ServerHalf: half}, "server 10.0/12.6ms"},
 		{&hop.FlowRTT{ClientHalf: half}, "client 10.0/12.6ms"},
-		{&hop.FlowRTT{ClientHalf: half, ServerHalf: half, Sum: hop.RTTSummary{N: 5, P50Ms: 20.08, P99Ms: 25.12}}, "20.1/25.1ms"},
+		{&hop.FlowRTT{ClientHalf: half, ServerHalf: half, Sum: rtt.Figures{N: 5, P50Ms: 20.08, P99Ms: 25.12}}, "20.1/25.1ms"},
 	} {
 		if got := c.rtt.Text(); got != c.want {
 			t.Errorf("%+v: %q, want %q", c.rtt, got, c.want)

@@ -11,6 +11,7 @@ import (
 	"github.com/pi2hop/pi2hop/aqm"
 	"github.com/pi2hop/pi2hop/hop"
 	"github.com/pi2hop/pi2hop/internal/connlimit"
+	"github.com/pi2hop/pi2hop/rtt"
 	"github.com/pi2hop/pi2hop/shaper"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -176,7 +177,7 @@ func (c *collector) collectFlows(ft *hop.FlowTable, gauge func(*prometheus.Desc,
 		if r := f.RTT; r != nil {
 			for _, h := range []struct {
 				name string
-				s    hop.RTTSummary
+				s    rtt.Figures
 			}{{"client", r.ClientHalf}, {"server", r.ServerHalf}, {"sum", r.Sum}} {
 				if h.s.N > 0 {
 					gauge(c.topRTT, h.s.P50Ms/1e3, rank, name, f.Class, h.name, "0.5")

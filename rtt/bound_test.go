@@ -237,7 +237,7 @@ func TestEvictedHistograms(t *testing.T) {
 		for _, c := range f.Hists[ServerHalf].Counts {
 			n += uint64(c)
 		}
-		if n != 1 || f.ServerHalf.N != 1 || f.ServerHalf.Max != ms {
+		if n != 1 || f.ServerHalf.N != 1 || f.ServerHalf.MaxMs != 1 {
 			t.Fatalf("flow %v: %d counted, summary %+v; want its one sample of 1 ms", f.Client, n, f.ServerHalf)
 		}
 	}

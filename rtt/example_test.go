@@ -37,9 +37,9 @@ func Example() {
 	t.CopyTo(s, 20_000_000) // on the owner, when a reader asks
 	for _, f := range s.Flows() {
 		fmt.Println(f.Client, f.Server, f.Method, f.Status)
-		fmt.Println("server half p50", f.ServerHalf.P50, "ns; client half samples", f.ClientHalf.N)
+		fmt.Println("server half p50", f.ServerHalf.P50Ms, "ms; client half samples", f.ClientHalf.N)
 	}
 	// Output:
 	// 10.0.0.1:7 10.0.1.1:7 icmp-echo measured
-	// server half p50 20000000 ns; client half samples 0
+	// server half p50 20 ms; client half samples 0
 }

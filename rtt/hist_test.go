@@ -57,13 +57,13 @@ func TestHistQuantile(t *testing.T) {
 	}
 }
 
-func TestSumOf(t *testing.T) {
-	c := Summary{N: 3, P50: 2, P99: 5, Max: 6}
-	s := Summary{N: 5, P50: 10, P99: 12, Max: 20}
-	if got := SumOf(c, s); got != (Summary{N: 3, P50: 12, P99: 17, Max: 26}) {
+func TestSumOfHalves(t *testing.T) {
+	c := summary{n: 3, p50: 2, p99: 5, max: 6}
+	s := summary{n: 5, p50: 10, p99: 12, max: 20}
+	if got := sumOf(c, s); got != (summary{n: 3, p50: 12, p99: 17, max: 26}) {
 		t.Errorf("sum %+v", got)
 	}
-	if got := SumOf(Summary{}, s); got != (Summary{}) {
+	if got := sumOf(summary{}, s); got != (summary{}) {
 		t.Errorf("sum with an empty half %+v, want zero", got)
 	}
 }

@@ -51,10 +51,10 @@ type Flow struct {
 	Status Status         `json:"status"`
 	// Halves are the client half (hop → client → hop) and the server half
 	// (hop → server → hop).
-	ClientHalf Summary `json:"client_half"`
-	ServerHalf Summary `json:"server_half"`
-	// Sum is the round trip through the hop: see SumOf.
-	Sum Summary `json:"sum"`
+	ClientHalf Figures `json:"client_half"`
+	ServerHalf Figures `json:"server_half"`
+	// Sum is the round trip through the hop: see sumOf.
+	Sum Figures `json:"sum"`
 	// Dropped counts outstanding packets dropped for newer ones; Karn
 	// answers not taken because they covered retransmitted data.
 	Dropped  uint64 `json:"dropped"`
@@ -65,20 +65,39 @@ type Flow struct {
 	Hists *[2]Hist `json:"-"`
 }
 
-// Summary is one half's samples, or their sum, in ns.
-type Summary struct {
-	N   uint64 `json:"n"`
-	P50 int64  `json:"p50_ns"`
-	P99 int64  `json:"p99_ns"`
-	Max int64  `json:"max_ns"`
+// Figures are one half's samples, or their sum, as the hop's flow
+// tables and analyze give them (docs/json.md): the count, p50 and p99
+// (Hist.Quantile) and the largest, in ms.
+type Figures struct {
+	N     uint64  `json:"n"`
+	P50Ms float64 `json:"p50_ms"`
+	P99Ms float64 `json:"p99_ms"`
+	MaxMs float64 `json:"max_ms"`
 }
 
-// Summarise gives h's count, p50, p99 and maximum (Hist.Quantile).
-func Summarise(h *Hist) Summary {
-	return Summary{N: h.N, P50: h.Quantile(0.50), P99: h.Quantile(0.99), Max: h.Max}
+// Halves are the figures of a flow's client half, its server half and
+// their sum (sumOf) from the halves' histograms (client, server).
+func Halves(h *[2]Hist) (client, server, sum Figures) {
+	c, s := summarise(&h[ClientHalf]), summarise(&h[ServerHalf])
+	return c.figures(), s.figures(), sumOf(c, s).figures()
 }
 
-// SumOf is the flow's round trip through the hop from its halves: each
+// summary is Figures in ns, as the histograms count: sums are taken
+// here, before the one conversion to ms.
+type summary struct {
+	n             uint64
+	p50, p99, max int64
+}
+
+func summarise(h *Hist) summary {
+	return summary{n: h.N, p50: h.Quantile(0.50), p99: h.Quantile(0.99), max: h.Max}
+}
+
+func (s summary) figures() Figures {
+	return Figures{N: s.n, P50Ms: float64(s.p50) / 1e6, P99Ms: float64(s.p99) / 1e6, MaxMs: float64(s.max) / 1e6}
+}
+
+// sumOf is the flow's round trip through the hop from its halves: each
 // figure is the client half's plus the server half's (p50 the sum of
 // the p50s, p99 of the p99s, the maximum of the maxima), and N the
 // smaller count, 0 unless both halves have samples. The halves are timed
@@ -86,11 +105,11 @@ func Summarise(h *Hist) Summary {
 // the halves rise and fall together (comonotonic: one queue fills both)
 // the sum of their quantiles is the quantile of the round trip exactly;
 // otherwise it is an estimate, exact at the extremes of a steady path.
-func SumOf(c, s Summary) Summary {
-	if c.N == 0 || s.N == 0 {
-		return Summary{}
+func sumOf(c, s summary) summary {
+	if c.n == 0 || s.n == 0 {
+		return summary{}
 	}
-	return Summary{N: min(c.N, s.N), P50: c.P50 + s.P50, P99: c.P99 + s.P99, Max: c.Max + s.Max}
+	return summary{n: min(c.n, s.n), p50: c.p50 + s.p50, p99: c.p99 + s.p99, max: c.max + s.max}
 }
 
 // Flows returns the flows of s, most recently seen first. Their
@@ -117,18 +136,16 @@ func flowOf(f *flow, h *[2]Hist) Flow {
 	k := &f.key
 	cli, srv := k.addrOf(0), k.addrOf(2)
 	out := Flow{
-		Proto:      k.proto,
-		Client:     netip.AddrPortFrom(cli, uint16(k.ports>>16)),
-		Server:     netip.AddrPortFrom(srv, uint16(k.ports)),
-		Method:     f.method,
-		ClientHalf: Summarise(&h[ClientHalf]),
-		ServerHalf: Summarise(&h[ServerHalf]),
-		Dropped:    f.dropped,
-		Karn:       f.karn,
-		LastSeen:   f.lastSeen,
-		Hists:      h,
+		Proto:    k.proto,
+		Client:   netip.AddrPortFrom(cli, uint16(k.ports>>16)),
+		Server:   netip.AddrPortFrom(srv, uint16(k.ports)),
+		Method:   f.method,
+		Dropped:  f.dropped,
+		Karn:     f.karn,
+		LastSeen: f.lastSeen,
+		Hists:    h,
 	}
-	out.Sum = SumOf(out.ClientHalf, out.ServerHalf)
+	out.ClientHalf, out.ServerHalf, out.Sum = Halves(h)
 	switch {
 	case out.ClientHalf.N+out.ServerHalf.N > 0:
 		out.Status = StatusMeasured

@@ -9,7 +9,7 @@ import (
 
 // appRTT is the app's round trip through the hop from its flows' passive
 // samples (rtt): each half's samples over all its flows together, and
-// the round trip their sum (rtt.SumOf's rule: quantile by quantile, as
+// the round trip their sum (rtt.Halves' rule: quantile by quantile, as
 // when the halves rise and fall together). An app whose client answers
 // nothing the hop can time (ping: its replies need no answer) has only
 // the server half, which the hop times from the client's packet to the

@@ -110,8 +110,8 @@ func statsFlowsOutputs(t *testing.T) []jsonOutput {
 	l4s := hop.Flow{Proto: "udp", Src: "10.254.1.10:5000", Dst: "10.0.0.1:443", First: at, Last: at, Queue: "L", RateBps: 1000,
 		Share: 0.1, SojournP50Ms: 0.2, SojournP99Ms: 1, Class: hop.ClassL4S, Codepoint: "ECT(1)", Verdict: "well-behaved",
 		QProt: &hop.FlowQProt{ThresholdMs: 4, RecentL: 10},
-		RTT: &hop.FlowRTT{Method: "tcp-timestamps", Status: "measured", ClientHalf: hop.RTTSummary{N: 2, P50Ms: 1, P99Ms: 2, MaxMs: 2},
-			ServerHalf: hop.RTTSummary{N: 3, P50Ms: 20, P99Ms: 21, MaxMs: 21}, Sum: hop.RTTSummary{N: 2, P50Ms: 21, P99Ms: 23, MaxMs: 23}}}
+		RTT: &hop.FlowRTT{Method: "tcp-timestamps", Status: "measured", ClientHalf: rtt.Figures{N: 2, P50Ms: 1, P99Ms: 2, MaxMs: 2},
+			ServerHalf: rtt.Figures{N: 3, P50Ms: 20, P99Ms: 21, MaxMs: 21}, Sum: rtt.Figures{N: 2, P50Ms: 21, P99Ms: 23, MaxMs: 23}}}
 	l4s.Marks = 3
 	classic := l4s
 	classic.Class, classic.Codepoint, classic.QProt, classic.Verdict = hop.ClassNotECT, "Not-ECT", nil, "10% of the link, 1 dropped"

@@ -28,7 +28,7 @@ func TestPassiveRTT(t *testing.T) {
 	s := rtt.NewSnapshot(tb)
 	tb.CopyTo(s, 0)
 	fs := s.Flows()
-	if len(fs) != 1 || fs[0].Method != rtt.MethodPrague || fs[0].ServerHalf.N != 1 || fs[0].ServerHalf.Max != 3_000_000 {
+	if len(fs) != 1 || fs[0].Method != rtt.MethodPrague || fs[0].ServerHalf.N != 1 || fs[0].ServerHalf.MaxMs != 3 {
 		t.Fatalf("flows %+v, want one prague flow with a 3 ms server half", fs)
 	}
 }

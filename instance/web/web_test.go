@@ -15,6 +15,7 @@ import (
 	"github.com/pi2hop/pi2hop/aqm"
 	"github.com/pi2hop/pi2hop/hop"
 	"github.com/pi2hop/pi2hop/instance"
+	"github.com/pi2hop/pi2hop/rtt"
 )
 
 func TestGuard(t *testing.T) {
@@ -405,7 +406,7 @@ func TestFlowRows(t *testing.T) {
 	f.In.ECT1.Bytes, f.In.CE.Bytes = 1000, 500
 	f.Marks = 7
 	f.Drops = map[string]uint64{"step": 2, "overload": 3}
-	f.RTT = &hop.FlowRTT{ServerHalf: hop.RTTSummary{N: 1, P50Ms: 10.04, P99Ms: 10.04}}
+	f.RTT = &hop.FlowRTT{ServerHalf: rtt.Figures{N: 1, P50Ms: 10.04, P99Ms: 10.04}}
 	rows := flowRows([2]hop.FlowTable{{Dir: "up"}, {Dir: "down", Flows: []hop.Flow{f}}})
 	want := Flow{Dir: "down", Proto: "udp", Src: "10.0.0.1:1", Dst: "10.0.0.2:2", Class: "L4S", Queue: "L", Rate: 4e6,
 		Bytes: 1500, Marks: 7, Drops: 5, P99: 0.9, RTT: "server 10.0/10.0ms", Verdict: "well-behaved"}
