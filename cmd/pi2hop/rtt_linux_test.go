@@ -20,7 +20,7 @@ import (
 )
 
 // Passive RTT through shell --delay 10ms (20 ms base): a bulk iperf3
-// upload's round trip as the hop times it (the sum of its halves)
+// transfer's round trip as the hop times it (the sum of its halves)
 // against the sender's own smoothed RTT (tcpi_rtt) read with ss -ti
 // during the run: medians within 2 ms or 10 %, whichever is larger, and a p99
 // of 20 ms or more. Then the same without TCP timestamps in the shell's
@@ -154,8 +154,9 @@ func TestShellPassiveRTT(t *testing.T) {
 	}
 }
 
-// iperf3Bulk runs an iperf3 upload of d from the host to an iperf3
-// server in namespace ns at addr, and reads the sender's smoothed RTT as
+// iperf3Bulk runs an iperf3 transfer of d from the host (the hop's
+// server side) to an iperf3 server in namespace ns at addr (the shell,
+// its client side), and reads the sender's smoothed RTT as
 // `ss -ti` prints it (tcpi_rtt) every 50 ms while it runs. It returns
 // their median (ms) and the data connection's port on the host (iperf3's
 // control connection goes to the same server port), once the
