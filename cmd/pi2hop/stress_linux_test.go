@@ -270,15 +270,31 @@ func holdersConns(t *testing.T, addr string, n int) (int, func()) {
 	return total, release
 }
 
-// freePort is a TCP port on loopback that nothing listens on now.
-func freePort(t *testing.T) int {
+// freePort is test n's TCP port on loopback, one nothing listens on now.
+func freePort(t *testing.T, n int) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	// Below the kernel's range of ephemeral ports, so that no connection
+	// of another test (or of this one) takes it between the check and a
+	// server's bind; n, the test's instance number, keeps the tests'
+	// ports apart.
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	var lo int
+	if _, err := fmt.Sscan(string(b), &lo); err != nil {
+		t.Fatalf("ip_local_port_range %q: %v", b, err)
+	}
+	port := lo - 256 + n
+	if n < 0 || n >= 256 || port <= 1024 {
+		t.Fatalf("no test port %d below the ephemeral ports from %d", n, lo)
+	}
+	ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+	if err != nil {
+		t.Fatalf("test port %d: %v", port, err)
+	}
+	ln.Close()
+	return port
 }
 
 // statsWithin times one stats request, which must be answered within d.
@@ -301,7 +317,7 @@ func TestStressWebConnections(t *testing.T) {
 	needRoot(t, "sleep")
 	n := stressSize(2000, 20000)
 	name := testInstance(193)
-	port := freePort(t)
+	port := freePort(t, 193)
 	p, pid := stressShell(t, name, nil, []string{fmt.Sprintf("--web=127.0.0.1:%d", port)})
 	start := readProcMem(t, pid)
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
@@ -353,7 +369,7 @@ func TestStressFDExhaustion(t *testing.T) {
 	for i, target := range []string{"web", "control"} {
 		t.Run(target, func(t *testing.T) {
 			name := testInstance(92 + i)
-			port := freePort(t)
+			port := freePort(t, 92+i)
 			p, pid := stressShell(t, name, []string{"prlimit", fmt.Sprintf("--nofile=%d:%d", limit, limit), "--"},
 				[]string{fmt.Sprintf("--web=127.0.0.1:%d", port)})
 			start := readProcMem(t, pid)

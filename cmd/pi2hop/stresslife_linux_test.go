@@ -126,7 +126,7 @@ func TestStressSoak(t *testing.T) {
 	dur := time.Duration(stressSize(20, 600)) * time.Second
 	ref := min(time.Minute, dur/3)
 	name := testInstance(97)
-	port := freePort(t)
+	port := freePort(t, 97)
 	server := exec.Command("iperf3", "-s", "-p", fmt.Sprint(port))
 	var serverOut bytes.Buffer
 	server.Stdout, server.Stderr = &serverOut, &serverOut

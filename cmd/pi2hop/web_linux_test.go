@@ -17,7 +17,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -47,16 +49,12 @@ func TestShellWebInBrowser(t *testing.T) {
 	name := testInstance(160) // 60..62 are TestShellNATEndsLeaveNothing's
 	t.Cleanup(func() { cleanupInstance(name, nil, &bytes.Buffer{}) })
 	// The view listens beyond loopback, so every request must carry the
-	// token; the test reaches it through 127.0.0.1.
-	free, err := net.Listen("tcp", "0.0.0.0:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := free.Addr().(*net.TCPAddr).Port
-	free.Close()
+	// token; the test reaches it through 127.0.0.1, on the port the
+	// system gave it (port 0), which the start-up line names: a port
+	// found free and closed again could be taken by another test's
+	// connection before the shell binds it.
 	const token = "b3d9c0ffee"
-	addr := fmt.Sprintf("0.0.0.0:%d", port)
-	local := fmt.Sprintf("http://127.0.0.1:%d/", port)
+	const addr = "0.0.0.0:0"
 
 	// Bash alone: the shell's command says where it is and waits for
 	// the test's stop file (read -t is the pause); the traffic comes from
@@ -84,7 +82,7 @@ func TestShellWebInBrowser(t *testing.T) {
 		t.Fatalf("starting chromium: %v", err)
 	}
 	t.Logf("chromium started in %v", time.Since(start).Round(time.Millisecond))
-	var stderr bytes.Buffer
+	var stderr lockedBuffer
 	done := make(chan error, 1)
 	go func() {
 		done <- Run(ctx, []string{"shell", "--name", name, "--rate", "10mbit", "--delay", "5ms", "--web=" + addr, "--web-token", token, "--floor-probe=false",
@@ -117,6 +115,13 @@ func TestShellWebInBrowser(t *testing.T) {
 			t.Fatalf("waited 15 s for the shell's command to start:\n%s", stderr.String())
 		}
 	}
+	// The start-up lines are written before the command starts.
+	m := regexp.MustCompile(`\nlive view: http://[^ ]*:([0-9]+)/\?token=`).FindStringSubmatch(stderr.String())
+	if m == nil {
+		t.Fatalf("no live view's port in the start-up lines:\n%s", stderr.String())
+	}
+	port, _ := strconv.Atoi(m[1])
+	local := fmt.Sprintf("http://127.0.0.1:%d/", port)
 	url := local + "?token=" + token
 	for up := time.Now(); ; time.Sleep(50 * time.Millisecond) {
 		if resp, err := http.Get(url); err == nil {
@@ -124,7 +129,7 @@ func TestShellWebInBrowser(t *testing.T) {
 			break
 		}
 		if time.Since(up) > 10*time.Second {
-			t.Fatalf("waited 10 s for the view on %s; stderr:\n%s", addr, stderr.String())
+			t.Fatalf("waited 10 s for the view on %s; stderr:\n%s", local, stderr.String())
 		}
 	}
 	if want := fmt.Sprintf(":%d/?token=%s\n", port, token); !strings.Contains(stderr.String(), want) {
