@@ -220,6 +220,24 @@ own), and sh -c says the same in the shell's own syntax.`)
 	return b.String()
 }
 
+// endLeftovers ends the processes the command left in namespace ns: a
+// child it forked (sh -c's) outlives the signals sent to the command
+// alone, and the command cannot have a process group of its own (an
+// interactive one must stay in the terminal's foreground group). They get
+// SIGTERM, a second to end, then SIGKILL: none outlives the shell, in a
+// namespace about to lose its devices.
+func endLeftovers(ns string) {
+	if n, _ := netsys.SignalNS(ns, syscall.SIGTERM); n == 0 {
+		return
+	}
+	for end := time.Now().Add(time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		if n, _ := netsys.SignalNS(ns, 0); n == 0 {
+			return
+		}
+	}
+	netsys.SignalNS(ns, syscall.SIGKILL)
+}
+
 // Wait starts the command inside the client namespace (a child inherits
 // the namespace of the thread that forks it), passes the standard streams
 // through and returns its exit status as an *ExitError. When ctx ends
@@ -230,6 +248,10 @@ func (t *Shell) Wait(ctx context.Context) error {
 	cmd := &exec.Cmd{Path: t.path, Args: t.Args, Stdin: t.Stdin, Stdout: t.Stdout, Stderr: t.Stderr}
 	cmd.Env = t.env(shellEnv(p))
 	cmd.SysProcAttr = invoker.ChildAttr(t.User)
+	// Streams that are no files are copied through pipes, which a child
+	// the command left holds open: Wait stops waiting for them this long
+	// after the command ended, and endLeftovers then ends the child.
+	cmd.WaitDelay = 2 * time.Second
 	if err := p.InClient(cmd.Start); err != nil {
 		return fmt.Errorf("shell: start %s: %w", t.path, err)
 	}
@@ -251,6 +273,9 @@ func (t *Shell) Wait(ctx context.Context) error {
 			cmd.Process.Kill()
 			err = <-done
 		}
+	}
+	endLeftovers(p.ClientNS)
+	if !exited {
 		if herr := p.Err(); herr != nil && ctx.Err() == nil {
 			return fmt.Errorf("shell: the hop stopped: %w", herr)
 		}

@@ -5,6 +5,7 @@ package netsys
 import (
 	"context"
 	"net/netip"
+	"syscall"
 	"time"
 )
 
@@ -14,6 +15,7 @@ func NewNamespace(name string) error                                  { return E
 func DeleteNamespace(name string) error                               { return ErrUnsupported }
 func NamespaceExists(name string) bool                                { return false }
 func Do(ns string, f func() error) error                              { return ErrUnsupported }
+func SignalNS(name string, sig syscall.Signal) (int, error)           { return 0, ErrUnsupported }
 func ReadSysctl(ns, key string) (string, error)                       { return "", ErrUnsupported }
 func WriteSysctl(ns, key, value string) error                         { return ErrUnsupported }
 func undo(e Entry) error                                              { return ErrUnsupported }

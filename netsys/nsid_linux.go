@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"syscall"
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
@@ -76,4 +77,29 @@ func RulePriorityUsed(prio int) (bool, error) {
 		return err
 	})
 	return used, err
+}
+
+// SignalNS sends sig to every process whose network namespace is the
+// named one (its main thread's, as /proc/PID/ns/net gives it) and
+// returns how many it signalled: the processes a command started there
+// and left behind, which would otherwise hold the namespace, with no
+// devices, after its owner removed it.
+func SignalNS(name string, sig syscall.Signal) (int, error) {
+	id, err := statNS(filepath.Join(NetnsDir, name))
+	if err != nil {
+		return 0, err
+	}
+	self := os.Getpid()
+	n := 0
+	procs, _ := os.ReadDir("/proc")
+	for _, e := range procs {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == self {
+			continue
+		}
+		if o, err := statNS(filepath.Join("/proc", e.Name(), "ns", "net")); err == nil && o.Same(id) && unix.Kill(pid, sig) == nil {
+			n++
+		}
+	}
+	return n, nil
 }

@@ -196,3 +196,54 @@ func TestShellNAT(t *testing.T) {
 	}
 	checkGone(t, name)
 }
+
+// TestShellEndsWhatItsCommandLeft: a command that forks (sh -c with a
+// process in the background) leaves nothing running when the shell ends,
+// whether the command exits by itself or the shell is stopped (as by
+// SIGTERM: its context ends): the child that outlived the command is
+// ended with the namespace it ran in.
+func TestShellEndsWhatItsCommandLeft(t *testing.T) {
+	needRoot(t, "sh", "sleep")
+	t.Parallel() // it times nothing
+	for i, stop := range []bool{false, true} {
+		t.Run(fmt.Sprintf("stopped=%v", stop), func(t *testing.T) {
+			name := testInstance(200 + i)
+			t.Cleanup(func() { cleanupInstance(name, nil, &bytes.Buffer{}) })
+			pidFile := filepath.Join(t.TempDir(), "pid")
+			script := fmt.Sprintf(`sleep 600 & echo $! > %s.tmp; mv %s.tmp %s`, pidFile, pidFile, pidFile)
+			if stop {
+				script += "; sleep 600" // the command itself runs until stopped
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			done := make(chan error, 1)
+			go func() {
+				done <- Run(ctx, []string{"shell", "--name", name, "--floor-probe=false", "--", "/bin/sh", "-c", script},
+					strings.NewReader(""), &bytes.Buffer{}, &bytes.Buffer{})
+			}()
+			var pid int
+			for deadline := time.Now().Add(15 * time.Second); pid == 0; time.Sleep(20 * time.Millisecond) {
+				if b, err := os.ReadFile(pidFile); err == nil {
+					fmt.Sscan(string(b), &pid)
+				}
+				if time.Now().After(deadline) {
+					t.Fatal("waited 15 s for the command's background process")
+				}
+			}
+			if stop {
+				cancel()
+			}
+			select {
+			case <-done:
+			case <-time.After(20 * time.Second):
+				t.Fatal("waited 20 s for the shell to end")
+			}
+			// Gone, or a zombie its new parent has not reaped yet.
+			if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
+				if f := strings.Fields(string(b)); len(f) > 2 && f[2] != "Z" {
+					t.Errorf("the command's background process %d still runs (state %s) after the shell ended", pid, f[2])
+				}
+			}
+		})
+	}
+}
