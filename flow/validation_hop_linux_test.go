@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/pi2hop/pi2hop/internal/hoststeal"
 )
 
 // Live, through the hop between two namespaces (the Pair that pi2hop
@@ -16,10 +18,13 @@ import (
 // as they arrive, after the hop (a middlebox downstream of the
 // bottleneck), and the Prague sender's validation names the fault within
 // its test period (the first 10 packets and their ACKs: 0.15 s at the
-// starting rate, 12 ms a packet, and a 20 ms RTT; the bound, 1 s, allows
-// for a busy machine's stalls): not-ect is bleached, ect0 re-marked, ce mangled, a
-// rule that drops ECT packets ect-dropped; the flow without a rule stays
-// ECT(1) beside them. Five flows at once, 3 s each.
+// starting rate, 12 ms a packet, and a 20 ms RTT; ect-dropped takes five
+// more rounds of one ECT packet and an RTT; the bound, 1 s, allows for a
+// busy machine's stalls, and is widened by the host's steal meanwhile,
+// which can stop the sender or the hop for as long: internal/hoststeal):
+// not-ect is bleached, ect0 re-marked, ce mangled, a rule that drops ECT
+// packets ect-dropped; the flow without a rule stays ECT(1) beside them.
+// Five flows at once, 3 s each.
 func TestValidationThroughHop(t *testing.T) {
 	t.Parallel()
 	p := hopPairNamed(t, "p2v", 10_000_000, 10*time.Millisecond)
@@ -54,6 +59,7 @@ func TestValidationThroughHop(t *testing.T) {
 	if out, err := nft.CombinedOutput(); err != nil {
 		t.Fatalf("nft -f in %s: %v: %s\n%s", p.ServerNS, err, out, table)
 	}
+	steal0 := hoststeal.Total()
 	var wg sync.WaitGroup
 	for i := range tests {
 		wg.Add(1)
@@ -64,6 +70,10 @@ func TestValidationThroughHop(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+	bound := time.Second
+	if s1 := hoststeal.Total(); steal0 >= 0 && s1 >= 0 {
+		bound += s1 - steal0
+	}
 	for i, tc := range tests {
 		r := res[i]
 		if r.err != nil || r.rer != nil {
@@ -82,8 +92,8 @@ func TestValidationThroughHop(t *testing.T) {
 		if v.Failed != tc.reason || !r.ss.FellBack || r.ss.ECN != "Not-ECT" {
 			t.Errorf("%s: validation %s %q, fell back %v, ECN %s; want failed %q, Not-ECT", tc.name, v.State, v.Failed, r.ss.FellBack, r.ss.ECN, tc.reason)
 		}
-		if v.At <= 0 || v.At > time.Second {
-			t.Errorf("%s: failed at %v, want within the test period (1 s)", tc.name, v.At)
+		if v.At <= 0 || v.At > bound {
+			t.Errorf("%s: failed at %v, want within the test period (1 s, %v with the host's steal)", tc.name, v.At, bound)
 		}
 	}
 }
