@@ -85,7 +85,7 @@ type AppMetric struct {
 	Summary figure.Summary `json:"summary"`
 }
 
-// Failed reports whether the app did not run to its end.
+// Failed reports whether a command of the app failed (AppExit.Failed).
 func (a *App) Failed() bool {
 	return a.Client.Failed || (a.Server != nil && a.Server.Failed)
 }
