@@ -19,7 +19,7 @@ import (
 //   - with NET_ADMIN, SYS_ADMIN and SYS_NICE, /dev/cpu_dma_latency and,
 //     where the kernel's cgroups need it, real-time runtime (startDockerd),
 //     the hop runs as on the host, degraded in nothing (real-time owners,
-//     idle CPUs held out of deep sleep), and l4s-demo --quick passes the checks its
+//     its PM QoS request held), and l4s-demo --quick passes the checks its
 //     report encodes, held as cmd/pi2hop's TestLabScenarios holds the other
 //     scenarios (this is make test's l4s-demo run: it runs here instead of
 //     on the host, so the suite's time does not grow);
