@@ -1,6 +1,8 @@
 package hop_test
 
 import (
+	"os/exec"
+	"runtime"
 	"testing"
 	"time"
 
@@ -14,11 +16,13 @@ import (
 // directions' 5 ms and the server's turnaround: the ping's own round trip
 // but for the client's stack and TUN, well under the 0.3 ms by which
 // the two must agree. A ping gives no client half (nothing the server
-// sends is answered by the client), so no sum.
+// sends is answered by the client), so no sum. The CPUs are kept awake
+// (awakeCPUs) as the hop asks them to be.
 func TestPairPingRTT(t *testing.T) {
-	roottest.Need(t)
+	roottest.Need(t, "chrt", "sh")
 	const delay = 5 * time.Millisecond
 	p := newTestPair(t, hop.TestConfig(100_000_000, delay))
+	awakeCPUs(t)
 	medianPing(t, p, 3) // warm up: neighbours
 	own := medianPing(t, p, 40)
 	_, ft := p.Hop.StatsFlows(-1)
@@ -41,5 +45,28 @@ func TestPairPingRTT(t *testing.T) {
 	}
 	if ft[hop.Up].RTT == nil || ft[hop.Up].RTT.Samples < 40 {
 		t.Errorf("RTT table counters %+v, want 40 samples or more", ft[hop.Up].RTT)
+	}
+}
+
+// awakeCPUs keeps every CPU busy at SCHED_IDLE until t ends, one shell
+// loop under `chrt --idle 0` per CPU. The hop asks the kernel to keep idle
+// CPUs from halting (Config.CPULatency), but a VM without a cpuidle driver
+// halts them whatever PM QoS asks, and its host may then wake a CPU late:
+// on the owner's wake-up for the request, outside the hop's edges, that
+// lateness is in ping's own round trip and not in the hop's
+// (docs/performance.md has a quarter hour of it). A task at SCHED_IDLE
+// gives way to any other as soon as it wakes, so the loops stand in for
+// the request and take no time from the hop, the client or the server.
+func awakeCPUs(t *testing.T) {
+	t.Helper()
+	for range runtime.NumCPU() {
+		c := exec.Command("chrt", "--idle", "0", "sh", "-c", "while :; do :; done")
+		if err := c.Start(); err != nil {
+			t.Fatalf("chrt --idle 0 sh: %v", err)
+		}
+		t.Cleanup(func() {
+			c.Process.Kill()
+			c.Wait()
+		})
 	}
 }
