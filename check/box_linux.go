@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -37,6 +38,7 @@ func Box(ctx context.Context, o BoxOptions) ([]Finding, error) {
 	fs = append(fs, shaper(o)...)
 	fs = append(fs, conntrack(o))
 	fs = append(fs, governor())
+	fs = append(fs, cpuIdle("/sys/devices/system/cpu/cpuidle/current_driver", "/proc/cmdline"))
 	if o.WakeFor > 0 {
 		fs = append(fs, wakeLatency(ctx, o.WakeFor))
 	}
@@ -364,6 +366,30 @@ func governor() Finding {
 	return Finding{Check: "cpu frequency", Status: Note,
 		Detail: "governor " + strings.Join(other, ", ") + ": the clock ramps with load, and wake-ups take longer while it is low",
 		Fix:    "cpupower frequency-set -g performance"}
+}
+
+// cpuIdle reports whether idle CPUs can be kept awake. A hop asks PM QoS
+// for wake-ups within --cpu-latency (/dev/cpu_dma_latency), and the
+// kernel keeps that promise by choosing among a cpuidle driver's states:
+// with no driver (current_driver "none", or no cpuidle at all, as on many
+// VMs) it halts an idle CPU whatever is asked, and on a VM each wake-up of
+// a halted CPU, for a packet or a timer, waits for the host. Booting with
+// idle=poll makes idle CPUs spin instead. driver and cmdline are the
+// files read (sysfs's current_driver, /proc/cmdline).
+func cpuIdle(driver, cmdline string) Finding {
+	if b, err := os.ReadFile(cmdline); err == nil && slices.Contains(strings.Fields(string(b)), "idle=poll") {
+		return Finding{Check: "cpu idle", Status: OK, Detail: "idle=poll: idle CPUs spin, and wake at once"}
+	}
+	d := "none"
+	if b, err := os.ReadFile(driver); err == nil {
+		d = strings.TrimSpace(string(b))
+	}
+	if d != "none" && d != "" {
+		return Finding{Check: "cpu idle", Status: OK, Detail: "cpuidle driver " + d + ": the hop's PM QoS request keeps idle CPUs in shallow states"}
+	}
+	return Finding{Check: "cpu idle", Status: Note,
+		Detail: "no cpuidle driver: idle CPUs halt whatever PM QoS asks, so --cpu-latency cannot keep them awake; on a VM every wake-up of a halted CPU waits for the host",
+		Fix:    "boot with idle=poll (idle CPUs then spin), or, on a KVM guest, the cpuidle-haltpoll driver"}
 }
 
 // wakeLatencyLimit is the worst wake-up lateness a bottleneck can live

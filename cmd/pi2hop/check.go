@@ -30,7 +30,7 @@ var checkCmd = &command{
 		"gives both the same; tail drop marks nothing and fills a buffer; no queue at all means the path was not saturated " +
 		"(the bottleneck is beyond --max-rate, or elsewhere). --trace then sends probes with rising TTL and names the first hop " +
 		"whose ICMP time-exceeded quote shows the field changed (Linux, root). --box checks this box as a bottleneck instead " +
-		"(Linux, root): forwarding, a firewall that drops forwarded packets, offloads, another shaper, conntrack, CPU clock, " +
+		"(Linux, root): forwarding, a firewall that drops forwarded packets, offloads, another shaper, conntrack, CPU clock, CPU idle states, " +
 		"wake-up latency; each problem with its fix. Exit status 0 when ECN passes both ways and the bottleneck is an L4S dual-queue " +
 		"AQM (or the box has no problem), 1 when not (a path the load did not saturate is not shown ready: raise --max-rate, " +
 		"or give --load=false to check the transitions alone), " +

@@ -18,7 +18,7 @@ import (
 const defaultInstance = instance.DefaultName
 
 // cpuLatencyUsage is the help of --cpu-latency (run, shell, lab).
-const cpuLatencyUsage = "CPU wake-up `latency` asked of the idle states while the hop runs (PM QoS): 0 keeps idle CPUs polling, so a packet or timer wakes the hop in µs, not the 50-100 µs of a halted VM CPU; off saves power"
+const cpuLatencyUsage = "CPU wake-up `latency` asked of the idle states while the hop runs (PM QoS): 0 keeps idle CPUs polling, so a packet or timer wakes the hop in µs, not the 50-100 µs of a halted VM CPU; off saves power. A kernel without a cpuidle driver halts idle CPUs anyway (check --box says)"
 
 // instanceFlags are the flags every long-running hop command has.
 type instanceFlags struct {
