@@ -100,8 +100,8 @@ func TestComposeLab(t *testing.T) {
 	up := time.Now()
 	t.Logf("docker-compose up -d: %v", up.Sub(start).Round(time.Millisecond))
 	svc := projectContainers(t, f, project)
-	if logs, _ := f.docker("logs", svc["hop"].id).CombinedOutput(); !bytes.Contains(logs, []byte("no CAP_SYS_NICE")) {
-		t.Errorf("the hop's start-up output does not say it runs without CAP_SYS_NICE:\n%s", logs)
+	if logs, ok := f.logsSay(svc["hop"].id, 30*time.Second, "no CAP_SYS_NICE"); !ok {
+		t.Errorf("the hop's start-up output does not say it runs without CAP_SYS_NICE (waited 30s):\n%s", logs)
 	}
 
 	// The downlink's rate between two scrapes while every download runs:

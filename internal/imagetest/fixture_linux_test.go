@@ -86,6 +86,26 @@ func (f *fixture) docker(args ...string) *exec.Cmd {
 	return exec.Command("docker", append([]string{"-H", f.host}, args...)...)
 }
 
+// logsSay waits up to within for container id's output (docker logs,
+// both streams) to hold every one of wants, and returns the output and
+// whether it did. A hop writes its degradation lines after its start-up
+// message, each when it is ready, so a test that reads the output once
+// can come between them.
+func (f *fixture) logsSay(id string, within time.Duration, wants ...string) ([]byte, bool) {
+	deadline := time.Now().Add(within)
+	for {
+		logs, _ := f.docker("logs", id).CombinedOutput()
+		all := true
+		for _, w := range wants {
+			all = all && bytes.Contains(logs, []byte(w))
+		}
+		if all || time.Now().After(deadline) {
+			return logs, all
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 // rtGroupRuntime is the real-time runtime, in µs per second and CPU, that
 // the dockerd's cgroup and a container that asks for it get.
 const rtGroupRuntime = "900000"

@@ -94,19 +94,11 @@ func TestImage(t *testing.T) {
 			t.Fatalf("ip %s: %v\n%s", strings.Join(args, " "), err, out)
 		}
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		logs, _ := docker("logs", name).CombinedOutput()
-		if bytes.Contains(logs, []byte("pi2hop run \"")) {
-			if !bytes.Contains(logs, []byte("no CAP_SYS_NICE")) {
-				t.Errorf("no line on the missing CAP_SYS_NICE in the start-up output:\n%s", logs)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("run in the container did not come up within 10s:\n%s", logs)
-		}
-		time.Sleep(100 * time.Millisecond)
+	if logs, ok := f.logsSay(name, 10*time.Second, "pi2hop run \""); !ok {
+		t.Fatalf("run in the container did not come up within 10s:\n%s", logs)
+	}
+	if logs, ok := f.logsSay(name, 10*time.Second, "no CAP_SYS_NICE"); !ok {
+		t.Errorf("no line on the missing CAP_SYS_NICE in the start-up output within 10s of it:\n%s", logs)
 	}
 	if out, err := docker("stop", "-t", "10", name).CombinedOutput(); err != nil {
 		t.Fatalf("docker stop: %v\n%s", err, out)
