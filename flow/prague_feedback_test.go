@@ -332,7 +332,8 @@ func TestVideoBlockFeedback(t *testing.T) {
 	}
 	t.Logf("sender: %d frames, %d pkts, %d RTT samples, received %d, lost %d; receiver: %d displayed, loss %.3f",
 		ss.Frames, ss.PacketsSent, len(ss.RTT), ss.Received, ss.Lost, rs.Displayed, rs.LossFraction)
-	if rs.Displayed < ss.Frames*9/10 || ss.Received < ss.PacketsSent*9/10 || len(ss.RTT) < int(ss.Received)/2 || ss.Lost != 0 {
+	judged := cpuShareJudged(t)
+	if judged && (rs.Displayed < ss.Frames*9/10 || ss.Received < ss.PacketsSent*9/10 || len(ss.RTT) < int(ss.Received)/2 || ss.Lost != 0) {
 		t.Errorf("displayed %d of %d frames; sender: %d of %d packets reported received, %d RTT samples, %d lost",
 			rs.Displayed, ss.Frames, ss.Received, ss.PacketsSent, len(ss.RTT), ss.Lost)
 	}
@@ -342,7 +343,7 @@ func TestVideoBlockFeedback(t *testing.T) {
 	if want := "video-send: receiver sends type-18 block feedback: run with --rfc8888"; err == nil || err.Error() != want {
 		t.Errorf("video sender without --rfc8888 against a block receiver: %v; want %q", err, want)
 	}
-	if d := time.Since(start); d > 4*time.Second {
+	if d := time.Since(start); judged && d > 4*time.Second {
 		t.Errorf("took %v to notice, want < 4 s", d)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/pi2hop/pi2hop/aqm"
 	"github.com/pi2hop/pi2hop/flow/ecnudp"
 	"github.com/pi2hop/pi2hop/flow/ecnudp/ecnudptest"
+	"github.com/pi2hop/pi2hop/internal/race"
 )
 
 func udpPair(t *testing.T, addr string) (a, b *net.UDPConn) {
@@ -44,6 +45,20 @@ func sendAndReceive[S, R any](timeout, grace time.Duration, send func(context.Co
 	return ss, rs, err, rerr
 }
 
+// cpuShareJudged reports whether a loopback test judges the figures that
+// depend on the CPU time its run got: packets and frames in a wall-clock
+// run, reports on time, RTTs. Not under the race detector: make test runs
+// it at idle priority beside the timed tests, where a run may get no CPU
+// for seconds (a sender there once sent nothing in 1.5 s). The race run
+// is for the race detector; the normal build judges these figures.
+func cpuShareJudged(t *testing.T) bool {
+	t.Helper()
+	if race.Enabled {
+		t.Log("race detector: figures that depend on the CPU time this run got are not judged")
+	}
+	return !race.Enabled
+}
+
 // A Prague pair over loopback for ~2 s delivers data and reports sane
 // intervals on both sides.
 func TestPragueLoopback(t *testing.T) {
@@ -69,25 +84,26 @@ func TestPragueLoopback(t *testing.T) {
 			}
 			t.Logf("sender: %.2f Mbit/s goodput, %d pkts, %d RTT samples, lost %d, CE %d, ECN %s; receiver %.2f Mbit/s, %d pkts",
 				ss.GoodputBps/1e6, ss.PacketsSent, len(ss.RTT), ss.Lost, ss.CE, ss.ECN, rs.GoodputBps/1e6, rs.Packets)
-			if ss.PacketsSent < 100 || rs.Packets < 100 || ss.AckedBytes == 0 {
+			judged := cpuShareJudged(t)
+			if judged && (ss.PacketsSent < 100 || rs.Packets < 100 || ss.AckedBytes == 0) {
 				t.Errorf("too little traffic: sent %d, received %d, acked %d B", ss.PacketsSent, rs.Packets, ss.AckedBytes)
 			}
 			if ss.GoodputBps > 21e6 {
 				t.Errorf("goodput %.1f Mbit/s above the 20 Mbit/s cap", ss.GoodputBps/1e6)
 			}
-			if len(ss.RTT) == 0 || len(ss.RTT) != len(ss.RTTAt) {
+			if (judged && len(ss.RTT) == 0) || len(ss.RTT) != len(ss.RTTAt) {
 				t.Fatalf("RTT samples %d, times %d", len(ss.RTT), len(ss.RTTAt))
 			}
 			for i, r := range ss.RTT {
-				if r <= 0 || r > 200*time.Millisecond {
+				if r <= 0 || judged && r > 200*time.Millisecond {
 					t.Fatalf("RTT sample %d = %v on loopback", i, r)
 				}
 			}
-			if n := len(reports); n < 7 || n > 10 {
+			if n := len(reports); judged && (n < 7 || n > 10) {
 				t.Errorf("%d reports in 2 s at 250 ms", n)
 			}
 			for _, iv := range reports {
-				if iv.Flow != "prague-send" || iv.Label != "t" || iv.Dur <= 0 || iv.Dur > 0.5 || iv.T <= 0 || iv.T > 2.1 {
+				if iv.Flow != "prague-send" || iv.Label != "t" || iv.Dur <= 0 || iv.T <= 0 || judged && (iv.Dur > 0.5 || iv.T > 2.1) {
 					t.Errorf("bad interval %+v", iv)
 				}
 			}
@@ -103,7 +119,7 @@ func TestPragueLoopback(t *testing.T) {
 			if ss.ECN != wantECN {
 				t.Errorf("sender ECN %s, want %s", ss.ECN, wantECN)
 			}
-			if ss.LossFraction > 0.01 || rs.LossFraction > 0.01 {
+			if judged && (ss.LossFraction > 0.01 || rs.LossFraction > 0.01) {
 				t.Errorf("loss on loopback: sender %.3f, receiver %.3f", ss.LossFraction, rs.LossFraction)
 			}
 		})
@@ -196,6 +212,14 @@ func TestPragueFaultyPath(t *testing.T) {
 			v := ss.Validation
 			t.Logf("sender: %d sent, lost %d (%.3f), ECN %s, validation %s %q at %v; receiver: Not-ECT %d, ECT(0) %d, CE %d of %d, lost %d",
 				ss.PacketsSent, ss.Lost, ss.LossFraction, ss.ECN, v.State, v.Failed, v.At, rs.NotECT, rs.ECT0, rs.CE, rs.Packets, rs.Lost)
+			if !cpuShareJudged(t) {
+				// A run starved of CPU may end before the test period: a
+				// failure it reached must still name the fault.
+				if v.State == "failed" && v.Failed != tc.reason {
+					t.Errorf("sender: validation failed %q, want %q", v.Failed, tc.reason)
+				}
+				return
+			}
 			if rs.ErrorL4S != (tc.path != aqm.CE) {
 				t.Errorf("receiver: error_L4S %v, want %v", rs.ErrorL4S, tc.path != aqm.CE)
 			}

@@ -38,6 +38,12 @@ func TestVideoLoopback(t *testing.T) {
 		ss.Frames, ss.Keyframes, ss.PacketsSent, len(ss.RTT), ss.Flushes, ss.PLIs, ss.TargetBps)
 	t.Logf("receiver: %d displayed, %d late, %d undecodable, fps %v, stalls %d, loss %.3f",
 		rs.Displayed, rs.Late, rs.Undecodable, rs.FPS, len(rs.Stalls), rs.LossFraction)
+	if !cpuShareJudged(t) {
+		if len(rs.FrameDelay) != rs.Displayed || len(ss.RTT) != len(ss.RTTAt) {
+			t.Errorf("%d frame delays for %d frames, %d RTT samples at %d times", len(rs.FrameDelay), rs.Displayed, len(ss.RTT), len(ss.RTTAt))
+		}
+		return
+	}
 	if ss.Frames < 70 || ss.Frames > 80 {
 		t.Errorf("%d frames in 2.5 s at 30 fps", ss.Frames)
 	}
