@@ -263,21 +263,26 @@ func TestPairIdleRTT(t *testing.T) {
 			// The median of 60 pings, one measurement: a stall of the VM
 			// delays a few pings, and the median does not move unless
 			// more than half of them are late.
-			rtt := medianPing(t, p, 60)
-			added := rtt - 2*tt.delay
+			m, err := ping.Measure(p.ClientNS, p.ServerAddr, 60, 10*time.Millisecond)
+			if err != nil {
+				t.Fatal(err)
+			}
+			added := m.Median - 2*tt.delay
 			s := p.Hop.Stats()
 			t.Logf("release lateness p50 %v p99 %v", time.Duration(s.Up.Lateness.Quantile(0.5)), time.Duration(s.Up.Lateness.Quantile(0.99)))
-			t.Logf("idle RTT with %v each way at %d bit/s: median %v (added %v; the kernel's veth path alone %v, so the hop's own part %v)",
-				tt.delay, tt.bps, rtt, added, kernel, added-kernel)
+			t.Logf("idle RTT with %v each way at %d bit/s: median %v (added %v; the kernel's veth path alone %v, so the hop's own part %v; host steal %v)",
+				tt.delay, tt.bps, m.Median, added, kernel, added-kernel, m.Steal)
 			// The bound is what a correct hop may cost on a VM, not a target:
 			// a ping crosses the hop twice and may wake halted vCPUs several
 			// times, each wake-up through the host taking up to about 0.1 ms,
 			// plus the release lateness. Over 1 ms means a release missed its
-			// time. The figure itself is bench-hop's idle-RTT line; what it
-			// was measured at, against the kernel path and a minimal forwarder
-			// between the same TUNs, is in docs/performance.md.
-			if added < 0 || added > time.Millisecond {
-				t.Errorf("RTT %v, want %v + at most 1 ms", rtt, 2*tt.delay)
+			// time, unless the host took the CPUs long enough to explain it
+			// (ping.Idle.StealAllowance). The figure itself is bench-hop's
+			// idle-RTT line; what it was measured at, against the kernel path
+			// and a minimal forwarder between the same TUNs, is in
+			// docs/performance.md.
+			if bound := time.Millisecond + m.StealAllowance(); added < 0 || added > bound {
+				t.Errorf("RTT %v, want %v + at most %v (1 ms and what the host's steal of %v explains)", m.Median, 2*tt.delay, bound, m.Steal)
 			}
 		})
 	}
