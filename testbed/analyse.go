@@ -236,14 +236,15 @@ func meanFrom(xs []float64, k int) float64 {
 // the series of every sample.
 func analyseQueues(run *report.Run, kind string, q *queueTrace) {
 	s := q.samples
-	a, ah := q.edge(&q.from)
-	b, bh := q.edge(&q.to)
+	a, ah, ai := q.edge(&q.from)
+	b, bh, bi := q.edge(&q.to)
 	fillQueues(run, kind, s, a, b, ah, bh, func(i int, l bool) int64 {
 		if l {
 			return s[i].lMedian
 		}
 		return s[i].cMedian
 	})
+	queuesOutsidePauses(run, s, ai, bi)
 }
 
 // fillQueues fills run's hop figures from the samples s: counts and

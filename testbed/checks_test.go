@@ -107,6 +107,18 @@ func TestChecks(t *testing.T) {
 			withQueues(report.Run{Name: "prague", RateBps: 10e6, Utilisation: 0.99}, 2.0, 0),
 			withQueues(report.Run{Name: "prague-50mbit", RateBps: 50e6, Utilisation: 0.984}, 1.81, 0)}},
 			[]string{"Prague utilisation at 50 Mbit/s ≥ 98.5 %", "L-queue sojourn p99 at 50 Mbit/s ≤ 1.8 ms"}},
+		// Machine pauses: the figures outside them are judged, when they
+		// cover at most half of the time; unknown pauses judge all of it.
+		{"prague outside pauses", report.Report{Scenario: "prague", Runs: []report.Run{
+			pausedPrague(0.05, 0.6, 9, 0.98, 2.5)}}, nil},
+		{"prague outside pauses, the queue", report.Report{Scenario: "prague", Runs: []report.Run{
+			pausedPrague(0.05, 0.99, 2.0, 0.98, 2.61)}}, []string{"L-queue sojourn p99 ≤"}},
+		{"prague outside pauses, the utilisation", report.Report{Scenario: "prague", Runs: []report.Run{
+			pausedPrague(0.5, 0.99, 2.0, 0.969, 2.5)}}, []string{"Prague utilisation ≥ 97 %"}},
+		{"prague paused most of the time", report.Report{Scenario: "prague", Runs: []report.Run{
+			pausedPrague(0.51, 0.99, 2.0, 0.99, 2.0)}}, []string{"Prague utilisation ≥ 97 %", "L-queue sojourn p99 ≤"}},
+		{"prague, pauses unknown", report.Report{Scenario: "prague", Runs: []report.Run{
+			pausedPrague(-1, 0.969, 2.0, 0.99, 2.0)}}, []string{"Prague utilisation ≥ 97 %"}},
 		// A rate of the user's has no stated bound: the run at 10 Mbit/s
 		// is still judged, the other is not.
 		{"prague at a rate of the user's", report.Report{Scenario: "prague", Runs: []report.Run{
@@ -176,4 +188,12 @@ func TestECNFaultChecks(t *testing.T) {
 	if strings.Join(pass, "|") != strings.Join(wantPass, "|") || strings.Join(fail, "|") != strings.Join(wantFail, "|") {
 		t.Errorf("pass %q fail %q; want pass %q fail %q", pass, fail, wantPass, wantFail)
 	}
+}
+
+// pausedPrague is a Prague-alone run at 10 Mbit/s whose machine paused
+// for share of the time, with its utilisation and L-queue p99 over all of
+// it and outside the pauses.
+func pausedPrague(share, util, lP99, utilOut, lP99Out float64) report.Run {
+	return report.Run{Name: "prague", RateBps: 10e6, PausedTimeShare: share, Utilisation: util, UtilisationOutsidePauses: utilOut,
+		Queues: []report.Queue{{Name: "L", SojournMs: figure.Summary{N: 1, P99: lP99}, SojournOutsidePausesMs: figure.Summary{N: 1, P99: lP99Out}}}}
 }

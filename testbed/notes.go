@@ -51,7 +51,9 @@ func notes(c Config) []string {
 				"forwarding ceiling on this machine and cubic's ramp-up as much as the window; only rows whose window/RTT is at most a quarter "+
 				"of the link are checked against the prediction.", fmtRate(float64(c.RateBps))))
 	case "prague":
-		n = append(n, "Utilisation = bytes forwarded on the bottleneck / (rate · measured time).")
+		n = append(n, "Utilisation = bytes forwarded on the bottleneck / (rate · measured time). The checks judge it and the L queue's "+
+			"p99 \"outside machine pauses\": over the stats intervals (about 20 ms) in which /proc/stat's steal did not grow and the floor "+
+			"probe woke at most 1 ms late, each pause widened by its length on both sides, when those intervals are at least half the time.")
 	}
 	return n
 }

@@ -2,6 +2,8 @@ package testbed
 
 import (
 	"cmp"
+	"github.com/pi2hop/pi2hop/hop"
+	"github.com/pi2hop/pi2hop/testbed/metrics"
 	"slices"
 	"time"
 
@@ -114,5 +116,55 @@ func outsidePauses(call *report.Call, send *flow.VideoSenderSummary, from time.D
 	call.RTTOutsidePausesMs, call.PausedShare = figure.Summarise(kept), 0
 	if all > 0 {
 		call.PausedShare = float64(all-len(kept)) / float64(all)
+	}
+}
+
+// queuesOutsidePauses fills run's utilisation and sojourn figures outside
+// the machine's pauses: over the stats intervals between samples ai and
+// bi (the measured window's edges) that overlap no pause. A pause stops
+// the hop or a sender, and the link idles or the packets that queued
+// behind it leave in a burst, whatever the queue and the sender do; on a
+// VM a few such intervals decide a utilisation or a p99. The run's
+// Queues must be filled (fillQueues).
+func queuesOutsidePauses(run *report.Run, s []queueSample, ai, bi int) {
+	run.PausedTimeShare = -1
+	spans, ok := machinePauses(s)
+	if !ok || bi <= ai {
+		return
+	}
+	var hl, hc hop.Histogram
+	var bytes uint64
+	var kept, all int64 // ns of the direction's clock
+	k := 0              // the first span that may reach interval i
+	for i := ai + 1; i <= bi; i++ {
+		from, to := s[i-1].at, s[i].at
+		dt := s[i].elapsed - s[i-1].elapsed
+		all += dt
+		for k < len(spans) && spans[k].to <= from {
+			k++
+		}
+		if k < len(spans) && spans[k].from < to {
+			continue // a pause touched (from, to]
+		}
+		kept += dt
+		bytes += s[i].outBytes - s[i-1].outBytes
+		if s[i].lSojourn != nil {
+			s[i].lSojourn.addTo(&hl)
+			s[i].cSojourn.addTo(&hc)
+		}
+	}
+	if all <= 0 {
+		return
+	}
+	run.PausedTimeShare = 1 - float64(kept)/float64(all)
+	if kept > 0 && run.RateBps > 0 {
+		run.UtilisationOutsidePauses = metrics.Utilisation(bytes, run.RateBps, time.Duration(kept))
+	}
+	for i := range run.Queues {
+		h := &hc
+		if run.Queues[i].Name == "L" {
+			h = &hl
+		}
+		run.Queues[i].SojournOutsidePausesMs = histDist(h)
 	}
 }

@@ -1,6 +1,8 @@
 package testbed
 
 import (
+	"github.com/pi2hop/pi2hop/hop"
+	"github.com/pi2hop/pi2hop/testbed/report"
 	"math"
 	"slices"
 	"testing"
@@ -163,4 +165,57 @@ func TestAnalyseCallOutsidePauses(t *testing.T) {
 	if c := analyse(res).Call; c.PausedShare != -1 {
 		t.Errorf("pauses unknown: share %v, want -1", c.PausedShare)
 	}
+}
+
+// TestQueuesOutsidePauses: a 10 Mbit/s link busy all of 2 s but for two
+// 20 ms intervals, whose packets also waited 20 ms instead of 1 ms, inside
+// a pause of up to 40 ms that 30 ms of steal counted at 500 ms make
+// (TestMachinePauses' span [440, 540] ms): the five intervals it touches,
+// 5 % of the time, are left out, and what is left is the busy link and
+// its 1 ms sojourns.
+func TestQueuesOutsidePauses(t *testing.T) {
+	const perInterval = 25_000 // bytes: 10 Mbit/s for 20 ms
+	stalled := func(at time.Duration) bool { return at == 480*ms1 || at == 500*ms1 }
+	build := func(steal func(time.Duration) time.Duration) []queueSample {
+		s := pauseTrace(steal, only(-1, -1, 0))
+		var bytes uint64
+		for i := range s {
+			s[i].elapsed = int64(s[i].at)
+			if i == 0 {
+				continue
+			}
+			sojourn := int64(ms1)
+			if stalled(s[i].at) {
+				sojourn = int64(20 * ms1)
+			} else {
+				bytes += perInterval
+			}
+			s[i].outBytes = bytes
+			var l, c hop.Histogram
+			for range 10 {
+				l.Add(sojourn)
+			}
+			s[i].lSojourn, s[i].cSojourn = sparseOf(&l), sparseOf(&c)
+		}
+		return s
+	}
+	t.Run("steal", func(t *testing.T) {
+		s := build(at(500*ms1, 0, 30*ms1))
+		run := report.Run{RateBps: 10e6, Queues: []report.Queue{{Name: "L"}, {Name: "C"}}}
+		queuesOutsidePauses(&run, s, 0, len(s)-1)
+		l := run.Queues[0].SojournOutsidePausesMs
+		if math.Abs(run.PausedTimeShare-0.05) > 1e-9 || math.Abs(run.UtilisationOutsidePauses-1) > 1e-9 ||
+			l.N != 950 || l.P99 != 1 || l.Max != 1 || run.Queues[1].SojournOutsidePausesMs.N != 0 {
+			t.Errorf("paused share %v, utilisation %v, L sojourn %+v, C %+v; want 0.05, 1, 950 packets at 1 ms, none",
+				run.PausedTimeShare, run.UtilisationOutsidePauses, l, run.Queues[1].SojournOutsidePausesMs)
+		}
+	})
+	t.Run("nothing to tell", func(t *testing.T) {
+		s := build(only(-1, -1, 0))
+		run := report.Run{RateBps: 10e6, Queues: []report.Queue{{Name: "L"}}}
+		queuesOutsidePauses(&run, s, 0, len(s)-1)
+		if run.PausedTimeShare != -1 || run.Queues[0].SojournOutsidePausesMs.N != 0 {
+			t.Errorf("paused share %v, L sojourn %+v; want -1 and nothing", run.PausedTimeShare, run.Queues[0].SojournOutsidePausesMs)
+		}
+	})
 }

@@ -34,6 +34,43 @@ type queueSample struct {
 	// hop.Histogram.Quantile), ns; 0 in the
 	// first sample and when none were.
 	lMedian, cMedian int64
+	// The same packets' sojourn histograms, their non-empty buckets only,
+	// so that the figures of the intervals no machine pause touched can be
+	// summed (queuesOutsidePauses); nil in the first sample.
+	lSojourn, cSojourn *sparseHist
+}
+
+// sparseHist is an interval's hop.Histogram kept as its non-empty
+// buckets: a stats interval forwards tens to thousands of packets into a
+// few dozen of the 2 048 buckets.
+type sparseHist struct {
+	buckets []bucketCount
+	worst   int64 // the interval's largest value, ns (hop.Histogram.Sub)
+}
+
+type bucketCount struct {
+	i uint16 // index in hop.Histogram.Counts
+	n uint32
+}
+
+func sparseOf(h *hop.Histogram) *sparseHist {
+	sp := &sparseHist{worst: h.Worst.Max}
+	for i, n := range h.Counts {
+		// A stats interval is ms long: no bucket counts 2^32 packets in it.
+		if n > 0 {
+			sp.buckets = append(sp.buckets, bucketCount{i: uint16(i), n: uint32(n)})
+		}
+	}
+	return sp
+}
+
+// addTo adds the interval's counts to h, and its largest value to h's.
+func (sp *sparseHist) addTo(h *hop.Histogram) {
+	for _, b := range sp.buckets {
+		h.Counts[b.i] += uint64(b.n)
+		h.Total += uint64(b.n)
+	}
+	h.Worst.Max = max(h.Worst.Max, sp.worst)
 }
 
 func sampleOf(d *hop.DirStats, at time.Duration) queueSample {
@@ -74,8 +111,9 @@ func newQueueTrace(from, to time.Duration) *queueTrace {
 // add appends sample x of snapshot d, taken after every earlier one.
 func (q *queueTrace) add(x queueSample, d *hop.DirStats) {
 	if len(q.samples) > 0 {
-		x.lMedian = intervalMedian(&d.SojournL, &q.last.l)
-		x.cMedian = intervalMedian(&d.SojournC, &q.last.c)
+		l, c := d.SojournL.Sub(&q.last.l), d.SojournC.Sub(&q.last.c)
+		x.lMedian, x.cMedian = l.Quantile(0.5), c.Quantile(0.5)
+		x.lSojourn, x.cSojourn = sparseOf(&l), sparseOf(&c)
 	}
 	q.last = queueHists{l: d.SojournL, c: d.SojournC, late: d.Lateness}
 	for _, e := range []*traceEdge{&q.from, &q.to} {
@@ -87,19 +125,12 @@ func (q *queueTrace) add(x queueSample, d *hop.DirStats) {
 }
 
 // edge returns the first sample taken at or after e.t, or the last one,
-// with its histograms. The trace must hold a sample.
-func (q *queueTrace) edge(e *traceEdge) (queueSample, *queueHists) {
+// with its histograms and its index. The trace must hold a sample.
+func (q *queueTrace) edge(e *traceEdge) (queueSample, *queueHists, int) {
 	if e.seen {
-		return q.samples[e.i], &e.hists
+		return q.samples[e.i], &e.hists, e.i
 	}
-	return q.samples[len(q.samples)-1], &q.last
-}
-
-// intervalMedian is the median of what cur counted since the earlier
-// snapshot prev.
-func intervalMedian(cur, prev *hop.Histogram) int64 {
-	d := cur.Sub(prev)
-	return d.Quantile(0.5)
+	return q.samples[len(q.samples)-1], &q.last, len(q.samples) - 1
 }
 
 // worsts fills s's worst figures from snapshot cur against prev.

@@ -189,7 +189,7 @@ func TestQueueTraceEdge(t *testing.T) {
 			q.add(queueSample{at: time.Duration(i) * 100 * ms1}, &d)
 		}
 		for _, e := range []*traceEdge{&q.from, &q.to} {
-			x, h := q.edge(e)
+			x, h, _ := q.edge(e)
 			if x.at != time.Duration(tt.want)*100*ms1 || h.l.Total != uint64(tt.want+1) {
 				t.Errorf("edge at %v: sample at %v with %d L packets, want %v with %d",
 					tt.t, x.at, h.l.Total, time.Duration(tt.want)*100*ms1, tt.want+1)

@@ -73,8 +73,16 @@ type Run struct {
 	Queues []Queue `json:"queues"` // the server→client direction's queues
 	// Utilisation is bytes dequeued / (rate · measured time) on the
 	// server→client link.
-	Utilisation float64   `json:"utilisation"`
-	Fairness    *Fairness `json:"fairness,omitempty"`
+	Utilisation float64 `json:"utilisation"`
+	// UtilisationOutsidePauses is the same over the stats intervals that
+	// no time the machine may have paused a CPU touched (testbed's
+	// machinePauses: the host took it, or the wake-up probe woke over 1
+	// ms late), and PausedTimeShare the share of the measured time left
+	// out of it, -1 where neither steal nor a probe was there to tell.
+	// Each Queue's SojournOutsidePausesMs is over the same intervals.
+	UtilisationOutsidePauses float64   `json:"utilisation_outside_pauses"`
+	PausedTimeShare          float64   `json:"paused_time_share"`
+	Fairness                 *Fairness `json:"fairness,omitempty"`
 	// HopLatenessMs is how late the hop handled its link events on the
 	// server→client direction: its timing error, which every delay above
 	// includes. A large tail means the machine was too busy to measure.
@@ -170,9 +178,12 @@ type Flow struct {
 type Queue struct {
 	Name      string         `json:"name"` // "L", "C" (FIFO: "C")
 	SojournMs figure.Summary `json:"sojourn_ms"`
-	Packets   uint64         `json:"packets"` // forwarded
-	Marked    uint64         `json:"marked"`
-	Dropped   uint64         `json:"dropped"`
+	// SojournOutsidePausesMs: the packets forwarded in the intervals no
+	// machine pause touched (Run.PausedTimeShare).
+	SojournOutsidePausesMs figure.Summary `json:"sojourn_outside_pauses_ms"`
+	Packets                uint64         `json:"packets"` // forwarded
+	Marked                 uint64         `json:"marked"`
+	Dropped                uint64         `json:"dropped"`
 }
 
 // Fairness compares an L4S flow with a classic one (coexist).
