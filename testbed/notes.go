@@ -29,7 +29,7 @@ func notes(c Config) []string {
 				"(SO_TIMESTAMPNS), so the time an endpoint's thread took to wake up on this machine is not in it. "+
 				"A pause of the machine's is: \"outside machine pauses\" leaves out the round trips that overlapped a time "+
 				"between two of the hop's stats samples (about 20 ms) in which /proc/stat's steal grew or the floor probe woke over 1 ms late, "+
-				"widened by the pause's length on each side, and the check of the L4S call's p99 is judged on those, when they are at least half. "+
+				"widened by the pause's length on each side, and the check of the L4S call's p99 is judged on those, when at least 500 are left (five above the p99). "+
 				"Stalls: W3C webrtc-stats freeze rule (gap ≥ max(3·avg, avg + 150 ms)).",
 			fmt.Sprintf("The FIFO run's buffer: %d packets tail drop (≈ %d KB of 1500-byte packets, %.0f ms at the bottleneck rate), "+
 				"a deep buffer without queue management such as a home router's.", c.FIFOLimit, c.FIFOLimit*1500/1000,
