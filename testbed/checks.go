@@ -16,7 +16,7 @@ const (
 	l4sMaxLoss     = 0.01 // L4S call loss below 1 %
 	// The L4S call's RTT p99 is judged on the round trips the machine did
 	// not pause, when at least minKeptRoundTrips are left: five above the
-	// p99 (l4sRTTCheck). A --quick run's call has some 2 500 round trips.
+	// p99 (l4sRTTCheck).
 	minKeptRoundTrips = 500
 	// A Prague-alone run's figures are judged on the time the machine did
 	// not pause, when it is at least half (pragueChecks).

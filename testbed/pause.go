@@ -2,13 +2,13 @@ package testbed
 
 import (
 	"cmp"
-	"github.com/pi2hop/pi2hop/hop"
-	"github.com/pi2hop/pi2hop/testbed/metrics"
 	"slices"
 	"time"
 
 	"github.com/pi2hop/pi2hop/figure"
 	"github.com/pi2hop/pi2hop/flow"
+	"github.com/pi2hop/pi2hop/hop"
+	"github.com/pi2hop/pi2hop/testbed/metrics"
 	"github.com/pi2hop/pi2hop/testbed/report"
 )
 

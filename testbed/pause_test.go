@@ -1,12 +1,13 @@
 package testbed
 
 import (
-	"github.com/pi2hop/pi2hop/hop"
-	"github.com/pi2hop/pi2hop/testbed/report"
 	"math"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/pi2hop/pi2hop/hop"
+	"github.com/pi2hop/pi2hop/testbed/report"
 )
 
 // pauseTrace is a trace of samples every 20 ms from 0 to 2 s, the steal

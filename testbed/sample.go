@@ -14,10 +14,13 @@ import (
 // queueSample is what the lab keeps of every hop stats snapshot of the
 // server→client direction: cumulative counters, so that any two samples
 // give the counts of the time between them, and the median sojourns of
-// the packets forwarded since the previous sample. Its histograms are
-// kept only where the analysis needs them (queueTrace): 49 KB a
+// the packets forwarded since the previous sample. Its full histograms
+// are kept only where the analysis needs them (queueTrace): 49 KB a
 // snapshot and one snapshot every samplePoll, kept for every sample they
-// grew a run's heap by 2.5 MB a second of --duration.
+// grew a run's heap by 2.5 MB a second of --duration. Of the interval's
+// sojourns it keeps the non-empty buckets, 8 bytes each: one per packet
+// at most, so the trace grows by bytes per packet forwarded, not by
+// kilobytes per sample.
 type queueSample struct {
 	at       time.Duration // since the run's traffic started
 	elapsed  int64         // the direction's clock, ns
