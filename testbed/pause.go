@@ -8,6 +8,7 @@ import (
 	"github.com/pi2hop/pi2hop/figure"
 	"github.com/pi2hop/pi2hop/flow"
 	"github.com/pi2hop/pi2hop/hop"
+	"github.com/pi2hop/pi2hop/internal/hoststeal"
 	"github.com/pi2hop/pi2hop/testbed/metrics"
 	"github.com/pi2hop/pi2hop/testbed/report"
 )
@@ -23,11 +24,10 @@ import (
 type span struct{ from, to time.Duration }
 
 const (
-	// stealTick is /proc/stat's unit of steal (USER_HZ): the counter is
-	// the nanoseconds stolen from all CPUs rounded down, so a pause shows
-	// only once it crosses a tick and may be up to a tick longer than the
-	// counter's growth.
-	stealTick = 10 * time.Millisecond
+	// stealTick is steal's unit: the counter is the nanoseconds stolen
+	// from all CPUs rounded down, so a pause shows only once it crosses a
+	// tick and may be up to a tick longer than the counter's growth.
+	stealTick = hoststeal.Tick
 	// pauseLateness is the wake-up probe's lateness that makes a
 	// pause: far above the hop's own timing error at p99 in the lab
 	// (docs/performance.md), and a fifth of the call's 5 ms margin.

@@ -14,6 +14,10 @@ import (
 // Linux architecture the kernel exports to user space.
 const userHZ = 100
 
+// Tick is steal's unit: Total rounds down to it, so a growth read
+// between two calls may be short of the steal by up to one Tick.
+const Tick = time.Second / userHZ
+
 // Total returns the CPU time the hypervisor gave to something else
 // while this machine's CPUs wanted to run, summed over the CPUs since
 // boot ("steal", the 8th figure of /proc/stat's cpu line), or -1 where it
@@ -45,5 +49,5 @@ func parse(line []byte) time.Duration {
 	if err != nil {
 		return -1
 	}
-	return time.Duration(ticks) * (time.Second / userHZ)
+	return time.Duration(ticks) * Tick
 }

@@ -28,10 +28,6 @@ func Measure(ns string, dst netip.Addr, n int, gap time.Duration) (Idle, error) 
 	return m, err
 }
 
-// stealTick is steal's unit in /proc/stat (USER_HZ): a reading may be
-// short of the steal by up to one tick.
-const stealTick = 10 * time.Millisecond
-
 // StealAllowance is the most the host's steal can have raised the
 // median. The round trips do not overlap (each ping waits for its reply
 // before the next is sent), and for the median of N of them to rise by
@@ -42,5 +38,5 @@ func (m Idle) StealAllowance() time.Duration {
 	if m.Steal <= 0 || m.N < 1 {
 		return 0
 	}
-	return 2 * (m.Steal + stealTick) / time.Duration(m.N)
+	return 2 * (m.Steal + hoststeal.Tick) / time.Duration(m.N)
 }
